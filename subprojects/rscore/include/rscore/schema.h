@@ -1,0 +1,47 @@
+// The SQLite schema shared by node bundles (.rsb) and merged databases (.rsdb).
+// Column names are part of the user-facing contract (users' own SQL uses them).
+//
+// Versioning rules (bump kSchemaVersion when any apply):
+//  - a table or column is removed or renamed, or a column's meaning or unit changes;
+//  - a new NOT NULL column is added.
+// Adding a nullable column or a new table keeps the version (readers ignore what they
+// do not know). kFormatVersion covers the container (zstd frame around an SQLite image)
+// and is bumped only when that changes.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "rscore/result.h"
+#include "rscore/sqlite.h"
+
+namespace rs {
+
+inline constexpr int kFormatVersion = 1;
+inline constexpr int kSchemaVersion = 1;
+
+// Event tables: every row has id (node-namespaced, see event_id.h), node, timestamp_ns
+// (CLOCK_REALTIME nanoseconds; aligned in a merged db).
+inline constexpr std::string_view kEventTables[] = {
+    "nccl_events", "cuda_events", "tcp_events", "sched_events", "block_events", "process_events",
+};
+
+enum class DbKind {
+  kBundle,  // one node's recording
+  kMerged,  // rankscope-merge output: adds local_timestamp_ns + merge_* / clock_alignment tables
+};
+
+// Creates every table of the given kind in an empty database and writes schema_version /
+// format_version / db_kind into metadata.
+Result<void> CreateSchema(Db& db, DbKind kind);
+
+// Indexes that make analysis fast; created once at finalize (inserts stay fast).
+Result<void> CreateIndexes(Db& db);
+
+// Reads metadata.schema_version and checks this build can read it.
+Result<int> CheckSchemaVersion(Db& db);
+
+// The full CREATE statements of the bundle schema (for docs and tests).
+std::string_view BundleSchemaSql();
+
+}  // namespace rs

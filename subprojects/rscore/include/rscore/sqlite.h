@@ -1,0 +1,103 @@
+// Thin RAII wrapper over the SQLite C API with Result-returning calls.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "rscore/result.h"
+
+namespace rs {
+
+class Statement;
+
+class Db {
+ public:
+  enum class Mode { kReadOnly, kReadWrite, kCreate };
+  static Result<Db> Open(const std::string& path, Mode mode);
+  Db() = default;
+  Db(Db&&) noexcept;
+  Db& operator=(Db&&) noexcept;
+  ~Db();
+
+  // Runs one or more statements that return no rows.
+  Result<void> Exec(std::string_view sql);
+  Result<Statement> Prepare(std::string_view sql);
+  // Runs a query expected to return one integer (e.g. "SELECT COUNT(*) ...").
+  Result<int64_t> QueryInt(std::string_view sql);
+  // Runs a query expected to return at most one text value.
+  Result<std::optional<std::string>> QueryText(std::string_view sql);
+  int64_t LastInsertRowId() const;
+  sqlite3* raw() const { return db_; }
+  const std::string& path() const { return path_; }
+  Error LastError(std::string_view what) const;
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+class Statement {
+ public:
+  Statement() = default;
+  Statement(Statement&&) noexcept;
+  Statement& operator=(Statement&&) noexcept;
+  ~Statement();
+
+  // Bind by 1-based index. Null optionals bind NULL.
+  Statement& Bind(int idx, int64_t v);
+  Statement& Bind(int idx, double v);
+  Statement& Bind(int idx, std::string_view v);
+  Statement& BindNull(int idx);
+  template <typename T>
+  Statement& Bind(int idx, const std::optional<T>& v) {
+    return v ? Bind(idx, *v) : BindNull(idx);
+  }
+  Statement& Bind(int idx, int v) { return Bind(idx, static_cast<int64_t>(v)); }
+  Statement& Bind(int idx, uint32_t v) { return Bind(idx, static_cast<int64_t>(v)); }
+  Statement& Bind(int idx, uint64_t v) { return Bind(idx, static_cast<int64_t>(v)); }
+  Statement& Bind(int idx, const char* v) { return Bind(idx, std::string_view(v)); }
+  Statement& Bind(int idx, const std::string& v) { return Bind(idx, std::string_view(v)); }
+
+  // Returns true while a row is available, false when done.
+  Result<bool> Step();
+  // Step() for statements returning no rows, then Reset().
+  Result<void> Run();
+  void Reset();
+
+  int ColumnCount() const;
+  std::string ColumnName(int col) const;
+  bool IsNull(int col) const;
+  int ColumnType(int col) const;
+  int64_t Int(int col) const;
+  double Double(int col) const;
+  std::string Text(int col) const;
+  std::optional<int64_t> OptInt(int col) const;
+  sqlite3_stmt* raw() const { return stmt_; }
+
+ private:
+  friend class Db;
+  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+// Wraps BEGIN/COMMIT; rolls back in the destructor unless committed.
+class Transaction {
+ public:
+  static Result<Transaction> Begin(Db& db);
+  Transaction(Transaction&&) noexcept;
+  Transaction& operator=(Transaction&&) = delete;
+  ~Transaction();
+  Result<void> Commit();
+
+ private:
+  explicit Transaction(Db* db) : db_(db) {}
+  Db* db_ = nullptr;
+};
+
+}  // namespace rs

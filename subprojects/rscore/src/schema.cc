@@ -1,0 +1,272 @@
+#include "rscore/schema.h"
+
+#include <string>
+
+namespace rs {
+namespace {
+
+constexpr std::string_view kBundleSql = R"sql(
+CREATE TABLE metadata (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+CREATE TABLE clock_refs (
+  node          TEXT NOT NULL,
+  seq           INTEGER NOT NULL,
+  kind          TEXT NOT NULL,      -- 'start' | 'periodic' | 'end'
+  mono_ns       INTEGER NOT NULL,   -- CLOCK_MONOTONIC (what BPF timestamps use)
+  realtime_ns   INTEGER NOT NULL,   -- CLOCK_REALTIME read between two monotonic reads
+  read_span_ns  INTEGER NOT NULL,   -- width of that bracket: the pair's own uncertainty
+  maxerror_us   INTEGER,            -- adjtimex(2) maxerror
+  esterror_us   INTEGER,            -- adjtimex(2) esterror
+  clock_state   TEXT,               -- adjtimex return: 'TIME_OK', 'TIME_ERROR', ...
+  PRIMARY KEY (node, seq)
+);
+CREATE TABLE sources (
+  node      TEXT NOT NULL,
+  source    TEXT NOT NULL,          -- 'tcp', 'sched', 'block', 'process', 'nccl', 'cuda'
+  method    TEXT,                   -- 'tp_btf', 'tracepoint', 'uprobe', 'off', ...
+  events    INTEGER NOT NULL DEFAULT 0,
+  drops     INTEGER NOT NULL DEFAULT 0,  -- ring-buffer reserve failures + lost entries
+  note      TEXT,
+  PRIMARY KEY (node, source)
+);
+CREATE TABLE attachments (
+  node      TEXT NOT NULL,
+  kind      TEXT NOT NULL,          -- 'tracepoint', 'nccl', 'cudart', 'cuda'
+  target    TEXT NOT NULL,          -- tracepoint name or library file
+  symbol    TEXT,
+  ok        INTEGER NOT NULL,
+  error     TEXT,
+  build_id  TEXT
+);
+CREATE TABLE interfaces (
+  node       TEXT NOT NULL,
+  ifname     TEXT NOT NULL,
+  family     TEXT NOT NULL,         -- 'ipv4' | 'ipv6'
+  address    TEXT NOT NULL,
+  prefix_len INTEGER,
+  netns      INTEGER
+);
+CREATE TABLE processes (
+  node                 TEXT NOT NULL,
+  pid                  INTEGER NOT NULL,
+  first_seen_ns        INTEGER,
+  comm                 TEXT,
+  exe                  TEXT,
+  netns                INTEGER,
+  env_rank             INTEGER,   -- torchrun RANK
+  env_local_rank       INTEGER,
+  env_world_size       INTEGER,
+  env_local_world_size INTEGER,
+  env_group_rank       INTEGER,
+  env_role_rank        INTEGER,
+  torchelastic_run_id  TEXT,
+  slurm_procid         INTEGER,
+  slurm_localid        INTEGER,
+  slurm_nodeid         INTEGER,
+  slurm_job_id         TEXT,
+  nccl_rank            INTEGER,   -- rank passed to ncclCommInitRank* (first communicator)
+  nccl_nranks          INTEGER,
+  rank                 INTEGER,   -- best known global rank
+  rank_conflict        TEXT,      -- set when the sources above disagree; never resolved silently
+  PRIMARY KEY (node, pid)
+);
+CREATE TABLE stacks (
+  id     INTEGER PRIMARY KEY,     -- xxh64 of the symbolized frames (as signed 64-bit)
+  frames TEXT NOT NULL            -- one frame per line: 'symbol+0xoff (file@build_id+0xoff)'
+);
+CREATE TABLE nccl_events (
+  id           INTEGER PRIMARY KEY,
+  node         TEXT NOT NULL,
+  timestamp_ns INTEGER NOT NULL,  -- call entry, wall clock
+  duration_ns  INTEGER,           -- NULL while in flight at the end of recording
+  pid          INTEGER NOT NULL,
+  tid          INTEGER NOT NULL,
+  op           TEXT NOT NULL,     -- 'ALL_REDUCE', 'ALL_GATHER', 'SEND', 'COMM_INIT', ...
+  rank         INTEGER,           -- NULL when unknown (never guessed)
+  nranks       INTEGER,
+  comm_id_hash INTEGER,           -- splitmix64 fold of the ncclUniqueId (comm_hash.h)
+  comm         INTEGER,           -- ncclComm_t pointer value in that process
+  seq          INTEGER,           -- per-communicator collective number; per-peer for p2p
+  count        INTEGER,
+  datatype     TEXT,
+  reduce_op    TEXT,
+  bytes        INTEGER,
+  peer         INTEGER,
+  root         INTEGER,
+  stream       INTEGER,
+  ret          INTEGER,
+  in_group     INTEGER NOT NULL DEFAULT 0,
+  state        TEXT NOT NULL DEFAULT 'complete',   -- 'complete' | 'in_flight'
+  stack_id     INTEGER
+);
+CREATE TABLE cuda_events (
+  id            INTEGER PRIMARY KEY,
+  node          TEXT NOT NULL,
+  timestamp_ns  INTEGER NOT NULL,
+  duration_ns   INTEGER,
+  pid           INTEGER NOT NULL,
+  tid           INTEGER NOT NULL,
+  api           TEXT NOT NULL,    -- function name, e.g. 'cudaMalloc', 'cuLaunchKernel'
+  library       TEXT NOT NULL,    -- 'cudart' | 'cuda'
+  bytes         INTEGER,
+  stream        INTEGER,
+  kernel        INTEGER,          -- kernel function pointer for launches
+  memcpy_kind   INTEGER,
+  ptr           INTEGER,
+  ret           INTEGER,
+  state         TEXT NOT NULL DEFAULT 'complete',
+  sample_weight INTEGER NOT NULL DEFAULT 1,   -- launches sampled 1-in-N carry N
+  stack_id      INTEGER
+);
+CREATE TABLE tcp_events (
+  id           INTEGER PRIMARY KEY,
+  node         TEXT NOT NULL,
+  timestamp_ns INTEGER NOT NULL,
+  event        TEXT NOT NULL,     -- 'tcp_retransmit_skb'
+  family       TEXT NOT NULL,     -- 'ipv4' | 'ipv6'
+  saddr        TEXT NOT NULL,
+  daddr        TEXT NOT NULL,
+  sport        INTEGER NOT NULL,
+  dport        INTEGER NOT NULL,
+  seq          INTEGER,
+  segments     INTEGER NOT NULL DEFAULT 1,
+  state        TEXT,              -- 'ESTABLISHED', 'SYN_SENT', ...
+  netns        INTEGER,
+  pid          INTEGER
+);
+CREATE TABLE sched_events (
+  id           INTEGER PRIMARY KEY,
+  node         TEXT NOT NULL,
+  timestamp_ns INTEGER NOT NULL,  -- start of the interval
+  duration_ns  INTEGER NOT NULL,
+  event        TEXT NOT NULL,     -- 'off_cpu' | 'runq_latency'
+  pid          INTEGER NOT NULL,
+  tid          INTEGER NOT NULL,
+  cpu          INTEGER,
+  other_pid    INTEGER,           -- the task that had the CPU
+  other_tid    INTEGER,
+  other_comm   TEXT
+);
+CREATE TABLE sched_summary (
+  node          TEXT NOT NULL,
+  timestamp_ns  INTEGER NOT NULL, -- end of the interval this row summarizes
+  interval_ns   INTEGER NOT NULL,
+  cpu           INTEGER NOT NULL,
+  switches      INTEGER NOT NULL,
+  runq_count    INTEGER NOT NULL,
+  runq_total_ns INTEGER NOT NULL,
+  runq_max_ns   INTEGER NOT NULL
+);
+CREATE TABLE block_events (
+  id           INTEGER PRIMARY KEY,
+  node         TEXT NOT NULL,
+  timestamp_ns INTEGER NOT NULL,  -- issue
+  duration_ns  INTEGER,           -- issue -> complete
+  dev          TEXT NOT NULL,     -- 'major:minor'
+  op           TEXT NOT NULL,     -- 'read' | 'write' | 'flush' | 'discard' | 'other'
+  rwbs         TEXT,
+  sector       INTEGER,
+  bytes        INTEGER NOT NULL,
+  pid          INTEGER,
+  comm         TEXT
+);
+CREATE TABLE process_events (
+  id           INTEGER PRIMARY KEY,
+  node         TEXT NOT NULL,
+  timestamp_ns INTEGER NOT NULL,
+  event        TEXT NOT NULL,     -- 'exec' | 'exit'
+  pid          INTEGER NOT NULL,
+  ppid         INTEGER,
+  comm         TEXT,
+  filename     TEXT,
+  exit_code    INTEGER
+);
+)sql";
+
+constexpr std::string_view kMergedSql = R"sql(
+CREATE TABLE merge_inputs (
+  input_id      INTEGER PRIMARY KEY,
+  file          TEXT NOT NULL,
+  recording_id  TEXT,
+  node          TEXT,             -- node name in this db (disambiguated if needed)
+  original_node TEXT,             -- node name inside the bundle
+  status        TEXT NOT NULL,    -- 'merged' | 'skipped' | 'duplicate'
+  reason        TEXT
+);
+CREATE TABLE merge_counts (
+  input_id     INTEGER NOT NULL,
+  table_name   TEXT NOT NULL,
+  rows_in      INTEGER NOT NULL,
+  rows_out     INTEGER NOT NULL,
+  rows_skipped INTEGER NOT NULL,
+  PRIMARY KEY (input_id, table_name)
+);
+CREATE TABLE clock_alignment (
+  node             TEXT PRIMARY KEY,
+  offset_ns        INTEGER NOT NULL,  -- aligned = local + offset_ns + drift_ppm*1e-6*(local - anchor_ns)
+  drift_ppm        REAL NOT NULL DEFAULT 0,
+  anchor_ns        INTEGER NOT NULL DEFAULT 0,
+  error_bound_ns   INTEGER NOT NULL,
+  method           TEXT NOT NULL,     -- 'reference' | 'rendezvous' | 'wall_clock'
+  rendezvous_count INTEGER NOT NULL DEFAULT 0,
+  note             TEXT
+);
+)sql";
+
+const char* KindName(DbKind kind) { return kind == DbKind::kBundle ? "bundle" : "merged"; }
+
+}  // namespace
+
+std::string_view BundleSchemaSql() { return kBundleSql; }
+
+Result<void> CreateSchema(Db& db, DbKind kind) {
+  RETURN_IF_ERROR(db.Exec(kBundleSql));
+  if (kind == DbKind::kMerged) {
+    RETURN_IF_ERROR(db.Exec(kMergedSql));
+    for (std::string_view t : kEventTables) {
+      RETURN_IF_ERROR(
+          db.Exec("ALTER TABLE " + std::string(t) + " ADD COLUMN local_timestamp_ns INTEGER"));
+    }
+  }
+  ASSIGN_OR_RETURN(Statement st,
+                   db.Prepare("INSERT OR REPLACE INTO metadata(key, value) VALUES (?, ?)"));
+  RETURN_IF_ERROR(st.Bind(1, "schema_version").Bind(2, std::to_string(kSchemaVersion)).Run());
+  RETURN_IF_ERROR(st.Bind(1, "format_version").Bind(2, std::to_string(kFormatVersion)).Run());
+  RETURN_IF_ERROR(st.Bind(1, "db_kind").Bind(2, KindName(kind)).Run());
+  return Ok();
+}
+
+Result<void> CreateIndexes(Db& db) {
+  return db.Exec(R"sql(
+CREATE INDEX IF NOT EXISTS nccl_events_ts ON nccl_events(timestamp_ns);
+CREATE INDEX IF NOT EXISTS nccl_events_coll ON nccl_events(comm_id_hash, seq);
+CREATE INDEX IF NOT EXISTS cuda_events_ts ON cuda_events(timestamp_ns);
+CREATE INDEX IF NOT EXISTS tcp_events_ts ON tcp_events(timestamp_ns);
+CREATE INDEX IF NOT EXISTS sched_events_ts ON sched_events(timestamp_ns);
+CREATE INDEX IF NOT EXISTS block_events_ts ON block_events(timestamp_ns);
+CREATE INDEX IF NOT EXISTS process_events_ts ON process_events(timestamp_ns);
+)sql");
+}
+
+Result<int> CheckSchemaVersion(Db& db) {
+  auto v = db.QueryText("SELECT value FROM metadata WHERE key = 'schema_version'");
+  if (!v.ok()) return Error("not a rankscope database (no metadata table)");
+  if (!v.value()) return Error("not a rankscope database (metadata has no schema_version)");
+  int version = 0;
+  try {
+    version = std::stoi(*v.value());
+  } catch (...) {
+    return Error("corrupt metadata: schema_version '" + *v.value() + "' is not a number");
+  }
+  if (version > kSchemaVersion) {
+    return Error("schema version " + std::to_string(version) +
+                 " is newer than this rankscope understands (" + std::to_string(kSchemaVersion) +
+                 "); upgrade rankscope");
+  }
+  if (version < 1) return Error("invalid schema version " + std::to_string(version));
+  return version;
+}
+
+}  // namespace rs

@@ -1,0 +1,170 @@
+#include "rscore/sqlite.h"
+
+#include <utility>
+
+namespace rs {
+
+Result<Db> Db::Open(const std::string& path, Mode mode) {
+  int flags = SQLITE_OPEN_NOMUTEX;
+  switch (mode) {
+    case Mode::kReadOnly: flags |= SQLITE_OPEN_READONLY; break;
+    case Mode::kReadWrite: flags |= SQLITE_OPEN_READWRITE; break;
+    case Mode::kCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE; break;
+  }
+  Db db;
+  db.path_ = path;
+  int rc = sqlite3_open_v2(path.c_str(), &db.db_, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db.db_ ? sqlite3_errmsg(db.db_) : sqlite3_errstr(rc);
+    return Error(path + ": cannot open SQLite database: " + msg);
+  }
+  sqlite3_extended_result_codes(db.db_, 1);
+  sqlite3_busy_timeout(db.db_, 5000);
+  return db;
+}
+
+Db::Db(Db&& o) noexcept : db_(std::exchange(o.db_, nullptr)), path_(std::move(o.path_)) {}
+
+Db& Db::operator=(Db&& o) noexcept {
+  if (this != &o) {
+    if (db_) sqlite3_close_v2(db_);
+    db_ = std::exchange(o.db_, nullptr);
+    path_ = std::move(o.path_);
+  }
+  return *this;
+}
+
+Db::~Db() {
+  if (db_) sqlite3_close_v2(db_);
+}
+
+Error Db::LastError(std::string_view what) const {
+  return Error(path_ + ": " + std::string(what) + ": " + (db_ ? sqlite3_errmsg(db_) : "no database"));
+}
+
+Result<void> Db::Exec(std::string_view sql) {
+  char* err = nullptr;
+  std::string s(sql);
+  if (sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    return Error(path_ + ": SQL failed: " + msg);
+  }
+  return Ok();
+}
+
+Result<Statement> Db::Prepare(std::string_view sql) {
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr) !=
+      SQLITE_OK) {
+    return Error(std::string("SQL error: ") + sqlite3_errmsg(db_));
+  }
+  if (!stmt) return Error("SQL error: empty statement");
+  return Statement(db_, stmt);
+}
+
+Result<int64_t> Db::QueryInt(std::string_view sql) {
+  ASSIGN_OR_RETURN(Statement st, Prepare(sql));
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row || st.IsNull(0)) return Error(path_ + ": query returned no value: " + std::string(sql));
+  return st.Int(0);
+}
+
+Result<std::optional<std::string>> Db::QueryText(std::string_view sql) {
+  ASSIGN_OR_RETURN(Statement st, Prepare(sql));
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row || st.IsNull(0)) return std::optional<std::string>();
+  return std::optional<std::string>(st.Text(0));
+}
+
+int64_t Db::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
+
+Statement::Statement(Statement&& o) noexcept
+    : db_(std::exchange(o.db_, nullptr)), stmt_(std::exchange(o.stmt_, nullptr)) {}
+
+Statement& Statement::operator=(Statement&& o) noexcept {
+  if (this != &o) {
+    if (stmt_) sqlite3_finalize(stmt_);
+    db_ = std::exchange(o.db_, nullptr);
+    stmt_ = std::exchange(o.stmt_, nullptr);
+  }
+  return *this;
+}
+
+Statement::~Statement() {
+  if (stmt_) sqlite3_finalize(stmt_);
+}
+
+Statement& Statement::Bind(int idx, int64_t v) {
+  sqlite3_bind_int64(stmt_, idx, v);
+  return *this;
+}
+Statement& Statement::Bind(int idx, double v) {
+  sqlite3_bind_double(stmt_, idx, v);
+  return *this;
+}
+Statement& Statement::Bind(int idx, std::string_view v) {
+  sqlite3_bind_text(stmt_, idx, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+Statement& Statement::BindNull(int idx) {
+  sqlite3_bind_null(stmt_, idx);
+  return *this;
+}
+
+Result<bool> Statement::Step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return Error(std::string("SQL error: ") + sqlite3_errmsg(db_));
+}
+
+Result<void> Statement::Run() {
+  auto r = Step();
+  Reset();
+  if (!r.ok()) return r.error();
+  return Ok();
+}
+
+void Statement::Reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+int Statement::ColumnCount() const { return sqlite3_column_count(stmt_); }
+std::string Statement::ColumnName(int col) const {
+  const char* n = sqlite3_column_name(stmt_, col);
+  return n ? n : "";
+}
+bool Statement::IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+int Statement::ColumnType(int col) const { return sqlite3_column_type(stmt_, col); }
+int64_t Statement::Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+double Statement::Double(int col) const { return sqlite3_column_double(stmt_, col); }
+std::string Statement::Text(int col) const {
+  const unsigned char* t = sqlite3_column_text(stmt_, col);
+  return t ? std::string(reinterpret_cast<const char*>(t),
+                         static_cast<size_t>(sqlite3_column_bytes(stmt_, col)))
+           : std::string();
+}
+std::optional<int64_t> Statement::OptInt(int col) const {
+  if (IsNull(col)) return std::nullopt;
+  return Int(col);
+}
+
+Result<Transaction> Transaction::Begin(Db& db) {
+  RETURN_IF_ERROR(db.Exec("BEGIN"));
+  return Transaction(&db);
+}
+
+Transaction::Transaction(Transaction&& o) noexcept : db_(std::exchange(o.db_, nullptr)) {}
+
+Transaction::~Transaction() {
+  if (db_) (void)db_->Exec("ROLLBACK");
+}
+
+Result<void> Transaction::Commit() {
+  Db* db = std::exchange(db_, nullptr);
+  return db->Exec("COMMIT");
+}
+
+}  // namespace rs

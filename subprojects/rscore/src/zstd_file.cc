@@ -1,0 +1,120 @@
+#include "rscore/zstd_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace rs {
+namespace {
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+Result<void> WriteAll(int fd, const void* data, size_t size, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = write(fd, p, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error(path + ": write failed: " + std::strerror(errno));
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return Ok();
+}
+
+Result<int> OpenOut(const std::string& path, unsigned mode) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return Error(path + ": cannot create: " + std::strerror(errno));
+  fchmod(fd, mode);
+  return fd;
+}
+
+}  // namespace
+
+Result<void> CompressFile(const std::string& in_path, const std::string& out_path, int level,
+                          unsigned mode) {
+  Fd in{open(in_path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (in.fd < 0) return Error(in_path + ": cannot open: " + std::strerror(errno));
+  Fd out;
+  ASSIGN_OR_RETURN(out.fd, OpenOut(out_path, mode));
+  std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
+  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, level);
+  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 1);
+  std::vector<char> ibuf(ZSTD_CStreamInSize()), obuf(ZSTD_CStreamOutSize());
+  bool last = false;
+  while (!last) {
+    ssize_t n = read(in.fd, ibuf.data(), ibuf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error(in_path + ": read failed: " + std::strerror(errno));
+    }
+    last = n == 0;
+    ZSTD_inBuffer ib{ibuf.data(), static_cast<size_t>(n), 0};
+    ZSTD_EndDirective mode_dir = last ? ZSTD_e_end : ZSTD_e_continue;
+    bool done = false;
+    while (!done) {
+      ZSTD_outBuffer ob{obuf.data(), obuf.size(), 0};
+      size_t rem = ZSTD_compressStream2(cctx.get(), &ob, &ib, mode_dir);
+      if (ZSTD_isError(rem)) return Error(out_path + ": zstd: " + ZSTD_getErrorName(rem));
+      RETURN_IF_ERROR(WriteAll(out.fd, obuf.data(), ob.pos, out_path));
+      done = last ? rem == 0 : ib.pos == ib.size;
+    }
+  }
+  if (fsync(out.fd) != 0) return Error(out_path + ": fsync failed: " + std::strerror(errno));
+  return Ok();
+}
+
+Result<void> DecompressFile(const std::string& in_path, const std::string& out_path,
+                            unsigned mode) {
+  Fd in{open(in_path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (in.fd < 0) return Error(in_path + ": cannot open: " + std::strerror(errno));
+  Fd out;
+  ASSIGN_OR_RETURN(out.fd, OpenOut(out_path, mode));
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  std::vector<char> ibuf(ZSTD_DStreamInSize()), obuf(ZSTD_DStreamOutSize());
+  size_t last_ret = 0;
+  bool any_input = false;
+  for (;;) {
+    ssize_t n = read(in.fd, ibuf.data(), ibuf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error(in_path + ": read failed: " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    any_input = true;
+    ZSTD_inBuffer ib{ibuf.data(), static_cast<size_t>(n), 0};
+    while (ib.pos < ib.size) {
+      ZSTD_outBuffer ob{obuf.data(), obuf.size(), 0};
+      last_ret = ZSTD_decompressStream(dctx.get(), &ob, &ib);
+      if (ZSTD_isError(last_ret)) {
+        return Error(in_path + ": corrupted zstd data (" + ZSTD_getErrorName(last_ret) + ")");
+      }
+      RETURN_IF_ERROR(WriteAll(out.fd, obuf.data(), ob.pos, out_path));
+    }
+  }
+  if (!any_input) return Error(in_path + ": empty file");
+  if (last_ret != 0) return Error(in_path + ": truncated zstd data (the file is incomplete)");
+  return Ok();
+}
+
+bool HasZstdMagic(const std::string& path) {
+  Fd f{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0) return false;
+  unsigned char m[4];
+  if (read(f.fd, m, 4) != 4) return false;
+  return m[0] == 0x28 && m[1] == 0xB5 && m[2] == 0x2F && m[3] == 0xFD;
+}
+
+}  // namespace rs
