@@ -1,0 +1,62 @@
+// The recorder's probe interface. Each event family (tcp, sched, block, process, nccl, cuda)
+// is one Probe: it owns its BPF skeleton, its ring buffer callbacks and its prepared
+// INSERTs. The event loop (recorder/event_loop.cc) drives every probe through the same
+// lifecycle, one step per call: Start (open -> configure -> load -> attach) -> poll -> Finish.
+#pragma once
+
+#include <bpf/libbpf.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "rscore/clock.h"
+#include "rscore/event_id.h"
+#include "rscore/result.h"
+#include "rscore/sqlite.h"
+
+namespace rec {
+
+struct RecorderOptions;
+class AttachLog;
+class ProcessTable;
+
+// Everything a probe may use while recording. Owned by the event loop; valid from Start
+// to Finish. All calls happen on the event-loop thread (no locking needed).
+struct RecorderContext {
+  rs::Db* db = nullptr;                 // the bundle's SQLite db (a batch transaction is open)
+  std::string node;                     // node name written into every row
+  rs::EventIdAllocator* ids = nullptr;  // node-namespaced event ids: ids->Next()
+  const rs::MonoToWall* clock = nullptr;  // bpf_ktime_get_ns() -> wall clock: clock->Convert()
+  const RecorderOptions* options = nullptr;
+  uint64_t scope_netns = 0;             // --scope netns: the recorder's netns inode; 0 = host
+  std::string proc_root = "/proc";      // injectable for tests
+  AttachLog* attach_log = nullptr;      // every attach success/failure goes here
+  ProcessTable* processes = nullptr;    // traced processes (rows of the `processes` table)
+  ring_buffer* rb = nullptr;            // shared ring-buffer poller: add maps with ring_buffer__add
+};
+
+class Probe {
+ public:
+  virtual ~Probe() = default;
+  // Value of sources.source and prefix of log lines: 'tcp', 'sched', 'nccl', ...
+  virtual std::string_view source() const = 0;
+  // open -> configure -> load -> attach; adds its ring buffer(s) to ctx.rb. An error here
+  // means this source records nothing (the loop logs it and stores it in `sources.note`);
+  // optional parts that fail are logged to ctx.attach_log and do not fail Start.
+  virtual rs::Result<void> Start(RecorderContext& ctx) = 0;
+  // Called about every 100 ms from the loop (periodic summaries, library re-scans).
+  virtual void Tick(RecorderContext& /*ctx*/) {}
+  // A process was exec'd (from the process probe) or newly chosen for tracing.
+  virtual void OnProcessExec(RecorderContext& /*ctx*/, int /*pid*/) {}
+  virtual void OnProcessTraced(RecorderContext& /*ctx*/, int /*pid*/) {}
+  // Drain what is pending, write in-flight calls (state 'in_flight', duration NULL),
+  // then detach. Must succeed as far as it can: the bundle is finalized afterwards.
+  virtual rs::Result<void> Finish(RecorderContext& ctx) = 0;
+  // Counters for the `sources` table.
+  virtual std::string method() const = 0;  // 'tp_btf', 'tracepoint', 'uprobe', 'off'
+  virtual uint64_t events() const = 0;     // rows written
+  virtual uint64_t drops() const = 0;      // reserve failures + entries lost (per-CPU stats map)
+};
+
+}  // namespace rec
