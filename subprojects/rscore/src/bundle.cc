@@ -185,8 +185,9 @@ Result<OpenedDb> OpenRankscopeFile(const std::string& path, bool check_integrity
     ssize_t n = fd >= 0 ? read(fd, magic, sizeof magic) : -1;
     if (fd >= 0) close(fd);
     if (n != 16 || std::memcmp(magic, "SQLite format 3", 16) != 0) {
-      return Error(path + (out.compressed_ ? ": decompressed data is not an SQLite database"
-                                           : ": not a rankscope bundle (.rsb) or database (.rsdb)"));
+      return Error(path + (out.compressed_
+                               ? ": decompressed data is not an SQLite database"
+                               : ": not a rankscope bundle (.rsb) or database (.rsdb)"));
     }
   }
   auto db = Db::Open(out.sqlite_path_, Db::Mode::kReadOnly);

@@ -26,10 +26,14 @@ Result<void> WriteSmallBundle(const std::string& path, const std::string& node) 
   RETURN_IF_ERROR(w.SetMetadata("start_ns", "100"));
   RETURN_IF_ERROR(w.SetMetadata("end_ns", "200"));
   EventIdAllocator ids(RecordingKey(rid));
-  ASSIGN_OR_RETURN(Statement st, w.db().Prepare(
-      "INSERT INTO tcp_events(id, node, timestamp_ns, event, family, saddr, daddr, sport, dport) "
-      "VALUES (?, ?, ?, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 1, 2)"));
-  for (int i = 0; i < 1000; ++i) RETURN_IF_ERROR(st.Bind(1, ids.Next()).Bind(2, node).Bind(3, i).Run());
+  ASSIGN_OR_RETURN(
+      Statement st,
+      w.db().Prepare(
+          "INSERT INTO tcp_events(id, node, timestamp_ns, event, family, saddr, daddr, sport, "
+          "dport) "
+          "VALUES (?, ?, ?, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 1, 2)"));
+  for (int i = 0; i < 1000; ++i)
+    RETURN_IF_ERROR(st.Bind(1, ids.Next()).Bind(2, node).Bind(3, i).Run());
   return w.Finalize();
 }
 
@@ -59,8 +63,8 @@ TEST(Bundle, TruncatedAndCorruptAreRejectedByName) {
   struct stat st {};
   stat(path.c_str(), &st);
   std::string trunc = dir + "/trunc.rsb";
-  ASSERT_EQ(std::system(("head -c " + std::to_string(st.st_size / 2) + " " + path + " > " + trunc)
-                            .c_str()),
+  ASSERT_EQ(std::system(
+                ("head -c " + std::to_string(st.st_size / 2) + " " + path + " > " + trunc).c_str()),
             0);
   auto r = OpenRankscopeFile(trunc);
   ASSERT_FALSE(r.ok());

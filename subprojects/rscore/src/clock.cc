@@ -29,13 +29,27 @@ class RealClock : public ClockSource {
     ref.maxerror_us = tx.maxerror;
     ref.esterror_us = tx.esterror;
     switch (state) {
-      case TIME_OK: ref.clock_state = "TIME_OK"; break;
-      case TIME_INS: ref.clock_state = "TIME_INS"; break;
-      case TIME_DEL: ref.clock_state = "TIME_DEL"; break;
-      case TIME_OOP: ref.clock_state = "TIME_OOP"; break;
-      case TIME_WAIT: ref.clock_state = "TIME_WAIT"; break;
-      case TIME_ERROR: ref.clock_state = "TIME_ERROR"; break;
-      default: ref.clock_state = "state_" + std::to_string(state); break;
+      case TIME_OK:
+        ref.clock_state = "TIME_OK";
+        break;
+      case TIME_INS:
+        ref.clock_state = "TIME_INS";
+        break;
+      case TIME_DEL:
+        ref.clock_state = "TIME_DEL";
+        break;
+      case TIME_OOP:
+        ref.clock_state = "TIME_OOP";
+        break;
+      case TIME_WAIT:
+        ref.clock_state = "TIME_WAIT";
+        break;
+      case TIME_ERROR:
+        ref.clock_state = "TIME_ERROR";
+        break;
+      default:
+        ref.clock_state = "state_" + std::to_string(state);
+        break;
     }
   }
 };

@@ -8,8 +8,8 @@
 namespace rs {
 
 uint32_t RecordingKey(std::string_view recording_id) {
-  uint32_t key = static_cast<uint32_t>(XXH64(recording_id.data(), recording_id.size(), 0)) &
-                 0x7fffffffu;
+  uint32_t key =
+      static_cast<uint32_t>(XXH64(recording_id.data(), recording_id.size(), 0)) & 0x7fffffffu;
   return key == 0 ? 1 : key;
 }
 

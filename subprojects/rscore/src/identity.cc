@@ -78,8 +78,8 @@ Result<Config> LoadConfig(const std::string& path) {
 
 Result<void> ValidateNodeName(std::string_view name, std::string_view source) {
   auto bad = [&](const std::string& why) {
-    return Error("node name '" + std::string(name) + "' (from " + std::string(source) + ") " +
-                 why + "; use 1-64 characters of letters, digits, '.', '_' or '-'");
+    return Error("node name '" + std::string(name) + "' (from " + std::string(source) + ") " + why +
+                 "; use 1-64 characters of letters, digits, '.', '_' or '-'");
   };
   if (name.empty()) return bad("is empty");
   if (name.size() > 64) return bad("is too long");
@@ -93,10 +93,14 @@ Result<void> ValidateNodeName(std::string_view name, std::string_view source) {
 
 Result<NodeName> ResolveNodeName(const NodeNameSources& s) {
   NodeName n;
-  if (s.flag) n = {*s.flag, "flag"};
-  else if (s.config) n = {*s.config, "config"};
-  else if (s.env && !s.env->empty()) n = {*s.env, "env"};
-  else n = {s.hostname, "hostname"};
+  if (s.flag)
+    n = {*s.flag, "flag"};
+  else if (s.config)
+    n = {*s.config, "config"};
+  else if (s.env && !s.env->empty())
+    n = {*s.env, "env"};
+  else
+    n = {s.hostname, "hostname"};
   std::string where = n.source == "flag"     ? "--node"
                       : n.source == "config" ? "the config file"
                       : n.source == "env"    ? "RANKSCOPE_NODE"
@@ -123,17 +127,28 @@ RankEnv ParseRankEnv(std::string_view block) {
     size_t eq = kv.find('=');
     if (eq == std::string_view::npos) continue;
     std::string_view k = kv.substr(0, eq), v = kv.substr(eq + 1);
-    if (k == "RANK") env.rank = ToInt(v);
-    else if (k == "LOCAL_RANK") env.local_rank = ToInt(v);
-    else if (k == "WORLD_SIZE") env.world_size = ToInt(v);
-    else if (k == "LOCAL_WORLD_SIZE") env.local_world_size = ToInt(v);
-    else if (k == "GROUP_RANK") env.group_rank = ToInt(v);
-    else if (k == "ROLE_RANK") env.role_rank = ToInt(v);
-    else if (k == "TORCHELASTIC_RUN_ID") env.torchelastic_run_id = std::string(v);
-    else if (k == "SLURM_PROCID") env.slurm_procid = ToInt(v);
-    else if (k == "SLURM_LOCALID") env.slurm_localid = ToInt(v);
-    else if (k == "SLURM_NODEID") env.slurm_nodeid = ToInt(v);
-    else if (k == "SLURM_JOB_ID") env.slurm_job_id = std::string(v);
+    if (k == "RANK")
+      env.rank = ToInt(v);
+    else if (k == "LOCAL_RANK")
+      env.local_rank = ToInt(v);
+    else if (k == "WORLD_SIZE")
+      env.world_size = ToInt(v);
+    else if (k == "LOCAL_WORLD_SIZE")
+      env.local_world_size = ToInt(v);
+    else if (k == "GROUP_RANK")
+      env.group_rank = ToInt(v);
+    else if (k == "ROLE_RANK")
+      env.role_rank = ToInt(v);
+    else if (k == "TORCHELASTIC_RUN_ID")
+      env.torchelastic_run_id = std::string(v);
+    else if (k == "SLURM_PROCID")
+      env.slurm_procid = ToInt(v);
+    else if (k == "SLURM_LOCALID")
+      env.slurm_localid = ToInt(v);
+    else if (k == "SLURM_NODEID")
+      env.slurm_nodeid = ToInt(v);
+    else if (k == "SLURM_JOB_ID")
+      env.slurm_job_id = std::string(v);
   }
   return env;
 }

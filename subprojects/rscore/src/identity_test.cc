@@ -41,9 +41,9 @@ TEST(Identity, ConfigParsing) {
 
 TEST(Identity, RankEnvKeepsOnlyKnownVariables) {
   std::string block;
-  for (const char* kv : {"PATH=/bin", "RANK=5", "LOCAL_RANK=1", "WORLD_SIZE=8", "SECRET=hunter2",
-                         "SLURM_PROCID=7", "SLURM_JOB_ID=991", "GROUP_RANK=2",
-                         "TORCHELASTIC_RUN_ID=abc"}) {
+  for (const char* kv :
+       {"PATH=/bin", "RANK=5", "LOCAL_RANK=1", "WORLD_SIZE=8", "SECRET=hunter2", "SLURM_PROCID=7",
+        "SLURM_JOB_ID=991", "GROUP_RANK=2", "TORCHELASTIC_RUN_ID=abc"}) {
     block += kv;
     block.push_back('\0');
   }

@@ -7,9 +7,15 @@ namespace rs {
 Result<Db> Db::Open(const std::string& path, Mode mode) {
   int flags = SQLITE_OPEN_NOMUTEX;
   switch (mode) {
-    case Mode::kReadOnly: flags |= SQLITE_OPEN_READONLY; break;
-    case Mode::kReadWrite: flags |= SQLITE_OPEN_READWRITE; break;
-    case Mode::kCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE; break;
+    case Mode::kReadOnly:
+      flags |= SQLITE_OPEN_READONLY;
+      break;
+    case Mode::kReadWrite:
+      flags |= SQLITE_OPEN_READWRITE;
+      break;
+    case Mode::kCreate:
+      flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+      break;
   }
   Db db;
   db.path_ = path;
@@ -39,7 +45,8 @@ Db::~Db() {
 }
 
 Error Db::LastError(std::string_view what) const {
-  return Error(path_ + ": " + std::string(what) + ": " + (db_ ? sqlite3_errmsg(db_) : "no database"));
+  return Error(path_ + ": " + std::string(what) + ": " +
+               (db_ ? sqlite3_errmsg(db_) : "no database"));
 }
 
 Result<void> Db::Exec(std::string_view sql) {

@@ -11,13 +11,13 @@
 namespace rs {
 
 struct ClockRef {
-  std::string kind;          // 'start' | 'periodic' | 'end'
-  int64_t mono_ns = 0;       // midpoint of the two monotonic reads bracketing realtime_ns
+  std::string kind;     // 'start' | 'periodic' | 'end'
+  int64_t mono_ns = 0;  // midpoint of the two monotonic reads bracketing realtime_ns
   int64_t realtime_ns = 0;
   int64_t read_span_ns = 0;  // distance between the two monotonic reads
   int64_t maxerror_us = -1;  // adjtimex maxerror; -1 when unavailable
   int64_t esterror_us = -1;
-  std::string clock_state;   // 'TIME_OK', 'TIME_ERROR', 'unavailable', ...
+  std::string clock_state;  // 'TIME_OK', 'TIME_ERROR', 'unavailable', ...
 };
 
 // Where clock readings come from; tests substitute a fake.

@@ -25,7 +25,7 @@ class Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}      // NOLINT: implicit by design
   Result(Error error) : v_(std::move(error)) {}  // NOLINT
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -63,9 +63,9 @@ inline Result<void> Ok() { return Result<void>(); }
 #define RS_CONCAT_INNER(a, b) a##b
 #define RS_CONCAT(a, b) RS_CONCAT_INNER(a, b)
 
-#define RETURN_IF_ERROR(expr)                      \
-  do {                                             \
-    auto rs_status_ = (expr);                      \
+#define RETURN_IF_ERROR(expr)                        \
+  do {                                               \
+    auto rs_status_ = (expr);                        \
     if (!rs_status_.ok()) return rs_status_.error(); \
   } while (0)
 
@@ -79,11 +79,11 @@ inline Result<void> Ok() { return Result<void>(); }
 
 // Invariant checks: a failed CHECK is a bug in rankscope, never a user error.
 // Never put side effects inside.
-#define CHECK(cond)                                                                  \
-  do {                                                                               \
-    if (!(cond)) {                                                                   \
-      std::fprintf(stderr, "rankscope: internal error: CHECK(%s) failed at %s:%d\n", \
-                   #cond, __FILE__, __LINE__);                                       \
-      std::abort();                                                                  \
-    }                                                                                \
+#define CHECK(cond)                                                                         \
+  do {                                                                                      \
+    if (!(cond)) {                                                                          \
+      std::fprintf(stderr, "rankscope: internal error: CHECK(%s) failed at %s:%d\n", #cond, \
+                   __FILE__, __LINE__);                                                     \
+      std::abort();                                                                         \
+    }                                                                                       \
   } while (0)

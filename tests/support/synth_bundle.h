@@ -1,0 +1,51 @@
+// Synthetic cluster recordings for tests and benchmarks of the workstation tools.
+// Models the semantics the tools rely on: a blocking collective ends for every rank shortly
+// after the last rank entered it; each node's recorder sees true time shifted by its clock
+// offset (and drift); one injected fault leaves its trace on one node.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rscore/result.h"
+
+namespace synth {
+
+struct ClusterSpec {
+  int nodes = 4;
+  int ranks_per_node = 2;
+  int steps = 40;
+  uint64_t seed = 1;
+  int64_t start_ns = 1'760'000'000'000'000'000;  // true wall-clock start
+  int64_t step_compute_ns = 20'000'000;          // per-rank compute before the AllReduce
+  int64_t transfer_ns = 2'000'000;               // collective time once all ranks are in
+  int64_t jitter_ns = 200'000;                   // arrival jitter (uniform 0..jitter)
+  int64_t exit_jitter_ns = 20'000;               // spread of exits after the collective ends
+  std::vector<int64_t> offset_ns;                // per node recorder clock offset (default 0)
+  std::vector<double> drift_ppm;                 // per node recorder clock drift (default 0)
+  std::string fault = "none";                    // none | loss | cpu | io | slow | hang
+  int fault_node = 1;
+  int fault_local_rank = 0;
+  int hang_step = 25;                  // hang: the fault rank never enters this step
+  int64_t fault_delay_ns = 8'000'000;  // extra lateness per step of the fault rank
+  int extra_sched_per_step = 0;        // padding rows per rank and step (scale tests)
+  int64_t clock_ref_interval_ns = 1'000'000'000;
+};
+
+// The node name of node k: "node<k>"; its address: 10.77.0.<k+1>.
+std::string NodeName(int k);
+std::string NodeAddress(int k);
+
+// Writes <dir>/node<k>.rsb for every node and returns their paths.
+rs::Result<std::vector<std::string>> WriteClusterBundles(const ClusterSpec& spec,
+                                                         const std::string& dir);
+
+// Total rows written per event table across all bundles of the last call for `spec`
+// (computed without writing: used to reconcile counts).
+struct RowCounts {
+  int64_t nccl = 0, tcp = 0, sched = 0, block = 0, process = 0, cuda = 0;
+};
+RowCounts ExpectedRows(const ClusterSpec& spec);
+
+}  // namespace synth
