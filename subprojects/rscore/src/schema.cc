@@ -205,7 +205,8 @@ CREATE TABLE merge_counts (
 );
 CREATE TABLE clock_alignment (
   node             TEXT PRIMARY KEY,
-  offset_ns        INTEGER NOT NULL,  -- aligned = local + offset_ns + drift_ppm*1e-6*(local - anchor_ns)
+  offset_ns        INTEGER NOT NULL,  -- how far this node's clock is ahead of the reference
+                                      -- aligned = local - offset_ns - drift_ppm*1e-6*(local - anchor_ns)
   drift_ppm        REAL NOT NULL DEFAULT 0,
   anchor_ns        INTEGER NOT NULL DEFAULT 0,
   error_bound_ns   INTEGER NOT NULL,
