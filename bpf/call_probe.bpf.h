@@ -1,0 +1,108 @@
+// Shared by the uprobe call probes (nccl.bpf.c, cuda.bpf.c): selection of processes
+// (--pid, --scope netns), per-CPU drop counters, capture of the call's registers, and the
+// rules that pair an entry with its return when probed functions call each other.
+//
+// Entry state lives in an LRU hash keyed by thread (and a per-library slot): a function that
+// never returns (longjmp, a hang) cannot leak it, and at the end of recording what is left
+// there is exactly the set of calls still in flight.
+//
+// Nesting, decided by the stack pointer at entry (sp, where the return address lies):
+//  - a call entered while an outer probed call of the same slot is active has a lower sp:
+//    it is internal to the outer call (ncclBcast calls ncclBroadcast) and is not recorded;
+//  - a probed function reached by a tail jump has the same sp as the outer one: both
+//    uretprobes fire at the one return, so the outer counts tail_calls and skips as many;
+//  - a higher sp means the active entry was abandoned (longjmp): it is replaced.
+// A uretprobe runs after `ret`, so the matching return has sp == entry sp + 8.
+#pragma once
+
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "call.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+// Configured by user space before load.
+const volatile __u64 scope_netns = 0;  // --scope netns: record only tasks in this netns inode
+const volatile __u8 filter_pids = 0;   // --pid given: record only tgids in `pids`
+// Wake the consumer only when this much is pending; otherwise it drains on its own timer.
+const volatile __u64 wakeup_bytes = 256 * 1024;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 4096);
+  __type(key, __u32);
+  __type(value, __u8);
+} pids SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, CALL_STAT_MAX);
+  __type(key, __u32);
+  __type(value, __u64);
+} stats SEC(".maps");
+
+static __always_inline void count_stat(__u32 idx) {
+  __u64* v = bpf_map_lookup_elem(&stats, &idx);
+  if (v) *v += 1;
+}
+
+static __always_inline bool call_selected(__u32 tgid) {
+  if (filter_pids && !bpf_map_lookup_elem(&pids, &tgid)) return false;
+  if (scope_netns) {
+    struct task_struct* task = (struct task_struct*)bpf_get_current_task();
+    __u32 inum = BPF_CORE_READ(task, nsproxy, net_ns, ns.inum);
+    if (inum != scope_netns) return false;
+  }
+  return true;
+}
+
+static __always_inline void read_call_regs(struct pt_regs* ctx, struct call_regs* r) {
+  __u64 sp = PT_REGS_SP(ctx);
+  r->arg[0] = PT_REGS_PARM1(ctx);
+  r->arg[1] = PT_REGS_PARM2(ctx);
+  r->arg[2] = PT_REGS_PARM3(ctx);
+  r->arg[3] = PT_REGS_PARM4(ctx);
+  r->arg[4] = PT_REGS_PARM5(ctx);
+  r->arg[5] = ctx->r9;  // libbpf 1.1 has no PT_REGS_PARM6
+  r->sp = sp;
+  bpf_probe_read_user(&r->ret_addr, sizeof(r->ret_addr), (void*)sp);
+  bpf_probe_read_user(r->stack, sizeof(r->stack), (void*)(sp + 8));
+}
+
+// Entry rule (see top). Returns true when the caller should record a new entry.
+static __always_inline bool entry_is_outermost(__u64 sp, __u64 active_sp, __u32* tail_calls) {
+  if (sp < active_sp) {
+    count_stat(CALL_STAT_NESTED);
+    return false;
+  }
+  if (sp == active_sp) {
+    *tail_calls += 1;
+    count_stat(CALL_STAT_NESTED);
+    return false;
+  }
+  count_stat(CALL_STAT_STALE_ENTRY);
+  return true;
+}
+
+// Return rule (see top). Returns true when this return completes the active entry.
+static __always_inline bool return_matches(__u64 sp, __u64 active_sp, __u32* tail_calls) {
+  if (sp <= active_sp) return false;  // return of a nested call
+  if (sp != active_sp + 8) {          // a call whose entry was never seen
+    count_stat(CALL_STAT_LOST_ENTRY);
+    return false;
+  }
+  if (*tail_calls > 0) {
+    *tail_calls -= 1;
+    return false;
+  }
+  return true;
+}
+
+static __always_inline __u64 wakeup_flags(void* rb) {
+  return bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+                                                                    : BPF_RB_NO_WAKEUP;
+}
