@@ -1,0 +1,125 @@
+// rankscope-analyze: questions asked of a bundle (.rsb) or merged database (.rsdb).
+//   query INPUT "SQL"   read-only SQL
+//   report INPUT        stragglers, causes, hangs (report_command.h)
+#include <boost/program_options.hpp>
+
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "query.h"
+#include "report_command.h"
+#include "rscore/bundle.h"
+
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: rankscope-analyze query INPUT \"SQL\" [--format table|csv|json] [--limit N]\n"
+    "       rankscope-analyze report INPUT [--format text|json|markdown|html] [-o FILE]\n"
+    "\n"
+    "INPUT is a node bundle (.rsb) or a merged database (.rsdb).\n"
+    "Run 'rankscope-analyze COMMAND --help' for a command's options; see rankscope-analyze(1).\n";
+
+int RunQueryCommand(int argc, char** argv) {
+  po::options_description opts("rankscope-analyze query INPUT \"SQL\" [options]");
+  std::string format = "table";
+  int64_t limit = 10000;
+  opts.add_options()("help,h", "show this help")("format,f", po::value<std::string>(&format),
+                                                 "output format: table (default), csv or json")(
+      "limit,n", po::value<int64_t>(&limit), "print at most N rows (default 10000; 0 = no limit)");
+  po::options_description hidden;
+  std::vector<std::string> positional;
+  hidden.add_options()("args", po::value<std::vector<std::string>>(&positional));
+  po::options_description all;
+  all.add(opts).add(hidden);
+  po::positional_options_description pos;
+  pos.add("args", -1);
+  // SQL pasted by users often starts with a "-- comment": an argument containing whitespace
+  // is always positional, never an option. Boost sees only the others.
+  std::vector<std::string> plain_args;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.find_first_of(" \t\n") == std::string::npos) plain_args.push_back(a);
+  }
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(plain_args).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+    // Put the positional arguments back in command-line order.
+    std::vector<std::string> ordered;
+    size_t j = 0;
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a.find_first_of(" \t\n") != std::string::npos) {
+        ordered.push_back(a);
+      } else if (j < positional.size() && a == positional[j]) {
+        ordered.push_back(a);
+        ++j;
+      }
+    }
+    positional = std::move(ordered);
+  } catch (const po::error& e) {
+    std::cerr << "rankscope-analyze query: " << e.what() << "\n(see --help)\n";
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << opts << "\nRead-only: INSERT/UPDATE/DELETE, schema changes, ATTACH and\n"
+              << "state-changing PRAGMAs are refused. One statement per query.\n";
+    return 0;
+  }
+  if (positional.size() != 2) {
+    std::cerr << "rankscope-analyze query: expected INPUT and one SQL string, got "
+              << positional.size() << " argument(s)\n"
+              << kUsage;
+    return 2;
+  }
+  auto fmt = analyzer::ParseOutputFormat(format);
+  if (!fmt.ok()) {
+    std::cerr << "rankscope-analyze query: " << fmt.error().message() << "\n";
+    return 2;
+  }
+  if (limit < 0) {
+    std::cerr << "rankscope-analyze query: --limit must be >= 0\n";
+    return 2;
+  }
+  auto opened = rs::OpenRankscopeFile(positional[0]);
+  if (!opened.ok()) {
+    std::cerr << "rankscope-analyze query: " << opened.error().message() << "\n";
+    return 1;
+  }
+  analyzer::InstallReadOnlyGuard(opened->db());
+  auto stats = analyzer::RunQuery(opened->db(), positional[1], {*fmt, limit}, std::cout);
+  if (!stats.ok()) {
+    std::cerr << "rankscope-analyze query: " << stats.error().message() << "\n";
+    return 1;
+  }
+  std::cout.flush();
+  if (stats->truncated) {
+    std::cerr << "rankscope-analyze query: output stopped after " << stats->rows
+              << " rows (raise --limit, or 0 for all)\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    std::cout << kUsage;
+    return argc < 2 ? 2 : 0;
+  }
+  std::string cmd = argv[1];
+  if (cmd == "--version") {
+    std::cout << "rankscope-analyze " << RANKSCOPE_VERSION << "\n";
+    return 0;
+  }
+  if (cmd == "query") return RunQueryCommand(argc - 1, argv + 1);
+#ifndef RANKSCOPE_NO_REPORT
+  if (cmd == "report") return RunReportCommand(argc - 1, argv + 1);
+#endif
+  std::cerr << "rankscope-analyze: unknown command '" << cmd << "'\n" << kUsage;
+  return 2;
+}
