@@ -1,0 +1,53 @@
+// Options of rankscope-trainer: the workload from flags, the rank identity from torchrun's
+// environment, and fault hooks from flags or RANKSCOPE_TRAINER_FAULTS (a comma-separated
+// list of the same flags without dashes, e.g. "slow-factor=3,slow-from-step=10"). The
+// recorder never stores command lines or that variable, so faults stay invisible to it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "rscore/result.h"
+
+namespace trainer {
+
+struct RankEnv {
+  int rank = 0;
+  int local_rank = 0;
+  int world_size = 1;
+  int local_world_size = 1;
+  int group_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+};
+
+struct TrainerOptions {
+  int steps = 50;
+  double grad_mb = 1.0;        // AllReduce size per step (float32), MiB
+  double compute_ms = 30.0;    // per step
+  double gpu_share = 0.8;      // share of compute_ms simulated as "GPU time" (sleep)
+  std::string data_dir;        // empty: no data loading
+  int data_kb_per_step = 256;  // read per step (multiple of 4 KiB)
+  int data_file_mb = 16;       // size of this rank's data file
+  bool direct_io = false;      // O_DIRECT reads
+  int gather_every = 10;       // AllGather every N steps (0: never)
+  int bcast_every = 25;        // Broadcast every N steps (0: never)
+  int rendezvous_timeout_s = 60;
+  // Fault hooks.
+  double slow_factor = 1.0;  // compute takes this many times longer ...
+  int slow_from_step = 0;    // ... from this step on
+  int hang_at_step = -1;     // stop entering collectives at this step (sleep forever)
+  int crash_at_step = -1;    // die (SIGKILL to itself) at this step
+  RankEnv env;
+};
+
+// Parses argv (without argv[0]) after the entries of RANKSCOPE_TRAINER_FAULTS; every error
+// names the flag. `help` is set for --help.
+rs::Result<TrainerOptions> ParseOptions(const std::vector<std::string>& args,
+                                        const char* faults_env, bool* help);
+// Reads RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT
+// through getenv-like lookup.
+rs::Result<RankEnv> ReadRankEnv(const char* (*get)(const char*));
+const char* Usage();
+
+}  // namespace trainer
