@@ -2,7 +2,8 @@
  * tp_btf keys pending requests by the struct request pointer; the classic tracepoint has no
  * pointer and keys them by (dev, sector). The rwbs letters follow the kernel's
  * blk_fill_rwbs() so both variants produce the same text. */
-#include "common.bpf.h"
+#include "common.bpf.h"  // first: the vmlinux.h types the ABI header uses
+
 #include "block.h"
 
 struct {
@@ -34,33 +35,42 @@ struct {
 
 #define RS_MINORBITS 20
 
-static __always_inline void fill_rwbs(char *rwbs, __u32 opf) {
+/* Letters are collected in a register (at most 7: F, D, E, F, A, S, M), then stored. */
+#define RS_PUT(c)                 \
+  do {                            \
+    acc |= (__u64)(c) << (8 * n); \
+    n++;                          \
+  } while (0)
+
+static __always_inline void fill_rwbs(char* rwbs, __u32 opf) {
   __u32 op = opf & 0xff; /* REQ_OP_MASK: the low REQ_OP_BITS (8) bits */
-  int i = 0;
-  if (opf & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH))) rwbs[i++] = 'F';
+  __u64 acc = 0;
+  __u32 n = 0;
+  if (opf & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH))) RS_PUT('F');
   if (op == bpf_core_enum_value(enum req_op, REQ_OP_WRITE) ||
       op == bpf_core_enum_value(enum req_op, REQ_OP_WRITE_ZEROES)) {
-    rwbs[i++] = 'W';
+    RS_PUT('W');
   } else if (op == bpf_core_enum_value(enum req_op, REQ_OP_DISCARD)) {
-    rwbs[i++] = 'D';
+    RS_PUT('D');
   } else if (op == bpf_core_enum_value(enum req_op, REQ_OP_SECURE_ERASE)) {
-    rwbs[i++] = 'D';
-    rwbs[i++] = 'E';
+    RS_PUT('D');
+    RS_PUT('E');
   } else if (op == bpf_core_enum_value(enum req_op, REQ_OP_FLUSH)) {
-    rwbs[i++] = 'F';
+    RS_PUT('F');
   } else if (op == bpf_core_enum_value(enum req_op, REQ_OP_READ)) {
-    rwbs[i++] = 'R';
+    RS_PUT('R');
   } else {
-    rwbs[i++] = 'N';
+    RS_PUT('N');
   }
-  if (opf & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_FUA))) rwbs[i++] = 'F';
-  if (opf & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_RAHEAD))) rwbs[i++] = 'A';
-  if (opf & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_SYNC))) rwbs[i++] = 'S';
-  if (opf & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_META))) rwbs[i++] = 'M';
-  rwbs[i] = '\0';
+  if (opf & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_FUA))) RS_PUT('F');
+  if (opf & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_RAHEAD))) RS_PUT('A');
+  if (opf & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_SYNC))) RS_PUT('S');
+  if (opf & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_META))) RS_PUT('M');
+  __builtin_memcpy(rwbs, &acc, sizeof(acc)); /* n <= 7: the NUL is in acc */
+  rwbs[sizeof(acc)] = '\0';
 }
 
-static __always_inline void start_pending(struct pending_key *key, struct pending *p) {
+static __always_inline void start_pending(struct pending_key* key, struct pending* p) {
   if (!rs_current_in_scope()) return;
   p->ts_ns = bpf_ktime_get_ns();
   p->pid = bpf_get_current_pid_tgid() >> 32;
@@ -68,10 +78,10 @@ static __always_inline void start_pending(struct pending_key *key, struct pendin
   if (bpf_map_update_elem(&pending_rq, key, p, BPF_ANY) != 0) rs_count(RS_STAT_LOST);
 }
 
-static __always_inline void complete_pending(struct pending_key *key, int error) {
-  struct pending *p = bpf_map_lookup_elem(&pending_rq, key);
+static __always_inline void complete_pending(struct pending_key* key, int error) {
+  struct pending* p = bpf_map_lookup_elem(&pending_rq, key);
   if (!p) return; /* issued before recording started, or out of scope */
-  struct rs_block_event *e = RS_RESERVE(block_rb, struct rs_block_event);
+  struct rs_block_event* e = RS_RESERVE(block_rb, struct rs_block_event);
   if (e) {
     __u64 now = bpf_ktime_get_ns();
     e->ts_ns = p->ts_ns;
@@ -88,8 +98,8 @@ static __always_inline void complete_pending(struct pending_key *key, int error)
   bpf_map_delete_elem(&pending_rq, key);
 }
 
-static __always_inline __u32 rq_dev(struct request *rq) {
-  struct gendisk *disk = BPF_CORE_READ(rq, q, disk);
+static __always_inline __u32 rq_dev(struct request* rq) {
+  struct gendisk* disk = BPF_CORE_READ(rq, q, disk);
   if (!disk) return 0;
   __u32 major = BPF_CORE_READ(disk, major);
   __u32 minor = BPF_CORE_READ(disk, first_minor);
@@ -97,7 +107,7 @@ static __always_inline __u32 rq_dev(struct request *rq) {
 }
 
 SEC("tp_btf/block_rq_issue")
-int BPF_PROG(block_rq_issue_btf, struct request *rq) {
+int BPF_PROG(block_rq_issue_btf, struct request* rq) {
   struct pending_key key = {.a = (__u64)rq};
   struct pending p = {};
   p.dev = rq_dev(rq);
@@ -109,14 +119,14 @@ int BPF_PROG(block_rq_issue_btf, struct request *rq) {
 }
 
 SEC("tp_btf/block_rq_complete")
-int BPF_PROG(block_rq_complete_btf, struct request *rq, blk_status_t error) {
+int BPF_PROG(block_rq_complete_btf, struct request* rq, blk_status_t error) {
   struct pending_key key = {.a = (__u64)rq};
   complete_pending(&key, error);
   return 0;
 }
 
 SEC("tracepoint/block/block_rq_issue")
-int block_rq_issue_tp(struct trace_event_raw_block_rq *ctx) {
+int block_rq_issue_tp(struct trace_event_raw_block_rq* ctx) {
   struct pending_key key = {.a = ctx->dev, .b = ctx->sector};
   struct pending p = {};
   p.dev = ctx->dev;
@@ -129,7 +139,7 @@ int block_rq_issue_tp(struct trace_event_raw_block_rq *ctx) {
 }
 
 SEC("tracepoint/block/block_rq_complete")
-int block_rq_complete_tp(struct trace_event_raw_block_rq_completion *ctx) {
+int block_rq_complete_tp(struct trace_event_raw_block_rq_completion* ctx) {
   struct pending_key key = {.a = ctx->dev, .b = ctx->sector};
   complete_pending(&key, ctx->error);
   return 0;

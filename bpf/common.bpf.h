@@ -26,7 +26,7 @@ struct {
 } stats SEC(".maps");
 
 static __always_inline void rs_count(__u32 idx) {
-  __u64 *v = bpf_map_lookup_elem(&stats, &idx);
+  __u64* v = bpf_map_lookup_elem(&stats, &idx);
   if (v) *v += 1;
 }
 
@@ -35,11 +35,11 @@ static __always_inline void rs_count(__u32 idx) {
  * under load). */
 #define RS_WAKEUP_BYTES (256 * 1024)
 
-#define RS_RESERVE(rb, type)                                     \
-  ({                                                             \
-    type *rs_e_ = bpf_ringbuf_reserve(&(rb), sizeof(type), 0);   \
-    if (!rs_e_) rs_count(RS_STAT_DROPS);                         \
-    rs_e_;                                                       \
+#define RS_RESERVE(rb, type)                                   \
+  ({                                                           \
+    type* rs_e_ = bpf_ringbuf_reserve(&(rb), sizeof(type), 0); \
+    if (!rs_e_) rs_count(RS_STAT_DROPS);                       \
+    rs_e_;                                                     \
   })
 
 #define RS_SUBMIT(rb, e)                                                           \
@@ -51,14 +51,14 @@ static __always_inline void rs_count(__u32 idx) {
     rs_count(RS_STAT_EVENTS);                                                      \
   } while (0)
 
-static __always_inline __u64 rs_task_netns(struct task_struct *task) {
+static __always_inline __u64 rs_task_netns(struct task_struct* task) {
   return BPF_CORE_READ(task, nsproxy, net_ns, ns.inum);
 }
 
 /* True when the current task is inside the recording scope. */
 static __always_inline bool rs_current_in_scope(void) {
   if (!scope_netns) return true;
-  struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+  struct task_struct* task = (struct task_struct*)bpf_get_current_task();
   return rs_task_netns(task) == scope_netns;
 }
 

@@ -5,7 +5,8 @@
  *    read by user space about once a second.
  * Intervals shorter than `min_interval_ns` are not emitted as events (they bound the event
  * rate of busy traced threads); run-queue waits of untraced tasks are always aggregated. */
-#include "common.bpf.h"
+#include "common.bpf.h"  // first: the vmlinux.h types the ABI header uses
+
 #include "sched.h"
 
 /* Default 10 us: shorter waits do not explain a training stall and dominate the rate. */
@@ -82,9 +83,9 @@ struct task_struct___pre514 {
 
 /* task_struct::state became __state in Linux 5.14 (commit 2f064a59a11f, "sched: Change
  * task_struct::state"). */
-static __always_inline long task_state(struct task_struct *t) {
+static __always_inline long task_state(struct task_struct* t) {
   if (bpf_core_field_exists(t->__state)) return BPF_CORE_READ(t, __state);
-  return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+  return BPF_CORE_READ((struct task_struct___pre514*)t, state);
 }
 
 static __always_inline bool is_traced_tgid(__u32 tgid) {
@@ -101,14 +102,14 @@ struct switch_args {
   __u32 prev_tid, prev_tgid;
   __u32 next_tid, next_tgid; /* next_tgid 0: unknown */
   bool prev_runnable;
-  const char *prev_comm; /* kernel memory */
-  const char *next_comm;
+  const char* prev_comm; /* kernel memory */
+  const char* next_comm;
 };
 
 static __always_inline void emit(__u32 kind, __u64 start, __u64 now, __u32 pid, __u32 tid,
-                                 __u32 other_pid, __u32 other_tid, const char *other_comm,
+                                 __u32 other_pid, __u32 other_tid, const char* other_comm,
                                  bool comm_is_kernel) {
-  struct rs_sched_event *e = RS_RESERVE(sched_rb, struct rs_sched_event);
+  struct rs_sched_event* e = RS_RESERVE(sched_rb, struct rs_sched_event);
   if (!e) return;
   e->ts_ns = start;
   e->duration_ns = now - start;
@@ -125,10 +126,10 @@ static __always_inline void emit(__u32 kind, __u64 start, __u64 now, __u32 pid, 
   RS_SUBMIT(sched_rb, e);
 }
 
-static __always_inline void handle_switch(struct switch_args *a) {
+static __always_inline void handle_switch(struct switch_args* a) {
   __u32 zero = 0;
   __u64 now = bpf_ktime_get_ns();
-  struct rs_sched_cpu_stats *st = bpf_map_lookup_elem(&cpu_stats, &zero);
+  struct rs_sched_cpu_stats* st = bpf_map_lookup_elem(&cpu_stats, &zero);
   if (st) st->switches++;
 
   bool prev_traced = is_traced_tgid(a->prev_tgid);
@@ -145,12 +146,12 @@ static __always_inline void handle_switch(struct switch_args *a) {
   if (!a->next_tid) return; /* idle */
   __u32 next_tgid = a->next_tgid;
   if (!next_tgid) {
-    __u32 *cached = bpf_map_lookup_elem(&traced_tids, &a->next_tid);
+    __u32* cached = bpf_map_lookup_elem(&traced_tids, &a->next_tid);
     if (cached) next_tgid = *cached;
   }
   bool next_traced = is_traced_tgid(next_tgid);
 
-  __u64 *ts = bpf_map_lookup_elem(&runq_start, &a->next_tid);
+  __u64* ts = bpf_map_lookup_elem(&runq_start, &a->next_tid);
   if (ts) {
     __u64 start = *ts;
     bpf_map_delete_elem(&runq_start, &a->next_tid);
@@ -165,13 +166,13 @@ static __always_inline void handle_switch(struct switch_args *a) {
           st->runq_count++;
           st->runq_total_ns += wait;
         }
-        __u64 *mx = bpf_map_lookup_elem(&runq_max, &zero);
+        __u64* mx = bpf_map_lookup_elem(&runq_max, &zero);
         if (mx && wait > *mx) *mx = wait;
       }
     }
   }
   if (next_traced) {
-    struct off_cpu_start *s = bpf_map_lookup_elem(&off_start, &a->next_tid);
+    struct off_cpu_start* s = bpf_map_lookup_elem(&off_start, &a->next_tid);
     if (s) {
       struct off_cpu_start copy = *s;
       bpf_map_delete_elem(&off_start, &a->next_tid);
@@ -183,7 +184,7 @@ static __always_inline void handle_switch(struct switch_args *a) {
 }
 
 SEC("tp_btf/sched_switch")
-int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next) {
+int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct* prev, struct task_struct* next) {
   struct switch_args a = {};
   a.prev_tid = BPF_CORE_READ(prev, pid);
   a.prev_tgid = BPF_CORE_READ(prev, tgid);
@@ -197,19 +198,19 @@ int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct ta
 }
 
 SEC("tp_btf/sched_wakeup")
-int BPF_PROG(sched_wakeup_btf, struct task_struct *p) {
+int BPF_PROG(sched_wakeup_btf, struct task_struct* p) {
   mark_runnable(BPF_CORE_READ(p, pid));
   return 0;
 }
 
 SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(sched_wakeup_new_btf, struct task_struct *p) {
+int BPF_PROG(sched_wakeup_new_btf, struct task_struct* p) {
   mark_runnable(BPF_CORE_READ(p, pid));
   return 0;
 }
 
 SEC("tracepoint/sched/sched_switch")
-int sched_switch_tp(struct trace_event_raw_sched_switch *ctx) {
+int sched_switch_tp(struct trace_event_raw_sched_switch* ctx) {
   struct switch_args a = {};
   /* The tracepoint fires before the switch: current is prev. */
   __u64 id = bpf_get_current_pid_tgid();
@@ -226,13 +227,13 @@ int sched_switch_tp(struct trace_event_raw_sched_switch *ctx) {
 }
 
 SEC("tracepoint/sched/sched_wakeup")
-int sched_wakeup_tp(struct trace_event_raw_sched_wakeup_template *ctx) {
+int sched_wakeup_tp(struct trace_event_raw_sched_wakeup_template* ctx) {
   mark_runnable(ctx->pid);
   return 0;
 }
 
 SEC("tracepoint/sched/sched_wakeup_new")
-int sched_wakeup_new_tp(struct trace_event_raw_sched_wakeup_template *ctx) {
+int sched_wakeup_new_tp(struct trace_event_raw_sched_wakeup_template* ctx) {
   mark_runnable(ctx->pid);
   return 0;
 }

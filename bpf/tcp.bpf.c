@@ -1,7 +1,8 @@
 /* tcp:tcp_retransmit_skb -> struct rs_tcp_event. Two variants of one handler: tp_btf (typed
  * arguments, preferred) and the classic tracepoint (reads the sock / skb pointers from the
  * record). User space loads one of them, trying tp_btf first. */
-#include "common.bpf.h"
+#include "common.bpf.h"  // first: the vmlinux.h types the ABI header uses
+
 #include "tcp.h"
 
 struct {
@@ -13,15 +14,15 @@ struct {
  * class, trace_event_raw_tcp_retransmit_skb; before, it shared tcp_event_sk_skb. Both start
  * with skbaddr, skaddr; CO-RE finds the fields in whichever the kernel has. */
 struct trace_event_raw_tcp_event_sk_skb___old {
-  const void *skbaddr;
-  const void *skaddr;
+  const void* skbaddr;
+  const void* skaddr;
 } __attribute__((preserve_access_index));
 
-static __always_inline void handle_retransmit(const struct sock *sk, const struct sk_buff *skb) {
+static __always_inline void handle_retransmit(const struct sock* sk, const struct sk_buff* skb) {
   __u64 netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
   if (scope_netns && netns != scope_netns) return;
 
-  struct rs_tcp_event *e = RS_RESERVE(tcp_rb, struct rs_tcp_event);
+  struct rs_tcp_event* e = RS_RESERVE(tcp_rb, struct rs_tcp_event);
   if (!e) return;
   __builtin_memset(e, 0, sizeof(*e));
   e->ts_ns = bpf_ktime_get_ns();
@@ -34,11 +35,11 @@ static __always_inline void handle_retransmit(const struct sock *sk, const struc
     BPF_CORE_READ_INTO(&e->saddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
     BPF_CORE_READ_INTO(&e->daddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
   } else {
-    BPF_CORE_READ_INTO((__u32 *)e->saddr, sk, __sk_common.skc_rcv_saddr);
-    BPF_CORE_READ_INTO((__u32 *)e->daddr, sk, __sk_common.skc_daddr);
+    BPF_CORE_READ_INTO((__u32*)e->saddr, sk, __sk_common.skc_rcv_saddr);
+    BPF_CORE_READ_INTO((__u32*)e->daddr, sk, __sk_common.skc_daddr);
   }
   /* TCP_SKB_CB(skb) lives in skb->cb. */
-  const struct tcp_skb_cb *cb = (const struct tcp_skb_cb *)&skb->cb[0];
+  const struct tcp_skb_cb* cb = (const struct tcp_skb_cb*)&skb->cb[0];
   e->seq = BPF_CORE_READ(cb, seq);
   __u32 segs = BPF_CORE_READ(cb, tcp_gso_segs);
   e->segments = segs ? segs : 1; /* tcp_skb_pcount() of a non-GSO skb is 1 */
@@ -47,21 +48,21 @@ static __always_inline void handle_retransmit(const struct sock *sk, const struc
 }
 
 SEC("tp_btf/tcp_retransmit_skb")
-int BPF_PROG(tcp_retransmit_btf, const struct sock *sk, const struct sk_buff *skb) {
+int BPF_PROG(tcp_retransmit_btf, const struct sock* sk, const struct sk_buff* skb) {
   handle_retransmit(sk, skb);
   return 0;
 }
 
 SEC("tracepoint/tcp/tcp_retransmit_skb")
-int tcp_retransmit_tp(void *ctx) {
-  const struct sock *sk;
-  const struct sk_buff *skb;
+int tcp_retransmit_tp(void* ctx) {
+  const struct sock* sk;
+  const struct sk_buff* skb;
   if (bpf_core_type_exists(struct trace_event_raw_tcp_retransmit_skb)) {
-    struct trace_event_raw_tcp_retransmit_skb *r = ctx;
+    struct trace_event_raw_tcp_retransmit_skb* r = ctx;
     sk = BPF_CORE_READ(r, skaddr);
     skb = BPF_CORE_READ(r, skbaddr);
   } else {
-    struct trace_event_raw_tcp_event_sk_skb___old *r = ctx;
+    struct trace_event_raw_tcp_event_sk_skb___old* r = ctx;
     sk = BPF_CORE_READ(r, skaddr);
     skb = BPF_CORE_READ(r, skbaddr);
   }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "rscore/clock.h"
 #include "rscore/event_id.h"
@@ -24,16 +25,19 @@ class ProcessTable;
 // Everything a probe may use while recording. Owned by the event loop; valid from Start
 // to Finish. All calls happen on the event-loop thread (no locking needed).
 struct RecorderContext {
-  rs::Db* db = nullptr;                 // the bundle's SQLite db (a batch transaction is open)
-  std::string node;                     // node name written into every row
-  rs::EventIdAllocator* ids = nullptr;  // node-namespaced event ids: ids->Next()
+  rs::Db* db = nullptr;                   // the bundle's SQLite db (a batch transaction is open)
+  std::string node;                       // node name written into every row
+  rs::EventIdAllocator* ids = nullptr;    // node-namespaced event ids: ids->Next()
   const rs::MonoToWall* clock = nullptr;  // bpf_ktime_get_ns() -> wall clock: clock->Convert()
   const RecorderOptions* options = nullptr;
-  uint64_t scope_netns = 0;             // --scope netns: the recorder's netns inode; 0 = host
-  std::string proc_root = "/proc";      // injectable for tests
-  AttachLog* attach_log = nullptr;      // every attach success/failure goes here
-  ProcessTable* processes = nullptr;    // traced processes (rows of the `processes` table)
-  ring_buffer* rb = nullptr;            // shared ring-buffer poller: add maps with ring_buffer__add
+  uint64_t scope_netns = 0;           // --scope netns: the recorder's netns inode; 0 = host
+  std::string proc_root = "/proc";    // injectable for tests
+  AttachLog* attach_log = nullptr;    // every attach success/failure goes here
+  ProcessTable* processes = nullptr;  // traced processes (rows of the `processes` table)
+  ring_buffer* rb = nullptr;          // shared ring-buffer poller: add maps with ring_buffer__add
+  // Pids that exec'd since the loop last looked (filled by the process probe); the loop
+  // hands each to every probe's OnProcessExec outside the ring-buffer callbacks.
+  std::vector<int> exec_pids;
 };
 
 class Probe {

@@ -19,9 +19,9 @@
 
 /* Indices of the per-CPU `stats` array map every BPF object carries. */
 enum rs_stat {
-  RS_STAT_EVENTS = 0,  /* records submitted to the ring buffer */
-  RS_STAT_DROPS = 1,   /* bpf_ringbuf_reserve failures (ring buffer full) */
-  RS_STAT_LOST = 2,    /* state lost in kernel (e.g. a full pending-request map) */
+  RS_STAT_EVENTS = 0, /* records submitted to the ring buffer */
+  RS_STAT_DROPS = 1,  /* bpf_ringbuf_reserve failures (ring buffer full) */
+  RS_STAT_LOST = 2,   /* state lost in kernel (e.g. a full pending-request map) */
   RS_STAT_COUNT = 3,
 };
 

@@ -13,12 +13,12 @@ enum rs_process_kind {
 
 struct rs_process_event {
   __u64 ts_ns;
-  __u32 kind;       /* enum rs_process_kind */
-  __u32 pid;        /* tgid */
+  __u32 kind; /* enum rs_process_kind */
+  __u32 pid;  /* tgid */
   __u32 ppid;
-  __s32 exit_code;  /* raw wait status (task->exit_code) for exits */
+  __s32 exit_code; /* raw wait status (task->exit_code) for exits */
   char comm[RS_COMM_LEN];
-  char filename[RS_FILENAME_LEN];  /* exec only */
+  char filename[RS_FILENAME_LEN]; /* exec only */
 };
 
 #endif /* RANKSCOPE_BPF_ABI_PROCESS_H_ */

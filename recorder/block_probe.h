@@ -1,0 +1,47 @@
+// Block I/O: block_rq_issue -> block_rq_complete (table block_events).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "block.h"
+#include "recorder/kernel_probe.h"
+
+namespace rec {
+
+// The operation the kernel's rwbs letters describe: 'read' | 'write' | 'flush' | 'discard' |
+// 'other'. A leading 'F' is a preflush in front of the data operation.
+std::string_view BlockOpFromRwbs(std::string_view rwbs);
+// Kernel dev_t (major << 20 | minor) -> "major:minor".
+std::string FormatDev(uint32_t dev);
+
+class BlockEventWriter {
+ public:
+  static rs::Result<BlockEventWriter> Create(rs::Db& db, std::string node,
+                                             rs::EventIdAllocator* ids,
+                                             const rs::MonoToWall* clock);
+  rs::Result<void> Write(std::span<const uint8_t> data);
+
+ private:
+  rs::Statement insert_;
+  std::string node_;
+  rs::EventIdAllocator* ids_ = nullptr;
+  const rs::MonoToWall* clock_ = nullptr;
+};
+
+class BlockProbe : public KernelProbe {
+ public:
+  std::string_view source() const override { return "block"; }
+  rs::Result<void> Start(RecorderContext& ctx) override;
+  rs::Result<void> Finish(RecorderContext& ctx) override { return FinishKernel(ctx); }
+
+ protected:
+  rs::Result<void> OnSample(std::span<const uint8_t> data) override { return writer_.Write(data); }
+
+ private:
+  BlockEventWriter writer_;
+};
+
+}  // namespace rec

@@ -1,0 +1,117 @@
+// Shared lifecycle of the kernel tracepoint probes (tcp, sched, block, process): open ->
+// configure -> load, trying the tp_btf programs first and the classic tracepoint programs
+// when that load fails (never trusting feature probes) -> attach -> poll -> Finish.
+//
+// Convention in bpf/NAME.bpf.c: every program exists twice, NAME_btf (SEC "tp_btf/...") and
+// NAME_tp (SEC "tracepoint/..."); the loader turns autoload off for the unused variant.
+#pragma once
+
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "recorder/probe.h"
+#include "rscore/result.h"
+
+namespace rec {
+
+enum class TracepointVariant { kTpBtf, kTracepoint };
+std::string_view VariantName(TracepointVariant v);
+
+// Turns autoload on for the programs of `v` and off for the others (by name suffix).
+void SelectVariant(bpf_object* obj, TracepointVariant v);
+
+// Checks the `abi_version` the BPF object was compiled with against this recorder's.
+rs::Result<void> CheckAbiVersion(uint32_t object_version, std::string_view source);
+
+// Sums one key of a per-CPU array map of __u64 values.
+uint64_t SumPerCpuU64(int map_fd, uint32_t key);
+
+// Drives one skeleton type through open/configure/load with the tp_btf -> tracepoint retry.
+template <typename Skel>
+struct SkeletonOps {
+  Skel* (*open)();
+  int (*load)(Skel*);
+  void (*destroy)(Skel*);
+};
+
+class KernelProbe : public Probe {
+ public:
+  ~KernelProbe() override;
+  std::string method() const override { return method_; }
+  uint64_t events() const override { return events_; }
+  uint64_t drops() const override;
+
+ protected:
+  // Loads the skeleton, trying tp_btf then tracepoint. `configure` sets rodata knobs on a
+  // freshly opened skeleton. On success the skeleton is owned by this probe.
+  template <typename Skel>
+  rs::Result<Skel*> Load(const SkeletonOps<Skel>& ops, RecorderContext& ctx,
+                         const std::function<void(Skel*)>& configure);
+  // Attaches every loaded program; each attempt goes to the attach log. Fails when none
+  // attached.
+  rs::Result<void> AttachAll(RecorderContext& ctx);
+  // Adds a ring buffer map to the shared poller; samples go to OnSample.
+  rs::Result<void> AddRingBuffer(RecorderContext& ctx, bpf_map* map);
+  // One ring-buffer record. Errors are counted as lost and logged once.
+  virtual rs::Result<void> OnSample(std::span<const uint8_t> data) = 0;
+  // Detaches, drains the shared ring buffer and snapshots the counters.
+  rs::Result<void> FinishKernel(RecorderContext& ctx);
+
+  RecorderContext* ctx_ = nullptr;
+  bpf_object* obj_ = nullptr;
+  std::function<void()> destroy_;
+  std::string method_ = "off";
+  uint64_t events_ = 0;
+  uint64_t decode_errors_ = 0;
+
+ private:
+  static int SampleThunk(void* self, void* data, size_t size);
+  std::vector<bpf_link*> links_;
+  int stats_fd_ = -1;
+  uint64_t final_drops_ = 0;
+  bool finished_ = false;
+  std::string first_decode_error_;
+};
+
+template <typename Skel>
+rs::Result<Skel*> KernelProbe::Load(const SkeletonOps<Skel>& ops, RecorderContext& ctx,
+                                    const std::function<void(Skel*)>& configure) {
+  std::string errors;
+  for (TracepointVariant v : {TracepointVariant::kTpBtf, TracepointVariant::kTracepoint}) {
+    Skel* skel = ops.open();
+    if (skel == nullptr) {
+      return rs::Error(std::string(source()) +
+                       ": cannot open the BPF object: " + std::strerror(errno));
+    }
+    auto abi = CheckAbiVersion(skel->rodata->abi_version, source());
+    if (!abi.ok()) {
+      ops.destroy(skel);
+      return abi.error();
+    }
+    skel->rodata->scope_netns = ctx.scope_netns;
+    if (configure) configure(skel);
+    SelectVariant(skel->obj, v);
+    int err = ops.load(skel);
+    if (err == 0) {
+      obj_ = skel->obj;
+      destroy_ = [skel, d = ops.destroy] { d(skel); };
+      method_ = std::string(VariantName(v));
+      stats_fd_ = bpf_map__fd(skel->maps.stats);
+      return skel;
+    }
+    if (!errors.empty()) errors += "; ";
+    errors += std::string(VariantName(v)) + " load failed: " + std::strerror(-err);
+    ops.destroy(skel);
+  }
+  return rs::Error(std::string(source()) + ": " + errors +
+                   " (run with -v for the verifier log; needs root and a kernel with BTF)");
+}
+
+}  // namespace rec

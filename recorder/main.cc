@@ -1,0 +1,91 @@
+// rankscope-record: eBPF capture on one node -> NODE.rsb bundle. See man/rankscope-record.8.
+#include <bpf/libbpf.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+
+#include "recorder/event_loop.h"
+#include "recorder/options.h"
+#include "recorder/preflight.h"
+#include "recorder/probes.h"
+#include "rscore/bundle.h"
+#include "rscore/duration.h"
+#include "rscore/identity.h"
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+bool g_verbose = false;
+
+int LibbpfPrint(enum libbpf_print_level level, const char* fmt, va_list args) {
+  // libbpf's own messages only with -v: a failed tp_btf attempt that falls back to the
+  // classic tracepoint is expected and not an error.
+  if (!g_verbose || level == LIBBPF_DEBUG) return 0;
+  return std::vfprintf(stderr, fmt, args);
+}
+
+int Fail(const rs::Error& e, int code) {
+  std::fprintf(stderr, "rankscope-record: %s\n", e.message().c_str());
+  return code;
+}
+
+rs::Result<rs::NodeName> ResolveNode(const rec::RecorderOptions& opts) {
+  rs::NodeNameSources src;
+  src.flag = opts.node;
+  if (opts.config_path) {
+    auto cfg = rs::LoadConfig(*opts.config_path);
+    if (!cfg.ok()) return cfg.error().Wrap("--config");
+    src.config = cfg->Get("node");
+  }
+  if (const char* env = std::getenv("RANKSCOPE_NODE"); env && *env) src.env = env;
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) == 0) src.hostname = host;
+  return rs::ResolveNodeName(src);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto parsed = rec::ParseOptions(argc, argv);
+  if (!parsed.ok()) return Fail(parsed.error(), kExitUsage);
+  const rec::RecorderOptions& opts = *parsed;
+  if (opts.help) {
+    std::fputs(rec::UsageText().c_str(), stdout);
+    return kExitOk;
+  }
+  if (opts.version) {
+    std::printf("rankscope-record %s\n", RANKSCOPE_VERSION);
+    return kExitOk;
+  }
+  g_verbose = opts.verbose;
+  libbpf_set_print(LibbpfPrint);
+
+  auto node = ResolveNode(opts);
+  if (!node.ok()) return Fail(node.error(), kExitUsage);
+  if (auto r = rec::CheckRoot(geteuid()); !r.ok()) return Fail(r.error(), kExitError);
+  if (auto r = rec::CheckKernelBtf(); !r.ok()) return Fail(r.error(), kExitError);
+
+  // Stop requests during start-up also end in a finalized bundle.
+  rec::InstallStopSignalHandlers();
+  // The output must be writable before anything is loaded into the kernel.
+  auto writer = rs::BundleWriter::Create(opts.out);
+  if (!writer.ok()) return Fail(writer.error(), kExitError);
+
+  rec::EventLoop loop(opts, *node, std::move(*writer), rec::MakeProbes(opts));
+  auto summary = loop.Run();
+  if (!summary.ok()) return Fail(summary.error(), kExitError);
+  std::fprintf(stderr,
+               "rankscope-record: wrote %s: node %s, %llu events, %llu dropped, %s, stopped by "
+               "%s\n",
+               opts.out.c_str(), node->name.c_str(),
+               static_cast<unsigned long long>(summary->events),
+               static_cast<unsigned long long>(summary->drops),
+               rs::FormatDuration(summary->end_ns - summary->start_ns).c_str(),
+               summary->stop_reason.c_str());
+  return kExitOk;
+}

@@ -1,0 +1,216 @@
+#include "recorder/options.h"
+
+#include <getopt.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "rscore/duration.h"
+
+namespace rec {
+namespace {
+
+constexpr char kHint[] = "; see 'rankscope-record --help'";
+
+enum LongOnly {
+  kOptScope = 1000,
+  kOptSimOffset,
+  kOptSimDrift,
+  kOptNcclLib,
+  kOptCudaLib,
+  kOptCudaSample,
+  kOptHelp,
+  kOptVersion,
+};
+
+const option kLongOptions[] = {
+    {"out", required_argument, nullptr, 'o'},
+    {"duration", required_argument, nullptr, 'd'},
+    {"node", required_argument, nullptr, 'n'},
+    {"config", required_argument, nullptr, 'c'},
+    {"pid", required_argument, nullptr, 'p'},
+    {"scope", required_argument, nullptr, kOptScope},
+    {"simulate-clock-offset", required_argument, nullptr, kOptSimOffset},
+    {"simulate-clock-drift", required_argument, nullptr, kOptSimDrift},
+    {"nccl-lib", required_argument, nullptr, kOptNcclLib},
+    {"cuda-lib", required_argument, nullptr, kOptCudaLib},
+    {"cuda-launch-sample", required_argument, nullptr, kOptCudaSample},
+    {"verbose", no_argument, nullptr, 'v'},
+    {"help", no_argument, nullptr, kOptHelp},
+    {"version", no_argument, nullptr, kOptVersion},
+    {nullptr, 0, nullptr, 0},
+};
+
+rs::Result<int64_t> ParseInt(const std::string& flag, const char* text, int64_t min, int64_t max) {
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
+    return rs::Error(flag + " '" + text + "': expected an integer from " + std::to_string(min) +
+                     " to " + std::to_string(max) + kHint);
+  }
+  return static_cast<int64_t>(v);
+}
+
+rs::Result<double> ParseDouble(const std::string& flag, const char* text) {
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(text, &end);
+  if (errno != 0 || end == text || *end != '\0' || !std::isfinite(v)) {
+    return rs::Error(flag + " '" + text + "': expected a number" + kHint);
+  }
+  return v;
+}
+
+std::string FlagName(int opt) {
+  for (const option* o = kLongOptions; o->name; ++o) {
+    if (o->val == opt) return std::string("--") + o->name;
+  }
+  return std::string("-") + static_cast<char>(opt);
+}
+
+}  // namespace
+
+std::string_view ScopeName(Scope scope) { return scope == Scope::kNetns ? "netns" : "host"; }
+
+rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
+  RecorderOptions o;
+  optind = 0;  // full reset of getopt's state (GNU): parse from the start again
+  opterr = 0;  // errors are reported by us, as one line
+  for (;;) {
+    int idx = 0;
+    int opt = getopt_long(argc, argv, ":o:d:n:c:p:v", kLongOptions, &idx);
+    if (opt == -1) break;
+    const char* arg = optarg;
+    switch (opt) {
+      case 'o':
+        if (!*arg) return rs::Error(std::string("--out: empty path") + kHint);
+        o.out = arg;
+        break;
+      case 'd': {
+        auto d = rs::ParseDuration(arg);
+        if (!d.ok()) {
+          return rs::Error(std::string("--duration '") + arg + "': " + d.error().message() +
+                           " (use e.g. 30s, 500ms, 2m)");
+        }
+        o.duration_ns = *d;
+        break;
+      }
+      case 'n':
+        o.node = arg;
+        break;
+      case 'c':
+        o.config_path = arg;
+        break;
+      case 'p': {
+        ASSIGN_OR_RETURN(int64_t pid, ParseInt("--pid", arg, 1, 0x3fffffff));
+        o.pids.push_back(static_cast<int>(pid));
+        break;
+      }
+      case kOptScope: {
+        std::string s = arg;
+        if (s == "host") {
+          o.scope = Scope::kHost;
+        } else if (s == "netns") {
+          o.scope = Scope::kNetns;
+        } else {
+          return rs::Error("--scope '" + s + "': expected 'host' or 'netns'");
+        }
+        break;
+      }
+      case kOptSimOffset: {
+        ASSIGN_OR_RETURN(
+            o.simulate_clock_offset_ns,
+            ParseInt("--simulate-clock-offset", arg, -(int64_t{1} << 62), int64_t{1} << 62));
+        break;
+      }
+      case kOptSimDrift: {
+        ASSIGN_OR_RETURN(o.simulate_clock_drift_ppm, ParseDouble("--simulate-clock-drift", arg));
+        if (std::fabs(o.simulate_clock_drift_ppm) > 1e5) {
+          return rs::Error(std::string("--simulate-clock-drift '") + arg +
+                           "': must be within +-100000 ppm");
+        }
+        break;
+      }
+      case kOptNcclLib:
+        o.nccl_libs.emplace_back(arg);
+        break;
+      case kOptCudaLib:
+        o.cuda_libs.emplace_back(arg);
+        break;
+      case kOptCudaSample: {
+        ASSIGN_OR_RETURN(int64_t n, ParseInt("--cuda-launch-sample", arg, 1, 1000000));
+        o.cuda_launch_sample = static_cast<int>(n);
+        break;
+      }
+      case 'v':
+        o.verbose = true;
+        break;
+      case kOptHelp:
+        o.help = true;
+        break;
+      case kOptVersion:
+        o.version = true;
+        break;
+      case ':':
+        return rs::Error(FlagName(optopt ? optopt : kLongOptions[idx].val) + " needs a value" +
+                         kHint);
+      default: {
+        std::string bad = (optind > 0 && optind <= argc) ? argv[optind - 1] : "?";
+        if (optopt && optopt < 256 && bad.rfind("--", 0) != 0) {
+          bad = std::string("-") + static_cast<char>(optopt);
+        }
+        return rs::Error("unknown option '" + bad + "'" + kHint);
+      }
+    }
+  }
+  if (optind < argc) {
+    return rs::Error(std::string("unexpected argument '") + argv[optind] +
+                     "' (options take the form --name VALUE)" + kHint);
+  }
+  if (o.help || o.version) return o;
+  if (o.out.empty()) {
+    return rs::Error("--out FILE.rsb is required (where to write the bundle)" + std::string(kHint));
+  }
+  return o;
+}
+
+rs::Result<RecorderOptions> ParseOptions(const std::vector<std::string>& args) {
+  std::vector<std::string> storage;
+  storage.reserve(args.size() + 1);
+  storage.emplace_back("rankscope-record");
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : storage) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  return ParseOptions(static_cast<int>(storage.size()), argv.data());
+}
+
+std::string UsageText() {
+  return R"(usage: rankscope-record --out FILE.rsb [options]
+
+Records kernel (TCP retransmits, scheduler, block I/O, process exec/exit), NCCL and CUDA
+activity on this node into a zstd-compressed SQLite bundle. Needs root.
+
+  -o, --out FILE.rsb          bundle to write (written atomically, mode 0600)
+  -d, --duration D            stop after D (e.g. 500ms, 30s, 2m); default: until SIGINT/SIGTERM
+  -n, --node NAME             node name (else config 'node =', else $RANKSCOPE_NODE, else hostname)
+  -c, --config FILE           config file with 'key = value' lines (known key: node)
+  -p, --pid PID               trace this process from the start (repeatable)
+      --scope host|netns      record the whole host (default) or only this network namespace
+      --nccl-lib PATH         also attach to this libnccl (repeatable)
+      --cuda-lib PATH         also attach to this libcudart / libcuda (repeatable)
+      --cuda-launch-sample N  record 1 in N CUDA kernel launches (default 1: all)
+  -v, --verbose               log every attachment
+      --help                  show this help
+      --version               show the version
+
+Testing only (never use on a real cluster; the values are not stored):
+      --simulate-clock-offset NS   shift this recorder's wall clock by NS nanoseconds
+      --simulate-clock-drift PPM   let this recorder's wall clock drift by PPM
+)";
+}
+
+}  // namespace rec

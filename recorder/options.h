@@ -1,0 +1,47 @@
+// Command-line options of rankscope-record (see man/rankscope-record.8).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rscore/result.h"
+
+namespace rec {
+
+enum class Scope {
+  kHost,   // every network namespace of the host
+  kNetns,  // only the recorder's own network namespace
+};
+std::string_view ScopeName(Scope scope);
+
+struct RecorderOptions {
+  std::string out;                         // --out FILE.rsb (required)
+  std::optional<int64_t> duration_ns;      // --duration; none = until SIGINT/SIGTERM
+  std::optional<std::string> node;         // --node
+  std::optional<std::string> config_path;  // --config
+  std::vector<int> pids;                   // --pid (repeatable): processes to trace from the start
+  Scope scope = Scope::kHost;              // --scope host|netns
+  // Testing only: shift this recorder's view of the wall clock (never written anywhere).
+  int64_t simulate_clock_offset_ns = 0;  // --simulate-clock-offset NS
+  double simulate_clock_drift_ppm = 0;   // --simulate-clock-drift PPM
+  std::vector<std::string> nccl_libs;    // --nccl-lib PATH (repeatable)
+  std::vector<std::string> cuda_libs;    // --cuda-lib PATH (repeatable)
+  int cuda_launch_sample = 1;            // --cuda-launch-sample N: record 1 in N kernel launches
+  bool verbose = false;                  // -v
+  bool help = false;                     // --help
+  bool version = false;                  // --version
+};
+
+// Parses argv (getopt_long; resets getopt's state so it can be called more than once).
+// Errors are one line naming the flag and what to do.
+rs::Result<RecorderOptions> ParseOptions(int argc, char** argv);
+
+// Convenience for tests: argv[0] is added.
+rs::Result<RecorderOptions> ParseOptions(const std::vector<std::string>& args);
+
+std::string UsageText();
+
+}  // namespace rec

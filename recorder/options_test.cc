@@ -1,0 +1,120 @@
+#include "recorder/options.h"
+
+#include <gtest/gtest.h>
+
+namespace rec {
+namespace {
+
+RecorderOptions MustParse(const std::vector<std::string>& args) {
+  auto r = ParseOptions(args);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
+  return r.ok() ? *r : RecorderOptions{};
+}
+
+std::string ErrorOf(const std::vector<std::string>& args) {
+  auto r = ParseOptions(args);
+  EXPECT_FALSE(r.ok());
+  return r.ok() ? "" : r.error().message();
+}
+
+TEST(ParseOptions, EveryFlag) {
+  RecorderOptions o = MustParse({"--out",
+                                 "/tmp/n.rsb",
+                                 "--duration",
+                                 "500ms",
+                                 "--node",
+                                 "n3",
+                                 "--config",
+                                 "/etc/rs.conf",
+                                 "--pid",
+                                 "10",
+                                 "-p",
+                                 "11",
+                                 "--scope",
+                                 "netns",
+                                 "--simulate-clock-offset",
+                                 "-2500000",
+                                 "--simulate-clock-drift",
+                                 "12.5",
+                                 "--nccl-lib",
+                                 "/a/libnccl.so",
+                                 "--cuda-lib",
+                                 "/b/libcudart.so",
+                                 "--cuda-lib",
+                                 "/c/libcuda.so",
+                                 "--cuda-launch-sample",
+                                 "16",
+                                 "-v"});
+  EXPECT_EQ(o.out, "/tmp/n.rsb");
+  ASSERT_TRUE(o.duration_ns);
+  EXPECT_EQ(*o.duration_ns, 500'000'000);
+  EXPECT_EQ(o.node.value_or(""), "n3");
+  EXPECT_EQ(o.config_path.value_or(""), "/etc/rs.conf");
+  EXPECT_EQ(o.pids, (std::vector<int>{10, 11}));
+  EXPECT_EQ(o.scope, Scope::kNetns);
+  EXPECT_EQ(o.simulate_clock_offset_ns, -2500000);
+  EXPECT_DOUBLE_EQ(o.simulate_clock_drift_ppm, 12.5);
+  EXPECT_EQ(o.nccl_libs, (std::vector<std::string>{"/a/libnccl.so"}));
+  EXPECT_EQ(o.cuda_libs, (std::vector<std::string>{"/b/libcudart.so", "/c/libcuda.so"}));
+  EXPECT_EQ(o.cuda_launch_sample, 16);
+  EXPECT_TRUE(o.verbose);
+}
+
+TEST(ParseOptions, DefaultsAndEqualsForm) {
+  RecorderOptions o = MustParse({"--out=x.rsb"});
+  EXPECT_EQ(o.out, "x.rsb");
+  EXPECT_FALSE(o.duration_ns);
+  EXPECT_EQ(o.scope, Scope::kHost);
+  EXPECT_EQ(o.cuda_launch_sample, 1);
+  EXPECT_EQ(o.simulate_clock_offset_ns, 0);
+  EXPECT_FALSE(o.verbose);
+  EXPECT_EQ(MustParse({"-o", "y.rsb", "-d", "2m"}).duration_ns.value_or(0), 120'000'000'000);
+  EXPECT_EQ(MustParse({"--out", "y.rsb", "--duration", "30s"}).duration_ns.value_or(0),
+            30'000'000'000);
+}
+
+TEST(ParseOptions, HelpAndVersionNeedNoOut) {
+  EXPECT_TRUE(MustParse({"--help"}).help);
+  EXPECT_TRUE(MustParse({"--version"}).version);
+}
+
+TEST(ParseOptions, ErrorsAreOneLineAndNameTheFlag) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string needle;
+  } cases[] = {
+      {{"--out", "x.rsb", "--bogus"}, "unknown option '--bogus'"},
+      {{"--out", "x.rsb", "-z"}, "unknown option '-z'"},
+      {{"--out", "x.rsb", "--duration", "soon"}, "--duration 'soon'"},
+      {{"--out", "x.rsb", "--duration", "0s"}, "--duration '0s'"},
+      {{"--out", "x.rsb", "--duration", "-5s"}, "--duration '-5s'"},
+      {{"--out", "x.rsb", "--pid", "abc"}, "--pid 'abc'"},
+      {{"--out", "x.rsb", "--pid", "0"}, "--pid '0'"},
+      {{"--out", "x.rsb", "--scope", "world"}, "--scope 'world'"},
+      {{"--out", "x.rsb", "--cuda-launch-sample", "0"}, "--cuda-launch-sample '0'"},
+      {{"--out", "x.rsb", "--simulate-clock-drift", "fast"}, "--simulate-clock-drift 'fast'"},
+      {{"--out", "x.rsb", "--simulate-clock-offset", "1.5"}, "--simulate-clock-offset '1.5'"},
+      {{"--out", "x.rsb", "stray"}, "unexpected argument 'stray'"},
+      {{"--out"}, "--out needs a value"},
+      {{"--duration", "5s"}, "--out FILE.rsb is required"},
+  };
+  for (const auto& c : cases) {
+    std::string e = ErrorOf(c.args);
+    EXPECT_NE(e.find(c.needle), std::string::npos) << "got: " << e << " want: " << c.needle;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+}
+
+TEST(ParseOptions, UsageNamesEveryOptionAndMarksTestingOnes) {
+  std::string u = UsageText();
+  for (const char* flag :
+       {"--out", "--duration", "--node", "--config", "--pid", "--scope", "--nccl-lib", "--cuda-lib",
+        "--cuda-launch-sample", "--verbose", "--help", "--version", "--simulate-clock-offset",
+        "--simulate-clock-drift"}) {
+    EXPECT_NE(u.find(flag), std::string::npos) << flag;
+  }
+  EXPECT_LT(u.find("Testing only"), u.find("--simulate-clock-offset"));
+}
+
+}  // namespace
+}  // namespace rec

@@ -1,0 +1,81 @@
+#include "recorder/process_probe.h"
+
+#include <cstring>
+
+#include "process.skel.h"
+
+namespace rec {
+
+int ExitCodeFromWaitStatus(int32_t status) {
+  int sig = status & 0x7f;
+  if (sig == 0) return (status >> 8) & 0xff;
+  return 128 + sig;
+}
+
+rs::Result<ProcessEventWriter> ProcessEventWriter::Create(rs::Db& db, std::string node,
+                                                          rs::EventIdAllocator* ids,
+                                                          const rs::MonoToWall* clock) {
+  ProcessEventWriter w;
+  ASSIGN_OR_RETURN(w.insert_,
+                   db.Prepare("INSERT INTO process_events(id, node, timestamp_ns, event, pid, "
+                              "ppid, comm, filename, exit_code) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
+                              "?)"));
+  w.node_ = std::move(node);
+  w.ids_ = ids;
+  w.clock_ = clock;
+  return w;
+}
+
+rs::Result<rs_process_event> ProcessEventWriter::Write(std::span<const uint8_t> data) {
+  rs_process_event e;
+  if (data.size() < sizeof(e)) {
+    return rs::Error("process: short record (" + std::to_string(data.size()) + " bytes)");
+  }
+  std::memcpy(&e, data.data(), sizeof(e));
+  if (e.kind != RS_PROCESS_EXEC && e.kind != RS_PROCESS_EXIT) {
+    return rs::Error("process: unknown event kind " + std::to_string(e.kind));
+  }
+  bool exec = e.kind == RS_PROCESS_EXEC;
+  std::string comm(e.comm, strnlen(e.comm, sizeof(e.comm)));
+  std::string filename(e.filename, strnlen(e.filename, sizeof(e.filename)));
+  auto& st = insert_;
+  st.Bind(1, ids_->Next()).Bind(2, node_).Bind(3, clock_->Convert(static_cast<int64_t>(e.ts_ns)));
+  st.Bind(4, exec ? "exec" : "exit").Bind(5, static_cast<int64_t>(e.pid));
+  if (e.ppid)
+    st.Bind(6, static_cast<int64_t>(e.ppid));
+  else
+    st.BindNull(6);
+  if (comm.empty())
+    st.BindNull(7);
+  else
+    st.Bind(7, comm);
+  if (exec && !filename.empty())
+    st.Bind(8, filename);
+  else
+    st.BindNull(8);
+  if (exec)
+    st.BindNull(9);
+  else
+    st.Bind(9, ExitCodeFromWaitStatus(e.exit_code));
+  RETURN_IF_ERROR(st.Run());
+  return e;
+}
+
+rs::Result<void> ProcessProbe::OnSample(std::span<const uint8_t> data) {
+  ASSIGN_OR_RETURN(rs_process_event e, writer_.Write(data));
+  if (e.kind == RS_PROCESS_EXEC && ctx_ != nullptr) {
+    ctx_->exec_pids.push_back(static_cast<int>(e.pid));
+  }
+  return rs::Ok();
+}
+
+rs::Result<void> ProcessProbe::Start(RecorderContext& ctx) {
+  ctx_ = &ctx;
+  ASSIGN_OR_RETURN(writer_, ProcessEventWriter::Create(*ctx.db, ctx.node, ctx.ids, ctx.clock));
+  SkeletonOps<process_bpf> ops{&process_bpf__open, &process_bpf__load, &process_bpf__destroy};
+  ASSIGN_OR_RETURN(process_bpf * skel, Load<process_bpf>(ops, ctx, nullptr));
+  RETURN_IF_ERROR(AttachAll(ctx));
+  return AddRingBuffer(ctx, skel->maps.process_rb);
+}
+
+}  // namespace rec

@@ -1,0 +1,76 @@
+#include "recorder/tcp_probe.h"
+
+#include <arpa/inet.h>
+
+#include <cstring>
+
+#include "tcp.skel.h"
+
+namespace rec {
+
+std::string FormatAddress(uint16_t family, const uint8_t (&addr)[16]) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  int af = family == RS_AF_INET6 ? AF_INET6 : AF_INET;
+  if (inet_ntop(af, addr, buf, sizeof(buf)) == nullptr) return "?";
+  return buf;
+}
+
+std::string TcpStateName(uint8_t state) {
+  // include/net/tcp_states.h
+  static constexpr const char* kNames[] = {
+      nullptr, "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1", "FIN_WAIT2",    "TIME_WAIT",
+      "CLOSE", "CLOSE_WAIT",  "LAST_ACK", "LISTEN",   "CLOSING",   "NEW_SYN_RECV",
+  };
+  if (state < std::size(kNames) && kNames[state]) return kNames[state];
+  return "STATE_" + std::to_string(state);
+}
+
+rs::Result<TcpEventWriter> TcpEventWriter::Create(rs::Db& db, std::string node,
+                                                  rs::EventIdAllocator* ids,
+                                                  const rs::MonoToWall* clock) {
+  TcpEventWriter w;
+  ASSIGN_OR_RETURN(w.insert_,
+                   db.Prepare("INSERT INTO tcp_events(id, node, timestamp_ns, event, family, "
+                              "saddr, daddr, sport, dport, seq, segments, state, netns, pid) "
+                              "VALUES (?, ?, ?, 'tcp_retransmit_skb', ?, ?, ?, ?, ?, ?, ?, ?, "
+                              "?, ?)"));
+  w.node_ = std::move(node);
+  w.ids_ = ids;
+  w.clock_ = clock;
+  return w;
+}
+
+rs::Result<void> TcpEventWriter::Write(std::span<const uint8_t> data) {
+  rs_tcp_event e;
+  if (data.size() < sizeof(e)) {
+    return rs::Error("tcp: short record (" + std::to_string(data.size()) + " bytes, expected " +
+                     std::to_string(sizeof(e)) + ")");
+  }
+  std::memcpy(&e, data.data(), sizeof(e));
+  if (e.family != RS_AF_INET && e.family != RS_AF_INET6) {
+    return rs::Error("tcp: unknown address family " + std::to_string(e.family));
+  }
+  auto& st = insert_;
+  st.Bind(1, ids_->Next()).Bind(2, node_).Bind(3, clock_->Convert(static_cast<int64_t>(e.ts_ns)));
+  st.Bind(4, e.family == RS_AF_INET6 ? "ipv6" : "ipv4");
+  st.Bind(5, FormatAddress(e.family, e.saddr)).Bind(6, FormatAddress(e.family, e.daddr));
+  st.Bind(7, static_cast<int64_t>(e.sport)).Bind(8, static_cast<int64_t>(e.dport));
+  st.Bind(9, static_cast<int64_t>(e.seq)).Bind(10, static_cast<int64_t>(e.segments));
+  st.Bind(11, TcpStateName(e.state)).Bind(12, static_cast<int64_t>(e.netns));
+  if (e.pid)
+    st.Bind(13, static_cast<int64_t>(e.pid));
+  else
+    st.BindNull(13);
+  return st.Run();
+}
+
+rs::Result<void> TcpProbe::Start(RecorderContext& ctx) {
+  ctx_ = &ctx;
+  ASSIGN_OR_RETURN(writer_, TcpEventWriter::Create(*ctx.db, ctx.node, ctx.ids, ctx.clock));
+  SkeletonOps<tcp_bpf> ops{&tcp_bpf__open, &tcp_bpf__load, &tcp_bpf__destroy};
+  ASSIGN_OR_RETURN(tcp_bpf * skel, Load<tcp_bpf>(ops, ctx, nullptr));
+  RETURN_IF_ERROR(AttachAll(ctx));
+  return AddRingBuffer(ctx, skel->maps.tcp_rb);
+}
+
+}  // namespace rec
