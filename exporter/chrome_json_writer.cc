@@ -1,0 +1,191 @@
+#include "chrome_json_writer.h"
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+
+namespace rs::exporter {
+namespace {
+
+constexpr size_t kFlushBytes = 1 << 20;
+
+}  // namespace
+
+ChromeJsonWriter::ChromeJsonWriter(std::FILE* file, std::string path_for_errors, std::string source)
+    : file_(file), path_(std::move(path_for_errors)), source_(std::move(source)) {}
+
+void ChromeJsonWriter::Time(int64_t ts) { Duration(ts - base_); }
+
+void ChromeJsonWriter::Duration(int64_t ns) {
+  char b[48];
+  const char* sign = ns < 0 ? "-" : "";
+  uint64_t a = ns < 0 ? static_cast<uint64_t>(-(ns + 1)) + 1 : static_cast<uint64_t>(ns);
+  std::snprintf(b, sizeof b, "%s%" PRIu64 ".%03" PRIu64, sign, a / 1000, a % 1000);
+  buf_ += b;
+}
+
+void ChromeJsonWriter::String(std::string_view s) {
+  buf_ += '"';
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      buf_ += '\\';
+      buf_ += ch;
+    } else if (c < 0x20 || c == 0x7f) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      buf_ += b;
+    } else if (c >= 0x80) {
+      // Recorded strings are not guaranteed UTF-8; keep the JSON valid.
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      buf_ += b;
+    } else {
+      buf_ += ch;
+    }
+  }
+  buf_ += '"';
+}
+
+Result<void> ChromeJsonWriter::MaybeFlush() {
+  if (buf_.size() < kFlushBytes) return Ok();
+  if (std::fwrite(buf_.data(), 1, buf_.size(), file_) != buf_.size()) {
+    return Error(path_ + ": write failed: " + std::strerror(errno) +
+                 " (check free space and permissions)");
+  }
+  bytes_ += static_cast<int64_t>(buf_.size());
+  buf_.clear();
+  return Ok();
+}
+
+Result<void> ChromeJsonWriter::Begin(int64_t first_ts, int64_t last_ts) {
+  base_ = first_ts;
+  buf_ += "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"rankscope-export\",";
+  buf_ += "\"source\":";
+  String(source_);
+  buf_ += ",\"base_ns\":\"" + std::to_string(first_ts) + "\",\"end_ns\":\"" +
+          std::to_string(last_ts) + "\"},\n\"traceEvents\":[\n";
+  return Ok();
+}
+
+void ChromeJsonWriter::Open(std::string_view ph, std::string_view name, int64_t ts,
+                            const Track& t) {
+  if (events_++ > 0) buf_ += ",\n";
+  buf_ += "{\"ph\":\"";
+  buf_ += ph;
+  buf_ += "\",\"name\":";
+  String(name);
+  buf_ += ",\"pid\":" + std::to_string(t.pid) + ",\"tid\":" + std::to_string(t.tid);
+  buf_ += ",\"ts\":";
+  if (ts == INT64_MIN) {
+    buf_ += '0';  // metadata
+  } else {
+    Time(ts);
+  }
+}
+
+Result<void> ChromeJsonWriter::DeclareTrack(const Track& t) {
+  if (tracks_.size() <= t.index) tracks_.resize(t.index + 1);
+  tracks_[t.index] = t;
+  switch (t.kind) {
+    case TrackKind::kNode:
+    case TrackKind::kProcess:
+      Open("M", "process_name", INT64_MIN, t);
+      buf_ += ",\"args\":{\"name\":";
+      String(t.name);
+      buf_ += "}}";
+      // Keep the UI order of the trace (nodes before their ranks).
+      Open("M", "process_sort_index", INT64_MIN, t);
+      buf_ += ",\"args\":{\"sort_index\":" + std::to_string(t.pid) + "}}";
+      break;
+    case TrackKind::kThread:
+    case TrackKind::kSlices:
+      Open("M", "thread_name", INT64_MIN, t);
+      buf_ += ",\"args\":{\"name\":";
+      String(t.name);
+      buf_ += "}}";
+      Open("M", "thread_sort_index", INT64_MIN, t);
+      buf_ += ",\"args\":{\"sort_index\":" + std::to_string(t.tid) + "}}";
+      break;
+    case TrackKind::kCounter:
+      break;  // counters are named by their "C" events
+  }
+  return MaybeFlush();
+}
+
+void ChromeJsonWriter::Args(const TraceEvent& ev) {
+  buf_ += ",\"args\":{";
+  bool first = true;
+  for (const Annotation& a : ev.args) {
+    if (!first) buf_ += ',';
+    first = false;
+    String(a.name);
+    buf_ += ':';
+    switch (a.kind) {
+      case Annotation::Kind::kInt:
+        buf_ += std::to_string(a.i);
+        break;
+      case Annotation::Kind::kUint:
+        buf_ += std::to_string(a.u);
+        break;
+      case Annotation::Kind::kString:
+        String(a.s);
+        break;
+      case Annotation::Kind::kBool:
+        buf_ += a.b ? "true" : "false";
+        break;
+    }
+  }
+  buf_ += '}';
+}
+
+Result<void> ChromeJsonWriter::Emit(const TraceEvent& ev) {
+  const Track& t = tracks_[ev.track];
+  switch (ev.type) {
+    case EventType::kSliceEnd:
+      return Ok();  // slices are written whole at their begin
+    case EventType::kCounter:
+      Open("C", t.name, ev.ts, t);
+      buf_ += ",\"args\":{\"value\":" + std::to_string(ev.counter_value) + "}}";
+      return MaybeFlush();
+    case EventType::kInstant:
+      Open("i", ev.name, ev.ts, t);
+      buf_ += ",\"s\":\"t\",\"cat\":";
+      String(ev.category);
+      Args(ev);
+      buf_ += '}';
+      return MaybeFlush();
+    case EventType::kSliceBegin:
+      break;
+  }
+  Open("X", ev.name, ev.ts, t);
+  buf_ += ",\"dur\":";
+  Duration(ev.end_ts - ev.ts);
+  buf_ += ",\"cat\":";
+  String(ev.category);
+  Args(ev);
+  buf_ += '}';
+  if (ev.flow != FlowRole::kNone) {
+    const char* ph = ev.flow == FlowRole::kStart ? "s" : ev.flow == FlowRole::kStep ? "t" : "f";
+    Open(ph, "collective", ev.ts, t);
+    char id[32];
+    std::snprintf(id, sizeof id, "0x%016" PRIx64, ev.flow_id);
+    buf_ += ",\"cat\":\"nccl.flow\",\"id\":\"";
+    buf_ += id;
+    buf_ += "\",\"bp\":\"e\"}";
+  }
+  return MaybeFlush();
+}
+
+Result<void> ChromeJsonWriter::Finish() {
+  buf_ += "\n]}\n";
+  if (std::fwrite(buf_.data(), 1, buf_.size(), file_) != buf_.size() || std::fflush(file_) != 0) {
+    return Error(path_ + ": write failed: " + std::strerror(errno) +
+                 " (check free space and permissions)");
+  }
+  bytes_ += static_cast<int64_t>(buf_.size());
+  buf_.clear();
+  return Ok();
+}
+
+}  // namespace rs::exporter

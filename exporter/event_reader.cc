@@ -1,0 +1,185 @@
+#include "event_reader.h"
+
+#include <algorithm>
+#include <climits>
+#include <set>
+
+namespace rs::exporter {
+namespace {
+
+constexpr const char* kTableNames[kTableCount] = {
+    "nccl_events", "cuda_events", "tcp_events", "sched_events", "block_events", "process_events",
+};
+
+// Each SELECT yields the common columns (id, node, timestamp_ns, duration_ns, pid, tid,
+// name) followed by the table's own, in the order of namespace col.
+constexpr const char* kSelect[kTableCount] = {
+    "SELECT id, node, timestamp_ns, duration_ns, pid, tid, op, rank, nranks, comm_id_hash, seq,"
+    " count, datatype, reduce_op, bytes, peer, root, ret, state FROM nccl_events",
+    "SELECT id, node, timestamp_ns, duration_ns, pid, tid, api, library, bytes, stream, ret,"
+    " state FROM cuda_events",
+    "SELECT id, node, timestamp_ns, 0, pid, pid, event, family, saddr, daddr, sport, dport,"
+    " seq, segments, state FROM tcp_events",
+    "SELECT id, node, timestamp_ns, duration_ns, pid, tid, event, cpu, other_pid, other_tid,"
+    " other_comm FROM sched_events",
+    "SELECT id, node, timestamp_ns, duration_ns, pid, pid, op, dev, rwbs, bytes, comm"
+    " FROM block_events",
+    "SELECT id, node, timestamp_ns, 0, pid, pid, event, ppid, comm, filename, exit_code"
+    " FROM process_events",
+};
+
+// WHERE clause over timestamp_ns (?1, ?2) and node (?3...).
+std::string Where(const RowFilter& f) {
+  std::string w = " WHERE timestamp_ns >= ?1 AND timestamp_ns <= ?2";
+  if (!f.nodes.empty()) {
+    w += " AND node IN (";
+    for (size_t i = 0; i < f.nodes.size(); ++i) w += (i ? ",?" : "?") + std::to_string(i + 3);
+    w += ")";
+  }
+  return w;
+}
+
+void BindFilter(Statement& st, const RowFilter& f) {
+  st.Bind(1, f.from_ns).Bind(2, f.to_ns);
+  for (size_t i = 0; i < f.nodes.size(); ++i) st.Bind(static_cast<int>(i + 3), f.nodes[i]);
+}
+
+Result<Statement> PrepareFiltered(Db& db, const std::string& sql, const RowFilter& f) {
+  ASSIGN_OR_RETURN(Statement st, db.Prepare(sql));
+  BindFilter(st, f);
+  return st;
+}
+
+}  // namespace
+
+const char* TableName(Table table) { return kTableNames[static_cast<int>(table)]; }
+
+bool IsLinkedCollective(std::string_view op) {
+  return op != "SEND" && op != "RECV" && op != "COMM_INIT" && op != "COMM_DESTROY" &&
+         op != "COMM_ABORT" && op != "GROUP_START" && op != "GROUP_END";
+}
+
+Result<std::optional<int64_t>> FirstEventTimestamp(Db& db) {
+  std::optional<int64_t> first;
+  for (const char* t : kTableNames) {
+    ASSIGN_OR_RETURN(Statement st, db.Prepare(std::string("SELECT MIN(timestamp_ns) FROM ") + t));
+    ASSIGN_OR_RETURN(bool has, st.Step());
+    if (has && !st.IsNull(0)) first = first ? std::min(*first, st.Int(0)) : st.Int(0);
+  }
+  return first;
+}
+
+Result<std::vector<std::string>> ListNodes(Db& db) {
+  std::set<std::string> nodes;
+  std::string sql =
+      "SELECT node FROM clock_refs UNION SELECT node FROM processes UNION SELECT node FROM "
+      "interfaces UNION SELECT node FROM sources";
+  for (const char* t : kTableNames) sql += std::string(" UNION SELECT node FROM ") + t;
+  ASSIGN_OR_RETURN(Statement st, db.Prepare(sql));
+  while (true) {
+    ASSIGN_OR_RETURN(bool has, st.Step());
+    if (!has) break;
+    nodes.insert(st.Text(0));
+  }
+  return std::vector<std::string>(nodes.begin(), nodes.end());
+}
+
+Result<InputSummary> Summarize(Db& db, const RowFilter& filter) {
+  InputSummary s;
+  bool any = false;
+  const std::string where = Where(filter);
+  for (int t = 0; t < kTableCount; ++t) {
+    std::string end_expr =
+        (t == static_cast<int>(Table::kTcp) || t == static_cast<int>(Table::kProcess))
+            ? "timestamp_ns"
+            : "timestamp_ns + COALESCE(duration_ns, 0)";
+    ASSIGN_OR_RETURN(Statement st,
+                     PrepareFiltered(db,
+                                     "SELECT COUNT(*), MIN(timestamp_ns), MAX(" + end_expr +
+                                         ") FROM " + kTableNames[t] + where,
+                                     filter));
+    ASSIGN_OR_RETURN(bool has, st.Step());
+    if (!has || st.Int(0) == 0) continue;
+    s.rows_per_table[t] = st.Int(0);
+    s.rows += st.Int(0);
+    s.first_ts = any ? std::min(s.first_ts, st.Int(1)) : st.Int(1);
+    s.last_ts = any ? std::max(s.last_ts, st.Int(2)) : st.Int(2);
+    any = true;
+  }
+  ASSIGN_OR_RETURN(
+      Statement coll,
+      PrepareFiltered(db,
+                      "SELECT comm_id_hash, seq, op, COUNT(*) FROM nccl_events" + where +
+                          " AND seq IS NOT NULL AND comm_id_hash IS NOT NULL"
+                          " GROUP BY comm_id_hash, seq, op",
+                      filter));
+  while (true) {
+    ASSIGN_OR_RETURN(bool has, coll.Step());
+    if (!has) break;
+    if (!IsLinkedCollective(coll.Text(2))) continue;
+    s.collective_size[{static_cast<uint64_t>(coll.Int(0)), coll.Int(1)}] +=
+        static_cast<int>(coll.Int(3));
+  }
+  return s;
+}
+
+Result<ProcessMap> ReadProcesses(Db& db) {
+  ProcessMap m;
+  ASSIGN_OR_RETURN(Statement st,
+                   db.Prepare("SELECT node, pid, rank, COALESCE(comm, '') FROM processes"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool has, st.Step());
+    if (!has) break;
+    m[{st.Text(0), st.Int(1)}] = ProcessInfo{st.OptInt(2), st.Text(3)};
+  }
+  return m;
+}
+
+Result<EventReader> EventReader::Open(Db& db, const RowFilter& filter) {
+  EventReader r;
+  const std::string where = Where(filter);
+  for (int t = 0; t < kTableCount; ++t) {
+    // NULL durations (calls still in flight) sort as the longest.
+    std::string sql = std::string(kSelect[t]) + where +
+                      " ORDER BY timestamp_ns, duration_ns IS NOT NULL, duration_ns DESC, id";
+    if (t == static_cast<int>(Table::kTcp) || t == static_cast<int>(Table::kProcess)) {
+      sql = std::string(kSelect[t]) + where + " ORDER BY timestamp_ns, id";
+    }
+    auto st = PrepareFiltered(db, sql, filter);
+    if (!st.ok()) return st.error().Wrap(std::string("reading ") + kTableNames[t]);
+    r.cursors_[t].st = std::move(st).value();
+  }
+  return r;
+}
+
+Result<void> EventReader::Advance(Cursor& c) {
+  ASSIGN_OR_RETURN(c.valid, c.st.Step());
+  c.started = true;
+  if (c.valid) {
+    c.ts = c.st.Int(col::kTs);
+    c.dur_key = c.st.IsNull(col::kDur) ? INT64_MAX : c.st.Int(col::kDur);
+    c.id = c.st.Int(col::kId);
+  }
+  return Ok();
+}
+
+Result<bool> EventReader::Next() {
+  if (current_ >= 0) RETURN_IF_ERROR(Advance(cursors_[current_]));
+  int best = -1;
+  for (int t = 0; t < kTableCount; ++t) {
+    Cursor& c = cursors_[t];
+    if (!c.started) RETURN_IF_ERROR(Advance(c));
+    if (!c.valid) continue;
+    if (best < 0) {
+      best = t;
+      continue;
+    }
+    const Cursor& b = cursors_[best];
+    // Tables are visited in order, so ties on (ts, dur) keep the lower table.
+    if (c.ts < b.ts || (c.ts == b.ts && c.dur_key > b.dur_key)) best = t;
+  }
+  current_ = best;
+  return best >= 0;
+}
+
+}  // namespace rs::exporter

@@ -1,0 +1,110 @@
+// Reads the event tables of a bundle or merged db as one stream in a total, explicit
+// order: timestamp, then longer slices first (so nested slices follow their parents),
+// then table, then id. One prepared statement per table, merged k-way: memory stays
+// bounded by the number of tables, not rows.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rscore/result.h"
+#include "rscore/sqlite.h"
+
+namespace rs::exporter {
+
+enum class Table : uint8_t { kNccl, kCuda, kTcp, kSched, kBlock, kProcess };
+inline constexpr int kTableCount = 6;
+const char* TableName(Table table);
+
+// Column layout of every row (the SELECTs in event_reader.cc produce exactly this).
+namespace col {
+inline constexpr int kId = 0, kNode = 1, kTs = 2, kDur = 3, kPid = 4, kTid = 5, kName = 6;
+namespace nccl {
+inline constexpr int kRank = 7, kNranks = 8, kCommIdHash = 9, kSeq = 10, kCount = 11,
+                     kDatatype = 12, kReduceOp = 13, kBytes = 14, kPeer = 15, kRoot = 16, kRet = 17,
+                     kState = 18;
+}
+namespace cuda {
+inline constexpr int kLibrary = 7, kBytes = 8, kStream = 9, kRet = 10, kState = 11;
+}
+namespace tcp {
+inline constexpr int kFamily = 7, kSaddr = 8, kDaddr = 9, kSport = 10, kDport = 11, kSeq = 12,
+                     kSegments = 13, kState = 14;
+}
+namespace sched {
+inline constexpr int kCpu = 7, kOtherPid = 8, kOtherTid = 9, kOtherComm = 10;
+}
+namespace block {
+inline constexpr int kDev = 7, kRwbs = 8, kBytes = 9, kComm = 10;
+}
+namespace process {
+inline constexpr int kPpid = 7, kComm = 8, kFilename = 9, kExitCode = 10;
+}
+}  // namespace col
+
+// Which rows to export. Timestamps are inclusive bounds on the event's start.
+struct RowFilter {
+  int64_t from_ns = INT64_MIN;
+  int64_t to_ns = INT64_MAX;
+  std::vector<std::string> nodes;  // empty: all
+};
+
+// What the stream needs to know before it starts.
+struct InputSummary {
+  int64_t first_ts = 0;  // earliest event start in the filter
+  int64_t last_ts = 0;   // latest event end (start + duration) in the filter
+  int64_t rows = 0;      // rows that pass the filter, all tables
+  std::array<int64_t, kTableCount> rows_per_table{};
+  // Participants of every collective (comm_id_hash, seq) that passes the filter.
+  std::map<std::pair<uint64_t, int64_t>, int> collective_size;
+};
+
+struct ProcessInfo {
+  std::optional<int64_t> rank;
+  std::string comm;
+};
+using ProcessMap = std::map<std::pair<std::string, int64_t>, ProcessInfo>;
+
+// Earliest event timestamp in the whole input (the base of relative --from/--to).
+Result<std::optional<int64_t>> FirstEventTimestamp(Db& db);
+// Node names present in the input, sorted.
+Result<std::vector<std::string>> ListNodes(Db& db);
+Result<InputSummary> Summarize(Db& db, const RowFilter& filter);
+Result<ProcessMap> ReadProcesses(Db& db);
+
+// Whether a NCCL op is a collective that all ranks of a communicator enter with the same
+// seq (point-to-point SEND / RECV count seq per peer and are not linked).
+bool IsLinkedCollective(std::string_view op);
+
+class EventReader {
+ public:
+  static Result<EventReader> Open(Db& db, const RowFilter& filter);
+  EventReader(EventReader&&) noexcept = default;
+  EventReader& operator=(EventReader&&) noexcept = default;
+
+  // Moves to the next row in stream order; false at the end.
+  Result<bool> Next();
+  Table table() const { return static_cast<Table>(current_); }
+  // The current row; columns as in namespace col.
+  const Statement& row() const { return cursors_[current_].st; }
+
+ private:
+  struct Cursor {
+    Statement st;
+    bool valid = false;
+    bool started = false;
+    int64_t ts = 0, dur_key = 0, id = 0;
+  };
+  EventReader() = default;
+  Result<void> Advance(Cursor& c);
+
+  std::array<Cursor, kTableCount> cursors_;
+  int current_ = -1;
+};
+
+}  // namespace rs::exporter

@@ -1,0 +1,66 @@
+#!/bin/bash
+# End to end: rankscope-export on a synthetic merged db and bundle, output decoded with
+# protoc against the project's .proto, Chrome JSON parsed and checked with python3,
+# determinism by byte comparison, CLI errors.
+# usage: export_e2e_test.sh RANKSCOPE_EXPORT TESTDATA_TOOL PROTO PROTOC CHECK_JSON_PY
+set -euo pipefail
+EXPORT=$1 TESTDATA=$2 PROTO=$3 PROTOC=$4 CHECK_JSON=$5
+dir=$(mktemp -d "${TMPDIR:-/tmp}/rs-export-e2e-XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$TESTDATA" "$dir" hang
+db=$dir/merged.rsdb
+
+"$EXPORT" --help | grep -q -- '--from' || fail "--help does not document --from"
+
+"$EXPORT" "$db" -o "$dir/a.pftrace"
+"$EXPORT" "$db" -o "$dir/b.pftrace"
+cmp "$dir/a.pftrace" "$dir/b.pftrace" || fail "two runs differ"
+
+# protoc decodes the file with our subset of perfetto_trace.proto.
+"$PROTOC" --proto_path="$(dirname "$PROTO")" --decode=perfetto.protos.Trace \
+  "$(basename "$PROTO")" < "$dir/a.pftrace" > "$dir/a.txt" || fail "protoc cannot decode"
+grep -q 'sequence_flags: 1' "$dir/a.txt" || fail "no SEQ_INCREMENTAL_STATE_CLEARED packet"
+grep -q 'is_incremental: true' "$dir/a.txt" || fail "no incremental clock"
+grep -q 'process_name: "node1 / rank 3 (pid 10101)"' "$dir/a.txt" || fail "process names"
+grep -q 'terminating_flow_ids' "$dir/a.txt" || fail "no flows"
+grep -q 'name: "in_flight"' "$dir/a.txt" || fail "no in-flight annotation"
+begins=$(grep -c 'type: TYPE_SLICE_BEGIN' "$dir/a.txt")
+ends=$(grep -c 'type: TYPE_SLICE_END' "$dir/a.txt")
+[ "$begins" -eq "$ends" ] || fail "$begins slice begins but $ends ends"
+rows=$(python3 -c "
+import sqlite3,sys
+db=sqlite3.connect(sys.argv[1])
+print(sum(db.execute('SELECT COUNT(*) FROM '+t).fetchone()[0] for t in
+  ('nccl_events','cuda_events','sched_events','block_events')))" "$db")
+[ "$begins" -eq "$rows" ] || fail "$begins slices but $rows slice rows in the db"
+
+# Chrome JSON: parse and check against the db.
+"$EXPORT" "$db" -o "$dir/a.json"
+"$EXPORT" "$db" -o "$dir/b.json" --format chrome-json
+cmp "$dir/a.json" "$dir/b.json" || fail "two JSON runs differ"
+python3 "$CHECK_JSON" "$dir/a.json" "$db" || fail "chrome json check"
+
+# One bundle, through its decompressed image.
+"$EXPORT" "$dir/node2.rsb" -o "$dir/node2.json"
+zstd -q -dc "$dir/node2.rsb" > "$dir/node2.db"
+python3 "$CHECK_JSON" "$dir/node2.json" "$dir/node2.db" || fail "bundle json check"
+
+# Windows relative to the first event.
+"$EXPORT" "$db" -o "$dir/w.pftrace" --from +100ms --to +200ms --nodes node0
+[ -s "$dir/w.pftrace" ] || fail "windowed export empty"
+
+# User errors: exit status and a message naming what is wrong.
+set +e
+out=$("$EXPORT" "$db" -o "$dir/x.pftrace" --nodes node42 2>&1); rc=$?
+set -e
+[ $rc -eq 1 ] || fail "unknown node: exit $rc"
+echo "$out" | grep -q node42 || fail "unknown node message: $out"
+set +e
+out=$("$EXPORT" "$db" -o "$dir/x.pftrace" --from yesterday 2>&1); rc=$?
+set -e
+[ $rc -eq 2 ] || fail "bad --from: exit $rc"
+echo "$out" | grep -q -- '--from' || fail "bad --from message: $out"
+[ ! -e "$dir/x.pftrace" ] || fail "output written despite the error"
+echo "PASS: export e2e"

@@ -1,0 +1,147 @@
+#include "export_options.h"
+
+#include <boost/program_options.hpp>
+
+#include <cctype>
+#include <charconv>
+#include <sstream>
+
+#include "rscore/duration.h"
+
+namespace rs::exporter {
+namespace {
+
+namespace po = boost::program_options;
+
+constexpr const char* kUsageHead =
+    "Usage: rankscope-export INPUT -o OUT [--format perfetto|chrome-json]\n"
+    "                        [--from T] [--to T] [--nodes NODE[,NODE...]]\n"
+    "\n"
+    "Writes a merged db (.rsdb) or one node bundle (.rsb) as a Perfetto trace\n"
+    "(native protobuf, open it in ui.perfetto.dev) or as Chrome trace JSON.\n"
+    "\n"
+    "T is absolute wall-clock nanoseconds (1760000000123456789) or an offset from the\n"
+    "first event of INPUT: +1.5s, +250ms, +0. Events whose start lies in [from, to]\n"
+    "are exported.\n"
+    "\n"
+    "Options";
+
+std::vector<std::string> SplitNodes(const std::vector<std::string>& values) {
+  std::vector<std::string> out;
+  for (const std::string& v : values) {
+    std::string cur;
+    for (char c : v + ",") {
+      if (c == ',') {
+        if (!cur.empty()) out.push_back(cur);
+        cur.clear();
+      } else if (!std::isspace(static_cast<unsigned char>(c))) {
+        cur += c;
+      }
+    }
+  }
+  return out;
+}
+
+bool EndsWith(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+Result<TimePoint> ParseTimePoint(std::string_view text, std::string_view flag) {
+  const std::string shown = std::string(flag) + " '" + std::string(text) + "'";
+  if (text.empty()) return Error(shown + ": empty time (use nanoseconds or +1.5s)");
+  if (text[0] == '+') {
+    std::string_view rest = text.substr(1);
+    if (rest.find_first_not_of("0.") == std::string_view::npos && !rest.empty()) {
+      return TimePoint{true, 0};  // "+0", "+0.0"
+    }
+    auto d = ParseDuration(rest);
+    if (!d.ok()) return d.error().Wrap(shown);
+    return TimePoint{true, *d};
+  }
+  int64_t ns = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ns);
+  if (ec != std::errc() || end != text.data() + text.size() || ns < 0) {
+    return Error(shown +
+                 ": not a time (use absolute nanoseconds like 1760000000123456789, or an "
+                 "offset from the first event like +1.5s)");
+  }
+  return TimePoint{false, ns};
+}
+
+Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
+  CommandLine cl;
+  std::string format, from, to;
+  std::vector<std::string> nodes;
+  po::options_description opts(kUsageHead);
+  opts.add_options()                                                                      //
+      ("help,h", "show this help")                                                        //
+      ("version", "show the version")                                                     //
+      ("output,o", po::value<std::string>(&cl.options.output), "output file (required)")  //
+      ("format,f", po::value<std::string>(&format),
+       "perfetto (default; .pftrace) or chrome-json (default when OUT ends in .json)")  //
+      ("from", po::value<std::string>(&from), "first event start to export (T)")        //
+      ("to", po::value<std::string>(&to), "last event start to export (T)")             //
+      ("nodes", po::value<std::vector<std::string>>(&nodes)->composing(),
+       "only these nodes (comma-separated, repeatable)");
+  po::options_description hidden;
+  hidden.add_options()("input", po::value<std::vector<std::string>>(), "input");
+  po::options_description all;
+  all.add(opts).add(hidden);
+  po::positional_options_description pos;
+  pos.add("input", -1);
+  std::ostringstream usage;
+  usage << opts;
+  cl.usage = usage.str();
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const std::exception& e) {
+    return Error(std::string(e.what()) + " (see rankscope-export --help)");
+  }
+  if (vm.count("help")) {
+    cl.help = true;
+    return cl;
+  }
+  if (vm.count("version")) {
+    cl.version = true;
+    return cl;
+  }
+  if (!vm.count("input")) return Error("missing INPUT: a .rsdb or .rsb file to export");
+  const auto& inputs = vm["input"].as<std::vector<std::string>>();
+  if (inputs.size() != 1) {
+    return Error("one INPUT expected, got " + std::to_string(inputs.size()) +
+                 " (merge bundles first with rankscope-merge)");
+  }
+  cl.options.input = inputs[0];
+  if (cl.options.output.empty()) return Error("missing -o OUT: the trace file to write");
+  if (format.empty()) {
+    format = EndsWith(cl.options.output, ".json") ? "chrome-json" : "perfetto";
+  }
+  if (format == "perfetto" || format == "protobuf") {
+    cl.options.format = Format::kPerfetto;
+  } else if (format == "chrome-json" || format == "json") {
+    cl.options.format = Format::kChromeJson;
+  } else {
+    return Error("--format '" + format + "': unknown format (use perfetto or chrome-json)");
+  }
+  if (!from.empty()) {
+    ASSIGN_OR_RETURN(TimePoint t, ParseTimePoint(from, "--from"));
+    cl.options.from = t;
+  }
+  if (!to.empty()) {
+    ASSIGN_OR_RETURN(TimePoint t, ParseTimePoint(to, "--to"));
+    cl.options.to = t;
+  }
+  cl.options.nodes = SplitNodes(nodes);
+  if (vm.count("nodes") && cl.options.nodes.empty()) {
+    return Error("--nodes: no node names given (use --nodes node1,node3)");
+  }
+  return cl;
+}
+
+}  // namespace rs::exporter

@@ -1,0 +1,131 @@
+#include "exporter.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "chrome_json_writer.h"
+#include "perfetto_writer.h"
+#include "rscore/bundle.h"
+#include "track_model.h"
+
+namespace rs::exporter {
+namespace {
+
+// Removes the temp output unless disarmed.
+class TempOutput {
+ public:
+  explicit TempOutput(std::string path) : path_(std::move(path)) {}
+  ~TempOutput() {
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+  void Disarm() { path_.clear(); }
+
+ private:
+  std::string path_;
+};
+
+Result<RowFilter> MakeFilter(Db& db, const ExportOptions& o) {
+  RowFilter f;
+  if (o.from || o.to) {
+    ASSIGN_OR_RETURN(std::optional<int64_t> first, FirstEventTimestamp(db));
+    const int64_t base = first.value_or(0);
+    if (o.from) f.from_ns = o.from->Resolve(base);
+    if (o.to) f.to_ns = o.to->Resolve(base);
+    if (f.from_ns > f.to_ns) {
+      return Error("--from is after --to (" + std::to_string(f.from_ns) + " > " +
+                   std::to_string(f.to_ns) + " ns): nothing to export");
+    }
+  }
+  if (!o.nodes.empty()) {
+    ASSIGN_OR_RETURN(std::vector<std::string> known, ListNodes(db));
+    for (const std::string& n : o.nodes) {
+      bool found = false;
+      for (const std::string& k : known) found = found || k == n;
+      if (!found) {
+        std::string list;
+        for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+        return Error("--nodes: node '" + n + "' is not in " + o.input +
+                     " (it has: " + (list.empty() ? "no nodes" : list) + ")");
+      }
+    }
+    f.nodes = o.nodes;
+  }
+  return f;
+}
+
+Result<void> RunTimeline(Db& db, const RowFilter& filter, const InputSummary& summary,
+                         TraceSink& sink, ExportResult& result) {
+  ASSIGN_OR_RETURN(ProcessMap processes, ReadProcesses(db));
+  ASSIGN_OR_RETURN(EventReader reader, EventReader::Open(db, filter));
+  TrackModel tracks(std::move(processes));
+  RETURN_IF_ERROR(sink.Begin(summary.first_ts, summary.last_ts));
+  Timeline timeline(tracks, sink, summary);
+  RETURN_IF_ERROR(timeline.Run(reader));
+  RETURN_IF_ERROR(sink.Finish());
+  result.stats = timeline.stats();
+  result.tracks = static_cast<int64_t>(tracks.tracks().size());
+  return Ok();
+}
+
+}  // namespace
+
+Result<ExportResult> Export(const ExportOptions& o) {
+  auto opened = OpenRankscopeFile(o.input);
+  if (!opened.ok()) return opened.error();
+  Db& db = opened->db();
+  ASSIGN_OR_RETURN(RowFilter filter, MakeFilter(db, o));
+  ExportResult result;
+  auto summary = Summarize(db, filter);
+  if (!summary.ok()) return summary.error().Wrap(o.input);
+  result.summary = std::move(summary).value();
+
+  TempOutput tmp(o.output + ".tmp." + std::to_string(::getpid()));
+  if (o.format == Format::kPerfetto) {
+    int fd = ::open(tmp.path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      return Error(o.output + ": cannot create: " + std::strerror(errno) +
+                   " (check the directory exists and is writable)");
+    }
+    Result<void> r = Ok();
+    {
+      PerfettoWriter writer(fd, o.output);
+      r = RunTimeline(db, filter, result.summary, writer, result);
+      result.packets = writer.packets();
+      result.bytes = writer.bytes();
+    }
+    if (::close(fd) != 0 && r.ok()) {
+      r = Error(o.output + ": write failed: " + std::strerror(errno));
+    }
+    if (!r.ok()) return r.error();
+  } else {
+    std::FILE* f = std::fopen(tmp.path().c_str(), "we");
+    if (!f) {
+      return Error(o.output + ": cannot create: " + std::strerror(errno) +
+                   " (check the directory exists and is writable)");
+    }
+    Result<void> r = Ok();
+    {
+      ChromeJsonWriter writer(f, o.output, o.input.substr(o.input.rfind('/') + 1));
+      r = RunTimeline(db, filter, result.summary, writer, result);
+      result.bytes = writer.bytes();
+    }
+    if (std::fclose(f) != 0 && r.ok()) {
+      r = Error(o.output + ": write failed: " + std::strerror(errno));
+    }
+    if (!r.ok()) return r.error();
+  }
+  if (::rename(tmp.path().c_str(), o.output.c_str()) != 0) {
+    return Error(o.output +
+                 ": cannot rename the finished trace into place: " + std::strerror(errno));
+  }
+  tmp.Disarm();
+  return result;
+}
+
+}  // namespace rs::exporter

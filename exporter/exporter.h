@@ -1,0 +1,23 @@
+// rankscope-export's one operation: open the input, read its rows in order, write the
+// trace. The output appears atomically (written to a temp file beside it, then renamed).
+#pragma once
+
+#include <cstdint>
+
+#include "event_reader.h"
+#include "export_options.h"
+#include "timeline.h"
+
+namespace rs::exporter {
+
+struct ExportResult {
+  InputSummary summary;
+  TimelineStats stats;
+  int64_t tracks = 0;
+  int64_t bytes = 0;    // size of the written file
+  int64_t packets = 0;  // protobuf only: TracePackets written
+};
+
+Result<ExportResult> Export(const ExportOptions& options);
+
+}  // namespace rs::exporter

@@ -1,0 +1,334 @@
+// Exports synthetic clusters (merged db and single bundles) and checks the decoded trace
+// against the database: counts per table, aligned timestamps, flows, in-flight calls,
+// determinism, filters.
+#include "exporter.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "rscore/bundle.h"
+#include "test_input.h"
+#include "trace_check.h"
+
+namespace rs::exporter {
+namespace {
+
+using testing::DecodedTrace;
+using testing::DecodePerfettoTrace;
+
+std::string MakeTempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/rs-export-test-XXXXXX";
+  char* d = mkdtemp(tmpl.data());
+  return d ? std::string(d) : "";
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Which table a trace event came from, by the names the exporter gives them.
+std::string TableOf(const testing::DecodedEvent& e, const std::set<std::string>& nccl_ops,
+                    const std::set<std::string>& sched_events) {
+  if (e.name == "retransmit") return "tcp_events";
+  if (e.name == "exec" || e.name == "exit") return "process_events";
+  if (e.name.rfind("block ", 0) == 0) return "block_events";
+  if (sched_events.count(e.name)) return "sched_events";
+  if (nccl_ops.count(e.name)) return "nccl_events";
+  return "cuda_events";
+}
+
+std::set<std::string> Distinct(Db& db, const std::string& sql) {
+  std::set<std::string> out;
+  auto st = db.Prepare(sql);
+  EXPECT_TRUE(st.ok());
+  while (st.ok() && st->Step().value()) out.insert(st->Text(0));
+  return out;
+}
+
+class ExportTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(MakeTempDir());
+    ASSERT_FALSE(dir_->empty());
+    synth::ClusterSpec spec;
+    spec.nodes = 3;
+    spec.ranks_per_node = 2;
+    spec.steps = 30;
+    spec.fault = "hang";
+    spec.hang_step = 22;
+    spec.offset_ns = {0, 3'000'000, -2'000'000};
+    ASSERT_EQ(mkdir((*dir_ + "/hang").c_str(), 0700), 0);
+    auto r = testing::WriteInputs(spec, *dir_ + "/hang", *dir_ + "/hang.rsdb");
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    synth::ClusterSpec loss = spec;
+    loss.fault = "loss";
+    loss.steps = 25;
+    ASSERT_EQ(mkdir((*dir_ + "/loss").c_str(), 0700), 0);
+    auto l = testing::WriteInputs(loss, *dir_ + "/loss", *dir_ + "/loss.rsdb");
+    ASSERT_TRUE(l.ok()) << l.error().message();
+  }
+  static void TearDownTestSuite() {
+    std::string cmd = "rm -rf '" + *dir_ + "'";
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+    delete dir_;
+  }
+
+  static ExportResult ExportOk(ExportOptions o) {
+    auto r = Export(o);
+    EXPECT_TRUE(r.ok()) << r.error().message();
+    return r.ok() ? std::move(r).value() : ExportResult{};
+  }
+
+  // Checks the decoded trace of `input` (exported with `filter_sql` applied) against the db.
+  static void CheckAgainstDb(const std::string& input, const std::string& trace_path,
+                             const std::string& where, int64_t expect_end) {
+    auto decoded = DecodePerfettoTrace(trace_path);
+    ASSERT_TRUE(decoded.ok()) << decoded.error().message();
+    const DecodedTrace& t = *decoded;
+    for (const std::string& e : t.errors) ADD_FAILURE() << e;
+    auto opened = OpenRankscopeFile(input);
+    ASSERT_TRUE(opened.ok());
+    Db& db = opened->db();
+    auto ops = Distinct(db, "SELECT DISTINCT op FROM nccl_events");
+    auto sched = Distinct(db, "SELECT DISTINCT event FROM sched_events");
+
+    // Per table: the multiset of (start, end) equals the db's, so counts reconcile and every
+    // timestamp is the db's aligned one.
+    std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> got;
+    for (const auto& e : t.events) got[TableOf(e, ops, sched)].push_back({e.ts, e.end});
+    for (std::string table : {"nccl_events", "cuda_events", "sched_events", "block_events",
+                              "tcp_events", "process_events"}) {
+      bool instant = table == "tcp_events" || table == "process_events";
+      std::string end =
+          instant ? "timestamp_ns"
+                  : "COALESCE(timestamp_ns + duration_ns, " + std::to_string(expect_end) + ")";
+      auto st = db.Prepare("SELECT timestamp_ns, " + end + " FROM " + table + where);
+      ASSERT_TRUE(st.ok()) << st.error().message();
+      std::vector<std::pair<int64_t, int64_t>> want;
+      while (st->Step().value()) want.push_back({st->Int(0), st->Int(1)});
+      std::vector<std::pair<int64_t, int64_t>>& have = got[table];
+      std::sort(want.begin(), want.end());
+      std::sort(have.begin(), have.end());
+      EXPECT_EQ(have.size(), want.size()) << table;
+      EXPECT_TRUE(have == want) << table << ": timestamps differ from the db";
+    }
+
+    // Flows: every collective with >= 2 participants is one flow through exactly its ranks,
+    // terminated once, on its last slice.
+    std::map<uint64_t, std::set<int64_t>> flow_ranks;
+    std::map<uint64_t, std::set<std::pair<int64_t, int64_t>>> flow_coll;
+    std::map<uint64_t, int> terminations;
+    std::map<uint64_t, int64_t> last_ts, term_ts;
+    for (const auto& e : t.events) {
+      std::vector<uint64_t> ids = e.flows;
+      ids.insert(ids.end(), e.terminating_flows.begin(), e.terminating_flows.end());
+      for (uint64_t id : ids) {
+        flow_ranks[id].insert(e.ints.at("rank"));
+        flow_coll[id].insert({e.ints.at("comm_id_hash"), e.ints.at("seq")});
+        last_ts[id] = std::max(last_ts[id], e.ts);
+      }
+      for (uint64_t id : e.terminating_flows) {
+        ++terminations[id];
+        term_ts[id] = e.ts;
+      }
+    }
+    auto st = db.Prepare(
+        "SELECT comm_id_hash, seq, group_concat(rank) FROM (SELECT comm_id_hash, seq, rank FROM"
+        " nccl_events" +
+        where +
+        " AND seq IS NOT NULL ORDER BY rank) GROUP BY comm_id_hash, seq HAVING COUNT(*) >= 2");
+    ASSERT_TRUE(st.ok()) << st.error().message();
+    std::map<std::pair<int64_t, int64_t>, std::set<int64_t>> want;
+    while (st->Step().value()) {
+      std::set<int64_t> ranks;
+      std::stringstream ss(st->Text(2));
+      for (std::string r; std::getline(ss, r, ',');) ranks.insert(std::stoll(r));
+      want[{st->Int(0), st->Int(1)}] = ranks;
+    }
+    EXPECT_EQ(flow_ranks.size(), want.size());
+    for (const auto& [id, colls] : flow_coll) {
+      ASSERT_EQ(colls.size(), 1u) << "flow " << id << " mixes collectives";
+      EXPECT_EQ(flow_ranks[id], want[*colls.begin()]) << "flow " << id;
+      EXPECT_EQ(terminations[id], 1) << "flow " << id;
+      EXPECT_EQ(term_ts[id], last_ts[id]) << "flow " << id << " not terminated last";
+    }
+  }
+
+  static std::string* dir_;
+};
+std::string* ExportTest::dir_ = nullptr;
+
+TEST_F(ExportTest, MergedDbToPerfettoMatchesTheDb) {
+  ExportOptions o;
+  o.input = *dir_ + "/hang.rsdb";
+  o.output = *dir_ + "/hang.pftrace";
+  ExportResult r = ExportOk(o);
+  EXPECT_GT(r.stats.slices, 0);
+  EXPECT_EQ(r.stats.slices + r.stats.instants, r.summary.rows);
+  // The hang leaves in-flight AllReduces: they run to the end of the trace.
+  EXPECT_EQ(r.stats.in_flight, 5);
+  CheckAgainstDb(o.input, o.output, " WHERE 1", r.summary.last_ts);
+  auto t = DecodePerfettoTrace(o.output);
+  ASSERT_TRUE(t.ok());
+  int in_flight = 0;
+  for (const auto& e : t->events) {
+    if (e.ints.count("in_flight")) {
+      ++in_flight;
+      EXPECT_EQ(e.end, r.summary.last_ts);
+      EXPECT_EQ(e.name, "ALL_REDUCE");
+    }
+  }
+  EXPECT_EQ(in_flight, 5);
+  // Track names and the node -> rank -> thread tree.
+  std::set<std::string> process_names;
+  for (const auto& [uuid, d] : t->tracks) {
+    if (d.has_process()) {
+      process_names.insert(d.process().process_name());
+      ASSERT_TRUE(t->tracks.count(d.parent_uuid()));
+      EXPECT_EQ(d.name().rfind(t->tracks.at(d.parent_uuid()).name() + " / rank ", 0), 0u)
+          << d.name();
+    }
+  }
+  EXPECT_EQ(process_names.size(), 6u);
+  EXPECT_TRUE(process_names.count("node1 / rank 3 (pid 10101)"));
+  // NCCL annotations carry what people filter on.
+  for (const auto& e : t->events) {
+    if (e.name != "ALL_REDUCE") continue;
+    for (const char* k : {"rank", "seq", "bytes", "comm_id_hash", "ret"}) {
+      EXPECT_TRUE(e.ints.count(k)) << k;
+    }
+    EXPECT_EQ(e.strings.at("op"), "ALL_REDUCE");
+  }
+}
+
+TEST_F(ExportTest, RetransmitsAreInstantsWithARateCounter) {
+  ExportOptions o;
+  o.input = *dir_ + "/loss.rsdb";
+  o.output = *dir_ + "/loss.pftrace";
+  ExportResult r = ExportOk(o);
+  CheckAgainstDb(o.input, o.output, " WHERE 1", r.summary.last_ts);
+  auto t = DecodePerfettoTrace(o.output);
+  ASSERT_TRUE(t.ok());
+  int64_t retransmits = 0;
+  for (const auto& e : t->events) retransmits += e.name == "retransmit" && e.instant;
+  EXPECT_EQ(retransmits, r.summary.rows_per_table[static_cast<int>(Table::kTcp)]);
+  EXPECT_GT(retransmits, 0);
+  int64_t max_rate = 0;
+  for (const auto& c : t->counters) {
+    if (t->tracks.at(c.track).name().find("retransmits/s") != std::string::npos) {
+      max_rate = std::max(max_rate, c.value);
+    }
+  }
+  EXPECT_GT(max_rate, 0);
+  EXPECT_LE(max_rate, retransmits);
+}
+
+TEST_F(ExportTest, SameInputGivesByteIdenticalOutput) {
+  for (Format f : {Format::kPerfetto, Format::kChromeJson}) {
+    ExportOptions o;
+    o.input = *dir_ + "/loss.rsdb";
+    o.format = f;
+    o.output = *dir_ + "/a.out";
+    ExportOk(o);
+    o.output = *dir_ + "/b.out";
+    ExportOk(o);
+    std::string a = ReadAll(*dir_ + "/a.out"), b = ReadAll(*dir_ + "/b.out");
+    EXPECT_GT(a.size(), 1000u);
+    EXPECT_TRUE(a == b) << "format " << static_cast<int>(f);
+  }
+}
+
+TEST_F(ExportTest, SingleBundle) {
+  ExportOptions o;
+  o.input = *dir_ + "/hang/node1.rsb";
+  o.output = *dir_ + "/node1.pftrace";
+  ExportResult r = ExportOk(o);
+  EXPECT_GT(r.summary.rows, 0);
+  CheckAgainstDb(o.input, o.output, " WHERE 1", r.summary.last_ts);
+}
+
+TEST_F(ExportTest, WindowAndNodeFilter) {
+  auto opened = OpenRankscopeFile(*dir_ + "/loss.rsdb");
+  ASSERT_TRUE(opened.ok());
+  auto first = opened->db().QueryInt("SELECT MIN(timestamp_ns) FROM process_events");
+  ASSERT_TRUE(first.ok());
+  ExportOptions o;
+  o.input = *dir_ + "/loss.rsdb";
+  o.output = *dir_ + "/window.pftrace";
+  o.from = TimePoint{true, 100'000'000};
+  o.to = TimePoint{true, 300'000'000};
+  o.nodes = {"node1", "node2"};
+  ExportResult r = ExportOk(o);
+  const int64_t from = *first + 100'000'000, to = *first + 300'000'000;
+  std::string where = " WHERE timestamp_ns BETWEEN " + std::to_string(from) + " AND " +
+                      std::to_string(to) + " AND node IN ('node1', 'node2')";
+  std::string sum = "SELECT 0";
+  for (std::string_view table : kEventTables) {
+    sum += " + (SELECT COUNT(*) FROM " + std::string(table) + where + ")";
+  }
+  EXPECT_EQ(r.summary.rows, *opened->db().QueryInt(sum));
+  EXPECT_GT(r.summary.rows, 0);
+  CheckAgainstDb(o.input, o.output, where, r.summary.last_ts);
+  auto t = DecodePerfettoTrace(o.output);
+  ASSERT_TRUE(t.ok());
+  for (const auto& [uuid, d] : t->tracks) {
+    EXPECT_EQ(d.name().find("node0"), std::string::npos) << d.name();
+  }
+}
+
+TEST_F(ExportTest, ChromeJsonHasOneCompleteEventPerSlice) {
+  ExportOptions o;
+  o.input = *dir_ + "/hang.rsdb";
+  o.output = *dir_ + "/hang.json";
+  o.format = Format::kChromeJson;
+  ExportResult r = ExportOk(o);
+  std::string j = ReadAll(o.output);
+  auto count = [&](const std::string& needle) {
+    int64_t n = 0;
+    for (size_t p = j.find(needle); p != std::string::npos; p = j.find(needle, p + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(j.rfind("{\"displayTimeUnit\"", 0), 0u);
+  EXPECT_EQ(count("{\"ph\":\"X\""), r.stats.slices);
+  EXPECT_EQ(count("{\"ph\":\"i\""), r.stats.instants);
+  EXPECT_EQ(count("{\"ph\":\"s\"") + count("{\"ph\":\"t\"") + count("{\"ph\":\"f\""),
+            r.stats.flow_events);
+  EXPECT_EQ(j.substr(j.size() - 4), "\n]}\n");
+}
+
+TEST_F(ExportTest, ErrorsNameTheInputAndTheNode) {
+  ExportOptions o;
+  o.input = *dir_ + "/hang.rsdb";
+  o.output = *dir_ + "/x.pftrace";
+  o.nodes = {"node9"};
+  auto r = Export(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("node9"), std::string::npos);
+  EXPECT_NE(r.error().message().find("node0, node1, node2"), std::string::npos)
+      << r.error().message();
+  o.nodes.clear();
+  o.input = *dir_ + "/missing.rsdb";
+  auto m = Export(o);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message().find("missing.rsdb"), std::string::npos);
+  o.input = *dir_ + "/hang.rsdb";
+  o.output = *dir_ + "/no/such/dir/x.pftrace";
+  auto w = Export(o);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.error().message().find("x.pftrace"), std::string::npos);
+  EXPECT_NE(access((*dir_ + "/x.pftrace").c_str(), F_OK), 0);  // nothing half-written
+}
+
+}  // namespace
+}  // namespace rs::exporter

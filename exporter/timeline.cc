@@ -1,0 +1,290 @@
+#include "timeline.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "rscore/comm_hash.h"
+
+namespace rs::exporter {
+namespace {
+
+constexpr int64_t kRateWindowNs = 1'000'000'000;
+
+}  // namespace
+
+Result<void> Timeline::Run(EventReader& reader) {
+  while (true) {
+    ASSIGN_OR_RETURN(bool has, reader.Next());
+    if (!has) break;
+    RETURN_IF_ERROR(OnRow(reader.table(), reader.row()));
+  }
+  return FlushUntil(INT64_MAX);
+}
+
+Result<void> Timeline::OnRow(Table table, const Statement& row) {
+  RETURN_IF_ERROR(FlushUntil(row.Int(col::kTs)));
+  ++stats_.rows[static_cast<int>(table)];
+  switch (table) {
+    case Table::kNccl:
+      return Nccl(row);
+    case Table::kCuda:
+      return Cuda(row);
+    case Table::kTcp:
+      return Tcp(row);
+    case Table::kSched:
+      return Sched(row);
+    case Table::kBlock:
+      return Block(row);
+    case Table::kProcess:
+      return Process(row);
+  }
+  return Ok();
+}
+
+Result<void> Timeline::Declare() {
+  for (uint32_t idx : tracks_.TakeNew()) RETURN_IF_ERROR(sink_.DeclareTrack(tracks_.track(idx)));
+  return Ok();
+}
+
+Result<void> Timeline::FlushUntil(int64_t ts) {
+  while (!pending_.empty() && pending_.top().ts <= ts) {
+    Pending p = pending_.top();
+    pending_.pop();
+    if (p.kind == 0) {
+      TraceEvent end;
+      end.type = EventType::kSliceEnd;
+      end.ts = p.ts;
+      end.track = p.track;
+      RETURN_IF_ERROR(sink_.Emit(end));
+      continue;
+    }
+    if (auto it = runq_active_.find(p.track); it != runq_active_.end()) {
+      if (--it->second == 0) RETURN_IF_ERROR(CounterSample(p.track, p.ts, 0));
+    } else {
+      RETURN_IF_ERROR(UpdateRate(p.track, p.ts));
+    }
+  }
+  return Ok();
+}
+
+Result<void> Timeline::Slice(uint32_t logical, int64_t ts, int64_t end) {
+  uint32_t track = tracks_.Lane(logical, ts, end);
+  RETURN_IF_ERROR(Declare());
+  ev_.type = EventType::kSliceBegin;
+  ev_.ts = ts;
+  ev_.end_ts = end;
+  ev_.track = track;
+  ev_.name = name_;
+  RETURN_IF_ERROR(sink_.Emit(ev_));
+  pending_.push(Pending{end, 0, -(begin_order_++), track});
+  ++stats_.slices;
+  if (ev_.flow != FlowRole::kNone) ++stats_.flow_events;
+  return Ok();
+}
+
+Result<void> Timeline::Instant(uint32_t track, int64_t ts) {
+  RETURN_IF_ERROR(Declare());
+  ev_.type = EventType::kInstant;
+  ev_.ts = ts;
+  ev_.end_ts = ts;
+  ev_.track = track;
+  ev_.name = name_;
+  ++stats_.instants;
+  return sink_.Emit(ev_);
+}
+
+Result<void> Timeline::CounterSample(uint32_t track, int64_t ts, int64_t value) {
+  RETURN_IF_ERROR(Declare());
+  TraceEvent c;
+  c.type = EventType::kCounter;
+  c.ts = ts;
+  c.track = track;
+  c.counter_value = value;
+  ++stats_.counter_samples;
+  return sink_.Emit(c);
+}
+
+void Timeline::Reset(std::string_view category) {
+  ev_.args.clear();
+  ev_.category = category;
+  ev_.flow = FlowRole::kNone;
+  ev_.flow_id = 0;
+}
+
+void Timeline::ArgInt(std::string_view name, int64_t v) {
+  Annotation& a = ev_.args.emplace_back();
+  a.name = name;
+  a.kind = Annotation::Kind::kInt;
+  a.i = v;
+}
+
+void Timeline::ArgOptInt(std::string_view name, const Statement& row, int col) {
+  if (!row.IsNull(col)) ArgInt(name, row.Int(col));
+}
+
+void Timeline::ArgString(std::string_view name, std::string v) {
+  Annotation& a = ev_.args.emplace_back();
+  a.name = name;
+  a.kind = Annotation::Kind::kString;
+  a.s = std::move(v);
+}
+
+void Timeline::ArgBool(std::string_view name, bool v) {
+  Annotation& a = ev_.args.emplace_back();
+  a.name = name;
+  a.kind = Annotation::Kind::kBool;
+  a.b = v;
+}
+
+Result<void> Timeline::Nccl(const Statement& row) {
+  namespace c = col::nccl;
+  const std::string node = row.Text(col::kNode);
+  const int64_t ts = row.Int(col::kTs), pid = row.Int(col::kPid);
+  uint32_t logical = tracks_.Thread(node, pid, row.Int(col::kTid));
+  const bool open = row.IsNull(col::kDur);
+  const int64_t end = open ? std::max(summary_.last_ts, ts) : ts + row.Int(col::kDur);
+  Reset("nccl");
+  name_ = row.Text(col::kName);
+  ArgString("op", name_);
+  ArgOptInt("rank", row, c::kRank);
+  ArgOptInt("nranks", row, c::kNranks);
+  ArgOptInt("comm_id_hash", row, c::kCommIdHash);
+  ArgOptInt("seq", row, c::kSeq);
+  ArgOptInt("count", row, c::kCount);
+  if (!row.IsNull(c::kDatatype)) ArgString("datatype", row.Text(c::kDatatype));
+  if (!row.IsNull(c::kReduceOp)) ArgString("reduce_op", row.Text(c::kReduceOp));
+  ArgOptInt("bytes", row, c::kBytes);
+  ArgOptInt("peer", row, c::kPeer);
+  ArgOptInt("root", row, c::kRoot);
+  ArgOptInt("ret", row, c::kRet);
+  if (open || row.Text(c::kState) == "in_flight") {
+    ArgBool("in_flight", true);
+    ++stats_.in_flight;
+  }
+  if (!row.IsNull(c::kSeq) && !row.IsNull(c::kCommIdHash) && IsLinkedCollective(name_)) {
+    std::pair<uint64_t, int64_t> key{static_cast<uint64_t>(row.Int(c::kCommIdHash)),
+                                     row.Int(c::kSeq)};
+    auto size = summary_.collective_size.find(key);
+    if (size != summary_.collective_size.end() && size->second >= 2) {
+      int seen = flow_seen_[key]++;
+      ev_.flow = seen == 0                  ? FlowRole::kStart
+                 : seen + 1 >= size->second ? FlowRole::kEnd
+                                            : FlowRole::kStep;
+      if (ev_.flow == FlowRole::kEnd) flow_seen_.erase(key);
+      // One id per collective, never 0.
+      ev_.flow_id = SplitMix64(key.first ^ SplitMix64(static_cast<uint64_t>(key.second))) | 1;
+    }
+  }
+  return Slice(logical, ts, end);
+}
+
+Result<void> Timeline::Cuda(const Statement& row) {
+  namespace c = col::cuda;
+  const std::string node = row.Text(col::kNode);
+  const int64_t ts = row.Int(col::kTs);
+  uint32_t logical = tracks_.Thread(node, row.Int(col::kPid), row.Int(col::kTid));
+  const bool open = row.IsNull(col::kDur);
+  const int64_t end = open ? std::max(summary_.last_ts, ts) : ts + row.Int(col::kDur);
+  Reset("cuda");
+  name_ = row.Text(col::kName);
+  ArgOptInt("bytes", row, c::kBytes);
+  ArgOptInt("stream", row, c::kStream);
+  ArgOptInt("ret", row, c::kRet);
+  if (open || row.Text(c::kState) == "in_flight") {
+    ArgBool("in_flight", true);
+    ++stats_.in_flight;
+  }
+  return Slice(logical, ts, end);
+}
+
+Result<void> Timeline::Tcp(const Statement& row) {
+  namespace c = col::tcp;
+  const std::string node = row.Text(col::kNode);
+  const int64_t ts = row.Int(col::kTs);
+  uint32_t track = tracks_.NodeChild(node, "network");
+  uint32_t counter = tracks_.Counter(tracks_.Node(node), "retransmits/s", CounterUnit::kCount);
+  Reset("tcp");
+  name_ = "retransmit";
+  ArgString("conn", row.Text(c::kSaddr) + ":" + std::to_string(row.Int(c::kSport)) + " -> " +
+                        row.Text(c::kDaddr) + ":" + std::to_string(row.Int(c::kDport)));
+  ArgOptInt("seq", row, c::kSeq);
+  ArgOptInt("segments", row, c::kSegments);
+  if (!row.IsNull(c::kState)) ArgString("state", row.Text(c::kState));
+  ArgOptInt("pid", row, col::kPid);
+  RETURN_IF_ERROR(Instant(track, ts));
+  RateWindow& w = rate_[counter];
+  int64_t segments = row.IsNull(c::kSegments) ? 1 : row.Int(c::kSegments);
+  w.hits.emplace_back(ts, segments);
+  w.sum += segments;
+  RETURN_IF_ERROR(UpdateRate(counter, ts));
+  pending_.push(Pending{ts + kRateWindowNs, 1, begin_order_++, counter});
+  return Ok();
+}
+
+Result<void> Timeline::UpdateRate(uint32_t counter, int64_t now) {
+  RateWindow& w = rate_[counter];
+  while (!w.hits.empty() && w.hits.front().first <= now - kRateWindowNs) {
+    w.sum -= w.hits.front().second;
+    w.hits.pop_front();
+  }
+  if (w.sum == w.last_emitted) return Ok();
+  w.last_emitted = w.sum;
+  return CounterSample(counter, now, w.sum);
+}
+
+Result<void> Timeline::Sched(const Statement& row) {
+  namespace c = col::sched;
+  const std::string node = row.Text(col::kNode);
+  const int64_t ts = row.Int(col::kTs), pid = row.Int(col::kPid), dur = row.Int(col::kDur);
+  uint32_t logical = tracks_.SchedTrack(node, pid, row.Int(col::kTid));
+  Reset("sched");
+  name_ = row.Text(col::kName);
+  if (!row.IsNull(c::kOtherComm)) ArgString("other_comm", row.Text(c::kOtherComm));
+  ArgOptInt("other_pid", row, c::kOtherPid);
+  ArgOptInt("cpu", row, c::kCpu);
+  RETURN_IF_ERROR(Slice(logical, ts, ts + dur));
+  if (name_ != "runq_latency") return Ok();
+  uint32_t counter =
+      tracks_.Counter(tracks_.Process(node, pid), "run-queue latency", CounterUnit::kTimeNs);
+  ++runq_active_[counter];
+  RETURN_IF_ERROR(CounterSample(counter, ts, dur));
+  pending_.push(Pending{ts + dur, 1, begin_order_++, counter});
+  return Ok();
+}
+
+Result<void> Timeline::Block(const Statement& row) {
+  namespace c = col::block;
+  const std::string node = row.Text(col::kNode);
+  const int64_t ts = row.Int(col::kTs);
+  const std::string dev = row.Text(c::kDev);
+  uint32_t logical = tracks_.NodeChild(node, "disk " + dev);
+  const bool open = row.IsNull(col::kDur);
+  const int64_t end = open ? std::max(summary_.last_ts, ts) : ts + row.Int(col::kDur);
+  Reset("block");
+  name_ = "block " + row.Text(col::kName);
+  ArgOptInt("bytes", row, c::kBytes);
+  if (!row.IsNull(c::kRwbs)) ArgString("rwbs", row.Text(c::kRwbs));
+  ArgOptInt("pid", row, col::kPid);
+  if (!row.IsNull(c::kComm)) ArgString("comm", row.Text(c::kComm));
+  if (open) {
+    ArgBool("in_flight", true);
+    ++stats_.in_flight;
+  }
+  return Slice(logical, ts, end);
+}
+
+Result<void> Timeline::Process(const Statement& row) {
+  namespace c = col::process;
+  const std::string node = row.Text(col::kNode);
+  uint32_t track = tracks_.NodeChild(node, "processes");
+  Reset("process");
+  name_ = row.Text(col::kName);
+  ArgOptInt("pid", row, col::kPid);
+  ArgOptInt("ppid", row, c::kPpid);
+  if (!row.IsNull(c::kComm)) ArgString("comm", row.Text(c::kComm));
+  if (!row.IsNull(c::kFilename)) ArgString("filename", row.Text(c::kFilename));
+  ArgOptInt("exit_code", row, c::kExitCode);
+  return Instant(track, row.Int(col::kTs));
+}
+
+}  // namespace rs::exporter

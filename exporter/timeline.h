@@ -1,0 +1,86 @@
+// Turns the ordered row stream into trace events: slices for NCCL / CUDA calls, scheduler
+// waits and block I/O; instants for retransmits and process exec/exit; counters for
+// run-queue latency and retransmits per second; flows linking one collective across its
+// ranks. Slice ends and counter updates wait in a heap until their time comes, so the
+// sink sees every event in timestamp order.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <queue>
+#include <vector>
+
+#include "event_reader.h"
+#include "trace_sink.h"
+#include "track_model.h"
+
+namespace rs::exporter {
+
+struct TimelineStats {
+  std::array<int64_t, kTableCount> rows{};  // rows consumed per table
+  int64_t slices = 0, instants = 0, counter_samples = 0, flow_events = 0, in_flight = 0;
+  int64_t events() const { return 2 * slices + instants + counter_samples; }
+};
+
+class Timeline {
+ public:
+  Timeline(TrackModel& tracks, TraceSink& sink, const InputSummary& summary)
+      : tracks_(tracks), sink_(sink), summary_(summary) {}
+
+  // Consumes every row of `reader`, then flushes what is pending.
+  Result<void> Run(EventReader& reader);
+  const TimelineStats& stats() const { return stats_; }
+
+ private:
+  struct Pending {
+    int64_t ts;
+    int kind;       // 0: slice end, 1: counter decay
+    int64_t order;  // slice ends: later begins end first; counters: creation order
+    uint32_t track;
+    bool operator>(const Pending& o) const {
+      if (ts != o.ts) return ts > o.ts;
+      if (kind != o.kind) return kind > o.kind;
+      return order > o.order;
+    }
+  };
+  struct RateWindow {
+    std::deque<std::pair<int64_t, int64_t>> hits;  // (ts, segments)
+    int64_t sum = 0;
+    int64_t last_emitted = -1;
+  };
+
+  Result<void> OnRow(Table table, const Statement& row);
+  Result<void> Declare();
+  Result<void> FlushUntil(int64_t ts);
+  Result<void> Slice(uint32_t logical, int64_t ts, int64_t end);
+  Result<void> Instant(uint32_t track, int64_t ts);
+  Result<void> CounterSample(uint32_t track, int64_t ts, int64_t value);
+  Result<void> Nccl(const Statement& row);
+  Result<void> Cuda(const Statement& row);
+  Result<void> Tcp(const Statement& row);
+  Result<void> Sched(const Statement& row);
+  Result<void> Block(const Statement& row);
+  Result<void> Process(const Statement& row);
+  Result<void> UpdateRate(uint32_t counter, int64_t now);
+  void Reset(std::string_view category);
+  void ArgInt(std::string_view name, int64_t v);
+  void ArgOptInt(std::string_view name, const Statement& row, int col);
+  void ArgString(std::string_view name, std::string v);
+  void ArgBool(std::string_view name, bool v);
+
+  TrackModel& tracks_;
+  TraceSink& sink_;
+  const InputSummary& summary_;
+  TimelineStats stats_;
+  TraceEvent ev_;     // the event being built (reused)
+  std::string name_;  // storage for ev_.name
+  std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> pending_;
+  int64_t begin_order_ = 0;
+  std::map<std::pair<uint64_t, int64_t>, int> flow_seen_;
+  std::map<uint32_t, int> runq_active_;  // counter track -> open waits
+  std::map<uint32_t, RateWindow> rate_;  // counter track -> retransmit window
+};
+
+}  // namespace rs::exporter

@@ -1,0 +1,78 @@
+// The format-neutral trace the exporter produces: tracks, then a time-ordered stream of
+// slice begin/end, instant and counter events on them. The Perfetto protobuf writer and
+// the Chrome JSON writer both consume it, so both formats show the same thing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rscore/result.h"
+
+namespace rs::exporter {
+
+enum class TrackKind {
+  kNode,     // grouping track of one node
+  kProcess,  // a traced process (a rank)
+  kThread,   // a thread of a traced process
+  kSlices,   // a child track holding slices or instants (network, disk, sched, overlap lanes)
+  kCounter,  // a counter track
+};
+
+enum class CounterUnit { kNone, kTimeNs, kCount };
+
+struct Track {
+  uint32_t index = 0;        // position in TrackModel::tracks()
+  uint64_t uuid = 0;         // Perfetto track uuid (never 0)
+  uint64_t parent_uuid = 0;  // 0: top level
+  TrackKind kind = TrackKind::kSlices;
+  std::string name;
+  // Synthetic ids, unique across all nodes. Process / thread tracks carry their own;
+  // every other track carries the ids it is shown under in Chrome JSON.
+  int32_t pid = 0;
+  int64_t tid = 0;  // 0 for process, node and counter tracks
+  CounterUnit unit = CounterUnit::kNone;
+};
+
+struct Annotation {
+  enum class Kind { kInt, kUint, kString, kBool };
+  std::string_view name;  // always a string literal
+  Kind kind = Kind::kInt;
+  int64_t i = 0;
+  uint64_t u = 0;
+  std::string s;
+  bool b = false;
+};
+
+enum class EventType { kSliceBegin, kSliceEnd, kInstant, kCounter };
+
+// Where an event sits in a flow linking the slices of one collective across ranks.
+enum class FlowRole { kNone, kStart, kStep, kEnd };
+
+struct TraceEvent {
+  EventType type = EventType::kInstant;
+  int64_t ts = 0;         // aligned wall-clock ns
+  uint32_t track = 0;     // Track::index
+  std::string_view name;  // begin / instant; points into stable storage
+  std::string_view category;
+  int64_t end_ts = 0;  // begin only: when the matching end comes
+  int64_t counter_value = 0;
+  uint64_t flow_id = 0;
+  FlowRole flow = FlowRole::kNone;
+  std::vector<Annotation> args;
+};
+
+class TraceSink {
+ public:
+  virtual ~TraceSink() = default;
+  // Called once, before any track or event, with the trace's first and last timestamp.
+  virtual Result<void> Begin(int64_t first_ts, int64_t last_ts) = 0;
+  // Called before the first event on the track (and after its parent was declared).
+  virtual Result<void> DeclareTrack(const Track& track) = 0;
+  // Events arrive in non-decreasing timestamp order.
+  virtual Result<void> Emit(const TraceEvent& event) = 0;
+  virtual Result<void> Finish() = 0;
+};
+
+}  // namespace rs::exporter
