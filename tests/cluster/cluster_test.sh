@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# Cluster tests: run the harness for one scenario and check the recorded bundles for the
+# physical trace of the injected fault, on the faulty node and not elsewhere.
+#   cluster_test.sh BUILD_DIR SOURCE_DIR SCENARIO
+# SCENARIO: none | loss | cpu | io | slow | hang | crash | interrupt
+# Exit 77 = skipped (not root and CI unset). With CI set, a missing prerequisite fails.
+set -euo pipefail
+
+BUILD=$1
+SRC=$2
+SCENARIO=$3
+HARNESS="$SRC/tests/cluster/run-cluster"
+NODES=3
+RPN=2
+STEPS=30
+FAULT_NODE=1
+WORLD=$((NODES * RPN))
+
+skip_or_fail() {
+  if [[ -n "${CI:-}" ]]; then
+    echo "FAIL (CI must not skip): $*"
+    exit 1
+  fi
+  echo "SKIP: $*"
+  exit 77
+}
+fail() {
+  echo "FAIL [$SCENARIO]: $*"
+  exit 1
+}
+((EUID == 0)) || skip_or_fail "needs root: run 'sudo meson test -C build --suite cluster'"
+[[ -x "$BUILD/tests/cluster/rankscope-trainer" ]] || fail "rankscope-trainer not built"
+command -v sqlite3 >/dev/null || skip_or_fail "sqlite3 CLI not installed (apt-get install sqlite3)"
+if [[ "$SCENARIO" != crash && "$SCENARIO" != interrupt && ! -x "$BUILD/recorder/rankscope-record" ]]; then
+  skip_or_fail "rankscope-record is not built in $BUILD (the recorder is needed for this test)"
+fi
+
+OUT=$(mktemp -d "/tmp/rankscope-cluster-test.$$.XXXX")
+trap 'rm -rf "$OUT"' EXIT
+
+# What the machine looks like before, to prove the harness leaves nothing behind.
+snapshot() {
+  {
+    ip netns list | grep -c '^rs[0-9]*-' || true
+    ls /sys/fs/cgroup/cpu | grep -c '^rs[0-9]*-node' || true
+    losetup -a | grep -c 'rankscope-cluster\.' || true
+    pgrep -c -f 'rankscope-cluster\.[0-9]|rankscope-burn' || true
+    compgen -G "/tmp/rankscope-cluster.[0-9]*" | wc -l || true
+  } | tr '\n' ' '
+}
+BEFORE=$(snapshot)
+
+run_harness() {  # fault [extra args]: bounded in time; the harness must finish by itself
+  local fault=$1
+  shift
+  local start=$SECONDS rc=0
+  timeout -s INT 240 "$HARNESS" --build "$BUILD" --out "$OUT/run" --nodes "$NODES" \
+    --ranks-per-node "$RPN" --steps "$STEPS" --fault "$fault" --fault-node "$FAULT_NODE" \
+    --timeout 120 --no-tools "$@" >"$OUT/harness.out" 2>&1 || rc=$?
+  echo "harness: fault=$fault exit=$rc in $((SECONDS - start)) s"
+  HARNESS_RC=$rc
+  ((rc != 124)) || fail "the harness did not finish within 240 s"
+}
+
+open_bundles() {  # decompress each node's bundle (what a user does after scp)
+  local k
+  for ((k = 0; k < NODES; k++)); do
+    [[ -f "$OUT/run/bundles/node$k.rsb" ]] || fail "node$k left no bundle: $(cat "$OUT/harness.out")"
+    zstd -q -dc "$OUT/run/bundles/node$k.rsb" >"$OUT/node$k.db" || fail "node$k.rsb is not zstd"
+  done
+}
+q() {  # node_index sql -> single value
+  sqlite3 -batch -noheader "$OUT/node$1.db" "$2"
+}
+# All nodes' nccl_events in one view (each bundle stays separate on disk).
+all_nccl_sql() {
+  local k sql=""
+  for ((k = 0; k < NODES; k++)); do
+    [[ -n "$sql" ]] && sql+=" UNION ALL "
+    sql+="SELECT '$k' AS node_index, * FROM n$k.nccl_events"
+  done
+  echo "$sql"
+}
+qall() {  # sql over view `ev` (all nodes' nccl_events)
+  local k attach=""
+  for ((k = 0; k < NODES; k++)); do attach+="ATTACH '$OUT/node$k.db' AS n$k; "; done
+  sqlite3 -batch -noheader ":memory:" "$attach CREATE TEMP VIEW ev AS $(all_nccl_sql); $1"
+}
+fault_addr() { echo "10.77.0.$((10 + FAULT_NODE))"; }
+COLL="op IN ('ALL_REDUCE','ALL_GATHER','BROADCAST','REDUCE','REDUCE_SCATTER')"
+
+check_no_leftovers() {
+  local after
+  after=$(snapshot)
+  [[ "$after" == "$BEFORE" ]] ||
+    fail "the harness left things behind (netns cgroups loops processes workdirs): before '$BEFORE' after '$after'"
+}
+
+# Each node's bundle holds only its own ranks, with rank, nranks and communicator known.
+check_own_ranks() {
+  local k lo hi
+  for ((k = 0; k < NODES; k++)); do
+    lo=$((k * RPN))
+    hi=$((lo + RPN - 1))
+    [[ $(q $k "SELECT COUNT(*) FROM nccl_events WHERE $COLL") -gt 0 ]] || fail "node$k: no collectives recorded"
+    [[ $(q $k "SELECT COUNT(*) FROM nccl_events WHERE rank IS NULL OR rank NOT BETWEEN $lo AND $hi") == 0 ]] ||
+      fail "node$k: rows of ranks outside $lo..$hi or without rank"
+    [[ $(q $k "SELECT COUNT(DISTINCT rank) FROM nccl_events WHERE $COLL") == "$RPN" ]] ||
+      fail "node$k: expected $RPN ranks"
+    [[ $(q $k "SELECT COUNT(*) FROM nccl_events WHERE $COLL AND (nranks != $WORLD OR comm_id_hash IS NULL)") == 0 ]] ||
+      fail "node$k: collectives with wrong nranks or no comm_id_hash"
+    [[ $(q $k "SELECT COUNT(*) FROM processes WHERE comm = 'rankscope-train' AND (env_rank NOT BETWEEN $lo AND $hi)") == 0 ]] ||
+      fail "node$k: processes table has another node's rank"
+  done
+}
+
+scenario_none() {
+  run_harness none
+  ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
+  open_bundles
+  check_own_ranks
+  # Same (comm_id_hash, seq) sequence on every rank of every node, same op at each seq.
+  local expected=$((STEPS + STEPS / 10 + STEPS / 25))
+  local got
+  got=$(qall "SELECT COUNT(DISTINCT comm_id_hash || ':' || seq) FROM ev WHERE $COLL")
+  [[ "$got" == "$expected" ]] || fail "expected $expected distinct collectives, found $got"
+  got=$(qall "SELECT COUNT(*) FROM (SELECT comm_id_hash, seq FROM ev WHERE $COLL
+              GROUP BY comm_id_hash, seq HAVING COUNT(DISTINCT rank) != $WORLD
+              OR COUNT(DISTINCT op) != 1 OR COUNT(*) != $WORLD)")
+  [[ "$got" == 0 ]] || fail "$got collectives are not matched by all $WORLD ranks exactly once"
+  got=$(qall "SELECT COUNT(DISTINCT node_index) FROM ev WHERE $COLL")
+  [[ "$got" == "$NODES" ]] || fail "collectives from $got of $NODES nodes"
+  got=$(qall "SELECT COUNT(*) FROM ev WHERE $COLL AND (state != 'complete' OR duration_ns IS NULL)")
+  [[ "$got" == 0 ]] || fail "$got collectives not complete after a clean run"
+  echo "ok: $expected collectives matched across $WORLD ranks on $NODES nodes"
+}
+
+scenario_loss() {
+  run_harness loss
+  ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
+  open_bundles
+  local a k mine others=0 involving=0 n
+  a=$(fault_addr)
+  mine=$(q $FAULT_NODE "SELECT COUNT(*) FROM tcp_events WHERE event = 'tcp_retransmit_skb' AND saddr = '$a'")
+  [[ $(q $FAULT_NODE "SELECT COUNT(*) FROM tcp_events WHERE saddr != '$a'") == 0 ]] ||
+    fail "node$FAULT_NODE's bundle has retransmits of other nodes' sockets"
+  for ((k = 0; k < NODES; k++)); do
+    ((k == FAULT_NODE)) && continue
+    n=$(q $k "SELECT COUNT(*) FROM tcp_events WHERE saddr != '$a' AND daddr != '$a'")
+    ((n > others)) && others=$n
+    involving=$((involving + $(q $k "SELECT COUNT(*) FROM tcp_events WHERE daddr = '$a'")))
+  done
+  echo "retransmits: node$FAULT_NODE's own $mine, peers towards it $involving, most elsewhere $others"
+  ((mine >= 5)) || fail "node$FAULT_NODE retransmitted only $mine segments under 5% loss"
+  ((mine >= 2 * others)) || fail "node$FAULT_NODE's retransmits ($mine) do not stand out (baseline $others)"
+}
+
+scenario_cpu() {
+  run_harness cpu
+  ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
+  open_bundles
+  local k n behind=() max_other=0
+  for ((k = 0; k < NODES; k++)); do
+    n=$(q $k "SELECT COALESCE(SUM(s.duration_ns), 0) FROM sched_events s JOIN processes p
+              ON p.pid = s.pid WHERE p.comm = 'rankscope-train' AND s.event = 'runq_latency'
+              AND s.other_comm = 'rankscope-burn'")
+    behind+=("$n")
+    ((k != FAULT_NODE && n > max_other)) && max_other=$n
+  done
+  echo "run-queue wait of ranks behind the competitor (ns) per node: ${behind[*]}"
+  ((behind[FAULT_NODE] > 0)) || fail "node$FAULT_NODE: no run-queue latency behind the competitor"
+  ((behind[FAULT_NODE] >= 3 * max_other)) ||
+    fail "node$FAULT_NODE's wait behind the competitor does not stand out (${behind[*]})"
+}
+
+scenario_io() {
+  run_harness io
+  ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
+  open_bundles
+  local k w lat=() max_other=0
+  for ((k = 0; k < NODES; k++)); do
+    w=$(q $k "SELECT COUNT(*) FROM block_events WHERE comm = 'rankscope-burn'")
+    if ((k == FAULT_NODE)); then
+      ((w > 0)) || fail "node$FAULT_NODE: no block I/O of the competing writer recorded"
+    else
+      ((w == 0)) || fail "node$k: the competitor's block I/O shows on another node"
+    fi
+    # Mean latency (us) of the trainer's data reads in the second half of the run.
+    lat+=("$(q $k "SELECT CAST(COALESCE(AVG(duration_ns), 0) / 1000 AS INTEGER) FROM block_events
+                   WHERE op = 'read' AND comm = 'rankscope-train' AND timestamp_ns >
+                   (SELECT (MIN(timestamp_ns) + MAX(timestamp_ns)) / 2 FROM block_events
+                    WHERE comm = 'rankscope-train' AND op = 'read')")")
+    ((k != FAULT_NODE && lat[k] > max_other)) && max_other=${lat[k]}
+  done
+  echo "mean data read latency (us) per node: ${lat[*]}"
+  ((lat[FAULT_NODE] >= 2 * max_other)) ||
+    fail "node$FAULT_NODE's read latency does not stand out (${lat[*]})"
+}
+
+# Mean gap (ns) between a rank's collectives: its compute time between them.
+gap_sql() {
+  echo "SELECT CAST(AVG(gap) AS INTEGER) FROM (SELECT LEAD(timestamp_ns) OVER (ORDER BY seq)
+        - (timestamp_ns + duration_ns) AS gap, seq FROM nccl_events WHERE op = 'ALL_REDUCE'
+        AND rank = $1) WHERE seq > $2 AND gap IS NOT NULL"
+}
+
+scenario_slow() {
+  run_harness slow
+  ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
+  open_bundles
+  local slow=$((FAULT_NODE * RPN)) from=$((STEPS / 3 + STEPS / 10 + 2)) k r g gaps=() max_other=0
+  local slow_gap=0
+  for ((k = 0; k < NODES; k++)); do
+    for ((r = k * RPN; r < (k + 1) * RPN; r++)); do
+      g=$(q $k "$(gap_sql $r $from)")
+      gaps+=("$r:${g:-0}")
+      ((r != slow && ${g:-0} > max_other)) && max_other=${g:-0}
+      ((r == slow)) && slow_gap=${g:-0}
+    done
+  done
+  echo "mean compute gap between AllReduces (ns) per rank: ${gaps[*]}"
+  ((slow_gap >= 2 * max_other)) || fail "rank $slow's longer compute does not show (${gaps[*]})"
+}
+
+scenario_hang() {
+  run_harness hang
+  ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
+  grep -q '"end": "hang"' "$OUT/run/truth.json" || fail "the harness did not see the hang"
+  open_bundles
+  local hung=$((FAULT_NODE * RPN)) stuck got
+  # The stuck collective: the highest seq any rank entered. All but the hung rank are in it.
+  stuck=$(qall "SELECT MAX(seq) FROM ev WHERE $COLL")
+  got=$(qall "SELECT COUNT(*) FROM ev WHERE $COLL AND seq = $stuck AND state = 'in_flight'
+              AND duration_ns IS NULL")
+  [[ "$got" == $((WORLD - 1)) ]] || fail "expected $((WORLD - 1)) ranks in flight at seq $stuck, found $got"
+  got=$(qall "SELECT COUNT(*) FROM ev WHERE rank = $hung AND seq = $stuck")
+  [[ "$got" == 0 ]] || fail "the hung rank $hung has an entry for the stuck collective"
+  got=$(qall "SELECT MAX(seq) FROM ev WHERE rank = $hung AND $COLL AND state = 'complete'")
+  [[ "$got" == $((stuck - 1)) ]] || fail "the hung rank's last collective is $got, not $((stuck - 1))"
+  echo "ok: $((WORLD - 1)) ranks in flight at seq $stuck; rank $hung never entered it"
+}
+
+scenario_crash() {  # a rank dies mid-run: the run ends by itself and nothing is left behind
+  run_harness crash --no-record
+  check_no_leftovers
+  grep -q "failed" "$OUT/run/harness.log" || fail "the harness did not notice the failed ranks"
+  echo "ok: crash handled, nothing left behind"
+}
+
+scenario_interrupt() {  # Ctrl-C on the harness mid-run: everything is cleaned up
+  "$HARNESS" --build "$BUILD" --out "$OUT/run" --nodes "$NODES" --ranks-per-node "$RPN" \
+    --steps 1000 --fault cpu --no-record --no-tools >"$OUT/harness.out" 2>&1 &
+  local pid=$! i
+  for ((i = 0; i < 300; i++)); do
+    grep -qs "ranks started" "$OUT/run/harness.log" && break
+    sleep 0.1
+  done
+  sleep 3
+  kill -INT "$pid"
+  for ((i = 0; i < 300; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$pid" 2>/dev/null && fail "the harness did not exit within 30 s of SIGINT"
+  wait "$pid" || true
+  check_no_leftovers
+  echo "ok: interrupted run cleaned up"
+}
+
+case "$SCENARIO" in
+  none | loss | cpu | io | slow | hang | crash | interrupt) "scenario_$SCENARIO" ;;
+  *) fail "unknown scenario" ;;
+esac
+check_no_leftovers
+echo "PASS [$SCENARIO]"
