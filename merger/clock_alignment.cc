@@ -1,0 +1,388 @@
+#include "clock_alignment.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <utility>
+
+namespace merge {
+namespace {
+
+constexpr double kMaxSlope = 1e-3;  // 1000 ppm: a clock drifting faster is broken, not skewed
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  double hi = v[mid];
+  if (v.size() % 2 == 1) return hi;
+  double lo = *std::max_element(v.begin(), v.begin() + mid);
+  return (lo + hi) / 2;
+}
+
+double Mad(const std::vector<double>& residuals) {
+  std::vector<double> a;
+  a.reserve(residuals.size());
+  for (double r : residuals) a.push_back(std::fabs(r));
+  return Median(std::move(a));
+}
+
+struct Line {
+  double intercept = 0;  // value at u = 0 (the anchor)
+  double slope = 0;      // ns per ns
+  double slope_se = std::numeric_limits<double>::infinity();
+};
+
+// Least squares of y on u, refitted once without points further than 5 MADs from the line
+// (a late exit from a descheduled rank must not tilt the fit).
+Line FitLine(const std::vector<double>& u, const std::vector<double>& y) {
+  std::vector<bool> keep(u.size(), true);
+  Line line;
+  for (int pass = 0; pass < 2; ++pass) {
+    double n = 0, su = 0, sy = 0;
+    for (size_t i = 0; i < u.size(); ++i) {
+      if (!keep[i]) continue;
+      n += 1;
+      su += u[i];
+      sy += y[i];
+    }
+    if (n < 2) return line;
+    double mu = su / n, my = sy / n, suu = 0, suy = 0;
+    for (size_t i = 0; i < u.size(); ++i) {
+      if (!keep[i]) continue;
+      suu += (u[i] - mu) * (u[i] - mu);
+      suy += (u[i] - mu) * (y[i] - my);
+    }
+    if (suu <= 0) return line;
+    line.slope = suy / suu;
+    line.intercept = my - line.slope * mu;
+    std::vector<double> res;
+    double ss = 0;
+    for (size_t i = 0; i < u.size(); ++i) {
+      double r = y[i] - (line.intercept + line.slope * u[i]);
+      res.push_back(r);
+      if (keep[i]) ss += r * r;
+    }
+    line.slope_se = n > 2 ? std::sqrt(ss / (n - 2) / suu) : std::numeric_limits<double>::infinity();
+    double cut = 5 * std::max(Mad(res), 1.0);
+    for (size_t i = 0; i < u.size(); ++i) keep[i] = std::fabs(res[i]) <= cut;
+  }
+  return line;
+}
+
+// The feasible set of lines d(u) = delta + k*u with lo_c <= d(u_c) <= hi_c for all c.
+// Only the upper hull of the lower bounds and the lower hull of the upper bounds matter.
+class LineFeasibility {
+ public:
+  LineFeasibility(const std::vector<double>& u, const std::vector<double>& lo,
+                  const std::vector<double>& hi) {
+    std::vector<std::pair<double, double>> l, h;
+    for (size_t i = 0; i < u.size(); ++i) {
+      l.emplace_back(u[i], lo[i]);
+      h.emplace_back(u[i], -hi[i]);  // lower hull of hi = upper hull of -hi
+    }
+    lo_ = UpperHull(std::move(l));
+    hi_ = UpperHull(std::move(h));
+    for (auto& p : hi_) p.second = -p.second;
+  }
+
+  // Lowest intercept allowed for slope k (F) and highest (G).
+  double F(double k) const {
+    double m = -std::numeric_limits<double>::infinity();
+    for (auto& [u, v] : lo_) m = std::max(m, v - k * u);
+    return m;
+  }
+  double G(double k) const {
+    double m = std::numeric_limits<double>::infinity();
+    for (auto& [u, v] : hi_) m = std::min(m, v - k * u);
+    return m;
+  }
+
+  // Finds the feasible slope range; false when no line satisfies every constraint.
+  bool Solve() {
+    auto h = [&](double k) { return F(k) - G(k); };  // convex
+    double k = MinimizeConvex(h, -kMaxSlope, kMaxSlope);
+    if (h(k) > 0.5) return false;
+    k_lo_ = h(-kMaxSlope) <= 0.5 ? -kMaxSlope : Bisect(h, -kMaxSlope, k);
+    k_hi_ = h(kMaxSlope) <= 0.5 ? kMaxSlope : Bisect(h, kMaxSlope, k);
+    return true;
+  }
+
+  // Range of d(u) over every feasible line.
+  std::pair<double, double> RangeAt(double u) const {
+    double lo_k = MinimizeConvex([&](double k) { return F(k) + k * u; }, k_lo_, k_hi_);
+    double hi_k = MinimizeConvex([&](double k) { return -(G(k) + k * u); }, k_lo_, k_hi_);
+    return {F(lo_k) + lo_k * u, G(hi_k) + hi_k * u};
+  }
+
+ private:
+  static std::vector<std::pair<double, double>> UpperHull(
+      std::vector<std::pair<double, double>> p) {
+    std::sort(p.begin(), p.end());
+    std::vector<std::pair<double, double>> out;
+    for (auto& q : p) {
+      if (!out.empty() && out.back().first == q.first) {  // same u: keep the higher
+        if (q.second > out.back().second)
+          out.pop_back();
+        else
+          continue;
+      }
+      while (out.size() >= 2) {
+        auto& a = out[out.size() - 2];
+        auto& b = out[out.size() - 1];
+        double cross = (b.first - a.first) * (q.second - a.second) -
+                       (b.second - a.second) * (q.first - a.first);
+        if (cross >= 0)
+          out.pop_back();
+        else
+          break;
+      }
+      out.push_back(q);
+    }
+    return out;
+  }
+  static double MinimizeConvex(const std::function<double(double)>& f, double a, double b) {
+    for (int i = 0; i < 200 && b - a > 1e-15; ++i) {
+      double m1 = a + (b - a) / 3, m2 = b - (b - a) / 3;
+      if (f(m1) <= f(m2))
+        b = m2;
+      else
+        a = m1;
+    }
+    return (a + b) / 2;
+  }
+  // Boundary between infeasible `out` and feasible `in` (h(in) <= 0.5).
+  static double Bisect(const std::function<double(double)>& h, double out, double in) {
+    for (int i = 0; i < 200; ++i) {
+      double m = (out + in) / 2;
+      if (h(m) <= 0.5)
+        in = m;
+      else
+        out = m;
+    }
+    return in;
+  }
+
+  std::vector<std::pair<double, double>> lo_, hi_;
+  double k_lo_ = 0, k_hi_ = 0;
+};
+
+std::string Us(double ns) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f us", ns / 1000.0);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<PairConstraint> PairConstraints(const std::vector<Rendezvous>& rendezvous, int a,
+                                            int b) {
+  std::vector<PairConstraint> out;
+  for (const Rendezvous& r : rendezvous) {
+    const NodeObservation *oa = nullptr, *ob = nullptr;
+    for (const NodeObservation& o : r.nodes) {
+      if (o.node == a) oa = &o;
+      if (o.node == b) ob = &o;
+    }
+    if (!oa || !ob) continue;
+    out.push_back(PairConstraint{oa->mid_exit_ns, oa->max_entry_ns - ob->min_exit_ns,
+                                 oa->min_exit_ns - ob->max_entry_ns,
+                                 oa->mid_exit_ns - ob->mid_exit_ns});
+  }
+  return out;
+}
+
+PairEstimate EstimatePair(std::vector<PairConstraint> cs, int64_t anchor_ns,
+                          const AlignOptions& opt) {
+  PairEstimate est;
+  est.anchor_ns = anchor_ns;
+  est.count = static_cast<int64_t>(cs.size());
+  if (cs.empty()) {
+    est.note = "no shared rendezvous";
+    return est;
+  }
+  std::vector<double> u, lo, hi, pt, width;
+  double lo_max = -std::numeric_limits<double>::infinity();
+  double hi_min = std::numeric_limits<double>::infinity();
+  double u_min = std::numeric_limits<double>::infinity(), u_max = -u_min;
+  for (const PairConstraint& c : cs) {
+    u.push_back(static_cast<double>(c.x_ns - anchor_ns));
+    lo.push_back(static_cast<double>(c.lo_ns));
+    hi.push_back(static_cast<double>(c.hi_ns));
+    pt.push_back(static_cast<double>(c.point_ns));
+    width.push_back(static_cast<double>(c.hi_ns - c.lo_ns));
+    lo_max = std::max(lo_max, lo.back());
+    hi_min = std::min(hi_min, hi.back());
+    u_min = std::min(u_min, u.back());
+    u_max = std::max(u_max, u.back());
+  }
+  const double med_width = Median(width);
+  const double span = u_max - u_min;
+  Line line = FitLine(u, pt);
+  bool drift = static_cast<int>(cs.size()) >= opt.min_drift_points && span > 0 &&
+               std::fabs(line.slope) > opt.drift_sigmas * line.slope_se &&
+               std::fabs(line.slope) * span >= opt.min_drift_effect_ns &&
+               std::fabs(line.slope) <= kMaxSlope;
+  LineFeasibility lines(u, lo, hi);
+  if (!drift && lo_max > hi_min && static_cast<int>(cs.size()) >= opt.min_drift_points &&
+      span > 0 && lines.Solve()) {
+    drift = true;  // a constant offset cannot satisfy the constraints; a drifting one can
+  }
+  if (med_width < 0) {
+    est.note =
+        "rendezvous constraints contradict the data (ranks on one node left before "
+        "others entered: calls return before the collective completes)";
+    return est;
+  }
+  double median_pt = Median(pt);
+  std::vector<double> resid;
+  for (size_t i = 0; i < pt.size(); ++i) {
+    resid.push_back(drift ? pt[i] - (line.intercept + line.slope * u[i]) : pt[i] - median_pt);
+  }
+  double spread = Mad(resid);
+  if (spread > opt.max_exit_spread_ratio * std::max(med_width, 1.0)) {
+    est.note = "exits do not cluster (spread " + Us(spread) + " vs constraint width " +
+               Us(med_width) + "): the calls are not rendezvous points";
+    return est;
+  }
+  if (!drift) {
+    if (lo_max > hi_min) {
+      est.note = "rendezvous constraints contradict each other (empty interval, " +
+                 Us(lo_max - hi_min) + " apart)";
+      return est;
+    }
+    double p = std::clamp(median_pt, lo_max, hi_min);
+    est.usable = true;
+    est.offset_ns = p;
+    est.error_bound_ns = std::max(p - lo_max, hi_min - p);
+    est.note = "constant offset";
+    return est;
+  }
+  if (!lines.Solve()) {
+    est.note = "rendezvous constraints contradict each other (no offset line fits them all)";
+    return est;
+  }
+  double bound = 0;
+  for (double at : {u_min, u_max}) {
+    auto [l, h] = lines.RangeAt(at);
+    double p = line.intercept + line.slope * at;
+    bound = std::max({bound, p - l, h - p});
+  }
+  est.usable = true;
+  est.offset_ns = line.intercept;
+  est.drift_ppm = line.slope * 1e6;
+  est.error_bound_ns = bound;
+  est.note = "linear drift fitted";
+  return est;
+}
+
+int64_t NodeAlignment::Apply(int64_t local_ns) const {
+  int64_t out = local_ns - offset_ns;
+  if (drift_ppm != 0) {
+    out -= std::llround(drift_ppm * 1e-6 * static_cast<double>(local_ns - anchor_ns));
+  }
+  return out;
+}
+
+std::vector<NodeAlignment> AlignClocks(const std::vector<NodeClock>& nodes,
+                                       const std::vector<Rendezvous>& rendezvous, int reference,
+                                       const AlignOptions& opt) {
+  const int n = static_cast<int>(nodes.size());
+  std::vector<NodeAlignment> out(n);
+  if (n == 0) return out;
+  std::vector<int64_t> seen(n, 0);
+  for (const Rendezvous& r : rendezvous) {
+    for (const NodeObservation& o : r.nodes) {
+      if (o.node >= 0 && o.node < n) ++seen[o.node];
+    }
+  }
+  if (reference < 0 || reference >= n) {
+    reference = static_cast<int>(std::max_element(seen.begin(), seen.end()) - seen.begin());
+  }
+  std::vector<bool> done(n, false);
+  std::vector<std::string> why(n);
+  for (int i = 0; i < n; ++i) {
+    out[i].node = nodes[i].name;
+    out[i].anchor_ns = nodes[i].start_ns;
+  }
+  out[reference].method = "reference";
+  out[reference].rendezvous_count = seen[reference];
+  out[reference].note = "offsets of the other nodes are relative to this node's clock";
+  done[reference] = true;
+
+  auto adopt = [&](int a, const PairEstimate& e, int via) {
+    NodeAlignment& al = out[a];
+    double offset = e.offset_ns, drift = e.drift_ppm, bound = e.error_bound_ns;
+    if (via != reference) {  // compose with via's alignment, taken at a's anchor
+      const NodeAlignment& b = out[via];
+      offset += b.offset_ns + b.drift_ppm * 1e-6 * static_cast<double>(e.anchor_ns - b.anchor_ns);
+      drift += b.drift_ppm;
+      bound += b.error_bound_ns;
+    }
+    al.offset_ns = std::llround(offset);
+    al.drift_ppm = drift;
+    al.anchor_ns = e.anchor_ns;
+    al.error_bound_ns = static_cast<int64_t>(std::ceil(bound));
+    al.method = "rendezvous";
+    al.rendezvous_count = e.count;
+    al.note = e.note + (via != reference ? " (through node " + nodes[via].name + ")" : "");
+    done[a] = true;
+  };
+
+  for (int a = 0; a < n; ++a) {
+    if (done[a]) continue;
+    PairEstimate e =
+        EstimatePair(PairConstraints(rendezvous, a, reference), nodes[a].start_ns, opt);
+    if (e.usable)
+      adopt(a, e, reference);
+    else
+      why[a] = e.note;
+  }
+  // Nodes that share nothing with the reference: go through an aligned node they share with.
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int a = 0; a < n; ++a) {
+      if (done[a] || why[a] != "no shared rendezvous") continue;
+      std::vector<int64_t> shared(n, 0);
+      for (const Rendezvous& r : rendezvous) {
+        bool has_a = false;
+        for (const NodeObservation& o : r.nodes) has_a |= o.node == a;
+        if (!has_a) continue;
+        for (const NodeObservation& o : r.nodes) {
+          if (o.node != a && o.node >= 0 && o.node < n && done[o.node]) ++shared[o.node];
+        }
+      }
+      int via = static_cast<int>(std::max_element(shared.begin(), shared.end()) - shared.begin());
+      if (shared[via] == 0) continue;
+      PairEstimate e = EstimatePair(PairConstraints(rendezvous, a, via), nodes[a].start_ns, opt);
+      if (e.usable) {
+        adopt(a, e, via);
+        progress = true;
+      } else {
+        why[a] = e.note;
+      }
+    }
+  }
+  auto maxerr = [&](int i) {
+    return nodes[i].maxerror_ns >= 0 ? nodes[i].maxerror_ns : opt.unknown_maxerror_ns;
+  };
+  for (int a = 0; a < n; ++a) {
+    if (done[a]) continue;
+    NodeAlignment& al = out[a];
+    al.method = "wall_clock";
+    al.offset_ns = 0;
+    al.drift_ppm = 0;
+    al.error_bound_ns = maxerr(a) + maxerr(reference);
+    al.rendezvous_count = 0;
+    al.note = why[a] +
+              "; recorded wall clock kept, bounded by the kernel's maxerror of this "
+              "node and the reference" +
+              (nodes[a].maxerror_ns < 0 || nodes[reference].maxerror_ns < 0
+                   ? " (unavailable: 16 s ceiling assumed)"
+                   : "");
+  }
+  return out;
+}
+
+}  // namespace merge

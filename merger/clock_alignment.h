@@ -1,0 +1,107 @@
+// Clock alignment from collective rendezvous points.
+//
+// Semantics used: in a blocking collective (and in communicator init) no rank leaves before
+// the last rank entered, and all ranks leave at about the same time. For nodes a and b with
+// clock offsets o_a, o_b (how far each clock is ahead of true time), every rendezvous seen on
+// both gives, in the nodes' own clocks,
+//     entry_i - exit_j  <=  o_a - o_b  <=  exit_i - entry_j     (ranks i on a, j on b)
+// The intersection over all rendezvous is a guaranteed interval; the difference of the
+// nodes' median exits is the point estimate inside it. With linear drift the constraints are
+// fitted as lines over time (the feasible set of lines bounds the error). Where the
+// constraints contradict each other (empty interval) or exits do not cluster, the calls were
+// not rendezvous points (e.g. GPU collectives that only enqueue) and the node falls back to
+// its recorded wall clock, bounded by the kernel's own sync-error estimate.
+//
+// Pure math on plain structs: no SQLite here (see rendezvous.h for the extraction).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace merge {
+
+// What one node saw of one rendezvous (all its ranks), in that node's local clock.
+struct NodeObservation {
+  int node = 0;              // index into the node list
+  int64_t max_entry_ns = 0;  // latest entry of the node's ranks
+  int64_t min_exit_ns = 0;   // earliest exit
+  int64_t mid_exit_ns = 0;   // median exit
+};
+
+// One rendezvous (a matched collective or communicator init) seen on two or more nodes.
+struct Rendezvous {
+  std::vector<NodeObservation> nodes;  // at most one entry per node
+};
+
+// One rendezvous as a constraint on d = o_a - o_b at local time x (node a's clock).
+struct PairConstraint {
+  int64_t x_ns = 0;
+  int64_t lo_ns = 0;     // guaranteed lower bound of d
+  int64_t hi_ns = 0;     // guaranteed upper bound of d
+  int64_t point_ns = 0;  // exit-cluster estimate of d
+};
+
+// A clock model of one node relative to another: d(x) = offset + drift_ppm*1e-6*(x - anchor).
+struct PairEstimate {
+  bool usable = false;  // false: no constraints, or constraints contradict the data
+  double offset_ns = 0;
+  double drift_ppm = 0;
+  int64_t anchor_ns = 0;
+  double error_bound_ns = 0;
+  int64_t count = 0;
+  std::string note;  // why unusable, or which model was chosen
+};
+
+struct AlignOptions {
+  // Drift is fitted only with this many rendezvous, when the slope is this many standard
+  // errors from zero, and when it moves the offset by at least min_drift_effect_ns over the
+  // recording.
+  int min_drift_points = 8;
+  double drift_sigmas = 5.0;
+  double min_drift_effect_ns = 1000.0;
+  // Exits cluster when the spread (MAD) of the exit differences is at most this fraction of
+  // the median width of the per-rendezvous intervals.
+  double max_exit_spread_ratio = 0.25;
+  // Bound used when a node's clock_refs carry no kernel maxerror: the kernel's own ceiling
+  // for maxerror (NTP_PHASE_LIMIT, 16 s).
+  int64_t unknown_maxerror_ns = 16'000'000'000;
+};
+
+// Estimates o_a - o_b from the constraints (x in a's clock; anchor = `anchor_ns`).
+PairEstimate EstimatePair(std::vector<PairConstraint> constraints, int64_t anchor_ns,
+                          const AlignOptions& opt = {});
+
+// Builds the constraints between nodes a and b from every rendezvous both saw.
+std::vector<PairConstraint> PairConstraints(const std::vector<Rendezvous>& rendezvous, int a,
+                                            int b);
+
+// What the merge knows of each node's clock besides the rendezvous.
+struct NodeClock {
+  std::string name;
+  int64_t start_ns = 0;      // local recording start (anchor for drift)
+  int64_t maxerror_ns = -1;  // largest kernel maxerror (+ read span) in its clock_refs; -1 none
+};
+
+// The result per node; aligned = local - offset_ns - drift_ppm*1e-6*(local - anchor_ns).
+struct NodeAlignment {
+  std::string node;
+  int64_t offset_ns = 0;
+  double drift_ppm = 0;
+  int64_t anchor_ns = 0;
+  int64_t error_bound_ns = 0;
+  std::string method;  // 'reference' | 'rendezvous' | 'wall_clock'
+  int64_t rendezvous_count = 0;
+  std::string note;
+
+  int64_t Apply(int64_t local_ns) const;
+};
+
+// Aligns every node to a reference: `reference` (an index) or, when -1, the node that shares
+// rendezvous with the most other nodes (ties: the first). Nodes without usable rendezvous
+// to the reference (directly or through aligned nodes) fall back to 'wall_clock'.
+std::vector<NodeAlignment> AlignClocks(const std::vector<NodeClock>& nodes,
+                                       const std::vector<Rendezvous>& rendezvous,
+                                       int reference = -1, const AlignOptions& opt = {});
+
+}  // namespace merge

@@ -1,0 +1,248 @@
+#include "clock_alignment.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace merge {
+namespace {
+
+// A hand-built cluster: node k's clock reads true + offset[k] + drift[k]*1e-6*(true - t0).
+struct Sim {
+  std::vector<int64_t> offset;
+  std::vector<double> drift_ppm;
+  int ranks_per_node = 2;
+  int64_t t0 = 1'000'000'000'000;
+  std::mt19937_64 rng{7};
+
+  int64_t Local(int node, int64_t t) const {
+    return t + offset[node] + std::llround(drift_ppm[node] * 1e-6 * (t - t0));
+  }
+  int64_t U(int64_t hi) { return hi <= 0 ? 0 : static_cast<int64_t>(rng() % hi); }
+
+  // One collective at true time t: entries jittered, exits after the last entry + transfer.
+  // enqueue_only: every call returns `transfer` after its own entry (GPU-like, no rendezvous).
+  Rendezvous Collective(int64_t t, int64_t jitter, int64_t transfer, int64_t exit_jitter,
+                        bool enqueue_only = false) {
+    int n = static_cast<int>(offset.size());
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> calls(n);
+    int64_t last = 0;
+    std::vector<int64_t> entry(n * ranks_per_node);
+    for (auto& e : entry) {
+      e = t + U(jitter);
+      last = std::max(last, e);
+    }
+    for (int g = 0; g < n * ranks_per_node; ++g) {
+      int64_t exit = enqueue_only ? entry[g] + transfer : last + transfer + U(exit_jitter);
+      calls[g / ranks_per_node].emplace_back(entry[g], exit);
+    }
+    Rendezvous r;
+    for (int k = 0; k < n; ++k) {
+      NodeObservation o;
+      o.node = k;
+      o.max_entry_ns = INT64_MIN;
+      o.min_exit_ns = INT64_MAX;
+      std::vector<int64_t> exits;
+      for (auto [en, ex] : calls[k]) {
+        o.max_entry_ns = std::max(o.max_entry_ns, Local(k, en));
+        o.min_exit_ns = std::min(o.min_exit_ns, Local(k, ex));
+        exits.push_back(Local(k, ex));
+      }
+      std::sort(exits.begin(), exits.end());
+      o.mid_exit_ns = exits[exits.size() / 2];
+      r.nodes.push_back(o);
+    }
+    return r;
+  }
+
+  std::vector<NodeClock> Clocks(int64_t maxerror_ns) const {
+    std::vector<NodeClock> c;
+    for (size_t k = 0; k < offset.size(); ++k) {
+      c.push_back(NodeClock{"n" + std::to_string(k), Local(static_cast<int>(k), t0), maxerror_ns});
+    }
+    return c;
+  }
+
+  // The true lead of node k over node ref at the anchor of `al`, and at local time `x`.
+  double TrueOffsetAt(int k, int ref, int64_t x_local_k) const {
+    double t = static_cast<double>(x_local_k - offset[k] - t0) / (1 + drift_ppm[k] * 1e-6) + t0;
+    double lead_k = offset[k] + drift_ppm[k] * 1e-6 * (t - t0);
+    double lead_ref = offset[ref] + drift_ppm[ref] * 1e-6 * (t - t0);
+    return lead_k - lead_ref;
+  }
+};
+
+TEST(PairConstraints, HandBuiltNumbers) {
+  // Node b's clock is 1000 ns ahead. a: entry 100, exit 200; b: entry 1150, exit 1201.
+  Rendezvous r;
+  r.nodes = {NodeObservation{0, 100, 200, 200}, NodeObservation{1, 1150, 1201, 1201}};
+  auto cs = PairConstraints({r}, 0, 1);
+  ASSERT_EQ(cs.size(), 1u);
+  EXPECT_EQ(cs[0].lo_ns, 100 - 1201);
+  EXPECT_EQ(cs[0].hi_ns, 200 - 1150);
+  EXPECT_EQ(cs[0].point_ns, 200 - 1201);
+  EXPECT_LE(cs[0].lo_ns, -1000);
+  EXPECT_GE(cs[0].hi_ns, -1000);
+  EXPECT_TRUE(PairConstraints({r}, 0, 2).empty());
+}
+
+TEST(EstimatePair, IntersectionAndClampedPoint) {
+  // Three constraints; intersection [-10, 4]; exit differences say 7 (outside: clamped to 4).
+  std::vector<PairConstraint> cs = {{1, -30, 4, 7}, {2, -10, 50, 7}, {3, -20, 10, 7}};
+  PairEstimate e = EstimatePair(cs, 0);
+  ASSERT_TRUE(e.usable) << e.note;
+  EXPECT_DOUBLE_EQ(e.offset_ns, 4);
+  EXPECT_DOUBLE_EQ(e.error_bound_ns, 14);
+  EXPECT_EQ(e.count, 3);
+  EXPECT_EQ(e.drift_ppm, 0);
+}
+
+TEST(EstimatePair, EmptyIntervalIsAContradiction) {
+  std::vector<PairConstraint> cs = {{1, 0, 10, 5}, {2, 20, 30, 25}, {3, 0, 10, 5}};
+  PairEstimate e = EstimatePair(cs, 0);
+  EXPECT_FALSE(e.usable);
+  EXPECT_NE(e.note.find("contradict"), std::string::npos) << e.note;
+}
+
+TEST(EstimatePair, NoConstraints) {
+  PairEstimate e = EstimatePair({}, 0);
+  EXPECT_FALSE(e.usable);
+  EXPECT_EQ(e.note, "no shared rendezvous");
+}
+
+TEST(AlignClocks, RecoversConstantOffsetsWithinBounds) {
+  Sim sim;
+  sim.offset = {0, 30'000'000, -50'000'000, 12'345};
+  sim.drift_ppm = {0, 0, 0, 0};
+  std::vector<Rendezvous> rz;
+  for (int64_t i = 0; i < 60; ++i) {
+    rz.push_back(sim.Collective(sim.t0 + i * 25'000'000, 200'000, 2'000'000, 20'000));
+  }
+  auto al = AlignClocks(sim.Clocks(16'000'000), rz);
+  ASSERT_EQ(al.size(), 4u);
+  EXPECT_EQ(al[0].method, "reference");
+  EXPECT_EQ(al[0].offset_ns, 0);
+  for (int k = 1; k < 4; ++k) {
+    SCOPED_TRACE(k);
+    EXPECT_EQ(al[k].method, "rendezvous") << al[k].note;
+    EXPECT_EQ(al[k].rendezvous_count, 60);
+    EXPECT_NEAR(al[k].offset_ns, sim.offset[k], 50'000);
+    EXPECT_LE(std::abs(al[k].offset_ns - sim.offset[k]), al[k].error_bound_ns);
+    EXPECT_EQ(al[k].drift_ppm, 0);
+    // The bound comes from the constraints: roughly the transfer time, not the wall clock's.
+    EXPECT_LT(al[k].error_bound_ns, 5'000'000);
+  }
+}
+
+TEST(AlignClocks, RecoversDrift) {
+  Sim sim;
+  sim.offset = {0, 3'000'000, -1'000'000};
+  sim.drift_ppm = {0, 20, -8};
+  std::vector<Rendezvous> rz;
+  for (int64_t i = 0; i < 400; ++i) {  // 10 s of collectives
+    rz.push_back(sim.Collective(sim.t0 + i * 25'000'000, 200'000, 2'000'000, 20'000));
+  }
+  auto al = AlignClocks(sim.Clocks(16'000'000), rz);
+  for (int k = 1; k < 3; ++k) {
+    SCOPED_TRACE(k);
+    ASSERT_EQ(al[k].method, "rendezvous") << al[k].note;
+    EXPECT_NEAR(al[k].drift_ppm, sim.drift_ppm[k], 1.0);
+    for (int64_t t : {sim.t0, sim.t0 + 5'000'000'000, sim.t0 + 9'900'000'000}) {
+      int64_t local = sim.Local(k, t);
+      double truth = sim.TrueOffsetAt(k, 0, local);
+      double est = static_cast<double>(local - al[k].Apply(local));
+      EXPECT_NEAR(est, truth, 50'000) << "at t=" << t;
+      EXPECT_LE(std::fabs(est - truth), al[k].error_bound_ns + 1.0);
+      // Applying the alignment maps the node's reading back onto the reference clock.
+      EXPECT_NEAR(static_cast<double>(al[k].Apply(local)), static_cast<double>(sim.Local(0, t)),
+                  50'000);
+    }
+  }
+}
+
+TEST(AlignClocks, EnqueueOnlyCallsFallBackToWallClock) {
+  Sim sim;
+  sim.offset = {0, 2'000'000, -3'000'000};
+  sim.drift_ppm = {0, 0, 0};
+  std::vector<Rendezvous> rz;
+  for (int64_t i = 0; i < 50; ++i) {
+    rz.push_back(sim.Collective(sim.t0 + i * 25'000'000, 200'000, 5'000, 0, true));
+  }
+  auto al = AlignClocks(sim.Clocks(8'000'000), rz);
+  for (int k = 1; k < 3; ++k) {
+    SCOPED_TRACE(k);
+    EXPECT_EQ(al[k].method, "wall_clock") << al[k].note;
+    EXPECT_EQ(al[k].offset_ns, 0);
+    EXPECT_EQ(al[k].error_bound_ns, 16'000'000);  // maxerror of the node + of the reference
+    EXPECT_LE(std::abs(sim.offset[k]), al[k].error_bound_ns);
+    EXPECT_NE(al[k].note.find("wall clock"), std::string::npos);
+  }
+}
+
+TEST(AlignClocks, SingleRankNodesEnqueueOnlyDetectedBySpread) {
+  // One rank per node: every per-collective interval is valid on its own; the exits do not
+  // cluster, which gives the non-rendezvous away.
+  Sim sim;
+  sim.ranks_per_node = 1;
+  sim.offset = {0, 1'000'000};
+  sim.drift_ppm = {0, 0};
+  std::vector<Rendezvous> rz;
+  for (int64_t i = 0; i < 50; ++i) {
+    rz.push_back(sim.Collective(sim.t0 + i * 25'000'000, 300'000, 5'000, 0, true));
+  }
+  auto al = AlignClocks(sim.Clocks(4'000'000), rz);
+  EXPECT_EQ(al[1].method, "wall_clock") << al[1].note;
+  EXPECT_EQ(al[1].error_bound_ns, 8'000'000);
+}
+
+TEST(AlignClocks, ThroughAnIntermediateNode) {
+  // n2 never meets the reference n0, only n1: its alignment composes n2->n1->n0.
+  Sim sim;
+  sim.offset = {0, 4'000'000, -7'000'000};
+  sim.drift_ppm = {0, 0, 0};
+  std::vector<Rendezvous> rz;
+  for (int64_t i = 0; i < 40; ++i) {
+    Rendezvous all = sim.Collective(sim.t0 + i * 25'000'000, 200'000, 2'000'000, 20'000);
+    Rendezvous r01, r12;
+    r01.nodes = {all.nodes[0], all.nodes[1]};
+    r12.nodes = {all.nodes[1], all.nodes[2]};
+    rz.push_back(r01);
+    rz.push_back(r12);
+  }
+  // By default the most connected node (n1) is the reference.
+  EXPECT_EQ(AlignClocks(sim.Clocks(16'000'000), rz)[1].method, "reference");
+  auto al = AlignClocks(sim.Clocks(16'000'000), rz, 0);
+  EXPECT_EQ(al[0].method, "reference");
+  for (int k : {1, 2}) {
+    SCOPED_TRACE(k);
+    ASSERT_EQ(al[k].method, "rendezvous") << al[k].note;
+    EXPECT_NEAR(al[k].offset_ns, sim.offset[k], 50'000);
+    EXPECT_LE(std::abs(al[k].offset_ns - sim.offset[k]), al[k].error_bound_ns);
+  }
+  EXPECT_NE(al[2].note.find("through node n1"), std::string::npos) << al[2].note;
+  // Bounds add up along the path.
+  EXPECT_GE(al[2].error_bound_ns, al[1].error_bound_ns);
+}
+
+TEST(AlignClocks, NoRendezvousAndNoMaxerrorUsesTheKernelCeiling) {
+  std::vector<NodeClock> nodes = {{"a", 0, -1}, {"b", 0, 1'000'000}};
+  auto al = AlignClocks(nodes, {}, 0);
+  EXPECT_EQ(al[0].method, "reference");
+  EXPECT_EQ(al[1].method, "wall_clock");
+  EXPECT_EQ(al[1].error_bound_ns, 16'000'000'000 + 1'000'000);
+  EXPECT_NE(al[1].note.find("no shared rendezvous"), std::string::npos);
+}
+
+TEST(NodeAlignment, ApplyFormula) {
+  NodeAlignment al;
+  al.offset_ns = 1000;
+  al.drift_ppm = 10;
+  al.anchor_ns = 1'000'000;
+  EXPECT_EQ(al.Apply(1'000'000), 999'000);
+  EXPECT_EQ(al.Apply(1'000'000 + 1'000'000'000), 1'000'000 + 1'000'000'000 - 1000 - 10'000);
+}
+
+}  // namespace
+}  // namespace merge
