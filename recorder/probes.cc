@@ -6,6 +6,8 @@
 #include "recorder/tcp_probe.h"
 
 // --- NCCL / CUDA probe headers (nccl_probe.h, cuda_probe.h) ---
+#include "recorder/cuda_probe.h"
+#include "recorder/nccl_probe.h"
 // --- end NCCL / CUDA probe headers ---
 
 namespace rec {
@@ -18,6 +20,8 @@ std::vector<std::unique_ptr<Probe>> MakeProbes(const RecorderOptions& opts) {
   probes.push_back(std::make_unique<SchedProbe>());
   probes.push_back(std::make_unique<BlockProbe>());
   // --- NCCL / CUDA probes (nccl_probe.h, cuda_probe.h) ---
+  probes.push_back(MakeNcclProbe(opts));
+  probes.push_back(MakeCudaProbe(opts));
   // --- end NCCL / CUDA probes ---
   (void)opts;
   return probes;

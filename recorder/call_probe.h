@@ -1,0 +1,92 @@
+// Shared lifecycle of the uprobe call probes (nccl_probe.cc, cuda_probe.cc): load the
+// skeleton (the subclass), add its ring buffer to the shared poller, attach to every library
+// copy found now and later (LibraryAttacher), drain on Tick, and at Finish detach, drain and
+// write the calls still in flight (the entry map's leftovers, oldest first).
+#pragma once
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "recorder/library_attacher.h"
+#include "recorder/probe.h"
+#include "recorder/symbolize.h"
+
+namespace rec {
+
+class CallProbe : public Probe {
+ public:
+  ~CallProbe() override;
+  rs::Result<void> Start(RecorderContext& ctx) override;
+  void Tick(RecorderContext& ctx) override;
+  void OnProcessExec(RecorderContext& ctx, int pid) override;
+  void OnProcessTraced(RecorderContext& ctx, int pid) override;
+  rs::Result<void> Finish(RecorderContext& ctx) override;
+  std::string method() const override { return method_; }
+  uint64_t events() const override { return events_; }
+  uint64_t drops() const override;
+
+  const LibraryAttacher* attacher() const { return attacher_.get(); }
+
+ protected:
+  // What the subclass's loaded skeleton provides.
+  struct Skeleton {
+    bpf_program* entry = nullptr;
+    bpf_program* ret = nullptr;
+    bpf_map* events = nullptr;  // ring buffer
+    bpf_map* active = nullptr;  // entry state (LRU hash)
+    bpf_map* stats = nullptr;   // per-CPU enum call_stat counters
+    bpf_map* pids = nullptr;    // --pid selection
+  };
+  // Opens, configures (scope_netns, filter_pids and its own knobs) and loads the skeleton.
+  virtual rs::Result<Skeleton> Load(RecorderContext& ctx, bool filter_pids) = 0;
+  virtual std::set<LibraryKind> Kinds() const = 0;
+  virtual std::span<const ProbedFunction> Functions(LibraryKind kind) const = 0;
+  virtual std::vector<std::string> ExplicitLibraries(const RecorderOptions& opts) const = 0;
+  // One event (from the ring buffer, or an in-flight entry at Finish): decode and write.
+  // `size` was checked against EventSize().
+  virtual void OnEvent(const void* data, bool in_flight) = 0;
+  virtual size_t EventSize() const = 0;
+  virtual uint64_t EntryNs(const void* data) const = 0;
+  virtual void ForgetProcess(int /*pid*/) {}
+  virtual rs::Result<void> WriteMetadata(RecorderContext& /*ctx*/, uint64_t /*in_flight*/) {
+    return rs::Ok();
+  }
+  virtual uint64_t decode_drops() const { return 0; }
+  // Detaches and frees the ring buffer; subclasses call it before destroying their skeleton.
+  void Shutdown();
+
+  // For OnEvent: bookkeeping shared by both probes.
+  void NoteProcess(int pid);  // the process calls the library: trace it
+  std::optional<int64_t> StackFor(int pid, uint64_t caller);
+  int64_t WallNs(uint64_t mono_ns) const;
+  int64_t NextId();
+  void NoteWrite(const rs::Result<void>& r);  // counts rows written / failed
+
+  RecorderContext* ctx_ = nullptr;
+
+ private:
+  static int SampleThunk(void* self, void* data, size_t size);
+  void Consume();
+
+  Skeleton skel_;
+  ring_buffer* own_rb_ = nullptr;
+  bool filter_pids_ = false;
+  std::unique_ptr<LibraryAttacher> attacher_;
+  std::unique_ptr<CallerSymbolizer> symbolizer_;
+  std::string method_ = "off";
+  uint64_t events_ = 0;
+  uint64_t bad_events_ = 0;
+  uint64_t final_drops_ = 0;
+  bool finished_ = false;
+  std::string first_error_;
+};
+
+}  // namespace rec

@@ -1,0 +1,144 @@
+#include "recorder/library_attacher.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "recorder/attach_log.h"
+#include "recorder/options.h"
+#include "recorder/symbolize.h"
+
+namespace rec {
+namespace {
+
+// The name to show for a copy: its own path when the host sees the same file there.
+std::string DisplayTarget(const LibraryCopy& copy) {
+  if (copy.open_path == copy.path) return copy.path;
+  struct stat st;
+  if (stat(copy.path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_dev) == copy.dev &&
+      static_cast<uint64_t>(st.st_ino) == copy.ino) {
+    return copy.path;
+  }
+  return copy.open_path;  // /proc/PID/root/...: another mount namespace (a container)
+}
+
+void Log(RecorderContext& ctx, LibraryKind kind, const std::string& target,
+         const std::string& symbol, bool ok, const std::string& error,
+         const std::string& build_id) {
+  if (ctx.attach_log) {
+    ctx.attach_log->Record(std::string(LibraryKindName(kind)), target, symbol, ok, error, build_id);
+  }
+}
+
+}  // namespace
+
+LibraryAttacher::LibraryAttacher(std::set<LibraryKind> kinds, FunctionTable table,
+                                 bpf_program* entry, bpf_program* ret)
+    : kinds_(std::move(kinds)), table_(std::move(table)), entry_(entry), ret_(ret) {}
+
+LibraryAttacher::~LibraryAttacher() { DetachAll(); }
+
+void LibraryAttacher::DetachAll() {
+  for (bpf_link* l : links_) bpf_link__destroy(l);
+  links_.clear();
+}
+
+void LibraryAttacher::Start(RecorderContext& ctx, const std::vector<std::string>& explicit_paths) {
+  std::vector<int> pids;
+  if (ctx.options) pids = ctx.options->pids;
+  discovery_ = std::make_unique<LibraryDiscovery>(ctx.proc_root, kinds_, pids);
+  for (const std::string& path : explicit_paths) {
+    auto kind = ClassifyLibrary(path);
+    if (!kind) {
+      // Not a standard file name: pick the kind whose functions the file exports.
+      auto elf = ElfFile::Load(path);
+      size_t best = 0;
+      for (LibraryKind k : kinds_) {
+        size_t n = 0;
+        if (elf.ok()) {
+          for (const ProbedFunction& f : table_(k)) n += elf->HasSymbol(f.name) ? 1 : 0;
+        }
+        if (n > best) best = n, kind = k;
+      }
+    }
+    if (!kind || !kinds_.count(*kind)) {
+      Log(ctx, *kinds_.begin(), path, "", false,
+          "exports none of the probed functions (is this the right --nccl-lib / --cuda-lib?)", "");
+      continue;
+    }
+    auto copy = discovery_->AddExplicit(path, *kind);
+    if (!copy.ok()) {
+      Log(ctx, *kind, path, "", false, copy.error().message(), "");
+    } else if (copy.value()) {
+      Attach(ctx, **copy);
+    }
+  }
+  for (const LibraryCopy& copy : discovery_->Scan()) Attach(ctx, copy);
+}
+
+void LibraryAttacher::Watch(int pid, int64_t now_ms) { watched_[pid] = now_ms + kExecWatchMs; }
+
+void LibraryAttacher::Tick(RecorderContext& ctx, int64_t now_ms) {
+  if (!discovery_) return;
+  for (auto it = watched_.begin(); it != watched_.end();) {
+    for (const LibraryCopy& copy : discovery_->ScanPid(it->first)) Attach(ctx, copy);
+    it = now_ms >= it->second ? watched_.erase(it) : std::next(it);
+  }
+  if (now_ms < next_scan_ms_) return;
+  next_scan_ms_ = now_ms + kLibraryRescanMs;
+  for (const LibraryCopy& copy : discovery_->Scan()) Attach(ctx, copy);
+}
+
+void LibraryAttacher::Attach(RecorderContext& ctx, const LibraryCopy& copy) {
+  const std::string target = DisplayTarget(copy);
+  auto elf = ElfFile::Load(copy.open_path);
+  if (!elf.ok()) {
+    Log(ctx, copy.kind, target, "", false, elf.error().message(), "");
+    return;
+  }
+  const std::string& build_id = elf->build_id();
+  std::map<uint64_t, std::string_view> attached;  // file offset -> first function there
+  int before = functions_;
+  for (const ProbedFunction& f : table_(copy.kind)) {
+    const std::string symbol(f.name);
+    auto off = elf->FunctionOffset(f.name);
+    if (!off) {
+      Log(ctx, copy.kind, target, symbol, false, "not exported by this library version", build_id);
+      continue;
+    }
+    if (auto it = attached.find(*off); it != attached.end()) {
+      Log(ctx, copy.kind, target, symbol, true,
+          "same address as " + std::string(it->second) + ": probed once", build_id);
+      continue;
+    }
+    LIBBPF_OPTS(bpf_uprobe_opts, entry_opts, .bpf_cookie = f.cookie, .retprobe = false);
+    LIBBPF_OPTS(bpf_uprobe_opts, ret_opts, .bpf_cookie = f.cookie, .retprobe = true);
+    bpf_link* entry =
+        bpf_program__attach_uprobe_opts(entry_, -1, copy.open_path.c_str(), *off, &entry_opts);
+    int err = entry ? 0 : errno;
+    bpf_link* ret = nullptr;
+    if (entry) {
+      ret = bpf_program__attach_uprobe_opts(ret_, -1, copy.open_path.c_str(), *off, &ret_opts);
+      if (!ret) {
+        err = errno;
+        bpf_link__destroy(entry);
+        entry = nullptr;
+      }
+    }
+    if (!entry) {
+      Log(ctx, copy.kind, target, symbol, false,
+          std::string("uprobe attach failed: ") + std::strerror(err), build_id);
+      continue;
+    }
+    links_.push_back(entry);
+    links_.push_back(ret);
+    attached.emplace(*off, f.name);
+    ++functions_;
+    Log(ctx, copy.kind, target, symbol, true, "", build_id);
+  }
+  if (functions_ > before) ++libraries_;
+}
+
+}  // namespace rec

@@ -1,0 +1,64 @@
+// Finds every copy of libnccl / libcudart / libcuda that running processes map: scans
+// <proc_root>/*/maps (or only the --pid processes), resolves each mapped path through
+// <proc_root>/PID/root (containers, other mount namespaces), and reports each distinct file
+// (device + inode) once. Any directory is fine: pip wheels in venvs under /home, /tmp or
+// /dev/shm are normal. Explicit copies (--nccl-lib / --cuda-lib) are added by path.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "rscore/result.h"
+
+namespace rec {
+
+enum class LibraryKind { kNccl, kCudart, kCuda };
+std::string_view LibraryKindName(LibraryKind kind);  // 'nccl', 'cudart', 'cuda' (attachments.kind)
+
+// By file name: libnccl.so[.N...], libcudart.so[.N...], libcuda.so[.N...]. Not libnccl-net.so,
+// libcudart_static, libcudadebugger.
+std::optional<LibraryKind> ClassifyLibrary(std::string_view path);
+
+struct LibraryCopy {
+  LibraryKind kind = LibraryKind::kNccl;
+  std::string
+      open_path;     // a path this process can open (through /proc/PID/root when found in a map)
+  std::string path;  // the path as the mapping process sees it (or as given on the command line)
+  int pid = 0;       // the process it was found in; 0 for explicit copies
+  uint64_t dev = 0, ino = 0;
+};
+
+class LibraryDiscovery {
+ public:
+  // `kinds`: which libraries this discovery looks for. `pids`: when non-empty, only these
+  // processes are scanned.
+  LibraryDiscovery(std::string proc_root, std::set<LibraryKind> kinds, std::vector<int> pids = {});
+
+  // Copies not reported before, from every selected process.
+  std::vector<LibraryCopy> Scan();
+  // Copies not reported before, from one process (exec'd or newly traced).
+  std::vector<LibraryCopy> ScanPid(int pid);
+  // An explicit copy (--nccl-lib PATH): its kind from the file name, else `fallback`.
+  // Returns nullopt when the same file was reported before; an error when it cannot be read.
+  rs::Result<std::optional<LibraryCopy>> AddExplicit(const std::string& path, LibraryKind fallback);
+
+  size_t known_files() const { return seen_.size(); }
+
+ private:
+  void ScanInto(int pid, std::vector<LibraryCopy>& out);
+
+  std::string proc_root_;
+  std::set<LibraryKind> kinds_;
+  std::vector<int> pids_;
+  std::set<std::pair<uint64_t, uint64_t>> seen_;  // (dev, inode) of reported files
+};
+
+}  // namespace rec

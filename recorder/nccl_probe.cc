@@ -1,0 +1,115 @@
+#include "recorder/nccl_probe.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "nccl.skel.h"
+#include "recorder/options.h"
+#include "recorder/process_table.h"
+
+namespace rec {
+namespace {
+
+constexpr ProbedFunction kNcclFunctions[] = {
+    {"ncclAllReduce", NCCL_FN_ALL_REDUCE},
+    {"ncclAllGather", NCCL_FN_ALL_GATHER},
+    {"ncclReduceScatter", NCCL_FN_REDUCE_SCATTER},
+    {"ncclBroadcast", NCCL_FN_BROADCAST},
+    {"ncclBcast", NCCL_FN_BCAST},
+    {"ncclReduce", NCCL_FN_REDUCE},
+    {"ncclSend", NCCL_FN_SEND},
+    {"ncclRecv", NCCL_FN_RECV},
+    {"ncclGroupStart", NCCL_FN_GROUP_START},
+    {"ncclGroupEnd", NCCL_FN_GROUP_END},
+    {"ncclCommInitRank", NCCL_FN_COMM_INIT_RANK | NCCL_READ_UNIQUE_ID | NCCL_OUT_ARG0},
+    {"ncclCommInitRankConfig", NCCL_FN_COMM_INIT_RANK_CONFIG | NCCL_READ_UNIQUE_ID | NCCL_OUT_ARG0},
+    {"ncclCommInitAll", NCCL_FN_COMM_INIT_ALL | NCCL_OUT_ARG0_ARRAY},
+    {"ncclCommSplit", NCCL_FN_COMM_SPLIT | NCCL_OUT_ARG3},
+    {"ncclCommDestroy", NCCL_FN_COMM_DESTROY},
+    {"ncclCommAbort", NCCL_FN_COMM_ABORT},
+    {"ncclCommUserRank", NCCL_FN_COMM_USER_RANK | NCCL_OUT_ARG1_INT},
+    {"ncclCommCount", NCCL_FN_COMM_COUNT | NCCL_OUT_ARG1_INT},
+};
+
+}  // namespace
+
+std::span<const ProbedFunction> NcclFunctions() { return kNcclFunctions; }
+
+rs::Result<rs::Statement> PrepareNcclInsert(rs::Db& db) {
+  return db.Prepare(
+      "INSERT INTO nccl_events(id, node, timestamp_ns, duration_ns, pid, tid, op, rank, nranks,"
+      " comm_id_hash, comm, seq, count, datatype, reduce_op, bytes, peer, root, stream, ret,"
+      " in_group, state, stack_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+      " ?, ?, ?, ?, ?)");
+}
+
+rs::Result<void> WriteNcclRow(rs::Statement& st, const NcclRow& row, const std::string& node,
+                              int64_t id, int64_t timestamp_ns, std::optional<int64_t> stack_id) {
+  st.Bind(1, id).Bind(2, node).Bind(3, timestamp_ns).Bind(4, row.duration_ns);
+  st.Bind(5, row.pid).Bind(6, row.tid).Bind(7, row.op).Bind(8, row.rank).Bind(9, row.nranks);
+  st.Bind(10, row.comm_id_hash).Bind(11, row.comm).Bind(12, row.seq).Bind(13, row.count);
+  st.Bind(14, row.datatype).Bind(15, row.reduce_op).Bind(16, row.bytes).Bind(17, row.peer);
+  st.Bind(18, row.root).Bind(19, row.stream).Bind(20, row.ret).Bind(21, row.in_group ? 1 : 0);
+  st.Bind(22, row.in_flight ? "in_flight" : "complete").Bind(23, stack_id);
+  return st.Run();
+}
+
+NcclProbe::~NcclProbe() {
+  Shutdown();
+  if (skel_) nccl_bpf__destroy(skel_);
+}
+
+rs::Result<CallProbe::Skeleton> NcclProbe::Load(RecorderContext& ctx, bool filter_pids) {
+  skel_ = nccl_bpf__open();
+  if (!skel_)
+    return rs::Error(std::string("nccl: cannot open the BPF object: ") + std::strerror(errno));
+  skel_->rodata->scope_netns = ctx.scope_netns;
+  skel_->rodata->filter_pids = filter_pids ? 1 : 0;
+  if (int err = nccl_bpf__load(skel_); err != 0) {
+    return rs::Error(std::string("nccl: BPF load failed: ") + std::strerror(-err) +
+                     " (needs root and a kernel with uprobes and BTF)");
+  }
+  ASSIGN_OR_RETURN(insert_, PrepareNcclInsert(*ctx.db));
+  return Skeleton{skel_->progs.nccl_entry, skel_->progs.nccl_return, skel_->maps.nccl_events,
+                  skel_->maps.nccl_active, skel_->maps.stats,        skel_->maps.pids};
+}
+
+std::vector<std::string> NcclProbe::ExplicitLibraries(const RecorderOptions& opts) const {
+  return opts.nccl_libs;
+}
+
+uint64_t NcclProbe::EntryNs(const void* data) const {
+  return static_cast<const nccl_event*>(data)->entry_ns;
+}
+
+void NcclProbe::OnEvent(const void* data, bool in_flight) {
+  nccl_event e;
+  std::memcpy(&e, data, sizeof(e));
+  if (in_flight) e.exit_ns = 0;
+  std::optional<NcclRow> row = decoder_.Decode(e);
+  if (auto init = decoder_.TakeInit(); init && ctx_->processes) {
+    (void)ctx_->processes->SetNcclRank(init->pid, init->rank, init->nranks);
+  }
+  NoteProcess(static_cast<int>(e.pid));
+  if (!row) return;
+  NoteWrite(WriteNcclRow(insert_, *row, ctx_->node, NextId(), WallNs(row->entry_mono_ns),
+                         StackFor(row->pid, row->caller)));
+}
+
+rs::Result<void> NcclProbe::WriteMetadata(RecorderContext& ctx, uint64_t in_flight) {
+  if (!ctx.db) return rs::Ok();
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   ctx.db->Prepare("INSERT OR REPLACE INTO metadata(key, value) VALUES (?, ?)"));
+  // Communicators created before recording started: their rows have rank, nranks and
+  // comm_id_hash NULL (never guessed), and seq counts from the first call seen.
+  RETURN_IF_ERROR(
+      st.Bind(1, "nccl_unknown_comms").Bind(2, std::to_string(decoder_.unknown_comms())).Run());
+  RETURN_IF_ERROR(st.Bind(1, "nccl_in_flight").Bind(2, std::to_string(in_flight)).Run());
+  return rs::Ok();
+}
+
+std::unique_ptr<Probe> MakeNcclProbe(const RecorderOptions& /*opts*/) {
+  return std::make_unique<NcclProbe>();
+}
+
+}  // namespace rec

@@ -1,0 +1,54 @@
+// The NCCL capture source: uprobes + uretprobes on the NCCL API of every libnccl copy
+// (bpf/nccl.bpf.c), decoded by NcclDecoder into nccl_events rows; calls still in flight at
+// the end of recording are written with duration NULL and state 'in_flight'.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "recorder/call_probe.h"
+#include "recorder/nccl_decode.h"
+#include "rscore/sqlite.h"
+
+struct nccl_bpf;
+
+namespace rec {
+
+// The probed NCCL functions and their cookies (function id | what to read).
+std::span<const ProbedFunction> NcclFunctions();
+
+// INSERT of one nccl_events row.
+rs::Result<rs::Statement> PrepareNcclInsert(rs::Db& db);
+rs::Result<void> WriteNcclRow(rs::Statement& st, const NcclRow& row, const std::string& node,
+                              int64_t id, int64_t timestamp_ns, std::optional<int64_t> stack_id);
+
+class NcclProbe : public CallProbe {
+ public:
+  ~NcclProbe() override;
+  std::string_view source() const override { return "nccl"; }
+  const NcclDecoder& decoder() const { return decoder_; }
+
+ protected:
+  rs::Result<Skeleton> Load(RecorderContext& ctx, bool filter_pids) override;
+  std::set<LibraryKind> Kinds() const override { return {LibraryKind::kNccl}; }
+  std::span<const ProbedFunction> Functions(LibraryKind) const override { return NcclFunctions(); }
+  std::vector<std::string> ExplicitLibraries(const RecorderOptions& opts) const override;
+  void OnEvent(const void* data, bool in_flight) override;
+  size_t EventSize() const override { return sizeof(nccl_event); }
+  uint64_t EntryNs(const void* data) const override;
+  void ForgetProcess(int pid) override { decoder_.ForgetProcess(pid); }
+  rs::Result<void> WriteMetadata(RecorderContext& ctx, uint64_t in_flight) override;
+  uint64_t decode_drops() const override { return decoder_.abi_mismatches(); }
+
+ private:
+  nccl_bpf* skel_ = nullptr;
+  NcclDecoder decoder_;
+  rs::Statement insert_;
+};
+
+std::unique_ptr<Probe> MakeNcclProbe(const RecorderOptions& opts);
+
+}  // namespace rec
