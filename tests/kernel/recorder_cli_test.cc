@@ -1,0 +1,167 @@
+// rankscope-record end to end as root: stop by SIGINT / SIGTERM / duration always leaves a
+// valid bundle; bad input fails with one line and leaves no file behind.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "kernel_test.h"
+#include "recorder_runner.h"
+
+namespace rec::ktest {
+namespace {
+
+bool Exists(const std::string& p) { return access(p.c_str(), F_OK) == 0; }
+
+int CountLines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+// No bundle, no temporary or partial file left in `dir`.
+void ExpectEmptyDir(const std::string& dir) {
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    ADD_FAILURE() << "left behind: " << e.path();
+  }
+}
+
+void ExpectValidBundle(const std::string& bundle, const std::string& node) {
+  ASSERT_TRUE(Exists(bundle)) << bundle;
+  struct stat st {};
+  ASSERT_EQ(stat(bundle.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(Sh("zstd -q -t '" + bundle + "'"), 0) << "zstd frame integrity";
+  EXPECT_EQ(Sh("zstd -q -dc '" + bundle + "' | head -c 16 | grep -q 'SQLite format 3'"), 0);
+  auto opened = rs::OpenRankscopeFile(bundle);
+  ASSERT_TRUE(opened.ok()) << opened.error().message();
+  const rs::BundleInfo& info = opened->info();
+  EXPECT_EQ(info.node, node);
+  EXPECT_GT(info.start_ns, 0);
+  EXPECT_GE(info.end_ns, info.start_ns);
+  rs::Db& db = opened->db();
+  EXPECT_EQ(*db.QueryInt("SELECT COUNT(*) FROM clock_refs WHERE kind = 'start'"), 1);
+  EXPECT_EQ(*db.QueryInt("SELECT COUNT(*) FROM clock_refs WHERE kind = 'end'"), 1);
+  EXPECT_EQ(*db.QueryInt("SELECT COUNT(*) FROM sources WHERE source IN "
+                         "('tcp', 'sched', 'block', 'process') AND method <> 'off'"),
+            4);
+  EXPECT_EQ(*db.QueryInt("SELECT COUNT(*) FROM interfaces WHERE ifname = 'lo'"), 2);
+  // Never stored: the command line or simulated clock values.
+  EXPECT_EQ(*db.QueryInt("SELECT COUNT(*) FROM metadata WHERE key LIKE '%simulate%' OR "
+                         "value LIKE '%--out%' OR value LIKE '%9876543%'"),
+            0);
+}
+
+TEST(RecorderCli, SigintMidRecordingFinalizesBundle) {
+  REQUIRE_ROOT_OR_SKIP();
+  TempDir dir;
+  std::string out = dir.File("sigint.rsb");
+  auto p = RecorderProcess::Start({"--out", out, "--node", "ksigint", "--duration", "5m",
+                                   "--simulate-clock-offset", "9876543"});
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(p->WaitReady()) << p->stderr_text();
+  usleep(300'000);
+  EXPECT_EQ(p->Stop(SIGINT), 0) << p->stderr_text();
+  ExpectValidBundle(out, "ksigint");
+  EXPECT_EQ(*QueryBundleInt(out,
+                            "SELECT COUNT(*) FROM metadata WHERE key = 'stop_reason' AND "
+                            "value = 'SIGINT'"),
+            1);
+}
+
+TEST(RecorderCli, SigtermMidRecordingFinalizesBundle) {
+  REQUIRE_ROOT_OR_SKIP();
+  TempDir dir;
+  std::string out = dir.File("sigterm.rsb");
+  auto p = RecorderProcess::Start({"--out", out, "--node", "ksigterm"});
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(p->WaitReady()) << p->stderr_text();
+  usleep(1'300'000);  // past one periodic clock reference
+  EXPECT_EQ(p->Stop(SIGTERM), 0) << p->stderr_text();
+  ExpectValidBundle(out, "ksigterm");
+  EXPECT_EQ(*QueryBundleInt(out,
+                            "SELECT COUNT(*) FROM metadata WHERE key = 'stop_reason' AND "
+                            "value = 'SIGTERM'"),
+            1);
+  EXPECT_GE(*QueryBundleInt(out, "SELECT COUNT(*) FROM clock_refs WHERE kind = 'periodic'"), 1);
+  // The per-CPU scheduler aggregate was read at least once per second.
+  EXPECT_GE(*QueryBundleInt(out, "SELECT COUNT(DISTINCT timestamp_ns) FROM sched_summary"), 1);
+}
+
+TEST(RecorderCli, DurationEndsRecordingAndNodeComesFromEnv) {
+  REQUIRE_ROOT_OR_SKIP();
+  TempDir dir;
+  std::string out = dir.File("dur.rsb");
+  setenv("RANKSCOPE_NODE", "kenvnode", 1);
+  RunResult r = RunRecorder({"--out", out, "--duration", "700ms"});
+  unsetenv("RANKSCOPE_NODE");
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  ExpectValidBundle(out, "kenvnode");
+  EXPECT_EQ(*QueryBundleInt(out,
+                            "SELECT COUNT(*) FROM metadata WHERE key = 'node_source' AND "
+                            "value = 'env'"),
+            1);
+  int64_t span =
+      *QueryBundleInt(out,
+                      "SELECT (SELECT CAST(value AS INTEGER) FROM metadata WHERE key = 'end_ns') - "
+                      "(SELECT CAST(value AS INTEGER) FROM metadata WHERE key = 'start_ns')");
+  EXPECT_GE(span, 700'000'000);
+  EXPECT_LT(span, 15'000'000'000);
+}
+
+TEST(RecorderCli, BadInputIsOneLineNonZeroAndLeavesNoFile) {
+  REQUIRE_ROOT_OR_SKIP();
+  TempDir dir;
+  std::string out = dir.File("bad.rsb");
+  struct Case {
+    std::vector<std::string> args;
+    std::string needle;
+  } cases[] = {
+      {{"--out", out, "--frobnicate"}, "unknown option '--frobnicate'"},
+      {{"--out", out, "--duration", "ten"}, "--duration 'ten'"},
+      {{"--out", out, "--duration", "0ms"}, "--duration '0ms'"},
+      {{"--out", dir.File("missing/dir/x.rsb"), "--duration", "1s"}, "does not exist"},
+      {{"--out", dir.path(), "--duration", "1s"}, "is a directory"},
+      {{"--out", out, "--node", "bad name!", "--duration", "1s"}, "bad name!"},
+      {{"--out", out, "--pid", "999999999", "--duration", "1s"}, "no such process"},
+      {{"--out", out, "--config", dir.File("nope.conf")}, "nope.conf"},
+  };
+  for (const auto& c : cases) {
+    RunResult r = RunRecorder(c.args);
+    EXPECT_NE(r.exit_code, 0) << c.needle;
+    EXPECT_EQ(CountLines(r.stderr_text), 1) << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find(c.needle), std::string::npos)
+        << "want '" << c.needle << "' in: " << r.stderr_text;
+    EXPECT_EQ(r.stderr_text.rfind("rankscope-record: ", 0), 0u) << r.stderr_text;
+  }
+  ExpectEmptyDir(dir.path());
+}
+
+TEST(RecorderCli, ReadOnlyDirectoryIsRefusedBeforeLoading) {
+  REQUIRE_ROOT_OR_SKIP();
+  TempDir dir;
+  std::string ro = dir.File("ro");
+  // Root ignores permission bits: a read-only bind mount is what root cannot write.
+  ASSERT_EQ(Sh("mkdir -p " + ro + " && mount --bind " + ro + " " + ro + " && mount -o " +
+               "remount,bind,ro " + ro),
+            0);
+  RunResult r = RunRecorder({"--out", ro + "/x.rsb", "--duration", "1s"});
+  Sh("umount " + ro);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(CountLines(r.stderr_text), 1) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find(ro), std::string::npos) << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("recording node"), std::string::npos);
+  EXPECT_FALSE(Exists(ro + "/x.rsb"));
+}
+
+TEST(RecorderCli, HelpAndVersion) {
+  RunResult h = RunRecorder({"--help"});
+  EXPECT_EQ(h.exit_code, 0);
+  RunResult v = RunRecorder({"--version"});
+  EXPECT_EQ(v.exit_code, 0);
+}
+
+}  // namespace
+}  // namespace rec::ktest

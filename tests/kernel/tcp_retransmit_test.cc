@@ -1,0 +1,135 @@
+// TCP retransmits, reconciled with the kernel's own counter: two network namespaces joined
+// by a veth pair, random loss on the receiver's input, a bounded transfer, and the recorder
+// (--scope netns) inside the sender's namespace. SUM(segments) must equal the delta of
+// TcpRetransSegs in that namespace exactly.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <sstream>
+
+#include "kernel_test.h"
+#include "recorder_runner.h"
+
+namespace rec::ktest {
+namespace {
+
+// Two namespaces and a veth pair, named with our pid; removed in the destructor.
+class NetnsPair {
+ public:
+  NetnsPair() {
+    std::string id = std::to_string(getpid());
+    a_ = "rs_tcp_a_" + id;
+    b_ = "rs_tcp_b_" + id;
+    std::string va = "rsta" + id, vb = "rstb" + id;  // <= 15 characters
+    subnet_ = "10.213." + std::to_string(getpid() % 250);
+    ok_ = Sh("ip netns add " + a_) == 0 && Sh("ip netns add " + b_) == 0 &&
+          Sh("ip link add " + va + " type veth peer name " + vb) == 0 &&
+          Sh("ip link set " + va + " netns " + a_) == 0 &&
+          Sh("ip link set " + vb + " netns " + b_) == 0 &&
+          Sh(InA("ip addr add " + subnet_ + ".1/24 dev " + va)) == 0 &&
+          Sh(InB("ip addr add " + subnet_ + ".2/24 dev " + vb)) == 0 &&
+          Sh(InA("ip link set " + va + " up")) == 0 && Sh(InB("ip link set " + vb + " up")) == 0 &&
+          Sh(InA("ip link set lo up")) == 0 && Sh(InB("ip link set lo up")) == 0;
+  }
+  ~NetnsPair() {
+    Sh("ip netns pids " + a_ + " 2>/dev/null | xargs -r kill -9 2>/dev/null");
+    Sh("ip netns pids " + b_ + " 2>/dev/null | xargs -r kill -9 2>/dev/null");
+    Sh("ip netns del " + a_ + " 2>/dev/null");
+    Sh("ip netns del " + b_ + " 2>/dev/null");
+  }
+  bool ok() const { return ok_; }
+  std::string InA(const std::string& cmd) const { return "ip netns exec " + a_ + " " + cmd; }
+  std::string InB(const std::string& cmd) const { return "ip netns exec " + b_ + " " + cmd; }
+  const std::string& a() const { return a_; }
+  std::string addr_a() const { return subnet_ + ".1"; }
+  std::string addr_b() const { return subnet_ + ".2"; }
+
+ private:
+  std::string a_, b_, subnet_;
+  bool ok_ = false;
+};
+
+// TcpRetransSegs from /proc/net/snmp as seen inside the namespace.
+int64_t RetransSegs(const NetnsPair& ns) {
+  std::string out = ShOut(ns.InA("cat /proc/net/snmp"));
+  std::istringstream in(out);
+  std::string header, values;
+  while (std::getline(in, header)) {
+    if (header.rfind("Tcp:", 0) != 0) continue;
+    std::getline(in, values);
+    std::istringstream h(header), v(values);
+    std::string name, value;
+    while (h >> name && v >> value) {
+      if (name == "RetransSegs") return std::stoll(value);
+    }
+  }
+  return -1;
+}
+
+TEST(TcpRetransmit, SegmentsReconcileWithTcpRetransSegs) {
+  REQUIRE_ROOT_OR_SKIP();
+  SKIP_UNLESS_OR_FAIL_IN_CI(
+      Sh("command -v socat >/dev/null && command -v iptables >/dev/null") == 0,
+      "needs socat and iptables (apt-get install socat iptables)");
+  NetnsPair ns;
+  ASSERT_TRUE(ns.ok()) << "could not build the test namespaces";
+  ASSERT_EQ(Sh(ns.InB("iptables -A INPUT -p tcp --dport 5555 -m statistic --mode random "
+                      "--probability 0.05 -j DROP")),
+            0);
+  TempDir dir;
+  std::string out = dir.File("tcp.rsb");
+  int64_t before = RetransSegs(ns);
+  ASSERT_GE(before, 0);
+
+  auto rec = RecorderProcess::Start({"--out", out, "--node", "ktcp", "--scope", "netns"}, ns.a());
+  ASSERT_TRUE(rec.ok());
+  ASSERT_TRUE(rec->WaitReady()) << rec->stderr_text();
+
+  // Bounded transfer: 8 MiB, at most 40 s.
+  ASSERT_EQ(Sh(ns.InB("timeout 45 socat -u TCP-LISTEN:5555,reuseaddr OPEN:/dev/null "
+                      ">/dev/null 2>&1 &")),
+            0);
+  usleep(300'000);
+  int rc = Sh("head -c 8388608 /dev/zero | " +
+              ns.InA("timeout 40 socat -u STDIN TCP:" + ns.addr_b() + ":5555,retry=20"));
+  EXPECT_EQ(rc, 0) << "transfer failed";
+  // Wait until no connection to the port is left (retransmitted FINs included).
+  for (int i = 0; i < 100; ++i) {
+    if (ShOut(ns.InA("ss -Htan '( dport = :5555 )'")).empty()) break;
+    usleep(100'000);
+  }
+  int64_t after = RetransSegs(ns);
+  ASSERT_EQ(rec->Stop(SIGINT), 0) << rec->stderr_text();
+
+  int64_t delta = after - before;
+  EXPECT_GT(delta, 0) << "5% loss over 8 MiB must cause retransmits";
+  auto sum = QueryBundleInt(out, "SELECT IFNULL(SUM(segments), 0) FROM tcp_events");
+  ASSERT_TRUE(sum.ok()) << sum.error().message();
+  EXPECT_EQ(*sum, delta) << "bundle segments vs TcpRetransSegs delta";
+  std::printf("TcpRetransSegs delta %lld, bundle: %lld rows, SUM(segments) %lld\n",
+              static_cast<long long>(delta),
+              static_cast<long long>(*QueryBundleInt(out, "SELECT COUNT(*) FROM tcp_events")),
+              static_cast<long long>(*sum));
+  // Every row is this connection, seen from the sender, in the recorder's namespace.
+  EXPECT_EQ(*QueryBundleInt(out, "SELECT COUNT(*) FROM tcp_events WHERE saddr <> '" + ns.addr_a() +
+                                     "' OR daddr <> '" + ns.addr_b() +
+                                     "' OR dport <> 5555 OR family <> 'ipv4' OR "
+                                     "event <> 'tcp_retransmit_skb'"),
+            0);
+  EXPECT_EQ(*QueryBundleInt(out, "SELECT COUNT(DISTINCT netns) FROM tcp_events"), 1);
+  EXPECT_EQ(*QueryBundleInt(out,
+                            "SELECT COUNT(*) FROM tcp_events t JOIN metadata m ON "
+                            "m.key = 'netns' AND CAST(m.value AS INTEGER) = t.netns"),
+            *QueryBundleInt(out, "SELECT COUNT(*) FROM tcp_events"));
+  EXPECT_EQ(*QueryBundleInt(out, "SELECT drops FROM sources WHERE source = 'tcp'"), 0);
+  EXPECT_EQ(*QueryBundleInt(out, "SELECT events FROM sources WHERE source = 'tcp'"),
+            *QueryBundleInt(out, "SELECT COUNT(*) FROM tcp_events"));
+  // The namespace's own interface is in the interfaces table.
+  EXPECT_EQ(*QueryBundleInt(out, "SELECT COUNT(*) FROM interfaces WHERE address = '" + ns.addr_a() +
+                                     "' AND prefix_len = 24"),
+            1);
+}
+
+}  // namespace
+}  // namespace rec::ktest
