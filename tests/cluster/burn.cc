@@ -1,10 +1,11 @@
 // rankscope-burn: the test bed's competing workload for fault injection.
 //   rankscope-burn cpu [SECONDS]            spin on the CPU (pin it with taskset)
-//   rankscope-burn io FILE [MB] [SECONDS]   O_DIRECT writes of 1 MiB blocks over FILE
+//   rankscope-burn io FILE [MB] [SECONDS]   O_DIRECT writes of 4 MiB blocks over FILE
 // Always bounded in time (default 600 s) so a killed harness never leaves it running forever.
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -37,14 +38,14 @@ int BurnIo(const char* path, long mb, double seconds) {
     std::fprintf(stderr, "rankscope-burn: %s: %s\n", path, std::strerror(errno));
     return 1;
   }
-  const size_t block = 1 << 20;
+  const size_t block = 4 << 20;
   void* buf = nullptr;
   if (posix_memalign(&buf, 4096, block) != 0) return 1;
   std::memset(buf, 0xab, block);
   auto end = Clock::now() + std::chrono::duration<double>(seconds);
   long i = 0;
   while (Clock::now() < end) {
-    off_t off = static_cast<off_t>(i % mb) * static_cast<off_t>(block);
+    off_t off = static_cast<off_t>(i % std::max(1L, mb / 4)) * static_cast<off_t>(block);
     if (pwrite(fd, buf, block, off) != static_cast<ssize_t>(block)) {
       std::fprintf(stderr, "rankscope-burn: write %s: %s\n", path, std::strerror(errno));
       break;
