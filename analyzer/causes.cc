@@ -1,0 +1,228 @@
+#include "causes.h"
+
+#include <algorithm>
+#include <map>
+
+#include "report_format.h"
+
+namespace analyzer {
+namespace {
+
+// Evidence-backed causes explaining at least this share leave `compute` at half weight.
+constexpr double kEvidenceShare = 0.25;
+
+struct WindowSums {
+  int64_t windows = 0;
+  int64_t lateness = 0, runq = 0, io = 0, with_retransmits = 0;
+  std::map<std::pair<std::string, int64_t>, int64_t> runq_by_other;  // (comm, pid) -> ns
+  double Mean(int64_t v) const { return windows ? static_cast<double>(v) / windows : 0; }
+};
+
+class WindowMeter {
+ public:
+  WindowMeter(const CollectiveData& data, const SideEvents& side) : data_(data), side_(side) {
+    call_group_.assign(data.calls.size(), -1);
+    for (size_t g = 0; g < data.collectives.size(); ++g) {
+      for (size_t k = data.collectives[g].begin; k < data.collectives[g].end; ++k) {
+        call_group_[k] = static_cast<int32_t>(g);
+      }
+    }
+    by_participant_.resize(data.participants.size());
+    for (size_t k = 0; k < data.calls.size(); ++k) {
+      by_participant_[data.calls[k].participant].push_back(k);
+    }
+    for (auto& v : by_participant_) {
+      std::sort(v.begin(), v.end(),
+                [&](size_t a, size_t b) { return data.calls[a].ts < data.calls[b].ts; });
+    }
+    for (const std::string& node : side.nodes) {
+      int idx = side.NodeIndex(node);
+      std::vector<int64_t>& t = retransmit_times_[node];
+      for (const Retransmit& r : side.retransmits) {
+        if (r.src == idx || r.dst == idx) t.push_back(r.ts);
+      }
+    }
+  }
+
+  // Sums over p's windows; only_last: just the windows before collectives it entered last.
+  WindowSums Measure(int32_t p, bool only_last) const {
+    WindowSums s;
+    const Participant& who = data_.participants[p];
+    auto runq_it = side_.runq.find({who.node, who.pid});
+    int64_t longest_wait = 0;
+    if (runq_it != side_.runq.end()) {
+      for (const RunqWait& w : runq_it->second)
+        longest_wait = std::max(longest_wait, w.end - w.start);
+    }
+    auto block_it = side_.block.find(who.node);
+    auto rt_it = retransmit_times_.find(who.node);
+    const std::vector<size_t>& calls = by_participant_[p];
+    for (size_t i = 1; i < calls.size(); ++i) {
+      const NcclCall& prev = data_.calls[calls[i - 1]];
+      const NcclCall& cur = data_.calls[calls[i]];
+      const Collective& g = data_.collectives[call_group_[calls[i]]];
+      if (!g.matched() || (only_last && g.last != p)) continue;
+      int64_t a = prev.in_flight() ? prev.ts : prev.ts + prev.dur, b = cur.ts;
+      if (b <= a) continue;
+      ++s.windows;
+      s.lateness += cur.ts - g.first_entry;
+      if (runq_it != side_.runq.end()) {
+        const std::vector<RunqWait>& waits = runq_it->second;
+        auto first = std::lower_bound(waits.begin(), waits.end(), a - longest_wait,
+                                      [](const RunqWait& w, int64_t t) { return w.start < t; });
+        for (auto w_it = first; w_it != waits.end(); ++w_it) {
+          const RunqWait& w = *w_it;
+          if (w.start >= b) break;
+          int64_t o = std::min(b, w.end) - std::max(a, w.start);
+          if (o <= 0) continue;
+          s.runq += o;
+          s.runq_by_other[{w.other_comm, w.other_pid}] += o;
+        }
+      }
+      if (block_it != side_.block.end()) s.io += CoveredNs(block_it->second, a, b);
+      if (rt_it != retransmit_times_.end()) {
+        auto it = std::lower_bound(rt_it->second.begin(), rt_it->second.end(), a);
+        if (it != rt_it->second.end() && *it < b) ++s.with_retransmits;
+      }
+    }
+    return s;
+  }
+
+ private:
+  const CollectiveData& data_;
+  const SideEvents& side_;
+  std::vector<int32_t> call_group_;
+  std::vector<std::vector<size_t>> by_participant_;
+  std::map<std::string, std::vector<int64_t>> retransmit_times_;
+};
+
+double MedianOf(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+std::vector<Cause> LatenessCauses(const CollectiveData& data, int32_t participant,
+                                  const SideEvents& side, Evidence& window_evidence) {
+  WindowMeter meter(data, side);
+  const Participant& who = data.participants[participant];
+  WindowSums mine = meter.Measure(participant, /*only_last=*/true);
+  if (mine.windows < 3) mine = meter.Measure(participant, /*only_last=*/false);
+  std::vector<double> late, runq, io, rt;
+  for (size_t q = 0; q < data.participants.size(); ++q) {
+    if (static_cast<int32_t>(q) == participant) continue;
+    WindowSums o = meter.Measure(static_cast<int32_t>(q), false);
+    if (o.windows == 0) continue;
+    late.push_back(o.Mean(o.lateness));
+    runq.push_back(o.Mean(o.runq));
+    io.push_back(o.Mean(o.io));
+    rt.push_back(o.Mean(o.with_retransmits));
+  }
+  double lost = std::max(1.0, mine.Mean(mine.lateness) - MedianOf(late));
+  double cpu_ns = std::max(0.0, mine.Mean(mine.runq) - MedianOf(runq));
+  double io_ns = std::max(0.0, mine.Mean(mine.io) - MedianOf(io));
+  double rt_share = std::max(0.0, mine.Mean(mine.with_retransmits) - MedianOf(rt));
+  window_evidence.kind = "windows";
+  window_evidence.summary = "measured " + std::to_string(mine.windows) +
+                            " windows from its previous collective's exit "
+                            "to its late entry: mean lateness " +
+                            FormatNs(static_cast<int64_t>(mine.Mean(mine.lateness))) + " (others " +
+                            FormatNs(static_cast<int64_t>(MedianOf(late))) + ")";
+  window_evidence.values = {{"windows", static_cast<double>(mine.windows)},
+                            {"excess_lateness_ns", lost}};
+
+  std::vector<Cause> causes;
+  const std::string where = who.Label();
+  {
+    Cause c;
+    c.kind = "cpu_contention";
+    c.score = std::min(1.0, cpu_ns / lost);
+    std::pair<std::string, int64_t> top{"", -1};
+    int64_t top_ns = 0;
+    for (const auto& [other, ns] : mine.runq_by_other) {
+      if (ns > top_ns) top = other, top_ns = ns;
+    }
+    std::string competitor = top_ns > 0 ? "'" + (top.first.empty() ? "?" : top.first) + "' (pid " +
+                                              std::to_string(top.second) + ")"
+                                        : "";
+    c.summary = "run-queue wait of its process: " + FormatNs(static_cast<int64_t>(cpu_ns)) +
+                " per window above the other ranks' " +
+                FormatNs(static_cast<int64_t>(MedianOf(runq)));
+    if (!competitor.empty()) {
+      c.summary += "; the CPU was mostly taken by " + competitor + " (" +
+                   FormatPercent(mine.runq ? static_cast<double>(top_ns) / mine.runq : 0) + ")";
+    }
+    c.remediation = competitor.empty()
+                        ? "find what else runs on " + who.node + "'s CPUs (top, pidstat)"
+                        : "move or renice " + competitor + " on " + who.node +
+                              ", or pin the training ranks to cores it does not use";
+    c.values = {{"runq_excess_ns_per_window", cpu_ns},
+                {"runq_ns_per_window", mine.Mean(mine.runq)},
+                {"others_runq_ns_per_window", MedianOf(runq)},
+                {"top_competitor_pid", static_cast<double>(top.second)},
+                {"top_competitor_ns", static_cast<double>(top_ns)}};
+    causes.push_back(std::move(c));
+  }
+  {
+    Cause c;
+    c.kind = "io";
+    c.score = std::min(1.0, io_ns / lost);
+    c.summary = "block I/O in flight on " + who.node + ": " +
+                FormatNs(static_cast<int64_t>(io_ns)) + " per window above the other ranks' " +
+                FormatNs(static_cast<int64_t>(MedianOf(io)));
+    c.remediation = "stage the training data on " + who.node +
+                    "'s local disk or in memory, or check that disk (iostat -x, smartctl) and "
+                    "what else writes to it";
+    c.values = {{"io_excess_ns_per_window", io_ns},
+                {"io_ns_per_window", mine.Mean(mine.io)},
+                {"others_io_ns_per_window", MedianOf(io)}};
+    causes.push_back(std::move(c));
+  }
+  {
+    Cause c;
+    c.kind = "network";
+    c.score = 0.5 * std::min(1.0, rt_share);  // a count, not time: half weight
+    c.summary = FormatPercent(mine.Mean(mine.with_retransmits)) +
+                " of its late windows had TCP retransmits touching " + who.node + " (others " +
+                FormatPercent(MedianOf(rt)) + ")";
+    c.remediation = "check the NIC, cable and switch port of " + who.node;
+    c.values = {{"windows_with_retransmits_share", mine.Mean(mine.with_retransmits)},
+                {"others_windows_with_retransmits_share", MedianOf(rt)}};
+    causes.push_back(std::move(c));
+  }
+  double explained = std::min(1.0, causes[0].score + causes[1].score);
+  bool evidence = causes[0].score >= kEvidenceShare || causes[1].score >= kEvidenceShare ||
+                  causes[2].score >= kEvidenceShare;
+  {
+    Cause c;
+    c.kind = "compute";
+    c.score = (1.0 - explained) * (evidence ? 0.5 : 1.0);
+    c.summary = "its own work before entering took " + FormatNs(static_cast<int64_t>(lost)) +
+                " longer per window than the other ranks'; " + FormatPercent(1.0 - explained) +
+                " of that is not explained by CPU contention or block I/O";
+    c.remediation = "profile " + where +
+                    " before its collectives: uneven input sizes or work split, a slower or "
+                    "throttled CPU/GPU, or extra work (logging, checkpointing) on that rank";
+    c.values = {{"unexplained_ns_per_window", (1.0 - explained) * lost}};
+    causes.push_back(std::move(c));
+  }
+  std::stable_sort(causes.begin(), causes.end(),
+                   [](const Cause& a, const Cause& b) { return a.score > b.score; });
+  // Causes without evidence are dropped; if nothing remains the cause is unknown.
+  std::vector<Cause> out;
+  for (Cause& c : causes) {
+    if (c.score >= 0.05) out.push_back(std::move(c));
+  }
+  if (out.empty()) {
+    Cause c;
+    c.kind = "unknown";
+    c.summary = "no recorded evidence explains its lateness";
+    c.remediation = "record with all sources enabled (sched, block, tcp) and longer";
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace analyzer

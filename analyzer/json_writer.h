@@ -1,0 +1,35 @@
+// A minimal streaming JSON writer (RFC 8259 output, UTF-8 passed through, control characters
+// escaped). Keys are written in call order, so the report's key order is stable.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace analyzer {
+
+class JsonWriter {
+ public:
+  JsonWriter& BeginObject();
+  JsonWriter& EndObject();
+  JsonWriter& BeginArray();
+  JsonWriter& EndArray();
+  JsonWriter& Key(std::string_view k);
+  JsonWriter& String(std::string_view s);
+  JsonWriter& Int(int64_t v);
+  JsonWriter& Double(double v);  // NaN / infinity -> null
+  JsonWriter& Bool(bool v);
+  JsonWriter& Null();
+  const std::string& str() const { return out_; }
+
+  static std::string Quote(std::string_view s);
+
+ private:
+  void Separate();
+  std::string out_;
+  std::vector<bool> first_;  // per open container: nothing written yet
+  bool after_key_ = false;
+};
+
+}  // namespace analyzer

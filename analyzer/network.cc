@@ -1,0 +1,143 @@
+#include "network.h"
+
+#include <algorithm>
+
+#include "report_format.h"
+
+namespace analyzer {
+
+NetworkCandidate AttributeRetransmits(const SideEvents& side, const CollectiveData& data) {
+  NetworkCandidate c;
+  size_t n = side.nodes.size();
+  std::vector<int64_t> touching(n, 0), as_dst(n, 0);
+  for (const Retransmit& r : side.retransmits) {
+    c.segments_total += r.segments;
+    if (r.src >= 0) touching[r.src] += r.segments;
+    if (r.dst >= 0) {
+      touching[r.dst] += r.segments;
+      as_dst[r.dst] += r.segments;
+    }
+  }
+  if (c.segments_total == 0) return c;
+  double total = static_cast<double>(c.segments_total);
+  std::vector<double> weight(n);
+  for (size_t i = 0; i < n; ++i) weight[i] = (touching[i] + as_dst[i]) / total;
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return weight[a] > weight[b]; });
+  size_t k = order[0];
+  c.node = side.nodes[k];
+  c.weight = weight[k];
+  if (n > 1) {
+    c.runner_up = side.nodes[order[1]];
+    c.runner_up_weight = weight[order[1]];
+  }
+  c.segments_touching = touching[k];
+  c.segments_as_destination = as_dst[k];
+  // Which collectives had this node's retransmits while their data moved.
+  std::vector<int64_t> times;
+  for (const Retransmit& r : side.retransmits) {
+    if (r.src == static_cast<int>(k) || r.dst == static_cast<int>(k)) times.push_back(r.ts);
+  }
+  std::vector<int64_t> affected, clean;
+  for (const Collective& g : data.collectives) {
+    if (!g.matched() || g.last_exit < 0) continue;
+    ++c.collectives;
+    auto it = std::lower_bound(times.begin(), times.end(), g.last_entry);
+    bool hit = it != times.end() && *it <= g.last_exit;
+    (hit ? affected : clean).push_back(g.last_exit - g.last_entry);
+  }
+  c.collectives_affected = static_cast<int64_t>(affected.size());
+  if (!affected.empty()) c.median_transfer_affected_ns = Quantile(affected, 0.5);
+  if (!clean.empty()) c.median_transfer_clean_ns = Quantile(clean, 0.5);
+  double affected_share =
+      c.collectives ? static_cast<double>(c.collectives_affected) / c.collectives : 0;
+  double margin = c.weight - c.runner_up_weight;
+  if (c.segments_total >= 10 && margin >= 0.3 && affected_share >= 0.2) {
+    c.confidence = "high";
+    c.score = 0.7 + 0.3 * affected_share;
+  } else if (c.segments_total >= 3 && margin >= 0.2 && (affected_share >= 0.05 || !c.collectives)) {
+    c.confidence = "medium";
+    c.score = 0.4 + 0.3 * affected_share;
+  } else {
+    c.confidence = "low";
+    c.score = 0.1 + 0.2 * affected_share;
+  }
+  return c;
+}
+
+Evidence NetworkEvidence(const NetworkCandidate& c) {
+  Evidence e;
+  e.kind = "retransmits";
+  e.summary = std::to_string(c.segments_touching) + " of " + std::to_string(c.segments_total) +
+              " retransmitted TCP segments have " + c.node + " as an endpoint (" +
+              std::to_string(c.segments_as_destination) + " sent to it by peers)";
+  if (!c.runner_up.empty()) {
+    e.summary += "; next most involved node: " + c.runner_up;
+  }
+  e.values = {{"segments_total", static_cast<double>(c.segments_total)},
+              {"segments_touching_node", static_cast<double>(c.segments_touching)},
+              {"segments_to_node", static_cast<double>(c.segments_as_destination)},
+              {"collectives", static_cast<double>(c.collectives)},
+              {"collectives_with_retransmits", static_cast<double>(c.collectives_affected)}};
+  return e;
+}
+
+Cause NetworkCause(const NetworkCandidate& c) {
+  Cause cause;
+  cause.kind = "network";
+  double share = c.collectives ? static_cast<double>(c.collectives_affected) / c.collectives : 0;
+  cause.score = std::min(1.0, 0.5 * c.weight * (c.collectives ? share : 0.5));
+  cause.summary = "TCP retransmits on " + c.node + "'s connections during " +
+                  std::to_string(c.collectives_affected) + " of " + std::to_string(c.collectives) +
+                  " collectives";
+  if (c.median_transfer_affected_ns >= 0) {
+    cause.summary += "; median time from last arrival to completion " +
+                     FormatNs(c.median_transfer_affected_ns) + " in those";
+    if (c.median_transfer_clean_ns >= 0) {
+      cause.summary += " vs " + FormatNs(c.median_transfer_clean_ns) + " without retransmits";
+    }
+  }
+  cause.remediation = "check the NIC, cable and switch port of " + c.node +
+                      " (ethtool -S, ip -s link, switch port counters); its inbound or "
+                      "outbound packets are being lost";
+  cause.values = {
+      {"segments_touching_node", static_cast<double>(c.segments_touching)},
+      {"collectives_with_retransmits", static_cast<double>(c.collectives_affected)},
+      {"median_transfer_with_retransmits_ns", static_cast<double>(c.median_transfer_affected_ns)},
+      {"median_transfer_without_retransmits_ns", static_cast<double>(c.median_transfer_clean_ns)}};
+  return cause;
+}
+
+Straggler NetworkStraggler(const NetworkCandidate& c) {
+  Straggler s;
+  s.node = c.node;
+  s.confidence = c.confidence;
+  s.confidence_score = c.score;
+  s.basis =
+      "TCP retransmit tracepoint (per segment, both endpoints mapped to nodes through "
+      "their recorded interface addresses); collective windows from NCCL call times";
+  Cause cause = NetworkCause(c);
+  cause.score = std::max(cause.score, 0.5);  // nothing else is claimed for a network straggler
+  s.cause = cause.kind;
+  s.summary = c.node + ": collectives slowed by packet loss on its connections";
+  s.causes.push_back(std::move(cause));
+  s.evidence.push_back(NetworkEvidence(c));
+  if (c.median_transfer_affected_ns >= 0) {
+    Evidence d;
+    d.kind = "duration";
+    d.summary =
+        "median time from the last rank's arrival to completion: " +
+        FormatNs(c.median_transfer_affected_ns) + " with retransmits" +
+        (c.median_transfer_clean_ns >= 0 ? ", " + FormatNs(c.median_transfer_clean_ns) + " without"
+                                         : std::string(" (every collective had some)"));
+    d.values = {
+        {"median_transfer_with_retransmits_ns", static_cast<double>(c.median_transfer_affected_ns)},
+        {"median_transfer_without_retransmits_ns",
+         static_cast<double>(c.median_transfer_clean_ns)}};
+    s.evidence.push_back(std::move(d));
+  }
+  return s;
+}
+
+}  // namespace analyzer

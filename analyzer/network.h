@@ -1,0 +1,40 @@
+// Network-caused slowness: TCP retransmits concentrated on one node's connections (as sender or
+// as destination — a node whose inbound packets are dropped is the destination of its peers'
+// retransmits), tied to the collectives they slowed down.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collectives.h"
+#include "report_model.h"
+#include "side_events.h"
+
+namespace analyzer {
+
+struct NetworkCandidate {
+  std::string node;               // empty: no retransmits, or none stands out
+  int64_t segments_total = 0;     // retransmitted segments in the recording
+  int64_t segments_touching = 0;  // ... with this node as one endpoint
+  int64_t segments_as_destination = 0;
+  double weight = 0, runner_up_weight = 0;  // endpoint share + destination share (0..2)
+  std::string runner_up;
+  int64_t collectives = 0;                   // matched, completed collectives
+  int64_t collectives_affected = 0;          // ... with its retransmits while the data moved
+  int64_t median_transfer_affected_ns = -1;  // last entry -> last exit
+  int64_t median_transfer_clean_ns = -1;
+  std::string confidence;
+  double score = 0;
+};
+
+NetworkCandidate AttributeRetransmits(const SideEvents& side, const CollectiveData& data);
+
+// The straggler entry (node-level) for a candidate, with its network cause and evidence.
+Straggler NetworkStraggler(const NetworkCandidate& c);
+
+// The network cause of a candidate (also merged into a lateness straggler on the same node).
+Cause NetworkCause(const NetworkCandidate& c);
+Evidence NetworkEvidence(const NetworkCandidate& c);
+
+}  // namespace analyzer

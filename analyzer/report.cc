@@ -1,0 +1,258 @@
+#include "report.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
+#include "causes.h"
+#include "clock_bounds.h"
+#include "collectives.h"
+#include "hang.h"
+#include "network.h"
+#include "plots.h"
+#include "report_format.h"
+#include "side_events.h"
+#include "straggler.h"
+
+namespace analyzer {
+namespace {
+
+constexpr const char* kLatenessBasis =
+    "host-side NCCL call entry times matched by (comm_id_hash, seq); on a GPU these calls "
+    "return at enqueue, so lateness is the host arriving late to issue the collective";
+
+Straggler LatenessStraggler(const CollectiveData& data, const std::vector<ArrivalStats>& stats,
+                            const LatenessCandidate& c, const SideEvents& side) {
+  const Participant& who = data.participants[c.participant];
+  const ArrivalStats& me = stats[c.participant];
+  Straggler s;
+  s.node = who.node;
+  s.rank = who.rank;
+  s.pid = who.pid;
+  s.confidence = c.confidence;
+  s.confidence_score = c.score;
+  s.ordering_determined = c.determined;
+  s.clock_bound_ns = c.bound_ns;
+  s.basis = kLatenessBasis;
+  std::vector<int64_t> others_late, others_dur;
+  for (size_t p = 0; p < stats.size(); ++p) {
+    if (static_cast<int32_t>(p) == c.participant || stats[p].collectives == 0) continue;
+    others_late.push_back(stats[p].median_lateness_ns);
+    if (stats[p].median_duration_ns >= 0) others_dur.push_back(stats[p].median_duration_ns);
+  }
+  Evidence late;
+  late.kind = "lateness";
+  late.summary = who.Label() + " entered last in " + std::to_string(me.last_count) + " of " +
+                 std::to_string(me.collectives) + " collectives; median lateness " +
+                 FormatNs(me.median_lateness_ns) + " (p90 " + FormatNs(me.p90_lateness_ns) +
+                 ") vs " + FormatNs(Quantile(others_late, 0.5)) + " for the other ranks";
+  late.values = {{"collectives", static_cast<double>(me.collectives)},
+                 {"last_count", static_cast<double>(me.last_count)},
+                 {"median_lateness_ns", static_cast<double>(me.median_lateness_ns)},
+                 {"p90_lateness_ns", static_cast<double>(me.p90_lateness_ns)},
+                 {"others_median_lateness_ns", static_cast<double>(Quantile(others_late, 0.5))},
+                 {"margin_ns", static_cast<double>(c.margin_ns)},
+                 {"same_node_margin_ns", static_cast<double>(c.same_node_margin_ns)},
+                 {"noise_ns", static_cast<double>(c.noise_ns)}};
+  s.evidence.push_back(std::move(late));
+  if (me.median_duration_ns >= 0 && !others_dur.empty()) {
+    int64_t od = Quantile(others_dur, 0.5);
+    Evidence d;
+    d.kind = "duration";
+    d.summary = "its median collective duration is " + FormatNs(me.median_duration_ns) + " vs " +
+                FormatNs(od) + " for the others" +
+                (me.median_duration_ns < od ? " (shortest: the others wait for it)" : "");
+    d.values = {{"median_duration_ns", static_cast<double>(me.median_duration_ns)},
+                {"others_median_duration_ns", static_cast<double>(od)}};
+    s.evidence.push_back(std::move(d));
+  }
+  Evidence clock;
+  clock.kind = "clock";
+  if (c.same_node_margin_ns > 3 * c.noise_ns) {
+    clock.summary = "it is also later than the other ranks on " + who.node + " by " +
+                    FormatNs(c.same_node_margin_ns) + " (same clock: no alignment needed)";
+  } else if (c.determined) {
+    clock.summary = "lateness margin " + FormatNs(c.margin_ns) +
+                    " exceeds the cross-node clock error bound of " + FormatNs(c.bound_ns);
+  } else {
+    clock.summary = "lateness margin " + FormatNs(c.margin_ns) +
+                    " is inside the cross-node clock error bound of " + FormatNs(c.bound_ns) +
+                    ": the arrival order across nodes is undetermined";
+  }
+  clock.values = {{"clock_bound_ns", static_cast<double>(c.bound_ns)},
+                  {"margin_ns", static_cast<double>(c.margin_ns)}};
+  s.evidence.push_back(std::move(clock));
+  if (!c.determined) {
+    Cause u;
+    u.kind = "unknown";
+    u.summary = "ordering undetermined: the lateness difference is inside the clock error bound";
+    u.remediation =
+        "improve clock sync on the nodes (chrony/PTP) or record longer so "
+        "rankscope-merge can align clocks on more rendezvous points";
+    s.causes.push_back(std::move(u));
+    s.cause = "unknown";
+    s.summary = who.Label() + " appears " + FormatNs(c.margin_ns) +
+                " late, but that is inside the clock error bound of " + FormatNs(c.bound_ns) +
+                ": the ordering is undetermined";
+    return s;
+  }
+  Evidence windows;
+  s.causes = LatenessCauses(data, c.participant, side, windows);
+  s.evidence.push_back(std::move(windows));
+  s.cause = s.causes.front().kind;
+  s.summary = who.Label() + " arrives last (median " + FormatNs(me.median_lateness_ns) +
+              " late); top cause: " + s.cause;
+  return s;
+}
+
+rs::Result<void> AddSourceNotes(rs::Db& db, std::vector<std::string>& notes) {
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT node, source, COALESCE(method, ''), drops FROM sources"
+                              " WHERE drops > 0 OR method = 'off' ORDER BY node, source"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    if (st.Text(2) == "off") {
+      notes.push_back("node " + st.Text(0) + ": source '" + st.Text(1) +
+                      "' was off; causes it would show cannot be seen there");
+    } else {
+      notes.push_back("node " + st.Text(0) + ": source '" + st.Text(1) + "' dropped " +
+                      std::to_string(st.Int(3)) + " events; counts from it are lower bounds");
+    }
+  }
+  return rs::Ok();
+}
+
+std::string Verdict(const Report& r, const std::vector<ArrivalStats>& stats) {
+  if (r.hang.detected) return "HANG: " + r.hang.summary;
+  if (r.nccl_calls == 0) {
+    return "NO COLLECTIVES: the recording has no NCCL collectives; straggler and hang analysis "
+           "need them";
+  }
+  for (const Straggler& s : r.stragglers) {
+    if (s.confidence == "high" || s.confidence == "medium") {
+      return "STRAGGLER: " + s.node + (s.rank ? " rank " + std::to_string(*s.rank) : "") +
+             " — cause " + s.cause + " (confidence " + s.confidence + "): " + s.summary;
+    }
+  }
+  for (const Straggler& s : r.stragglers) {
+    if (s.confidence == "undetermined") return "UNDETERMINED: " + s.summary;
+  }
+  if (r.collectives == 0) {
+    return "NO MATCHED COLLECTIVES: no collective was seen by two or more ranks";
+  }
+  std::vector<int64_t> p90;
+  for (const ArrivalStats& s : stats) p90.push_back(s.p90_lateness_ns);
+  std::string v = "NO STRAGGLER: " + std::to_string(stats.size()) + " ranks arrive within " +
+                  FormatNs(p90.empty() ? 0 : *std::max_element(p90.begin(), p90.end())) +
+                  " of each other (worst p90) over " + std::to_string(r.collectives) +
+                  " collectives";
+  if (!r.stragglers.empty()) v += "; weak hint only: " + r.stragglers.front().summary;
+  return v;
+}
+
+}  // namespace
+
+rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
+  rs::Db& db = opened.db();
+  Report r;
+  r.input = opened.source_path();
+  r.db_kind = opened.info().db_kind;
+  r.start_ns = opened.info().start_ns;
+  r.end_ns = opened.info().end_ns;
+  bool merged = r.db_kind == "merged";
+  // A merged db keeps its span in metadata (not required, so not in BundleInfo).
+  for (const char* key : {"start_ns", "end_ns"}) {
+    auto it = opened.info().metadata.find(key);
+    if (it == opened.info().metadata.end()) continue;
+    int64_t v = std::strtoll(it->second.c_str(), nullptr, 10);
+    if (std::string(key) == "start_ns" && r.start_ns == 0) r.start_ns = v;
+    if (std::string(key) == "end_ns" && r.end_ns == 0) r.end_ns = v;
+  }
+  ASSIGN_OR_RETURN(r.clock, LoadClocks(db, merged, r.notes));
+  ASSIGN_OR_RETURN(CollectiveData data, LoadCollectives(db));
+  r.nccl_calls = static_cast<int64_t>(data.calls.size());
+  r.collectives = data.matched;
+  for (const NcclCall& c : data.calls) {
+    r.end_ns = std::max(r.end_ns, c.in_flight() ? c.ts : c.ts + c.dur);
+    if (r.start_ns == 0 || c.ts < r.start_ns) r.start_ns = c.ts;
+  }
+  std::set<std::string> nodes;
+  for (const NodeClock& c : r.clock) nodes.insert(c.node);
+  for (const Participant& p : data.participants) nodes.insert(p.node);
+  r.nodes.assign(nodes.begin(), nodes.end());
+  std::set<int64_t> ranks;
+  int64_t unranked = 0;
+  for (const Participant& p : data.participants) {
+    if (p.rank)
+      ranks.insert(*p.rank);
+    else
+      ++unranked;
+  }
+  r.ranks = static_cast<int64_t>(ranks.size()) + unranked;
+  if (unranked > 0) {
+    r.notes.push_back(std::to_string(unranked) +
+                      " process(es) calling collectives have no known rank; they are named by "
+                      "pid");
+  }
+  if (data.calls.empty()) {
+    r.notes.push_back(
+        "no NCCL collectives (with communicator and sequence number) were "
+        "recorded: check that the NCCL probe attached (query the attachments "
+        "table) and that the job ran while recording");
+  } else if (data.matched == 0) {
+    r.notes.push_back(
+        "collectives were recorded but none was seen by two or more ranks: "
+        "lateness needs every rank's bundle (merge all nodes' bundles)");
+  }
+  if (r.nodes.size() == 1 && !data.participants.empty()) {
+    r.notes.push_back("one node only (" + r.nodes.front() +
+                      "): lateness compares its ranks with each other; merge all nodes' "
+                      "bundles to compare nodes");
+  }
+  RETURN_IF_ERROR(AddSourceNotes(db, r.notes));
+  ASSIGN_OR_RETURN(SideEvents side, LoadSideEvents(db, data.participants));
+  if (side.retransmits_without_peer > 0 && !side.retransmits.empty()) {
+    r.notes.push_back(std::to_string(side.retransmits_without_peer) + " of " +
+                      std::to_string(side.retransmits.size()) +
+                      " retransmits go to addresses of no recorded node (attributed to the "
+                      "sender only)");
+  }
+
+  std::vector<ArrivalStats> stats = ParticipantStats(data);
+  r.per_rank = stats;
+  r.per_node = NodeStats(data);
+  r.hang = AnalyzeHang(data, r.end_ns);
+  if (r.hang.detected) {
+    for (size_t i = 0; i < r.hang.culprit_labels.size(); ++i) {
+      r.stragglers.push_back(HangStraggler(r.hang, data, i));
+    }
+  }
+  std::vector<Straggler> ranked;
+  LatenessCandidate lc = FindLatenessStraggler(data, stats, r.clock);
+  if (lc.participant >= 0) ranked.push_back(LatenessStraggler(data, stats, lc, side));
+  NetworkCandidate nc = AttributeRetransmits(side, data);
+  if (!nc.node.empty()) {
+    auto same = std::find_if(ranked.begin(), ranked.end(), [&](const Straggler& s) {
+      return s.node == nc.node && s.ordering_determined;
+    });
+    if (same != ranked.end()) {
+      same->causes.push_back(NetworkCause(nc));
+      same->evidence.push_back(NetworkEvidence(nc));
+      std::stable_sort(same->causes.begin(), same->causes.end(),
+                       [](const Cause& a, const Cause& b) { return a.score > b.score; });
+      same->cause = same->causes.front().kind;
+    } else {
+      ranked.push_back(NetworkStraggler(nc));
+    }
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const Straggler& a, const Straggler& b) {
+    return a.confidence_score > b.confidence_score;
+  });
+  for (Straggler& s : ranked) r.stragglers.push_back(std::move(s));
+  r.plots = BuildPlots(data, side, r.start_ns, std::max(r.end_ns, r.start_ns + 1));
+  r.verdict = Verdict(r, stats);
+  return r;
+}
+
+}  // namespace analyzer

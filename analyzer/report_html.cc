@@ -1,0 +1,119 @@
+#include <sstream>
+
+#include "plots.h"
+#include "report_format.h"
+#include "report_render.h"
+#include "svg_charts.h"
+
+namespace analyzer {
+namespace {
+
+constexpr const char* kStyle = R"css(
+body { font-family: sans-serif; margin: 24px; color: #222; max-width: 1100px; }
+.verdict { font-size: 1.3em; font-weight: bold; padding: 12px; border-radius: 6px;
+           background: #fff3cd; border: 1px solid #e0c060; }
+.verdict.ok { background: #e6f4ea; border-color: #8c8; }
+table { border-collapse: collapse; margin: 8px 0 16px; }
+td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: left; font-size: 0.9em; }
+th { background: #f3f3f3; }
+.plot { border: 1px solid #ddd; margin: 6px 0 18px; background: #fff; }
+.note { color: #555; }
+)css";
+
+void Table(std::ostringstream& o, const std::vector<std::string>& head,
+           const std::vector<std::vector<std::string>>& rows) {
+  o << "<table><tr>";
+  for (const auto& h : head) o << "<th>" << HtmlEscape(h) << "</th>";
+  o << "</tr>";
+  for (const auto& row : rows) {
+    o << "<tr>";
+    for (const auto& c : row) o << "<td>" << HtmlEscape(c) << "</td>";
+    o << "</tr>";
+  }
+  o << "</table>";
+}
+
+}  // namespace
+
+std::string RenderHtml(const Report& r) {
+  std::ostringstream o;
+  bool ok = r.stragglers.empty() && !r.hang.detected;
+  o << "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+    << "<title>rankscope report: " << HtmlEscape(r.input) << "</title><style>" << kStyle
+    << "</style></head><body>";
+  o << "<h1>rankscope report</h1>";
+  o << "<p id='verdict' class='verdict" << (ok ? " ok" : "") << "'>" << HtmlEscape(r.verdict)
+    << "</p>";
+  o << "<p>Input <code>" << HtmlEscape(r.input) << "</code> (" << HtmlEscape(r.db_kind)
+    << "): " << r.nodes.size() << " node(s), " << r.ranks << " rank(s), " << r.collectives
+    << " matched collectives.</p>";
+  o << "<h2>Stragglers</h2>";
+  if (r.stragglers.empty()) o << "<p>None claimed.</p>";
+  for (const Straggler& s : r.stragglers) {
+    o << "<div class='straggler'><h3>" << HtmlEscape(StragglerLabel(s)) << " — "
+      << HtmlEscape(s.cause) << " (confidence " << HtmlEscape(s.confidence) << ")</h3><p>"
+      << HtmlEscape(s.summary) << "</p>";
+    std::vector<std::vector<std::string>> rows;
+    for (const Cause& c : s.causes) {
+      rows.push_back({c.kind, FormatPercent(c.score), c.summary, c.remediation});
+    }
+    Table(o, {"cause", "score", "numbers", "remediation"}, rows);
+    o << "<ul>";
+    for (const Evidence& e : s.evidence) {
+      o << "<li><b>" << HtmlEscape(e.kind) << "</b>: " << HtmlEscape(e.summary) << "</li>";
+    }
+    o << "</ul><p class='note'>Basis: " << HtmlEscape(s.basis) << "</p></div>";
+  }
+  o << "<h2>Plots</h2>";
+  o << "<h3>Arrival lateness per rank</h3>"
+    << LatenessHeatmapSvg(r.plots.lateness, r.plots.bin_ns, "plot-lateness");
+  o << "<h3>Collective duration per node</h3>"
+    << NodeLinesSvg(r.plots.durations, r.plots.bin_ns, kPlotBins, "plot-durations",
+                    "mean collective duration", true);
+  o << "<h3>TCP retransmits touching each node</h3>"
+    << NodeLinesSvg(r.plots.retransmits, r.plots.bin_ns, kPlotBins, "plot-retransmits",
+                    "retransmitted segments per bin", false);
+  o << "<h3>Run-queue latency of the ranks' processes per node</h3>"
+    << NodeLinesSvg(r.plots.runq, r.plots.bin_ns, kPlotBins, "plot-runq", "run-queue wait per bin",
+                    true);
+  o << "<h2>Hang</h2><p id='hang'>" << (r.hang.detected ? "<b>Detected.</b> " : "")
+    << HtmlEscape(r.hang.summary) << "</p>";
+  if (!r.hang.progress.empty()) {
+    std::vector<std::vector<std::string>> rows;
+    for (const RankProgress& p : r.hang.progress) {
+      rows.push_back(
+          {p.node, p.rank ? std::to_string(*p.rank) : "?",
+           p.last_entered_seq ? std::to_string(*p.last_entered_seq) : "-",
+           p.last_completed_seq ? std::to_string(*p.last_completed_seq) : "-",
+           p.in_flight_seq ? p.in_flight_op + " " + std::to_string(*p.in_flight_seq) : "-"});
+    }
+    Table(o, {"node", "rank", "last entered", "last completed", "in flight"}, rows);
+  }
+  o << "<h2>Per rank</h2>";
+  std::vector<std::vector<std::string>> rows;
+  for (const ArrivalStats& s : r.per_rank) {
+    rows.push_back({s.node, s.rank ? std::to_string(*s.rank) : "?", std::to_string(s.collectives),
+                    std::to_string(s.last_count), FormatNs(s.median_lateness_ns),
+                    FormatNs(s.p90_lateness_ns),
+                    s.median_duration_ns >= 0 ? FormatNs(s.median_duration_ns) : "-"});
+  }
+  Table(
+      o,
+      {"node", "rank", "collectives", "last", "median lateness", "p90 lateness", "median duration"},
+      rows);
+  o << "<h2>Clock</h2>";
+  rows.clear();
+  for (const NodeClock& c : r.clock) {
+    rows.push_back({c.node, FormatNs(c.offset_ns), FormatNs(c.error_bound_ns), c.method});
+  }
+  Table(o, {"node", "offset applied", "error bound", "method"}, rows);
+  if (!r.notes.empty()) {
+    o << "<h2>Notes</h2><ul>";
+    for (const std::string& n : r.notes) o << "<li>" << HtmlEscape(n) << "</li>";
+    o << "</ul>";
+  }
+  o << "</body></html>\n";
+  return o.str();
+}
+
+}  // namespace analyzer

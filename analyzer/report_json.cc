@@ -1,0 +1,161 @@
+#include "json_writer.h"
+#include "report_format.h"
+#include "report_render.h"
+
+namespace analyzer {
+namespace {
+
+void Values(JsonWriter& w, const std::vector<Value>& values) {
+  w.Key("values").BeginObject();
+  for (const auto& [k, v] : values) w.Key(k).Double(v);
+  w.EndObject();
+}
+
+void OptInt(JsonWriter& w, const std::optional<int64_t>& v) {
+  if (v) {
+    w.Int(*v);
+  } else {
+    w.Null();
+  }
+}
+
+void Stats(JsonWriter& w, const std::vector<ArrivalStats>& stats, bool with_rank) {
+  w.BeginArray();
+  for (const ArrivalStats& s : stats) {
+    w.BeginObject().Key("node").String(s.node);
+    if (with_rank) {
+      w.Key("rank");
+      OptInt(w, s.rank);
+      w.Key("pid");
+      OptInt(w, s.pid);
+    }
+    w.Key("collectives").Int(s.collectives).Key("last_count").Int(s.last_count);
+    w.Key("median_lateness_ns").Int(s.median_lateness_ns);
+    w.Key("p90_lateness_ns").Int(s.p90_lateness_ns);
+    w.Key("median_duration_ns");
+    if (s.median_duration_ns >= 0) {
+      w.Int(s.median_duration_ns);
+    } else {
+      w.Null();
+    }
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+void Hang(JsonWriter& w, const HangReport& h) {
+  w.BeginObject().Key("detected").Bool(h.detected);
+  w.Key("comm_id_hash");
+  // As stored in the database (signed 64-bit), so `WHERE comm_id_hash = ...` matches.
+  if (h.detected) {
+    w.Int(static_cast<int64_t>(h.comm_id_hash));
+  } else {
+    w.Null();
+  }
+  w.Key("comm_id_hex").String(h.detected ? FormatHash(h.comm_id_hash) : "");
+  w.Key("seq");
+  if (h.detected) {
+    w.Int(h.seq);
+  } else {
+    w.Null();
+  }
+  w.Key("op").String(h.op);
+  w.Key("culprit_nodes").BeginArray();
+  for (const auto& n : h.culprit_nodes) w.String(n);
+  w.EndArray().Key("culprit_ranks").BeginArray();
+  for (int64_t r : h.culprit_ranks) w.Int(r);
+  w.EndArray().Key("culprit_labels").BeginArray();
+  for (const auto& l : h.culprit_labels) w.String(l);
+  w.EndArray().Key("waiting_ranks").BeginArray();
+  for (int64_t r : h.waiting_ranks) w.Int(r);
+  w.EndArray();
+  w.Key("stuck_for_ns").Int(h.stuck_for_ns).Key("summary").String(h.summary);
+  w.Key("progress").BeginArray();
+  for (const RankProgress& p : h.progress) {
+    w.BeginObject().Key("node").String(p.node).Key("rank");
+    OptInt(w, p.rank);
+    w.Key("pid").Int(p.pid).Key("last_entered_seq");
+    OptInt(w, p.last_entered_seq);
+    w.Key("last_completed_seq");
+    OptInt(w, p.last_completed_seq);
+    w.Key("in_flight_seq");
+    OptInt(w, p.in_flight_seq);
+    w.Key("in_flight_op").String(p.in_flight_op);
+    w.EndObject();
+  }
+  w.EndArray().Key("mismatches").BeginArray();
+  for (const Mismatch& m : h.mismatches) {
+    w.BeginObject().Key("comm_id_hash").Int(static_cast<int64_t>(m.comm_id_hash));
+    w.Key("seq").Int(m.seq).Key("field").String(m.field).Key("variants").BeginArray();
+    for (const auto& [value, who] : m.variants) {
+      w.BeginObject().Key("value").String(value).Key("ranks").BeginArray();
+      for (const auto& l : who) w.String(l);
+      w.EndArray().EndObject();
+    }
+    w.EndArray().EndObject();
+  }
+  w.EndArray().EndObject();
+}
+
+}  // namespace
+
+std::string RenderJson(const Report& r) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("report_version").Int(1);
+  w.Key("input").String(r.input).Key("db_kind").String(r.db_kind);
+  w.Key("start_ns").Int(r.start_ns).Key("end_ns").Int(r.end_ns);
+  w.Key("verdict").String(r.verdict);
+  w.Key("nodes").BeginArray();
+  for (const auto& n : r.nodes) w.String(n);
+  w.EndArray();
+  w.Key("ranks").Int(r.ranks).Key("collectives").Int(r.collectives);
+  w.Key("nccl_calls").Int(r.nccl_calls);
+  w.Key("stragglers").BeginArray();
+  for (const Straggler& s : r.stragglers) {
+    w.BeginObject().Key("node").String(s.node).Key("rank");
+    OptInt(w, s.rank);
+    w.Key("pid");
+    OptInt(w, s.pid);
+    w.Key("cause").String(s.cause).Key("confidence").String(s.confidence);
+    w.Key("confidence_score").Double(s.confidence_score);
+    w.Key("ordering_determined").Bool(s.ordering_determined);
+    w.Key("clock_bound_ns").Int(s.clock_bound_ns);
+    w.Key("basis").String(s.basis).Key("summary").String(s.summary);
+    w.Key("causes").BeginArray();
+    for (const Cause& c : s.causes) {
+      w.BeginObject().Key("kind").String(c.kind).Key("score").Double(c.score);
+      w.Key("summary").String(c.summary).Key("remediation").String(c.remediation);
+      Values(w, c.values);
+      w.EndObject();
+    }
+    w.EndArray().Key("evidence").BeginArray();
+    for (const Evidence& e : s.evidence) {
+      w.BeginObject().Key("kind").String(e.kind).Key("summary").String(e.summary);
+      Values(w, e.values);
+      w.EndObject();
+    }
+    w.EndArray().EndObject();
+  }
+  w.EndArray();
+  w.Key("hang");
+  Hang(w, r.hang);
+  w.Key("clock").BeginObject();
+  for (const NodeClock& c : r.clock) {
+    w.Key(c.node).BeginObject().Key("offset_ns").Int(c.offset_ns);
+    w.Key("error_bound_ns").Int(c.error_bound_ns).Key("method").String(c.method);
+    w.Key("rendezvous_count").Int(c.rendezvous_count).EndObject();
+  }
+  w.EndObject();
+  w.Key("per_rank");
+  Stats(w, r.per_rank, true);
+  w.Key("per_node");
+  Stats(w, r.per_node, false);
+  w.Key("notes").BeginArray();
+  for (const auto& n : r.notes) w.String(n);
+  w.EndArray();
+  w.EndObject();
+  return w.str() + "\n";
+}
+
+}  // namespace analyzer

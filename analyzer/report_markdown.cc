@@ -1,0 +1,84 @@
+#include <sstream>
+
+#include "report_format.h"
+#include "report_render.h"
+
+namespace analyzer {
+namespace {
+
+// Table cells must not break the row.
+std::string Cell(std::string s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '|') {
+      o += "\\|";
+    } else if (c == '\n') {
+      o += ' ';
+    } else {
+      o += c;
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string RenderMarkdown(const Report& r) {
+  std::ostringstream o;
+  o << "# rankscope report\n\n**" << Cell(r.verdict) << "**\n\n";
+  o << "Input `" << r.input << "` (" << r.db_kind << "): " << r.nodes.size() << " node(s), "
+    << r.ranks << " rank(s), " << r.collectives << " matched collectives.\n\n";
+  o << "## Stragglers\n\n";
+  if (r.stragglers.empty()) o << "None claimed.\n\n";
+  for (const Straggler& s : r.stragglers) {
+    o << "### " << StragglerLabel(s) << " — " << s.cause << " (confidence " << s.confidence
+      << ")\n\n"
+      << s.summary << "\n\n";
+    o << "| # | cause | score | numbers | remediation |\n|---|---|---|---|---|\n";
+    size_t i = 0;
+    for (const Cause& c : s.causes) {
+      o << "| " << ++i << " | " << c.kind << " | " << FormatPercent(c.score) << " | "
+        << Cell(c.summary) << " | " << Cell(c.remediation) << " |\n";
+    }
+    o << "\nEvidence:\n\n";
+    for (const Evidence& e : s.evidence) o << "- *" << e.kind << "*: " << e.summary << "\n";
+    o << "\nBasis: " << s.basis << "\n\n";
+  }
+  o << "## Hang\n\n" << (r.hang.detected ? "**Detected.** " : "") << r.hang.summary << "\n\n";
+  if (!r.hang.progress.empty()) {
+    o << "| node | rank | last entered | last completed | in flight |\n|---|---|---|---|---|\n";
+    for (const RankProgress& p : r.hang.progress) {
+      o << "| " << p.node << " | " << (p.rank ? std::to_string(*p.rank) : "?") << " | "
+        << (p.last_entered_seq ? std::to_string(*p.last_entered_seq) : "-") << " | "
+        << (p.last_completed_seq ? std::to_string(*p.last_completed_seq) : "-") << " | "
+        << (p.in_flight_seq ? p.in_flight_op + " " + std::to_string(*p.in_flight_seq) : "-")
+        << " |\n";
+    }
+    o << "\n";
+  }
+  for (const Mismatch& m : r.hang.mismatches) {
+    o << "- mismatch at seq " << m.seq << ", " << m.field << ":";
+    for (const auto& [value, who] : m.variants) o << " `" << value << "` x" << who.size();
+    o << "\n";
+  }
+  o << "## Per rank\n\n| node | rank | collectives | last | median lateness | p90 lateness |"
+       " median duration |\n|---|---|---|---|---|---|---|\n";
+  for (const ArrivalStats& s : r.per_rank) {
+    o << "| " << s.node << " | " << (s.rank ? std::to_string(*s.rank) : "?") << " | "
+      << s.collectives << " | " << s.last_count << " | " << FormatNs(s.median_lateness_ns) << " | "
+      << FormatNs(s.p90_lateness_ns) << " | "
+      << (s.median_duration_ns >= 0 ? FormatNs(s.median_duration_ns) : "-") << " |\n";
+  }
+  o << "\n## Clock\n\n| node | offset | error bound | method |\n|---|---|---|---|\n";
+  for (const NodeClock& c : r.clock) {
+    o << "| " << c.node << " | " << FormatNs(c.offset_ns) << " | " << FormatNs(c.error_bound_ns)
+      << " | " << c.method << " |\n";
+  }
+  if (!r.notes.empty()) {
+    o << "\n## Notes\n\n";
+    for (const std::string& n : r.notes) o << "- " << n << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace analyzer

@@ -1,0 +1,138 @@
+// The report of `rankscope-analyze report`: what the analyses conclude and the numbers they
+// rest on. Built by BuildReport (report.h), printed by the renderers (report_render.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace analyzer {
+
+// How one node's timestamps relate to the reference clock, and how far they can be off.
+struct NodeClock {
+  std::string node;
+  int64_t offset_ns = 0;       // node's lead over the reference (already applied in a merged db)
+  int64_t error_bound_ns = 0;  // |aligned - true| <= error_bound_ns
+  std::string method;          // 'reference' | 'rendezvous' | 'wall_clock' | 'as_recorded'
+  int64_t rendezvous_count = 0;
+};
+
+// A number behind a conclusion, e.g. {"median_lateness_ns", 8.1e6}.
+using Value = std::pair<std::string, double>;
+
+struct Evidence {
+  std::string kind;     // 'lateness', 'duration', 'retransmits', 'clock', ...
+  std::string summary;  // one sentence for people
+  std::vector<Value> values;
+};
+
+// Cause vocabulary (fixed): network, cpu_contention, io, compute, hang, unknown.
+struct Cause {
+  std::string kind;
+  double score = 0;  // 0..1: share of the lost time this cause explains (ranking key)
+  std::string summary;
+  std::string remediation;
+  std::vector<Value> values;
+};
+
+struct Straggler {
+  std::string node;
+  std::optional<int64_t> rank;  // empty: the whole node (network) or rank unknown
+  std::optional<int64_t> pid;
+  std::string cause;       // kind of causes[0]
+  std::string confidence;  // 'high' | 'medium' | 'low' | 'undetermined'
+  double confidence_score = 0;
+  bool ordering_determined = true;  // false: lateness difference inside the clock error bound
+  int64_t clock_bound_ns = 0;       // error bound the ordering conclusion rests on
+  std::string basis;                // what kind of timestamps the conclusion used
+  std::string summary;
+  std::vector<Cause> causes;  // ranked, best first
+  std::vector<Evidence> evidence;
+};
+
+// Per rank (or per node) arrival statistics over matched collectives.
+struct ArrivalStats {
+  std::string node;
+  std::optional<int64_t> rank;
+  std::optional<int64_t> pid;
+  int64_t collectives = 0;
+  int64_t last_count = 0;
+  int64_t median_lateness_ns = 0;
+  int64_t p90_lateness_ns = 0;
+  int64_t median_duration_ns = -1;  // -1: no completed calls
+};
+
+struct RankProgress {
+  std::string node;
+  std::optional<int64_t> rank;
+  int64_t pid = 0;
+  std::optional<int64_t> last_entered_seq;
+  std::optional<int64_t> last_completed_seq;
+  std::optional<int64_t> in_flight_seq;
+  std::string in_flight_op;
+  int64_t in_flight_since_ns = 0;
+};
+
+struct Mismatch {
+  uint64_t comm_id_hash = 0;
+  int64_t seq = 0;
+  std::string field;  // 'op' | 'count' | 'datatype' | 'root'
+  // value -> the ranks (labels) that used it
+  std::vector<std::pair<std::string, std::vector<std::string>>> variants;
+};
+
+struct HangReport {
+  bool detected = false;
+  uint64_t comm_id_hash = 0;
+  int64_t seq = -1;
+  std::string op;
+  std::vector<std::string> culprit_nodes;
+  std::vector<int64_t> culprit_ranks;
+  std::vector<std::string> culprit_labels;  // "node1 rank 2" (also for ranks without a number)
+  std::vector<int64_t> waiting_ranks;
+  int64_t stuck_for_ns = 0;  // from the first in-flight entry to the end of the recording
+  std::string summary;
+  std::vector<RankProgress> progress;  // of the stuck communicator (or every one if no hang)
+  std::vector<Mismatch> mismatches;
+};
+
+// Time series for the plots (time in ns since the report's time zero).
+struct Heatmap {
+  std::vector<std::string> rows;            // participant labels
+  std::vector<int64_t> column_start_ns;     // start of each column (collective bins)
+  std::vector<std::vector<int64_t>> cells;  // [row][col]: max lateness in bin, -1 = none
+};
+struct NodeSeries {
+  std::string node;
+  std::vector<std::pair<int64_t, double>> points;  // (bin start ns, value)
+};
+struct Plots {
+  int64_t time_zero_ns = 0;
+  int64_t bin_ns = 0;
+  Heatmap lateness;
+  std::vector<NodeSeries> durations;    // mean collective duration (ns) per bin
+  std::vector<NodeSeries> retransmits;  // retransmitted segments per bin
+  std::vector<NodeSeries> runq;         // run-queue latency (ns) per bin
+};
+
+struct Report {
+  std::string input;
+  std::string db_kind;
+  int64_t start_ns = 0, end_ns = 0;
+  std::vector<std::string> nodes;
+  int64_t ranks = 0;
+  int64_t collectives = 0;  // matched across >= 2 ranks
+  int64_t nccl_calls = 0;   // rows considered
+  std::string verdict;      // first line of every format
+  std::vector<Straggler> stragglers;
+  HangReport hang;
+  std::vector<NodeClock> clock;
+  std::vector<ArrivalStats> per_rank;
+  std::vector<ArrivalStats> per_node;
+  std::vector<std::string> notes;  // data gaps the reader should know about
+  Plots plots;
+};
+
+}  // namespace analyzer

@@ -1,0 +1,25 @@
+// Renderers of a Report: text for the terminal (verdict first, evidence after), JSON with
+// stable keys for scripts, Markdown, and one self-contained HTML file with inline SVG plots.
+#pragma once
+
+#include <string>
+
+#include "report_model.h"
+#include "rscore/result.h"
+
+namespace analyzer {
+
+enum class ReportFormat { kText, kJson, kMarkdown, kHtml };
+
+rs::Result<ReportFormat> ParseReportFormat(const std::string& name);
+
+std::string RenderText(const Report& r);
+std::string RenderJson(const Report& r);
+std::string RenderMarkdown(const Report& r);
+std::string RenderHtml(const Report& r);
+std::string Render(const Report& r, ReportFormat f);
+
+// "node1 rank 3", "node1" (node-level), or "rank 3".
+std::string StragglerLabel(const Straggler& s);
+
+}  // namespace analyzer

@@ -1,0 +1,271 @@
+// The report on synthetic clusters: every fault kind on a node chosen at random (the seed is
+// printed; rerun with RANKSCOPE_TEST_SEED=N), no fault, clocks skewed inside the bound, a single
+// bundle, and the data gaps real recordings have.
+#include "report.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "report_render.h"
+#include "report_test_util.h"
+#include "rscore/bundle.h"
+#include "synth_bundle.h"
+
+namespace analyzer {
+namespace {
+
+using testing::ScratchDir;
+
+constexpr int64_t kBound = 50'000;  // clock error bound of the aligned test clusters
+
+Report ReportOf(const std::string& path) {
+  auto opened = rs::OpenRankscopeFile(path);
+  EXPECT_TRUE(opened.ok()) << opened.error().message();
+  auto r = BuildReport(*opened);
+  EXPECT_TRUE(r.ok()) << r.error().message();
+  return std::move(r).value();
+}
+
+Report MergedReport(const synth::ClusterSpec& spec, int64_t bound = kBound) {
+  ScratchDir dir;
+  auto path = testing::WriteMergedCluster(spec, dir.path(), bound);
+  EXPECT_TRUE(path.ok()) << path.error().message();
+  return ReportOf(*path);
+}
+
+struct FaultCase {
+  const char* fault;
+  const char* cause;
+};
+
+class FaultTest : public ::testing::TestWithParam<FaultCase> {};
+
+TEST_P(FaultTest, TopStragglerIsTheFaultyNodeWithTheInjectedCause) {
+  uint64_t seed = testing::TestSeed();
+  std::mt19937_64 rng(seed);
+  synth::ClusterSpec spec;
+  spec.seed = seed;
+  spec.fault = GetParam().fault;
+  spec.fault_node = static_cast<int>(rng() % spec.nodes);
+  spec.fault_local_rank = static_cast<int>(rng() % spec.ranks_per_node);
+  std::cout << "seed " << seed << ": fault " << spec.fault << " on node " << spec.fault_node
+            << " local rank " << spec.fault_local_rank << "\n";
+  Report r = MergedReport(spec);
+  SCOPED_TRACE(RenderText(r));
+  ASSERT_FALSE(r.stragglers.empty());
+  const Straggler& top = r.stragglers.front();
+  EXPECT_EQ(top.node, synth::NodeName(spec.fault_node));
+  EXPECT_EQ(top.cause, GetParam().cause);
+  EXPECT_EQ(top.confidence, "high");
+  int64_t global_rank = spec.fault_node * spec.ranks_per_node + spec.fault_local_rank;
+  if (spec.fault != "loss") {
+    ASSERT_TRUE(top.rank.has_value());
+    EXPECT_EQ(*top.rank, global_rank);
+  }
+  EXPECT_EQ(r.hang.detected, spec.fault == "hang");
+  if (spec.fault == "hang") {
+    EXPECT_EQ(r.hang.culprit_nodes, std::vector<std::string>{synth::NodeName(spec.fault_node)});
+    EXPECT_EQ(r.hang.culprit_ranks, std::vector<int64_t>{global_rank});
+    EXPECT_EQ(r.hang.waiting_ranks.size(),
+              static_cast<size_t>(spec.nodes * spec.ranks_per_node - 1));
+    EXPECT_EQ(r.verdict.rfind("HANG", 0), 0u) << r.verdict;
+  } else {
+    EXPECT_EQ(r.verdict.rfind("STRAGGLER", 0), 0u) << r.verdict;
+  }
+  // Counts reconcile with what the generator wrote.
+  synth::RowCounts rows = synth::ExpectedRows(spec);
+  EXPECT_EQ(r.nccl_calls, rows.nccl - spec.nodes * spec.ranks_per_node);  // minus COMM_INIT
+  EXPECT_EQ(r.ranks, spec.nodes * spec.ranks_per_node);
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, FaultTest,
+                         ::testing::Values(FaultCase{"loss", "network"},
+                                           FaultCase{"cpu", "cpu_contention"},
+                                           FaultCase{"io", "io"}, FaultCase{"slow", "compute"},
+                                           FaultCase{"hang", "hang"}),
+                         [](const auto& info) { return std::string(info.param.fault); });
+
+TEST(ReportTest, NoFaultClaimsNoConfidentStraggler) {
+  uint64_t seed = testing::TestSeed();
+  for (uint64_t k = 0; k < 3; ++k) {
+    synth::ClusterSpec spec;
+    spec.seed = seed + k;
+    std::cout << "seed " << spec.seed << "\n";
+    Report r = MergedReport(spec);
+    SCOPED_TRACE(RenderText(r));
+    for (const Straggler& s : r.stragglers) {
+      EXPECT_NE(s.confidence, "high");
+      EXPECT_NE(s.confidence, "medium");
+    }
+    EXPECT_FALSE(r.hang.detected);
+    EXPECT_EQ(r.verdict.rfind("NO STRAGGLER", 0), 0u) << r.verdict;
+    EXPECT_GT(r.collectives, 0);
+  }
+}
+
+TEST(ReportTest, SkewInsideTheClockBoundIsUndetermined) {
+  uint64_t seed = testing::TestSeed();
+  synth::ClusterSpec spec;
+  spec.seed = seed;
+  int skewed = static_cast<int>(seed % spec.nodes);
+  std::cout << "seed " << seed << ": node " << skewed << " runs 3 ms ahead\n";
+  spec.offset_ns.assign(spec.nodes, 0);
+  spec.offset_ns[skewed] = 3'000'000;
+  Report r = MergedReport(spec, /*bound=*/5'000'000);
+  SCOPED_TRACE(RenderText(r));
+  ASSERT_FALSE(r.stragglers.empty());
+  const Straggler& top = r.stragglers.front();
+  EXPECT_EQ(top.node, synth::NodeName(skewed));
+  EXPECT_EQ(top.confidence, "undetermined");
+  EXPECT_FALSE(top.ordering_determined);
+  EXPECT_NE(top.summary.find("undetermined"), std::string::npos);
+  EXPECT_EQ(r.verdict.rfind("UNDETERMINED", 0), 0u) << r.verdict;
+  // The same skew with a tight bound is a (wrong-clock) straggler: the bound decides.
+  Report tight = MergedReport(spec, /*bound=*/100'000);
+  ASSERT_FALSE(tight.stragglers.empty());
+  EXPECT_TRUE(tight.stragglers.front().ordering_determined);
+}
+
+TEST(ReportTest, SingleBundleComparesRanksOnTheNode) {
+  ScratchDir dir;
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  spec.fault = "cpu";
+  spec.fault_node = 2;
+  spec.fault_local_rank = 1;
+  auto paths = synth::WriteClusterBundles(spec, dir.path());
+  ASSERT_TRUE(paths.ok()) << paths.error().message();
+  Report r = ReportOf((*paths)[2]);
+  SCOPED_TRACE(RenderText(r));
+  EXPECT_EQ(r.db_kind, "bundle");
+  EXPECT_EQ(r.nodes, std::vector<std::string>{"node2"});
+  ASSERT_FALSE(r.stragglers.empty());
+  EXPECT_EQ(r.stragglers.front().rank, std::optional<int64_t>(5));
+  EXPECT_EQ(r.stragglers.front().cause, "cpu_contention");
+  ASSERT_EQ(r.clock.size(), 1u);
+  EXPECT_EQ(r.clock[0].method, "as_recorded");
+  EXPECT_EQ(r.clock[0].error_bound_ns, 16'000'000 + 400);  // maxerror_us + read span
+  bool noted = false;
+  for (const auto& n : r.notes) noted |= n.find("one node only") != std::string::npos;
+  EXPECT_TRUE(noted);
+  // The competing process is named in the remediation.
+  EXPECT_NE(r.stragglers.front().causes.front().remediation.find("burner"), std::string::npos);
+}
+
+TEST(ReportTest, NoCollectivesIsSaidClearly) {
+  ScratchDir dir;
+  std::string path = dir.path() + "/empty.rsb";
+  {
+    auto w = rs::BundleWriter::Create(path, 1);
+    ASSERT_TRUE(w.ok()) << w.error().message();
+    for (auto [k, v] : {std::pair{"recording_id", "r1"},
+                        {"node", "lonely"},
+                        {"start_ns", "1000"},
+                        {"end_ns", "2000"}}) {
+      ASSERT_TRUE(w->SetMetadata(k, v).ok());
+    }
+    ASSERT_TRUE(w->Finalize().ok());
+  }
+  Report r = ReportOf(path);
+  EXPECT_EQ(r.verdict.rfind("NO COLLECTIVES", 0), 0u) << r.verdict;
+  EXPECT_TRUE(r.stragglers.empty());
+  EXPECT_FALSE(r.hang.detected);
+  EXPECT_FALSE(r.notes.empty());
+  for (ReportFormat f :
+       {ReportFormat::kText, ReportFormat::kJson, ReportFormat::kMarkdown, ReportFormat::kHtml}) {
+    EXPECT_FALSE(Render(r, f).empty());
+  }
+}
+
+TEST(ReportTest, NullRanksAreNamedByPid) {
+  ScratchDir dir;
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  spec.fault = "slow";
+  spec.fault_node = 3;
+  auto path = testing::WriteMergedCluster(spec, dir.path(), kBound);
+  ASSERT_TRUE(path.ok()) << path.error().message();
+  {
+    auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(
+        db->Exec("UPDATE nccl_events SET rank = NULL; UPDATE processes SET rank = NULL").ok());
+  }
+  Report r = ReportOf(*path);
+  SCOPED_TRACE(RenderText(r));
+  ASSERT_FALSE(r.stragglers.empty());
+  EXPECT_EQ(r.stragglers.front().node, "node3");
+  EXPECT_FALSE(r.stragglers.front().rank.has_value());
+  EXPECT_EQ(r.stragglers.front().pid, std::optional<int64_t>(10300));
+  EXPECT_EQ(r.stragglers.front().cause, "compute");
+}
+
+TEST(ReportTest, MismatchedCountAtOneSequenceIsReported) {
+  ScratchDir dir;
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  auto path = testing::WriteMergedCluster(spec, dir.path(), kBound);
+  ASSERT_TRUE(path.ok()) << path.error().message();
+  {
+    auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Exec("UPDATE nccl_events SET count = 7 WHERE seq = 5 AND rank = 3").ok());
+  }
+  Report r = ReportOf(*path);
+  ASSERT_EQ(r.hang.mismatches.size(), 1u);
+  const Mismatch& m = r.hang.mismatches[0];
+  EXPECT_EQ(m.seq, 5);
+  EXPECT_EQ(m.field, "count");
+  ASSERT_EQ(m.variants.size(), 2u);
+  bool found = false;
+  for (const auto& [value, who] : m.variants) {
+    if (value == "7") found = who == std::vector<std::string>{"node1 rank 3"};
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(ReportTest, HangCulpritWithoutAnyRecordingIsNamedByRank) {
+  ScratchDir dir;
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  spec.fault = "hang";
+  spec.fault_node = 0;
+  spec.fault_local_rank = 1;
+  auto path = testing::WriteMergedCluster(spec, dir.path(), kBound);
+  ASSERT_TRUE(path.ok()) << path.error().message();
+  {
+    // As if rank 1's process was never traced.
+    auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Exec("DELETE FROM nccl_events WHERE rank = 1").ok());
+  }
+  Report r = ReportOf(*path);
+  SCOPED_TRACE(RenderText(r));
+  ASSERT_TRUE(r.hang.detected);
+  EXPECT_EQ(r.hang.culprit_ranks, std::vector<int64_t>{1});
+  ASSERT_EQ(r.hang.culprit_labels.size(), 1u);
+  EXPECT_NE(r.hang.culprit_labels[0].find("no recording"), std::string::npos);
+  ASSERT_FALSE(r.stragglers.empty());
+  EXPECT_EQ(r.stragglers.front().cause, "hang");
+}
+
+TEST(ReportTest, CollectivesCutOffByTheEndOfTheRecordingAreNoHang) {
+  ScratchDir dir;
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  auto path = testing::WriteMergedCluster(spec, dir.path(), kBound);
+  ASSERT_TRUE(path.ok()) << path.error().message();
+  {
+    auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Exec("UPDATE nccl_events SET duration_ns = NULL, state = 'in_flight'"
+                         " WHERE seq = (SELECT MAX(seq) FROM nccl_events)")
+                    .ok());
+  }
+  Report r = ReportOf(*path);
+  EXPECT_FALSE(r.hang.detected) << r.hang.summary;
+}
+
+}  // namespace
+}  // namespace analyzer

@@ -1,0 +1,68 @@
+#include <sstream>
+
+#include "report_format.h"
+#include "report_render.h"
+
+namespace analyzer {
+
+std::string RenderText(const Report& r) {
+  std::ostringstream o;
+  o << r.verdict << "\n\n";
+  for (const Straggler& s : r.stragglers) {
+    o << StragglerLabel(s) << ": cause " << s.cause << ", confidence " << s.confidence << "\n";
+    o << "  " << s.summary << "\n";
+    size_t i = 0;
+    for (const Cause& c : s.causes) {
+      o << "  " << ++i << ". " << c.kind << " (" << FormatPercent(c.score) << "): " << c.summary
+        << "\n";
+      if (!c.remediation.empty()) o << "     -> " << c.remediation << "\n";
+    }
+    o << "  evidence:\n";
+    for (const Evidence& e : s.evidence) o << "   - " << e.summary << "\n";
+    o << "  basis: " << s.basis << "\n\n";
+  }
+  o << "hang: " << (r.hang.detected ? "DETECTED" : "none") << " — " << r.hang.summary << "\n";
+  if (r.hang.detected) {
+    for (const RankProgress& p : r.hang.progress) {
+      o << "  " << p.node << " rank " << (p.rank ? std::to_string(*p.rank) : "?")
+        << ": last entered " << (p.last_entered_seq ? std::to_string(*p.last_entered_seq) : "-")
+        << ", last completed "
+        << (p.last_completed_seq ? std::to_string(*p.last_completed_seq) : "-");
+      if (p.in_flight_seq) o << ", in flight " << p.in_flight_op << " seq " << *p.in_flight_seq;
+      o << "\n";
+    }
+  }
+  for (const Mismatch& m : r.hang.mismatches) {
+    o << "  mismatch at seq " << m.seq << " (" << FormatHash(m.comm_id_hash) << "): " << m.field;
+    for (const auto& [value, who] : m.variants) {
+      o << " [" << value << ": " << who.size() << " rank(s), e.g. " << who.front() << "]";
+    }
+    o << "\n";
+  }
+  o << "\n"
+    << r.nodes.size() << " node(s), " << r.ranks << " rank(s), " << r.collectives
+    << " matched collectives (" << r.nccl_calls << " calls), input " << r.input << " (" << r.db_kind
+    << ")\n";
+  if (!r.per_rank.empty()) {
+    o << "\nper rank: median / p90 lateness, times last, median duration\n";
+    for (const ArrivalStats& s : r.per_rank) {
+      o << "  " << s.node << " "
+        << (s.rank ? "rank " + std::to_string(*s.rank) : "pid " + std::to_string(s.pid.value_or(0)))
+        << ": " << FormatNs(s.median_lateness_ns) << " / " << FormatNs(s.p90_lateness_ns)
+        << ", last " << s.last_count << "/" << s.collectives << ", "
+        << (s.median_duration_ns >= 0 ? FormatNs(s.median_duration_ns) : "-") << "\n";
+    }
+  }
+  o << "\nclock (offset applied, error bound, method):\n";
+  for (const NodeClock& c : r.clock) {
+    o << "  " << c.node << ": " << FormatNs(c.offset_ns) << ", +/-" << FormatNs(c.error_bound_ns)
+      << ", " << c.method << "\n";
+  }
+  if (!r.notes.empty()) {
+    o << "\nnotes:\n";
+    for (const std::string& n : r.notes) o << "  - " << n << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace analyzer

@@ -1,0 +1,146 @@
+#include "side_events.h"
+
+#include <algorithm>
+#include <set>
+
+namespace analyzer {
+
+int SideEvents::NodeIndex(const std::string& node) const {
+  auto it = std::find(nodes.begin(), nodes.end(), node);
+  return it == nodes.end() ? -1 : static_cast<int>(it - nodes.begin());
+}
+
+std::string NormalizeAddress(const std::string& addr) {
+  const std::string mapped = "::ffff:";
+  if (addr.size() > mapped.size() && addr.compare(0, mapped.size(), mapped) == 0 &&
+      addr.find('.') != std::string::npos) {
+    return addr.substr(mapped.size());
+  }
+  return addr;
+}
+
+std::vector<Interval> UnionOf(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end(),
+            [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  std::vector<Interval> out;
+  for (const Interval& i : v) {
+    if (!out.empty() && i.start <= out.back().end) {
+      out.back().end = std::max(out.back().end, i.end);
+    } else {
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
+int64_t CoveredNs(const std::vector<Interval>& u, int64_t a, int64_t b) {
+  if (b <= a || u.empty()) return 0;
+  auto it = std::upper_bound(u.begin(), u.end(), a,
+                             [](int64_t t, const Interval& i) { return t < i.end; });
+  int64_t total = 0;
+  for (; it != u.end() && it->start < b; ++it) {
+    total += std::min(b, it->end) - std::max(a, it->start);
+  }
+  return total;
+}
+
+namespace {
+
+rs::Result<void> LoadRunq(rs::Db& db, const std::vector<Participant>& participants,
+                          SideEvents& out) {
+  std::set<std::pair<std::string, int64_t>> wanted;
+  std::set<int64_t> pids;
+  for (const Participant& p : participants) {
+    wanted.emplace(p.node, p.pid);
+    pids.insert(p.pid);
+  }
+  if (pids.empty()) return rs::Ok();
+  std::string list;
+  for (int64_t pid : pids) list += (list.empty() ? "" : ",") + std::to_string(pid);
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT node, pid, timestamp_ns, duration_ns, other_pid, other_comm"
+                              " FROM sched_events WHERE event = 'runq_latency' AND pid IN (" +
+                              list + ") ORDER BY timestamp_ns"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    auto key = std::make_pair(st.Text(0), st.Int(1));
+    if (!wanted.count(key)) continue;
+    RunqWait w{st.Int(2), st.Int(2) + std::max<int64_t>(0, st.Int(3)),
+               st.IsNull(4) ? -1 : st.Int(4), st.IsNull(5) ? "" : st.Text(5)};
+    out.runq[key].push_back(std::move(w));
+  }
+  return rs::Ok();
+}
+
+rs::Result<void> LoadBlock(rs::Db& db, SideEvents& out) {
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT node, timestamp_ns, duration_ns FROM block_events"
+                              " WHERE duration_ns IS NOT NULL AND duration_ns > 0"));
+  std::map<std::string, std::vector<Interval>> raw;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    raw[st.Text(0)].push_back({st.Int(1), st.Int(1) + st.Int(2)});
+  }
+  for (auto& [node, v] : raw) out.block[node] = UnionOf(std::move(v));
+  return rs::Ok();
+}
+
+rs::Result<void> LoadRetransmits(rs::Db& db, SideEvents& out) {
+  std::map<std::string, std::set<std::string>> owners;  // address -> nodes that have it
+  ASSIGN_OR_RETURN(rs::Statement ifs, db.Prepare("SELECT node, address FROM interfaces"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, ifs.Step());
+    if (!row) break;
+    owners[NormalizeAddress(ifs.Text(1))].insert(ifs.Text(0));
+  }
+  auto owner = [&](const std::string& addr, const std::string& recorder) -> int {
+    auto it = owners.find(NormalizeAddress(addr));
+    if (it == owners.end()) return -1;
+    // Loopback and other shared addresses: the recording node's own, if it has it.
+    if (it->second.count(recorder)) return out.NodeIndex(recorder);
+    return it->second.size() == 1 ? out.NodeIndex(*it->second.begin()) : -1;
+  };
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT node, timestamp_ns, saddr, daddr, segments FROM tcp_events"
+                              " WHERE event = 'tcp_retransmit_skb' ORDER BY timestamp_ns"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    std::string recorder = st.Text(0);
+    Retransmit r;
+    r.ts = st.Int(1);
+    r.src = owner(st.Text(2), recorder);
+    if (r.src < 0) r.src = out.NodeIndex(recorder);  // the sender recorded it
+    r.dst = owner(st.Text(3), recorder);
+    if (r.dst == r.src) r.dst = -1;
+    if (r.dst < 0) ++out.retransmits_without_peer;
+    r.segments = std::max<int64_t>(1, st.Int(4));
+    out.retransmits.push_back(r);
+  }
+  return rs::Ok();
+}
+
+}  // namespace
+
+rs::Result<SideEvents> LoadSideEvents(rs::Db& db, const std::vector<Participant>& participants) {
+  SideEvents out;
+  ASSIGN_OR_RETURN(rs::Statement nodes,
+                   db.Prepare("SELECT node FROM interfaces UNION SELECT node FROM tcp_events"
+                              " UNION SELECT node FROM clock_refs ORDER BY 1"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, nodes.Step());
+    if (!row) break;
+    out.nodes.push_back(nodes.Text(0));
+  }
+  for (const Participant& p : participants) {
+    if (out.NodeIndex(p.node) < 0) out.nodes.push_back(p.node);
+  }
+  RETURN_IF_ERROR(LoadRunq(db, participants, out));
+  RETURN_IF_ERROR(LoadBlock(db, out));
+  RETURN_IF_ERROR(LoadRetransmits(db, out));
+  return out;
+}
+
+}  // namespace analyzer

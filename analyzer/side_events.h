@@ -1,0 +1,56 @@
+// The evidence beside the collectives: run-queue waits of the ranks' processes (sched_events),
+// block I/O (block_events) and TCP retransmits attributed to nodes through both endpoints'
+// addresses (each node records its own in `interfaces`).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collectives.h"
+#include "rscore/result.h"
+#include "rscore/sqlite.h"
+
+namespace analyzer {
+
+struct Interval {
+  int64_t start = 0, end = 0;
+};
+
+struct RunqWait {
+  int64_t start = 0, end = 0;
+  int64_t other_pid = -1;
+  std::string other_comm;
+};
+
+struct Retransmit {
+  int64_t ts = 0;
+  int src = -1, dst = -1;  // indices into SideEvents::nodes; -1 = address of no recorded node
+  int64_t segments = 1;
+};
+
+struct SideEvents {
+  std::vector<std::string> nodes;
+  // (node, pid) -> run-queue waits of that process, ordered by start.
+  std::map<std::pair<std::string, int64_t>, std::vector<RunqWait>> runq;
+  // node -> union of its block requests' issue..complete intervals, ordered.
+  std::map<std::string, std::vector<Interval>> block;
+  std::vector<Retransmit> retransmits;   // ordered by ts
+  int64_t retransmits_without_peer = 0;  // daddr belongs to no recorded node
+  int NodeIndex(const std::string& node) const;
+};
+
+rs::Result<SideEvents> LoadSideEvents(rs::Db& db, const std::vector<Participant>& participants);
+
+// Length of [a, b) covered by a sorted union of intervals.
+int64_t CoveredNs(const std::vector<Interval>& sorted_union, int64_t a, int64_t b);
+
+// Makes the union of intervals (sorted, non-overlapping).
+std::vector<Interval> UnionOf(std::vector<Interval> v);
+
+// Strips an IPv4-mapped IPv6 prefix so both spellings of one address match.
+std::string NormalizeAddress(const std::string& addr);
+
+}  // namespace analyzer

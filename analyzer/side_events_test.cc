@@ -1,0 +1,52 @@
+#include "side_events.h"
+
+#include <gtest/gtest.h>
+
+#include "rscore/schema.h"
+
+namespace analyzer {
+namespace {
+
+TEST(IntervalsTest, UnionAndCoverage) {
+  auto u = UnionOf({{10, 20}, {15, 30}, {40, 50}, {0, 5}});
+  ASSERT_EQ(u.size(), 3u);
+  EXPECT_EQ(u[1].start, 10);
+  EXPECT_EQ(u[1].end, 30);
+  EXPECT_EQ(CoveredNs(u, 0, 100), 5 + 20 + 10);
+  EXPECT_EQ(CoveredNs(u, 25, 45), 5 + 5);
+  EXPECT_EQ(CoveredNs(u, 31, 39), 0);
+  EXPECT_EQ(CoveredNs(u, 50, 40), 0);
+}
+
+TEST(SideEventsTest, RetransmitsAreAttributedThroughBothEndpoints) {
+  auto db = rs::Db::Open(":memory:", rs::Db::Mode::kCreate);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(rs::CreateSchema(*db, rs::DbKind::kMerged).ok());
+  ASSERT_TRUE(db->Exec(R"sql(
+    INSERT INTO interfaces VALUES ('n0', 'eth0', 'ipv4', '10.0.0.1', 24, 1),
+                                  ('n1', 'eth0', 'ipv4', '10.0.0.2', 24, 1),
+                                  ('n0', 'lo', 'ipv4', '127.0.0.1', 8, 1),
+                                  ('n1', 'lo', 'ipv4', '127.0.0.1', 8, 1);
+    INSERT INTO tcp_events(node, timestamp_ns, event, family, saddr, daddr, sport, dport, segments)
+      VALUES ('n0', 5, 'tcp_retransmit_skb', 'ipv6', '::ffff:10.0.0.1', '::ffff:10.0.0.2', 1, 2, 2),
+             ('n1', 3, 'tcp_retransmit_skb', 'ipv4', '127.0.0.1', '127.0.0.1', 1, 2, 1),
+             ('n1', 4, 'tcp_retransmit_skb', 'ipv4', '10.0.0.2', '192.168.9.9', 1, 2, 1);
+  )sql")
+                  .ok());
+  auto side = LoadSideEvents(*db, {});
+  ASSERT_TRUE(side.ok()) << side.error().message();
+  ASSERT_EQ(side->retransmits.size(), 3u);
+  int n0 = side->NodeIndex("n0"), n1 = side->NodeIndex("n1");
+  // Ordered by time: loopback on n1 (no peer), unknown peer, then n0 -> n1 with 2 segments.
+  EXPECT_EQ(side->retransmits[0].src, n1);
+  EXPECT_EQ(side->retransmits[0].dst, -1);
+  EXPECT_EQ(side->retransmits[1].src, n1);
+  EXPECT_EQ(side->retransmits[1].dst, -1);
+  EXPECT_EQ(side->retransmits[2].src, n0);
+  EXPECT_EQ(side->retransmits[2].dst, n1);
+  EXPECT_EQ(side->retransmits[2].segments, 2);
+  EXPECT_EQ(side->retransmits_without_peer, 2);
+}
+
+}  // namespace
+}  // namespace analyzer
