@@ -1,0 +1,190 @@
+// Benchmark (not a test): sustained events/s from a BPF ring buffer through the recorder's
+// event loop into SQLite, drops, bytes per event in the finished bundle, and the loop
+// thread's CPU use at fixed event rates. Run as root:
+//   bench_ringbuf_sqlite [--seconds S] [--rates max,100000,10000] [--dir DIR]
+// Events: one sched_events row per getppid() of this process (a syscall tracepoint in
+// recorder/bench_ringbuf.bpf.c); a producer thread makes the calls, the main thread runs
+// rec::EventLoop exactly as rankscope-record does.
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_ringbuf.skel.h"
+#include "recorder/event_loop.h"
+#include "recorder/kernel_probe.h"
+#include "recorder/sched_probe.h"
+
+namespace {
+
+int64_t MonoNs(clockid_t id = CLOCK_MONOTONIC) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+class BenchProbe : public rec::KernelProbe {
+ public:
+  std::string_view source() const override { return "bench"; }
+  rs::Result<void> Start(rec::RecorderContext& ctx) override {
+    ctx_ = &ctx;
+    ASSIGN_OR_RETURN(writer_, rec::SchedEventWriter::Create(*ctx.db, ctx.node, ctx.ids, ctx.clock));
+    rec::SkeletonOps<bench_ringbuf_bpf> ops{&bench_ringbuf_bpf__open, &bench_ringbuf_bpf__load,
+                                            &bench_ringbuf_bpf__destroy};
+    ASSIGN_OR_RETURN(bench_ringbuf_bpf * skel,
+                     Load<bench_ringbuf_bpf>(ops, ctx, [](bench_ringbuf_bpf* s) {
+                       s->rodata->bench_tgid = static_cast<uint32_t>(getpid());
+                     }));
+    RETURN_IF_ERROR(AttachAll(ctx));
+    return AddRingBuffer(ctx, skel->maps.bench_rb);
+  }
+  rs::Result<void> Finish(rec::RecorderContext& ctx) override { return FinishKernel(ctx); }
+
+ protected:
+  rs::Result<void> OnSample(std::span<const uint8_t> data) override { return writer_.Write(data); }
+
+ private:
+  rec::SchedEventWriter writer_;
+};
+
+struct RunResult {
+  double seconds = 0;
+  uint64_t calls = 0, events = 0, drops = 0;
+  double loop_cpu_pct = 0;
+  int64_t bundle_bytes = 0;
+};
+
+// rate 0: as fast as possible.
+RunResult RunOnce(const std::string& dir, double seconds, uint64_t rate) {
+  RunResult res;
+  std::string out = dir + "/bench_" + std::to_string(rate) + ".rsb";
+  rec::RecorderOptions opts;
+  opts.out = out;
+  opts.duration_ns = static_cast<int64_t>(seconds * 1e9) + 300'000'000;  // + start-up slack
+  auto writer = rs::BundleWriter::Create(out);
+  if (!writer.ok()) {
+    std::fprintf(stderr, "%s\n", writer.error().message().c_str());
+    std::exit(1);
+  }
+  std::vector<std::unique_ptr<rec::Probe>> probes;
+  probes.push_back(std::make_unique<BenchProbe>());
+  rec::EventLoop loop(opts, rs::NodeName{"bench", "flag"}, std::move(*writer), std::move(probes));
+
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> calls{0};
+  std::thread producer([&] {
+    usleep(200'000);  // let the loop attach
+    int64_t t0 = MonoNs();
+    uint64_t n = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      int64_t now = MonoNs();
+      if (now - t0 > static_cast<int64_t>(seconds * 1e9)) break;
+      if (rate == 0) {
+        for (int i = 0; i < 256; ++i) syscall(SYS_getppid);
+        n += 256;
+      } else {
+        uint64_t due = static_cast<uint64_t>((now - t0) * 1e-9 * rate);
+        for (; n < due; ++n) syscall(SYS_getppid);
+        usleep(500);
+      }
+    }
+    calls = n;
+  });
+  int64_t w0 = MonoNs(), c0 = MonoNs(CLOCK_THREAD_CPUTIME_ID);
+  auto summary = loop.Run();
+  int64_t w1 = MonoNs(), c1 = MonoNs(CLOCK_THREAD_CPUTIME_ID);
+  stop = true;
+  producer.join();
+  if (!summary.ok()) {
+    std::fprintf(stderr, "bench: %s\n", summary.error().message().c_str());
+    std::exit(1);
+  }
+  res.seconds = (w1 - w0) * 1e-9;
+  res.calls = calls;
+  res.events = summary->events;
+  res.drops = summary->drops;
+  res.loop_cpu_pct = 100.0 * static_cast<double>(c1 - c0) / static_cast<double>(w1 - w0);
+  struct stat st {};
+  if (stat(out.c_str(), &st) == 0) res.bundle_bytes = st.st_size;
+  unlink(out.c_str());
+  return res;
+}
+
+// The writer alone: rows/s of SchedEventWriter into a bundle db in 10k-row transactions.
+void WriterOnly(const std::string& dir, uint64_t n) {
+  std::string out = dir + "/bench_writer.rsb";
+  auto writer = rs::BundleWriter::Create(out);
+  if (!writer.ok()) std::exit(1);
+  rs::EventIdAllocator ids(1);
+  rs::MonoToWall clock;
+  rs::WallClock wall;
+  clock.Add(wall.TakeRef("start"));
+  auto w = rec::SchedEventWriter::Create(writer->db(), "bench", &ids, &clock);
+  if (!w.ok()) std::exit(1);
+  rs_sched_event e{};
+  e.kind = RS_SCHED_RUNQ;
+  e.duration_ns = 15000;
+  e.pid = e.tid = 100;
+  std::memcpy(e.other_comm, "competitor", 10);
+  if (const char* p = std::getenv("BENCH_PRAGMAS")) (void)writer->db().Exec(p);
+  int64_t t0 = MonoNs();
+  (void)writer->db().Exec("BEGIN");
+  for (uint64_t i = 0; i < n; ++i) {
+    e.ts_ns = static_cast<uint64_t>(t0) + i * 1000;
+    if (!w->Write({reinterpret_cast<const uint8_t*>(&e), sizeof(e)}).ok()) std::exit(1);
+    if (i % 10000 == 9999) (void)writer->db().Exec("COMMIT; BEGIN");
+  }
+  (void)writer->db().Exec("COMMIT");
+  int64_t t1 = MonoNs();
+  std::printf("writer only: %llu rows in %.2f s = %.0f rows/s\n",
+              static_cast<unsigned long long>(n), (t1 - t0) * 1e-9, n / ((t1 - t0) * 1e-9));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double seconds = 3;
+  std::string rates = "0,100000,10000";
+  std::string dir = "/tmp";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--seconds")
+      seconds = std::atof(argv[i + 1]);
+    else if (a == "--rates")
+      rates = argv[i + 1];
+    else if (a == "--dir")
+      dir = argv[i + 1];
+    else if (a == "--writer-only") {
+      WriterOnly(dir, std::strtoull(argv[i + 1], nullptr, 10));
+      return 0;
+    }
+  }
+  if (geteuid() != 0) {
+    std::fprintf(stderr, "bench_ringbuf_sqlite: run as root (loads a BPF program)\n");
+    return 1;
+  }
+  std::printf("%-10s %8s %10s %10s %12s %8s %10s %12s\n", "rate", "seconds", "calls", "events",
+              "events/s", "drops", "loop CPU%", "bytes/event");
+  std::stringstream ss(rates);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    uint64_t rate = item == "max" ? 0 : std::strtoull(item.c_str(), nullptr, 10);
+    RunResult r = RunOnce(dir, seconds, rate);
+    double busy_s = seconds;  // the producer's active window
+    std::printf("%-10s %8.2f %10llu %10llu %12.0f %8llu %10.1f %12.2f\n",
+                rate == 0 ? "max" : item.c_str(), r.seconds,
+                static_cast<unsigned long long>(r.calls), static_cast<unsigned long long>(r.events),
+                r.events / busy_s, static_cast<unsigned long long>(r.drops), r.loop_cpu_pct,
+                r.events ? static_cast<double>(r.bundle_bytes) / r.events : 0.0);
+  }
+  return 0;
+}
