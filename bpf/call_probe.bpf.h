@@ -102,7 +102,22 @@ static __always_inline bool return_matches(__u64 sp, __u64 active_sp, __u32* tai
   return true;
 }
 
-static __always_inline __u64 wakeup_flags(void* rb) {
+// Processes whose first event was already pushed to the consumer.
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 4096);
+  __type(key, __u32);
+  __type(value, __u8);
+} announced SEC(".maps");
+
+// Wakes the consumer when much is pending, and for the first event of a process: user space
+// then reads its /proc entries (maps for symbolization, rank variables) while it still runs.
+static __always_inline __u64 wakeup_flags(void* rb, __u32 tgid) {
+  if (!bpf_map_lookup_elem(&announced, &tgid)) {
+    __u8 one = 1;
+    bpf_map_update_elem(&announced, &tgid, &one, BPF_ANY);
+    return BPF_RB_FORCE_WAKEUP;
+  }
   return bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
                                                                     : BPF_RB_NO_WAKEUP;
 }

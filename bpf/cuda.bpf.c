@@ -83,7 +83,7 @@ int cuda_return(struct pt_regs* ctx) {
   if ((e->cookie & CUDA_OUT_ARG0) && e->ret == 0) {
     bpf_probe_read_user(&e->out, sizeof(e->out), (void*)e->regs.arg[0]);
   }
-  if (bpf_ringbuf_output(&cuda_events, e, sizeof(*e), wakeup_flags(&cuda_events)) != 0) {
+  if (bpf_ringbuf_output(&cuda_events, e, sizeof(*e), wakeup_flags(&cuda_events, e->pid)) != 0) {
     count_stat(CALL_STAT_RB_FULL);
   }
   bpf_map_delete_elem(&cuda_active, &key);

@@ -91,7 +91,7 @@ int nccl_return(struct pt_regs* ctx) {
   e->exit_ns = bpf_ktime_get_ns();
   e->ret = (__s64)(__s32)PT_REGS_RC(ctx);
   read_outputs(e);
-  if (bpf_ringbuf_output(&nccl_events, e, sizeof(*e), wakeup_flags(&nccl_events)) != 0) {
+  if (bpf_ringbuf_output(&nccl_events, e, sizeof(*e), wakeup_flags(&nccl_events, e->pid)) != 0) {
     count_stat(CALL_STAT_RB_FULL);
   }
   bpf_map_delete_elem(&nccl_active, &tid);

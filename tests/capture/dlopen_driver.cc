@@ -1,0 +1,115 @@
+// Loads NCCL / CUDA runtime libraries with dlopen (no link-time dependency, like a Python
+// process importing a wheel) and calls them with known arguments for the capture tests.
+//
+//   dlopen_driver real NCCL_LIB CUDART_LIB   real libnccl.so.2 + libcudart.so.13 without a GPU:
+//       ncclGetUniqueId, ncclCommInitRank (fails fast), ncclAllReduce with a NULL comm,
+//       cudaMalloc, cudaLaunchKernel, cudaStreamSynchronize
+//   dlopen_driver late NCCL_LIB              the test bed's library (no peers): prints
+//       'loaded', waits for a line on stdin, then CommInitRank (rank 2 of 3) + one AllReduce
+//
+// Output lines: 'key value'.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+struct UniqueId {
+  char internal[128];
+};
+struct Dim3 {
+  unsigned x, y, z;
+};
+using GetUniqueIdFn = int (*)(UniqueId*);
+using CommInitRankFn = int (*)(void**, int, UniqueId, int);
+using AllReduceFn = int (*)(const void*, void*, size_t, int, int, void*, void*);
+using MallocFn = int (*)(void**, size_t);
+using LaunchFn = int (*)(const void*, Dim3, Dim3, void**, size_t, void*);
+using StreamSyncFn = int (*)(void*);
+
+void* Open(const char* path) {
+  void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    std::fprintf(stderr, "dlopen_driver: %s\n", dlerror());
+    std::exit(1);
+  }
+  return h;
+}
+
+template <typename F>
+F Sym(void* h, const char* name) {
+  void* p = dlsym(h, name);
+  if (!p) {
+    std::fprintf(stderr, "dlopen_driver: missing %s\n", name);
+    std::exit(1);
+  }
+  return reinterpret_cast<F>(p);
+}
+
+std::string Hex(const UniqueId& id) {
+  std::string s;
+  char b[3];
+  for (unsigned char c : id.internal) {
+    std::snprintf(b, sizeof(b), "%02x", c);
+    s += b;
+  }
+  return s;
+}
+
+int Real(const char* nccl_path, const char* cudart_path) {
+  void* nccl = Open(nccl_path);
+  UniqueId id;
+  std::memset(&id, 0, sizeof(id));
+  int r = Sym<GetUniqueIdFn>(nccl, "ncclGetUniqueId")(&id);
+  std::printf("get_unique_id_ret %d\nunique_id %s\n", r, Hex(id).c_str());
+  void* comm = nullptr;
+  r = Sym<CommInitRankFn>(nccl, "ncclCommInitRank")(&comm, 4, id, 3);
+  std::printf("init_ret %d\n", r);
+  float a[16] = {}, b[16] = {};
+  r = Sym<AllReduceFn>(nccl, "ncclAllReduce")(a, b, 16, /*float32*/ 7, /*sum*/ 0, nullptr,
+                                              reinterpret_cast<void*>(0x5151));
+  std::printf("allreduce_ret %d\n", r);
+  void* cudart = Open(cudart_path);
+  void* dev = nullptr;
+  r = Sym<MallocFn>(cudart, "cudaMalloc")(&dev, 1 << 20);
+  std::printf("malloc_ret %d\n", r);
+  r = Sym<LaunchFn>(cudart, "cudaLaunchKernel")(reinterpret_cast<void*>(0x1234), Dim3{2, 1, 1},
+                                                Dim3{64, 1, 1}, nullptr, 256,
+                                                reinterpret_cast<void*>(0x7777));
+  std::printf("launch_ret %d\n", r);
+  r = Sym<StreamSyncFn>(cudart, "cudaStreamSynchronize")(reinterpret_cast<void*>(0x7777));
+  std::printf("sync_ret %d\n", r);
+  std::fflush(stdout);
+  return 0;
+}
+
+int Late(const char* nccl_path) {
+  setenv("RANKSCOPE_TESTLIB_NO_PEERS", "1", 1);
+  void* nccl = Open(nccl_path);
+  std::printf("loaded\n");
+  std::fflush(stdout);
+  char line[64];
+  if (!std::fgets(line, sizeof(line), stdin)) return 1;
+  UniqueId id;
+  for (int i = 0; i < 128; ++i) id.internal[i] = static_cast<char>(i * 3 + 11);
+  void* comm = nullptr;
+  int r = Sym<CommInitRankFn>(nccl, "ncclCommInitRank")(&comm, 3, id, 2);
+  float a[8] = {}, b[8] = {};
+  int r2 = Sym<AllReduceFn>(nccl, "ncclAllReduce")(a, b, 8, 7, 0, comm, nullptr);
+  std::printf("init_ret %d\nallreduce_ret %d\nunique_id %s\n", r, r2, Hex(id).c_str());
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 4 && std::strcmp(argv[1], "real") == 0) return Real(argv[2], argv[3]);
+  if (argc == 3 && std::strcmp(argv[1], "late") == 0) return Late(argv[2]);
+  std::fprintf(stderr, "usage: dlopen_driver real NCCL_LIB CUDART_LIB | late NCCL_LIB\n");
+  return 2;
+}
