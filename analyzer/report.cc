@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <set>
+#include <tuple>
 
 #include "causes.h"
 #include "clock_bounds.h"
@@ -221,6 +222,10 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
 
   std::vector<ArrivalStats> stats = ParticipantStats(data);
   r.per_rank = stats;
+  std::sort(r.per_rank.begin(), r.per_rank.end(), [](const ArrivalStats& a, const ArrivalStats& b) {
+    return std::make_tuple(a.node, a.rank.value_or(-1), a.pid.value_or(0)) <
+           std::make_tuple(b.node, b.rank.value_or(-1), b.pid.value_or(0));
+  });
   r.per_node = NodeStats(data);
   r.hang = AnalyzeHang(data, r.end_ns);
   if (r.hang.detected) {

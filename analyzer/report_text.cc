@@ -1,9 +1,16 @@
+#include <algorithm>
 #include <sstream>
+#include <vector>
 
 #include "report_format.h"
 #include "report_render.h"
 
 namespace analyzer {
+namespace {
+
+constexpr size_t kTextRanks = 8;
+
+}  // namespace
 
 std::string RenderText(const Report& r) {
   std::ostringstream o;
@@ -43,14 +50,29 @@ std::string RenderText(const Report& r) {
     << r.nodes.size() << " node(s), " << r.ranks << " rank(s), " << r.collectives
     << " matched collectives (" << r.nccl_calls << " calls), input " << r.input << " (" << r.db_kind
     << ")\n";
+  auto line = [&](const ArrivalStats& s, const std::string& who) {
+    o << "  " << who << ": " << FormatNs(s.median_lateness_ns) << " / "
+      << FormatNs(s.p90_lateness_ns) << ", last " << s.last_count << "/" << s.collectives << ", "
+      << (s.median_duration_ns >= 0 ? FormatNs(s.median_duration_ns) : "-") << "\n";
+  };
+  if (!r.per_node.empty()) {
+    o << "\nper node: median / p90 lateness, times last, median duration\n";
+    for (const ArrivalStats& s : r.per_node) line(s, s.node);
+  }
   if (!r.per_rank.empty()) {
-    o << "\nper rank: median / p90 lateness, times last, median duration\n";
-    for (const ArrivalStats& s : r.per_rank) {
-      o << "  " << s.node << " "
-        << (s.rank ? "rank " + std::to_string(*s.rank) : "pid " + std::to_string(s.pid.value_or(0)))
-        << ": " << FormatNs(s.median_lateness_ns) << " / " << FormatNs(s.p90_lateness_ns)
-        << ", last " << s.last_count << "/" << s.collectives << ", "
-        << (s.median_duration_ns >= 0 ? FormatNs(s.median_duration_ns) : "-") << "\n";
+    // The latest ranks only: the terminal report stays short (all ranks: --format json).
+    std::vector<ArrivalStats> ranks = r.per_rank;
+    std::stable_sort(ranks.begin(), ranks.end(), [](const ArrivalStats& a, const ArrivalStats& b) {
+      return a.median_lateness_ns > b.median_lateness_ns;
+    });
+    size_t shown = std::min<size_t>(ranks.size(), kTextRanks);
+    o << "\nlatest " << shown << " of " << ranks.size() << " ranks: median / p90 lateness, "
+      << "times last, median duration\n";
+    for (size_t i = 0; i < shown; ++i) {
+      const ArrivalStats& s = ranks[i];
+      line(s, s.node + " " +
+                  (s.rank ? "rank " + std::to_string(*s.rank)
+                          : "pid " + std::to_string(s.pid.value_or(0))));
     }
   }
   o << "\nclock (offset applied, error bound, method):\n";
