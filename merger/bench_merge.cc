@@ -1,0 +1,75 @@
+// Merge throughput on synthetic cluster bundles (numbers go to tests/bench/merge.md).
+//   bench_merge [--nodes N] [--steps S] [--extra-sched K] [--repeat R] [--keep DIR]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+
+#include "merge.h"
+#include "synth_bundle.h"
+#include "test_bundles.h"
+
+int main(int argc, char** argv) {
+  synth::ClusterSpec spec;
+  spec.nodes = 4;
+  spec.ranks_per_node = 2;
+  spec.steps = 100;
+  spec.extra_sched_per_step = 600;
+  int repeat = 3;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--nodes"))
+      spec.nodes = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--steps"))
+      spec.steps = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--extra-sched"))
+      spec.extra_sched_per_step = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--repeat"))
+      repeat = std::atoi(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "bench_merge: unknown option %s\n", argv[i]);
+      return 1;
+    }
+  }
+  spec.offset_ns.assign(spec.nodes, 0);
+  for (int k = 0; k < spec.nodes; ++k) spec.offset_ns[k] = (k % 2 ? 1 : -1) * k * 3'000'000;
+  merge::testing::TempDir dir;
+  auto t0 = std::chrono::steady_clock::now();
+  auto paths = synth::WriteClusterBundles(spec, dir.path());
+  if (!paths.ok()) {
+    std::fprintf(stderr, "bench_merge: %s\n", paths.error().message().c_str());
+    return 1;
+  }
+  double gen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  synth::RowCounts rows = synth::ExpectedRows(spec);
+  int64_t events = rows.nccl + rows.tcp + rows.sched + rows.block + rows.process + rows.cuda;
+  int64_t bundle_bytes = 0;
+  for (const std::string& p : paths.value()) bundle_bytes += merge::testing::FileSize(p);
+  std::printf(
+      "inputs: %d nodes x %d ranks, %d steps, %lld events, %.1f MiB of bundles "
+      "(generated in %.1f s)\n",
+      spec.nodes, spec.ranks_per_node, spec.steps, static_cast<long long>(events),
+      bundle_bytes / 1048576.0, gen_s);
+  for (int r = 0; r < repeat; ++r) {
+    merge::MergeOptions opt;
+    opt.inputs = paths.value();
+    opt.out_path = dir.File("merged.rsdb");
+    std::ostringstream log;
+    auto start = std::chrono::steady_clock::now();
+    auto result = merge::Merge(opt, log);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!result.ok()) {
+      std::fprintf(stderr, "bench_merge: %s\n", result.error().message().c_str());
+      return 1;
+    }
+    if (result->event_rows != events) {
+      std::fprintf(stderr, "bench_merge: wrote %lld event rows, expected %lld\n",
+                   static_cast<long long>(result->event_rows), static_cast<long long>(events));
+      return 1;
+    }
+    std::printf("run %d: %.2f s, %.2f M events/s, output %.1f MiB\n", r + 1, s, events / s / 1e6,
+                merge::testing::FileSize(opt.out_path) / 1048576.0);
+  }
+  return 0;
+}

@@ -1,0 +1,176 @@
+#include "inputs.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <utility>
+
+#include "rscore/event_id.h"
+#include "rscore/identity.h"
+#include "rscore/schema.h"
+
+namespace merge {
+namespace {
+
+constexpr int64_t kMaxKey = 0x7fffffff;
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The range of recording keys (event id >> 32) used by the input's event ids; nullopt when it
+// has no events.
+rs::Result<std::optional<std::pair<int64_t, int64_t>>> KeyRange(rs::Db& db) {
+  std::optional<std::pair<int64_t, int64_t>> range;
+  for (std::string_view t : rs::kEventTables) {
+    ASSIGN_OR_RETURN(rs::Statement st,
+                     db.Prepare("SELECT MIN(id), MAX(id) FROM " + std::string(t)));
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row || st.IsNull(0)) continue;
+    int64_t lo = st.Int(0) >> 32, hi = st.Int(1) >> 32;
+    if (!range) range = std::make_pair(lo, hi);
+    range->first = std::min(range->first, lo);
+    range->second = std::max(range->second, hi);
+  }
+  return range;
+}
+
+}  // namespace
+
+rs::Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (const std::string& a : args) {
+    struct stat st {};
+    if (stat(a.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      DIR* d = opendir(a.c_str());
+      if (!d) return rs::Error(a + ": cannot read directory: " + std::strerror(errno));
+      std::vector<std::string> found;
+      while (dirent* e = readdir(d)) {
+        std::string name = e->d_name;
+        if (EndsWith(name, ".rsb")) found.push_back(a + (EndsWith(a, "/") ? "" : "/") + name);
+      }
+      closedir(d);
+      if (found.empty()) {
+        return rs::Error(a +
+                         ": directory holds no .rsb bundles; give bundle files or the "
+                         "directory they were copied to");
+      }
+      std::sort(found.begin(), found.end());
+      out.insert(out.end(), found.begin(), found.end());
+    } else {
+      out.push_back(a);  // missing files are reported (and skipped) by PlanInputs
+    }
+  }
+  return out;
+}
+
+std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostream& log) {
+  std::vector<Input> inputs;
+  std::map<std::string, int> by_recording;             // recording id -> input id
+  std::map<std::string, int> node_uses;                // original node name -> times merged
+  std::vector<std::pair<int64_t, int64_t>> used_keys;  // key ranges taken by merged inputs
+  std::vector<int> key_owner;
+  for (const std::string& file : files) {
+    Input in;
+    in.input_id = static_cast<int>(inputs.size()) + 1;
+    in.file = file;
+    auto skip = [&](const std::string& why) {
+      in.status = "skipped";
+      in.reason = why;
+      in.opened.reset();
+      log << "rankscope-merge: skipping " << file << ": " << why << "\n";
+    };
+    auto opened = rs::OpenRankscopeFile(file, true);
+    if (!opened.ok()) {
+      std::string msg = opened.error().message();
+      if (msg.rfind(file + ": ", 0) == 0) msg = msg.substr(file.size() + 2);
+      skip(msg);
+      inputs.push_back(std::move(in));
+      continue;
+    }
+    in.opened.emplace(std::move(opened).value());
+    const rs::BundleInfo& info = in.opened->info();
+    if (info.db_kind != "bundle") {
+      skip("is a merged database, not a node bundle; merge the original .rsb bundles");
+      inputs.push_back(std::move(in));
+      continue;
+    }
+    in.recording_id = info.recording_id;
+    in.original_node = info.node;
+    if (auto v = rs::ValidateNodeName(info.node, "metadata 'node'"); !v.ok()) {
+      skip("invalid identity: " + v.error().message());
+      inputs.push_back(std::move(in));
+      continue;
+    }
+    if (auto it = by_recording.find(info.recording_id); it != by_recording.end()) {
+      in.status = "duplicate";
+      in.reason = "same recording (id " + info.recording_id + ") as input " +
+                  std::to_string(it->second) + " (" + inputs[it->second - 1].file +
+                  "); merged once";
+      in.node = inputs[it->second - 1].node;
+      in.opened.reset();
+      log << "rankscope-merge: " << file << ": " << in.reason << "\n";
+      inputs.push_back(std::move(in));
+      continue;
+    }
+    auto keys = KeyRange(in.opened->db());
+    if (!keys.ok()) {
+      skip("cannot read event ids: " + keys.error().message());
+      inputs.push_back(std::move(in));
+      continue;
+    }
+    std::vector<std::string> notes;
+    int uses = ++node_uses[info.node];
+    in.node = uses == 1 ? info.node : info.node + "#" + std::to_string(uses);
+    if (uses > 1) {
+      notes.push_back("node name '" + info.node + "' already used by another recording; kept as '" +
+                      in.node + "'");
+    }
+    if (keys.value()) {
+      auto [lo, hi] = *keys.value();
+      auto clash = [&](int64_t a, int64_t b) -> int {
+        for (size_t i = 0; i < used_keys.size(); ++i) {
+          if (a <= used_keys[i].second && used_keys[i].first <= b) return key_owner[i];
+        }
+        return 0;
+      };
+      if (int owner = clash(lo, hi)) {
+        int64_t width = hi - lo;
+        int64_t cand = rs::RecordingKey(info.recording_id + "#" + std::to_string(in.input_id));
+        for (int tries = 0;
+             tries < 1'000'000 && (cand + width > kMaxKey || clash(cand, cand + width)); ++tries) {
+          cand = cand + width + 1 > kMaxKey ? 1 : cand + width + 1;
+        }
+        if (clash(cand, cand + width) || cand + width > kMaxKey) {
+          skip("event ids collide with input " + std::to_string(owner) +
+               " and no free id range is left to move them to");
+          inputs.push_back(std::move(in));
+          continue;
+        }
+        in.id_shift = (cand - lo) * (int64_t{1} << 32);
+        notes.push_back("event ids (recording key " + std::to_string(lo) +
+                        ") collided with input " + std::to_string(owner) +
+                        "; remapped to recording key " + std::to_string(cand));
+        lo = cand;
+        hi = cand + width;
+      }
+      used_keys.emplace_back(lo, hi);
+      key_owner.push_back(in.input_id);
+    }
+    in.status = "merged";
+    for (const std::string& n : notes) {
+      in.reason += (in.reason.empty() ? "" : "; ") + n;
+      log << "rankscope-merge: " << file << ": " << n << "\n";
+    }
+    by_recording[info.recording_id] = in.input_id;
+    inputs.push_back(std::move(in));
+  }
+  return inputs;
+}
+
+}  // namespace merge

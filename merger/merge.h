@@ -1,0 +1,43 @@
+// rankscope-merge as a library: node bundles -> one clock-aligned SQLite db (.rsdb).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "clock_alignment.h"
+#include "rscore/result.h"
+
+namespace merge {
+
+struct MergeOptions {
+  std::vector<std::string> inputs;         // bundle files and/or directories of bundles
+  std::string out_path;                    // the .rsdb, written atomically, mode 0600
+  bool strict = false;                     // any bad input aborts the merge (nothing written)
+  std::optional<std::string> bundle_path;  // also write a zstd-compressed copy here
+  std::string reference_node;              // node whose clock is the reference; empty: automatic
+  bool progress = false;                   // progress lines (for a terminal)
+  AlignOptions align;
+};
+
+struct InputSummary {
+  int input_id = 0;
+  std::string file, node, status, reason;
+};
+
+struct MergeResult {
+  int merged = 0, skipped = 0, duplicates = 0;
+  int64_t event_rows = 0;  // event-table rows written
+  std::vector<InputSummary> inputs;
+  std::vector<NodeAlignment> alignment;
+  // Exit status: 0 all merged, 2 merged with some inputs skipped (1 is an Error).
+  int exit_code() const { return skipped > 0 ? 2 : 0; }
+};
+
+// Runs the whole merge. Per-input problems are reported to `log` and recorded in the output
+// (merge_inputs); an Error means nothing was written.
+rs::Result<MergeResult> Merge(const MergeOptions& options, std::ostream& log);
+
+}  // namespace merge

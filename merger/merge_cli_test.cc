@@ -1,0 +1,113 @@
+// The rankscope-merge executable: exit statuses, messages, output files.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "rscore/bundle.h"
+#include "synth_bundle.h"
+#include "test_bundles.h"
+
+namespace merge {
+namespace {
+
+struct CliRun {
+  int status = -1;
+  std::string output;  // stdout + stderr
+};
+
+class MergeCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* bin = std::getenv("RANKSCOPE_MERGE");
+    if (!bin) GTEST_SKIP() << "set RANKSCOPE_MERGE to the rankscope-merge binary (meson test does)";
+    bin_ = bin;
+    synth::ClusterSpec spec;
+    spec.nodes = 2;
+    spec.steps = 10;
+    spec.offset_ns = {0, 20'000'000};
+    auto p = synth::WriteClusterBundles(spec, dir_.path());
+    ASSERT_TRUE(p.ok()) << p.error().message();
+    bundles_ = p.value();
+  }
+  CliRun Merge(const std::string& args) {
+    std::string log = dir_.File("log.txt");
+    int rc = std::system((bin_ + " " + args + " >" + log + " 2>&1").c_str());
+    std::ifstream f(log);
+    CliRun r;
+    r.output.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    return r;
+  }
+  std::string bin_;
+  testing::TempDir dir_;
+  std::vector<std::string> bundles_;
+};
+
+TEST_F(MergeCli, AllMergedExitsZero) {
+  std::string out = dir_.File("m.rsdb");
+  CliRun r = Merge("-o " + out + " " + bundles_[0] + " " + bundles_[1]);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("2 input(s) merged, 0 skipped"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("nccl_events"), std::string::npos) << r.output;  // per-table counts
+  EXPECT_NE(r.output.find("clock node1: rendezvous"), std::string::npos) << r.output;
+  auto opened = rs::OpenRankscopeFile(out);
+  ASSERT_TRUE(opened.ok()) << opened.error().message();
+  EXPECT_EQ(opened->info().db_kind, "merged");
+  struct stat sb {};
+  ASSERT_EQ(stat(out.c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 0777, 0600u);
+}
+
+TEST_F(MergeCli, SkippedInputExitsTwo) {
+  std::string bad = dir_.File("bad.rsb");
+  ASSERT_TRUE(testing::WriteText(bad, "").ok());
+  CliRun r = Merge("-q -o " + dir_.File("m.rsdb") + " " + dir_.path());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("SKIPPED " + bad + ": empty file"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("nccl_events"), std::string::npos) << "quiet prints no counts";
+}
+
+TEST_F(MergeCli, StrictAndNothingMergedExitOne) {
+  std::string bad = dir_.File("bad.rsb");
+  ASSERT_TRUE(testing::WriteText(bad, "garbage").ok());
+  std::string out = dir_.File("m.rsdb");
+  CliRun r = Merge("--strict -o " + out + " " + dir_.path());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("--strict"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  r = Merge("-o " + out + " " + bad);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("nothing merged"), std::string::npos) << r.output;
+  r = Merge("-o " + out);
+  EXPECT_EQ(r.status, 1) << r.output;
+  r = Merge("--no-such-flag -o " + out + " " + bundles_[0]);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("no-such-flag"), std::string::npos) << r.output;
+}
+
+TEST_F(MergeCli, BundleCopyIsReadable) {
+  std::string out = dir_.File("m.rsdb");
+  CliRun r = Merge("--bundle -o " + out + " " + dir_.path());
+  ASSERT_EQ(r.status, 0) << r.output;
+  auto opened = rs::OpenRankscopeFile(out + ".zst");
+  ASSERT_TRUE(opened.ok()) << opened.error().message();
+  EXPECT_TRUE(opened->compressed());
+  EXPECT_EQ(opened->info().db_kind, "merged");
+  EXPECT_EQ(opened->db().QueryInt("SELECT COUNT(*) FROM clock_alignment").value(), 2);
+}
+
+TEST_F(MergeCli, HelpDocumentsExitStatus) {
+  CliRun r = Merge("--help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.output.find("exit status"), std::string::npos);
+  EXPECT_NE(r.output.find("--strict"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace merge

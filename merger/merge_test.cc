@@ -1,0 +1,259 @@
+// The merge on synthetic cluster bundles: clock offsets and drift recovered within their
+// bounds, the enqueue-only fallback, stack dedup, and counts that reconcile.
+#include "merge.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "stack_dedup.h"
+#include "synth_bundle.h"
+#include "test_bundles.h"
+
+namespace merge {
+namespace {
+
+using testing::OpenMerged;
+using testing::TempDir;
+
+int64_t Int(rs::Db& db, const std::string& sql) {
+  auto v = db.QueryInt(sql);
+  EXPECT_TRUE(v.ok()) << sql << ": " << (v.ok() ? "" : v.error().message());
+  return v.ok() ? v.value() : -1;
+}
+
+struct Merged {
+  MergeResult result;
+  std::string path;
+  std::string log;
+};
+
+Merged RunMerge(const TempDir& dir, std::vector<std::string> inputs, MergeOptions opt = {}) {
+  opt.inputs = std::move(inputs);
+  opt.out_path = dir.File("merged.rsdb");
+  std::ostringstream log;
+  auto r = Merge(opt, log);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message()) << "\n" << log.str();
+  return Merged{r.ok() ? r.value() : MergeResult{}, opt.out_path, log.str()};
+}
+
+// Every table's rows in = rows out + rows skipped, and the event tables hold exactly the rows
+// merge_counts says were written.
+void ExpectCountsReconcile(rs::Db& db) {
+  EXPECT_EQ(Int(db, "SELECT COUNT(*) FROM merge_counts WHERE rows_in != rows_out + rows_skipped"),
+            0);
+  for (const char* t : {"nccl_events", "tcp_events", "sched_events", "block_events",
+                        "process_events", "cuda_events", "clock_refs", "processes", "stacks"}) {
+    SCOPED_TRACE(t);
+    EXPECT_EQ(Int(db, std::string("SELECT COUNT(*) FROM ") + t),
+              Int(db, std::string("SELECT COALESCE(SUM(rows_out), 0) FROM merge_counts WHERE "
+                                  "table_name = '") +
+                          t + "'"));
+  }
+}
+
+// Every event row's timestamp is its local one corrected by the node's stored alignment.
+void ExpectAlignmentApplied(rs::Db& db) {
+  for (const char* t : {"nccl_events", "sched_events", "block_events", "process_events"}) {
+    SCOPED_TRACE(t);
+    EXPECT_EQ(Int(db, std::string("SELECT COUNT(*) FROM ") + t +
+                          " e JOIN clock_alignment a USING (node) WHERE e.timestamp_ns != "
+                          "e.local_timestamp_ns - a.offset_ns - CAST(ROUND(a.drift_ppm * 1e-6 * "
+                          "(e.local_timestamp_ns - a.anchor_ns)) AS INTEGER)"),
+              0);
+    EXPECT_EQ(
+        Int(db, std::string("SELECT COUNT(*) FROM ") + t + " WHERE local_timestamp_ns IS NULL"), 0);
+  }
+}
+
+class MergeSynth : public ::testing::Test {
+ protected:
+  std::vector<std::string> Write(const synth::ClusterSpec& spec) {
+    auto paths = synth::WriteClusterBundles(spec, dir_.path());
+    EXPECT_TRUE(paths.ok()) << (paths.ok() ? "" : paths.error().message());
+    return paths.ok() ? paths.value() : std::vector<std::string>{};
+  }
+  TempDir dir_;
+};
+
+TEST_F(MergeSynth, RecoversInjectedOffsetsWithinBounds) {
+  synth::ClusterSpec spec;
+  spec.offset_ns = {0, 50'000'000, -50'000'000, 7'500'000};
+  auto paths = Write(spec);
+  Merged m = RunMerge(dir_, {dir_.path()});  // a directory of bundles
+  EXPECT_EQ(m.result.merged, 4);
+  EXPECT_EQ(m.result.exit_code(), 0);
+  auto db = OpenMerged(m.path);
+  ASSERT_TRUE(db.ok());
+  auto st = db->Prepare(
+      "SELECT node, offset_ns, error_bound_ns, method, rendezvous_count FROM clock_alignment"
+      " ORDER BY node");
+  ASSERT_TRUE(st.ok());
+  int k = 0;
+  while (st->Step().value()) {
+    SCOPED_TRACE(st->Text(0));
+    int64_t truth = spec.offset_ns[k] - spec.offset_ns[0];
+    EXPECT_EQ(st->Text(0), synth::NodeName(k));
+    EXPECT_EQ(st->Text(3), k == 0 ? "reference" : "rendezvous");
+    EXPECT_NEAR(st->Int(1), truth, 50'000);
+    EXPECT_LE(std::abs(st->Int(1) - truth), st->Int(2));
+    if (k > 0) {
+      EXPECT_EQ(st->Int(4), spec.steps + spec.steps / 10 + 1);  // + gathers + init
+    }
+    ++k;
+  }
+  EXPECT_EQ(k, 4);
+  // After alignment the exits of each collective cluster across nodes.
+  EXPECT_LT(Int(*db,
+                "SELECT MAX(spread) FROM (SELECT MAX(timestamp_ns + duration_ns) -"
+                " MIN(timestamp_ns + duration_ns) AS spread FROM nccl_events"
+                " WHERE seq IS NOT NULL GROUP BY comm_id_hash, seq)"),
+            150'000);
+  synth::RowCounts want = synth::ExpectedRows(spec);
+  EXPECT_EQ(Int(*db, "SELECT COUNT(*) FROM nccl_events"), want.nccl);
+  EXPECT_EQ(Int(*db, "SELECT COUNT(*) FROM sched_events"), want.sched);
+  EXPECT_EQ(Int(*db, "SELECT COUNT(*) FROM block_events"), want.block);
+  EXPECT_EQ(Int(*db, "SELECT COUNT(*) FROM process_events"), want.process);
+  EXPECT_EQ(m.result.event_rows, want.nccl + want.sched + want.block + want.process + want.tcp);
+  ExpectCountsReconcile(*db);
+  ExpectAlignmentApplied(*db);
+  // Merged metadata: the recording window in aligned time; per-node originals kept.
+  EXPECT_EQ(db->QueryText("SELECT value FROM metadata WHERE key = 'db_kind'").value(), "merged");
+  EXPECT_EQ(Int(*db,
+                "SELECT CAST(value AS INTEGER) FROM metadata WHERE key = "
+                "'node.node1.local_start_ns'") -
+                Int(*db,
+                    "SELECT CAST(value AS INTEGER) FROM metadata WHERE key = "
+                    "'node.node1.start_ns'"),
+            Int(*db, "SELECT offset_ns FROM clock_alignment WHERE node = 'node1'"));
+  // Output is private to its owner.
+  struct stat sb {};
+  ASSERT_EQ(stat(m.path.c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 0777, 0600u);
+}
+
+TEST_F(MergeSynth, NoSkewGivesOffsetsNearZero) {
+  synth::ClusterSpec spec;
+  spec.nodes = 3;
+  auto paths = Write(spec);
+  Merged m = RunMerge(dir_, paths);
+  ASSERT_EQ(m.result.alignment.size(), 3u);
+  for (const NodeAlignment& a : m.result.alignment) {
+    SCOPED_TRACE(a.node);
+    EXPECT_NEAR(a.offset_ns, 0, 50'000);
+    EXPECT_LE(std::abs(a.offset_ns), a.error_bound_ns);
+    EXPECT_EQ(a.drift_ppm, 0);
+  }
+}
+
+TEST_F(MergeSynth, RecoversDrift) {
+  synth::ClusterSpec spec;
+  spec.nodes = 3;
+  spec.steps = 400;  // about 9 s of training: 20 ppm moves the clock by ~180 us
+  spec.offset_ns = {0, 3'000'000, -2'000'000};
+  spec.drift_ppm = {0, 20, -10};
+  auto paths = Write(spec);
+  Merged m = RunMerge(dir_, paths);
+  ASSERT_EQ(m.result.alignment.size(), 3u);
+  for (int k = 1; k < 3; ++k) {
+    const NodeAlignment& a = m.result.alignment[k];
+    SCOPED_TRACE(a.node);
+    EXPECT_EQ(a.method, "rendezvous") << a.note;
+    EXPECT_NEAR(a.drift_ppm, spec.drift_ppm[k], 1.0);
+    // anchor = the node's local recording start, where its lead is the injected offset.
+    EXPECT_NEAR(a.offset_ns, spec.offset_ns[k], 50'000);
+    EXPECT_LE(std::abs(a.offset_ns - spec.offset_ns[k]), a.error_bound_ns);
+  }
+  auto db = OpenMerged(m.path);
+  ASSERT_TRUE(db.ok());
+  ExpectAlignmentApplied(*db);
+  EXPECT_LT(Int(*db,
+                "SELECT MAX(spread) FROM (SELECT MAX(timestamp_ns + duration_ns) -"
+                " MIN(timestamp_ns + duration_ns) AS spread FROM nccl_events"
+                " WHERE seq IS NOT NULL GROUP BY comm_id_hash, seq)"),
+            150'000);
+}
+
+TEST_F(MergeSynth, EnqueueOnlyCollectivesFallBackToWallClock) {
+  // GPU-like: the recorded calls return right after enqueueing, so they are no rendezvous.
+  synth::ClusterSpec spec;
+  spec.nodes = 3;
+  spec.offset_ns = {0, 4'000'000, -6'000'000};
+  auto paths = Write(spec);
+  for (const std::string& p : paths) {
+    ASSERT_TRUE(
+        testing::RewriteBundle(p, p, "UPDATE nccl_events SET duration_ns = 3000 + id % 5000").ok());
+  }
+  Merged m = RunMerge(dir_, paths);
+  ASSERT_EQ(m.result.alignment.size(), 3u);
+  const int64_t maxerr = 16'000'000 + 400;  // synth clock_refs: maxerror 16 ms, read span 400 ns
+  for (int k = 1; k < 3; ++k) {
+    const NodeAlignment& a = m.result.alignment[k];
+    SCOPED_TRACE(a.node);
+    EXPECT_EQ(a.method, "wall_clock") << a.note;
+    EXPECT_EQ(a.offset_ns, 0);
+    EXPECT_EQ(a.error_bound_ns, 2 * maxerr);
+    EXPECT_LE(std::abs(spec.offset_ns[k]), a.error_bound_ns);
+  }
+  auto db = OpenMerged(m.path);
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ(Int(*db, "SELECT COUNT(*) FROM nccl_events WHERE timestamp_ns != local_timestamp_ns"),
+            0);
+}
+
+TEST_F(MergeSynth, StacksDeduplicatedAndReferencesRemapped) {
+  synth::ClusterSpec spec;
+  spec.nodes = 2;
+  spec.steps = 10;
+  auto paths = Write(spec);
+  // node0: stacks A, B; node1: stacks B, C, with ids that are not the frames hash (a recorder
+  // bug must not merge different stacks or split equal ones).
+  const std::string a =
+      "train_step+0x10 (/usr/bin/trainer@ab+0x1010)\nmain+0x5 (/usr/bin/trainer@ab+0x105)";
+  const std::string b = "pncclAllReduce+0x0 (/usr/lib/libnccl.so.2@cd+0x4000)";
+  const std::string c = "cudaMalloc+0x0 (/usr/lib/libcudart.so.13@ef+0x2000)";
+  auto q = [](const std::string& s) { return "'" + s + "'"; };
+  ASSERT_TRUE(testing::RewriteBundle(
+                  paths[0], paths[0],
+                  "INSERT INTO stacks VALUES (" + std::to_string(StackId(a)) + ", " + q(a) +
+                      "), (" + std::to_string(StackId(b)) + ", " + q(b) +
+                      ");"
+                      "UPDATE nccl_events SET stack_id = CASE WHEN id % 2 = 0 THEN " +
+                      std::to_string(StackId(a)) + " ELSE " + std::to_string(StackId(b)) + " END;")
+                  .ok());
+  ASSERT_TRUE(testing::RewriteBundle(paths[1], paths[1],
+                                     "INSERT INTO stacks VALUES (1, " + q(b) + "), (2, " + q(c) +
+                                         ");"
+                                         "UPDATE nccl_events SET stack_id = 1 + id % 2;")
+                  .ok());
+  Merged m = RunMerge(dir_, paths);
+  auto db = OpenMerged(m.path);
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ(Int(*db, "SELECT COUNT(*) FROM stacks"), 3);
+  EXPECT_EQ(Int(*db, "SELECT COUNT(DISTINCT frames) FROM stacks"), 3);
+  for (const std::string* s : {&a, &b, &c}) {
+    EXPECT_EQ(Int(*db, "SELECT id FROM stacks WHERE frames = " + q(*s)), StackId(*s));
+  }
+  // Every reference resolves, to the frames it had in its own bundle.
+  EXPECT_EQ(Int(*db, "SELECT COUNT(*) FROM nccl_events WHERE stack_id IS NULL"), 0);
+  EXPECT_EQ(Int(*db,
+                "SELECT COUNT(*) FROM nccl_events e LEFT JOIN stacks s ON s.id = e.stack_id"
+                " WHERE s.id IS NULL"),
+            0);
+  EXPECT_EQ(Int(*db,
+                "SELECT COUNT(*) FROM nccl_events e JOIN stacks s ON s.id = e.stack_id"
+                " WHERE e.node = 'node1' AND (e.local_timestamp_ns IS NULL OR"
+                " (e.id % 2 = 0 AND s.frames != " +
+                    q(b) + ") OR (e.id % 2 = 1 AND s.frames != " + q(c) + "))"),
+            0);
+  EXPECT_EQ(Int(*db,
+                "SELECT rows_skipped FROM merge_counts WHERE input_id = 2 AND table_name = "
+                "'stacks'"),
+            1);  // b was already there
+  ExpectCountsReconcile(*db);
+}
+
+}  // namespace
+}  // namespace merge

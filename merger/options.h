@@ -1,0 +1,23 @@
+// Command-line options of rankscope-merge (see man/rankscope-merge.1).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "merge.h"
+#include "rscore/result.h"
+
+namespace merge {
+
+struct CommandLine {
+  MergeOptions merge;
+  bool help = false;
+  bool version = false;
+  bool quiet = false;
+  std::string help_text;
+};
+
+// Parses argv with Boost.Program_options; its exceptions become an Error naming the flag.
+rs::Result<CommandLine> ParseCommandLine(int argc, const char* const* argv);
+
+}  // namespace merge

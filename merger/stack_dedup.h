@@ -1,0 +1,27 @@
+// Stack dedup: stacks of every node stored once, keyed by the xxh64 of their symbolized
+// frames text (recomputed here, never trusted from the input).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "rscore/result.h"
+#include "rscore/sqlite.h"
+
+namespace merge {
+
+// The stack id of a frames text: xxh64 (seed 0) as a signed 64-bit integer.
+int64_t StackId(std::string_view frames);
+
+struct StackCounts {
+  int64_t rows_in = 0;   // stacks in the input
+  int64_t inserted = 0;  // new in the merged db
+  int64_t deduped = 0;   // already present (same frames from another node or input)
+};
+
+// Copies `schema`.stacks (an attached input) into main.stacks and fills the temporary table
+// temp.stack_map(old INTEGER PRIMARY KEY, new INTEGER) with the input's id -> merged id.
+rs::Result<StackCounts> MergeStacks(rs::Db& out, const std::string& schema);
+
+}  // namespace merge

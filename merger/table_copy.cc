@@ -1,0 +1,129 @@
+#include "table_copy.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "rscore/schema.h"
+
+namespace merge {
+namespace {
+
+// Tables of the merged db that are not copied row by row from inputs.
+const std::set<std::string> kNotCopied = {"metadata", "stacks", "merge_inputs", "merge_counts",
+                                          "clock_alignment"};
+
+bool IsEventTable(const std::string& t) {
+  return std::any_of(std::begin(rs::kEventTables), std::end(rs::kEventTables),
+                     [&](std::string_view e) { return e == t; });
+}
+
+std::string Quote(const std::string& ident) { return "\"" + ident + "\""; }
+
+rs::Result<std::vector<std::string>> Tables(rs::Db& db, const std::string& schema) {
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT name FROM " + schema +
+                              ".sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%'"
+                              " ESCAPE '\\' ORDER BY name"));
+  std::vector<std::string> out;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back(st.Text(0));
+  }
+  return out;
+}
+
+rs::Result<std::vector<std::string>> Columns(rs::Db& db, const std::string& schema,
+                                             const std::string& table) {
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT name FROM pragma_table_info(?1, ?2) ORDER BY cid"));
+  st.Bind(1, table).Bind(2, schema);
+  std::vector<std::string> out;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back(st.Text(0));
+  }
+  return out;
+}
+
+rs::Result<int64_t> CountRows(rs::Db& db, const std::string& schema, const std::string& table) {
+  return db.QueryInt("SELECT COUNT(*) FROM " + schema + "." + Quote(table));
+}
+
+}  // namespace
+
+std::string AlignedExpr(const std::string& column, const NodeAlignment& a) {
+  std::string c = Quote(column);
+  std::string e = "(" + c + " - (" + std::to_string(a.offset_ns) + ")";
+  if (a.drift_ppm != 0) {
+    char k[64];
+    std::snprintf(k, sizeof k, "%.17g", a.drift_ppm * 1e-6);
+    e += " - CAST(ROUND(" + std::string(k) + " * (" + c + " - (" + std::to_string(a.anchor_ns) +
+         "))) AS INTEGER)";
+  }
+  return e + ")";
+}
+
+rs::Result<std::vector<TableCount>> CopyTables(rs::Db& out, const CopySpec& spec) {
+  ASSIGN_OR_RETURN(std::vector<std::string> ours, Tables(out, "main"));
+  ASSIGN_OR_RETURN(std::vector<std::string> theirs, Tables(out, spec.schema));
+  std::set<std::string> known(ours.begin(), ours.end());
+  std::vector<TableCount> counts;
+  for (const std::string& t : theirs) {
+    if (kNotCopied.count(t)) continue;
+    TableCount c;
+    c.table = t;
+    ASSIGN_OR_RETURN(c.rows_in, CountRows(out, spec.schema, t));
+    if (!known.count(t)) {
+      c.rows_skipped = c.rows_in;
+      c.note = "table unknown to this rankscope version; not merged";
+      counts.push_back(c);
+      continue;
+    }
+    ASSIGN_OR_RETURN(std::vector<std::string> dst_cols, Columns(out, "main", t));
+    ASSIGN_OR_RETURN(std::vector<std::string> src_cols, Columns(out, spec.schema, t));
+    std::set<std::string> src(src_cols.begin(), src_cols.end());
+    const bool event = IsEventTable(t);
+    std::string cols, exprs;
+    auto add = [&](const std::string& col, const std::string& expr) {
+      cols += (cols.empty() ? "" : ", ") + Quote(col);
+      exprs += (exprs.empty() ? "" : ", ") + expr;
+    };
+    for (const std::string& col : dst_cols) {
+      if (col == "node") {
+        add(col, "?1");
+      } else if (col == "id" && event && src.count(col)) {
+        add(col, spec.id_shift ? "(id + (" + std::to_string(spec.id_shift) + "))" : "id");
+      } else if (col == "timestamp_ns" && (event || t == "sched_summary") && src.count(col)) {
+        add(col, AlignedExpr(col, spec.alignment));
+      } else if (col == "local_timestamp_ns" && event && src.count("timestamp_ns")) {
+        add(col, "timestamp_ns");
+      } else if (col == "first_seen_ns" && t == "processes" && src.count(col)) {
+        add(col, AlignedExpr(col, spec.alignment));
+      } else if (col == "stack_id" && src.count(col)) {
+        add(col, "(SELECT new FROM temp.stack_map WHERE old = stack_id)");
+      } else if (src.count(col)) {
+        add(col, Quote(col));
+      }
+    }
+    std::string sql = "INSERT INTO main." + Quote(t) + " (" + cols + ") SELECT " + exprs +
+                      " FROM " + spec.schema + "." + Quote(t);
+    if (src.count("node")) sql += " WHERE node = ?2";
+    ASSIGN_OR_RETURN(rs::Statement st, out.Prepare(sql));
+    st.Bind(1, spec.node);
+    if (src.count("node")) st.Bind(2, spec.original_node);
+    auto r = st.Run();
+    if (!r.ok()) return r.error().Wrap("copying table " + t);
+    c.rows_out = sqlite3_changes64(out.raw());
+    c.rows_skipped = c.rows_in - c.rows_out;
+    if (c.rows_skipped > 0) {
+      c.note = "rows whose node is not the bundle's node '" + spec.original_node + "'";
+    }
+    counts.push_back(c);
+  }
+  return counts;
+}
+
+}  // namespace merge

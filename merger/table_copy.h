@@ -1,0 +1,40 @@
+// Copies one attached input's tables into the merged db with INSERT ... SELECT (streamed by
+// SQLite, never all rows in memory): node renamed, event ids shifted, timestamps aligned
+// (the original kept in local_timestamp_ns), stack references remapped.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "clock_alignment.h"
+#include "rscore/result.h"
+#include "rscore/sqlite.h"
+
+namespace merge {
+
+struct CopySpec {
+  std::string schema;         // name the input is attached under
+  std::string node;           // node name in the merged db
+  std::string original_node;  // node name in the input's rows
+  int64_t id_shift = 0;
+  NodeAlignment alignment;
+};
+
+struct TableCount {
+  std::string table;
+  int64_t rows_in = 0;
+  int64_t rows_out = 0;
+  int64_t rows_skipped = 0;
+  std::string note;  // why rows were skipped
+};
+
+// SQL expression giving the aligned value of `column` (a local timestamp).
+std::string AlignedExpr(const std::string& column, const NodeAlignment& a);
+
+// Copies every table of the bundle schema except metadata and stacks (see MergeStacks), plus
+// counts tables the merged schema does not know (their rows are skipped, and said so).
+// Expects temp.stack_map to hold this input's stack ids.
+rs::Result<std::vector<TableCount>> CopyTables(rs::Db& out, const CopySpec& spec);
+
+}  // namespace merge
