@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 
 #include "exporter.h"
@@ -46,7 +47,9 @@ int main(int argc, char** argv) {
     o.format = format;
     for (int run = 0; run < 3; ++run) {
       auto a = std::chrono::steady_clock::now();
+      const std::clock_t cpu0 = std::clock();
       auto r = rs::exporter::Export(o);
+      const double cpu = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
       auto b = std::chrono::steady_clock::now();
       if (!r.ok()) {
         std::fprintf(stderr, "%s\n", r.error().message().c_str());
@@ -57,14 +60,19 @@ int main(int argc, char** argv) {
       const double events = static_cast<double>(r->stats.events());
       std::printf(
           "%-11s run %d: %lld rows -> %lld trace events (%lld slices x2, %lld instants, %lld "
-          "counter samples) in %.3f s: %.2f M rows/s, %.2f M trace events/s, %lld bytes = "
-          "%.1f bytes/row, %.1f bytes/trace event\n",
+          "counter samples) in %.3f s wall, %.3f s cpu: %.2f M rows/s (cpu: %.2f), %.2f M trace "
+          "events/s, %lld bytes = %.1f bytes/row, %.1f bytes/trace event\n",
           pb ? "perfetto" : "chrome-json", run, static_cast<long long>(r->summary.rows),
           static_cast<long long>(r->stats.events()), static_cast<long long>(r->stats.slices),
           static_cast<long long>(r->stats.instants),
-          static_cast<long long>(r->stats.counter_samples), s, rows / s / 1e6, events / s / 1e6,
-          static_cast<long long>(r->bytes), r->bytes / rows, r->bytes / events);
+          static_cast<long long>(r->stats.counter_samples), s, cpu, rows / s / 1e6,
+          rows / cpu / 1e6, events / s / 1e6, static_cast<long long>(r->bytes), r->bytes / rows,
+          r->bytes / events);
     }
+  }
+  if (std::getenv("BENCH_KEEP")) {
+    std::printf("kept %s\n", dir);
+    return 0;
   }
   std::string cmd = std::string("rm -rf '") + dir + "'";
   return std::system(cmd.c_str()) == 0 ? 0 : 1;

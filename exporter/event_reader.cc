@@ -28,9 +28,14 @@ constexpr const char* kSelect[kTableCount] = {
     " FROM process_events",
 };
 
-// WHERE clause over timestamp_ns (?1, ?2) and node (?3...).
+bool HasWindow(const RowFilter& f) { return f.from_ns != INT64_MIN || f.to_ns != INT64_MAX; }
+
+// WHERE clause over timestamp_ns (?1, ?2) and node (?3...). Without a time window there
+// is no timestamp predicate, so whole-table aggregates scan the table instead of seeking
+// row by row through the timestamp index.
 std::string Where(const RowFilter& f) {
-  std::string w = " WHERE timestamp_ns >= ?1 AND timestamp_ns <= ?2";
+  std::string w = " WHERE 1";
+  if (HasWindow(f)) w += " AND timestamp_ns >= ?1 AND timestamp_ns <= ?2";
   if (!f.nodes.empty()) {
     w += " AND node IN (";
     for (size_t i = 0; i < f.nodes.size(); ++i) w += (i ? ",?" : "?") + std::to_string(i + 3);
@@ -40,7 +45,7 @@ std::string Where(const RowFilter& f) {
 }
 
 void BindFilter(Statement& st, const RowFilter& f) {
-  st.Bind(1, f.from_ns).Bind(2, f.to_ns);
+  if (HasWindow(f)) st.Bind(1, f.from_ns).Bind(2, f.to_ns);
   for (size_t i = 0; i < f.nodes.size(); ++i) st.Bind(static_cast<int>(i + 3), f.nodes[i]);
 }
 
@@ -139,12 +144,9 @@ Result<EventReader> EventReader::Open(Db& db, const RowFilter& filter) {
   EventReader r;
   const std::string where = Where(filter);
   for (int t = 0; t < kTableCount; ++t) {
-    // NULL durations (calls still in flight) sort as the longest.
-    std::string sql = std::string(kSelect[t]) + where +
-                      " ORDER BY timestamp_ns, duration_ns IS NOT NULL, duration_ns DESC, id";
-    if (t == static_cast<int>(Table::kTcp) || t == static_cast<int>(Table::kProcess)) {
-      sql = std::string(kSelect[t]) + where + " ORDER BY timestamp_ns, id";
-    }
+    // The timestamp index yields (timestamp_ns, id) order without a sort step. Equal
+    // starts thus come in id order; the lanes of TrackModel keep them nested regardless.
+    std::string sql = std::string(kSelect[t]) + where + " ORDER BY timestamp_ns, id";
     auto st = PrepareFiltered(db, sql, filter);
     if (!st.ok()) return st.error().Wrap(std::string("reading ") + kTableNames[t]);
     r.cursors_[t].st = std::move(st).value();

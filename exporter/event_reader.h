@@ -1,7 +1,6 @@
 // Reads the event tables of a bundle or merged db as one stream in a total, explicit
-// order: timestamp, then longer slices first (so nested slices follow their parents),
-// then table, then id. One prepared statement per table, merged k-way: memory stays
-// bounded by the number of tables, not rows.
+// order: timestamp, then longer slices first across tables, then table, then id. One prepared
+// statement per table, merged k-way: memory stays bounded by the number of tables, not rows.
 #pragma once
 
 #include <array>

@@ -17,10 +17,34 @@ db=$dir/merged.rsdb
 "$EXPORT" "$db" -o "$dir/a.pftrace"
 "$EXPORT" "$db" -o "$dir/b.pftrace"
 cmp "$dir/a.pftrace" "$dir/b.pftrace" || fail "two runs differ"
+"$EXPORT" "$db" -o "$dir/plain.pftrace" --compression none
 
-# protoc decodes the file with our subset of perfetto_trace.proto.
+# The compressed trace is the plain one in deflated compressed_packets chunks (field 50):
+# inflating every chunk gives back the plain file byte for byte.
+python3 - "$dir/a.pftrace" "$dir/plain.pftrace" <<'PY' || fail "compressed chunks"
+import sys, zlib
+def varint(b, i):
+    v = s = 0
+    while True:
+        c = b[i]; i += 1; v |= (c & 0x7f) << s; s += 7
+        if c < 0x80: return v, i
+data, plain = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+i, out, chunks = 0, b"", 0
+while i < len(data):
+    tag, i = varint(data, i); n, i = varint(data, i)
+    assert tag == (1 << 3 | 2), tag
+    pkt = data[i:i + n]; i += n
+    assert n < 512 * 1024, n
+    ftag, j = varint(pkt, 0); m, j = varint(pkt, j)
+    assert ftag == (50 << 3 | 2) and j + m == len(pkt), ftag
+    out += zlib.decompress(pkt[j:]); chunks += 1
+assert out == plain, "inflated chunks differ from the plain trace"
+print("%d chunks, %d -> %d bytes" % (chunks, len(plain), len(data)))
+PY
+
+# protoc decodes the plain file with our subset of perfetto_trace.proto.
 "$PROTOC" --proto_path="$(dirname "$PROTO")" --decode=perfetto.protos.Trace \
-  "$(basename "$PROTO")" < "$dir/a.pftrace" > "$dir/a.txt" || fail "protoc cannot decode"
+  "$(basename "$PROTO")" < "$dir/plain.pftrace" > "$dir/a.txt" || fail "protoc cannot decode"
 grep -q 'sequence_flags: 1' "$dir/a.txt" || fail "no SEQ_INCREMENTAL_STATE_CLEARED packet"
 grep -q 'is_incremental: true' "$dir/a.txt" || fail "no incremental clock"
 grep -q 'process_name: "node1 / rank 3 (pid 10101)"' "$dir/a.txt" || fail "process names"

@@ -16,6 +16,7 @@ namespace po = boost::program_options;
 constexpr const char* kUsageHead =
     "Usage: rankscope-export INPUT -o OUT [--format perfetto|chrome-json]\n"
     "                        [--from T] [--to T] [--nodes NODE[,NODE...]]\n"
+    "                        [--compression deflate|none]\n"
     "\n"
     "Writes a merged db (.rsdb) or one node bundle (.rsb) as a Perfetto trace\n"
     "(native protobuf, open it in ui.perfetto.dev) or as Chrome trace JSON.\n"
@@ -73,7 +74,7 @@ Result<TimePoint> ParseTimePoint(std::string_view text, std::string_view flag) {
 
 Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   CommandLine cl;
-  std::string format, from, to;
+  std::string format, from, to, compression = "deflate";
   std::vector<std::string> nodes;
   po::options_description opts(kUsageHead);
   opts.add_options()                                                                      //
@@ -85,7 +86,10 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
       ("from", po::value<std::string>(&from), "first event start to export (T)")        //
       ("to", po::value<std::string>(&to), "last event start to export (T)")             //
       ("nodes", po::value<std::vector<std::string>>(&nodes)->composing(),
-       "only these nodes (comma-separated, repeatable)");
+       "only these nodes (comma-separated, repeatable)")  //
+      ("compression", po::value<std::string>(&compression),
+       "perfetto: deflate (default; packets compressed as Perfetto's own tracer does) or "
+       "none (plain packets, e.g. for protoc --decode)");
   po::options_description hidden;
   hidden.add_options()("input", po::value<std::vector<std::string>>(), "input");
   po::options_description all;
@@ -128,6 +132,13 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
     cl.options.format = Format::kChromeJson;
   } else {
     return Error("--format '" + format + "': unknown format (use perfetto or chrome-json)");
+  }
+  if (compression == "deflate") {
+    cl.options.compress = true;
+  } else if (compression == "none") {
+    cl.options.compress = false;
+  } else {
+    return Error("--compression '" + compression + "': unknown (use deflate or none)");
   }
   if (!from.empty()) {
     ASSIGN_OR_RETURN(TimePoint t, ParseTimePoint(from, "--from"));

@@ -30,6 +30,7 @@ struct ExportOptions {
   Format format = Format::kPerfetto;
   std::optional<TimePoint> from, to;
   std::vector<std::string> nodes;  // empty: every node
+  bool compress = true;            // perfetto: deflate packets (TracePacket.compressed_packets)
 };
 
 struct CommandLine {

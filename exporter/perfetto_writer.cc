@@ -3,6 +3,8 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 
+#include <zlib.h>
+
 #include <cstring>
 
 namespace rs::exporter {
@@ -12,6 +14,11 @@ namespace pb = perfetto::protos;
 
 // Tag of Trace.packet (field 1, length-delimited).
 constexpr uint32_t kTracePacketTag = (1 << 3) | 2;
+// Tag of TracePacket.compressed_packets (field 50, length-delimited).
+constexpr uint32_t kCompressedPacketsTag = (50 << 3) | 2;
+// Uncompressed bytes per compressed_packets chunk: keeps each chunk far below Perfetto's
+// 512 KiB limit even when data does not compress.
+constexpr size_t kChunkBytes = 256 * 1024;
 
 pb::CounterDescriptor::Unit UnitOf(CounterUnit u) {
   switch (u) {
@@ -27,8 +34,9 @@ pb::CounterDescriptor::Unit UnitOf(CounterUnit u) {
 
 }  // namespace
 
-PerfettoWriter::PerfettoWriter(int fd, std::string path_for_errors)
+PerfettoWriter::PerfettoWriter(int fd, std::string path_for_errors, bool compress)
     : path_(std::move(path_for_errors)),
+      compress_(compress),
       file_(std::make_unique<google::protobuf::io::FileOutputStream>(fd, 1 << 20)),
       out_(std::make_unique<google::protobuf::io::CodedOutputStream>(file_.get())) {}
 
@@ -39,13 +47,19 @@ PerfettoWriter::~PerfettoWriter() {
 
 int64_t PerfettoWriter::bytes() const { return out_ ? out_->ByteCount() : flushed_bytes_; }
 
-Result<void> PerfettoWriter::WritePacket() {
-  if (!out_) return Error(path_ + ": write after finish");
-  const size_t size = packet_.ByteSizeLong();
-  out_->WriteTag(kTracePacketTag);
-  out_->WriteVarint64(size);
-  packet_.SerializeWithCachedSizes(out_.get());
-  ++packets_;
+void PerfettoWriter::NewPacket() {
+  // Messages live on an arena, reset every few thousand packets: clearing a packet frees
+  // its oneof sub-messages, which otherwise costs a malloc/free round per packet.
+  if (packet_ == nullptr || ++arena_packets_ >= 4096) {
+    arena_.Reset();
+    packet_ = google::protobuf::Arena::CreateMessage<pb::TracePacket>(&arena_);
+    arena_packets_ = 0;
+  } else {
+    packet_->Clear();
+  }
+}
+
+Result<void> PerfettoWriter::CheckStream() {
   if (out_->HadError()) {
     return Error(path_ + ": write failed: " + std::strerror(file_->GetErrno()) +
                  " (check free space and permissions)");
@@ -53,13 +67,57 @@ Result<void> PerfettoWriter::WritePacket() {
   return Ok();
 }
 
+Result<void> PerfettoWriter::WritePacket() {
+  if (!out_) return Error(path_ + ": write after finish");
+  const size_t size = packet_->ByteSizeLong();
+  ++packets_;
+  if (!compress_) {
+    out_->WriteTag(kTracePacketTag);
+    out_->WriteVarint64(size);
+    packet_->SerializeWithCachedSizes(out_.get());
+    return CheckStream();
+  }
+  // Same bytes as the uncompressed stream, gathered for deflate.
+  uint8_t head[16];
+  uint8_t* p = google::protobuf::io::CodedOutputStream::WriteTagToArray(kTracePacketTag, head);
+  p = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(size, p);
+  const size_t at = chunk_.size();
+  chunk_.resize(at + static_cast<size_t>(p - head) + size);
+  auto* dst = reinterpret_cast<uint8_t*>(chunk_.data() + at);
+  std::memcpy(dst, head, static_cast<size_t>(p - head));
+  packet_->SerializeWithCachedSizesToArray(dst + (p - head));
+  if (chunk_.size() >= kChunkBytes) return FlushChunk();
+  return Ok();
+}
+
+Result<void> PerfettoWriter::FlushChunk() {
+  if (chunk_.empty()) return Ok();
+  uLongf len = compressBound(static_cast<uLong>(chunk_.size()));
+  compressed_.resize(len);
+  int rc = compress2(reinterpret_cast<Bytef*>(compressed_.data()), &len,
+                     reinterpret_cast<const Bytef*>(chunk_.data()),
+                     static_cast<uLong>(chunk_.size()), Z_BEST_SPEED);
+  if (rc != Z_OK) return Error(path_ + ": deflate failed (zlib error " + std::to_string(rc) + ")");
+  const uint64_t inner =
+      google::protobuf::io::CodedOutputStream::VarintSize32(kCompressedPacketsTag) +
+      google::protobuf::io::CodedOutputStream::VarintSize64(len) + len;
+  out_->WriteTag(kTracePacketTag);
+  out_->WriteVarint64(inner);
+  out_->WriteTag(kCompressedPacketsTag);
+  out_->WriteVarint64(len);
+  out_->WriteRaw(compressed_.data(), static_cast<int>(len));
+  chunk_.clear();
+  ++chunks_;
+  return CheckStream();
+}
+
 Result<void> PerfettoWriter::Begin(int64_t first_ts, int64_t /*last_ts*/) {
   last_ts_ = first_ts;
-  packet_.Clear();
-  packet_.set_trusted_packet_sequence_id(kSequenceId);
-  packet_.set_sequence_flags(pb::TracePacket::SEQ_INCREMENTAL_STATE_CLEARED);
-  packet_.set_first_packet_on_sequence(true);
-  pb::ClockSnapshot* snap = packet_.mutable_clock_snapshot();
+  NewPacket();
+  packet_->set_trusted_packet_sequence_id(kSequenceId);
+  packet_->set_sequence_flags(pb::TracePacket::SEQ_INCREMENTAL_STATE_CLEARED);
+  packet_->set_first_packet_on_sequence(true);
+  pb::ClockSnapshot* snap = packet_->mutable_clock_snapshot();
   // The incremental clock starts at the first event; REALTIME and BOOTTIME are given the
   // same reading so the trace shows aligned wall-clock nanoseconds whichever clock the
   // reader treats as primary.
@@ -73,17 +131,17 @@ Result<void> PerfettoWriter::Begin(int64_t first_ts, int64_t /*last_ts*/) {
     clock->set_timestamp(static_cast<uint64_t>(first_ts));
   }
   snap->set_primary_trace_clock(pb::BUILTIN_CLOCK_REALTIME);
-  packet_.mutable_trace_packet_defaults()->set_timestamp_clock_id(kIncrementalClockId);
+  packet_->mutable_trace_packet_defaults()->set_timestamp_clock_id(kIncrementalClockId);
   return WritePacket();
 }
 
 Result<void> PerfettoWriter::DeclareTrack(const Track& t) {
   if (uuid_of_.size() <= t.index) uuid_of_.resize(t.index + 1, 0);
   uuid_of_[t.index] = t.uuid;
-  packet_.Clear();
-  packet_.set_trusted_packet_sequence_id(kSequenceId);
-  packet_.set_sequence_flags(pb::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
-  pb::TrackDescriptor* d = packet_.mutable_track_descriptor();
+  NewPacket();
+  packet_->set_trusted_packet_sequence_id(kSequenceId);
+  packet_->set_sequence_flags(pb::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
+  pb::TrackDescriptor* d = packet_->mutable_track_descriptor();
   d->set_uuid(t.uuid);
   if (t.parent_uuid) d->set_parent_uuid(t.parent_uuid);
   d->set_name(t.name);
@@ -112,7 +170,7 @@ uint64_t PerfettoWriter::InternName(std::string_view name) {
   if (it != names_.end()) return it->second;
   uint64_t iid = names_.size() + 1;
   names_.emplace(std::string(name), iid);
-  pb::EventName* e = packet_.mutable_interned_data()->add_event_names();
+  pb::EventName* e = packet_->mutable_interned_data()->add_event_names();
   e->set_iid(iid);
   e->set_name(std::string(name));
   return iid;
@@ -123,7 +181,7 @@ uint64_t PerfettoWriter::InternArgName(std::string_view name) {
   if (it != arg_names_.end()) return it->second;
   uint64_t iid = arg_names_.size() + 1;
   arg_names_.emplace(std::string(name), iid);
-  pb::DebugAnnotationName* e = packet_.mutable_interned_data()->add_debug_annotation_names();
+  pb::DebugAnnotationName* e = packet_->mutable_interned_data()->add_debug_annotation_names();
   e->set_iid(iid);
   e->set_name(std::string(name));
   return iid;
@@ -132,12 +190,12 @@ uint64_t PerfettoWriter::InternArgName(std::string_view name) {
 Result<void> PerfettoWriter::Emit(const TraceEvent& ev) {
   CHECK(ev.ts >= last_ts_);
   CHECK(ev.track < uuid_of_.size() && uuid_of_[ev.track] != 0);
-  packet_.Clear();
-  packet_.set_timestamp(static_cast<uint64_t>(ev.ts - last_ts_));
+  NewPacket();
+  packet_->set_timestamp(static_cast<uint64_t>(ev.ts - last_ts_));
   last_ts_ = ev.ts;
-  packet_.set_trusted_packet_sequence_id(kSequenceId);
-  packet_.set_sequence_flags(pb::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
-  pb::TrackEvent* te = packet_.mutable_track_event();
+  packet_->set_trusted_packet_sequence_id(kSequenceId);
+  packet_->set_sequence_flags(pb::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
+  pb::TrackEvent* te = packet_->mutable_track_event();
   te->set_track_uuid(uuid_of_[ev.track]);
   switch (ev.type) {
     case EventType::kSliceEnd:
@@ -180,6 +238,7 @@ Result<void> PerfettoWriter::Emit(const TraceEvent& ev) {
 
 Result<void> PerfettoWriter::Finish() {
   if (!out_) return Ok();
+  RETURN_IF_ERROR(FlushChunk());
   const bool had_error = out_->HadError();
   flushed_bytes_ = out_->ByteCount();
   out_.reset();

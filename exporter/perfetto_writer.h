@@ -8,6 +8,9 @@
 //  - every later packet sets SEQ_NEEDS_INCREMENTAL_STATE;
 //  - event names and debug annotation names are interned (InternedData) in the packet
 //    that first uses them.
+// With compression on (the default), packets are gathered into chunks of about 256 KiB,
+// deflated (zlib format, as Perfetto's own tracing service does) and written as
+// TracePacket.compressed_packets, which trace_processor and ui.perfetto.dev inflate on load.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +19,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <google/protobuf/arena.h>
 
 #include "perfetto_trace.pb.h"
 #include "trace_sink.h"
@@ -33,7 +38,7 @@ inline constexpr uint32_t kIncrementalClockId = 64;
 class PerfettoWriter : public TraceSink {
  public:
   // Writes to an already open file descriptor (not closed by this object).
-  explicit PerfettoWriter(int fd, std::string path_for_errors);
+  PerfettoWriter(int fd, std::string path_for_errors, bool compress);
   ~PerfettoWriter() override;
 
   Result<void> Begin(int64_t first_ts, int64_t last_ts) override;
@@ -42,22 +47,32 @@ class PerfettoWriter : public TraceSink {
   Result<void> Finish() override;
 
   int64_t packets() const { return packets_; }
+  int64_t chunks() const { return chunks_; }
   int64_t bytes() const;
 
  private:
+  void NewPacket();
   Result<void> WritePacket();
+  Result<void> FlushChunk();
+  Result<void> CheckStream();
   uint64_t InternName(std::string_view name);
   uint64_t InternArgName(std::string_view name);
 
   std::string path_;
+  bool compress_ = false;
+  std::string chunk_;       // serialized packets waiting to be compressed
+  std::string compressed_;  // scratch for deflate output
   std::unique_ptr<google::protobuf::io::FileOutputStream> file_;
   std::unique_ptr<google::protobuf::io::CodedOutputStream> out_;
-  perfetto::protos::TracePacket packet_;
+  google::protobuf::Arena arena_;
+  perfetto::protos::TracePacket* packet_ = nullptr;  // on arena_
+  int arena_packets_ = 0;
   std::vector<uint64_t> uuid_of_;  // Track::index -> uuid
   std::map<std::string, uint64_t, std::less<>> names_;
   std::map<std::string, uint64_t, std::less<>> arg_names_;
   int64_t last_ts_ = 0;
   int64_t packets_ = 0;
+  int64_t chunks_ = 0;
   int64_t flushed_bytes_ = 0;
 };
 

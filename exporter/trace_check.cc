@@ -1,5 +1,7 @@
 #include "trace_check.h"
 
+#include <zlib.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -8,6 +10,27 @@ namespace {
 
 namespace pb = perfetto::protos;
 
+// Inflates a compressed_packets payload (zlib format).
+Result<std::string> Inflate(const std::string& in) {
+  z_stream z{};
+  if (inflateInit(&z) != Z_OK) return Error("inflateInit failed");
+  std::string out;
+  char buf[1 << 16];
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof buf;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(buf, sizeof buf - z.avail_out);
+  }
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END)
+    return Error("corrupt compressed_packets (zlib " + std::to_string(rc) + ")");
+  return out;
+}
+
 }  // namespace
 
 Result<DecodedTrace> DecodePerfettoTrace(const std::string& path) {
@@ -15,9 +38,26 @@ Result<DecodedTrace> DecodePerfettoTrace(const std::string& path) {
   if (!in) return Error(path + ": cannot open");
   std::stringstream ss;
   ss << in.rdbuf();
-  pb::Trace trace;
-  if (!trace.ParseFromString(ss.str())) return Error(path + ": not a valid perfetto.protos.Trace");
+  pb::Trace outer;
+  if (!outer.ParseFromString(ss.str())) return Error(path + ": not a valid perfetto.protos.Trace");
   DecodedTrace out;
+  // Expand compressed chunks in place: their packets continue the same sequence.
+  pb::Trace trace;
+  for (const pb::TracePacket& p : outer.packet()) {
+    if (!p.has_compressed_packets()) {
+      *trace.add_packet() = p;
+      continue;
+    }
+    ++out.compressed_chunks;
+    if (p.ByteSizeLong() >= 512 * 1024) out.errors.push_back("compressed chunk over 512 KiB");
+    ASSIGN_OR_RETURN(std::string raw, Inflate(p.compressed_packets()));
+    pb::Trace inner;
+    if (!inner.ParseFromString(raw)) return Error(path + ": corrupt compressed chunk");
+    for (const pb::TracePacket& q : inner.packet()) {
+      if (q.has_compressed_packets()) out.errors.push_back("nested compressed chunk");
+      *trace.add_packet() = q;
+    }
+  }
   auto fail = [&](int64_t i, const std::string& what) {
     out.errors.push_back("packet " + std::to_string(i) + ": " + what);
   };

@@ -34,7 +34,8 @@ struct DecodedTrace {
   std::map<uint64_t, perfetto::protos::TrackDescriptor> tracks;
   std::vector<DecodedEvent> events;  // slices and instants, in begin order
   std::vector<DecodedCounter> counters;
-  int64_t packets = 0;
+  int64_t packets = 0;  // after inflating compressed chunks
+  int64_t compressed_chunks = 0;
   std::vector<std::string> errors;  // every invariant violation found
 };
 

@@ -124,6 +124,7 @@ uint32_t TrackModel::Counter(uint32_t owner, std::string_view what, CounterUnit 
 }
 
 uint32_t TrackModel::Lane(uint32_t logical, int64_t begin, int64_t end) {
+  if (lanes_.size() <= logical) lanes_.resize(logical + 1);
   Lanes& l = lanes_[logical];
   if (l.tracks.empty()) {
     l.tracks.push_back(logical);

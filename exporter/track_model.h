@@ -61,7 +61,7 @@ class TrackModel {
   std::map<std::tuple<uint32_t, int64_t, int64_t>, uint32_t> thread_;         // (node, pid, tid)
   std::map<std::tuple<uint32_t, int64_t, int64_t>, uint32_t> sched_;          // (node, pid, tid)
   std::map<std::tuple<uint32_t, std::string>, uint32_t, std::less<>> child_;  // (parent, name)
-  std::map<uint32_t, Lanes> lanes_;
+  std::vector<Lanes> lanes_;  // by logical track index
   uint64_t next_uuid_ = 1;
   int64_t next_id_ = 1;
 };
