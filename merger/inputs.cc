@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <thread>
 #include <utility>
 
 #include "rscore/event_id.h"
@@ -38,6 +40,26 @@ rs::Result<std::optional<std::pair<int64_t, int64_t>>> KeyRange(rs::Db& db) {
     range->second = std::max(range->second, hi);
   }
   return range;
+}
+
+// Opens and validates every file, on as many threads as there are cores (decompression and
+// the SQLite integrity check dominate the cost and are independent per file).
+std::vector<std::optional<rs::Result<rs::OpenedDb>>> OpenAll(
+    const std::vector<std::string>& files) {
+  std::vector<std::optional<rs::Result<rs::OpenedDb>>> out(files.size());
+  std::atomic<size_t> next{0};
+  auto work = [&]() {
+    for (size_t i; (i = next.fetch_add(1)) < files.size();) {
+      out[i].emplace(rs::OpenRankscopeFile(files[i], true));
+    }
+  };
+  unsigned n = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(),
+                                               static_cast<unsigned>(files.size())));
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < n; ++t) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  return out;
 }
 
 }  // namespace
@@ -75,7 +97,9 @@ std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostrea
   std::map<std::string, int> node_uses;                // original node name -> times merged
   std::vector<std::pair<int64_t, int64_t>> used_keys;  // key ranges taken by merged inputs
   std::vector<int> key_owner;
-  for (const std::string& file : files) {
+  std::vector<std::optional<rs::Result<rs::OpenedDb>>> all = OpenAll(files);
+  for (size_t f = 0; f < files.size(); ++f) {
+    const std::string& file = files[f];
     Input in;
     in.input_id = static_cast<int>(inputs.size()) + 1;
     in.file = file;
@@ -85,7 +109,7 @@ std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostrea
       in.opened.reset();
       log << "rankscope-merge: skipping " << file << ": " << why << "\n";
     };
-    auto opened = rs::OpenRankscopeFile(file, true);
+    rs::Result<rs::OpenedDb>& opened = *all[f];
     if (!opened.ok()) {
       std::string msg = opened.error().message();
       if (msg.rfind(file + ": ", 0) == 0) msg = msg.substr(file.size() + 2);

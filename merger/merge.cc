@@ -210,7 +210,7 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
   RETURN_IF_ERROR(
       out.Exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
                " PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size=-65536;"
-               " PRAGMA temp_store=MEMORY;"));
+               " PRAGMA temp_store=MEMORY; PRAGMA threads=2;"));
   RETURN_IF_ERROR(rs::CreateSchema(out, rs::DbKind::kMerged));
   std::map<int, std::vector<TableCount>> counts;
   for (size_t i = 0; i < merged.size(); ++i) {
