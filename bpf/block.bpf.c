@@ -70,11 +70,44 @@ static __always_inline void fill_rwbs(char* rwbs, __u32 opf) {
   rwbs[sizeof(acc)] = '\0';
 }
 
+struct owner {
+  __u32 pid;
+  bool in_scope;
+  char comm[RS_COMM_LEN];
+};
+
+/* Who submitted a request: block_io_start (Linux 6.5+) fires in the submitter's context,
+ * while the issue may happen later from a kworker. Optional: without it the issuing context
+ * names the process. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 16384);
+  __type(key, struct pending_key);
+  __type(value, struct owner);
+} rq_owner SEC(".maps");
+
+static __always_inline void note_owner(struct pending_key* key) {
+  struct owner o = {};
+  o.pid = bpf_get_current_pid_tgid() >> 32;
+  o.in_scope = rs_current_in_scope();
+  bpf_get_current_comm(o.comm, sizeof(o.comm));
+  bpf_map_update_elem(&rq_owner, key, &o, BPF_ANY);
+}
+
 static __always_inline void start_pending(struct pending_key* key, struct pending* p) {
-  if (!rs_current_in_scope()) return;
+  struct owner* o = bpf_map_lookup_elem(&rq_owner, key);
+  if (o) {
+    bool in_scope = o->in_scope;
+    p->pid = o->pid;
+    __builtin_memcpy(p->comm, o->comm, sizeof(p->comm));
+    bpf_map_delete_elem(&rq_owner, key);
+    if (!in_scope) return;
+  } else {
+    if (!rs_current_in_scope()) return;
+    p->pid = bpf_get_current_pid_tgid() >> 32;
+    bpf_get_current_comm(p->comm, sizeof(p->comm));
+  }
   p->ts_ns = bpf_ktime_get_ns();
-  p->pid = bpf_get_current_pid_tgid() >> 32;
-  bpf_get_current_comm(p->comm, sizeof(p->comm));
   if (bpf_map_update_elem(&pending_rq, key, p, BPF_ANY) != 0) rs_count(RS_STAT_LOST);
 }
 
@@ -104,6 +137,20 @@ static __always_inline __u32 rq_dev(struct request* rq) {
   __u32 major = BPF_CORE_READ(disk, major);
   __u32 minor = BPF_CORE_READ(disk, first_minor);
   return (major << RS_MINORBITS) | minor;
+}
+
+SEC("tp_btf/block_io_start")
+int BPF_PROG(block_io_start_btf, struct request* rq) {
+  struct pending_key key = {.a = (__u64)rq};
+  note_owner(&key);
+  return 0;
+}
+
+SEC("tracepoint/block/block_io_start")
+int block_io_start_tp(struct trace_event_raw_block_rq* ctx) {
+  struct pending_key key = {.a = ctx->dev, .b = ctx->sector};
+  note_owner(&key);
+  return 0;
 }
 
 SEC("tp_btf/block_rq_issue")

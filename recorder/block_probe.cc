@@ -77,7 +77,7 @@ rs::Result<void> BlockProbe::Start(RecorderContext& ctx) {
   ctx_ = &ctx;
   ASSIGN_OR_RETURN(writer_, BlockEventWriter::Create(*ctx.db, ctx.node, ctx.ids, ctx.clock));
   SkeletonOps<block_bpf> ops{&block_bpf__open, &block_bpf__load, &block_bpf__destroy};
-  ASSIGN_OR_RETURN(block_bpf * skel, Load<block_bpf>(ops, ctx, nullptr));
+  ASSIGN_OR_RETURN(block_bpf * skel, Load<block_bpf>(ops, ctx, nullptr, {"block_io_start"}));
   RETURN_IF_ERROR(AttachAll(ctx));
   return AddRingBuffer(ctx, skel->maps.block_rb);
 }

@@ -23,7 +23,12 @@ std::string TracepointName(const bpf_program* prog) {
   return slash == std::string::npos ? sec : sec.substr(slash + 1);
 }
 
+bool g_force_classic = false;
+
 }  // namespace
+
+void ForceClassicTracepointsForTesting(bool on) { g_force_classic = on; }
+bool ClassicTracepointsForced() { return g_force_classic; }
 
 std::string_view VariantName(TracepointVariant v) {
   return v == TracepointVariant::kTpBtf ? "tp_btf" : "tracepoint";
@@ -98,6 +103,26 @@ rs::Result<void> KernelProbe::AttachAll(RecorderContext& ctx) {
                      ")");
   }
   return rs::Ok();
+}
+
+void KernelProbe::DisablePrograms(bpf_object* obj, const std::vector<std::string>& base_names) {
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, obj) {
+    std::string_view name = bpf_program__name(prog);
+    for (const auto& base : base_names) {
+      if (name == base + "_btf" || name == base + "_tp") bpf_program__set_autoload(prog, false);
+    }
+  }
+}
+
+void KernelProbe::LogOptionalMissing(RecorderContext& ctx,
+                                     const std::vector<std::string>& base_names,
+                                     const std::string& error) {
+  if (ctx.attach_log == nullptr) return;
+  for (const auto& base : base_names) {
+    ctx.attach_log->Record("tracepoint", base, "", false,
+                           "optional program left out: the kernel rejected it (" + error + ")");
+  }
 }
 
 int KernelProbe::SampleThunk(void* self, void* data, size_t size) {

@@ -27,6 +27,11 @@ std::string_view VariantName(TracepointVariant v);
 // Turns autoload on for the programs of `v` and off for the others (by name suffix).
 void SelectVariant(bpf_object* obj, TracepointVariant v);
 
+// Testing only: skip the tp_btf attempt so the classic tracepoint programs are exercised on a
+// kernel that would accept tp_btf.
+void ForceClassicTracepointsForTesting(bool on);
+bool ClassicTracepointsForced();
+
 // Checks the `abi_version` the BPF object was compiled with against this recorder's.
 rs::Result<void> CheckAbiVersion(uint32_t object_version, std::string_view source);
 
@@ -51,9 +56,12 @@ class KernelProbe : public Probe {
  protected:
   // Loads the skeleton, trying tp_btf then tracepoint. `configure` sets rodata knobs on a
   // freshly opened skeleton. On success the skeleton is owned by this probe.
+  // `optional`: program base names (without _btf / _tp) the source works without; when the
+  // object does not load with them they are left out and that is logged.
   template <typename Skel>
   rs::Result<Skel*> Load(const SkeletonOps<Skel>& ops, RecorderContext& ctx,
-                         const std::function<void(Skel*)>& configure);
+                         const std::function<void(Skel*)>& configure,
+                         const std::vector<std::string>& optional = {});
   // Attaches every loaded program; each attempt goes to the attach log. Fails when none
   // attached.
   rs::Result<void> AttachAll(RecorderContext& ctx);
@@ -73,6 +81,10 @@ class KernelProbe : public Probe {
 
  private:
   static int SampleThunk(void* self, void* data, size_t size);
+  static void DisablePrograms(bpf_object* obj, const std::vector<std::string>& base_names);
+  void LogOptionalMissing(RecorderContext& ctx, const std::vector<std::string>& base_names,
+                          const std::string& error);
+  std::string err_with_optional_;
   std::vector<bpf_link*> links_;
   int stats_fd_ = -1;
   uint64_t final_drops_ = 0;
@@ -82,33 +94,43 @@ class KernelProbe : public Probe {
 
 template <typename Skel>
 rs::Result<Skel*> KernelProbe::Load(const SkeletonOps<Skel>& ops, RecorderContext& ctx,
-                                    const std::function<void(Skel*)>& configure) {
+                                    const std::function<void(Skel*)>& configure,
+                                    const std::vector<std::string>& optional) {
   std::string errors;
   for (TracepointVariant v : {TracepointVariant::kTpBtf, TracepointVariant::kTracepoint}) {
-    Skel* skel = ops.open();
-    if (skel == nullptr) {
-      return rs::Error(std::string(source()) +
-                       ": cannot open the BPF object: " + std::strerror(errno));
-    }
-    auto abi = CheckAbiVersion(skel->rodata->abi_version, source());
-    if (!abi.ok()) {
+    if (v == TracepointVariant::kTpBtf && ClassicTracepointsForced()) continue;
+    // With the optional programs first; without them if the kernel rejects the object.
+    for (bool with_optional : {true, false}) {
+      if (!with_optional && optional.empty()) break;
+      Skel* skel = ops.open();
+      if (skel == nullptr) {
+        return rs::Error(std::string(source()) +
+                         ": cannot open the BPF object: " + std::strerror(errno));
+      }
+      auto abi = CheckAbiVersion(skel->rodata->abi_version, source());
+      if (!abi.ok()) {
+        ops.destroy(skel);
+        return abi.error();
+      }
+      skel->rodata->scope_netns = ctx.scope_netns;
+      if (configure) configure(skel);
+      SelectVariant(skel->obj, v);
+      if (!with_optional) DisablePrograms(skel->obj, optional);
+      int err = ops.load(skel);
+      if (err == 0) {
+        obj_ = skel->obj;
+        destroy_ = [skel, d = ops.destroy] { d(skel); };
+        method_ = std::string(VariantName(v));
+        stats_fd_ = bpf_map__fd(skel->maps.stats);
+        if (!with_optional) LogOptionalMissing(ctx, optional, err_with_optional_);
+        return skel;
+      }
+      if (with_optional && !optional.empty()) err_with_optional_ = std::strerror(-err);
+      if (!errors.empty()) errors += "; ";
+      errors += std::string(VariantName(v)) + (with_optional ? "" : " (without optional)") +
+                " load failed: " + std::strerror(-err);
       ops.destroy(skel);
-      return abi.error();
     }
-    skel->rodata->scope_netns = ctx.scope_netns;
-    if (configure) configure(skel);
-    SelectVariant(skel->obj, v);
-    int err = ops.load(skel);
-    if (err == 0) {
-      obj_ = skel->obj;
-      destroy_ = [skel, d = ops.destroy] { d(skel); };
-      method_ = std::string(VariantName(v));
-      stats_fd_ = bpf_map__fd(skel->maps.stats);
-      return skel;
-    }
-    if (!errors.empty()) errors += "; ";
-    errors += std::string(VariantName(v)) + " load failed: " + std::strerror(-err);
-    ops.destroy(skel);
   }
   return rs::Error(std::string(source()) + ": " + errors +
                    " (run with -v for the verifier log; needs root and a kernel with BTF)");

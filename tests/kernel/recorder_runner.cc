@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -163,6 +165,35 @@ RunResult RunRecorder(const std::vector<std::string>& args, int timeout_ms) {
   r.exit_code = p->Wait(timeout_ms);
   r.stderr_text = p->stderr_text();
   return r;
+}
+
+pid_t SpawnSpinner(int cpu, const char* name, int max_s, bool round_robin) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  prctl(PR_SET_NAME, name);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  sched_setaffinity(0, sizeof(set), &set);
+  if (round_robin) {
+    sched_param sp{};
+    sp.sched_priority = 1;
+    if (sched_setscheduler(0, SCHED_RR, &sp) != 0) _exit(3);
+  }
+  timespec start{}, now{};
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  volatile uint64_t x = 0;
+  do {
+    for (int i = 0; i < 100000; ++i) x = x + 1;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+  } while (now.tv_sec - start.tv_sec < max_s);
+  _exit(0);
+}
+
+void Reap(pid_t pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
 }
 
 rs::Result<int64_t> QueryBundleInt(const std::string& bundle, const std::string& sql) {

@@ -69,6 +69,14 @@ struct RunResult {
 };
 RunResult RunRecorder(const std::vector<std::string>& args, int timeout_ms = 30000);
 
+// Forks a child named `name`, pinned to `cpu`, that spins for at most `max_s` seconds.
+// `round_robin`: SCHED_RR priority 1, so two such spinners on one CPU take turns with each
+// other (100 ms slices) whatever else the machine runs (ordinary tasks cannot preempt them;
+// the kernel's RT throttling still leaves them 5% of the CPU).
+pid_t SpawnSpinner(int cpu, const char* name, int max_s, bool round_robin = false);
+// Kills (SIGKILL) and reaps a child.
+void Reap(pid_t pid);
+
 // Opens a bundle and runs a single-integer query.
 rs::Result<int64_t> QueryBundleInt(const std::string& bundle, const std::string& sql);
 

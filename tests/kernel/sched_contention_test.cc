@@ -1,5 +1,6 @@
 // Scheduler contention: a traced process (--pid) and a CPU-bound competitor pinned to the
-// same CPU. The traced process waits on the run queue while the competitor runs, and goes
+// same CPU, both SCHED_RR so that they take turns with each other however loaded the machine
+// is. The traced process waits on the run queue while the competitor runs, and goes
 // off CPU for it: rows name the competitor as the other task.
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -15,35 +16,11 @@
 namespace rec::ktest {
 namespace {
 
-// Forks a child pinned to `cpu` that spins (bounded to `max_s` seconds).
-pid_t SpawnSpinner(int cpu, const char* name, int max_s) {
-  pid_t pid = fork();
-  if (pid != 0) return pid;
-  prctl(PR_SET_NAME, name);
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  sched_setaffinity(0, sizeof(set), &set);
-  timespec start{}, now{};
-  clock_gettime(CLOCK_MONOTONIC, &start);
-  volatile uint64_t x = 0;
-  do {
-    for (int i = 0; i < 100000; ++i) x = x + 1;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-  } while (now.tv_sec - start.tv_sec < max_s);
-  _exit(0);
-}
-
-void Reap(pid_t pid) {
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
-}
-
 TEST(SchedContention, RunqLatencyNamesTheCompetitor) {
   REQUIRE_ROOT_OR_SKIP();
   const int cpu = 0;
-  pid_t traced = SpawnSpinner(cpu, "rs_traced", 30);
-  pid_t competitor = SpawnSpinner(cpu, "rs_competitor", 30);
+  pid_t traced = SpawnSpinner(cpu, "rs_traced", 10, /*round_robin=*/true);
+  pid_t competitor = SpawnSpinner(cpu, "rs_competitor", 10, /*round_robin=*/true);
   ASSERT_GT(traced, 0);
   ASSERT_GT(competitor, 0);
   TempDir dir;
@@ -68,12 +45,13 @@ TEST(SchedContention, RunqLatencyNamesTheCompetitor) {
   EXPECT_EQ(*QueryBundleInt(out, "SELECT COUNT(*) FROM sched_events WHERE pid = " + t +
                                      " AND cpu <> " + std::to_string(cpu)),
             0);
-  // Waits behind the competitor are CFS slices: far above the 10 us event threshold.
+  // Waits behind the competitor are round-robin slices (100 ms): far above the 10 us event
+  // threshold.
   EXPECT_GT(*QueryBundleInt(out,
                             "SELECT MAX(duration_ns) FROM sched_events WHERE event = "
                             "'runq_latency' AND pid = " +
                                 t),
-            100'000);
+            10'000'000);
   EXPECT_EQ(*QueryBundleInt(out, "SELECT COUNT(*) FROM sched_events WHERE duration_ns < 10000"), 0);
   // Preempted by the competitor: off-CPU intervals with the competitor as the next task.
   EXPECT_GT(*QueryBundleInt(out,
