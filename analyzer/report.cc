@@ -213,6 +213,11 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   }
   RETURN_IF_ERROR(AddSourceNotes(db, r.notes));
   ASSIGN_OR_RETURN(SideEvents side, LoadSideEvents(db, data.participants));
+  if (side.retransmits_duplicate > 0) {
+    r.notes.push_back(std::to_string(side.retransmits_duplicate) +
+                      " retransmit rows were recorded by more than one node (recorders sharing "
+                      "one kernel) and counted once");
+  }
   if (side.retransmits_without_peer > 0 && !side.retransmits.empty()) {
     r.notes.push_back(std::to_string(side.retransmits_without_peer) + " of " +
                       std::to_string(side.retransmits.size()) +

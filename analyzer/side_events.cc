@@ -46,6 +46,9 @@ int64_t CoveredNs(const std::vector<Interval>& u, int64_t a, int64_t b) {
 
 namespace {
 
+// Retransmits of one segment by one socket are at least an RTO (>= 200 ms) apart.
+constexpr int64_t kSameRetransmitNs = 1'000'000;
+
 rs::Result<void> LoadRunq(rs::Db& db, const std::vector<Participant>& participants,
                           SideEvents& out) {
   std::set<std::pair<std::string, int64_t>> wanted;
@@ -60,7 +63,7 @@ rs::Result<void> LoadRunq(rs::Db& db, const std::vector<Participant>& participan
   ASSIGN_OR_RETURN(rs::Statement st,
                    db.Prepare("SELECT node, pid, timestamp_ns, duration_ns, other_pid, other_comm"
                               " FROM sched_events WHERE event = 'runq_latency' AND pid IN (" +
-                              list + ") ORDER BY timestamp_ns"));
+                              list + ")"));
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
@@ -70,20 +73,43 @@ rs::Result<void> LoadRunq(rs::Db& db, const std::vector<Participant>& participan
                st.IsNull(4) ? -1 : st.Int(4), st.IsNull(5) ? "" : st.Text(5)};
     out.runq[key].push_back(std::move(w));
   }
+  // Sorted here: ORDER BY would walk the timestamp index and fetch every row at random.
+  for (auto& [key, waits] : out.runq) {
+    std::sort(waits.begin(), waits.end(),
+              [](const RunqWait& a, const RunqWait& b) { return a.start < b.start; });
+  }
   return rs::Ok();
 }
 
-rs::Result<void> LoadBlock(rs::Db& db, SideEvents& out) {
+// Block I/O of a node: the requests its traced processes issued when it has any (block
+// tracepoints are global, so a host running several recorders sees every node's I/O), else
+// every request its recorder saw.
+rs::Result<void> LoadBlock(rs::Db& db, const std::vector<Participant>& participants,
+                           SideEvents& out) {
+  std::set<std::pair<std::string, int64_t>> own;
+  for (const Participant& p : participants) own.emplace(p.node, p.pid);
+  ASSIGN_OR_RETURN(rs::Statement procs, db.Prepare("SELECT node, pid FROM processes"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, procs.Step());
+    if (!row) break;
+    own.emplace(procs.Text(0), procs.Int(1));
+  }
   ASSIGN_OR_RETURN(rs::Statement st,
-                   db.Prepare("SELECT node, timestamp_ns, duration_ns FROM block_events"
+                   db.Prepare("SELECT node, timestamp_ns, duration_ns, pid FROM block_events"
                               " WHERE duration_ns IS NOT NULL AND duration_ns > 0"));
-  std::map<std::string, std::vector<Interval>> raw;
+  std::map<std::string, std::vector<Interval>> all, mine;
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
-    raw[st.Text(0)].push_back({st.Int(1), st.Int(1) + st.Int(2)});
+    std::string node = st.Text(0);
+    Interval i{st.Int(1), st.Int(1) + st.Int(2)};
+    if (!st.IsNull(3) && own.count({node, st.Int(3)})) mine[node].push_back(i);
+    all[node].push_back(i);
   }
-  for (auto& [node, v] : raw) out.block[node] = UnionOf(std::move(v));
+  for (auto& [node, v] : all) {
+    auto it = mine.find(node);
+    out.block[node] = UnionOf(it != mine.end() ? std::move(it->second) : std::move(v));
+  }
   return rs::Ok();
 }
 
@@ -102,21 +128,48 @@ rs::Result<void> LoadRetransmits(rs::Db& db, SideEvents& out) {
     if (it->second.count(recorder)) return out.NodeIndex(recorder);
     return it->second.size() == 1 ? out.NodeIndex(*it->second.begin()) : -1;
   };
+  struct Row {
+    int64_t ts;
+    std::string recorder, saddr, daddr, conn;
+    int64_t segments;
+    bool has_seq;
+  };
+  std::vector<Row> rows;
   ASSIGN_OR_RETURN(rs::Statement st,
-                   db.Prepare("SELECT node, timestamp_ns, saddr, daddr, segments FROM tcp_events"
-                              " WHERE event = 'tcp_retransmit_skb' ORDER BY timestamp_ns"));
+                   db.Prepare("SELECT node, timestamp_ns, saddr, daddr, segments, sport, dport,"
+                              " seq FROM tcp_events WHERE event = 'tcp_retransmit_skb'"));
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
-    std::string recorder = st.Text(0);
+    std::string saddr = st.Text(2), daddr = st.Text(3);
+    std::string conn = NormalizeAddress(saddr) + ":" + st.Text(5) + ">" + NormalizeAddress(daddr) +
+                       ":" + st.Text(6) + "#" + (st.IsNull(7) ? "?" : st.Text(7));
+    rows.push_back({st.Int(1), st.Text(0), std::move(saddr), std::move(daddr), std::move(conn),
+                    st.Int(4), !st.IsNull(7)});
+  }
+  // Sorted here: ORDER BY would walk the timestamp index and fetch every row at random.
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Row& a, const Row& b) { return a.ts < b.ts; });
+  // (connection, seq) -> (time, recorder) of its last sighting.
+  std::map<std::string, std::pair<int64_t, std::string>> last_seen;
+  for (const Row& row : rows) {
+    // The same retransmit recorded by several recorders sharing one kernel (nodes that are
+    // namespaces of one host) is counted once.
+    auto seen = last_seen.find(row.conn);
+    if (row.has_seq && seen != last_seen.end() && seen->second.second != row.recorder &&
+        row.ts - seen->second.first < kSameRetransmitNs) {
+      ++out.retransmits_duplicate;
+      continue;
+    }
+    last_seen[row.conn] = {row.ts, row.recorder};
     Retransmit r;
-    r.ts = st.Int(1);
-    r.src = owner(st.Text(2), recorder);
-    if (r.src < 0) r.src = out.NodeIndex(recorder);  // the sender recorded it
-    r.dst = owner(st.Text(3), recorder);
+    r.ts = row.ts;
+    r.src = owner(row.saddr, row.recorder);
+    if (r.src < 0) r.src = out.NodeIndex(row.recorder);  // the sender recorded it
+    r.dst = owner(row.daddr, row.recorder);
     if (r.dst == r.src) r.dst = -1;
     if (r.dst < 0) ++out.retransmits_without_peer;
-    r.segments = std::max<int64_t>(1, st.Int(4));
+    r.segments = std::max<int64_t>(1, row.segments);
     out.retransmits.push_back(r);
   }
   return rs::Ok();
@@ -138,7 +191,7 @@ rs::Result<SideEvents> LoadSideEvents(rs::Db& db, const std::vector<Participant>
     if (out.NodeIndex(p.node) < 0) out.nodes.push_back(p.node);
   }
   RETURN_IF_ERROR(LoadRunq(db, participants, out));
-  RETURN_IF_ERROR(LoadBlock(db, out));
+  RETURN_IF_ERROR(LoadBlock(db, participants, out));
   RETURN_IF_ERROR(LoadRetransmits(db, out));
   return out;
 }

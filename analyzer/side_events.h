@@ -39,6 +39,7 @@ struct SideEvents {
   std::map<std::string, std::vector<Interval>> block;
   std::vector<Retransmit> retransmits;   // ordered by ts
   int64_t retransmits_without_peer = 0;  // daddr belongs to no recorded node
+  int64_t retransmits_duplicate = 0;     // seen by several recorders sharing one kernel
   int NodeIndex(const std::string& node) const;
 };
 

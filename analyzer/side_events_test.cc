@@ -48,5 +48,47 @@ TEST(SideEventsTest, RetransmitsAreAttributedThroughBothEndpoints) {
   EXPECT_EQ(side->retransmits_without_peer, 2);
 }
 
+TEST(SideEventsTest, OneRetransmitSeenByTwoRecordersCountsOnce) {
+  auto db = rs::Db::Open(":memory:", rs::Db::Mode::kCreate);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(rs::CreateSchema(*db, rs::DbKind::kMerged).ok());
+  ASSERT_TRUE(db->Exec(R"sql(
+    INSERT INTO interfaces VALUES ('n0', 'eth0', 'ipv4', '10.0.0.1', 24, 1),
+                                  ('n1', 'eth0', 'ipv4', '10.0.0.2', 24, 2);
+    INSERT INTO tcp_events(node, timestamp_ns, event, family, saddr, daddr, sport, dport, seq)
+      VALUES ('n0', 1000, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 5, 6, 42),
+             ('n1', 1300, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 5, 6, 42),
+             ('n0', 900000000, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 5, 6, 42);
+  )sql")
+                  .ok());
+  auto side = LoadSideEvents(*db, {});
+  ASSERT_TRUE(side.ok()) << side.error().message();
+  EXPECT_EQ(side->retransmits.size(), 2u);  // the RTO-later retry is a new retransmit
+  EXPECT_EQ(side->retransmits_duplicate, 1);
+}
+
+TEST(SideEventsTest, BlockIoOfTheNodesOwnProcessesWinsOverGlobalRows) {
+  auto db = rs::Db::Open(":memory:", rs::Db::Mode::kCreate);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(rs::CreateSchema(*db, rs::DbKind::kMerged).ok());
+  ASSERT_TRUE(db->Exec(R"sql(
+    INSERT INTO processes(node, pid) VALUES ('n0', 10), ('n1', 20);
+    INSERT INTO block_events(node, timestamp_ns, duration_ns, dev, op, bytes, pid)
+      VALUES ('n0', 100, 50, '7:0', 'read', 4096, 10),
+             ('n0', 500, 50, '7:0', 'read', 4096, 20),
+             ('n1', 100, 50, '7:0', 'read', 4096, 10),
+             ('n1', 500, 50, '7:0', 'read', 4096, 20),
+             ('n2', 700, 10, '8:0', 'write', 4096, 99);
+  )sql")
+                  .ok());
+  auto side = LoadSideEvents(*db, {});
+  ASSERT_TRUE(side.ok()) << side.error().message();
+  ASSERT_EQ(side->block["n0"].size(), 1u);
+  EXPECT_EQ(side->block["n0"][0].start, 100);
+  ASSERT_EQ(side->block["n1"].size(), 1u);
+  EXPECT_EQ(side->block["n1"][0].start, 500);
+  ASSERT_EQ(side->block["n2"].size(), 1u);  // no known processes: everything it recorded
+}
+
 }  // namespace
 }  // namespace analyzer
