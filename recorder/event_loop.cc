@@ -193,7 +193,7 @@ rs::Result<RecordingSummary> EventLoop::Run() {
   }
   size_t n_started = 0;
   for (bool s : started) n_started += s;
-  if (n_started == 0 || ctx.rb == nullptr) {
+  if (n_started == 0) {
     (void)db.Exec("ROLLBACK");  // no bundle: the temporary db is removed with the writer
     return rs::Error("no capture source could start (" + start_errors +
                      "); check that the kernel has BTF and tracepoints and that you are root");
@@ -242,11 +242,15 @@ rs::Result<RecordingSummary> EventLoop::Run() {
       int64_t left_ms = (*opts_.duration_ns - (now - t0)) / 1'000'000 + 1;
       if (left_ms < timeout) timeout = static_cast<int>(left_ms);
     }
-    int n = ring_buffer__poll(ctx.rb, timeout);
-    if (n < 0 && n != -EINTR) {
-      std::fprintf(stderr, "rankscope-record: ring buffer poll failed: %s\n", std::strerror(-n));
+    if (ctx.rb != nullptr) {
+      int n = ring_buffer__poll(ctx.rb, timeout);
+      if (n < 0 && n != -EINTR) {
+        std::fprintf(stderr, "rankscope-record: ring buffer poll failed: %s\n", std::strerror(-n));
+      }
+      ring_buffer__consume(ctx.rb);  // records submitted without a wakeup
+    } else {
+      usleep(static_cast<useconds_t>(timeout) * 1000);  // sources without a ring buffer
     }
-    ring_buffer__consume(ctx.rb);  // records submitted without a wakeup
     fan_out();
     now = MonoNowNs();
     if (now - last_tick >= config_.tick_period_ns) {
