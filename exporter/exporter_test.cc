@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "rscore/bundle.h"
+#include "rscore/schema.h"
 #include "test_input.h"
 #include "trace_check.h"
 
@@ -164,6 +165,22 @@ class ExportTest : public ::testing::Test {
       EXPECT_EQ(terminations[id], 1) << "flow " << id;
       EXPECT_EQ(term_ts[id], last_ts[id]) << "flow " << id << " not terminated last";
     }
+  }
+
+  // For hand-made rows: ends are start + max(duration, 0), in-flight ones the trace end.
+  static void CheckAgainstDbClamped(const std::string& input, const std::string& trace_path) {
+    auto t = DecodePerfettoTrace(trace_path);
+    ASSERT_TRUE(t.ok());
+    std::vector<std::pair<int64_t, int64_t>> have,
+        want = {
+            {900, 900},                  // runq, duration -1
+            {990, 1010},                 // block in flight
+            {1000, 1000},                // nccl, duration -50
+            {1000, 1010}, {1005, 1010},  // nccl in flight
+        };
+    for (const auto& e : t->events) have.push_back({e.ts, e.end});
+    std::sort(have.begin(), have.end());
+    EXPECT_EQ(have, want) << input;
   }
 
   static std::string* dir_;
@@ -330,6 +347,48 @@ TEST_F(ExportTest, ChromeJsonHasOneCompleteEventPerSlice) {
   EXPECT_EQ(count("{\"ph\":\"s\"") + count("{\"ph\":\"t\"") + count("{\"ph\":\"f\""),
             r.stats.flow_events);
   EXPECT_EQ(j.substr(j.size() - 4), "\n]}\n");
+}
+
+// A db with no events, and one with corrupt rows (negative durations, unknown pids, NULL
+// ranks): both export to valid traces.
+TEST_F(ExportTest, EmptyAndOddInputs) {
+  for (bool odd : {false, true}) {
+    const std::string path = *dir_ + (odd ? "/odd.rsdb" : "/empty.rsdb");
+    {
+      auto db = Db::Open(path, Db::Mode::kCreate);
+      ASSERT_TRUE(db.ok());
+      ASSERT_TRUE(CreateSchema(*db, DbKind::kMerged).ok());
+      if (odd) {
+        ASSERT_TRUE(db->Exec(R"sql(
+INSERT INTO nccl_events(id, node, timestamp_ns, duration_ns, pid, tid, op, seq, comm_id_hash)
+  VALUES (1, 'a', 1000, -50, 7, 7, 'ALL_REDUCE', 0, 42),
+         (2, 'b', 1000, 10, 7, 7, 'ALL_REDUCE', 0, 42),
+         (3, 'b', 1005, NULL, 7, 8, 'BROADCAST', 1, 42);
+INSERT INTO sched_events(id, node, timestamp_ns, duration_ns, event, pid, tid)
+  VALUES (4, 'a', 900, -1, 'runq_latency', 7, 7);
+INSERT INTO block_events(id, node, timestamp_ns, duration_ns, dev, op, bytes)
+  VALUES (5, 'a', 990, NULL, '8:0', 'read', 4096);
+)sql")
+                        .ok());
+      }
+    }
+    ExportOptions o;
+    o.input = path;
+    for (Format f : {Format::kPerfetto, Format::kChromeJson}) {
+      o.format = f;
+      o.output = path + (f == Format::kPerfetto ? ".pftrace" : ".json");
+      ExportResult r = ExportOk(o);
+      EXPECT_EQ(r.summary.rows, odd ? 5 : 0);
+      EXPECT_EQ(r.stats.slices, odd ? 5 : 0);
+    }
+    o.output = path + ".pftrace";
+    o.format = Format::kPerfetto;
+    if (odd) CheckAgainstDbClamped(path, o.output);
+    auto t = DecodePerfettoTrace(o.output);
+    ASSERT_TRUE(t.ok());
+    for (const std::string& e : t->errors) ADD_FAILURE() << e;
+    EXPECT_EQ(t->events.size(), odd ? 5u : 0u);
+  }
 }
 
 TEST_F(ExportTest, ErrorsNameTheInputAndTheNode) {

@@ -68,6 +68,8 @@ Result<void> Timeline::FlushUntil(int64_t ts) {
 }
 
 Result<void> Timeline::Slice(uint32_t logical, int64_t ts, int64_t end) {
+  // A negative duration is corrupt data; show it as zero-length rather than break order.
+  end = std::max(end, ts);
   uint32_t track = tracks_.Lane(logical, ts, end);
   RETURN_IF_ERROR(Declare());
   ev_.type = EventType::kSliceBegin;
@@ -248,7 +250,7 @@ Result<void> Timeline::Sched(const Statement& row) {
       tracks_.Counter(tracks_.Process(node, pid), "run-queue latency", CounterUnit::kTimeNs);
   ++runq_active_[counter];
   RETURN_IF_ERROR(CounterSample(counter, ts, dur));
-  pending_.push(Pending{ts + dur, 1, begin_order_++, counter});
+  pending_.push(Pending{ts + std::max<int64_t>(dur, 0), 1, begin_order_++, counter});
   return Ok();
 }
 
