@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <sstream>
 #include <string>
 
@@ -57,8 +58,10 @@ int main(int argc, char** argv) {
     opt.out_path = dir.File("merged.rsdb");
     std::ostringstream log;
     auto start = std::chrono::steady_clock::now();
+    std::clock_t cpu0 = std::clock();
     auto result = merge::Merge(opt, log);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double cpu = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
     if (!result.ok()) {
       std::fprintf(stderr, "bench_merge: %s\n", result.error().message().c_str());
       return 1;
@@ -68,8 +71,16 @@ int main(int argc, char** argv) {
                    static_cast<long long>(result->event_rows), static_cast<long long>(events));
       return 1;
     }
-    std::printf("run %d: %.2f s, %.2f M events/s, output %.1f MiB\n", r + 1, s, events / s / 1e6,
-                merge::testing::FileSize(opt.out_path) / 1048576.0);
+    double load = 0;
+    if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+      if (std::fscanf(f, "%lf", &load) != 1) load = 0;
+      std::fclose(f);
+    }
+    std::printf(
+        "run %d: %.2f s wall, %.2f M events/s; %.2f s CPU (all threads), %.2f M events per CPU-s;"
+        " output %.1f MiB; load average %.1f\n",
+        r + 1, s, events / s / 1e6, cpu, events / cpu / 1e6,
+        merge::testing::FileSize(opt.out_path) / 1048576.0, load);
   }
   return 0;
 }
