@@ -14,7 +14,7 @@ constexpr double kEvidenceShare = 0.25;
 struct WindowSums {
   int64_t windows = 0;
   int64_t lateness = 0, runq = 0, io = 0, with_retransmits = 0;
-  std::map<std::pair<std::string, int64_t>, int64_t> runq_by_other;  // (comm, pid) -> ns
+  std::map<std::pair<int32_t, int64_t>, int64_t> runq_by_other;  // (comm, pid) -> ns
   double Mean(int64_t v) const { return windows ? static_cast<double>(v) / windows : 0; }
 };
 
@@ -45,7 +45,8 @@ class WindowMeter {
   }
 
   // Sums over p's windows; only_last: just the windows before collectives it entered last.
-  WindowSums Measure(int32_t p, bool only_last) const {
+  // by_other: also sum the waits by the task that had the CPU (for the straggler only).
+  WindowSums Measure(int32_t p, bool only_last, bool by_other = false) const {
     WindowSums s;
     const Participant& who = data_.participants[p];
     auto runq_it = side_.runq.find({who.node, who.pid});
@@ -76,7 +77,7 @@ class WindowMeter {
           int64_t o = std::min(b, w.end) - std::max(a, w.start);
           if (o <= 0) continue;
           s.runq += o;
-          s.runq_by_other[{w.other_comm, w.other_pid}] += o;
+          if (by_other) s.runq_by_other[{w.other_comm, w.other_pid}] += o;
         }
       }
       if (block_it != side_.block.end()) s.io += CoveredNs(block_it->second, a, b);
@@ -108,8 +109,8 @@ std::vector<Cause> LatenessCauses(const CollectiveData& data, int32_t participan
                                   const SideEvents& side, Evidence& window_evidence) {
   WindowMeter meter(data, side);
   const Participant& who = data.participants[participant];
-  WindowSums mine = meter.Measure(participant, /*only_last=*/true);
-  if (mine.windows < 3) mine = meter.Measure(participant, /*only_last=*/false);
+  WindowSums mine = meter.Measure(participant, /*only_last=*/true, /*by_other=*/true);
+  if (mine.windows < 3) mine = meter.Measure(participant, /*only_last=*/false, /*by_other=*/true);
   std::vector<double> late, runq, io, rt;
   for (size_t q = 0; q < data.participants.size(); ++q) {
     if (static_cast<int32_t>(q) == participant) continue;
@@ -139,12 +140,13 @@ std::vector<Cause> LatenessCauses(const CollectiveData& data, int32_t participan
     Cause c;
     c.kind = "cpu_contention";
     c.score = std::min(1.0, cpu_ns / lost);
-    std::pair<std::string, int64_t> top{"", -1};
+    std::pair<int32_t, int64_t> top{0, -1};
     int64_t top_ns = 0;
     for (const auto& [other, ns] : mine.runq_by_other) {
       if (ns > top_ns) top = other, top_ns = ns;
     }
-    std::string competitor = top_ns > 0 ? "'" + (top.first.empty() ? "?" : top.first) + "' (pid " +
+    const std::string name = top_ns > 0 ? side.comms[top.first] : "";
+    std::string competitor = top_ns > 0 ? "'" + (name.empty() ? "?" : name) + "' (pid " +
                                               std::to_string(top.second) + ")"
                                         : "";
     c.summary = "run-queue wait of its process: " + FormatNs(static_cast<int64_t>(cpu_ns)) +

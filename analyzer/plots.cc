@@ -68,7 +68,16 @@ Plots BuildPlots(const CollectiveData& data, const SideEvents& side, int64_t sta
   }
   if (side.retransmits.empty()) rt.clear();
   for (const auto& [key, waits] : side.runq) {
-    for (const RunqWait& w : waits) runq[key.first][bin_of(w.start)] += w.end - w.start;
+    std::vector<double> bins(kPlotBins, 0);
+    std::vector<bool> used(kPlotBins, false);
+    for (const RunqWait& w : waits) {
+      int64_t b = bin_of(w.start);
+      bins[b] += static_cast<double>(w.end - w.start);
+      used[b] = true;
+    }
+    for (int b = 0; b < kPlotBins; ++b) {
+      if (used[b]) runq[key.first][b] += bins[b];
+    }
   }
   p.durations = ToSeries(mean_dur, p.bin_ns);
   p.retransmits = ToSeries(rt, p.bin_ns);

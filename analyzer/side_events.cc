@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 
 namespace analyzer {
 
@@ -64,14 +65,35 @@ rs::Result<void> LoadRunq(rs::Db& db, const std::vector<Participant>& participan
                    db.Prepare("SELECT node, pid, timestamp_ns, duration_ns, other_pid, other_comm"
                               " FROM sched_events WHERE event = 'runq_latency' AND pid IN (" +
                               list + ")"));
+  // Millions of rows: the current (node, pid) list and interned comm names avoid a map lookup
+  // and a string per row.
+  std::string node;
+  int64_t pid = -1;
+  std::vector<RunqWait>* waits = nullptr;
+  std::map<std::string, int32_t, std::less<>> comm_ids;
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
-    auto key = std::make_pair(st.Text(0), st.Int(1));
-    if (!wanted.count(key)) continue;
-    RunqWait w{st.Int(2), st.Int(2) + std::max<int64_t>(0, st.Int(3)),
-               st.IsNull(4) ? -1 : st.Int(4), st.IsNull(5) ? "" : st.Text(5)};
-    out.runq[key].push_back(std::move(w));
+    auto text = [&](int col) {
+      const unsigned char* t = sqlite3_column_text(st.raw(), col);
+      return t ? std::string_view(reinterpret_cast<const char*>(t),
+                                  static_cast<size_t>(sqlite3_column_bytes(st.raw(), col)))
+               : std::string_view();
+    };
+    if (st.Int(1) != pid || text(0) != node) {
+      node = std::string(text(0));
+      pid = st.Int(1);
+      waits = wanted.count({node, pid}) ? &out.runq[{node, pid}] : nullptr;
+    }
+    if (waits == nullptr) continue;
+    std::string_view comm = text(5);
+    auto it = comm_ids.find(comm);
+    if (it == comm_ids.end()) {
+      it = comm_ids.emplace(std::string(comm), static_cast<int32_t>(out.comms.size())).first;
+      out.comms.emplace_back(comm);
+    }
+    waits->push_back(RunqWait{st.Int(2), st.Int(2) + std::max<int64_t>(0, st.Int(3)),
+                              st.IsNull(4) ? -1 : st.Int(4), it->second});
   }
   // Sorted here: ORDER BY would walk the timestamp index and fetch every row at random.
   for (auto& [key, waits] : out.runq) {

@@ -22,7 +22,7 @@ struct Interval {
 struct RunqWait {
   int64_t start = 0, end = 0;
   int64_t other_pid = -1;
-  std::string other_comm;
+  int32_t other_comm = 0;  // index into SideEvents::comms
 };
 
 struct Retransmit {
@@ -35,6 +35,7 @@ struct SideEvents {
   std::vector<std::string> nodes;
   // (node, pid) -> run-queue waits of that process, ordered by start.
   std::map<std::pair<std::string, int64_t>, std::vector<RunqWait>> runq;
+  std::vector<std::string> comms;  // names of the tasks that had the CPU
   // node -> union of its block requests' issue..complete intervals, ordered.
   std::map<std::string, std::vector<Interval>> block;
   std::vector<Retransmit> retransmits;   // ordered by ts
