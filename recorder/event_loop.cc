@@ -109,6 +109,9 @@ EventLoop::EventLoop(const RecorderOptions& opts, rs::NodeName node, rs::BundleW
 
 rs::Result<RecordingSummary> EventLoop::Run() {
   rs::Db& db = writer_.db();
+  // The temporary database is thrown away if the recorder dies, so it needs no rollback
+  // journal: ~20% more rows/s than WAL on the insert path (tests/bench/recorder.md).
+  RETURN_IF_ERROR(db.Exec("PRAGMA journal_mode=OFF; PRAGMA cache_size=-32768"));
   RecordingSummary summary;
   summary.recording_id = rs::NewRecordingId();
   rs::EventIdAllocator ids(rs::RecordingKey(summary.recording_id));
