@@ -121,6 +121,16 @@ rs::Result<std::vector<TableCount>> CopyTables(rs::Db& out, const CopySpec& spec
     if (c.rows_skipped > 0) {
       c.note = "rows whose node is not the bundle's node '" + spec.original_node + "'";
     }
+    if (src.count("stack_id")) {
+      ASSIGN_OR_RETURN(int64_t dangling,
+                       out.QueryInt("SELECT COUNT(*) FROM " + spec.schema + "." + Quote(t) +
+                                    " WHERE stack_id IS NOT NULL AND stack_id NOT IN"
+                                    " (SELECT old FROM temp.stack_map)"));
+      if (dangling > 0) {
+        c.note += (c.note.empty() ? "" : "; ") + std::to_string(dangling) +
+                  " rows referenced stacks missing from the bundle (stack_id set NULL)";
+      }
+    }
     counts.push_back(c);
   }
   return counts;

@@ -42,7 +42,8 @@ TEST(CopyTables, RenamesShiftsAlignsAndCounts) {
                        " 'a', 'b', 1, 2), (2, 'other', 6000, 'tcp_retransmit_skb', 'ipv4', 'a',"
                        " 'b', 1, 2);"
                        "INSERT INTO src.nccl_events(id, node, timestamp_ns, pid, tid, op, stack_id)"
-                       " VALUES (3, 'n', 7000, 1, 1, 'ALL_REDUCE', 7);"
+                       " VALUES (3, 'n', 7000, 1, 1, 'ALL_REDUCE', 7),"
+                       " (4, 'n', 7100, 1, 1, 'ALL_REDUCE', 8);"
                        "CREATE TABLE src.future_table(x); INSERT INTO src.future_table VALUES (1);"
                        "INSERT INTO src.clock_refs(node, seq, kind, mono_ns, realtime_ns,"
                        " read_span_ns) VALUES ('n', 0, 'start', 1, 9000, 10);")
@@ -66,9 +67,16 @@ TEST(CopyTables, RenamesShiftsAlignsAndCounts) {
   EXPECT_EQ(db->QueryInt("SELECT timestamp_ns FROM main.tcp_events").value(), 4000);
   EXPECT_EQ(db->QueryInt("SELECT local_timestamp_ns FROM main.tcp_events").value(), 5000);
   EXPECT_EQ(db->QueryText("SELECT node FROM main.tcp_events").value().value(), "n#2");
-  EXPECT_EQ(db->QueryInt("SELECT stack_id FROM main.nccl_events").value(), 700);
+  EXPECT_EQ(db->QueryInt("SELECT stack_id FROM main.nccl_events WHERE id = (5 << 32) + 3").value(),
+            700);
+  // A reference to a stack the bundle does not hold: kept row, NULL stack, said so.
+  EXPECT_EQ(db->QueryInt("SELECT COUNT(*) FROM main.nccl_events WHERE stack_id IS NULL").value(),
+            1);
+  EXPECT_NE(by["nccl_events"].note.find("1 rows referenced stacks missing"), std::string::npos)
+      << by["nccl_events"].note;
   // Defaults of columns the row did not set survive; clock_refs stay as recorded.
-  EXPECT_EQ(db->QueryText("SELECT state FROM main.nccl_events").value().value(), "complete");
+  EXPECT_EQ(db->QueryInt("SELECT COUNT(*) FROM main.nccl_events WHERE state = 'complete'").value(),
+            2);
   EXPECT_EQ(db->QueryInt("SELECT realtime_ns FROM main.clock_refs WHERE node = 'n#2'").value(),
             9000);
 }
