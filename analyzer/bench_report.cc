@@ -1,8 +1,9 @@
 // bench_report: time and peak memory of `report` on a large synthetic merged database.
-//   bench_report [--events N] [--dir DIR] [--fault KIND] [--runs R]
+//   bench_report [--events N] [--dir DIR] [--fault KIND] [--runs R] [--input FILE]
 // Builds an 8-node x 4-rank cluster padded with scheduler rows (extra_sched_per_step) to about
 // N events (default 10M), then runs the report R times (default 3) in a fresh process each
 // (this program re-executed with --child), printing wall time and peak RSS of each run.
+// --input FILE skips the generation and measures the report on FILE.
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,37 +46,9 @@ int Child(const std::string& path, const std::string& format, bool check) {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc >= 5 && std::strcmp(argv[1], "--child") == 0) {
-    return Child(argv[2], argv[3], std::strcmp(argv[4], "check") == 0);
-  }
-  int64_t events = 10'000'000;
-  std::string dir, fault = "cpu";
-  int runs = 3;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string k = argv[i];
-    if (k == "--events")
-      events = std::atoll(argv[i + 1]);
-    else if (k == "--dir")
-      dir = argv[i + 1];
-    else if (k == "--fault")
-      fault = argv[i + 1];
-    else if (k == "--runs")
-      runs = std::atoi(argv[i + 1]);
-    else {
-      std::fprintf(stderr,
-                   "usage: bench_report [--events N] [--dir DIR] [--fault KIND]"
-                   " [--runs R]\n");
-      return 2;
-    }
-  }
-  std::unique_ptr<analyzer::testing::ScratchDir> scratch;
-  if (dir.empty()) {
-    scratch = std::make_unique<analyzer::testing::ScratchDir>();
-    dir = scratch->path();
-  }
+// Writes the padded cluster as DIR/cluster.rsdb (kept for later --input runs).
+rs::Result<std::string> Generate(int64_t events, const std::string& dir, const std::string& fault) {
+  if (dir.empty()) return rs::Error("--dir is needed to generate (the database is kept there)");
   synth::ClusterSpec spec;
   spec.nodes = 8;
   spec.ranks_per_node = 4;
@@ -93,12 +67,46 @@ int main(int argc, char** argv) {
       static_cast<long long>(rows.nccl));
   auto g0 = std::chrono::steady_clock::now();
   auto path = analyzer::testing::WriteMergedCluster(spec, dir, 50'000);
+  if (!path.ok()) return path;
+  std::printf("generated %s in %.1f s\n", path->c_str(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - g0).count());
+  return path;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 5 && std::strcmp(argv[1], "--child") == 0) {
+    return Child(argv[2], argv[3], std::strcmp(argv[4], "check") == 0);
+  }
+  int64_t events = 10'000'000;
+  std::string dir, fault = "cpu", input;
+  int runs = 3;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i];
+    if (k == "--events")
+      events = std::atoll(argv[i + 1]);
+    else if (k == "--dir")
+      dir = argv[i + 1];
+    else if (k == "--fault")
+      fault = argv[i + 1];
+    else if (k == "--runs")
+      runs = std::atoi(argv[i + 1]);
+    else if (k == "--input")
+      input = argv[i + 1];
+    else {
+      std::fprintf(stderr,
+                   "usage: bench_report [--events N] [--dir DIR] [--fault KIND]"
+                   " [--runs R] [--input FILE]\n");
+      return 2;
+    }
+  }
+  rs::Result<std::string> path = input;
+  if (input.empty()) path = Generate(events, dir, fault);
   if (!path.ok()) {
     std::fprintf(stderr, "%s\n", path.error().message().c_str());
     return 1;
   }
-  std::printf("generated %s in %.1f s\n", path->c_str(),
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - g0).count());
   for (const char* check : {"nocheck", "check"}) {
     for (int r = 0; r < runs; ++r) {
       auto t0 = std::chrono::steady_clock::now();
