@@ -66,7 +66,8 @@ Result<void> RunTimeline(Db& db, const RowFilter& filter, const InputSummary& su
   TrackModel tracks(std::move(processes));
   RETURN_IF_ERROR(sink.Begin(summary.first_ts, summary.last_ts));
   Timeline timeline(tracks, sink, summary);
-  RETURN_IF_ERROR(timeline.Run(reader));
+  RowPipeline rows(std::move(reader));
+  RETURN_IF_ERROR(timeline.Run(rows));
   RETURN_IF_ERROR(sink.Finish());
   result.stats = timeline.stats();
   result.tracks = static_cast<int64_t>(tracks.tracks().size());

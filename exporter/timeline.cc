@@ -12,16 +12,17 @@ constexpr int64_t kRateWindowNs = 1'000'000'000;
 
 }  // namespace
 
-Result<void> Timeline::Run(EventReader& reader) {
+Result<void> Timeline::Run(RowPipeline& rows) {
   while (true) {
-    ASSIGN_OR_RETURN(bool has, reader.Next());
-    if (!has) break;
-    RETURN_IF_ERROR(OnRow(reader.table(), reader.row()));
+    ASSIGN_OR_RETURN(const Row* row, rows.Next());
+    if (row == nullptr) break;
+    RETURN_IF_ERROR(OnRow(*row));
   }
   return FlushUntil(INT64_MAX);
 }
 
-Result<void> Timeline::OnRow(Table table, const Statement& row) {
+Result<void> Timeline::OnRow(const Row& row) {
+  const Table table = row.table();
   RETURN_IF_ERROR(FlushUntil(row.Int(col::kTs)));
   ++stats_.rows[static_cast<int>(table)];
   switch (table) {
@@ -120,7 +121,7 @@ void Timeline::ArgInt(std::string_view name, int64_t v) {
   a.i = v;
 }
 
-void Timeline::ArgOptInt(std::string_view name, const Statement& row, int col) {
+void Timeline::ArgOptInt(std::string_view name, const Row& row, int col) {
   if (!row.IsNull(col)) ArgInt(name, row.Int(col));
 }
 
@@ -138,7 +139,7 @@ void Timeline::ArgBool(std::string_view name, bool v) {
   a.b = v;
 }
 
-Result<void> Timeline::Nccl(const Statement& row) {
+Result<void> Timeline::Nccl(const Row& row) {
   namespace c = col::nccl;
   const std::string node = row.Text(col::kNode);
   const int64_t ts = row.Int(col::kTs), pid = row.Int(col::kPid);
@@ -180,7 +181,7 @@ Result<void> Timeline::Nccl(const Statement& row) {
   return Slice(logical, ts, end);
 }
 
-Result<void> Timeline::Cuda(const Statement& row) {
+Result<void> Timeline::Cuda(const Row& row) {
   namespace c = col::cuda;
   const std::string node = row.Text(col::kNode);
   const int64_t ts = row.Int(col::kTs);
@@ -199,7 +200,7 @@ Result<void> Timeline::Cuda(const Statement& row) {
   return Slice(logical, ts, end);
 }
 
-Result<void> Timeline::Tcp(const Statement& row) {
+Result<void> Timeline::Tcp(const Row& row) {
   namespace c = col::tcp;
   const std::string node = row.Text(col::kNode);
   const int64_t ts = row.Int(col::kTs);
@@ -234,7 +235,7 @@ Result<void> Timeline::UpdateRate(uint32_t counter, int64_t now) {
   return CounterSample(counter, now, w.sum);
 }
 
-Result<void> Timeline::Sched(const Statement& row) {
+Result<void> Timeline::Sched(const Row& row) {
   namespace c = col::sched;
   const std::string node = row.Text(col::kNode);
   const int64_t ts = row.Int(col::kTs), pid = row.Int(col::kPid), dur = row.Int(col::kDur);
@@ -254,7 +255,7 @@ Result<void> Timeline::Sched(const Statement& row) {
   return Ok();
 }
 
-Result<void> Timeline::Block(const Statement& row) {
+Result<void> Timeline::Block(const Row& row) {
   namespace c = col::block;
   const std::string node = row.Text(col::kNode);
   const int64_t ts = row.Int(col::kTs);
@@ -275,7 +276,7 @@ Result<void> Timeline::Block(const Statement& row) {
   return Slice(logical, ts, end);
 }
 
-Result<void> Timeline::Process(const Statement& row) {
+Result<void> Timeline::Process(const Row& row) {
   namespace c = col::process;
   const std::string node = row.Text(col::kNode);
   uint32_t track = tracks_.NodeChild(node, "processes");

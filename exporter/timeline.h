@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "event_reader.h"
+#include "row_pipeline.h"
 #include "trace_sink.h"
 #include "track_model.h"
 
@@ -29,8 +30,8 @@ class Timeline {
   Timeline(TrackModel& tracks, TraceSink& sink, const InputSummary& summary)
       : tracks_(tracks), sink_(sink), summary_(summary) {}
 
-  // Consumes every row of `reader`, then flushes what is pending.
-  Result<void> Run(EventReader& reader);
+  // Consumes every row of `rows`, then flushes what is pending.
+  Result<void> Run(RowPipeline& rows);
   const TimelineStats& stats() const { return stats_; }
 
  private:
@@ -51,22 +52,22 @@ class Timeline {
     int64_t last_emitted = -1;
   };
 
-  Result<void> OnRow(Table table, const Statement& row);
+  Result<void> OnRow(const Row& row);
   Result<void> Declare();
   Result<void> FlushUntil(int64_t ts);
   Result<void> Slice(uint32_t logical, int64_t ts, int64_t end);
   Result<void> Instant(uint32_t track, int64_t ts);
   Result<void> CounterSample(uint32_t track, int64_t ts, int64_t value);
-  Result<void> Nccl(const Statement& row);
-  Result<void> Cuda(const Statement& row);
-  Result<void> Tcp(const Statement& row);
-  Result<void> Sched(const Statement& row);
-  Result<void> Block(const Statement& row);
-  Result<void> Process(const Statement& row);
+  Result<void> Nccl(const Row& row);
+  Result<void> Cuda(const Row& row);
+  Result<void> Tcp(const Row& row);
+  Result<void> Sched(const Row& row);
+  Result<void> Block(const Row& row);
+  Result<void> Process(const Row& row);
   Result<void> UpdateRate(uint32_t counter, int64_t now);
   void Reset(std::string_view category);
   void ArgInt(std::string_view name, int64_t v);
-  void ArgOptInt(std::string_view name, const Statement& row, int col);
+  void ArgOptInt(std::string_view name, const Row& row, int col);
   void ArgString(std::string_view name, std::string v);
   void ArgBool(std::string_view name, bool v);
 
