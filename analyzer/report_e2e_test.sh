@@ -1,0 +1,65 @@
+#!/bin/bash
+# End to end on synthetic clusters: make-synth-cluster (skewed clocks, one fault on a node chosen
+# at random) -> rankscope-merge -> rankscope-analyze report --format json; the top straggler (or
+# hang culprit) must be the faulty node with the injected cause. Also the CLI's errors.
+#   report_e2e_test.sh MAKE_SYNTH_CLUSTER RANKSCOPE_MERGE RANKSCOPE_ANALYZE
+set -euo pipefail
+synth=$1 merge=$2 analyze=$3
+seed=${RANKSCOPE_TEST_SEED:-$(date +%s)}
+echo "seed $seed (rerun with RANKSCOPE_TEST_SEED=$seed)"
+RANDOM=$seed
+dir=$(mktemp -d "${TMPDIR:-/tmp}/rankscope-report-e2e-XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+
+check() {  # check JSON NODE CAUSE
+  python3 - "$@" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+node, cause = sys.argv[2], sys.argv[3]
+if cause == "none":
+    assert not [s for s in r["stragglers"] if s["confidence"] in ("high", "medium")], r["verdict"]
+    assert not r["hang"]["detected"]
+    sys.exit(0)
+top = r["stragglers"][0]
+assert top["node"] == node and top["cause"] == cause, (top["node"], top["cause"], r["verdict"])
+assert top["confidence"] == "high", top["confidence"]
+assert r["hang"]["detected"] == (cause == "hang")
+if cause == "hang":
+    assert r["hang"]["culprit_nodes"] == [node], r["hang"]
+for n, c in r["clock"].items():
+    assert c["method"] in ("reference", "rendezvous"), (n, c)
+PY
+}
+
+for pair in none:none loss:network cpu:cpu_contention io:io slow:compute hang:hang; do
+  fault=${pair%%:*} cause=${pair#*:}
+  k=$((RANDOM % 4))
+  mkdir "$dir/$fault"
+  "$synth" "$dir/$fault" --fault "$fault" --fault-node "$k" --seed "$seed" \
+    --offset "1=3000000,2=-2500000,3=7000000" > /dev/null
+  "$merge" -q -o "$dir/$fault.rsdb" "$dir/$fault"
+  "$analyze" report "$dir/$fault.rsdb" --format json -o "$dir/$fault.json"
+  if ! check "$dir/$fault.json" "node$k" "$cause"; then
+    echo "FAIL: fault $fault on node$k"; "$analyze" report "$dir/$fault.rsdb"; exit 1
+  fi
+  echo "ok: fault $fault on node$k -> $(head -c 100 <("$analyze" report "$dir/$fault.rsdb"))"
+done
+
+# Every format writes; a single bundle works as input too.
+for f in text markdown html; do
+  "$analyze" report "$dir/cpu.rsdb" -f "$f" -o "$dir/out.$f"
+  test -s "$dir/out.$f"
+done
+"$analyze" report "$dir/cpu/node0.rsb" | head -1
+
+# Errors: usage (2), unreadable input naming the file (1), unwritable output naming it (1).
+set +e
+"$analyze" report "$dir/cpu.rsdb" --format pdf 2> "$dir/err"; rc=$?
+[[ $rc == 2 ]] && grep -q "pdf" "$dir/err" || { echo "FAIL: bad --format: rc $rc"; exit 1; }
+"$analyze" report "$dir/missing.rsdb" 2> "$dir/err"; rc=$?
+[[ $rc == 1 ]] && grep -q "missing.rsdb" "$dir/err" || { echo "FAIL: missing input: rc $rc"; exit 1; }
+"$analyze" report "$dir/cpu.rsdb" -o "$dir/no/such/dir/r.txt" 2> "$dir/err"; rc=$?
+[[ $rc == 1 ]] && grep -q "no/such/dir" "$dir/err" || { echo "FAIL: bad -o: rc $rc"; exit 1; }
+"$analyze" report 2> "$dir/err"; rc=$?
+[[ $rc == 2 ]] || { echo "FAIL: no input: rc $rc"; exit 1; }
+echo "all ok"
