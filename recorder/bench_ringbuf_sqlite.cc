@@ -45,21 +45,36 @@ class BenchProbe : public rec::KernelProbe {
                        s->rodata->bench_tgid = static_cast<uint32_t>(getpid());
                      }));
     RETURN_IF_ERROR(AttachAll(ctx));
-    return AddRingBuffer(ctx, skel->maps.bench_rb);
+    RETURN_IF_ERROR(AddRingBuffer(ctx, skel->maps.bench_rb));
+    wall_start_ = MonoNs();
+    cpu_start_ = MonoNs(CLOCK_THREAD_CPUTIME_ID);
+    attached.store(true);
+    return rs::Ok();
   }
-  rs::Result<void> Finish(rec::RecorderContext& ctx) override { return FinishKernel(ctx); }
+  rs::Result<void> Finish(rec::RecorderContext& ctx) override {
+    auto r = FinishKernel(ctx);
+    // The recording phase only: from attach to the end of the final drain.
+    recording_cpu_pct = 100.0 * static_cast<double>(MonoNs(CLOCK_THREAD_CPUTIME_ID) - cpu_start_) /
+                        static_cast<double>(MonoNs() - wall_start_);
+    return r;
+  }
+
+  std::atomic<bool> attached{false};
+  double recording_cpu_pct = 0;
 
  protected:
   rs::Result<void> OnSample(std::span<const uint8_t> data) override { return writer_.Write(data); }
 
  private:
   rec::SchedEventWriter writer_;
+  int64_t wall_start_ = 0, cpu_start_ = 0;
 };
 
 struct RunResult {
   double seconds = 0;
   uint64_t calls = 0, events = 0, drops = 0;
-  double loop_cpu_pct = 0;
+  double loop_cpu_pct = 0;  // loop thread during recording (attach -> final drain)
+  double total_s = 0;       // Run() including finalize (indexes, compression)
   int64_t bundle_bytes = 0;
 };
 
@@ -76,13 +91,15 @@ RunResult RunOnce(const std::string& dir, double seconds, uint64_t rate) {
     std::exit(1);
   }
   std::vector<std::unique_ptr<rec::Probe>> probes;
-  probes.push_back(std::make_unique<BenchProbe>());
+  auto owned = std::make_unique<BenchProbe>();
+  BenchProbe* probe = owned.get();
+  probes.push_back(std::move(owned));
   rec::EventLoop loop(opts, rs::NodeName{"bench", "flag"}, std::move(*writer), std::move(probes));
 
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> calls{0};
   std::thread producer([&] {
-    usleep(200'000);  // let the loop attach
+    while (!probe->attached.load() && !stop.load()) usleep(1000);  // count only attached calls
     int64_t t0 = MonoNs();
     uint64_t n = 0;
     while (!stop.load(std::memory_order_relaxed)) {
@@ -99,20 +116,21 @@ RunResult RunOnce(const std::string& dir, double seconds, uint64_t rate) {
     }
     calls = n;
   });
-  int64_t w0 = MonoNs(), c0 = MonoNs(CLOCK_THREAD_CPUTIME_ID);
+  int64_t w0 = MonoNs();
   auto summary = loop.Run();
-  int64_t w1 = MonoNs(), c1 = MonoNs(CLOCK_THREAD_CPUTIME_ID);
+  int64_t w1 = MonoNs();
   stop = true;
   producer.join();
   if (!summary.ok()) {
     std::fprintf(stderr, "bench: %s\n", summary.error().message().c_str());
     std::exit(1);
   }
-  res.seconds = (w1 - w0) * 1e-9;
+  res.total_s = (w1 - w0) * 1e-9;
+  res.seconds = seconds;
   res.calls = calls;
   res.events = summary->events;
   res.drops = summary->drops;
-  res.loop_cpu_pct = 100.0 * static_cast<double>(c1 - c0) / static_cast<double>(w1 - w0);
+  res.loop_cpu_pct = probe->recording_cpu_pct;
   struct stat st {};
   if (stat(out.c_str(), &st) == 0) res.bundle_bytes = st.st_size;
   unlink(out.c_str());
@@ -172,19 +190,22 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_ringbuf_sqlite: run as root (loads a BPF program)\n");
     return 1;
   }
-  std::printf("%-10s %8s %10s %10s %12s %8s %10s %12s\n", "rate", "seconds", "calls", "events",
-              "events/s", "drops", "loop CPU%", "bytes/event");
+  // calls = events + drops + lost; lost must be 0 (every call after attach is accounted).
+  std::printf("%-8s %10s %10s %12s %9s %6s %10s %12s %9s\n", "rate", "calls", "events", "events/s",
+              "drops", "lost", "loop CPU%", "bytes/event", "total s");
   std::stringstream ss(rates);
   std::string item;
   while (std::getline(ss, item, ',')) {
     uint64_t rate = item == "max" ? 0 : std::strtoull(item.c_str(), nullptr, 10);
     RunResult r = RunOnce(dir, seconds, rate);
-    double busy_s = seconds;  // the producer's active window
-    std::printf("%-10s %8.2f %10llu %10llu %12.0f %8llu %10.1f %12.2f\n",
-                rate == 0 ? "max" : item.c_str(), r.seconds,
-                static_cast<unsigned long long>(r.calls), static_cast<unsigned long long>(r.events),
-                r.events / busy_s, static_cast<unsigned long long>(r.drops), r.loop_cpu_pct,
-                r.events ? static_cast<double>(r.bundle_bytes) / r.events : 0.0);
+    long long lost = static_cast<long long>(r.calls) - static_cast<long long>(r.events) -
+                     static_cast<long long>(r.drops);
+    std::printf("%-8s %10llu %10llu %12.0f %9llu %6lld %10.1f %12.2f %9.2f\n",
+                rate == 0 ? "max" : item.c_str(), static_cast<unsigned long long>(r.calls),
+                static_cast<unsigned long long>(r.events), r.events / r.seconds,
+                static_cast<unsigned long long>(r.drops), lost, r.loop_cpu_pct,
+                r.events ? static_cast<double>(r.bundle_bytes) / r.events : 0.0, r.total_s);
+    std::fflush(stdout);
   }
   return 0;
 }

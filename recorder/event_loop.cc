@@ -167,6 +167,14 @@ rs::Result<RecordingSummary> EventLoop::Run() {
   }
 
   RecorderContext ctx;
+  // The shared poller goes before the probes whose maps it polls, on every return path.
+  struct PollerGuard {
+    ring_buffer*& rb;
+    ~PollerGuard() {
+      if (rb) ring_buffer__free(rb);
+      rb = nullptr;
+    }
+  } poller_guard{ctx.rb};
   ctx.db = &db;
   ctx.node = node_.name;
   ctx.ids = &ids;
@@ -302,10 +310,6 @@ rs::Result<RecordingSummary> EventLoop::Run() {
   RETURN_IF_ERROR(writer_.SetMetadata("end_ns", std::to_string(summary.end_ns)));
   RETURN_IF_ERROR(writer_.SetMetadata("stop_reason", summary.stop_reason));
   RETURN_IF_ERROR(db.Exec("COMMIT"));
-  if (ctx.rb) {
-    ring_buffer__free(ctx.rb);
-    ctx.rb = nullptr;
-  }
   RETURN_IF_ERROR(writer_.Finalize());
   return summary;
 }
