@@ -255,5 +255,50 @@ TEST_F(MergeSynth, StacksDeduplicatedAndReferencesRemapped) {
   ExpectCountsReconcile(*db);
 }
 
+TEST_F(MergeSynth, ReferenceNodeChosenByFlag) {
+  synth::ClusterSpec spec;
+  spec.nodes = 3;
+  spec.steps = 10;
+  spec.offset_ns = {0, 9'000'000, 0};
+  auto paths = Write(spec);
+  MergeOptions opt;
+  opt.reference_node = "node1";
+  Merged m = RunMerge(dir_, paths, opt);
+  ASSERT_EQ(m.result.alignment.size(), 3u);
+  EXPECT_EQ(m.result.alignment[1].method, "reference");
+  EXPECT_NEAR(m.result.alignment[0].offset_ns, -9'000'000, 50'000);
+  EXPECT_NEAR(m.result.alignment[2].offset_ns, -9'000'000, 50'000);
+  auto db = OpenMerged(m.path);
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ(db->QueryText("SELECT value FROM metadata WHERE key = 'clock_reference'").value(),
+            "node1");
+  // An unknown reference is an error naming the flag and the nodes there are.
+  opt.reference_node = "node7";
+  opt.inputs = paths;
+  opt.out_path = dir_.File("other.rsdb");
+  std::ostringstream log;
+  auto r = Merge(opt, log);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("--reference node7"), std::string::npos);
+  EXPECT_NE(r.error().message().find("node0, node1, node2"), std::string::npos);
+}
+
+TEST_F(MergeSynth, MergedDatabaseIsNotAnInput) {
+  synth::ClusterSpec spec;
+  spec.nodes = 2;
+  spec.steps = 5;
+  auto paths = Write(spec);
+  Merged first = RunMerge(dir_, paths);
+  MergeOptions opt;
+  opt.inputs = {paths[0], paths[1], first.path};
+  opt.out_path = dir_.File("again.rsdb");
+  std::ostringstream log;
+  auto r = Merge(opt, log);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->skipped, 1);
+  EXPECT_EQ(r->inputs[2].status, "skipped");
+  EXPECT_NE(r->inputs[2].reason.find("merged database"), std::string::npos) << r->inputs[2].reason;
+}
+
 }  // namespace
 }  // namespace merge
