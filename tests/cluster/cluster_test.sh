@@ -247,20 +247,25 @@ scenario_hang() {
 scenario_crash() {  # a rank dies mid-run: the run ends by itself and nothing is left behind
   run_harness crash --no-record
   check_no_leftovers
-  grep -q "failed" "$OUT/run/harness.log" || fail "the harness did not notice the failed ranks"
+  grep -q "ranks that failed" "$OUT/run/harness.log" || fail "the harness did not notice the failed ranks"
+  grep -q "dies at step" "$OUT/run/harness.log" || fail "the crash was not injected"
   echo "ok: crash handled, nothing left behind"
 }
 
 scenario_interrupt() {  # Ctrl-C on the harness mid-run: everything is cleaned up
+  # Job control on: the harness gets its own process group and does not inherit an ignored
+  # SIGINT (what a non-interactive shell gives background jobs); Ctrl-C = SIGINT to the group.
+  set -m
   "$HARNESS" --build "$BUILD" --out "$OUT/run" --nodes "$NODES" --ranks-per-node "$RPN" \
     --steps 1000 --fault cpu --no-record --no-tools >"$OUT/harness.out" 2>&1 &
   local pid=$! i
+  set +m
   for ((i = 0; i < 300; i++)); do
     grep -qs "ranks started" "$OUT/run/harness.log" && break
     sleep 0.1
   done
   sleep 3
-  kill -INT "$pid"
+  kill -INT -- "-$pid"
   for ((i = 0; i < 300; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   kill -0 "$pid" 2>/dev/null && fail "the harness did not exit within 30 s of SIGINT"
   wait "$pid" || true
