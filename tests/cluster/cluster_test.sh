@@ -116,7 +116,8 @@ check_own_ranks() {
 }
 
 scenario_none() {
-  run_harness none
+  # Clock skew and drift on two nodes: the bundles' contents must not depend on them.
+  run_harness none --skew node1=5000000,node2=-3000000 --drift node2=50
   ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
   open_bundles
   check_own_ranks
@@ -133,6 +134,14 @@ scenario_none() {
   [[ "$got" == "$NODES" ]] || fail "collectives from $got of $NODES nodes"
   got=$(qall "SELECT COUNT(*) FROM ev WHERE $COLL AND (state != 'complete' OR duration_ns IS NULL)")
   [[ "$got" == 0 ]] || fail "$got collectives not complete after a clean run"
+  # The skewed node's clock really is shifted: a blocking collective completes at nearly the
+  # same instant on every rank, so node1's completion times sit ~5 ms after node0's.
+  got=$(qall "SELECT CAST(AVG(d) / 100000 AS INTEGER) FROM (SELECT
+              AVG(CASE WHEN node_index = '1' THEN timestamp_ns + duration_ns END) -
+              AVG(CASE WHEN node_index = '0' THEN timestamp_ns + duration_ns END) AS d
+              FROM ev WHERE op = 'ALL_REDUCE' GROUP BY comm_id_hash, seq)")
+  echo "node1 - node0 mean completion time: ${got}00 us (skew 5 ms)"
+  ((got >= 30 && got <= 80)) || fail "the --skew of node1 does not show in its timestamps"
   echo "ok: $expected collectives matched across $WORLD ranks on $NODES nodes"
 }
 
