@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "inputs.h"
 #include "merge.h"
 #include "synth_bundle.h"
 #include "test_bundles.h"
@@ -207,6 +208,18 @@ TEST_F(BadInputs, RowsOfAnotherNodeInsideABundleAreCountedAsSkipped) {
             0);
   EXPECT_EQ(Int("SELECT COUNT(*) FROM sched_events WHERE node = 'intruder'"), 0);
   ExpectReconciled();
+}
+
+TEST_F(BadInputs, FileChangedAfterValidationIsNotCopied) {
+  std::ostringstream log;
+  std::vector<Input> inputs = PlanInputs({good_[0]}, log);
+  ASSERT_EQ(inputs.size(), 1u);
+  ASSERT_EQ(inputs[0].status, "merged") << inputs[0].reason;
+  EXPECT_TRUE(ReopenInput(inputs[0]).ok());
+  std::filesystem::copy_file(good_[1], good_[0], std::filesystem::copy_options::overwrite_existing);
+  auto r = ReopenInput(inputs[0]);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("changed while merging"), std::string::npos);
 }
 
 }  // namespace

@@ -42,16 +42,59 @@ rs::Result<std::optional<std::pair<int64_t, int64_t>>> KeyRange(rs::Db& db) {
   return range;
 }
 
-// Opens and validates every file, on as many threads as there are cores (decompression and
-// the SQLite integrity check dominate the cost and are independent per file).
-std::vector<std::optional<rs::Result<rs::OpenedDb>>> OpenAll(
-    const std::vector<std::string>& files) {
-  std::vector<std::optional<rs::Result<rs::OpenedDb>>> out(files.size());
+rs::Result<FileStamp> Stamp(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return rs::Error(path + ": " + std::strerror(errno));
+  return FileStamp{static_cast<int64_t>(st.st_size),
+                   static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
+                   static_cast<int64_t>(st.st_ino)};
+}
+
+// What validating one file learns; `error` set when the file is unusable.
+struct Probe {
+  std::optional<std::string> error;
+  rs::BundleInfo info;
+  FileStamp stamp;
+  std::optional<std::pair<int64_t, int64_t>> keys;
+  int64_t maxerror_ns = -1;
+  RendezvousCollector rendezvous;
+};
+
+void ProbeFile(const std::string& file, Probe& p) {
+  auto stamp = Stamp(file);
+  auto opened = rs::OpenRankscopeFile(file, true);
+  if (!opened.ok() || !stamp.ok()) {
+    std::string msg = opened.ok() ? stamp.error().message() : opened.error().message();
+    if (msg.rfind(file + ": ", 0) == 0) msg = msg.substr(file.size() + 2);
+    p.error = msg;
+    return;
+  }
+  p.stamp = stamp.value();
+  p.info = opened->info();
+  if (p.info.db_kind != "bundle") return;  // reported by the planner
+  auto keys = KeyRange(opened->db());
+  if (!keys.ok()) {
+    p.error = "cannot read event ids: " + keys.error().message();
+    return;
+  }
+  p.keys = keys.value();
+  auto maxerr = NodeMaxErrorNs(opened->db());
+  auto rz = p.rendezvous.AddNode(opened->db(), 0);
+  if (!maxerr.ok() || !rz.ok()) {
+    p.error = "cannot read clock evidence: " +
+              (maxerr.ok() ? rz.error().message() : maxerr.error().message());
+    return;
+  }
+  p.maxerror_ns = maxerr.value();
+}
+
+// Validates every file, on as many threads as there are cores (decompression and the SQLite
+// integrity check dominate the cost and are independent per file).
+std::vector<Probe> ProbeAll(const std::vector<std::string>& files) {
+  std::vector<Probe> out(files.size());
   std::atomic<size_t> next{0};
   auto work = [&]() {
-    for (size_t i; (i = next.fetch_add(1)) < files.size();) {
-      out[i].emplace(rs::OpenRankscopeFile(files[i], true));
-    }
+    for (size_t i; (i = next.fetch_add(1)) < files.size();) ProbeFile(files[i], out[i]);
   };
   unsigned n = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(),
                                                static_cast<unsigned>(files.size())));
@@ -97,7 +140,7 @@ std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostrea
   std::map<std::string, int> node_uses;                // original node name -> times merged
   std::vector<std::pair<int64_t, int64_t>> used_keys;  // key ranges taken by merged inputs
   std::vector<int> key_owner;
-  std::vector<std::optional<rs::Result<rs::OpenedDb>>> all = OpenAll(files);
+  std::vector<Probe> probes = ProbeAll(files);
   for (size_t f = 0; f < files.size(); ++f) {
     const std::string& file = files[f];
     Input in;
@@ -106,19 +149,19 @@ std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostrea
     auto skip = [&](const std::string& why) {
       in.status = "skipped";
       in.reason = why;
-      in.opened.reset();
       log << "rankscope-merge: skipping " << file << ": " << why << "\n";
     };
-    rs::Result<rs::OpenedDb>& opened = *all[f];
-    if (!opened.ok()) {
-      std::string msg = opened.error().message();
-      if (msg.rfind(file + ": ", 0) == 0) msg = msg.substr(file.size() + 2);
-      skip(msg);
+    Probe& probe = probes[f];
+    if (probe.error) {
+      skip(*probe.error);
       inputs.push_back(std::move(in));
       continue;
     }
-    in.opened.emplace(std::move(opened).value());
-    const rs::BundleInfo& info = in.opened->info();
+    in.info = std::move(probe.info);
+    in.stamp = probe.stamp;
+    in.maxerror_ns = probe.maxerror_ns;
+    in.rendezvous = std::move(probe.rendezvous);
+    const rs::BundleInfo& info = in.info;
     if (info.db_kind != "bundle") {
       skip("is a merged database, not a node bundle; merge the original .rsb bundles");
       inputs.push_back(std::move(in));
@@ -137,14 +180,7 @@ std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostrea
                   std::to_string(it->second) + " (" + inputs[it->second - 1].file +
                   "); merged once";
       in.node = inputs[it->second - 1].node;
-      in.opened.reset();
       log << "rankscope-merge: " << file << ": " << in.reason << "\n";
-      inputs.push_back(std::move(in));
-      continue;
-    }
-    auto keys = KeyRange(in.opened->db());
-    if (!keys.ok()) {
-      skip("cannot read event ids: " + keys.error().message());
       inputs.push_back(std::move(in));
       continue;
     }
@@ -155,8 +191,8 @@ std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostrea
       notes.push_back("node name '" + info.node + "' already used by another recording; kept as '" +
                       in.node + "'");
     }
-    if (keys.value()) {
-      auto [lo, hi] = *keys.value();
+    if (probe.keys) {
+      auto [lo, hi] = *probe.keys;
       auto clash = [&](int64_t a, int64_t b) -> int {
         for (size_t i = 0; i < used_keys.size(); ++i) {
           if (a <= used_keys[i].second && used_keys[i].first <= b) return key_owner[i];
@@ -195,6 +231,18 @@ std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostrea
     inputs.push_back(std::move(in));
   }
   return inputs;
+}
+
+rs::Result<rs::OpenedDb> ReopenInput(const Input& in) {
+  auto stamp = Stamp(in.file);
+  if (!stamp.ok() || !(stamp.value() == in.stamp)) {
+    return rs::Error(in.file + ": the file changed while merging; run the merge again");
+  }
+  ASSIGN_OR_RETURN(rs::OpenedDb db, rs::OpenRankscopeFile(in.file, false));
+  if (db.info().recording_id != in.recording_id) {
+    return rs::Error(in.file + ": the file changed while merging; run the merge again");
+  }
+  return db;
 }
 
 }  // namespace merge

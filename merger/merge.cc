@@ -104,8 +104,8 @@ rs::Result<void> SetMeta(rs::Db& db, const std::string& key, const std::string& 
 }
 
 // Copies one input (attached as 'src') in one transaction; returns its counts.
-rs::Result<std::vector<TableCount>> CopyInput(rs::Db& out, const Input& in,
-                                              const NodeAlignment& al) {
+rs::Result<std::vector<TableCount>> CopyAttached(rs::Db& out, const Input& in,
+                                                 const NodeAlignment& al) {
   RETURN_IF_ERROR(out.Exec("BEGIN"));
   auto body = [&]() -> rs::Result<std::vector<TableCount>> {
     ASSIGN_OR_RETURN(StackCounts sc, MergeStacks(out, "src"));
@@ -120,7 +120,7 @@ rs::Result<std::vector<TableCount>> CopyInput(rs::Db& out, const Input& in,
                                  " SELECT 'node.' || ?1 || '.' || key, value FROM src.metadata"));
     RETURN_IF_ERROR(meta.Bind(1, in.node).Run());
     counts.push_back(TableCount{"metadata", meta_in, meta_in, 0, ""});
-    const rs::BundleInfo& info = in.opened->info();
+    const rs::BundleInfo& info = in.info;
     std::string p = "node." + in.node + ".";
     RETURN_IF_ERROR(SetMeta(out, p + "start_ns", std::to_string(al.Apply(info.start_ns))));
     RETURN_IF_ERROR(SetMeta(out, p + "end_ns", std::to_string(al.Apply(info.end_ns))));
@@ -134,6 +134,17 @@ rs::Result<std::vector<TableCount>> CopyInput(rs::Db& out, const Input& in,
     return counts.error();
   }
   RETURN_IF_ERROR(out.Exec("COMMIT"));
+  return counts;
+}
+
+// Opens the input again, attaches it and copies it.
+rs::Result<std::vector<TableCount>> CopyInput(rs::Db& out, const Input& in,
+                                              const NodeAlignment& al) {
+  ASSIGN_OR_RETURN(rs::OpenedDb opened, ReopenInput(in));
+  ASSIGN_OR_RETURN(rs::Statement attach, out.Prepare("ATTACH DATABASE ? AS src"));
+  RETURN_IF_ERROR(attach.Bind(1, opened.sqlite_path()).Run());
+  auto counts = CopyAttached(out, in, al);
+  RETURN_IF_ERROR(out.Exec("DETACH DATABASE src"));
   return counts;
 }
 
@@ -186,11 +197,8 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
   int reference = -1;
   for (size_t i = 0; i < merged.size(); ++i) {
     Input& in = *merged[i];
-    progress.Show("reading rendezvous: " + in.file);
-    auto add = collector.AddNode(in.opened->db(), static_cast<int>(i));
-    if (!add.ok()) return add.error().Wrap(in.file);
-    ASSIGN_OR_RETURN(int64_t maxerr, NodeMaxErrorNs(in.opened->db()));
-    clocks.push_back(NodeClock{in.node, in.opened->info().start_ns, maxerr});
+    collector.Absorb(in.rendezvous, static_cast<int>(i));
+    clocks.push_back(NodeClock{in.node, in.info.start_ns, in.maxerror_ns});
     if (in.node == opt.reference_node) reference = static_cast<int>(i);
   }
   if (!opt.reference_node.empty() && reference < 0) {
@@ -217,13 +225,11 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
     Input& in = *merged[i];
     progress.Show("[" + std::to_string(i + 1) + "/" + std::to_string(merged.size()) + "] merging " +
                   in.file);
-    ASSIGN_OR_RETURN(rs::Statement attach, out.Prepare("ATTACH DATABASE ? AS src"));
-    RETURN_IF_ERROR(attach.Bind(1, in.opened->sqlite_path()).Run());
     auto c = CopyInput(out, in, result.alignment[i]);
-    RETURN_IF_ERROR(out.Exec("DETACH DATABASE src"));
     progress.Done();
     if (!c.ok()) {
-      // The input validated but could not be copied (e.g. a NOT NULL column it lacks).
+      // The input validated but could not be copied (changed since, or lacks a NOT NULL
+      // column this version needs).
       in.status = "skipped";
       in.reason = "copy failed: " + c.error().message();
       ++result.skipped;
@@ -236,7 +242,6 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
       if (IsEventTable(t.table)) result.event_rows += t.rows_out;
     }
     counts[in.input_id] = std::move(c).value();
-    in.opened.reset();  // drops the decompressed copy
   }
   if (counts.empty()) return rs::Error("nothing merged: every valid input failed to copy");
 

@@ -62,6 +62,18 @@ rs::Result<void> RendezvousCollector::AddNode(rs::Db& db, int node) {
   return rs::Ok();
 }
 
+void RendezvousCollector::Absorb(const RendezvousCollector& other, int node) {
+  for (const auto& [key, idx] : other.index_) {
+    auto [it, fresh] = index_.emplace(key, all_.size());
+    if (fresh) all_.emplace_back();
+    for (NodeObservation o : other.all_[idx].nodes) {
+      o.node = node;
+      all_[it->second].nodes.push_back(o);
+    }
+  }
+  calls_ += other.calls_;
+}
+
 std::vector<Rendezvous> RendezvousCollector::Take() {
   std::vector<Rendezvous> out;
   for (Rendezvous& r : all_) {

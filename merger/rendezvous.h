@@ -24,6 +24,8 @@ class RendezvousCollector {
   // Reads node `node`'s completed, successful, ungrouped collective and init calls from the
   // nccl_events table of `db` (a bundle's schema; timestamps in the node's own clock).
   rs::Result<void> AddNode(rs::Db& db, int node);
+  // Adds every observation of `other` (collected for one node) as node `node`.
+  void Absorb(const RendezvousCollector& other, int node);
   // Rendezvous seen on at least two nodes.
   std::vector<Rendezvous> Take();
   // Calls read so far (all nodes).
