@@ -198,12 +198,17 @@ rs::Result<RecordingSummary> EventLoop::Run() {
       continue;
     }
     sources[i].note = r.error().message();
-    std::fprintf(stderr, "rankscope-record: %s: not recording: %s\n", sources[i].source.c_str(),
-                 r.error().message().c_str());
     start_errors += (start_errors.empty() ? "" : "; ") + r.error().message();
   }
   size_t n_started = 0;
   for (bool s : started) n_started += s;
+  // Sources that failed are named one per line only when recording goes ahead; otherwise the
+  // single error below says it all.
+  for (size_t i = 0; i < probes_.size() && n_started > 0; ++i) {
+    if (started[i]) continue;
+    std::fprintf(stderr, "rankscope-record: %s: not recording: %s\n", sources[i].source.c_str(),
+                 sources[i].note.c_str());
+  }
   if (n_started == 0) {
     (void)db.Exec("ROLLBACK");  // no bundle: the temporary db is removed with the writer
     return rs::Error("no capture source could start (" + start_errors +

@@ -156,6 +156,25 @@ TEST(RecorderCli, ReadOnlyDirectoryIsRefusedBeforeLoading) {
   EXPECT_FALSE(Exists(ro + "/x.rsb"));
 }
 
+TEST(RecorderCli, NotRootIsOneLineAndLeavesNoFile) {
+  REQUIRE_ROOT_OR_SKIP();  // root drops to 'nobody' for this case
+  SKIP_UNLESS_OR_FAIL_IN_CI(Sh("command -v setpriv >/dev/null") == 0,
+                            "needs setpriv (apt-get install util-linux)");
+  TempDir dir;
+  // A copy 'nobody' can execute wherever the build tree lives.
+  std::string bin = dir.File("bin");
+  ASSERT_EQ(Sh("mkdir -m 0755 " + bin + " && cp " + RecorderPath() + " " + bin +
+               "/rankscope-record && chmod 0777 " + dir.path()),
+            0);
+  std::string out = ShOut("setpriv --reuid=65534 --regid=65534 --clear-groups " + bin +
+                          "/rankscope-record --out " + dir.File("out/x.rsb") +
+                          " --duration 1s 2>&1; echo \"exit=$?\"");
+  EXPECT_NE(out.find("must run as root"), std::string::npos) << out;
+  EXPECT_NE(out.find("exit=1"), std::string::npos) << out;
+  EXPECT_EQ(CountLines(out), 1) << out;  // the error line + the exit line without newline
+  EXPECT_NE(Sh("test -e " + dir.File("out")), 0) << "nothing created";
+}
+
 TEST(RecorderCli, HelpAndVersion) {
   RunResult h = RunRecorder({"--help"});
   EXPECT_EQ(h.exit_code, 0);
