@@ -344,6 +344,28 @@ TEST(NcclCpu, SingleRankCommunicatorNeedsNoPeers) {
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
+TEST(NcclCpu, CommInitAllBuildsLoopbackCommunicators) {
+  const int n = 3;
+  std::vector<ncclComm_t> comms(n, nullptr);
+  ASSERT_EQ(ncclCommInitAll(comms.data(), n, nullptr), ncclSuccess);
+  std::vector<int64_t> values(n);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      values[i] = 10 + i;
+      ncclAllReduce(&values[i], &values[i], 1, ncclInt64, ncclSum, comms[i], nullptr);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int i = 0; i < n; ++i) {
+    int rank = -1;
+    EXPECT_EQ(ncclCommUserRank(comms[i], &rank), ncclSuccess);
+    EXPECT_EQ(rank, i);
+    EXPECT_EQ(values[i], 10 + 11 + 12);
+    ncclCommDestroy(comms[i]);
+  }
+}
+
 TEST(NcclCpu, NoPeersModeAllowsAnyRankInOneProcess) {
   setenv("RANKSCOPE_TESTLIB_NO_PEERS", "1", 1);
   ncclUniqueId id;
