@@ -2,9 +2,10 @@
 // (--pid, --scope netns), per-CPU drop counters, capture of the call's registers, and the
 // rules that pair an entry with its return when probed functions call each other.
 //
-// Entry state lives in an LRU hash keyed by thread (and a per-library slot): a function that
-// never returns (longjmp, a hang) cannot leak it, and at the end of recording what is left
-// there is exactly the set of calls still in flight.
+// Entry state lives in an LRU hash keyed by thread (and a per-library slot): one slot per
+// thread, written in place at entry and marked done (exit_ns != 0) at return, so a call costs
+// two lookups and no map update; slots of exited threads age out of the LRU. At the end of
+// recording the slots with exit_ns == 0 are exactly the calls still in flight.
 //
 // Nesting, decided by the stack pointer at entry (sp, where the return address lies):
 //  - a call entered while an outer probed call of the same slot is active has a lower sp:
@@ -69,8 +70,12 @@ static __always_inline void read_call_regs(struct pt_regs* ctx, struct call_regs
   r->arg[4] = PT_REGS_PARM5(ctx);
   r->arg[5] = ctx->r9;  // libbpf 1.1 has no PT_REGS_PARM6
   r->sp = sp;
-  bpf_probe_read_user(&r->ret_addr, sizeof(r->ret_addr), (void*)sp);
-  bpf_probe_read_user(r->stack, sizeof(r->stack), (void*)(sp + 8));
+  __u64 words[4] = {};  // [sp] return address, then [sp+8], [sp+16], [sp+24]
+  bpf_probe_read_user(words, sizeof(words), (void*)sp);
+  r->ret_addr = words[0];
+  r->stack[0] = words[1];
+  r->stack[1] = words[2];
+  r->stack[2] = words[3];
 }
 
 // Entry rule (see top). Returns true when the caller should record a new entry.
@@ -110,14 +115,18 @@ struct {
   __type(value, __u8);
 } announced SEC(".maps");
 
-// Wakes the consumer when much is pending, and for the first event of a process: user space
-// then reads its /proc entries (maps for symbolization, rank variables) while it still runs.
-static __always_inline __u64 wakeup_flags(void* rb, __u32 tgid) {
+// Wakes the consumer for the first event of a process (user space then reads its /proc
+// entries, maps for symbolization and rank variables, while it still runs) and when the
+// pending data crosses wakeup_bytes with this event. Otherwise the consumer drains on its own
+// timer. A wakeup is an interrupt (a VM exit under virtualization): waking on every event
+// while much is pending would cost microseconds per call.
+static __always_inline __u64 wakeup_flags(void* rb, __u32 tgid, __u64 size) {
   if (!bpf_map_lookup_elem(&announced, &tgid)) {
     __u8 one = 1;
     bpf_map_update_elem(&announced, &tgid, &one, BPF_ANY);
     return BPF_RB_FORCE_WAKEUP;
   }
-  return bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-                                                                    : BPF_RB_NO_WAKEUP;
+  __u64 pending = bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA);
+  return pending < wakeup_bytes && pending + size >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+                                                                  : BPF_RB_NO_WAKEUP;
 }

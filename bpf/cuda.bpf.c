@@ -13,7 +13,8 @@ struct {
   __uint(max_entries, 8 * 1024 * 1024);
 } cuda_events SEC(".maps");
 
-// Active call per (thread, layer): key = tid | layer << 32, layer 1 = driver.
+// One slot per (thread, layer): key = tid | layer << 32, layer 1 = driver; exit_ns == 0 while
+// its call is active. What is active at the end of recording is in flight.
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
   __uint(max_entries, 16384);
@@ -41,9 +42,9 @@ int cuda_entry(struct pt_regs* ctx) {
   __u64 key = slot_key(tid, cookie);
   __u64 sp = PT_REGS_SP(ctx);
 
-  struct cuda_event* active = bpf_map_lookup_elem(&cuda_active, &key);
-  if (active && !entry_is_outermost(sp, active->regs.sp, &active->tail_calls)) return 0;
-  if (!active && !call_selected(tgid)) return 0;
+  struct cuda_event* e = bpf_map_lookup_elem(&cuda_active, &key);
+  if (e && e->exit_ns == 0 && !entry_is_outermost(sp, e->regs.sp, &e->tail_calls)) return 0;
+  if ((!e || e->pid != tgid) && !call_selected(tgid)) return 0;
   if ((cookie & CUDA_LAUNCH) && launch_sample > 1) {
     __u32 zero = 0;
     __u64* n = bpf_map_lookup_elem(&launch_counter, &zero);
@@ -54,20 +55,27 @@ int cuda_entry(struct pt_regs* ctx) {
       return 0;
     }
   }
-
-  struct cuda_event e = {};
-  e.abi = CALL_ABI_VERSION;
-  e.fn = cookie & 0xffff;
-  e.cookie = (__u32)cookie;
-  e.pid = tgid;
-  e.tid = tid;
-  e.entry_ns = bpf_ktime_get_ns();
-  e.sample_weight = (cookie & CUDA_LAUNCH) ? launch_sample : 1;
-  read_call_regs(ctx, &e.regs);
-  if (cookie & CUDA_CONFIG_STREAM) {
-    bpf_probe_read_user(&e.out, sizeof(e.out), (void*)(e.regs.arg[0] + 32));
+  if (!e) {  // the thread's first call: create its slot
+    struct cuda_event zeroed = {};
+    bpf_map_update_elem(&cuda_active, &key, &zeroed, BPF_NOEXIST);
+    e = bpf_map_lookup_elem(&cuda_active, &key);
+    if (!e) return 0;
   }
-  bpf_map_update_elem(&cuda_active, &key, &e, BPF_ANY);
+  e->abi = CALL_ABI_VERSION;
+  e->fn = cookie & 0xffff;
+  e->cookie = (__u32)cookie;
+  e->pid = tgid;
+  e->tid = tid;
+  e->exit_ns = 0;
+  e->ret = 0;
+  e->tail_calls = 0;
+  e->sample_weight = (cookie & CUDA_LAUNCH) ? launch_sample : 1;
+  e->out = 0;
+  read_call_regs(ctx, &e->regs);
+  if (cookie & CUDA_CONFIG_STREAM) {
+    bpf_probe_read_user(&e->out, sizeof(e->out), (void*)(e->regs.arg[0] + 32));
+  }
+  e->entry_ns = bpf_ktime_get_ns();
   return 0;
 }
 
@@ -76,16 +84,15 @@ int cuda_return(struct pt_regs* ctx) {
   __u32 tid = (__u32)bpf_get_current_pid_tgid();
   __u64 key = slot_key(tid, bpf_get_attach_cookie(ctx));
   struct cuda_event* e = bpf_map_lookup_elem(&cuda_active, &key);
-  if (!e) return 0;  // not selected, sampled out, or evicted
+  if (!e || e->exit_ns != 0) return 0;  // not selected, sampled out, or no call active
   if (!return_matches(PT_REGS_SP(ctx), e->regs.sp, &e->tail_calls)) return 0;
   e->exit_ns = bpf_ktime_get_ns();
   e->ret = (__s64)(__s32)PT_REGS_RC(ctx);
   if ((e->cookie & CUDA_OUT_ARG0) && e->ret == 0) {
     bpf_probe_read_user(&e->out, sizeof(e->out), (void*)e->regs.arg[0]);
   }
-  if (bpf_ringbuf_output(&cuda_events, e, sizeof(*e), wakeup_flags(&cuda_events, e->pid)) != 0) {
+  if (bpf_ringbuf_output(&cuda_events, e, sizeof(*e), wakeup_flags(&cuda_events, e->pid, sizeof(*e))) != 0) {
     count_stat(CALL_STAT_RB_FULL);
   }
-  bpf_map_delete_elem(&cuda_active, &key);
   return 0;
 }

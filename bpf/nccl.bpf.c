@@ -9,7 +9,8 @@ struct {
   __uint(max_entries, 4 * 1024 * 1024);
 } nccl_events SEC(".maps");
 
-// Active call per thread (key: tid). What remains here at the end is in flight.
+// One slot per thread (key: tid); exit_ns == 0 while its call is active. What is active at
+// the end of recording is in flight.
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
   __uint(max_entries, 16384);
@@ -17,13 +18,13 @@ struct {
   __type(value, struct nccl_event);
 } nccl_active SEC(".maps");
 
-// Entry events are built here: too large for the 512-byte BPF stack.
+// A zeroed event to create a thread's slot from (too large for the 512-byte BPF stack).
 struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(max_entries, 1);
   __type(key, __u32);
   __type(value, struct nccl_event);
-} nccl_scratch SEC(".maps");
+} nccl_zero SEC(".maps");
 
 SEC("uprobe")
 int nccl_entry(struct pt_regs* ctx) {
@@ -31,20 +32,25 @@ int nccl_entry(struct pt_regs* ctx) {
   __u32 tgid = id >> 32, tid = (__u32)id;
   __u64 sp = PT_REGS_SP(ctx);
 
-  struct nccl_event* active = bpf_map_lookup_elem(&nccl_active, &tid);
-  if (active && !entry_is_outermost(sp, active->regs.sp, &active->tail_calls)) return 0;
-  if (!active && !call_selected(tgid)) return 0;
-
-  __u32 zero = 0;
-  struct nccl_event* e = bpf_map_lookup_elem(&nccl_scratch, &zero);
-  if (!e) return 0;
+  struct nccl_event* e = bpf_map_lookup_elem(&nccl_active, &tid);
+  if (e && e->exit_ns == 0 && !entry_is_outermost(sp, e->regs.sp, &e->tail_calls)) return 0;
+  if (!e || e->pid != tgid) {  // the thread's first call (or a recycled thread id)
+    if (!call_selected(tgid)) return 0;
+    if (!e) {
+      __u32 zero = 0;
+      struct nccl_event* z = bpf_map_lookup_elem(&nccl_zero, &zero);
+      if (!z) return 0;
+      bpf_map_update_elem(&nccl_active, &tid, z, BPF_NOEXIST);
+      e = bpf_map_lookup_elem(&nccl_active, &tid);
+      if (!e) return 0;
+    }
+  }
   __u64 cookie = bpf_get_attach_cookie(ctx);
   e->abi = CALL_ABI_VERSION;
   e->fn = cookie & 0xffff;
   e->cookie = (__u32)cookie;
   e->pid = tgid;
   e->tid = tid;
-  e->entry_ns = bpf_ktime_get_ns();
   e->exit_ns = 0;
   e->ret = 0;
   e->tail_calls = 0;
@@ -53,7 +59,7 @@ int nccl_entry(struct pt_regs* ctx) {
   if (cookie & NCCL_READ_UNIQUE_ID) {
     bpf_probe_read_user(e->unique_id, sizeof(e->unique_id), (void*)(sp + 8));
   }
-  bpf_map_update_elem(&nccl_active, &tid, e, BPF_ANY);
+  e->entry_ns = bpf_ktime_get_ns();
   return 0;
 }
 
@@ -86,14 +92,15 @@ SEC("uretprobe")
 int nccl_return(struct pt_regs* ctx) {
   __u32 tid = (__u32)bpf_get_current_pid_tgid();
   struct nccl_event* e = bpf_map_lookup_elem(&nccl_active, &tid);
-  if (!e) return 0;  // not selected, or evicted (the entry was never recorded)
+  if (!e || e->exit_ns != 0) return 0;  // not selected, or no call active
   if (!return_matches(PT_REGS_SP(ctx), e->regs.sp, &e->tail_calls)) return 0;
   e->exit_ns = bpf_ktime_get_ns();
   e->ret = (__s64)(__s32)PT_REGS_RC(ctx);
   read_outputs(e);
-  if (bpf_ringbuf_output(&nccl_events, e, sizeof(*e), wakeup_flags(&nccl_events, e->pid)) != 0) {
+  // The unique id is sent only by the functions that read it (it is the struct's tail).
+  __u64 size = (e->cookie & NCCL_READ_UNIQUE_ID) ? sizeof(*e) : offsetof(struct nccl_event, unique_id);
+  if (bpf_ringbuf_output(&nccl_events, e, size, wakeup_flags(&nccl_events, e->pid, size)) != 0) {
     count_stat(CALL_STAT_RB_FULL);
   }
-  bpf_map_delete_elem(&nccl_active, &tid);
   return 0;
 }

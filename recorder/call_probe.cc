@@ -94,11 +94,11 @@ void CallProbe::OnProcessTraced(RecorderContext& /*ctx*/, int pid) {
 
 int CallProbe::SampleThunk(void* self, void* data, size_t size) {
   auto* probe = static_cast<CallProbe*>(self);
-  if (size < probe->EventSize()) {
+  if (size < probe->MinEventSize()) {
     ++probe->bad_events_;
     return 0;
   }
-  probe->OnEvent(data, /*in_flight=*/false);
+  probe->OnEvent(data, size, /*in_flight=*/false);
   return 0;
 }
 
@@ -140,7 +140,8 @@ rs::Result<void> CallProbe::Finish(RecorderContext& ctx) {
   ctx_ = &ctx;
   if (attacher_) attacher_->DetachAll();  // no new entries from here on
   Consume();
-  // Calls entered and never returned (the signature of a hang), oldest first.
+  // Calls entered and never returned (the signature of a hang), oldest first: the slots
+  // whose call is active (exit_ns == 0; entry_ns == 0 is a slot never filled in).
   const int fd = bpf_map__fd(skel_.active);
   const size_t key_size = bpf_map__key_size(skel_.active);
   const size_t value_size = bpf_map__value_size(skel_.active);
@@ -148,15 +149,17 @@ rs::Result<void> CallProbe::Finish(RecorderContext& ctx) {
   std::vector<unsigned char> key(key_size), next(key_size);
   bool first = true;
   while (bpf_map_get_next_key(fd, first ? nullptr : key.data(), next.data()) == 0) {
-    std::vector<unsigned char> value(std::max(value_size, EventSize()));
-    if (bpf_map_lookup_elem(fd, next.data(), value.data()) == 0)
+    std::vector<unsigned char> value(value_size);
+    if (bpf_map_lookup_elem(fd, next.data(), value.data()) == 0 && ExitNs(value.data()) == 0 &&
+        EntryNs(value.data()) != 0) {
       pending.push_back(std::move(value));
+    }
     key = next;
     first = false;
   }
   std::sort(pending.begin(), pending.end(),
             [this](const auto& a, const auto& b) { return EntryNs(a.data()) < EntryNs(b.data()); });
-  for (const auto& v : pending) OnEvent(v.data(), /*in_flight=*/true);
+  for (const auto& v : pending) OnEvent(v.data(), v.size(), /*in_flight=*/true);
   final_drops_ = drops();
   finished_ = true;
   RETURN_IF_ERROR(WriteMetadata(ctx, pending.size()));

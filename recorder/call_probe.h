@@ -51,10 +51,11 @@ class CallProbe : public Probe {
   virtual std::span<const ProbedFunction> Functions(LibraryKind kind) const = 0;
   virtual std::vector<std::string> ExplicitLibraries(const RecorderOptions& opts) const = 0;
   // One event (from the ring buffer, or an in-flight entry at Finish): decode and write.
-  // `size` was checked against EventSize().
-  virtual void OnEvent(const void* data, bool in_flight) = 0;
-  virtual size_t EventSize() const = 0;
+  // `size` is at least MinEventSize(); a shorter event than the full struct is zero-filled.
+  virtual void OnEvent(const void* data, size_t size, bool in_flight) = 0;
+  virtual size_t MinEventSize() const = 0;
   virtual uint64_t EntryNs(const void* data) const = 0;
+  virtual uint64_t ExitNs(const void* data) const = 0;  // 0: the slot's call is in flight
   virtual void ForgetProcess(int /*pid*/) {}
   virtual rs::Result<void> WriteMetadata(RecorderContext& /*ctx*/, uint64_t /*in_flight*/) {
     return rs::Ok();

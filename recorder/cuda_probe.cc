@@ -1,5 +1,6 @@
 #include "recorder/cuda_probe.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -214,9 +215,14 @@ uint64_t CudaProbe::EntryNs(const void* data) const {
   return static_cast<const cuda_event*>(data)->entry_ns;
 }
 
-void CudaProbe::OnEvent(const void* data, bool in_flight) {
+uint64_t CudaProbe::ExitNs(const void* data) const {
+  return static_cast<const cuda_event*>(data)->exit_ns;
+}
+
+void CudaProbe::OnEvent(const void* data, size_t size, bool in_flight) {
   cuda_event e;
-  std::memcpy(&e, data, sizeof(e));
+  std::memset(&e, 0, sizeof(e));
+  std::memcpy(&e, data, std::min(size, sizeof(e)));
   if (in_flight) e.exit_ns = 0;
   std::optional<CudaRow> row = DecodeCudaEvent(e);
   if (!row) {

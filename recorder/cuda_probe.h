@@ -60,9 +60,10 @@ class CudaProbe : public CallProbe {
     return CudaFunctions(kind);
   }
   std::vector<std::string> ExplicitLibraries(const RecorderOptions& opts) const override;
-  void OnEvent(const void* data, bool in_flight) override;
-  size_t EventSize() const override { return sizeof(cuda_event); }
+  void OnEvent(const void* data, size_t size, bool in_flight) override;
+  size_t MinEventSize() const override { return sizeof(cuda_event); }
   uint64_t EntryNs(const void* data) const override;
+  uint64_t ExitNs(const void* data) const override;
   rs::Result<void> WriteMetadata(RecorderContext& ctx, uint64_t in_flight) override;
   uint64_t decode_drops() const override { return undecodable_; }
 

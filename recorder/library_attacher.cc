@@ -48,7 +48,7 @@ void LibraryAttacher::DetachAll() {
 void LibraryAttacher::Start(RecorderContext& ctx, const std::vector<std::string>& explicit_paths) {
   std::vector<int> pids;
   if (ctx.options) pids = ctx.options->pids;
-  discovery_ = std::make_unique<LibraryDiscovery>(ctx.proc_root, kinds_, pids);
+  discovery_ = std::make_unique<LibraryDiscovery>(ctx.proc_root, kinds_, pids, ctx.scope_netns);
   for (const std::string& path : explicit_paths) {
     auto kind = ClassifyLibrary(path);
     if (!kind) {

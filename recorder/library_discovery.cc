@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "recorder/process_table.h"
 #include "recorder/symbolize.h"
 
 namespace rec {
@@ -57,8 +58,11 @@ std::optional<LibraryKind> ClassifyLibrary(std::string_view path) {
 }
 
 LibraryDiscovery::LibraryDiscovery(std::string proc_root, std::set<LibraryKind> kinds,
-                                   std::vector<int> pids)
-    : proc_root_(std::move(proc_root)), kinds_(std::move(kinds)), pids_(std::move(pids)) {}
+                                   std::vector<int> pids, uint64_t scope_netns)
+    : proc_root_(std::move(proc_root)),
+      kinds_(std::move(kinds)),
+      pids_(std::move(pids)),
+      scope_netns_(scope_netns) {}
 
 void LibraryDiscovery::ScanInto(int pid, std::vector<LibraryCopy>& out) {
   // Cheap pre-filter: most processes map none of these libraries.
@@ -66,6 +70,7 @@ void LibraryDiscovery::ScanInto(int pid, std::vector<LibraryCopy>& out) {
   if (!in) return;  // exited, or a kernel thread we may not read
   std::string line;
   std::set<std::string> paths;
+  if (scope_netns_ != 0 && ReadNetnsInode(proc_root_, pid) != scope_netns_) return;
   while (std::getline(in, line)) {
     if (line.find("libnccl") == std::string::npos && line.find("libcuda") == std::string::npos) {
       continue;

@@ -39,8 +39,11 @@ struct LibraryCopy {
 class LibraryDiscovery {
  public:
   // `kinds`: which libraries this discovery looks for. `pids`: when non-empty, only these
-  // processes are scanned.
-  LibraryDiscovery(std::string proc_root, std::set<LibraryKind> kinds, std::vector<int> pids = {});
+  // processes are scanned. `scope_netns` != 0 (--scope netns): only processes in that network
+  // namespace are scanned (the uprobes of a shared file still fire everywhere; the BPF side
+  // filters by netns).
+  LibraryDiscovery(std::string proc_root, std::set<LibraryKind> kinds, std::vector<int> pids = {},
+                   uint64_t scope_netns = 0);
 
   // Copies not reported before, from every selected process.
   std::vector<LibraryCopy> Scan();
@@ -58,6 +61,7 @@ class LibraryDiscovery {
   std::string proc_root_;
   std::set<LibraryKind> kinds_;
   std::vector<int> pids_;
+  uint64_t scope_netns_;
   std::set<std::pair<uint64_t, uint64_t>> seen_;  // (dev, inode) of reported files
 };
 

@@ -114,6 +114,23 @@ TEST_F(FakeProc, KindsPidsAndWhatIsIgnored) {
   EXPECT_TRUE(only21.ScanPid(999).empty());
 }
 
+TEST_F(FakeProc, ScopeNetnsScansOnlyProcessesOfThatNamespace) {
+  File("host", "/opt/lib/libnccl.so.2");
+  File("other", "/opt/lib/libnccl.so.2");
+  Process(40, "host", Line("/opt/lib/libnccl.so.2"));
+  Process(41, "other", Line("/opt/lib/libnccl.so.2"));
+  fs::create_directories(dir_ / "proc/40/ns");
+  fs::create_directories(dir_ / "proc/41/ns");
+  fs::create_symlink("net:[4026532100]", dir_ / "proc/40/ns/net");
+  fs::create_symlink("net:[4026532999]", dir_ / "proc/41/ns/net");
+  LibraryDiscovery d(proc(), {LibraryKind::kNccl}, {}, 4026532999u);
+  auto found = d.Scan();
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].pid, 41);
+  LibraryDiscovery host(proc(), {LibraryKind::kNccl});
+  EXPECT_EQ(host.Scan().size(), 2u);
+}
+
 TEST_F(FakeProc, ExplicitCopies) {
   fs::path lib = File("host", "/opt/explicit/libnccl.so.2");
   LibraryDiscovery d(proc(), {LibraryKind::kNccl});

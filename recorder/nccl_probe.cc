@@ -1,5 +1,6 @@
 #include "recorder/nccl_probe.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -82,9 +83,14 @@ uint64_t NcclProbe::EntryNs(const void* data) const {
   return static_cast<const nccl_event*>(data)->entry_ns;
 }
 
-void NcclProbe::OnEvent(const void* data, bool in_flight) {
+uint64_t NcclProbe::ExitNs(const void* data) const {
+  return static_cast<const nccl_event*>(data)->exit_ns;
+}
+
+void NcclProbe::OnEvent(const void* data, size_t size, bool in_flight) {
   nccl_event e;
-  std::memcpy(&e, data, sizeof(e));
+  std::memset(&e, 0, sizeof(e));
+  std::memcpy(&e, data, std::min(size, sizeof(e)));
   if (in_flight) e.exit_ns = 0;
   std::optional<NcclRow> row = decoder_.Decode(e);
   if (auto init = decoder_.TakeInit(); init && ctx_->processes) {

@@ -3,6 +3,7 @@
 // the end of recording are written with duration NULL and state 'in_flight'.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -36,9 +37,10 @@ class NcclProbe : public CallProbe {
   std::set<LibraryKind> Kinds() const override { return {LibraryKind::kNccl}; }
   std::span<const ProbedFunction> Functions(LibraryKind) const override { return NcclFunctions(); }
   std::vector<std::string> ExplicitLibraries(const RecorderOptions& opts) const override;
-  void OnEvent(const void* data, bool in_flight) override;
-  size_t EventSize() const override { return sizeof(nccl_event); }
+  void OnEvent(const void* data, size_t size, bool in_flight) override;
+  size_t MinEventSize() const override { return offsetof(nccl_event, unique_id); }
   uint64_t EntryNs(const void* data) const override;
+  uint64_t ExitNs(const void* data) const override;
   void ForgetProcess(int pid) override { decoder_.ForgetProcess(pid); }
   rs::Result<void> WriteMetadata(RecorderContext& ctx, uint64_t in_flight) override;
   uint64_t decode_drops() const override { return decoder_.abi_mismatches(); }

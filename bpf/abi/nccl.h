@@ -51,5 +51,7 @@ struct nccl_event {
   __u32 n_out;      // valid words in out[]
   struct call_regs regs;
   __u64 out[NCCL_MAX_OUT];
-  __u8 unique_id[NCCL_UNIQUE_ID_BYTES];  // valid with NCCL_READ_UNIQUE_ID
+  // Valid with NCCL_READ_UNIQUE_ID. Last member: other events are sent without it (user space
+  // reads them as zero).
+  __u8 unique_id[NCCL_UNIQUE_ID_BYTES];
 };

@@ -1,7 +1,8 @@
 // Drives the test bed's libnccl.so.2 with known arguments for the capture tests, printing
 // what the test cannot know in advance (communicator pointers, ranks the library reports).
 //
-//   nccl_scenario local   single process, RANKSCOPE_TESTLIB_NO_PEERS=1: rank 3 of 4, a second
+//   nccl_scenario local   single process, RANKSCOPE_TESTLIB_NO_PEERS=1, starting at a line on
+//                         stdin: rank 3 of 4, a second
 //                         communicator, every collective, a group of send/recv, two splits;
 //                         prints 'done' and exits at the next line on stdin
 //   nccl_scenario hang    two processes over loopback (NCCL_COMM_ID must be set): one
@@ -42,6 +43,8 @@ void* Stream(uintptr_t v) { return reinterpret_cast<void*>(v); }
 
 int Local() {
   setenv("RANKSCOPE_TESTLIB_NO_PEERS", "1", 1);
+  char go[16];
+  if (!std::fgets(go, sizeof(go), stdin)) return 1;  // the recorder is attached
   std::vector<float> a(4096, 1.0f), b(4096);
   ncclComm_t c1 = nullptr, c2 = nullptr, c3 = nullptr, c4 = nullptr;
   Check(ncclCommInitRank(&c1, 4, KnownId(1), 3), "CommInitRank c1");

@@ -1,0 +1,203 @@
+// Capture on the real libraries of the CUDA toolkit (no GPU needed: the calls fail fast but
+// the uprobes fire with the real arguments), and discovery of a library that a process
+// started after the recorder dlopen()s from a venv under /tmp.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "capture_session.h"
+#include "kernel_test.h"
+#include "recorder/cuda_probe.h"
+#include "recorder/nccl_probe.h"
+#include "rscore/comm_hash.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using capture_test::Child;
+using capture_test::Int;
+using capture_test::Row;
+using capture_test::Rows;
+using capture_test::Session;
+using capture_test::Text;
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// The usual places of the CUDA toolkit's libraries ($CUDA_HOME first).
+std::string FindLibrary(const std::vector<std::string>& names) {
+  std::vector<std::string> dirs;
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
+    if (const char* v = std::getenv(var)) {
+      dirs.push_back(std::string(v) + "/lib");
+      dirs.push_back(std::string(v) + "/lib64");
+    }
+  }
+  for (const char* d :
+       {"/usr/local/cuda/lib", "/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib",
+        "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"}) {
+    dirs.push_back(d);
+  }
+  for (const std::string& d : dirs) {
+    for (const std::string& n : names) {
+      if (fs::exists(d + "/" + n)) return d + "/" + n;
+    }
+  }
+  return "";
+}
+
+uint64_t HashOfHex(const std::string& hex) {
+  unsigned char id[128] = {};
+  for (size_t i = 0; i < 128 && 2 * i + 1 < hex.size(); ++i) {
+    id[i] = static_cast<unsigned char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  }
+  return rs::CommIdHash(id);
+}
+
+TEST(RealLibraries, NcclAndCudaRuntimeCallsDecodeWithTheirReturnCodes) {
+  REQUIRE_ROOT_OR_SKIP();
+  const std::string nccl = FindLibrary({"libnccl.so.2"});
+  const std::string cudart = FindLibrary({"libcudart.so.13", "libcudart.so.12"});
+  SKIP_UNLESS_OR_FAIL_IN_CI(!nccl.empty() && !cudart.empty(),
+                            "the CUDA toolkit's libnccl.so.2 / libcudart.so is not installed");
+  rec::RecorderOptions opts;
+  opts.nccl_libs = {nccl};
+  opts.cuda_libs = {cudart};
+  Session s(opts);
+  rec::NcclProbe nccl_probe;
+  rec::CudaProbe cuda_probe(1);
+  ASSERT_TRUE(s.Start(nccl_probe).ok());
+  ASSERT_TRUE(s.Start(cuda_probe).ok());
+  EXPECT_GE(nccl_probe.attacher()->libraries(), 1);
+  EXPECT_GE(cuda_probe.attacher()->libraries(), 1);
+  Child child({Env("CAPTURE_DLOPEN_DRIVER"), "real", nccl, cudart});
+  const pid_t pid = child.pid();
+  ASSERT_TRUE(child.ReadUntil("sync_ret", 30000));
+  ASSERT_EQ(child.Wait(), 0);
+  s.Tick(nccl_probe);
+  ASSERT_TRUE(s.Finish(nccl_probe).ok());
+  ASSERT_TRUE(s.Finish(cuda_probe).ok());
+
+  // The real NCCL without a GPU: init fails (ncclUnhandledCudaError), a NULL comm is invalid.
+  EXPECT_EQ(child.Int("get_unique_id_ret"), 0);
+  // Other processes may use NCCL meanwhile (host-wide recording): only the driver's rows.
+  const std::string where = " WHERE pid = " + std::to_string(pid) + " ORDER BY timestamp_ns, id";
+  auto nrows = Rows(s.db(), "SELECT * FROM nccl_events" + where);
+  ASSERT_EQ(nrows.size(), 2u);
+  const int64_t cpid = pid;
+  EXPECT_EQ(Int(nrows[0], "pid"), cpid);
+  const Row& init = nrows[0];
+  EXPECT_EQ(Text(init, "op"), "COMM_INIT");
+  EXPECT_EQ(Int(init, "ret"), child.Int("init_ret"));
+  EXPECT_EQ(Int(init, "ret"), 1);
+  EXPECT_EQ(Int(init, "rank"), 3);
+  EXPECT_EQ(Int(init, "nranks"), 4);
+  EXPECT_EQ(Int(init, "comm_id_hash"), static_cast<int64_t>(HashOfHex(child.Value("unique_id"))));
+  EXPECT_FALSE(Int(init, "comm"));  // failed: no communicator
+  const Row& ar = nrows[1];
+  EXPECT_EQ(Text(ar, "op"), "ALL_REDUCE");
+  EXPECT_EQ(Int(ar, "pid"), cpid);
+  EXPECT_EQ(Int(ar, "ret"), child.Int("allreduce_ret"));
+  EXPECT_EQ(Int(ar, "ret"), 4);
+  EXPECT_EQ(Int(ar, "count"), 16);
+  EXPECT_EQ(Text(ar, "datatype"), "float32");
+  EXPECT_EQ(Text(ar, "reduce_op"), "sum");
+  EXPECT_EQ(Int(ar, "bytes"), 64);
+  EXPECT_EQ(Int(ar, "stream"), 0x5151);
+  EXPECT_EQ(Int(ar, "comm"), 0);
+  EXPECT_FALSE(Int(ar, "seq"));
+  EXPECT_FALSE(Int(ar, "rank"));
+  ASSERT_TRUE(Int(ar, "duration_ns"));
+
+  // The CUDA runtime: every call returns an error without a device, with its arguments.
+  auto crows = Rows(s.db(), "SELECT * FROM cuda_events" + where);
+  std::vector<std::string> apis;
+  for (const Row& r : crows) apis.push_back(*Text(r, "api"));
+  ASSERT_EQ(apis,
+            (std::vector<std::string>{"cudaMalloc", "cudaLaunchKernel", "cudaStreamSynchronize"}));
+  for (const Row& r : crows) {
+    EXPECT_EQ(Int(r, "pid"), cpid);
+    EXPECT_EQ(Text(r, "library"), "cudart");
+    EXPECT_EQ(Text(r, "state"), "complete");
+    EXPECT_EQ(Int(r, "sample_weight"), 1);
+    EXPECT_TRUE(Int(r, "duration_ns"));
+  }
+  EXPECT_EQ(Int(crows[0], "ret"), child.Int("malloc_ret"));
+  EXPECT_NE(Int(crows[0], "ret"), 0);
+  EXPECT_EQ(Int(crows[0], "bytes"), 1 << 20);
+  EXPECT_FALSE(Int(crows[0], "ptr"));  // failed: no pointer
+  EXPECT_EQ(Int(crows[1], "ret"), child.Int("launch_ret"));
+  EXPECT_EQ(Int(crows[1], "kernel"), 0x1234);
+  EXPECT_EQ(Int(crows[1], "stream"), 0x7777);
+  EXPECT_EQ(Int(crows[2], "ret"), child.Int("sync_ret"));
+  EXPECT_EQ(Int(crows[2], "ret"), 35);  // cudaErrorInsufficientDriver
+  EXPECT_EQ(Int(crows[2], "stream"), 0x7777);
+
+  // Attachments name the real files with their build ids; aliases were probed once.
+  EXPECT_EQ(*s.db().QueryInt("SELECT COUNT(*) FROM attachments WHERE kind = 'nccl' AND ok = 1 "
+                             "AND symbol = 'ncclAllReduce' AND target = '" +
+                             nccl + "' AND length(build_id) = 40"),
+            1);
+  EXPECT_EQ(*s.db().QueryInt("SELECT COUNT(*) FROM attachments WHERE kind = 'cudart' AND ok = 1 "
+                             "AND symbol = 'cudaMalloc' AND target = '" +
+                             cudart + "'"),
+            1);
+}
+
+TEST(LibraryDiscovery, VenvCopyDlopenedByALaterProcessIsRecorded) {
+  REQUIRE_ROOT_OR_SKIP();
+  const fs::path root = fs::temp_directory_path() / ("rs_capture_" + std::to_string(getpid()));
+  const fs::path libdir = root / "venv/lib/python3.11/site-packages/nvidia/nccl/lib";
+  fs::create_directories(libdir);
+  const fs::path lib = libdir / "libnccl.so.2";
+  fs::copy_file(Env("CAPTURE_NCCL_CPU_LIB"), lib, fs::copy_options::overwrite_existing);
+  struct Cleanup {
+    fs::path p;
+    ~Cleanup() { fs::remove_all(p); }
+  } cleanup{root};
+
+  Session s(rec::RecorderOptions{});  // no --nccl-lib: discovery only
+  rec::NcclProbe probe;
+  ASSERT_TRUE(s.Start(probe).ok());
+  Child child({Env("CAPTURE_DLOPEN_DRIVER"), "late", lib.string()});
+  const pid_t pid = child.pid();
+  ASSERT_TRUE(child.ReadUntil("loaded"));
+  // The recorder's periodic rescan finds the new copy and attaches to it.
+  bool attached = false;
+  for (int i = 0; i < 50 && !attached; ++i) {
+    s.Tick(probe);
+    for (const auto& a : s.log().entries()) {
+      attached |= a.ok && a.symbol == "ncclAllReduce" && a.target == lib.string();
+    }
+    if (!attached) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(attached) << "no attachment to " << lib;
+  child.Write("go\n");
+  ASSERT_TRUE(child.ReadUntil("unique_id"));
+  ASSERT_EQ(child.Wait(), 0);
+  ASSERT_TRUE(s.Finish(probe).ok());
+
+  auto rows = Rows(s.db(), "SELECT * FROM nccl_events WHERE pid = " + std::to_string(pid) +
+                               " ORDER BY timestamp_ns, id");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(Text(rows[0], "op"), "COMM_INIT");
+  EXPECT_EQ(Int(rows[0], "rank"), 2);
+  EXPECT_EQ(Int(rows[0], "nranks"), 3);
+  EXPECT_EQ(Int(rows[0], "ret"), 0);
+  const int64_t hash = static_cast<int64_t>(HashOfHex(child.Value("unique_id")));
+  EXPECT_EQ(Int(rows[0], "comm_id_hash"), hash);
+  EXPECT_EQ(Text(rows[1], "op"), "ALL_REDUCE");
+  EXPECT_EQ(Int(rows[1], "rank"), 2);
+  EXPECT_EQ(Int(rows[1], "comm_id_hash"), hash);
+  EXPECT_EQ(Int(rows[1], "seq"), 1);
+  EXPECT_EQ(Int(rows[1], "ret"), child.Int("allreduce_ret"));
+}
+
+}  // namespace
