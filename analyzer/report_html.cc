@@ -64,18 +64,6 @@ std::string RenderHtml(const Report& r) {
     }
     o << "</ul><p class='note'>Basis: " << HtmlEscape(s.basis) << "</p></div>";
   }
-  o << "<h2>Plots</h2>";
-  o << "<h3>Arrival lateness per rank</h3>"
-    << LatenessHeatmapSvg(r.plots.lateness, r.plots.bin_ns, "plot-lateness");
-  o << "<h3>Collective duration per node</h3>"
-    << NodeLinesSvg(r.plots.durations, r.plots.bin_ns, kPlotBins, "plot-durations",
-                    "mean collective duration", true);
-  o << "<h3>TCP retransmits touching each node</h3>"
-    << NodeLinesSvg(r.plots.retransmits, r.plots.bin_ns, kPlotBins, "plot-retransmits",
-                    "retransmitted segments per bin", false);
-  o << "<h3>Run-queue latency of the ranks' processes per node</h3>"
-    << NodeLinesSvg(r.plots.runq, r.plots.bin_ns, kPlotBins, "plot-runq", "run-queue wait per bin",
-                    true);
   o << "<h2>Hang</h2><p id='hang'>" << (r.hang.detected ? "<b>Detected.</b> " : "")
     << HtmlEscape(r.hang.summary) << "</p>";
   if (!r.hang.progress.empty()) {
@@ -89,6 +77,18 @@ std::string RenderHtml(const Report& r) {
     }
     Table(o, {"node", "rank", "last entered", "last completed", "in flight"}, rows);
   }
+  o << "<h2>Plots</h2>";
+  o << "<h3>Arrival lateness per rank</h3>"
+    << LatenessHeatmapSvg(r.plots.lateness, r.plots.bin_ns, "plot-lateness");
+  o << "<h3>Collective duration per node</h3>"
+    << NodeLinesSvg(r.plots.durations, r.plots.bin_ns, kPlotBins, "plot-durations",
+                    "mean collective duration", true);
+  o << "<h3>TCP retransmits touching each node</h3>"
+    << NodeLinesSvg(r.plots.retransmits, r.plots.bin_ns, kPlotBins, "plot-retransmits",
+                    "retransmitted segments per bin", false);
+  o << "<h3>Run-queue latency of the ranks' processes per node</h3>"
+    << NodeLinesSvg(r.plots.runq, r.plots.bin_ns, kPlotBins, "plot-runq", "run-queue wait per bin",
+                    true);
   o << "<h2>Per rank</h2>";
   std::vector<std::vector<std::string>> rows;
   for (const ArrivalStats& s : r.per_rank) {
