@@ -66,10 +66,15 @@ print(sum(db.execute('SELECT COUNT(*) FROM '+t).fetchone()[0] for t in
 cmp "$dir/a.json" "$dir/b.json" || fail "two JSON runs differ"
 python3 "$CHECK_JSON" "$dir/a.json" "$db" || fail "chrome json check"
 
-# One bundle, through its decompressed image.
+# One bundle, checked against its decompressed image.
 "$EXPORT" "$dir/node2.rsb" -o "$dir/node2.json"
-zstd -q -dc "$dir/node2.rsb" > "$dir/node2.db"
-python3 "$CHECK_JSON" "$dir/node2.json" "$dir/node2.db" || fail "bundle json check"
+if command -v zstd >/dev/null; then
+  zstd -q -dc "$dir/node2.rsb" > "$dir/node2.db"
+  python3 "$CHECK_JSON" "$dir/node2.json" "$dir/node2.db" || fail "bundle json check"
+else
+  echo "note: zstd(1) not installed; bundle JSON checked for syntax only"
+  python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$dir/node2.json" || fail "bundle json"
+fi
 
 # Windows relative to the first event.
 "$EXPORT" "$db" -o "$dir/w.pftrace" --from +100ms --to +200ms --nodes node0
