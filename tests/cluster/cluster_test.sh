@@ -36,7 +36,8 @@ if [[ "$SCENARIO" != crash && "$SCENARIO" != interrupt && ! -x "$BUILD/recorder/
 fi
 
 OUT=$(mktemp -d "/tmp/rankscope-cluster-test.$$.XXXX")
-trap 'rm -rf "$OUT"' EXIT
+# RANKSCOPE_KEEP_TEST_OUT=1 keeps the bundles and logs of a failed run for a look.
+trap '[[ -n "${RANKSCOPE_KEEP_TEST_OUT:-}" ]] && echo "kept $OUT" || rm -rf "$OUT"' EXIT
 
 # What the machine looks like before, to prove the harness leaves nothing behind.
 snapshot() {
@@ -149,6 +150,7 @@ scenario_loss() {
   run_harness loss
   ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
   open_bundles
+  check_own_ranks
   local a k mine others=0 involving=0 n
   a=$(fault_addr)
   mine=$(q $FAULT_NODE "SELECT COUNT(*) FROM tcp_events WHERE event = 'tcp_retransmit_skb' AND saddr = '$a'")
@@ -169,6 +171,7 @@ scenario_cpu() {
   run_harness cpu
   ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
   open_bundles
+  check_own_ranks
   local k wait=() behind=() max_other=0 sel
   sel="FROM sched_events s JOIN processes p ON p.pid = s.pid
        WHERE p.comm = 'rankscope-train' AND s.event = 'runq_latency'"
@@ -190,6 +193,7 @@ scenario_io() {
   run_harness io
   ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
   open_bundles
+  check_own_ranks
   local k w lat=() max_other=0
   for ((k = 0; k < NODES; k++)); do
     w=$(q $k "SELECT COUNT(*) FROM block_events WHERE comm = 'rankscope-burn'")
@@ -221,6 +225,7 @@ scenario_slow() {
   run_harness slow
   ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
   open_bundles
+  check_own_ranks
   local slow=$((FAULT_NODE * RPN)) from=$((STEPS / 3 + STEPS / 10 + 2)) k r g gaps=() max_other=0
   local slow_gap=0
   for ((k = 0; k < NODES; k++)); do
@@ -232,7 +237,7 @@ scenario_slow() {
     done
   done
   echo "mean compute gap between AllReduces (ns) per rank: ${gaps[*]}"
-  ((slow_gap >= 2 * max_other)) || fail "rank $slow's longer compute does not show (${gaps[*]})"
+  ((slow_gap * 10 >= 16 * max_other)) || fail "rank $slow's longer compute does not show (${gaps[*]})"
 }
 
 scenario_hang() {

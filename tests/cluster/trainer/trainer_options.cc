@@ -43,7 +43,7 @@ MASTER_PORT (rank 0 creates the ncclUniqueId and serves it at MASTER_ADDR:MASTER
   --bcast-every N       Broadcast every N steps, 0 = never (25)
   --rendezvous-timeout-s N   (60)
 fault hooks (also from RANKSCOPE_TRAINER_FAULTS="name=value,..."):
-  --slow-factor F       compute F times longer ...
+  --slow-factor F       GPU time F times longer (a slower GPU) ...
   --slow-from-step N    ... from step N on (0)
   --hang-at-step N      stop entering collectives at step N
   --crash-at-step N     die at step N

@@ -34,7 +34,7 @@ struct TrainerOptions {
   int bcast_every = 25;        // Broadcast every N steps (0: never)
   int rendezvous_timeout_s = 60;
   // Fault hooks.
-  double slow_factor = 1.0;  // compute takes this many times longer ...
+  double slow_factor = 1.0;  // the GPU share of compute takes this many times longer ...
   int slow_from_step = 0;    // ... from this step on
   int hang_at_step = -1;     // stop entering collectives at this step (sleep forever)
   int crash_at_step = -1;    // die (SIGKILL to itself) at this step
