@@ -159,6 +159,13 @@ TEST_F(BadInputs, SameRecordingTwiceMergedOnce) {
                 "'same recording%merged once'"),
             2);
   EXPECT_NE(log_.find(copy + ": same recording"), std::string::npos) << log_;
+  // The repeats' rows are counted, and counted as skipped: all of them are there once.
+  EXPECT_EQ(Int("SELECT rows_skipped FROM merge_counts WHERE input_id = 4 AND table_name ="
+                " 'nccl_events'"),
+            Int("SELECT rows_out FROM merge_counts WHERE input_id = 2 AND table_name ="
+                " 'nccl_events'"));
+  EXPECT_EQ(Int("SELECT SUM(rows_out) FROM merge_counts WHERE input_id IN (4, 5)"), 0);
+  EXPECT_GT(Int("SELECT SUM(rows_in) FROM merge_counts WHERE input_id = 5"), 0);
   EXPECT_EQ(Int("SELECT COUNT(*) FROM nccl_events"), synth::ExpectedRows(spec_).nccl);
   ExpectReconciled();
 }

@@ -58,7 +58,24 @@ struct Probe {
   std::optional<std::pair<int64_t, int64_t>> keys;
   int64_t maxerror_ns = -1;
   RendezvousCollector rendezvous;
+  std::vector<std::pair<std::string, int64_t>> table_rows;
 };
+
+rs::Result<std::vector<std::pair<std::string, int64_t>>> TableRows(rs::Db& db) {
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT"
+                              " LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"));
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.emplace_back(st.Text(0), 0);
+  }
+  for (auto& [name, rows] : out) {
+    ASSIGN_OR_RETURN(rows, db.QueryInt("SELECT COUNT(*) FROM \"" + name + "\""));
+  }
+  return out;
+}
 
 void ProbeFile(const std::string& file, Probe& p) {
   auto stamp = Stamp(file);
@@ -78,6 +95,12 @@ void ProbeFile(const std::string& file, Probe& p) {
     return;
   }
   p.keys = keys.value();
+  auto rows = TableRows(opened->db());
+  if (!rows.ok()) {
+    p.error = "cannot count rows: " + rows.error().message();
+    return;
+  }
+  p.table_rows = std::move(rows).value();
   auto maxerr = NodeMaxErrorNs(opened->db());
   auto rz = p.rendezvous.AddNode(opened->db(), 0);
   if (!maxerr.ok() || !rz.ok()) {
@@ -161,6 +184,7 @@ std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostrea
     in.stamp = probe.stamp;
     in.maxerror_ns = probe.maxerror_ns;
     in.rendezvous = std::move(probe.rendezvous);
+    in.table_rows = std::move(probe.table_rows);
     const rs::BundleInfo& info = in.info;
     if (info.db_kind != "bundle") {
       skip("is a merged database, not a node bundle; merge the original .rsb bundles");
@@ -180,6 +204,7 @@ std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostrea
                   std::to_string(it->second) + " (" + inputs[it->second - 1].file +
                   "); merged once";
       in.node = inputs[it->second - 1].node;
+      in.duplicate_of = it->second;
       log << "rankscope-merge: " << file << ": " << in.reason << "\n";
       inputs.push_back(std::move(in));
       continue;

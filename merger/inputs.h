@@ -35,6 +35,8 @@ struct Input {
   FileStamp stamp;
   int64_t maxerror_ns = -1;        // see NodeMaxErrorNs
   RendezvousCollector rendezvous;  // this input's rendezvous calls, as node 0
+  std::vector<std::pair<std::string, int64_t>> table_rows;  // rows per table (for duplicates)
+  int duplicate_of = 0;  // input id of the same recording, for a duplicate
   std::string recording_id;
   std::string original_node;  // node name inside the bundle
   std::string node;           // node name in the merged db

@@ -244,6 +244,16 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
     counts[in.input_id] = std::move(c).value();
   }
   if (counts.empty()) return rs::Error("nothing merged: every valid input failed to copy");
+  // A repeated recording: its rows are all there once already; counted as skipped.
+  for (const Input& in : inputs) {
+    if (in.status != "duplicate") continue;
+    std::vector<TableCount>& list = counts[in.input_id];
+    for (const auto& [table, rows] : in.table_rows) {
+      list.push_back(TableCount{table, rows, 0, rows,
+                                "same recording as input " + std::to_string(in.duplicate_of)});
+    }
+    PrintCounts(log, in, list);
+  }
 
   RETURN_IF_ERROR(out.Exec("BEGIN"));
   ASSIGN_OR_RETURN(rs::Statement ins,
