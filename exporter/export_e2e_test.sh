@@ -2,9 +2,9 @@
 # End to end: rankscope-export on a synthetic merged db and bundle, output decoded with
 # protoc against the project's .proto, Chrome JSON parsed and checked with python3,
 # determinism by byte comparison, CLI errors.
-# usage: export_e2e_test.sh RANKSCOPE_EXPORT TESTDATA_TOOL PROTO PROTOC CHECK_JSON_PY
+# usage: export_e2e_test.sh RANKSCOPE_EXPORT TESTDATA_TOOL PROTO PROTOC CHECK_JSON_PY [MERGE]
 set -euo pipefail
-EXPORT=$1 TESTDATA=$2 PROTO=$3 PROTOC=$4 CHECK_JSON=$5
+EXPORT=$1 TESTDATA=$2 PROTO=$3 PROTOC=$4 CHECK_JSON=$5 MERGE=${6:-}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/rs-export-e2e-XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -74,6 +74,17 @@ if command -v zstd >/dev/null; then
 else
   echo "note: zstd(1) not installed; bundle JSON checked for syntax only"
   python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$dir/node2.json" || fail "bundle json"
+fi
+
+# A db merged (and clock-aligned) by rankscope-merge itself.
+if [ -n "$MERGE" ]; then
+  "$MERGE" -q -o "$dir/real.rsdb" "$dir"/node*.rsb
+  "$EXPORT" "$dir/real.rsdb" -o "$dir/real.json"
+  python3 "$CHECK_JSON" "$dir/real.json" "$dir/real.rsdb" || fail "merged-by-merge json check"
+  "$EXPORT" "$dir/real.rsdb" -o "$dir/real.pftrace" --compression none
+  "$PROTOC" --proto_path="$(dirname "$PROTO")" --decode=perfetto.protos.Trace \
+    "$(basename "$PROTO")" < "$dir/real.pftrace" > "$dir/real.txt" || fail "protoc real"
+  [ "$(grep -c 'type: TYPE_SLICE_BEGIN' "$dir/real.txt")" -eq "$begins" ] || fail "real slices"
 fi
 
 # Windows relative to the first event.
