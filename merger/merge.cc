@@ -148,6 +148,53 @@ rs::Result<std::vector<TableCount>> CopyInput(rs::Db& out, const Input& in,
   return counts;
 }
 
+// merge_inputs, merge_counts, clock_alignment and the merged db's own metadata.
+rs::Result<void> WriteMergeTables(rs::Db& out, const std::vector<Input>& inputs,
+                                  const std::map<int, std::vector<TableCount>>& counts,
+                                  const std::vector<NodeAlignment>& alignment,
+                                  const MergeResult& result) {
+  ASSIGN_OR_RETURN(rs::Statement ins,
+                   out.Prepare("INSERT INTO merge_inputs(input_id, file, recording_id, node,"
+                               " original_node, status, reason) VALUES (?,?,?,?,?,?,?)"));
+  for (const Input& in : inputs) {
+    ins.Bind(1, in.input_id).Bind(2, in.file).Bind(6, in.status);
+    if (!in.recording_id.empty()) ins.Bind(3, in.recording_id);
+    if (!in.node.empty()) ins.Bind(4, in.node);
+    if (!in.original_node.empty()) ins.Bind(5, in.original_node);
+    if (!in.reason.empty()) ins.Bind(7, in.reason);
+    RETURN_IF_ERROR(ins.Run());
+    sqlite3_clear_bindings(ins.raw());
+  }
+  ASSIGN_OR_RETURN(rs::Statement cnt,
+                   out.Prepare("INSERT INTO merge_counts(input_id, table_name, rows_in, rows_out,"
+                               " rows_skipped) VALUES (?,?,?,?,?)"));
+  for (const auto& [id, list] : counts) {
+    for (const TableCount& c : list) {
+      RETURN_IF_ERROR(cnt.Bind(1, id)
+                          .Bind(2, c.table)
+                          .Bind(3, c.rows_in)
+                          .Bind(4, c.rows_out)
+                          .Bind(5, c.rows_skipped)
+                          .Run());
+    }
+  }
+  RETURN_IF_ERROR(WriteAlignment(out, alignment));
+  ASSIGN_OR_RETURN(auto s, out.QueryText("SELECT MIN(CAST(value AS INTEGER)) FROM metadata"
+                                         " WHERE key LIKE 'node.%.start_ns' AND key NOT LIKE "
+                                         "'node.%.local_start_ns'"));
+  ASSIGN_OR_RETURN(auto e, out.QueryText("SELECT MAX(CAST(value AS INTEGER)) FROM metadata"
+                                         " WHERE key LIKE 'node.%.end_ns' AND key NOT LIKE "
+                                         "'node.%.local_end_ns'"));
+  RETURN_IF_ERROR(SetMeta(out, "start_ns", s.value_or("0")));
+  RETURN_IF_ERROR(SetMeta(out, "end_ns", e.value_or("0")));
+  RETURN_IF_ERROR(SetMeta(out, "merged_inputs", std::to_string(result.merged)));
+  RETURN_IF_ERROR(SetMeta(out, "skipped_inputs", std::to_string(result.skipped)));
+  for (const NodeAlignment& a : alignment) {
+    if (a.method == "reference") RETURN_IF_ERROR(SetMeta(out, "clock_reference", a.node));
+  }
+  return rs::Ok();
+}
+
 void PrintCounts(std::ostream& log, const Input& in, const std::vector<TableCount>& counts) {
   log << "rankscope-merge: input " << in.input_id << " " << in.file << " -> node " << in.node
       << "\n";
@@ -255,54 +302,18 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
     PrintCounts(log, in, list);
   }
 
-  RETURN_IF_ERROR(out.Exec("BEGIN"));
-  ASSIGN_OR_RETURN(rs::Statement ins,
-                   out.Prepare("INSERT INTO merge_inputs(input_id, file, recording_id, node,"
-                               " original_node, status, reason) VALUES (?,?,?,?,?,?,?)"));
   for (const Input& in : inputs) {
-    ins.Bind(1, in.input_id).Bind(2, in.file).Bind(6, in.status);
-    if (!in.recording_id.empty()) ins.Bind(3, in.recording_id);
-    if (!in.node.empty()) ins.Bind(4, in.node);
-    if (!in.original_node.empty()) ins.Bind(5, in.original_node);
-    if (!in.reason.empty()) ins.Bind(7, in.reason);
-    RETURN_IF_ERROR(ins.Run());
-    sqlite3_clear_bindings(ins.raw());
     result.inputs.push_back(InputSummary{in.input_id, in.file, in.node, in.status, in.reason});
     if (in.status == "merged") ++result.merged;
-  }
-  ASSIGN_OR_RETURN(rs::Statement cnt,
-                   out.Prepare("INSERT INTO merge_counts(input_id, table_name, rows_in, rows_out,"
-                               " rows_skipped) VALUES (?,?,?,?,?)"));
-  for (const auto& [id, list] : counts) {
-    for (const TableCount& c : list) {
-      RETURN_IF_ERROR(cnt.Bind(1, id)
-                          .Bind(2, c.table)
-                          .Bind(3, c.rows_in)
-                          .Bind(4, c.rows_out)
-                          .Bind(5, c.rows_skipped)
-                          .Run());
-    }
   }
   // Only nodes that were actually copied keep an alignment row.
   std::vector<NodeAlignment> written;
   for (size_t i = 0; i < merged.size(); ++i) {
     if (merged[i]->status == "merged") written.push_back(result.alignment[i]);
   }
-  RETURN_IF_ERROR(WriteAlignment(out, written));
   result.alignment = written;
-  ASSIGN_OR_RETURN(auto s, out.QueryText("SELECT MIN(CAST(value AS INTEGER)) FROM metadata"
-                                         " WHERE key LIKE 'node.%.start_ns' AND key NOT LIKE "
-                                         "'node.%.local_start_ns'"));
-  ASSIGN_OR_RETURN(auto e, out.QueryText("SELECT MAX(CAST(value AS INTEGER)) FROM metadata"
-                                         " WHERE key LIKE 'node.%.end_ns' AND key NOT LIKE "
-                                         "'node.%.local_end_ns'"));
-  RETURN_IF_ERROR(SetMeta(out, "start_ns", s.value_or("0")));
-  RETURN_IF_ERROR(SetMeta(out, "end_ns", e.value_or("0")));
-  RETURN_IF_ERROR(SetMeta(out, "merged_inputs", std::to_string(result.merged)));
-  RETURN_IF_ERROR(SetMeta(out, "skipped_inputs", std::to_string(result.skipped)));
-  for (const NodeAlignment& a : written) {
-    if (a.method == "reference") RETURN_IF_ERROR(SetMeta(out, "clock_reference", a.node));
-  }
+  RETURN_IF_ERROR(out.Exec("BEGIN"));
+  RETURN_IF_ERROR(WriteMergeTables(out, inputs, counts, written, result));
   RETURN_IF_ERROR(out.Exec("COMMIT"));
   progress.Show("building indexes...");
   RETURN_IF_ERROR(rs::CreateIndexes(out));
