@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nccl.h"
@@ -68,6 +69,7 @@ rs::Result<void> Train(const TrainerOptions& o) {
     loader.emplace(std::move(d));
   }
   Compute compute = Compute::Calibrate();
+  if (o.startup_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.startup_ms));
   ASSIGN_OR_RETURN(ncclComm_t comm, InitWorld(o));
   std::printf("rank %d/%d (node %d, local rank %d): ready, %.0f work units/ms\n", e.rank,
               e.world_size, e.group_rank, e.local_rank, compute.units_per_ms());

@@ -42,6 +42,7 @@ MASTER_PORT (rank 0 creates the ncclUniqueId and serves it at MASTER_ADDR:MASTER
   --gather-every N      AllGather every N steps, 0 = never (10)
   --bcast-every N       Broadcast every N steps, 0 = never (25)
   --rendezvous-timeout-s N   (60)
+  --startup-ms N        wait before joining the job, like a framework's import time (0)
 fault hooks (also from RANKSCOPE_TRAINER_FAULTS="name=value,..."):
   --slow-factor F       GPU time F times longer (a slower GPU) ...
   --slow-from-step N    ... from step N on (0)
@@ -137,6 +138,8 @@ rs::Result<TrainerOptions> ParseOptions(const std::vector<std::string>& argv,
       RETURN_IF_ERROR(integer(&o.bcast_every, 0, 1 << 30));
     } else if (name == "rendezvous-timeout-s") {
       RETURN_IF_ERROR(integer(&o.rendezvous_timeout_s, 1, 86400));
+    } else if (name == "startup-ms") {
+      RETURN_IF_ERROR(integer(&o.startup_ms, 0, 600000));
     } else if (name == "slow-factor") {
       RETURN_IF_ERROR(dbl(&o.slow_factor, 0.0, 1000.0));
     } else if (name == "slow-from-step") {

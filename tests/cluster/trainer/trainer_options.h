@@ -33,6 +33,7 @@ struct TrainerOptions {
   int gather_every = 10;       // AllGather every N steps (0: never)
   int bcast_every = 25;        // Broadcast every N steps (0: never)
   int rendezvous_timeout_s = 60;
+  int startup_ms = 0;  // sleep before the NCCL init (a framework's import time)
   // Fault hooks.
   double slow_factor = 1.0;  // the GPU share of compute takes this many times longer ...
   int slow_from_step = 0;    // ... from this step on
