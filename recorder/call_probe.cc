@@ -11,6 +11,7 @@
 #include "recorder/kernel_probe.h"
 #include "recorder/options.h"
 #include "recorder/process_table.h"
+#include "recorder/uprobe_multi.h"
 
 namespace rec {
 namespace {
@@ -42,7 +43,19 @@ rs::Result<void> CallProbe::Start(RecorderContext& ctx) {
   ctx_ = &ctx;
   symbolizer_ = std::make_unique<CallerSymbolizer>(ctx.proc_root);
   filter_pids_ = ctx.options && !ctx.options->pids.empty();
-  ASSIGN_OR_RETURN(skel_, Load(ctx, filter_pids_));
+  // uprobe_multi links where the kernel has them (Linux 6.6+; detaching is fast), else one
+  // perf-event uprobe per function: decided by trying.
+  bool multi = false;
+  if (auto loaded = Load(ctx, filter_pids_, /*uprobe_multi=*/true); loaded.ok()) {
+    skel_ = loaded.value();
+    multi = UprobeMultiWorks(skel_.entry);
+    if (!multi) Unload();
+  } else {
+    Unload();
+  }
+  if (!multi) {
+    ASSIGN_OR_RETURN(skel_, Load(ctx, filter_pids_, /*uprobe_multi=*/false));
+  }
   const std::string name(source());
   if (filter_pids_) {
     for (int pid : ctx.options->pids) OnProcessTraced(ctx, pid);
@@ -57,9 +70,9 @@ rs::Result<void> CallProbe::Start(RecorderContext& ctx) {
     if (!own_rb_) return rs::Error(name + ": cannot create a ring buffer: " + std::strerror(errno));
   }
   attacher_ = std::make_unique<LibraryAttacher>(
-      Kinds(), [this](LibraryKind k) { return Functions(k); }, skel_.entry, skel_.ret);
+      Kinds(), [this](LibraryKind k) { return Functions(k); }, skel_.entry, skel_.ret, multi);
   attacher_->Start(ctx, ctx.options ? ExplicitLibraries(*ctx.options) : std::vector<std::string>{});
-  method_ = "uprobe";
+  method_ = multi ? "uprobe_multi" : "uprobe";
   return rs::Ok();
 }
 

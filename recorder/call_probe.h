@@ -45,8 +45,12 @@ class CallProbe : public Probe {
     bpf_map* stats = nullptr;   // per-CPU enum call_stat counters
     bpf_map* pids = nullptr;    // --pid selection
   };
-  // Opens, configures (scope_netns, filter_pids and its own knobs) and loads the skeleton.
-  virtual rs::Result<Skeleton> Load(RecorderContext& ctx, bool filter_pids) = 0;
+  // Opens, configures (scope_netns, filter_pids and its own knobs) and loads the skeleton;
+  // with `uprobe_multi`, the entry and return programs are prepared for uprobe_multi links
+  // (PrepareUprobeMulti) before the load.
+  virtual rs::Result<Skeleton> Load(RecorderContext& ctx, bool filter_pids, bool uprobe_multi) = 0;
+  // Destroys a loaded skeleton (to load it again the other way).
+  virtual void Unload() = 0;
   virtual std::set<LibraryKind> Kinds() const = 0;
   virtual std::span<const ProbedFunction> Functions(LibraryKind kind) const = 0;
   virtual std::vector<std::string> ExplicitLibraries(const RecorderOptions& opts) const = 0;

@@ -6,6 +6,7 @@
 
 #include "cuda.skel.h"
 #include "recorder/options.h"
+#include "recorder/uprobe_multi.h"
 
 namespace rec {
 namespace {
@@ -191,13 +192,23 @@ CudaProbe::~CudaProbe() {
   if (skel_) cuda_bpf__destroy(skel_);
 }
 
-rs::Result<CallProbe::Skeleton> CudaProbe::Load(RecorderContext& ctx, bool filter_pids) {
+void CudaProbe::Unload() {
+  if (skel_) cuda_bpf__destroy(skel_);
+  skel_ = nullptr;
+}
+
+rs::Result<CallProbe::Skeleton> CudaProbe::Load(RecorderContext& ctx, bool filter_pids,
+                                                bool uprobe_multi) {
   skel_ = cuda_bpf__open();
   if (!skel_)
     return rs::Error(std::string("cuda: cannot open the BPF object: ") + std::strerror(errno));
   skel_->rodata->scope_netns = ctx.scope_netns;
   skel_->rodata->filter_pids = filter_pids ? 1 : 0;
   skel_->rodata->launch_sample = static_cast<uint32_t>(launch_sample_);
+  if (uprobe_multi) {
+    PrepareUprobeMulti(skel_->progs.cuda_entry);
+    PrepareUprobeMulti(skel_->progs.cuda_return);
+  }
   if (int err = cuda_bpf__load(skel_); err != 0) {
     return rs::Error(std::string("cuda: BPF load failed: ") + std::strerror(-err) +
                      " (needs root and a kernel with uprobes and BTF)");

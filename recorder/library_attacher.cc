@@ -1,6 +1,7 @@
 #include "recorder/library_attacher.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include "recorder/attach_log.h"
 #include "recorder/options.h"
 #include "recorder/symbolize.h"
+#include "recorder/uprobe_multi.h"
 
 namespace rec {
 namespace {
@@ -35,14 +37,20 @@ void Log(RecorderContext& ctx, LibraryKind kind, const std::string& target,
 }  // namespace
 
 LibraryAttacher::LibraryAttacher(std::set<LibraryKind> kinds, FunctionTable table,
-                                 bpf_program* entry, bpf_program* ret)
-    : kinds_(std::move(kinds)), table_(std::move(table)), entry_(entry), ret_(ret) {}
+                                 bpf_program* entry, bpf_program* ret, bool uprobe_multi)
+    : kinds_(std::move(kinds)),
+      table_(std::move(table)),
+      entry_(entry),
+      ret_(ret),
+      uprobe_multi_(uprobe_multi) {}
 
 LibraryAttacher::~LibraryAttacher() { DetachAll(); }
 
 void LibraryAttacher::DetachAll() {
   for (bpf_link* l : links_) bpf_link__destroy(l);
   links_.clear();
+  for (int fd : multi_links_) close(fd);
+  multi_links_.clear();
 }
 
 void LibraryAttacher::Start(RecorderContext& ctx, const std::vector<std::string>& explicit_paths) {
@@ -99,8 +107,8 @@ void LibraryAttacher::Attach(RecorderContext& ctx, const LibraryCopy& copy) {
     return;
   }
   const std::string& build_id = elf->build_id();
-  std::map<uint64_t, std::string_view> attached;  // file offset -> first function there
-  int before = functions_;
+  // The functions to attach, once per file offset.
+  std::map<uint64_t, const ProbedFunction*> by_offset;
   for (const ProbedFunction& f : table_(copy.kind)) {
     const std::string symbol(f.name);
     auto off = elf->FunctionOffset(f.name);
@@ -108,37 +116,66 @@ void LibraryAttacher::Attach(RecorderContext& ctx, const LibraryCopy& copy) {
       Log(ctx, copy.kind, target, symbol, false, "not exported by this library version", build_id);
       continue;
     }
-    if (auto it = attached.find(*off); it != attached.end()) {
+    if (auto it = by_offset.find(*off); it != by_offset.end()) {
       Log(ctx, copy.kind, target, symbol, true,
-          "same address as " + std::string(it->second) + ": probed once", build_id);
+          "same address as " + std::string(it->second->name) + ": probed once", build_id);
       continue;
     }
-    LIBBPF_OPTS(bpf_uprobe_opts, entry_opts, .bpf_cookie = f.cookie, .retprobe = false);
-    LIBBPF_OPTS(bpf_uprobe_opts, ret_opts, .bpf_cookie = f.cookie, .retprobe = true);
-    bpf_link* entry =
-        bpf_program__attach_uprobe_opts(entry_, -1, copy.open_path.c_str(), *off, &entry_opts);
-    int err = entry ? 0 : errno;
-    bpf_link* ret = nullptr;
-    if (entry) {
-      ret = bpf_program__attach_uprobe_opts(ret_, -1, copy.open_path.c_str(), *off, &ret_opts);
-      if (!ret) {
-        err = errno;
-        bpf_link__destroy(entry);
-        entry = nullptr;
-      }
+    by_offset.emplace(*off, &f);
+  }
+  if (by_offset.empty()) return;
+  int attached = uprobe_multi_ ? AttachMulti(copy, by_offset) : 0;
+  if (attached < 0) {  // the multi link failed: say so for each function
+    for (const auto& [off, f] : by_offset) {
+      Log(ctx, copy.kind, target, std::string(f->name), false,
+          std::string("uprobe_multi attach failed: ") + std::strerror(-attached), build_id);
     }
-    if (!entry) {
-      Log(ctx, copy.kind, target, symbol, false,
-          std::string("uprobe attach failed: ") + std::strerror(err), build_id);
-      continue;
-    }
-    links_.push_back(entry);
-    links_.push_back(ret);
-    attached.emplace(*off, f.name);
-    ++functions_;
-    Log(ctx, copy.kind, target, symbol, true, "", build_id);
+    return;
+  }
+  const int before = functions_;
+  for (const auto& [off, f] : by_offset) {
+    std::string error;
+    if (!uprobe_multi_) error = AttachOne(copy, off, f->cookie);
+    if (error.empty()) ++functions_;
+    Log(ctx, copy.kind, target, std::string(f->name), error.empty(), error, build_id);
   }
   if (functions_ > before) ++libraries_;
+}
+
+int LibraryAttacher::AttachMulti(const LibraryCopy& copy,
+                                 const std::map<uint64_t, const ProbedFunction*>& fns) {
+  std::vector<uint64_t> offsets, cookies;
+  for (const auto& [off, f] : fns) {
+    offsets.push_back(off);
+    cookies.push_back(f->cookie);
+  }
+  int entry = CreateUprobeMultiLink(entry_, copy.open_path, offsets, cookies, false);
+  if (entry < 0) return entry;
+  int ret = CreateUprobeMultiLink(ret_, copy.open_path, offsets, cookies, true);
+  if (ret < 0) {
+    close(entry);
+    return ret;
+  }
+  multi_links_.push_back(entry);
+  multi_links_.push_back(ret);
+  return static_cast<int>(fns.size());
+}
+
+std::string LibraryAttacher::AttachOne(const LibraryCopy& copy, uint64_t off, uint32_t cookie) {
+  LIBBPF_OPTS(bpf_uprobe_opts, entry_opts, .bpf_cookie = cookie, .retprobe = false);
+  LIBBPF_OPTS(bpf_uprobe_opts, ret_opts, .bpf_cookie = cookie, .retprobe = true);
+  bpf_link* entry =
+      bpf_program__attach_uprobe_opts(entry_, -1, copy.open_path.c_str(), off, &entry_opts);
+  if (!entry) return std::string("uprobe attach failed: ") + std::strerror(errno);
+  bpf_link* ret = bpf_program__attach_uprobe_opts(ret_, -1, copy.open_path.c_str(), off, &ret_opts);
+  if (!ret) {
+    int err = errno;
+    bpf_link__destroy(entry);
+    return std::string("uretprobe attach failed: ") + std::strerror(err);
+  }
+  links_.push_back(entry);
+  links_.push_back(ret);
+  return "";
 }
 
 }  // namespace rec

@@ -32,8 +32,10 @@ class LibraryAttacher {
  public:
   using FunctionTable = std::function<std::span<const ProbedFunction>(LibraryKind)>;
 
+  // `uprobe_multi`: the programs were loaded for uprobe_multi links (one link per library
+  // and direction; see uprobe_multi.h), else one perf-event uprobe per function.
   LibraryAttacher(std::set<LibraryKind> kinds, FunctionTable table, bpf_program* entry,
-                  bpf_program* ret);
+                  bpf_program* ret, bool uprobe_multi = false);
   ~LibraryAttacher();
   LibraryAttacher(const LibraryAttacher&) = delete;
   LibraryAttacher& operator=(const LibraryAttacher&) = delete;
@@ -49,16 +51,23 @@ class LibraryAttacher {
 
   int libraries() const { return libraries_; }  // copies with at least one attached function
   int functions() const { return functions_; }  // attached functions (entry + return)
+  bool uprobe_multi() const { return uprobe_multi_; }
 
  private:
   void Attach(RecorderContext& ctx, const LibraryCopy& copy);
+  // Both links for every function of one file; returns the function count or -errno.
+  int AttachMulti(const LibraryCopy& copy, const std::map<uint64_t, const ProbedFunction*>& fns);
+  // Entry + return perf-event uprobes on one function; returns "" or the error.
+  std::string AttachOne(const LibraryCopy& copy, uint64_t off, uint32_t cookie);
 
   std::set<LibraryKind> kinds_;
   FunctionTable table_;
   bpf_program* entry_;
   bpf_program* ret_;
   std::unique_ptr<LibraryDiscovery> discovery_;
+  bool uprobe_multi_;
   std::vector<bpf_link*> links_;
+  std::vector<int> multi_links_;    // uprobe_multi link fds
   std::map<int, int64_t> watched_;  // pid -> watch deadline (ms)
   int64_t next_scan_ms_ = 0;
   int libraries_ = 0;

@@ -7,6 +7,7 @@
 #include "nccl.skel.h"
 #include "recorder/options.h"
 #include "recorder/process_table.h"
+#include "recorder/uprobe_multi.h"
 
 namespace rec {
 namespace {
@@ -60,12 +61,22 @@ NcclProbe::~NcclProbe() {
   if (skel_) nccl_bpf__destroy(skel_);
 }
 
-rs::Result<CallProbe::Skeleton> NcclProbe::Load(RecorderContext& ctx, bool filter_pids) {
+void NcclProbe::Unload() {
+  if (skel_) nccl_bpf__destroy(skel_);
+  skel_ = nullptr;
+}
+
+rs::Result<CallProbe::Skeleton> NcclProbe::Load(RecorderContext& ctx, bool filter_pids,
+                                                bool uprobe_multi) {
   skel_ = nccl_bpf__open();
   if (!skel_)
     return rs::Error(std::string("nccl: cannot open the BPF object: ") + std::strerror(errno));
   skel_->rodata->scope_netns = ctx.scope_netns;
   skel_->rodata->filter_pids = filter_pids ? 1 : 0;
+  if (uprobe_multi) {
+    PrepareUprobeMulti(skel_->progs.nccl_entry);
+    PrepareUprobeMulti(skel_->progs.nccl_return);
+  }
   if (int err = nccl_bpf__load(skel_); err != 0) {
     return rs::Error(std::string("nccl: BPF load failed: ") + std::strerror(-err) +
                      " (needs root and a kernel with uprobes and BTF)");
