@@ -155,7 +155,12 @@ Result<EventReader> EventReader::Open(Db& db, const RowFilter& filter) {
 }
 
 Result<void> EventReader::Advance(Cursor& c) {
-  ASSIGN_OR_RETURN(c.valid, c.st.Step());
+  auto has = c.st.Step();
+  if (!has.ok()) {
+    const int t = static_cast<int>(&c - cursors_.data());
+    return has.error().Wrap(std::string("reading ") + kTableNames[t]);
+  }
+  c.valid = *has;
   c.started = true;
   if (c.valid) {
     c.ts = c.st.Int(col::kTs);

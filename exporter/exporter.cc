@@ -59,14 +59,14 @@ Result<RowFilter> MakeFilter(Db& db, const ExportOptions& o) {
   return f;
 }
 
-Result<void> RunTimeline(Db& db, const RowFilter& filter, const InputSummary& summary,
-                         TraceSink& sink, ExportResult& result) {
+Result<void> RunTimeline(Db& db, const std::string& source, const RowFilter& filter,
+                         const InputSummary& summary, TraceSink& sink, ExportResult& result) {
   ASSIGN_OR_RETURN(ProcessMap processes, ReadProcesses(db));
   ASSIGN_OR_RETURN(EventReader reader, EventReader::Open(db, filter));
   TrackModel tracks(std::move(processes));
   RETURN_IF_ERROR(sink.Begin(summary.first_ts, summary.last_ts));
   Timeline timeline(tracks, sink, summary);
-  RowPipeline rows(std::move(reader));
+  RowPipeline rows(std::move(reader), source);
   RETURN_IF_ERROR(timeline.Run(rows));
   RETURN_IF_ERROR(sink.Finish());
   result.stats = timeline.stats();
@@ -77,7 +77,9 @@ Result<void> RunTimeline(Db& db, const RowFilter& filter, const InputSummary& su
 }  // namespace
 
 Result<ExportResult> Export(const ExportOptions& o) {
-  auto opened = OpenRankscopeFile(o.input);
+  // Every page the export needs is read anyway, and SQLite reports corruption on the
+  // read that meets it (named with the input below), so skip the upfront quick_check.
+  auto opened = OpenRankscopeFile(o.input, /*check_integrity=*/false);
   if (!opened.ok()) return opened.error();
   Db& db = opened->db();
   // Reads follow the timestamp index around the table: map the file instead of copying
@@ -99,7 +101,7 @@ Result<ExportResult> Export(const ExportOptions& o) {
     Result<void> r = Ok();
     {
       PerfettoWriter writer(fd, o.output, o.compress);
-      r = RunTimeline(db, filter, result.summary, writer, result);
+      r = RunTimeline(db, o.input, filter, result.summary, writer, result);
       result.packets = writer.packets();
       result.bytes = writer.bytes();
     }
@@ -116,7 +118,7 @@ Result<ExportResult> Export(const ExportOptions& o) {
     Result<void> r = Ok();
     {
       ChromeJsonWriter writer(f, o.output, o.input.substr(o.input.rfind('/') + 1));
-      r = RunTimeline(db, filter, result.summary, writer, result);
+      r = RunTimeline(db, o.input, filter, result.summary, writer, result);
       result.bytes = writer.bytes();
     }
     if (std::fclose(f) != 0 && r.ok()) {

@@ -391,6 +391,24 @@ INSERT INTO block_events(id, node, timestamp_ns, duration_ns, dev, op, bytes)
   }
 }
 
+TEST_F(ExportTest, CorruptInputIsAnErrorNamingTheFile) {
+  const std::string bad = *dir_ + "/corrupt.rsdb";
+  std::string bytes = ReadAll(*dir_ + "/loss.rsdb");
+  ASSERT_GT(bytes.size(), 64u * 1024);
+  // Keep the schema and metadata pages, wreck the last pages (indexes, built last).
+  for (size_t i = bytes.size() * 7 / 10 / 4096 * 4096; i < bytes.size(); ++i) {
+    bytes[i] = static_cast<char>(0xA5);
+  }
+  std::ofstream(bad, std::ios::binary) << bytes;
+  ExportOptions o;
+  o.input = bad;
+  o.output = *dir_ + "/corrupt.pftrace";
+  auto r = Export(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("corrupt.rsdb"), std::string::npos) << r.error().message();
+  EXPECT_NE(access(o.output.c_str(), F_OK), 0);
+}
+
 TEST_F(ExportTest, ErrorsNameTheInputAndTheNode) {
   ExportOptions o;
   o.input = *dir_ + "/hang.rsdb";

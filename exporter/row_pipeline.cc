@@ -24,7 +24,8 @@ void Row::Load(Table table, const Statement& st) {
   }
 }
 
-RowPipeline::RowPipeline(EventReader reader) : reader_(std::move(reader)) {
+RowPipeline::RowPipeline(EventReader reader, std::string source)
+    : reader_(std::move(reader)), source_(std::move(source)) {
   for (int b = 0; b < kBatches; ++b) {
     auto batch = std::make_unique<Batch>();
     batch->rows.resize(kBatchRows);
@@ -58,7 +59,7 @@ void RowPipeline::Produce() {
     while (batch->n < kBatchRows) {
       auto has = reader_.Next();
       if (!has.ok()) {
-        error = has.error();
+        error = has.error().Wrap(source_);
         break;
       }
       if (!*has) {

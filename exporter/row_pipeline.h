@@ -44,8 +44,8 @@ class RowPipeline {
   static constexpr size_t kBatchRows = 1024;
   static constexpr int kBatches = 4;
 
-  // Starts the reader thread; `reader` must not be used elsewhere until this object dies.
-  explicit RowPipeline(EventReader reader);
+  // Starts the reader thread. Read errors are prefixed with `source` (the input file).
+  RowPipeline(EventReader reader, std::string source);
   ~RowPipeline();
   RowPipeline(const RowPipeline&) = delete;
   RowPipeline& operator=(const RowPipeline&) = delete;
@@ -62,6 +62,7 @@ class RowPipeline {
   void Produce();
 
   EventReader reader_;
+  std::string source_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Batch>> full_, free_;
