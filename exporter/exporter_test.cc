@@ -425,6 +425,13 @@ TEST_F(ExportTest, ErrorsNameTheInputAndTheNode) {
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.error().message().find("missing.rsdb"), std::string::npos);
   o.input = *dir_ + "/hang.rsdb";
+  o.from = TimePoint{true, 2'000'000'000};
+  o.to = TimePoint{true, 1'000'000'000};
+  auto order = Export(o);
+  ASSERT_FALSE(order.ok());
+  EXPECT_NE(order.error().message().find("--from is after --to"), std::string::npos);
+  o.from.reset();
+  o.to.reset();
   o.output = *dir_ + "/no/such/dir/x.pftrace";
   auto w = Export(o);
   ASSERT_FALSE(w.ok());
