@@ -46,12 +46,14 @@ rs::Result<void> CallProbe::Start(RecorderContext& ctx) {
   // uprobe_multi links where the kernel has them (Linux 6.6+; detaching is fast), else one
   // perf-event uprobe per function: decided by trying.
   bool multi = false;
-  if (auto loaded = Load(ctx, filter_pids_, /*uprobe_multi=*/true); loaded.ok()) {
-    skel_ = loaded.value();
-    multi = UprobeMultiWorks(skel_.entry);
-    if (!multi) Unload();
-  } else {
-    Unload();
+  if (uprobe_multi_allowed_) {
+    if (auto loaded = Load(ctx, filter_pids_, /*uprobe_multi=*/true); loaded.ok()) {
+      skel_ = loaded.value();
+      multi = UprobeMultiWorks(skel_.entry);
+      if (!multi) Unload();
+    } else {
+      Unload();
+    }
   }
   if (!multi) {
     ASSIGN_OR_RETURN(skel_, Load(ctx, filter_pids_, /*uprobe_multi=*/false));

@@ -34,6 +34,9 @@ class CallProbe : public Probe {
   uint64_t drops() const override;
 
   const LibraryAttacher* attacher() const { return attacher_.get(); }
+  // Before Start: use one perf-event uprobe per function even where uprobe_multi links work
+  // (the path older kernels take; tests exercise it this way).
+  void DisableUprobeMulti() { uprobe_multi_allowed_ = false; }
 
  protected:
   // What the subclass's loaded skeleton provides.
@@ -84,6 +87,7 @@ class CallProbe : public Probe {
   Skeleton skel_;
   ring_buffer* own_rb_ = nullptr;
   bool filter_pids_ = false;
+  bool uprobe_multi_allowed_ = true;
   std::unique_ptr<LibraryAttacher> attacher_;
   std::unique_ptr<CallerSymbolizer> symbolizer_;
   std::string method_ = "off";

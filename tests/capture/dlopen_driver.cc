@@ -4,6 +4,7 @@
 //   dlopen_driver real NCCL_LIB CUDART_LIB   real libnccl.so.2 + libcudart.so.13 without a GPU:
 //       ncclGetUniqueId, ncclCommInitRank (fails fast), ncclAllReduce with a NULL comm,
 //       cudaMalloc, cudaLaunchKernel, cudaStreamSynchronize
+//   dlopen_driver launches CUDART_LIB N      N cudaLaunchKernel calls
 //   dlopen_driver late NCCL_LIB              the test bed's library (no peers): prints
 //       'loaded', waits for a line on stdin, then CommInitRank (rank 2 of 3) + one AllReduce
 //
@@ -105,11 +106,29 @@ int Late(const char* nccl_path) {
   return 0;
 }
 
+int Launches(const char* cudart_path, int n) {
+  void* cudart = Open(cudart_path);
+  auto launch = Sym<LaunchFn>(cudart, "cudaLaunchKernel");
+  int last = 0;
+  for (int i = 0; i < n; ++i) {
+    last = launch(reinterpret_cast<void*>(0x1234), Dim3{1, 1, 1}, Dim3{32, 1, 1}, nullptr, 0,
+                  reinterpret_cast<void*>(0x7777));
+  }
+  std::printf("launch_ret %d\n", last);
+  std::fflush(stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc == 4 && std::strcmp(argv[1], "real") == 0) return Real(argv[2], argv[3]);
   if (argc == 3 && std::strcmp(argv[1], "late") == 0) return Late(argv[2]);
-  std::fprintf(stderr, "usage: dlopen_driver real NCCL_LIB CUDART_LIB | late NCCL_LIB\n");
+  if (argc == 4 && std::strcmp(argv[1], "launches") == 0) {
+    return Launches(argv[2], std::atoi(argv[3]));
+  }
+  std::fprintf(stderr,
+               "usage: dlopen_driver real NCCL_LIB CUDART_LIB | launches CUDART_LIB N | late "
+               "NCCL_LIB\n");
   return 2;
 }

@@ -226,11 +226,23 @@ TEST(NcclCapture, EveryColumnOnTheTestLibrary) {
   EXPECT_EQ(**unknown, "0");
 }
 
-TEST(NcclCapture, HangIsRecordedInFlightAndRanksAgreeOnTheCollective) {
+// Both ways of attaching: uprobe_multi links (Linux 6.6+) and one perf-event uprobe per
+// function (older kernels).
+class NcclHang : public ::testing::TestWithParam<bool> {};
+
+TEST_P(NcclHang, IsRecordedInFlightAndRanksAgreeOnTheCollective) {
   REQUIRE_ROOT_OR_SKIP();
   Session s(TestLibOptions());
   rec::NcclProbe probe;
+  const bool multi = GetParam();
+  if (!multi) probe.DisableUprobeMulti();
   ASSERT_TRUE(s.Start(probe).ok());
+  if (multi) {
+    SKIP_UNLESS_OR_FAIL_IN_CI(probe.method() == "uprobe_multi",
+                              "this kernel has no uprobe_multi links (Linux < 6.6)");
+  } else {
+    EXPECT_EQ(probe.method(), "uprobe");
+  }
   const std::string port = std::to_string(20000 + getpid() % 20000);
   Child child({Env("CAPTURE_NCCL_SCENARIO"), "hang"},
               {{"NCCL_COMM_ID", "127.0.0.1:" + port}, {"RANKSCOPE_TESTLIB_TIMEOUT_S", "60"}});
@@ -283,5 +295,8 @@ TEST(NcclCapture, HangIsRecordedInFlightAndRanksAgreeOnTheCollective) {
   ASSERT_TRUE(in_flight.ok() && *in_flight);
   EXPECT_GE(std::stoi(**in_flight), 1);
 }
+
+INSTANTIATE_TEST_SUITE_P(Attach, NcclHang, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "UprobeMulti" : "PerfEvent"; });
 
 }  // namespace

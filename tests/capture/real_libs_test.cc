@@ -151,6 +151,37 @@ TEST(RealLibraries, NcclAndCudaRuntimeCallsDecodeWithTheirReturnCodes) {
             1);
 }
 
+TEST(RealLibraries, KernelLaunchesAreSampledOneInN) {
+  REQUIRE_ROOT_OR_SKIP();
+  const std::string cudart = FindLibrary({"libcudart.so.13", "libcudart.so.12"});
+  SKIP_UNLESS_OR_FAIL_IN_CI(!cudart.empty(), "the CUDA toolkit's libcudart.so is not installed");
+  rec::RecorderOptions opts;
+  opts.cuda_libs = {cudart};
+  opts.cuda_launch_sample = 4;
+  Session s(opts);
+  rec::CudaProbe probe(opts.cuda_launch_sample);
+  ASSERT_TRUE(s.Start(probe).ok());
+  constexpr int kLaunches = 400;
+  Child child({Env("CAPTURE_DLOPEN_DRIVER"), "launches", cudart, std::to_string(kLaunches)});
+  const pid_t pid = child.pid();
+  ASSERT_TRUE(child.ReadUntil("launch_ret", 30000));
+  ASSERT_EQ(child.Wait(), 0);
+  ASSERT_TRUE(s.Finish(probe).ok());
+  auto rows = Rows(s.db(), "SELECT * FROM cuda_events WHERE pid = " + std::to_string(pid));
+  // One in 4 per CPU: at most kLaunches / 4, at most one short per CPU the thread ran on.
+  const int ncpu = static_cast<int>(sysconf(_SC_NPROCESSORS_CONF));
+  EXPECT_LE(static_cast<int>(rows.size()), kLaunches / 4);
+  EXPECT_GE(static_cast<int>(rows.size()), kLaunches / 4 - ncpu);
+  for (const Row& r : rows) {
+    EXPECT_EQ(Text(r, "api"), "cudaLaunchKernel");
+    EXPECT_EQ(Int(r, "sample_weight"), 4);
+    EXPECT_EQ(Int(r, "kernel"), 0x1234);
+  }
+  auto sample = s.db().QueryText("SELECT value FROM metadata WHERE key = 'cuda_launch_sample'");
+  ASSERT_TRUE(sample.ok() && *sample);
+  EXPECT_EQ(**sample, "4");
+}
+
 TEST(LibraryDiscovery, VenvCopyDlopenedByALaterProcessIsRecorded) {
   REQUIRE_ROOT_OR_SKIP();
   const fs::path root = fs::temp_directory_path() / ("rs_capture_" + std::to_string(getpid()));
