@@ -173,10 +173,13 @@ class ExportTest : public ::testing::Test {
     ASSERT_TRUE(t.ok());
     std::vector<std::pair<int64_t, int64_t>> have,
         want = {
-            {900, 900},                  // runq, duration -1
-            {990, 1010},                 // block in flight
-            {1000, 1000},                // nccl, duration -50
-            {1000, 1010}, {1005, 1010},  // nccl in flight
+            {900, 900},    // runq, duration -1
+            {990, 1010},   // block in flight
+            {1000, 1000},  // nccl, duration -50
+            {1000, 1010},  // nccl
+            {1002, 1005},  // cuda, nested in the nccl call on b
+            {1003, 1010},  // cuda in flight
+            {1005, 1010},  // nccl in flight
         };
     for (const auto& e : t->events) have.push_back({e.ts, e.end});
     std::sort(have.begin(), have.end());
@@ -368,6 +371,9 @@ INSERT INTO sched_events(id, node, timestamp_ns, duration_ns, event, pid, tid)
   VALUES (4, 'a', 900, -1, 'runq_latency', 7, 7);
 INSERT INTO block_events(id, node, timestamp_ns, duration_ns, dev, op, bytes)
   VALUES (5, 'a', 990, NULL, '8:0', 'read', 4096);
+INSERT INTO cuda_events(id, node, timestamp_ns, duration_ns, pid, tid, api, library, state)
+  VALUES (6, 'b', 1002, 3, 7, 7, 'cudaLaunchKernel', 'cudart', 'complete'),
+         (7, 'b', 1003, NULL, 7, 8, 'cudaStreamSynchronize', 'cudart', 'in_flight');
 )sql")
                         .ok());
       }
@@ -378,8 +384,9 @@ INSERT INTO block_events(id, node, timestamp_ns, duration_ns, dev, op, bytes)
       o.format = f;
       o.output = path + (f == Format::kPerfetto ? ".pftrace" : ".json");
       ExportResult r = ExportOk(o);
-      EXPECT_EQ(r.summary.rows, odd ? 5 : 0);
-      EXPECT_EQ(r.stats.slices, odd ? 5 : 0);
+      EXPECT_EQ(r.summary.rows, odd ? 7 : 0);
+      EXPECT_EQ(r.stats.slices, odd ? 7 : 0);
+      EXPECT_EQ(r.stats.in_flight, odd ? 3 : 0);
     }
     o.output = path + ".pftrace";
     o.format = Format::kPerfetto;
@@ -387,7 +394,7 @@ INSERT INTO block_events(id, node, timestamp_ns, duration_ns, dev, op, bytes)
     auto t = DecodePerfettoTrace(o.output);
     ASSERT_TRUE(t.ok());
     for (const std::string& e : t->errors) ADD_FAILURE() << e;
-    EXPECT_EQ(t->events.size(), odd ? 5u : 0u);
+    EXPECT_EQ(t->events.size(), odd ? 7u : 0u);
   }
 }
 
