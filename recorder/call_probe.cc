@@ -28,8 +28,6 @@ CallProbe::~CallProbe() { Shutdown(); }
 
 void CallProbe::Shutdown() {
   attacher_.reset();  // links before the programs they point to
-  if (own_rb_) ring_buffer__free(own_rb_);
-  own_rb_ = nullptr;
 }
 
 uint64_t CallProbe::drops() const {
@@ -62,14 +60,18 @@ rs::Result<void> CallProbe::Start(RecorderContext& ctx) {
   if (filter_pids_) {
     for (int pid : ctx.options->pids) OnProcessTraced(ctx, pid);
   }
+  // The shared poller (created by the first probe that has a ring buffer).
   int rb_fd = bpf_map__fd(skel_.events);
   if (ctx.rb) {
     if (ring_buffer__add(ctx.rb, rb_fd, &CallProbe::SampleThunk, this) != 0) {
-      return rs::Error(name + ": cannot add the ring buffer: " + std::strerror(errno));
+      return rs::Error(name +
+                       ": cannot add its ring buffer to the poller: " + std::strerror(errno));
     }
   } else {
-    own_rb_ = ring_buffer__new(rb_fd, &CallProbe::SampleThunk, this, nullptr);
-    if (!own_rb_) return rs::Error(name + ": cannot create a ring buffer: " + std::strerror(errno));
+    ctx.rb = ring_buffer__new(rb_fd, &CallProbe::SampleThunk, this, nullptr);
+    if (!ctx.rb) {
+      return rs::Error(name + ": cannot create the ring buffer poller: " + std::strerror(errno));
+    }
   }
   attacher_ = std::make_unique<LibraryAttacher>(
       Kinds(), [this](LibraryKind k) { return Functions(k); }, skel_.entry, skel_.ret, multi);
@@ -79,11 +81,7 @@ rs::Result<void> CallProbe::Start(RecorderContext& ctx) {
 }
 
 void CallProbe::Consume() {
-  if (ctx_ && ctx_->rb) {
-    ring_buffer__consume(ctx_->rb);
-  } else if (own_rb_) {
-    ring_buffer__consume(own_rb_);
-  }
+  if (ctx_ && ctx_->rb) ring_buffer__consume(ctx_->rb);
 }
 
 void CallProbe::Tick(RecorderContext& ctx) {

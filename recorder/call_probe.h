@@ -1,5 +1,6 @@
 // Shared lifecycle of the uprobe call probes (nccl_probe.cc, cuda_probe.cc): load the
-// skeleton (the subclass), add its ring buffer to the shared poller, attach to every library
+// skeleton (the subclass), add its ring buffer to the shared poller (ctx.rb, created here
+// when no probe made it before; its owner frees it), attach to every library
 // copy found now and later (LibraryAttacher), drain on Tick, and at Finish detach, drain and
 // write the calls still in flight (the entry map's leftovers, oldest first).
 #pragma once
@@ -68,7 +69,7 @@ class CallProbe : public Probe {
     return rs::Ok();
   }
   virtual uint64_t decode_drops() const { return 0; }
-  // Detaches and frees the ring buffer; subclasses call it before destroying their skeleton.
+  // Detaches; subclasses call it before destroying their skeleton.
   void Shutdown();
 
   // For OnEvent: bookkeeping shared by both probes.
@@ -85,7 +86,6 @@ class CallProbe : public Probe {
   void Consume();
 
   Skeleton skel_;
-  ring_buffer* own_rb_ = nullptr;
   bool filter_pids_ = false;
   bool uprobe_multi_allowed_ = true;
   std::unique_ptr<LibraryAttacher> attacher_;

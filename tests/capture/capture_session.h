@@ -56,6 +56,10 @@ class Session {
     ctx_.processes = &processes_;
   }
 
+  ~Session() {
+    if (ctx_.rb) ring_buffer__free(ctx_.rb);  // the shared poller a probe created
+  }
+
   rs::Result<void> Start(rec::Probe& probe) { return probe.Start(ctx_); }
   void Tick(rec::Probe& probe) { probe.Tick(ctx_); }
   rs::Result<void> Finish(rec::Probe& probe) {
