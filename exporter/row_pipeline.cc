@@ -19,7 +19,6 @@ void Row::Load(Table table, const Statement& st) {
     } else if (type == SQLITE_TEXT || type == SQLITE_BLOB) {
       const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(raw, c));
       cell.s.assign(text ? text : "", static_cast<size_t>(sqlite3_column_bytes(raw, c)));
-      cell.i = sqlite3_column_int64(raw, c);
     }
   }
 }

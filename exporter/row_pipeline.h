@@ -25,7 +25,7 @@ class Row {
   static constexpr int kMaxColumns = 20;
   Table table() const { return table_; }
   bool IsNull(int c) const { return cells_[c].null; }
-  int64_t Int(int c) const { return cells_[c].i; }
+  int64_t Int(int c) const { return cells_[c].i; }  // 0 for text columns
   const std::string& Text(int c) const { return cells_[c].s; }  // "" unless a text column
   void Load(Table table, const Statement& st);
 
