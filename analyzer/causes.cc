@@ -140,30 +140,56 @@ std::vector<Cause> LatenessCauses(const CollectiveData& data, int32_t participan
     Cause c;
     c.kind = "cpu_contention";
     c.score = std::min(1.0, cpu_ns / lost);
-    std::pair<int32_t, int64_t> top{0, -1};
-    int64_t top_ns = 0;
+    // The tasks that had the CPU, by name: total wait, number of pids, busiest pid.
+    struct Competitor {
+      int64_t ns = 0, top_pid_ns = 0, top_pid = -1;
+      int pids = 0;
+    };
+    std::map<int32_t, Competitor> by_name;
     for (const auto& [other, ns] : mine.runq_by_other) {
-      if (ns > top_ns) top = other, top_ns = ns;
+      Competitor& k = by_name[other.first];
+      k.ns += ns;
+      ++k.pids;
+      if (ns > k.top_pid_ns) k.top_pid_ns = ns, k.top_pid = other.second;
     }
-    const std::string name = top_ns > 0 ? side.comms[top.first] : "";
-    std::string competitor = top_ns > 0 ? "'" + (name.empty() ? "?" : name) + "' (pid " +
-                                              std::to_string(top.second) + ")"
-                                        : "";
+    std::vector<std::pair<int32_t, Competitor>> ranked(by_name.begin(), by_name.end());
+    std::sort(ranked.begin(), ranked.end(),
+              [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
+    auto describe = [&](const std::pair<int32_t, Competitor>& k) {
+      const std::string& n = side.comms[k.first];
+      return "'" + (n.empty() ? std::string("?") : n) + "' (" +
+             (k.second.pids == 1 ? "pid " + std::to_string(k.second.top_pid)
+                                 : std::to_string(k.second.pids) + " pids, busiest " +
+                                       std::to_string(k.second.top_pid)) +
+             ")";
+    };
     c.summary = "run-queue wait of its process: " + FormatNs(static_cast<int64_t>(cpu_ns)) +
                 " per window above the other ranks' " +
                 FormatNs(static_cast<int64_t>(MedianOf(runq)));
-    if (!competitor.empty()) {
-      c.summary += "; the CPU was mostly taken by " + competitor + " (" +
-                   FormatPercent(mine.runq ? static_cast<double>(top_ns) / mine.runq : 0) + ")";
+    for (size_t i = 0; i < ranked.size() && i < 3; ++i) {
+      c.summary +=
+          (i ? ", " : "; the CPU was taken by ") + describe(ranked[i]) + " " +
+          FormatPercent(mine.runq ? static_cast<double>(ranked[i].second.ns) / mine.runq : 0);
     }
-    c.remediation = competitor.empty()
-                        ? "find what else runs on " + who.node + "'s CPUs (top, pidstat)"
-                        : "move or renice " + competitor + " on " + who.node +
+    // The remedy names the busiest task that is not another copy of the training program.
+    const std::pair<int32_t, Competitor>* culprit = nullptr;
+    for (const auto& k : ranked) {
+      if (side.comms[k.first] != who.comm) {
+        culprit = &k;
+        break;
+      }
+    }
+    c.remediation = culprit == nullptr
+                        ? "find what else runs on " + who.node +
+                              "'s CPUs (top, pidstat); pin the training ranks to separate cores"
+                        : "move or renice " + describe(*culprit) + " on " + who.node +
                               ", or pin the training ranks to cores it does not use";
+    int64_t top_pid = culprit ? culprit->second.top_pid : -1;
+    int64_t top_ns = culprit ? culprit->second.ns : 0;
     c.values = {{"runq_excess_ns_per_window", cpu_ns},
                 {"runq_ns_per_window", mine.Mean(mine.runq)},
                 {"others_runq_ns_per_window", MedianOf(runq)},
-                {"top_competitor_pid", static_cast<double>(top.second)},
+                {"top_competitor_pid", static_cast<double>(top_pid)},
                 {"top_competitor_ns", static_cast<double>(top_ns)}};
     causes.push_back(std::move(c));
   }

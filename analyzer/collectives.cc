@@ -25,7 +25,7 @@ rs::Result<CollectiveData> LoadCollectives(rs::Db& db) {
   ASSIGN_OR_RETURN(
       rs::Statement st,
       db.Prepare("SELECT e.node, e.pid, p.rank, e.rank, e.nranks, e.comm_id_hash, e.seq, e.op,"
-                 " e.timestamp_ns, e.duration_ns, e.state, e.count, e.datatype, e.root"
+                 " e.timestamp_ns, e.duration_ns, e.state, e.count, e.datatype, e.root, p.comm"
                  " FROM nccl_events e LEFT JOIN processes p ON p.node = e.node AND p.pid = e.pid"
                  " WHERE e.comm_id_hash IS NOT NULL AND e.seq IS NOT NULL"
                  "   AND e.op NOT IN ('SEND', 'RECV', 'GROUP_START', 'GROUP_END')"
@@ -39,7 +39,7 @@ rs::Result<CollectiveData> LoadCollectives(rs::Db& db) {
     auto key = std::make_pair(node, pid);
     auto it = index.find(key);
     if (it == index.end()) {
-      Participant p{node, pid, st.OptInt(2)};
+      Participant p{node, pid, st.OptInt(2), st.IsNull(14) ? "" : st.Text(14)};
       if (!p.rank) p.rank = st.OptInt(3);
       it = index.emplace(key, static_cast<int32_t>(out.participants.size())).first;
       out.participants.push_back(std::move(p));

@@ -18,6 +18,7 @@ struct Participant {
   std::string node;
   int64_t pid = 0;
   std::optional<int64_t> rank;  // processes.rank, else the rank of its first communicator
+  std::string comm;             // processes.comm ("" when unknown)
   std::string Label() const;    // "node1 rank 3" or "node1 pid 4242"
 };
 

@@ -28,8 +28,14 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
   const ArrivalStats& me = stats[c.participant];
   Straggler s;
   s.node = who.node;
-  s.rank = who.rank;
-  s.pid = who.pid;
+  if (c.node_level) {
+    s.ranks = c.node_ranks;
+  } else {
+    s.rank = who.rank;
+    s.pid = who.pid;
+    if (who.rank) s.ranks.push_back(*who.rank);
+  }
+  const std::string name = c.node_level ? who.node : who.Label();
   s.confidence = c.confidence;
   s.confidence_score = c.score;
   s.ordering_determined = c.determined;
@@ -43,12 +49,20 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
   }
   Evidence late;
   late.kind = "lateness";
-  late.summary = who.Label() + " entered last in " + std::to_string(me.last_count) + " of " +
-                 std::to_string(me.collectives) + " collectives; median lateness " +
-                 FormatNs(me.median_lateness_ns) + " (p90 " + FormatNs(me.p90_lateness_ns) +
-                 ") vs " + FormatNs(Quantile(others_late, 0.5)) + " for the other ranks";
-  late.values = {{"collectives", static_cast<double>(me.collectives)},
-                 {"last_count", static_cast<double>(me.last_count)},
+  late.summary = name + " entered last in " + std::to_string(c.last_count) + " of " +
+                 std::to_string(c.collectives) + " collectives (" + FormatPercent(c.chance) +
+                 " expected by chance); " +
+                 (c.node_level ? "its latest rank " + who.Label() + " has " : "") +
+                 "median lateness " + FormatNs(me.median_lateness_ns) + " (p90 " +
+                 FormatNs(me.p90_lateness_ns) + ") vs " + FormatNs(Quantile(others_late, 0.5)) +
+                 " for the other ranks";
+  if (c.node_level) {
+    late.summary += "; every rank of " + who.node + " is late alike (the node is the straggler)";
+  }
+  late.values = {{"collectives", static_cast<double>(c.collectives)},
+                 {"last_count", static_cast<double>(c.last_count)},
+                 {"last_by_chance", c.chance},
+                 {"last_z_score", c.z},
                  {"median_lateness_ns", static_cast<double>(me.median_lateness_ns)},
                  {"p90_lateness_ns", static_cast<double>(me.p90_lateness_ns)},
                  {"others_median_lateness_ns", static_cast<double>(Quantile(others_late, 0.5))},
@@ -69,7 +83,7 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
   }
   Evidence clock;
   clock.kind = "clock";
-  if (c.same_node_margin_ns > 3 * c.noise_ns) {
+  if (!c.node_level && c.same_node_margin_ns > c.noise_ns) {
     clock.summary = "it is also later than the other ranks on " + who.node + " by " +
                     FormatNs(c.same_node_margin_ns) + " (same clock: no alignment needed)";
   } else if (c.determined) {
@@ -92,7 +106,7 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
         "rankscope-merge can align clocks on more rendezvous points";
     s.causes.push_back(std::move(u));
     s.cause = "unknown";
-    s.summary = who.Label() + " appears " + FormatNs(c.margin_ns) +
+    s.summary = name + " appears " + FormatNs(c.margin_ns) +
                 " late, but that is inside the clock error bound of " + FormatNs(c.bound_ns) +
                 ": the ordering is undetermined";
     return s;
@@ -101,7 +115,7 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
   s.causes = LatenessCauses(data, c.participant, side, windows);
   s.evidence.push_back(std::move(windows));
   s.cause = s.causes.front().kind;
-  s.summary = who.Label() + " arrives last (median " + FormatNs(me.median_lateness_ns) +
+  s.summary = name + " arrives last (median " + FormatNs(me.median_lateness_ns) +
               " late); top cause: " + s.cause;
   return s;
 }
@@ -239,7 +253,7 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
     }
   }
   std::vector<Straggler> ranked;
-  LatenessCandidate lc = FindLatenessStraggler(data, stats, r.clock);
+  LatenessCandidate lc = FindLatenessStraggler(data, stats, r.per_node, r.clock);
   if (lc.participant >= 0) ranked.push_back(LatenessStraggler(data, stats, lc, side));
   NetworkCandidate nc = AttributeRetransmits(side, data);
   if (!nc.node.empty()) {
@@ -247,7 +261,16 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
       return s.node == nc.node && s.ordering_determined;
     });
     if (same != ranked.end()) {
-      same->causes.push_back(NetworkCause(nc));
+      // One network cause: the stronger of the windows' view and the retransmit attribution.
+      Cause net = NetworkCause(nc);
+      auto old = std::find_if(same->causes.begin(), same->causes.end(),
+                              [](const Cause& c) { return c.kind == "network"; });
+      if (old != same->causes.end()) {
+        net.score = std::max(net.score, old->score);
+        net.summary = old->summary + "; " + net.summary;
+        same->causes.erase(old);
+      }
+      same->causes.push_back(std::move(net));
       same->evidence.push_back(NetworkEvidence(nc));
       std::stable_sort(same->causes.begin(), same->causes.end(),
                        [](const Cause& a, const Cause& b) { return a.score > b.score; });

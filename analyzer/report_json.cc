@@ -117,6 +117,9 @@ std::string RenderJson(const Report& r) {
     OptInt(w, s.rank);
     w.Key("pid");
     OptInt(w, s.pid);
+    w.Key("ranks").BeginArray();
+    for (int64_t rank : s.ranks) w.Int(rank);
+    w.EndArray();
     w.Key("cause").String(s.cause).Key("confidence").String(s.confidence);
     w.Key("confidence_score").Double(s.confidence_score);
     w.Key("ordering_determined").Bool(s.ordering_determined);

@@ -41,8 +41,9 @@ struct Straggler {
   std::string node;
   std::optional<int64_t> rank;  // empty: the whole node (network) or rank unknown
   std::optional<int64_t> pid;
-  std::string cause;       // kind of causes[0]
-  std::string confidence;  // 'high' | 'medium' | 'low' | 'undetermined'
+  std::vector<int64_t> ranks;  // the late ranks it stands for (node-level: all of its node's)
+  std::string cause;           // kind of causes[0]
+  std::string confidence;      // 'high' | 'medium' | 'low' | 'undetermined'
   double confidence_score = 0;
   bool ordering_determined = true;  // false: lateness difference inside the clock error bound
   int64_t clock_bound_ns = 0;       // error bound the ordering conclusion rests on

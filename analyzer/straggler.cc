@@ -1,28 +1,44 @@
 #include "straggler.h"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 
 #include "clock_bounds.h"
 
 namespace analyzer {
 namespace {
 
-// A margin stands out when it is this many times the other ranks' own spread.
+// A margin alone stands out when it is this many times the others' own spread; backed by a
+// persistent last place (z >= kPersistentZ) it needs only to exceed that spread.
 constexpr int64_t kNoiseFactor = 3;
+constexpr double kPersistentZ = 3.0;
 constexpr int64_t kMinCollectives = 3;
+
+int64_t Spread(const ArrivalStats& s) { return s.p90_lateness_ns - s.median_lateness_ns; }
 
 }  // namespace
 
+double BinomialZ(int64_t hits, int64_t n, double p) {
+  if (n <= 0 || p <= 0 || p >= 1) return 0;
+  double mean = static_cast<double>(n) * p;
+  return (static_cast<double>(hits) - mean) / std::sqrt(mean * (1 - p));
+}
+
 LatenessCandidate FindLatenessStraggler(const CollectiveData& data,
                                         const std::vector<ArrivalStats>& stats,
+                                        const std::vector<ArrivalStats>& node_stats,
                                         const std::vector<NodeClock>& clocks) {
   LatenessCandidate c;
   int64_t most = 0;
   for (const ArrivalStats& s : stats) most = std::max(most, s.collectives);
   // Only ranks seen in a fair share of the collectives compete (not a late joiner).
+  auto competes = [&](size_t p) {
+    return stats[p].collectives >= kMinCollectives && stats[p].collectives * 2 >= most;
+  };
   int32_t best = -1;
   for (size_t p = 0; p < stats.size(); ++p) {
-    if (stats[p].collectives < kMinCollectives || stats[p].collectives * 2 < most) continue;
+    if (!competes(p)) continue;
     if (best < 0 || stats[p].median_lateness_ns > stats[best].median_lateness_ns ||
         (stats[p].median_lateness_ns == stats[best].median_lateness_ns &&
          stats[p].last_count > stats[best].last_count)) {
@@ -33,40 +49,83 @@ LatenessCandidate FindLatenessStraggler(const CollectiveData& data,
   const ArrivalStats& b = stats[best];
   const std::string& node = data.participants[best].node;
   std::vector<int64_t> spread, cross;
-  int64_t same_node_max = -1;
+  std::vector<size_t> mates;
+  int64_t same_node_max = -1, ranks_total = 0;
   for (size_t p = 0; p < stats.size(); ++p) {
-    if (static_cast<int32_t>(p) == best || stats[p].collectives < kMinCollectives) continue;
-    spread.push_back(stats[p].p90_lateness_ns - stats[p].median_lateness_ns);
+    if (!competes(p)) continue;
+    ++ranks_total;
+    if (static_cast<int32_t>(p) == best) continue;
     if (data.participants[p].node == node) {
       same_node_max = std::max(same_node_max, stats[p].median_lateness_ns);
+      mates.push_back(p);
     } else {
+      spread.push_back(Spread(stats[p]));
       cross.push_back(stats[p].median_lateness_ns);
       c.bound_ns = std::max(c.bound_ns, PairBound(clocks, node, data.participants[p].node));
     }
   }
-  if (spread.empty()) return c;  // a single rank: nobody to be late against
+  std::vector<int64_t> mate_spread;
+  for (size_t p : mates) mate_spread.push_back(Spread(stats[p]));
+  if (spread.empty()) spread = mate_spread;  // one node: its ranks are all there is
+  if (spread.empty()) return c;              // a single rank: nobody to be late against
   c.noise_ns = std::max<int64_t>(1, Quantile(spread, 0.5));
   c.margin_ns = cross.empty() ? 0 : b.median_lateness_ns - Quantile(cross, 0.5);
   if (same_node_max >= 0) c.same_node_margin_ns = b.median_lateness_ns - same_node_max;
-  bool same_node_stands_out = c.same_node_margin_ns > kNoiseFactor * c.noise_ns;
-  bool cross_stands_out = c.margin_ns > kNoiseFactor * c.noise_ns;
-  if (!same_node_stands_out && !cross_stands_out) return c;
+  double rank_z = BinomialZ(b.last_count, b.collectives, 1.0 / ranks_total);
+  auto stands_out = [&](int64_t margin, double z) {
+    return margin > kNoiseFactor * c.noise_ns || (z >= kPersistentZ && margin > c.noise_ns);
+  };
+  // Against its node-mates (same clock) the rank itself stands out: a rank-level straggler.
+  bool rank_vs_mates = same_node_max >= 0 && stands_out(c.same_node_margin_ns, rank_z);
+  bool rank_vs_others = !cross.empty() && stands_out(c.margin_ns, rank_z);
+  // Its whole node late alike: the node is the straggler.
+  const ArrivalStats* ns = nullptr;
+  std::vector<int64_t> other_nodes;
+  for (const ArrivalStats& s : node_stats) {
+    if (s.node == node)
+      ns = &s;
+    else if (s.collectives > 0)
+      other_nodes.push_back(s.median_lateness_ns);
+  }
+  double node_z = 0;
+  bool node_late = false;
+  if (ns && !mates.empty() && !other_nodes.empty()) {
+    node_z = BinomialZ(ns->last_count, ns->collectives,
+                       static_cast<double>(mates.size() + 1) / ranks_total);
+    node_late = stands_out(ns->median_lateness_ns - Quantile(other_nodes, 0.5), node_z);
+  }
+  if (!rank_vs_mates && !rank_vs_others && !node_late) return c;
   c.participant = best;
-  c.last_fraction = b.collectives ? static_cast<double>(b.last_count) / b.collectives : 0;
+  c.node_level = !rank_vs_mates && !mates.empty();
+  c.collectives = c.node_level ? ns->collectives : b.collectives;
+  c.last_count = c.node_level ? ns->last_count : b.last_count;
+  c.chance = c.node_level ? static_cast<double>(mates.size() + 1) / ranks_total : 1.0 / ranks_total;
+  c.z = c.node_level ? node_z : rank_z;
+  if (c.node_level) {
+    std::vector<size_t> all = mates;
+    all.push_back(best);
+    std::sort(all.begin(), all.end(), [&](size_t x, size_t y) {
+      return stats[x].median_lateness_ns > stats[y].median_lateness_ns;
+    });
+    for (size_t p : all) {
+      if (data.participants[p].rank) c.node_ranks.push_back(*data.participants[p].rank);
+    }
+  }
   // Ranks on one node share a clock: their ordering needs no alignment.
-  c.determined = same_node_stands_out || c.margin_ns > c.bound_ns;
+  c.determined = rank_vs_mates || c.margin_ns > c.bound_ns;
+  double frac = c.collectives ? static_cast<double>(c.last_count) / c.collectives : 0;
   if (!c.determined) {
     c.confidence = "undetermined";
-    c.score = 0.1 * c.last_fraction;
-  } else if (c.last_fraction >= 0.5 && b.collectives >= 5) {
+    c.score = 0.1 * frac;
+  } else if (c.z >= 4 && c.collectives >= 5) {
     c.confidence = "high";
-    c.score = 0.7 + 0.3 * c.last_fraction;
-  } else if (c.last_fraction >= 0.25 || b.collectives < 5) {
+    c.score = 0.7 + 0.3 * frac;
+  } else if (c.z >= 2) {
     c.confidence = "medium";
-    c.score = 0.4 + 0.3 * c.last_fraction;
+    c.score = 0.4 + 0.3 * frac;
   } else {
     c.confidence = "low";
-    c.score = 0.2 + 0.2 * c.last_fraction;
+    c.score = 0.2 + 0.2 * frac;
   }
   return c;
 }

@@ -1,6 +1,8 @@
-// The lateness straggler: the rank persistently entering collectives last. Its margin over the
-// other ranks must stand out from the arrival noise, and — compared across nodes — exceed the
-// clock error bound; otherwise the ordering is reported as undetermined.
+// The lateness straggler: the rank (or node) persistently entering collectives last. It must
+// stand out twice: it is last far more often than chance (binomial z-score) and its median
+// lateness exceeds the other ranks' spread — or its margin alone is several times that spread.
+// Compared across nodes the margin must also exceed the clock error bound; otherwise the
+// ordering is reported as undetermined. Ranks on one node share a clock.
 #pragma once
 
 #include <cstdint>
@@ -13,20 +15,29 @@
 namespace analyzer {
 
 struct LatenessCandidate {
-  int32_t participant = -1;          // -1: nobody stands out
-  bool determined = false;           // the margin exceeds noise and (across nodes) the clock bound
-  int64_t margin_ns = 0;             // its median lateness minus the other nodes' typical one
-  int64_t same_node_margin_ns = -1;  // ... minus the latest other rank on its node (-1: none)
-  int64_t noise_ns = 0;              // typical p90 - median lateness of the other ranks
+  int32_t participant = -1;  // -1: nobody stands out; else the latest rank (representative)
+  bool node_level = false;   // every rank of its node is late alike: the node is the straggler
+  std::vector<int64_t> node_ranks;   // node-level: the node's ranks, latest first
+  bool determined = false;           // beyond noise and (across nodes) the clock bound
+  int64_t margin_ns = 0;             // median lateness minus the other nodes' typical one
+  int64_t same_node_margin_ns = -1;  // rank minus the latest other rank on its node (-1: none)
+  int64_t noise_ns = 0;              // typical p90 - median lateness of the others
   int64_t bound_ns = 0;              // clock error bound of the cross-node comparison
-  double last_fraction = 0;          // share of its collectives it entered last
-  std::string confidence;            // high | medium | low | undetermined
+  int64_t collectives = 0;
+  int64_t last_count = 0;
+  double chance = 0;       // probability of being last by chance (its ranks / all ranks)
+  double z = 0;            // (last_count - collectives * chance) / binomial sd
+  std::string confidence;  // high | medium | low | undetermined
   double score = 0;
 };
 
-// stats is indexed like data.participants (ParticipantStats).
+// stats is indexed like data.participants (ParticipantStats); node_stats is NodeStats(data).
 LatenessCandidate FindLatenessStraggler(const CollectiveData& data,
                                         const std::vector<ArrivalStats>& stats,
+                                        const std::vector<ArrivalStats>& node_stats,
                                         const std::vector<NodeClock>& clocks);
+
+// Binomial z-score of `hits` in `n` trials of probability p.
+double BinomialZ(int64_t hits, int64_t n, double p);
 
 }  // namespace analyzer
