@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "report_render.h"
@@ -125,6 +126,35 @@ TEST(ReportTest, SkewInsideTheClockBoundIsUndetermined) {
   Report tight = MergedReport(spec, /*bound=*/100'000);
   ASSERT_FALSE(tight.stragglers.empty());
   EXPECT_TRUE(tight.stragglers.front().ordering_determined);
+}
+
+TEST(ReportTest, AWholeNodeLateAlikeIsANodeLevelStraggler) {
+  ScratchDir dir;
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  std::cout << "seed " << spec.seed << "\n";
+  auto path = testing::WriteMergedCluster(spec, dir.path(), kBound);
+  ASSERT_TRUE(path.ok()) << path.error().message();
+  {
+    // Both ranks of node1 enter every all-reduce 6 ms late (and leave with everyone).
+    auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Exec("UPDATE nccl_events SET timestamp_ns = timestamp_ns + 6000000,"
+                         " duration_ns = duration_ns - 6000000"
+                         " WHERE node = 'node1' AND op = 'ALL_REDUCE'")
+                    .ok());
+  }
+  Report r = ReportOf(*path);
+  SCOPED_TRACE(RenderText(r));
+  ASSERT_FALSE(r.stragglers.empty());
+  const Straggler& top = r.stragglers.front();
+  EXPECT_EQ(top.node, "node1");
+  EXPECT_FALSE(top.rank.has_value());
+  std::vector<int64_t> ranks = top.ranks;
+  std::sort(ranks.begin(), ranks.end());
+  EXPECT_EQ(ranks, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(top.confidence, "high");
+  EXPECT_EQ(top.cause, "compute");
 }
 
 TEST(ReportTest, SingleBundleComparesRanksOnTheNode) {
