@@ -63,14 +63,20 @@ int CreateUprobeMultiLink(bpf_program* prog, const std::string& path,
 }
 
 bool UprobeMultiWorks(bpf_program* prog) {
-  auto self = ElfFile::Load("/proc/self/exe");
-  if (!self.ok()) return false;
-  auto off = self->FunctionOffset("rankscope_uprobe_multi_check");
-  if (!off) return false;
-  int fd = CreateUprobeMultiLink(prog, "/proc/self/exe", {*off}, {0}, /*retprobe=*/false);
-  if (fd < 0) return false;
-  close(fd);
-  return true;
+  // The file offset of the check function, from this process's own mapping of it (works for
+  // stripped binaries too).
+  auto maps = ReadMaps("/proc", getpid());
+  if (!maps.ok()) return false;
+  const uint64_t addr = reinterpret_cast<uint64_t>(&rankscope_uprobe_multi_check);
+  for (const Mapping& m : *maps) {
+    if (addr < m.start || addr >= m.end || m.path.empty() || m.path[0] != '/') continue;
+    uint64_t off = addr - m.start + m.offset;
+    int fd = CreateUprobeMultiLink(prog, m.path, {off}, {0}, /*retprobe=*/false);
+    if (fd < 0) return false;
+    close(fd);
+    return true;
+  }
+  return false;
 }
 
 }  // namespace rec

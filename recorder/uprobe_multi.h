@@ -20,7 +20,7 @@ void PrepareUprobeMulti(bpf_program* prog);
 int CreateUprobeMultiLink(bpf_program* prog, const std::string& path,
                           const std::vector<uint64_t>& offsets,
                           const std::vector<uint64_t>& cookies, bool retprobe);
-// Attaches `prog` (prepared and loaded) to a function of this executable and detaches it.
+// Attaches `prog` (prepared and loaded) to a function of the recorder itself and detaches it.
 bool UprobeMultiWorks(bpf_program* prog);
 
 }  // namespace rec
