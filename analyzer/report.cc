@@ -138,6 +138,22 @@ rs::Result<void> AddSourceNotes(rs::Db& db, std::vector<std::string>& notes) {
   return rs::Ok();
 }
 
+// Inputs rankscope-merge skipped: their nodes are missing from every conclusion.
+rs::Result<void> AddMergeNotes(rs::Db& db, std::vector<std::string>& notes) {
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT file, COALESCE(original_node, '?'), status,"
+                              " COALESCE(reason, '') FROM merge_inputs WHERE status != 'merged'"
+                              " ORDER BY input_id"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    notes.push_back("input " + st.Text(0) + " (node " + st.Text(1) + ") was " + st.Text(2) +
+                    " by rankscope-merge" + (st.Text(3).empty() ? "" : ": " + st.Text(3)) +
+                    "; its ranks are missing from this report");
+  }
+  return rs::Ok();
+}
+
 std::string Verdict(const Report& r, const std::vector<ArrivalStats>& stats) {
   if (r.hang.detected) return "HANG: " + r.hang.summary;
   if (r.nccl_calls == 0) {
@@ -226,6 +242,7 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
                       "bundles to compare nodes");
   }
   RETURN_IF_ERROR(AddSourceNotes(db, r.notes));
+  if (merged) RETURN_IF_ERROR(AddMergeNotes(db, r.notes));
   ASSIGN_OR_RETURN(SideEvents side, LoadSideEvents(db, data.participants));
   if (side.retransmits_duplicate > 0) {
     r.notes.push_back(std::to_string(side.retransmits_duplicate) +

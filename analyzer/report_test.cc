@@ -222,8 +222,18 @@ TEST(ReportTest, NullRanksAreNamedByPid) {
     ASSERT_TRUE(
         db->Exec("UPDATE nccl_events SET rank = NULL; UPDATE processes SET rank = NULL").ok());
   }
+  {
+    auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Exec("INSERT INTO merge_inputs(file, original_node, status, reason)"
+                         " VALUES ('node9.rsb', 'node9', 'skipped', 'zstd frame truncated')")
+                    .ok());
+  }
   Report r = ReportOf(*path);
   SCOPED_TRACE(RenderText(r));
+  bool noted = false;
+  for (const auto& n : r.notes) noted |= n.find("node9.rsb") != std::string::npos;
+  EXPECT_TRUE(noted);
   ASSERT_FALSE(r.stragglers.empty());
   EXPECT_EQ(r.stragglers.front().node, "node3");
   EXPECT_FALSE(r.stragglers.front().rank.has_value());
