@@ -53,7 +53,11 @@ NetworkCandidate AttributeRetransmits(const SideEvents& side, const CollectiveDa
   double affected_share =
       c.collectives ? static_cast<double>(c.collectives_affected) / c.collectives : 0;
   double margin = c.weight - c.runner_up_weight;
-  if (c.segments_total >= 10 && margin >= 0.3 && affected_share >= 0.2) {
+  if (n < 2) {
+    // One node recorded: nothing to compare its retransmits with.
+    c.confidence = "low";
+    c.score = 0.1 + 0.1 * affected_share;
+  } else if (c.segments_total >= 10 && margin >= 0.3 && affected_share >= 0.2) {
     c.confidence = "high";
     c.score = 0.7 + 0.3 * affected_share;
   } else if (c.segments_total >= 3 && margin >= 0.2 && (affected_share >= 0.05 || !c.collectives)) {

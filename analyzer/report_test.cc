@@ -168,6 +168,13 @@ TEST(ReportTest, SingleBundleComparesRanksOnTheNode) {
   ASSERT_TRUE(paths.ok()) << paths.error().message();
   Report r = ReportOf((*paths)[2]);
   SCOPED_TRACE(RenderText(r));
+  // Retransmits of one node alone compare with nothing: never a confident network verdict.
+  spec.fault = "loss";
+  ScratchDir loss_dir;
+  auto loss = synth::WriteClusterBundles(spec, loss_dir.path());
+  ASSERT_TRUE(loss.ok());
+  Report one = ReportOf((*loss)[2]);
+  for (const Straggler& s : one.stragglers) EXPECT_EQ(s.confidence, "low") << s.summary;
   EXPECT_EQ(r.db_kind, "bundle");
   EXPECT_EQ(r.nodes, std::vector<std::string>{"node2"});
   ASSERT_FALSE(r.stragglers.empty());
