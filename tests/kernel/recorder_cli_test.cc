@@ -111,6 +111,29 @@ TEST(RecorderCli, DurationEndsRecordingAndNodeComesFromEnv) {
   EXPECT_LT(span, 15'000'000'000);
 }
 
+TEST(RecorderCli, ConfigFileNameBeatsEnvironmentAndFlagBeatsBoth) {
+  REQUIRE_ROOT_OR_SKIP();
+  TempDir dir;
+  std::string conf = dir.File("rs.conf");
+  ASSERT_EQ(Sh("printf '# node identity\\nnode = kcfgnode\\n' > " + conf), 0);
+  setenv("RANKSCOPE_NODE", "kenvnode", 1);
+  RunResult from_config =
+      RunRecorder({"--out", dir.File("c.rsb"), "--config", conf, "--duration", "300ms"});
+  RunResult from_flag = RunRecorder(
+      {"--out", dir.File("f.rsb"), "--config", conf, "--node", "kflag", "--duration", "300ms"});
+  unsetenv("RANKSCOPE_NODE");
+  ASSERT_EQ(from_config.exit_code, 0) << from_config.stderr_text;
+  ASSERT_EQ(from_flag.exit_code, 0) << from_flag.stderr_text;
+  EXPECT_EQ(*QueryBundleInt(dir.File("c.rsb"),
+                            "SELECT COUNT(*) FROM metadata WHERE (key = 'node' AND value = "
+                            "'kcfgnode') OR (key = 'node_source' AND value = 'config')"),
+            2);
+  EXPECT_EQ(*QueryBundleInt(dir.File("f.rsb"),
+                            "SELECT COUNT(*) FROM metadata WHERE (key = 'node' AND value = "
+                            "'kflag') OR (key = 'node_source' AND value = 'flag')"),
+            2);
+}
+
 TEST(RecorderCli, BadInputIsOneLineNonZeroAndLeavesNoFile) {
   REQUIRE_ROOT_OR_SKIP();
   TempDir dir;
