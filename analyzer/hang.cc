@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "report_format.h"
 
@@ -183,6 +184,11 @@ HangReport AnalyzeHang(const CollectiveData& data, int64_t end_ns) {
     if (!r.rank) r.rank = who.rank;
     out.progress.push_back(std::move(r));
   }
+  std::sort(out.progress.begin(), out.progress.end(),
+            [](const RankProgress& a, const RankProgress& b) {
+              return std::make_tuple(a.node, a.rank.value_or(-1), a.pid) <
+                     std::make_tuple(b.node, b.rank.value_or(-1), b.pid);
+            });
   std::string who = out.culprit_labels.empty() ? "no single rank" : "";
   for (size_t i = 0; i < out.culprit_labels.size(); ++i) {
     who += (i ? ", " : "") + out.culprit_labels[i];
