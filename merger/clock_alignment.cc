@@ -9,8 +9,6 @@
 namespace merge {
 namespace {
 
-constexpr double kMaxSlope = 1e-3;  // 1000 ppm: a clock drifting faster is broken, not skewed
-
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   size_t mid = v.size() / 2;
@@ -76,7 +74,8 @@ Line FitLine(const std::vector<double>& u, const std::vector<double>& y) {
 class LineFeasibility {
  public:
   LineFeasibility(const std::vector<double>& u, const std::vector<double>& lo,
-                  const std::vector<double>& hi) {
+                  const std::vector<double>& hi, double max_slope)
+      : max_slope_(max_slope) {
     std::vector<std::pair<double, double>> l, h;
     for (size_t i = 0; i < u.size(); ++i) {
       l.emplace_back(u[i], lo[i]);
@@ -102,10 +101,10 @@ class LineFeasibility {
   // Finds the feasible slope range; false when no line satisfies every constraint.
   bool Solve() {
     auto h = [&](double k) { return F(k) - G(k); };  // convex
-    double k = MinimizeConvex(h, -kMaxSlope, kMaxSlope);
+    double k = MinimizeConvex(h, -max_slope_, max_slope_);
     if (h(k) > 0.5) return false;
-    k_lo_ = h(-kMaxSlope) <= 0.5 ? -kMaxSlope : Bisect(h, -kMaxSlope, k);
-    k_hi_ = h(kMaxSlope) <= 0.5 ? kMaxSlope : Bisect(h, kMaxSlope, k);
+    k_lo_ = h(-max_slope_) <= 0.5 ? -max_slope_ : Bisect(h, -max_slope_, k);
+    k_hi_ = h(max_slope_) <= 0.5 ? max_slope_ : Bisect(h, max_slope_, k);
     return true;
   }
 
@@ -165,6 +164,7 @@ class LineFeasibility {
   }
 
   std::vector<std::pair<double, double>> lo_, hi_;
+  double max_slope_;
   double k_lo_ = 0, k_hi_ = 0;
 };
 
@@ -223,8 +223,8 @@ PairEstimate EstimatePair(std::vector<PairConstraint> cs, int64_t anchor_ns,
   bool drift = static_cast<int>(cs.size()) >= opt.min_drift_points && span > 0 &&
                std::fabs(line.slope) > opt.drift_sigmas * line.slope_se &&
                std::fabs(line.slope) * span >= opt.min_drift_effect_ns &&
-               std::fabs(line.slope) <= kMaxSlope;
-  LineFeasibility lines(u, lo, hi);
+               std::fabs(line.slope) <= opt.max_drift_ppm * 1e-6;
+  LineFeasibility lines(u, lo, hi, opt.max_drift_ppm * 1e-6);
   if (!drift && lo_max > hi_min && static_cast<int>(cs.size()) >= opt.min_drift_points &&
       span > 0 && lines.Solve()) {
     drift = true;  // a constant offset cannot satisfy the constraints; a drifting one can
@@ -252,17 +252,15 @@ PairEstimate EstimatePair(std::vector<PairConstraint> cs, int64_t anchor_ns,
                  Us(lo_max - hi_min) + " apart)";
       return est;
     }
-    double p = std::clamp(median_pt, lo_max, hi_min);
-    est.usable = true;
-    est.offset_ns = p;
-    est.error_bound_ns = std::max(p - lo_max, hi_min - p);
-    est.note = "constant offset";
-    return est;
+    line = Line{std::clamp(median_pt, lo_max, hi_min), 0};
   }
   if (!lines.Solve()) {
     est.note = "rendezvous constraints contradict each other (no offset line fits them all)";
     return est;
   }
+  // The bound holds for every clock pair whose drift the constraints (and max_drift_ppm)
+  // allow, also when the point estimate assumes none: the distance from the estimate to the
+  // farthest feasible line, largest at either end of the recording.
   double bound = 0;
   for (double at : {u_min, u_max}) {
     auto [l, h] = lines.RangeAt(at);
@@ -273,7 +271,7 @@ PairEstimate EstimatePair(std::vector<PairConstraint> cs, int64_t anchor_ns,
   est.offset_ns = line.intercept;
   est.drift_ppm = line.slope * 1e6;
   est.error_bound_ns = bound;
-  est.note = "linear drift fitted";
+  est.note = drift ? "linear drift fitted" : "constant offset (bound allows undetected drift)";
   return est;
 }
 

@@ -63,6 +63,9 @@ struct AlignOptions {
   // Exits cluster when the spread (MAD) of the exit differences is at most this fraction of
   // the median width of the per-rendezvous intervals.
   double max_exit_spread_ratio = 0.25;
+  // The largest drift between two clocks the bounds allow for (each kernel clock is corrected
+  // by at most 500 ppm, MAXFREQ in adjtimex(2)).
+  double max_drift_ppm = 1000.0;
   // Bound used when a node's clock_refs carry no kernel maxerror: the kernel's own ceiling
   // for maxerror (NTP_PHASE_LIMIT, 16 s).
   int64_t unknown_maxerror_ns = 16'000'000'000;

@@ -94,7 +94,7 @@ TEST(EstimatePair, IntersectionAndClampedPoint) {
   PairEstimate e = EstimatePair(cs, 0);
   ASSERT_TRUE(e.usable) << e.note;
   EXPECT_DOUBLE_EQ(e.offset_ns, 4);
-  EXPECT_DOUBLE_EQ(e.error_bound_ns, 14);
+  EXPECT_NEAR(e.error_bound_ns, 14, 0.01);  // drift over 2 ns adds nothing measurable
   EXPECT_EQ(e.count, 3);
   EXPECT_EQ(e.drift_ppm, 0);
 }
