@@ -162,6 +162,31 @@ TEST(AlignClocks, RecoversDrift) {
   }
 }
 
+TEST(AlignClocks, BoundHoldsForDriftTooSmallToDetect) {
+  // Exits spread by milliseconds hide a 100 ppm drift; the offset estimate is then constant,
+  // and its bound must still cover the true offset at every moment of the recording.
+  Sim sim;
+  sim.offset = {0, 1'000'000};
+  sim.drift_ppm = {0, 100};
+  std::vector<Rendezvous> rz;
+  // A few tight rendezvous at the start pin the offset there to a few microseconds...
+  for (int64_t i = 0; i < 4; ++i) {
+    rz.push_back(sim.Collective(sim.t0 + i * 1'000'000, 0, 5'000, 0));
+  }
+  // ...the loose ones over 12 s cannot show the 1.2 ms the clock drifts meanwhile.
+  for (int64_t i = 1; i < 120; ++i) {
+    rz.push_back(sim.Collective(sim.t0 + i * 100'000'000, 20'000'000, 1'000'000, 5'000'000));
+  }
+  auto al = AlignClocks(sim.Clocks(16'000'000), rz);
+  ASSERT_EQ(al[1].method, "rendezvous") << al[1].note;
+  for (int64_t t = sim.t0; t <= sim.t0 + 12'000'000'000; t += 500'000'000) {
+    int64_t local = sim.Local(1, t);
+    double truth = sim.TrueOffsetAt(1, 0, local);
+    double est = static_cast<double>(local - al[1].Apply(local));
+    EXPECT_LE(std::fabs(est - truth), al[1].error_bound_ns + 1.0) << "at t0 + " << t - sim.t0;
+  }
+}
+
 TEST(AlignClocks, EnqueueOnlyCallsFallBackToWallClock) {
   Sim sim;
   sim.offset = {0, 2'000'000, -3'000'000};
