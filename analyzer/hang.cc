@@ -216,6 +216,7 @@ Straggler HangStraggler(const HangReport& hang, const CollectiveData& data, size
     }
   }
   if (s.node.empty() && culprit < hang.culprit_ranks.size()) s.rank = hang.culprit_ranks[culprit];
+  if (s.rank) s.ranks.push_back(*s.rank);
   s.cause = "hang";
   s.confidence = "high";
   s.confidence_score = 1.0;
