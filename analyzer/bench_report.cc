@@ -120,9 +120,15 @@ int main(int argc, char** argv) {
       struct rusage ru {};
       wait4(pid, &status, 0, &ru);
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::printf("run %d (%s integrity check): %.2f s wall, peak RSS %.0f MiB, exit %d\n", r + 1,
-                  std::strcmp(check, "check") == 0 ? "with" : "without", s, ru.ru_maxrss / 1024.0,
-                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+      double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+                   ru.ru_stime.tv_usec / 1e6;
+      double load[1] = {0};
+      getloadavg(load, 1);
+      std::printf(
+          "run %d (%s integrity check): %.2f s wall, %.2f s CPU, peak RSS %.0f MiB, exit %d"
+          " (load average %.1f)\n",
+          r + 1, std::strcmp(check, "check") == 0 ? "with" : "without", s, cpu,
+          ru.ru_maxrss / 1024.0, WIFEXITED(status) ? WEXITSTATUS(status) : -1, load[0]);
     }
   }
   return 0;
