@@ -117,9 +117,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "query") return RunQueryCommand(argc - 1, argv + 1);
-#ifndef RANKSCOPE_NO_REPORT
   if (cmd == "report") return RunReportCommand(argc - 1, argv + 1);
-#endif
   std::cerr << "rankscope-analyze: unknown command '" << cmd << "'\n" << kUsage;
   return 2;
 }
