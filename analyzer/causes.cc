@@ -10,6 +10,12 @@ namespace {
 
 // Evidence-backed causes explaining at least this share leave `compute` at half weight.
 constexpr double kEvidenceShare = 0.25;
+// A node's requests stand out at this many times the other nodes' mean latency, and by at least
+// kIoMinExcessNs (a memory-backed or NVMe disk answers in tens of microseconds), over at least
+// kIoMinRequests requests.
+constexpr int64_t kIoFactor = 3;
+constexpr int64_t kIoMinExcessNs = 1'000'000;
+constexpr int64_t kIoMinRequests = 5;
 
 struct WindowSums {
   int64_t windows = 0;
@@ -251,6 +257,182 @@ std::vector<Cause> LatenessCauses(const CollectiveData& data, int32_t participan
     out.push_back(std::move(c));
   }
   return out;
+}
+
+IoCandidate AttributeBlockLatency(const SideEvents& side, const CollectiveData& data,
+                                  const std::vector<ArrivalStats>& node_stats) {
+  IoCandidate c;
+  // Each rank's span from its first to its last collective: requests issued there delay its
+  // next entry (start-up writes of data files and checkpoints at exit do not).
+  std::vector<int64_t> first(data.participants.size(), -1), last(data.participants.size(), -1);
+  for (const NcclCall& k : data.calls) {
+    int64_t& f = first[k.participant];
+    if (f < 0 || k.ts < f) f = k.ts;
+    last[k.participant] = std::max(last[k.participant], k.ts);
+  }
+  struct Sum {
+    int64_t n = 0, ns = 0;
+  };
+  std::map<std::string, Sum> by_node;
+  for (size_t p = 0; p < data.participants.size(); ++p) {
+    const Participant& who = data.participants[p];
+    Sum& sum = by_node[who.node];
+    auto it = side.rank_requests.find({who.node, who.pid});
+    if (it == side.rank_requests.end() || first[p] < 0) continue;
+    for (const BlockRequest& r : it->second) {
+      if (r.ts < first[p] || r.ts > last[p]) continue;
+      ++sum.n;
+      sum.ns += r.dur;
+    }
+  }
+  std::string best;
+  for (const auto& [node, sum] : by_node) {
+    if (sum.n < kIoMinRequests) continue;
+    if (best.empty() || sum.ns / sum.n > by_node[best].ns / by_node[best].n) best = node;
+  }
+  if (best.empty()) return c;
+  std::vector<int64_t> others;
+  for (const auto& [node, sum] : by_node) {
+    if (node != best && sum.n > 0) others.push_back(sum.ns / sum.n);
+  }
+  if (others.empty()) return c;  // one node: nothing to compare with
+  int64_t mean = by_node[best].ns / by_node[best].n, rest = Quantile(others, 0.5);
+  if (mean < kIoFactor * rest || mean - rest < kIoMinExcessNs) return c;
+  c.node = best;
+  c.requests = by_node[best].n;
+  c.mean_ns = mean;
+  c.others_mean_ns = rest;
+  std::vector<int64_t> other_late;
+  int64_t mine = 0;
+  for (const ArrivalStats& s : node_stats) {
+    if (s.collectives == 0) continue;
+    if (s.node == best)
+      mine = s.median_lateness_ns;
+    else
+      other_late.push_back(s.median_lateness_ns);
+  }
+  c.lateness_excess_ns = other_late.empty() ? 0 : mine - Quantile(other_late, 0.5);
+  // Never high: the lateness statistics did not single the node out on their own. The score
+  // grows with the share of its requests' time the other nodes do not need.
+  double excess_share = 1.0 - static_cast<double>(rest) / static_cast<double>(mean);
+  if (c.lateness_excess_ns > 0) {
+    c.confidence = "medium";
+    c.score = 0.4 + 0.3 * excess_share;
+  } else {
+    c.confidence = "low";
+    c.score = 0.25 + 0.2 * excess_share;
+  }
+  return c;
+}
+
+Straggler IoStraggler(const IoCandidate& c) {
+  Straggler s;
+  s.node = c.node;
+  s.confidence = c.confidence;
+  s.confidence_score = c.score;
+  s.basis =
+      "block request issue/complete tracepoints of the ranks' own processes, between their "
+      "first and last collective; lateness from host-side NCCL call entry times";
+  Cause cause;
+  cause.kind = "io";
+  cause.score = std::min(1.0, 1.0 - static_cast<double>(c.others_mean_ns) /
+                                        static_cast<double>(std::max<int64_t>(1, c.mean_ns)));
+  cause.summary = "block requests of its ranks took " + FormatNs(c.mean_ns) + " on average (" +
+                  std::to_string(c.requests) + " requests) vs " + FormatNs(c.others_mean_ns) +
+                  " on the other nodes";
+  cause.remediation = "stage the training data on " + c.node +
+                      "'s local disk or in memory, or check that disk (iostat -x, smartctl) and "
+                      "what else writes to it";
+  cause.values = {{"requests", static_cast<double>(c.requests)},
+                  {"mean_request_ns", static_cast<double>(c.mean_ns)},
+                  {"others_mean_request_ns", static_cast<double>(c.others_mean_ns)}};
+  s.cause = cause.kind;
+  s.summary = c.node + ": its ranks' data reads are slow (" + FormatNs(c.mean_ns) + " vs " +
+              FormatNs(c.others_mean_ns) + " elsewhere); its median lateness is " +
+              FormatNs(c.lateness_excess_ns) + " above the other nodes'";
+  s.causes.push_back(std::move(cause));
+  Evidence e;
+  e.kind = "block_latency";
+  e.summary = s.summary;
+  e.values = {{"requests", static_cast<double>(c.requests)},
+              {"mean_request_ns", static_cast<double>(c.mean_ns)},
+              {"others_mean_request_ns", static_cast<double>(c.others_mean_ns)},
+              {"lateness_excess_ns", static_cast<double>(c.lateness_excess_ns)}};
+  s.evidence.push_back(std::move(e));
+  return s;
+}
+
+RunqShare NodeRunqShare(const SideEvents& side, const CollectiveData& data,
+                        const std::string& node) {
+  RunqShare r;
+  std::vector<int64_t> first(data.participants.size(), -1), last(data.participants.size(), -1);
+  for (const NcclCall& k : data.calls) {
+    int64_t& f = first[k.participant];
+    if (f < 0 || k.ts < f) f = k.ts;
+    last[k.participant] = std::max(last[k.participant], k.ts);
+  }
+  std::map<std::string, std::vector<double>> shares;
+  for (size_t p = 0; p < data.participants.size(); ++p) {
+    const Participant& who = data.participants[p];
+    if (first[p] < 0 || last[p] <= first[p]) continue;
+    int64_t waited = 0;
+    auto it = side.runq.find({who.node, who.pid});
+    if (it != side.runq.end()) {
+      for (const RunqWait& w : it->second) {
+        int64_t o = std::min(last[p], w.end) - std::max(first[p], w.start);
+        if (o > 0) waited += o;
+      }
+    }
+    shares[who.node].push_back(static_cast<double>(waited) /
+                               static_cast<double>(last[p] - first[p]));
+  }
+  auto mean = [](const std::vector<double>& v) {
+    double t = 0;
+    for (double x : v) t += x;
+    return v.empty() ? 0 : t / static_cast<double>(v.size());
+  };
+  std::vector<double> others;
+  for (const auto& [n, v] : shares) {
+    if (n == node)
+      r.share = mean(v);
+    else if (!v.empty())
+      others.push_back(mean(v));
+  }
+  if (others.empty() || !shares.count(node)) return r;
+  r.others_share = MedianOf(others);
+  r.stands_out = r.share >= 1.5 * r.others_share && r.share - r.others_share >= 0.05;
+  return r;
+}
+
+void ExplainByNodeResources(Straggler& s, const IoCandidate& io, const RunqShare& cpu) {
+  Cause c;
+  if (io.node == s.node) {
+    c = IoStraggler(io).causes.front();
+    c.summary += "; the retransmits on its connections explain less";
+    if (io.score > s.confidence_score) s.confidence = io.confidence, s.confidence_score = io.score;
+  } else if (cpu.stands_out) {
+    c.kind = "cpu_contention";
+    c.score = std::min(1.0, (cpu.share - cpu.others_share) / std::max(cpu.share, 1e-9));
+    c.summary = "its ranks waited for a CPU " + FormatPercent(cpu.share) +
+                " of the time between their first and last collective (other nodes' ranks " +
+                FormatPercent(cpu.others_share) +
+                "); a CPU-starved node sends its ACKs and segments late, so the retransmits on "
+                "its connections are likely a consequence (tail-loss probes), not packet loss";
+    c.remediation = "find what else runs on " + s.node +
+                    "'s CPUs (top, pidstat); pin the training ranks to separate cores";
+    c.values = {{"runq_share", cpu.share}, {"others_runq_share", cpu.others_share}};
+  } else {
+    return;
+  }
+  for (Cause& n : s.causes) {
+    if (n.kind == "network") n.score *= 1.0 - c.score;
+  }
+  s.causes.insert(s.causes.begin(), std::move(c));
+  std::stable_sort(s.causes.begin(), s.causes.end(),
+                   [](const Cause& a, const Cause& b) { return a.score > b.score; });
+  s.cause = s.causes.front().kind;
+  s.summary = s.node + ": its collectives are slowed; top cause " + s.cause + " (" +
+              s.causes.front().summary + ")";
 }
 
 }  // namespace analyzer

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "collectives.h"
@@ -17,5 +18,38 @@ namespace analyzer {
 // summary of the windows measured.
 std::vector<Cause> LatenessCauses(const CollectiveData& data, int32_t participant,
                                   const SideEvents& side, Evidence& window_evidence);
+
+// A node whose ranks' own block requests, issued while they run between collectives, take far
+// longer than the other nodes' ranks' requests: slow storage on that node. Named as a straggler
+// where the lateness statistics alone do not single out the node (a few ms of extra read time
+// per step can hide in scheduling noise); confidence rises when its ranks are also later.
+struct IoCandidate {
+  std::string node;  // empty: no node's requests stand out
+  int64_t requests = 0;
+  int64_t mean_ns = 0;         // mean issue -> complete of its ranks' requests
+  int64_t others_mean_ns = 0;  // median over the other nodes of the same mean
+  int64_t lateness_excess_ns = 0;  // its median lateness above the other nodes' median
+  std::string confidence;
+  double score = 0;
+};
+
+IoCandidate AttributeBlockLatency(const SideEvents& side, const CollectiveData& data,
+                                  const std::vector<ArrivalStats>& node_stats);
+Straggler IoStraggler(const IoCandidate& c);
+
+// Share of its ranks' time, between their first and last collective, spent waiting in a run
+// queue: mean over the node's ranks, and the median of the other nodes' same share.
+struct RunqShare {
+  double share = 0, others_share = 0;
+  bool stands_out = false;  // well above the other nodes': a CPU-starved node
+};
+RunqShare NodeRunqShare(const SideEvents& side, const CollectiveData& data,
+                        const std::string& node);
+
+// A node-level straggler named for its retransmits (no lateness straggler on its node) whose
+// own resources explain them: slow block I/O of its ranks (`io`, when io.node is that node) or
+// a CPU-starved node, whose late ACKs and tail-loss probes retransmit without loss. The resource
+// becomes the top cause; the network cause keeps only the share it leaves unexplained.
+void ExplainByNodeResources(Straggler& s, const IoCandidate& io, const RunqShare& cpu);
 
 }  // namespace analyzer

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -118,6 +119,32 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
   s.summary = name + " arrives last (median " + FormatNs(me.median_lateness_ns) +
               " late); top cause: " + s.cause;
   return s;
+}
+
+// A node whose ranks wait for a CPU also sends its ACKs and segments late: the kernel's tail
+// loss probes and timeouts then retransmit without any packet lost. Where run-queue waits
+// explain its lateness, its retransmits are counted as their consequence, the network cause
+// keeping only the share the CPU does not explain.
+void DiscountNetworkUnderCpu(Straggler& s) {
+  auto cpu = std::find_if(s.causes.begin(), s.causes.end(),
+                          [](const Cause& c) { return c.kind == "cpu_contention"; });
+  if (cpu == s.causes.end() || cpu->score < 0.25) return;
+  double cpu_score = cpu->score;
+  bool changed = false;
+  for (Cause& c : s.causes) {
+    if (c.kind != "network") continue;
+    c.score *= 1.0 - cpu_score;
+    c.summary += "; its ranks' run-queue waits explain " + FormatPercent(cpu_score) +
+                 " of its lateness, so these retransmits are likely a consequence of CPU "
+                 "starvation (late ACKs, tail-loss probes)";
+    changed = true;
+  }
+  if (!changed) return;
+  std::stable_sort(s.causes.begin(), s.causes.end(),
+                   [](const Cause& a, const Cause& b) { return a.score > b.score; });
+  s.cause = s.causes.front().kind;
+  size_t at = s.summary.rfind("top cause: ");
+  if (at != std::string::npos) s.summary = s.summary.substr(0, at) + "top cause: " + s.cause;
 }
 
 rs::Result<void> AddSourceNotes(rs::Db& db, std::vector<std::string>& notes) {
@@ -273,6 +300,8 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   LatenessCandidate lc = FindLatenessStraggler(data, stats, r.per_node, r.clock);
   if (lc.participant >= 0) ranked.push_back(LatenessStraggler(data, stats, lc, side));
   NetworkCandidate nc = AttributeRetransmits(side, data);
+  IoCandidate ic = AttributeBlockLatency(side, data, r.per_node);
+  std::optional<Straggler> network_only;
   if (!nc.node.empty()) {
     auto same = std::find_if(ranked.begin(), ranked.end(), [&](const Straggler& s) {
       return s.node == nc.node && s.ordering_determined;
@@ -293,8 +322,16 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
                        [](const Cause& a, const Cause& b) { return a.score > b.score; });
       same->cause = same->causes.front().kind;
     } else {
-      ranked.push_back(NetworkStraggler(nc));
+      network_only = NetworkStraggler(nc);
+      ExplainByNodeResources(*network_only, ic, NodeRunqShare(side, data, nc.node));
     }
+  }
+  for (Straggler& s : ranked) DiscountNetworkUnderCpu(s);  // the lateness straggler
+  if (network_only) ranked.push_back(std::move(*network_only));
+  if (!ic.node.empty() &&
+      std::none_of(ranked.begin(), ranked.end(),
+                   [&](const Straggler& s) { return s.node == ic.node; })) {
+    ranked.push_back(IoStraggler(ic));
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const Straggler& a, const Straggler& b) {
     return a.confidence_score > b.confidence_score;

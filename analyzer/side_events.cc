@@ -108,8 +108,9 @@ rs::Result<void> LoadRunq(rs::Db& db, const std::vector<Participant>& participan
 // every request its recorder saw.
 rs::Result<void> LoadBlock(rs::Db& db, const std::vector<Participant>& participants,
                            SideEvents& out) {
-  std::set<std::pair<std::string, int64_t>> own;
+  std::set<std::pair<std::string, int64_t>> own, ranks;
   for (const Participant& p : participants) own.emplace(p.node, p.pid);
+  ranks = own;
   ASSIGN_OR_RETURN(rs::Statement procs, db.Prepare("SELECT node, pid FROM processes"));
   while (true) {
     ASSIGN_OR_RETURN(bool row, procs.Step());
@@ -126,7 +127,14 @@ rs::Result<void> LoadBlock(rs::Db& db, const std::vector<Participant>& participa
     std::string node = st.Text(0);
     Interval i{st.Int(1), st.Int(1) + st.Int(2)};
     if (!st.IsNull(3) && own.count({node, st.Int(3)})) mine[node].push_back(i);
+    if (!st.IsNull(3) && ranks.count({node, st.Int(3)})) {
+      out.rank_requests[{node, st.Int(3)}].push_back(BlockRequest{st.Int(1), st.Int(2)});
+    }
     all[node].push_back(i);
+  }
+  for (auto& [key, requests] : out.rank_requests) {
+    std::sort(requests.begin(), requests.end(),
+              [](const BlockRequest& a, const BlockRequest& b) { return a.ts < b.ts; });
   }
   for (auto& [node, v] : all) {
     auto it = mine.find(node);

@@ -25,6 +25,10 @@ struct RunqWait {
   int32_t other_comm = 0;  // index into SideEvents::comms
 };
 
+struct BlockRequest {
+  int64_t ts = 0, dur = 0;  // issue time, issue -> complete
+};
+
 struct Retransmit {
   int64_t ts = 0;
   int src = -1, dst = -1;  // indices into SideEvents::nodes; -1 = address of no recorded node
@@ -38,6 +42,8 @@ struct SideEvents {
   std::vector<std::string> comms;  // names of the tasks that had the CPU
   // node -> union of its block requests' issue..complete intervals, ordered.
   std::map<std::string, std::vector<Interval>> block;
+  // (node, pid) -> block requests issued by that rank's own process, ordered by issue time.
+  std::map<std::pair<std::string, int64_t>, std::vector<BlockRequest>> rank_requests;
   std::vector<Retransmit> retransmits;   // ordered by ts
   int64_t retransmits_without_peer = 0;  // daddr belongs to no recorded node
   int64_t retransmits_duplicate = 0;     // seen by several recorders sharing one kernel

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Acceptance test of the report on the test bed: for every fault kind, on a node chosen at
+# random, the report names the faulty node as the top straggler (or hang culprit) and the
+# injected kind as its cause; without a fault it claims no straggler with high confidence.
+#   report_acceptance_test.sh BUILD_DIR SOURCE_DIR [FAULT...]
+# RANKSCOPE_TEST_SEED=N repeats a run's choice of fault nodes (the seed is printed).
+# Exit 77 = skipped (not root and CI unset). With CI set, a missing prerequisite fails.
+set -euo pipefail
+
+BUILD=$1
+SRC=$2
+shift 2
+FAULTS=("$@")
+((${#FAULTS[@]})) || FAULTS=(loss cpu io slow hang none)
+HARNESS="$SRC/tests/cluster/run-cluster"
+NODES=3
+RPN=2
+STEPS=30
+
+skip_or_fail() {
+  if [[ -n "${CI:-}" ]]; then
+    echo "FAIL (CI must not skip): $*"
+    exit 1
+  fi
+  echo "SKIP: $*"
+  exit 77
+}
+((EUID == 0)) || skip_or_fail "needs root: run 'sudo meson test -C build --suite cluster'"
+command -v python3 >/dev/null || skip_or_fail "python3 not installed"
+for tool in tests/cluster/rankscope-trainer recorder/rankscope-record merger/rankscope-merge \
+  analyzer/rankscope-analyze; do
+  [[ -x "$BUILD/$tool" ]] || skip_or_fail "$tool is not built in $BUILD"
+done
+
+OUT=$(mktemp -d "/tmp/rankscope-acceptance.$$.XXXX")
+# RANKSCOPE_KEEP_TEST_OUT=1 keeps each scenario's bundles, report and logs for a look.
+trap '[[ -n "${RANKSCOPE_KEEP_TEST_OUT:-}" ]] && echo "kept $OUT" || rm -rf "$OUT"' EXIT
+
+SEED=${RANKSCOPE_TEST_SEED:-$(( $(date +%s) % 32768 ))}
+RANDOM=$SEED
+echo "seed $SEED (RANKSCOPE_TEST_SEED=$SEED repeats the choice of fault nodes)"
+
+# Checks report.json against truth.json for one fault; prints "ok|FAIL: expected ...; got ...".
+check_report() {  # fault dir
+  python3 - "$1" "$2/truth.json" "$2/report.json" <<'EOF'
+import json, sys
+fault, truth_path, report_path = sys.argv[1:4]
+truth = json.load(open(truth_path))
+report = json.load(open(report_path))
+node = truth["node"]
+expected_cause = {"loss": "network", "cpu": "cpu_contention", "io": "io", "slow": "compute"}
+stragglers = report.get("stragglers") or []
+hang = report.get("hang") or {}
+def describe(s):
+    causes = ",".join("%s=%.2f" % (c["kind"], c["score"]) for c in s.get("causes", []))
+    return "%s cause=%s confidence=%s [%s]" % (s["node"], s["cause"], s["confidence"], causes)
+got = "; ".join(describe(s) for s in stragglers[:3]) or "no straggler"
+if hang.get("detected"):
+    got += "; hang culprits %s" % hang.get("culprit_nodes")
+if fault == "hang":
+    want = "hang detected, culprit %s" % node
+    ok = truth.get("end") == "hang" and bool(hang.get("detected")) and \
+        node in (hang.get("culprit_nodes") or [])
+elif fault == "none":
+    want = "no straggler with high confidence, no hang"
+    ok = not any(s["confidence"] == "high" for s in stragglers) and not hang.get("detected")
+else:
+    want = "top straggler %s cause=%s" % (node, expected_cause[fault])
+    ok = bool(stragglers) and stragglers[0]["node"] == node and \
+        stragglers[0]["cause"] == expected_cause[fault]
+print("%s: expected %s; got %s" % ("ok" if ok else "FAIL", want, got))
+sys.exit(0 if ok else 1)
+EOF
+}
+
+failed=()
+summary=()
+for fault in "${FAULTS[@]}"; do
+  k=$((RANDOM % NODES))
+  dir="$OUT/$fault"
+  start=$SECONDS
+  rc=0
+  args=(--build "$BUILD" --out "$dir" --nodes "$NODES" --ranks-per-node "$RPN"
+        --steps "$STEPS" --fault "$fault" --timeout 120)
+  [[ "$fault" != none ]] && args+=(--fault-node "$k")
+  timeout -s INT 240 "$HARNESS" "${args[@]}" >"$OUT/$fault.out" 2>&1 || rc=$?
+  took=$((SECONDS - start))
+  if ((rc != 0)) || [[ ! -f "$dir/report.json" || ! -f "$dir/truth.json" ]]; then
+    line="FAIL: harness exit $rc, no report: $(tail -n 3 "$OUT/$fault.out" | tr '\n' ' ')"
+  else
+    line=$(check_report "$fault" "$dir") || true
+  fi
+  where=$([[ "$fault" == none ]] && echo "-" || echo "node$k")
+  summary+=("$(printf '%-5s %-6s %3d s  %s' "$fault" "$where" "$took" "$line")")
+  echo "${summary[-1]}"
+  [[ "$line" == ok:* ]] || failed+=("$fault")
+done
+
+echo "---- summary (seed $SEED, $NODES nodes x $RPN ranks, $STEPS steps) ----"
+printf '%s\n' "${summary[@]}"
+if ((${#failed[@]})); then
+  echo "FAIL: ${failed[*]}"
+  exit 1
+fi
+echo "PASS"
