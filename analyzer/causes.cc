@@ -1,6 +1,7 @@
 #include "causes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "report_format.h"
@@ -20,6 +21,7 @@ constexpr int64_t kIoMinRequests = 5;
 struct WindowSums {
   int64_t windows = 0;
   int64_t lateness = 0, runq = 0, io = 0, with_retransmits = 0;
+  int64_t span = 0;  // total length of the windows
   std::map<std::pair<int32_t, int64_t>, int64_t> runq_by_other;  // (comm, pid) -> ns
   double Mean(int64_t v) const { return windows ? static_cast<double>(v) / windows : 0; }
 };
@@ -72,6 +74,7 @@ class WindowMeter {
       int64_t a = prev.in_flight() ? prev.ts : prev.ts + prev.dur, b = cur.ts;
       if (b <= a) continue;
       ++s.windows;
+      s.span += b - a;
       s.lateness += cur.ts - g.first_entry;
       if (runq_it != side_.runq.end()) {
         const std::vector<RunqWait>& waits = runq_it->second;
@@ -117,7 +120,7 @@ std::vector<Cause> LatenessCauses(const CollectiveData& data, int32_t participan
   const Participant& who = data.participants[participant];
   WindowSums mine = meter.Measure(participant, /*only_last=*/true, /*by_other=*/true);
   if (mine.windows < 3) mine = meter.Measure(participant, /*only_last=*/false, /*by_other=*/true);
-  std::vector<double> late, runq, io, rt;
+  std::vector<double> late, runq, io, rt, rt_rate;
   for (size_t q = 0; q < data.participants.size(); ++q) {
     if (static_cast<int32_t>(q) == participant) continue;
     WindowSums o = meter.Measure(static_cast<int32_t>(q), false);
@@ -126,11 +129,19 @@ std::vector<Cause> LatenessCauses(const CollectiveData& data, int32_t participan
     runq.push_back(o.Mean(o.runq));
     io.push_back(o.Mean(o.io));
     rt.push_back(o.Mean(o.with_retransmits));
+    // Retransmits as a rate in time (Poisson): a longer window catches more of them by itself.
+    if (o.span > 0) {
+      rt_rate.push_back(-std::log(1.0 - std::min(0.999, o.Mean(o.with_retransmits))) /
+                        o.Mean(o.span));
+    }
   }
   double lost = std::max(1.0, mine.Mean(mine.lateness) - MedianOf(late));
   double cpu_ns = std::max(0.0, mine.Mean(mine.runq) - MedianOf(runq));
   double io_ns = std::max(0.0, mine.Mean(mine.io) - MedianOf(io));
-  double rt_share = std::max(0.0, mine.Mean(mine.with_retransmits) - MedianOf(rt));
+  // Share of its windows expected to see a retransmit at the others' rate, given their length.
+  double rt_expected = rt_rate.empty() ? MedianOf(rt)
+                                       : 1.0 - std::exp(-MedianOf(rt_rate) * mine.Mean(mine.span));
+  double rt_share = std::max(0.0, mine.Mean(mine.with_retransmits) - rt_expected);
   window_evidence.kind = "windows";
   window_evidence.summary = "measured " + std::to_string(mine.windows) +
                             " windows from its previous collective's exit "
@@ -220,10 +231,12 @@ std::vector<Cause> LatenessCauses(const CollectiveData& data, int32_t participan
     c.score = 0.5 * std::min(1.0, rt_share);  // a count, not time: half weight
     c.summary = FormatPercent(mine.Mean(mine.with_retransmits)) +
                 " of its late windows had TCP retransmits touching " + who.node + " (others " +
-                FormatPercent(MedianOf(rt)) + ")";
+                FormatPercent(MedianOf(rt)) + "; " + FormatPercent(rt_expected) +
+                " expected at their rate for windows as long as its own)";
     c.remediation = "check the NIC, cable and switch port of " + who.node;
     c.values = {{"windows_with_retransmits_share", mine.Mean(mine.with_retransmits)},
-                {"others_windows_with_retransmits_share", MedianOf(rt)}};
+                {"others_windows_with_retransmits_share", MedianOf(rt)},
+                {"expected_windows_with_retransmits_share", rt_expected}};
     causes.push_back(std::move(c));
   }
   double explained = std::min(1.0, causes[0].score + causes[1].score);
@@ -404,6 +417,58 @@ RunqShare NodeRunqShare(const SideEvents& side, const CollectiveData& data,
   return r;
 }
 
+Cause CpuStarvationCause(const std::string& node, const RunqShare& cpu) {
+  Cause c;
+  c.kind = "cpu_contention";
+  c.score = std::min(1.0, (cpu.share - cpu.others_share) / std::max(cpu.share, 1e-9));
+  c.summary = "its ranks waited for a CPU " + FormatPercent(cpu.share) +
+              " of the time between their first and last collective (other nodes' ranks " +
+              FormatPercent(cpu.others_share) + ")";
+  c.remediation = "find what else runs on " + node +
+                  "'s CPUs (top, pidstat); pin the training ranks to separate cores";
+  c.values = {{"runq_share", cpu.share}, {"others_runq_share", cpu.others_share}};
+  return c;
+}
+
+Straggler CpuStraggler(const std::string& node, const RunqShare& cpu,
+                       const std::vector<ArrivalStats>& node_stats) {
+  Straggler s;
+  s.node = node;
+  s.causes.push_back(CpuStarvationCause(node, cpu));
+  std::vector<int64_t> other_late;
+  int64_t mine = 0;
+  for (const ArrivalStats& a : node_stats) {
+    if (a.collectives == 0) continue;
+    if (a.node == node)
+      mine = a.median_lateness_ns;
+    else
+      other_late.push_back(a.median_lateness_ns);
+  }
+  int64_t excess = other_late.empty() ? 0 : mine - Quantile(other_late, 0.5);
+  // Never high: the lateness statistics did not single the node out on their own.
+  double share = s.causes.front().score;
+  if (excess > 0) {
+    s.confidence = "medium";
+    s.confidence_score = 0.4 + 0.3 * share;
+  } else {
+    s.confidence = "low";
+    s.confidence_score = 0.25 + 0.2 * share;
+  }
+  s.basis = "run-queue latency (sched tracepoints) of the ranks' own processes between their "
+            "first and last collective; lateness from host-side NCCL call entry times";
+  s.cause = "cpu_contention";
+  s.summary = node + ": its ranks are starved of CPU (" + s.causes.front().summary +
+              "); its median lateness is " + FormatNs(excess) + " above the other nodes'";
+  Evidence e;
+  e.kind = "runq_share";
+  e.summary = s.causes.front().summary;
+  e.values = {{"runq_share", cpu.share},
+              {"others_runq_share", cpu.others_share},
+              {"lateness_excess_ns", static_cast<double>(excess)}};
+  s.evidence.push_back(std::move(e));
+  return s;
+}
+
 void ExplainByNodeResources(Straggler& s, const IoCandidate& io, const RunqShare& cpu) {
   Cause c;
   if (io.node == s.node) {
@@ -411,16 +476,9 @@ void ExplainByNodeResources(Straggler& s, const IoCandidate& io, const RunqShare
     c.summary += "; the retransmits on its connections explain less";
     if (io.score > s.confidence_score) s.confidence = io.confidence, s.confidence_score = io.score;
   } else if (cpu.stands_out) {
-    c.kind = "cpu_contention";
-    c.score = std::min(1.0, (cpu.share - cpu.others_share) / std::max(cpu.share, 1e-9));
-    c.summary = "its ranks waited for a CPU " + FormatPercent(cpu.share) +
-                " of the time between their first and last collective (other nodes' ranks " +
-                FormatPercent(cpu.others_share) +
-                "); a CPU-starved node sends its ACKs and segments late, so the retransmits on "
-                "its connections are likely a consequence (tail-loss probes), not packet loss";
-    c.remediation = "find what else runs on " + s.node +
-                    "'s CPUs (top, pidstat); pin the training ranks to separate cores";
-    c.values = {{"runq_share", cpu.share}, {"others_runq_share", cpu.others_share}};
+    c = CpuStarvationCause(s.node, cpu);
+    c.summary += "; a CPU-starved node sends its ACKs and segments late, so the retransmits on "
+                 "its connections are likely a consequence (tail-loss probes), not packet loss";
   } else {
     return;
   }

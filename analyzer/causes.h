@@ -46,6 +46,11 @@ struct RunqShare {
 RunqShare NodeRunqShare(const SideEvents& side, const CollectiveData& data,
                         const std::string& node);
 
+// A CPU-starved node (cpu.stands_out) named where the lateness statistics alone did not single
+// it out; confidence medium when its ranks are also later than the other nodes', else low.
+Straggler CpuStraggler(const std::string& node, const RunqShare& cpu,
+                       const std::vector<ArrivalStats>& node_stats);
+
 // A node-level straggler named for its retransmits (no lateness straggler on its node) whose
 // own resources explain them: slow block I/O of its ranks (`io`, when io.node is that node) or
 // a CPU-starved node, whose late ACKs and tail-loss probes retransmit without loss. The resource

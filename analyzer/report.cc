@@ -333,6 +333,21 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
                    [&](const Straggler& s) { return s.node == ic.node; })) {
     ranked.push_back(IoStraggler(ic));
   }
+  // The most CPU-starved node, where nothing above names it.
+  std::string starved;
+  RunqShare starved_share;
+  for (const std::string& node : side.nodes) {
+    RunqShare cpu = NodeRunqShare(side, data, node);
+    if (cpu.stands_out && (starved.empty() || cpu.share > starved_share.share)) {
+      starved = node;
+      starved_share = cpu;
+    }
+  }
+  if (!starved.empty() && std::none_of(ranked.begin(), ranked.end(), [&](const Straggler& s) {
+        return s.node == starved;
+      })) {
+    ranked.push_back(CpuStraggler(starved, starved_share, r.per_node));
+  }
   std::stable_sort(ranked.begin(), ranked.end(), [](const Straggler& a, const Straggler& b) {
     return a.confidence_score > b.confidence_score;
   });
