@@ -413,7 +413,7 @@ RunqShare NodeRunqShare(const SideEvents& side, const CollectiveData& data,
   }
   if (others.empty() || !shares.count(node)) return r;
   r.others_share = MedianOf(others);
-  r.stands_out = r.share >= 1.5 * r.others_share && r.share - r.others_share >= 0.05;
+  r.stands_out = r.share >= 1.3 * r.others_share && r.share - r.others_share >= 0.05;
   return r;
 }
 

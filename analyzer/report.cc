@@ -323,7 +323,16 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
       same->cause = same->causes.front().kind;
     } else {
       network_only = NetworkStraggler(nc);
-      ExplainByNodeResources(*network_only, ic, NodeRunqShare(side, data, nc.node));
+      RunqShare cpu = NodeRunqShare(side, data, nc.node);
+      ExplainByNodeResources(*network_only, ic, cpu);
+      if (network_only->cause == "cpu_contention") {
+        // As confident as the CPU starvation alone would make it.
+        Straggler alone = CpuStraggler(nc.node, cpu, r.per_node);
+        if (alone.confidence_score > network_only->confidence_score) {
+          network_only->confidence = alone.confidence;
+          network_only->confidence_score = alone.confidence_score;
+        }
+      }
     }
   }
   for (Straggler& s : ranked) DiscountNetworkUnderCpu(s);  // the lateness straggler
