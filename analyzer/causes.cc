@@ -482,8 +482,13 @@ void ExplainByNodeResources(Straggler& s, const IoCandidate& io, const RunqShare
   } else {
     return;
   }
+  // The retransmits are the resource's consequence: it inherits the slowdown they measured,
+  // and the network keeps only the share the resource leaves unexplained.
+  double explained = c.score;
   for (Cause& n : s.causes) {
-    if (n.kind == "network") n.score *= 1.0 - c.score;
+    if (n.kind != "network") continue;
+    c.score = std::max(c.score, n.score);
+    n.score *= 1.0 - explained;
   }
   s.causes.insert(s.causes.begin(), std::move(c));
   std::stable_sort(s.causes.begin(), s.causes.end(),
