@@ -172,7 +172,7 @@ scenario_cpu() {
   ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
   open_bundles
   check_own_ranks
-  local k wait=() behind=() max_other=0 sel
+  local k wait=() behind=() max_other=0 max_behind_other=0 sel
   sel="FROM sched_events s JOIN processes p ON p.pid = s.pid
        WHERE p.comm = 'rankscope-train' AND s.event = 'runq_latency'"
   for ((k = 0; k < NODES; k++)); do
@@ -181,12 +181,19 @@ scenario_cpu() {
     behind+=("$(q $k "SELECT COALESCE(SUM(s.duration_ns), 0) / 1000000 $sel
                       AND s.other_comm = 'rankscope-burn'")")
     ((k != FAULT_NODE && wait[k] > max_other)) && max_other=${wait[k]}
+    ((k != FAULT_NODE && behind[k] > max_behind_other)) && max_behind_other=${behind[k]}
   done
   echo "run-queue wait of the ranks per node (ms): ${wait[*]}; directly behind the competitor: ${behind[*]}"
   [[ $(q $FAULT_NODE "SELECT COUNT(*) FROM sched_events WHERE other_comm = 'rankscope-burn'") -gt 0 ]] ||
     fail "node$FAULT_NODE: the competitor never shows in its scheduler events"
-  ((wait[FAULT_NODE] * 2 >= 3 * max_other)) ||
+  # All nodes share this machine's CPUs, so every node's ranks also wait behind other nodes'
+  # processes (the competitor included). The faulty node must still stand out: its ranks' total
+  # wait at least 1.3x any other node's (fault-free nodes stay within ~1.06x of each other), and
+  # the most time spent directly behind the competitor.
+  ((wait[FAULT_NODE] * 10 >= 13 * max_other)) ||
     fail "node$FAULT_NODE's run-queue wait does not stand out (${wait[*]})"
+  ((behind[FAULT_NODE] > max_behind_other)) ||
+    fail "node$FAULT_NODE's ranks do not wait behind the competitor the most (${behind[*]})"
 }
 
 scenario_io() {
