@@ -22,6 +22,7 @@
 #include "bench_ringbuf.skel.h"
 #include "recorder/event_loop.h"
 #include "recorder/kernel_probe.h"
+#include "recorder/ring_poller.h"
 #include "recorder/sched_probe.h"
 
 namespace {
@@ -54,13 +55,18 @@ class BenchProbe : public rec::KernelProbe {
   rs::Result<void> Finish(rec::RecorderContext& ctx) override {
     auto r = FinishKernel(ctx);
     // The recording phase only: from attach to the end of the final drain.
-    recording_cpu_pct = 100.0 * static_cast<double>(MonoNs(CLOCK_THREAD_CPUTIME_ID) - cpu_start_) /
-                        static_cast<double>(MonoNs() - wall_start_);
+    const double wall = static_cast<double>(MonoNs() - wall_start_);
+    recording_cpu_pct =
+        100.0 * static_cast<double>(MonoNs(CLOCK_THREAD_CPUTIME_ID) - cpu_start_) / wall;
+    drain_cpu_pct = 100.0 * static_cast<double>(ctx.poller->drain_cpu_ns()) / wall;
+    peak_queued_bytes = ctx.poller->peak_queued_bytes();
     return r;
   }
 
   std::atomic<bool> attached{false};
   double recording_cpu_pct = 0;
+  double drain_cpu_pct = 0;  // the poller's drain thread (kernel rings -> memory batches)
+  size_t peak_queued_bytes = 0;
 
  protected:
   rs::Result<void> OnSample(std::span<const uint8_t> data) override { return writer_.Write(data); }
@@ -73,8 +79,10 @@ class BenchProbe : public rec::KernelProbe {
 struct RunResult {
   double seconds = 0;
   uint64_t calls = 0, events = 0, drops = 0;
-  double loop_cpu_pct = 0;  // loop thread during recording (attach -> final drain)
-  double total_s = 0;       // Run() including finalize (indexes, compression)
+  double loop_cpu_pct = 0;   // loop thread during recording (attach -> final drain)
+  double drain_cpu_pct = 0;  // drain thread, same period
+  size_t peak_queued_bytes = 0;
+  double total_s = 0;  // Run() including finalize (indexes, compression)
   int64_t bundle_bytes = 0;
 };
 
@@ -131,6 +139,8 @@ RunResult RunOnce(const std::string& dir, double seconds, uint64_t rate) {
   res.events = summary->events;
   res.drops = summary->drops;
   res.loop_cpu_pct = probe->recording_cpu_pct;
+  res.drain_cpu_pct = probe->drain_cpu_pct;
+  res.peak_queued_bytes = probe->peak_queued_bytes;
   struct stat st {};
   if (stat(out.c_str(), &st) == 0) res.bundle_bytes = st.st_size;
   unlink(out.c_str());
@@ -191,8 +201,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   // calls = events + drops + lost; lost must be 0 (every call after attach is accounted).
-  std::printf("%-8s %10s %10s %12s %9s %6s %10s %12s %9s\n", "rate", "calls", "events", "events/s",
-              "drops", "lost", "loop CPU%", "bytes/event", "total s");
+  std::printf("%-8s %10s %10s %12s %9s %6s %10s %11s %10s %12s %9s\n", "rate", "calls", "events",
+              "events/s", "drops", "lost", "loop CPU%", "drain CPU%", "peak MiB", "bytes/event",
+              "total s");
   std::stringstream ss(rates);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -200,10 +211,11 @@ int main(int argc, char** argv) {
     RunResult r = RunOnce(dir, seconds, rate);
     long long lost = static_cast<long long>(r.calls) - static_cast<long long>(r.events) -
                      static_cast<long long>(r.drops);
-    std::printf("%-8s %10llu %10llu %12.0f %9llu %6lld %10.1f %12.2f %9.2f\n",
+    std::printf("%-8s %10llu %10llu %12.0f %9llu %6lld %10.1f %11.1f %10.1f %12.2f %9.2f\n",
                 rate == 0 ? "max" : item.c_str(), static_cast<unsigned long long>(r.calls),
                 static_cast<unsigned long long>(r.events), r.events / r.seconds,
-                static_cast<unsigned long long>(r.drops), lost, r.loop_cpu_pct,
+                static_cast<unsigned long long>(r.drops), lost, r.loop_cpu_pct, r.drain_cpu_pct,
+                static_cast<double>(r.peak_queued_bytes) / (1 << 20),
                 r.events ? static_cast<double>(r.bundle_bytes) / r.events : 0.0, r.total_s);
     std::fflush(stdout);
   }

@@ -11,6 +11,7 @@
 #include "recorder/kernel_probe.h"
 #include "recorder/options.h"
 #include "recorder/process_table.h"
+#include "recorder/ring_poller.h"
 #include "recorder/uprobe_multi.h"
 
 namespace rec {
@@ -60,18 +61,8 @@ rs::Result<void> CallProbe::Start(RecorderContext& ctx) {
   if (filter_pids_) {
     for (int pid : ctx.options->pids) OnProcessTraced(ctx, pid);
   }
-  // The shared poller (created by the first probe that has a ring buffer).
-  int rb_fd = bpf_map__fd(skel_.events);
-  if (ctx.rb) {
-    if (ring_buffer__add(ctx.rb, rb_fd, &CallProbe::SampleThunk, this) != 0) {
-      return rs::Error(name +
-                       ": cannot add its ring buffer to the poller: " + std::strerror(errno));
-    }
-  } else {
-    ctx.rb = ring_buffer__new(rb_fd, &CallProbe::SampleThunk, this, nullptr);
-    if (!ctx.rb) {
-      return rs::Error(name + ": cannot create the ring buffer poller: " + std::strerror(errno));
-    }
+  if (auto r = ctx.poller->Add(bpf_map__fd(skel_.events), &CallProbe::SampleThunk, this); !r.ok()) {
+    return r.error().Wrap(name);
   }
   attacher_ = std::make_unique<LibraryAttacher>(
       Kinds(), [this](LibraryKind k) { return Functions(k); }, skel_.entry, skel_.ret, multi);
@@ -81,7 +72,7 @@ rs::Result<void> CallProbe::Start(RecorderContext& ctx) {
 }
 
 void CallProbe::Consume() {
-  if (ctx_ && ctx_->rb) ring_buffer__consume(ctx_->rb);
+  if (ctx_ && ctx_->poller) ctx_->poller->Consume();
 }
 
 void CallProbe::Tick(RecorderContext& ctx) {

@@ -13,6 +13,7 @@
 #include "recorder/attach_log.h"
 #include "recorder/interfaces.h"
 #include "recorder/process_table.h"
+#include "recorder/ring_poller.h"
 #include "recorder/sched_probe.h"
 #include "rscore/clock.h"
 #include "rscore/event_id.h"
@@ -166,15 +167,11 @@ rs::Result<RecordingSummary> EventLoop::Run() {
     if (!r.ok()) return r.error().Wrap("--pid " + std::to_string(pid));
   }
 
+  // The shared poller goes before the probes whose maps it polls, on every return path
+  // (the probes live in probes_, which outlives this function).
+  RingPoller poller;
   RecorderContext ctx;
-  // The shared poller goes before the probes whose maps it polls, on every return path.
-  struct PollerGuard {
-    ring_buffer*& rb;
-    ~PollerGuard() {
-      if (rb) ring_buffer__free(rb);
-      rb = nullptr;
-    }
-  } poller_guard{ctx.rb};
+  ctx.poller = &poller;
   ctx.db = &db;
   ctx.node = node_.name;
   ctx.ids = &ids;
@@ -240,6 +237,12 @@ rs::Result<RecordingSummary> EventLoop::Run() {
   };
 
   fan_out();  // --pid processes
+  // From here the kernel rings are emptied by the drain thread; rows are still decoded and
+  // inserted on this thread, in WaitAndDispatch.
+  if (auto r = poller.StartDrainThread(); !r.ok()) {
+    std::fprintf(stderr, "rankscope-record: %s; reading the rings on the main thread\n",
+                 r.error().message().c_str());
+  }
   const int64_t t0 = MonoNowNs();
   int64_t last_tick = t0, last_ref = t0, last_commit = t0;
   uint64_t rows_at_commit = 0;
@@ -258,15 +261,7 @@ rs::Result<RecordingSummary> EventLoop::Run() {
       int64_t left_ms = (*opts_.duration_ns - (now - t0)) / 1'000'000 + 1;
       if (left_ms < timeout) timeout = static_cast<int>(left_ms);
     }
-    if (ctx.rb != nullptr) {
-      int n = ring_buffer__poll(ctx.rb, timeout);
-      if (n < 0 && n != -EINTR) {
-        std::fprintf(stderr, "rankscope-record: ring buffer poll failed: %s\n", std::strerror(-n));
-      }
-      ring_buffer__consume(ctx.rb);  // records submitted without a wakeup
-    } else {
-      usleep(static_cast<useconds_t>(timeout) * 1000);  // sources without a ring buffer
-    }
+    poller.WaitAndDispatch(timeout);
     fan_out();
     now = MonoNowNs();
     if (now - last_tick >= config_.tick_period_ns) {
@@ -289,7 +284,9 @@ rs::Result<RecordingSummary> EventLoop::Run() {
     }
   }
 
-  // Finish: detach and drain every probe, then the end reference and the summary tables.
+  // Finish: back to reading the rings on this thread; detach and drain every probe, then the
+  // end reference and the summary tables.
+  poller.StopDrainThread();
   for (size_t i = 0; i < probes_.size(); ++i) {
     if (!started[i]) continue;
     auto r = probes_[i]->Finish(ctx);

@@ -8,6 +8,7 @@
 
 #include "common.h"
 #include "recorder/attach_log.h"
+#include "recorder/ring_poller.h"
 
 namespace rec {
 namespace {
@@ -142,26 +143,15 @@ int KernelProbe::SampleThunk(void* self, void* data, size_t size) {
 }
 
 rs::Result<void> KernelProbe::AddRingBuffer(RecorderContext& ctx, bpf_map* map) {
-  int fd = bpf_map__fd(map);
-  if (ctx.rb == nullptr) {
-    ctx.rb = ring_buffer__new(fd, &KernelProbe::SampleThunk, this, nullptr);
-    if (ctx.rb == nullptr) {
-      return rs::Error(std::string(source()) +
-                       ": cannot create the ring buffer poller: " + std::strerror(errno));
-    }
-    return rs::Ok();
-  }
-  if (ring_buffer__add(ctx.rb, fd, &KernelProbe::SampleThunk, this) != 0) {
-    return rs::Error(std::string(source()) +
-                     ": cannot add its ring buffer to the poller: " + std::strerror(errno));
-  }
+  auto r = ctx.poller->Add(bpf_map__fd(map), &KernelProbe::SampleThunk, this);
+  if (!r.ok()) return r.error().Wrap(std::string(source()));
   return rs::Ok();
 }
 
 rs::Result<void> KernelProbe::FinishKernel(RecorderContext& ctx) {
   for (bpf_link* l : links_) bpf_link__destroy(l);
   links_.clear();
-  if (ctx.rb) ring_buffer__consume(ctx.rb);
+  ctx.poller->Consume();
   final_drops_ = drops();
   finished_ = true;
   return rs::Ok();

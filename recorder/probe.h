@@ -21,6 +21,7 @@ namespace rec {
 struct RecorderOptions;
 class AttachLog;
 class ProcessTable;
+class RingPoller;
 
 // Everything a probe may use while recording. Owned by the event loop; valid from Start
 // to Finish. All calls happen on the event-loop thread (no locking needed).
@@ -34,7 +35,7 @@ struct RecorderContext {
   std::string proc_root = "/proc";    // injectable for tests
   AttachLog* attach_log = nullptr;    // every attach success/failure goes here
   ProcessTable* processes = nullptr;  // traced processes (rows of the `processes` table)
-  ring_buffer* rb = nullptr;          // shared ring-buffer poller: add maps with ring_buffer__add
+  RingPoller* poller = nullptr;       // shared ring-buffer poller: poller->Add(map fd, callback)
   // Pids that exec'd since the loop last looked (filled by the process probe); the loop
   // hands each to every probe's OnProcessExec outside the ring-buffer callbacks.
   std::vector<int> exec_pids;
@@ -45,7 +46,7 @@ class Probe {
   virtual ~Probe() = default;
   // Value of sources.source and prefix of log lines: 'tcp', 'sched', 'nccl', ...
   virtual std::string_view source() const = 0;
-  // open -> configure -> load -> attach; adds its ring buffer(s) to ctx.rb. An error here
+  // open -> configure -> load -> attach; adds its ring buffer(s) to ctx.poller. An error here
   // means this source records nothing (the loop logs it and stores it in `sources.note`);
   // optional parts that fail are logged to ctx.attach_log and do not fail Start.
   virtual rs::Result<void> Start(RecorderContext& ctx) = 0;

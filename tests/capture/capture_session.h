@@ -23,6 +23,7 @@
 #include "recorder/options.h"
 #include "recorder/probe.h"
 #include "recorder/process_table.h"
+#include "recorder/ring_poller.h"
 #include "rscore/clock.h"
 #include "rscore/event_id.h"
 #include "rscore/schema.h"
@@ -54,10 +55,7 @@ class Session {
     ctx_.options = &opts_;
     ctx_.attach_log = &log_;
     ctx_.processes = &processes_;
-  }
-
-  ~Session() {
-    if (ctx_.rb) ring_buffer__free(ctx_.rb);  // the shared poller a probe created
+    ctx_.poller = &poller_;
   }
 
   rs::Result<void> Start(rec::Probe& probe) { return probe.Start(ctx_); }
@@ -78,6 +76,7 @@ class Session {
   rs::EventIdAllocator ids_;
   rs::WallClock wall_;
   rs::MonoToWall clock_;
+  rec::RingPoller poller_;  // direct mode: probes read their rings on Tick / Finish
   rec::RecorderContext ctx_;
 };
 
