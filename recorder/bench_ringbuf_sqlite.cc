@@ -180,6 +180,7 @@ void WriterOnly(const std::string& dir, uint64_t n) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  (void)rs::UseSqliteFromOneThreadOnly();  // as rankscope-record does
   double seconds = 3;
   std::string rates = "0,100000,10000";
   std::string dir = "/tmp";

@@ -13,6 +13,7 @@
 #include "rscore/bundle.h"
 #include "rscore/duration.h"
 #include "rscore/identity.h"
+#include "rscore/sqlite.h"
 
 namespace {
 
@@ -64,6 +65,8 @@ int main(int argc, char** argv) {
   }
   g_verbose = opts.verbose;
   libbpf_set_print(LibbpfPrint);
+  // Every database access is on this thread (the ring drain thread never touches SQLite).
+  if (auto r = rs::UseSqliteFromOneThreadOnly(); !r.ok()) return Fail(r.error(), kExitError);
 
   auto node = ResolveNode(opts);
   if (!node.ok()) return Fail(node.error(), kExitUsage);

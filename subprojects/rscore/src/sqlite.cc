@@ -98,6 +98,14 @@ Statement& Statement::operator=(Statement&& o) noexcept {
   return *this;
 }
 
+Result<void> UseSqliteFromOneThreadOnly() {
+  if (sqlite3_config(SQLITE_CONFIG_SINGLETHREAD) != SQLITE_OK ||
+      sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) != SQLITE_OK) {
+    return Error("SQLite is already initialized: single-thread mode must be chosen first");
+  }
+  return Ok();
+}
+
 Statement::~Statement() {
   if (stmt_) sqlite3_finalize(stmt_);
 }
