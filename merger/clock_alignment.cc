@@ -252,11 +252,21 @@ PairEstimate EstimatePair(std::vector<PairConstraint> cs, int64_t anchor_ns,
                  Us(lo_max - hi_min) + " apart)";
       return est;
     }
-    line = Line{std::clamp(median_pt, lo_max, hi_min), 0};
+    // The centre of the guaranteed interval: the estimate whose worst-case error is smallest.
+    // (The median exit difference is biased wherever ranks leave a collective in an order set
+    // by their place in the algorithm, e.g. around a ring; the interval's two sides come from
+    // late entrants on either node and carry no such bias.)
+    line = Line{(lo_max + hi_min) / 2, 0};
   }
   if (!lines.Solve()) {
     est.note = "rendezvous constraints contradict each other (no offset line fits them all)";
     return est;
+  }
+  if (drift) {
+    // The fitted slope, with the intercept at the centre of what the constraints allow for
+    // that slope (as for a constant offset): the exit differences set the drift only.
+    double lo_i = lines.F(line.slope), hi_i = lines.G(line.slope);
+    if (lo_i <= hi_i) line.intercept = (lo_i + hi_i) / 2;
   }
   // The bound holds for every clock pair whose drift the constraints (and max_drift_ppm)
   // allow, also when the point estimate assumes none: the distance from the estimate to the

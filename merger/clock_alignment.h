@@ -5,9 +5,11 @@
 // clock offsets o_a, o_b (how far each clock is ahead of true time), every rendezvous seen on
 // both gives, in the nodes' own clocks,
 //     entry_i - exit_j  <=  o_a - o_b  <=  exit_i - entry_j     (ranks i on a, j on b)
-// The intersection over all rendezvous is a guaranteed interval; the difference of the
-// nodes' median exits is the point estimate inside it. With linear drift the constraints are
-// fitted as lines over time (the feasible set of lines bounds the error). Where the
+// The intersection over all rendezvous is a guaranteed interval; its centre is the estimate
+// (smallest worst-case error; exit differences carry the bias of the algorithm's exit order).
+// With linear drift the slope comes from the trend of the exit differences and the offset
+// from the centre of the interval allowed for that slope (the feasible set of lines bounds
+// the error). Where the
 // constraints contradict each other (empty interval) or exits do not cluster, the calls were
 // not rendezvous points (e.g. GPU collectives that only enqueue) and the node falls back to
 // its recorded wall clock, bounded by the kernel's own sync-error estimate.

@@ -88,13 +88,14 @@ TEST(PairConstraints, HandBuiltNumbers) {
   EXPECT_TRUE(PairConstraints({r}, 0, 2).empty());
 }
 
-TEST(EstimatePair, IntersectionAndClampedPoint) {
-  // Three constraints; intersection [-10, 4]; exit differences say 7 (outside: clamped to 4).
+TEST(EstimatePair, CentreOfTheIntersection) {
+  // Three constraints; intersection [-10, 4]; the exit differences (7) lie outside it and do
+  // not move the estimate: the centre -3, off by at most 7 wherever the truth lies inside.
   std::vector<PairConstraint> cs = {{1, -30, 4, 7}, {2, -10, 50, 7}, {3, -20, 10, 7}};
   PairEstimate e = EstimatePair(cs, 0);
   ASSERT_TRUE(e.usable) << e.note;
-  EXPECT_DOUBLE_EQ(e.offset_ns, 4);
-  EXPECT_NEAR(e.error_bound_ns, 14, 0.01);  // drift over 2 ns adds nothing measurable
+  EXPECT_DOUBLE_EQ(e.offset_ns, -3);
+  EXPECT_NEAR(e.error_bound_ns, 7, 0.01);  // drift over 2 ns adds nothing measurable
   EXPECT_EQ(e.count, 3);
   EXPECT_EQ(e.drift_ppm, 0);
 }

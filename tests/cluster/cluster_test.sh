@@ -2,7 +2,7 @@
 # Cluster tests: run the harness for one scenario and check the recorded bundles for the
 # physical trace of the injected fault, on the faulty node and not elsewhere.
 #   cluster_test.sh BUILD_DIR SOURCE_DIR SCENARIO
-# SCENARIO: none | loss | cpu | io | slow | hang | crash | interrupt
+# SCENARIO: none | loss | cpu | io | slow | hang | crash | interrupt | clock
 # Exit 77 = skipped (not root and CI unset). With CI set, a missing prerequisite fails.
 set -euo pipefail
 
@@ -144,6 +144,53 @@ scenario_none() {
   echo "node1 - node0 mean completion time: ${got}00 us (skew 5 ms)"
   ((got >= 30 && got <= 80)) || fail "the --skew of node1 does not show in its timestamps"
   echo "ok: $expected collectives matched across $WORLD ranks on $NODES nodes"
+}
+
+# Merges the run's bundles and checks every node's clock alignment against what was injected:
+#   check_alignment "SKEW0 SKEW1 ..." "DRIFT0 DRIFT1 ..."   (ns and ppm per node, in order)
+# Offsets are relative to the reference node the merge chose; each must be within 50 us of
+# the truth and within its own error bound, and drifts within 10 ppm.
+check_alignment() {
+  local -a skew=($1) drift=($2)
+  local merged="$OUT/merged.rsdb" k ref=-1 row off bound method ppm want err
+  "$BUILD/merger/rankscope-merge" -o "$merged" "$OUT"/run/bundles/*.rsb >"$OUT/merge.out" 2>&1 ||
+    fail "rankscope-merge failed: $(tail -n 5 "$OUT/merge.out")"
+  for ((k = 0; k < NODES; k++)); do
+    [[ $(sqlite3 -batch -noheader "$merged" "SELECT method FROM clock_alignment WHERE node = 'node$k'") == reference ]] && ref=$k
+  done
+  ((ref >= 0)) || fail "no reference node in clock_alignment"
+  for ((k = 0; k < NODES; k++)); do
+    row=$(sqlite3 -batch -noheader -separator ' ' "$merged" "SELECT offset_ns, error_bound_ns, method,
+          CAST(ROUND(drift_ppm) AS INTEGER), rendezvous_count FROM clock_alignment WHERE node = 'node$k'")
+    read -r off bound method ppm count <<<"$row"
+    want=$((skew[k] - skew[ref]))
+    err=$((off - want))
+    ((err < 0)) && err=$((-err))
+    printf 'node%d: offset %d ns (injected %d), error %d ns, bound %d ns, drift %s ppm (injected %d), %s, %s rendezvous\n' \
+      "$k" "$off" "$want" "$err" "$bound" "$ppm" "$((drift[k] - drift[ref]))" "$method" "$count"
+    [[ "$method" == rendezvous || "$method" == reference ]] || fail "node$k: aligned by $method, not by rendezvous"
+    ((err <= 50000)) || fail "node$k: offset $off ns is $err ns from the injected $want ns (> 50 us)"
+    ((err <= bound)) || fail "node$k: the bound $bound ns does not contain the injected offset ($err ns away)"
+    want=$((drift[k] - drift[ref]))
+    ((ppm - want <= 10 && want - ppm <= 10)) || fail "node$k: drift $ppm ppm, injected $want ppm"
+  done
+}
+
+scenario_clock() {
+  # Real recordings, one rank per node and small collectives (exits then cluster within tens
+  # of microseconds on this machine; with more ranks per ring the bias grows, see
+  # tests/bench/merge.md). Skews of +50 ms and -50 ms.
+  NODES=3 RPN=1 STEPS=150
+  run_harness none --grad-mb 0.004 --compute-ms 20 --skew node1=50000000,node2=-50000000
+  ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
+  check_alignment "0 50000000 -50000000" "0 0 0"
+  # Drift: 100 ppm on node2 over a run of ~8 s (its offset moves by ~0.8 ms); node1 keeps
+  # its clock: its offset must come back ~0 within the bound.
+  STEPS=300
+  run_harness none --grad-mb 0.004 --compute-ms 20 --drift node2=100
+  ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
+  check_alignment "0 0 0" "0 0 100"
+  echo "ok: offsets within 50 us and inside their bounds, drift recovered"
 }
 
 scenario_loss() {
@@ -295,7 +342,7 @@ scenario_interrupt() {  # Ctrl-C on the harness mid-run: everything is cleaned u
 }
 
 case "$SCENARIO" in
-  none | loss | cpu | io | slow | hang | crash | interrupt) "scenario_$SCENARIO" ;;
+  none | loss | cpu | io | slow | hang | crash | interrupt | clock) "scenario_$SCENARIO" ;;
   *) fail "unknown scenario" ;;
 esac
 check_no_leftovers
