@@ -2,7 +2,8 @@
 // run: the same loop of ncclAllReduce calls in a worker process (a) with no probes, (b) under
 // rankscope's NCCL probe in this process (events decoded and written to SQLite by a consumer
 // thread, as the recorder does), (c) under bpftrace attached to the same function, keeping
-// per-thread entry time and a count + sum at return. The worker is a separate process, as a
+// per-thread entry time and a count + sum at return, and (d) under bpftrace printing one
+// record per call with the fields rankscope records. The worker is a separate process, as a
 // training job is: the recorder's own memory activity must not share its address space.
 // Prints a table; numbers go to tests/bench/capture.md. Needs root.
 //
@@ -19,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -154,13 +156,36 @@ ProbeResult WithRankscope(const Target& t, Worker& w) {
   return r;
 }
 
-Timing WithBpftrace(const Target& t, Worker& w) {
-  std::string prog = "uprobe:" + t.path +
-                     ":ncclAllReduce { @start[tid] = nsecs; } uretprobe:" + t.path +
-                     ":ncclAllReduce /@start[tid]/ { @calls = count(); " +
-                     "@ns = sum(nsecs - @start[tid]); delete(@start[tid]); }";
+struct BpftraceResult {
+  Timing ns{-1, -1};
+  uint64_t lines = 0, lost = 0;  // per-call records printed; events bpftrace reported lost
+};
+
+// bpftrace on the same function, two programs:
+//  - map-only: entry time per thread at entry, a count and a sum at return (no per-call
+//    output: less than rankscope does);
+//  - records: what rankscope records, one output record per call with the same fields (pid,
+//    tid, entry time, duration, count, datatype, op, comm, stream from [sp+8], return value),
+//    the arguments kept per thread from entry to return.
+// Its output is read (and counted) by a thread here, as a user would pipe it to a file.
+BpftraceResult WithBpftrace(const Target& t, Worker& w, bool records) {
+  const std::string at = "uprobe:" + t.path + ":ncclAllReduce";
+  const std::string ret = "uretprobe:" + t.path + ":ncclAllReduce";
+  std::string prog;
+  if (!records) {
+    prog = at + " { @start[tid] = nsecs; } " + ret + " /@start[tid]/ { @calls = count(); " +
+           "@ns = sum(nsecs - @start[tid]); delete(@start[tid]); }";
+  } else {
+    prog = at + " { @start[tid] = nsecs; @count[tid] = arg2; @dtype[tid] = arg3; " +
+           "@op[tid] = arg4; @comm[tid] = arg5; @stream[tid] = *(uint64 *)(reg(\"sp\") + 8); } " +
+           ret + " /@start[tid]/ { printf(\"R %d %d %lu %lu %lu %d %d %lx %lx %d\\n\", pid, tid, " +
+           "@start[tid], nsecs - @start[tid], @count[tid], @dtype[tid], @op[tid], @comm[tid], " +
+           "@stream[tid], retval); delete(@start[tid]); delete(@count[tid]); " +
+           "delete(@dtype[tid]); delete(@op[tid]); delete(@comm[tid]); delete(@stream[tid]); }";
+  }
+  BpftraceResult r;
   int out[2];
-  if (pipe(out) != 0) return {-1, -1};
+  if (pipe(out) != 0) return r;
   pid_t pid = fork();
   if (pid == 0) {
     dup2(out[1], 1);
@@ -170,19 +195,43 @@ Timing WithBpftrace(const Target& t, Worker& w) {
   }
   close(out[1]);
   std::string text;
-  char buf[512];
+  char buf[65536];
   while (text.find("Attaching") == std::string::npos) {
     ssize_t n = read(out[0], buf, sizeof(buf));
     if (n <= 0) break;
     text.append(buf, static_cast<size_t>(n));
   }
-  std::this_thread::sleep_for(std::chrono::seconds(3));  // let it finish attaching
-  Timing ns = w.Run();
+  const bool attached = text.find("Attaching") != std::string::npos;
+  // Reads bpftrace's output until it exits: counts records and 'Lost N events' notes.
+  std::thread reader([&] {
+    std::string pending;
+    for (;;) {
+      ssize_t n = read(out[0], buf, sizeof(buf));
+      if (n <= 0) break;
+      pending.append(buf, static_cast<size_t>(n));
+      size_t start = 0, nl;
+      while ((nl = pending.find('\n', start)) != std::string::npos) {
+        std::string_view line(pending.data() + start, nl - start);
+        if (line.rfind("R ", 0) == 0) ++r.lines;
+        if (size_t p = line.find("Lost "); p != std::string_view::npos) {
+          r.lost += std::strtoull(std::string(line.substr(p + 5)).c_str(), nullptr, 10);
+        }
+        start = nl + 1;
+      }
+      pending.erase(0, start);
+    }
+  });
+  if (attached) {
+    std::this_thread::sleep_for(std::chrono::seconds(3));  // let it finish attaching
+    r.ns = w.Run();
+    std::this_thread::sleep_for(std::chrono::seconds(1));  // let it print what is pending
+  }
   kill(pid, SIGINT);
   waitpid(pid, nullptr, 0);
+  reader.join();
   close(out[0]);
-  if (text.find("Attaching") == std::string::npos) return {-1, -1};
-  return ns;
+  if (!attached) r.ns = {-1, -1};
+  return r;
 }
 
 void Bench(Target& t, bool init_comm, int calls) {
@@ -193,13 +242,16 @@ void Bench(Target& t, bool init_comm, int calls) {
   }
   Timing base = w.Run();
   ProbeResult rk = WithRankscope(t, w);
-  Timing bt = WithBpftrace(t, w);
-  std::printf("%-28s %-6s %9.0f %10.0f %8.0f %10.0f %8.0f %8llu %6llu\n", t.name.c_str(), "median",
-              base.median, rk.ns.median, rk.ns.median - base.median, bt.median,
-              bt.median - base.median, static_cast<unsigned long long>(rk.events),
-              static_cast<unsigned long long>(rk.drops));
-  std::printf("%-28s %-6s %9.0f %10.0f %8.0f %10.0f %8.0f\n", "", "min", base.min, rk.ns.min,
-              rk.ns.min - base.min, bt.min, bt.min - base.min);
+  BpftraceResult bm = WithBpftrace(t, w, /*records=*/false);
+  BpftraceResult br = WithBpftrace(t, w, /*records=*/true);
+  std::printf("%-28s %-6s %9.0f %10.0f %8.0f %10.0f %8.0f %10.0f %8.0f %8llu %6llu %8llu %6llu\n",
+              t.name.c_str(), "median", base.median, rk.ns.median, rk.ns.median - base.median,
+              bm.ns.median, bm.ns.median - base.median, br.ns.median, br.ns.median - base.median,
+              static_cast<unsigned long long>(rk.events), static_cast<unsigned long long>(rk.drops),
+              static_cast<unsigned long long>(br.lines), static_cast<unsigned long long>(br.lost));
+  std::printf("%-28s %-6s %9.0f %10.0f %8.0f %10.0f %8.0f %10.0f %8.0f\n", "", "min", base.min,
+              rk.ns.min, rk.ns.min - base.min, bm.ns.min, bm.ns.min - base.min, br.ns.min,
+              br.ns.min - base.min);
 }
 
 // The recorder's side: events decoded and written as rows (one transaction, as the loop's
@@ -233,8 +285,8 @@ double ConsumerEventsPerSecond(int n) {
     e.entry_ns = 1000 + i * 10ull;
     e.exit_ns = e.entry_ns + 5;
     auto row = decoder.Decode(e);
-    if (!row || !rec::WriteNcclRow(*st, *row, "node", i + 1, static_cast<int64_t>(e.entry_ns), 42)
-                     .ok()) {
+    if (!row ||
+        !rec::WriteNcclRow(*st, *row, "node", i + 1, static_cast<int64_t>(e.entry_ns), 42).ok()) {
       return -1;
     }
   }
@@ -253,8 +305,9 @@ int main(int argc, char** argv) {
   setenv("RANKSCOPE_TESTLIB_NO_PEERS", "1", 1);
   int calls = argc > 3 ? std::atoi(argv[3]) : 150000;
   std::printf("calls per run: %d in bursts of 2000; ns per ncclAllReduce call\n", calls);
-  std::printf("%-28s %-6s %9s %10s %8s %10s %8s %8s %6s\n", "library", "burst", "no probes",
-              "rankscope", "added", "bpftrace", "added", "rows", "drops");
+  std::printf("%-28s %-6s %9s %10s %8s %10s %8s %10s %8s %8s %6s %8s %6s\n", "library", "burst",
+              "no probes", "rankscope", "added", "bt maps", "added", "bt records", "added", "rows",
+              "drops", "bt rows", "lost");
   std::printf("decode + SQLite insert of NCCL events (no kernel): %.0f events/s\n",
               ConsumerEventsPerSecond(300000));
   Target testbed{"test bed (push %rbp entry)", argv[1]};
