@@ -12,6 +12,7 @@
 #include "common.h"
 #include "recorder/attach_log.h"
 #include "recorder/interfaces.h"
+#include "recorder/library_discovery.h"
 #include "recorder/process_table.h"
 #include "recorder/ring_poller.h"
 #include "recorder/sched_probe.h"
@@ -170,8 +171,10 @@ rs::Result<RecordingSummary> EventLoop::Run() {
   // The shared poller goes before the probes whose maps it polls, on every return path
   // (the probes live in probes_, which outlives this function).
   RingPoller poller;
+  ProcLibraryMaps library_maps(config_.proc_root);
   RecorderContext ctx;
   ctx.poller = &poller;
+  ctx.library_maps = &library_maps;
   ctx.db = &db;
   ctx.node = node_.name;
   ctx.ids = &ids;

@@ -56,7 +56,8 @@ void LibraryAttacher::DetachAll() {
 void LibraryAttacher::Start(RecorderContext& ctx, const std::vector<std::string>& explicit_paths) {
   std::vector<int> pids;
   if (ctx.options) pids = ctx.options->pids;
-  discovery_ = std::make_unique<LibraryDiscovery>(ctx.proc_root, kinds_, pids, ctx.scope_netns);
+  discovery_ = std::make_unique<LibraryDiscovery>(ctx.proc_root, kinds_, pids, ctx.scope_netns,
+                                                  ctx.library_maps);
   for (const std::string& path : explicit_paths) {
     auto kind = ClassifyLibrary(path);
     if (!kind) {

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <cerrno>
 #include <cstring>
@@ -33,6 +34,12 @@ bool IsPidDir(const char* name) {
   return true;
 }
 
+int64_t MonotonicMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
 }  // namespace
 
 std::string_view LibraryKindName(LibraryKind kind) {
@@ -57,37 +64,73 @@ std::optional<LibraryKind> ClassifyLibrary(std::string_view path) {
   return std::nullopt;
 }
 
-LibraryDiscovery::LibraryDiscovery(std::string proc_root, std::set<LibraryKind> kinds,
-                                   std::vector<int> pids, uint64_t scope_netns)
-    : proc_root_(std::move(proc_root)),
-      kinds_(std::move(kinds)),
-      pids_(std::move(pids)),
-      scope_netns_(scope_netns) {}
+const std::vector<int>& ProcLibraryMaps::Pids(int64_t now_ms) {
+  if (pids_at_ms_ >= 0 && now_ms - pids_at_ms_ <= max_age_ms_) return pids_;
+  pids_at_ms_ = now_ms;
+  pids_.clear();
+  if (DIR* dir = opendir(proc_root_.c_str())) {
+    while (dirent* de = readdir(dir)) {
+      if (IsPidDir(de->d_name)) pids_.push_back(std::atoi(de->d_name));
+    }
+    closedir(dir);
+  }
+  // Forget processes that are gone (their entries would only grow the cache).
+  std::set<int> live(pids_.begin(), pids_.end());
+  for (auto it = processes_.begin(); it != processes_.end();) {
+    it = live.count(it->first) ? std::next(it) : processes_.erase(it);
+  }
+  return pids_;
+}
 
-void LibraryDiscovery::ScanInto(int pid, std::vector<LibraryCopy>& out) {
-  // Cheap pre-filter: most processes map none of these libraries.
+const ProcLibraryMaps::Process& ProcLibraryMaps::Get(int pid, int64_t now_ms) {
+  auto& [at_ms, p] = processes_[pid];
+  if (p.readable && now_ms - at_ms <= max_age_ms_) return p;
+  at_ms = now_ms;
+  p = Process{};
+  ++reads_;
   std::ifstream in(proc_root_ + "/" + std::to_string(pid) + "/maps");
-  if (!in) return;  // exited, or a kernel thread we may not read
-  std::string line;
+  if (!in) return p;
+  p.readable = true;
+  p.netns = ReadNetnsInode(proc_root_, pid);
   std::set<std::string> paths;
-  if (scope_netns_ != 0 && ReadNetnsInode(proc_root_, pid) != scope_netns_) return;
+  std::string line;
   while (std::getline(in, line)) {
+    // Cheap pre-filter: most processes map none of these libraries.
     if (line.find("libnccl") == std::string::npos && line.find("libcuda") == std::string::npos) {
       continue;
     }
     for (const Mapping& m : ParseMaps(line)) {
       if (m.path.empty() || m.path[0] != '/' || m.path.ends_with(" (deleted)")) continue;
-      auto kind = ClassifyLibrary(m.path);
-      if (kind && kinds_.count(*kind)) paths.insert(m.path);
+      if (ClassifyLibrary(m.path)) paths.insert(m.path);
     }
   }
-  for (const std::string& path : paths) {
+  p.paths.assign(paths.begin(), paths.end());
+  return p;
+}
+
+LibraryDiscovery::LibraryDiscovery(std::string proc_root, std::set<LibraryKind> kinds,
+                                   std::vector<int> pids, uint64_t scope_netns,
+                                   ProcLibraryMaps* maps)
+    : proc_root_(std::move(proc_root)),
+      kinds_(std::move(kinds)),
+      pids_(std::move(pids)),
+      scope_netns_(scope_netns),
+      own_maps_(maps ? nullptr : std::make_unique<ProcLibraryMaps>(proc_root_)),
+      maps_(maps ? maps : own_maps_.get()) {}
+
+void LibraryDiscovery::ScanInto(int pid, std::vector<LibraryCopy>& out) {
+  const ProcLibraryMaps::Process& p = maps_->Get(pid, MonotonicMs());
+  if (!p.readable) return;
+  if (scope_netns_ != 0 && p.netns != scope_netns_) return;
+  for (const std::string& path : p.paths) {
+    auto kind = ClassifyLibrary(path);
+    if (!kind || !kinds_.count(*kind)) continue;
     std::string open_path = proc_root_ + "/" + std::to_string(pid) + "/root" + path;
     struct stat st;
     if (stat(open_path.c_str(), &st) != 0) continue;  // process gone meanwhile
     auto key = std::make_pair(static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino));
     if (!seen_.insert(key).second) continue;
-    out.push_back({*ClassifyLibrary(path), open_path, path, pid, key.first, key.second});
+    out.push_back({*kind, open_path, path, pid, key.first, key.second});
   }
 }
 
@@ -97,12 +140,7 @@ std::vector<LibraryCopy> LibraryDiscovery::Scan() {
     for (int pid : pids_) ScanInto(pid, out);
     return out;
   }
-  DIR* dir = opendir(proc_root_.c_str());
-  if (!dir) return out;
-  while (dirent* de = readdir(dir)) {
-    if (IsPidDir(de->d_name)) ScanInto(std::atoi(de->d_name), out);
-  }
-  closedir(dir);
+  for (int pid : maps_->Pids(MonotonicMs())) ScanInto(pid, out);
   return out;
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -36,14 +37,46 @@ struct LibraryCopy {
   uint64_t dev = 0, ino = 0;
 };
 
+// The NCCL / CUDA library paths every process maps, read from <proc_root>/PID/maps. One
+// reading is shared by every discovery that asks within kMaxAgeMs: the NCCL and the CUDA
+// probes rescan in the same loop tick, so /proc is read once per rescan, not once per probe.
+class ProcLibraryMaps {
+ public:
+  explicit ProcLibraryMaps(std::string proc_root, int64_t max_age_ms = kMaxAgeMs)
+      : proc_root_(std::move(proc_root)), max_age_ms_(max_age_ms) {}
+
+  struct Process {
+    bool readable = false;           // false: exited, or a kernel thread we may not read
+    std::optional<uint64_t> netns;   // network namespace inode
+    std::vector<std::string> paths;  // absolute, not deleted, classified by ClassifyLibrary
+  };
+  // Every numeric entry of <proc_root>, and one process; read again when older than
+  // max_age_ms.
+  // `now_ms`: CLOCK_MONOTONIC milliseconds.
+  const std::vector<int>& Pids(int64_t now_ms);
+  const Process& Get(int pid, int64_t now_ms);
+  const std::string& proc_root() const { return proc_root_; }
+  uint64_t reads() const { return reads_; }  // maps files read (for tests)
+
+  static constexpr int64_t kMaxAgeMs = 20;
+
+ private:
+  std::string proc_root_;
+  int64_t max_age_ms_;
+  std::vector<int> pids_;
+  int64_t pids_at_ms_ = -1;
+  std::map<int, std::pair<int64_t, Process>> processes_;  // pid -> (read at, what was read)
+  uint64_t reads_ = 0;
+};
+
 class LibraryDiscovery {
  public:
   // `kinds`: which libraries this discovery looks for. `pids`: when non-empty, only these
   // processes are scanned. `scope_netns` != 0 (--scope netns): only processes in that network
   // namespace are scanned (the uprobes of a shared file still fire everywhere; the BPF side
-  // filters by netns).
+  // filters by netns). `maps`: a reader shared with other discoveries (null: an own one).
   LibraryDiscovery(std::string proc_root, std::set<LibraryKind> kinds, std::vector<int> pids = {},
-                   uint64_t scope_netns = 0);
+                   uint64_t scope_netns = 0, ProcLibraryMaps* maps = nullptr);
 
   // Copies not reported before, from every selected process.
   std::vector<LibraryCopy> Scan();
@@ -62,6 +95,8 @@ class LibraryDiscovery {
   std::set<LibraryKind> kinds_;
   std::vector<int> pids_;
   uint64_t scope_netns_;
+  std::unique_ptr<ProcLibraryMaps> own_maps_;
+  ProcLibraryMaps* maps_;
   std::set<std::pair<uint64_t, uint64_t>> seen_;  // (dev, inode) of reported files
 };
 

@@ -114,6 +114,34 @@ TEST_F(FakeProc, KindsPidsAndWhatIsIgnored) {
   EXPECT_TRUE(only21.ScanPid(999).empty());
 }
 
+TEST_F(FakeProc, NcclAndCudaDiscoveriesShareOneReadingOfProc) {
+  File("host", "/opt/lib/libnccl.so.2");
+  File("host", "/opt/lib/libcudart.so.13");
+  Process(30, "host", Line("/opt/lib/libnccl.so.2") + Line("/opt/lib/libcudart.so.13"));
+  Process(31, "host", Line("/usr/lib/x86_64-linux-gnu/libc.so.6"));
+  Process(32, "host", Line("/opt/lib/libcudart.so.13"));
+  ProcLibraryMaps maps(proc(), /*max_age_ms=*/600'000);  // no expiry during the test
+  LibraryDiscovery nccl(proc(), {LibraryKind::kNccl}, {}, 0, &maps);
+  LibraryDiscovery cuda(proc(), {LibraryKind::kCudart, LibraryKind::kCuda}, {}, 0, &maps);
+  auto n = nccl.Scan();
+  auto c = cuda.Scan();  // within the age limit: no file is read again
+  ASSERT_EQ(n.size(), 1u);
+  EXPECT_EQ(n[0].kind, LibraryKind::kNccl);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].kind, LibraryKind::kCudart);
+  EXPECT_EQ(maps.reads(), 3u);  // one per process, for both discoveries
+  // Once a reading is too old, a rescan reads again and sees a library mapped meanwhile.
+  ProcLibraryMaps expired(proc(), /*max_age_ms=*/-1);
+  LibraryDiscovery cuda2(proc(), {LibraryKind::kCudart, LibraryKind::kCuda}, {}, 0, &expired);
+  EXPECT_EQ(cuda2.Scan().size(), 1u);  // libcudart
+  File("host", "/opt/lib/libcuda.so.1");
+  std::ofstream(dir_ / "proc/31/maps") << Line("/opt/lib/libcuda.so.1");
+  auto later = cuda2.Scan();
+  ASSERT_EQ(later.size(), 1u);
+  EXPECT_EQ(later[0].kind, LibraryKind::kCuda);
+  EXPECT_EQ(expired.reads(), 6u);
+}
+
 TEST_F(FakeProc, ScopeNetnsScansOnlyProcessesOfThatNamespace) {
   File("host", "/opt/lib/libnccl.so.2");
   File("other", "/opt/lib/libnccl.so.2");

@@ -21,6 +21,7 @@ namespace rec {
 struct RecorderOptions;
 class AttachLog;
 class ProcessTable;
+class ProcLibraryMaps;
 class RingPoller;
 
 // Everything a probe may use while recording. Owned by the event loop; valid from Start
@@ -36,6 +37,9 @@ struct RecorderContext {
   AttachLog* attach_log = nullptr;    // every attach success/failure goes here
   ProcessTable* processes = nullptr;  // traced processes (rows of the `processes` table)
   RingPoller* poller = nullptr;       // shared ring-buffer poller: poller->Add(map fd, callback)
+  // Library paths mapped by each process, one /proc reading shared by the NCCL and CUDA
+  // probes' rescans; null: each discovery reads /proc itself.
+  ProcLibraryMaps* library_maps = nullptr;
   // Pids that exec'd since the loop last looked (filled by the process probe); the loop
   // hands each to every probe's OnProcessExec outside the ring-buffer callbacks.
   std::vector<int> exec_pids;
