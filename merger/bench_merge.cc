@@ -13,12 +13,14 @@
 #include "test_bundles.h"
 
 int main(int argc, char** argv) {
+  merge::ConfigureSqlite();  // as rankscope-merge does
   synth::ClusterSpec spec;
   spec.nodes = 4;
   spec.ranks_per_node = 2;
   spec.steps = 100;
   spec.extra_sched_per_step = 600;
   int repeat = 3;
+  std::string keep;  // write bundles and output here and leave them (for profiling)
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--nodes"))
       spec.nodes = std::atoi(argv[i + 1]);
@@ -28,6 +30,8 @@ int main(int argc, char** argv) {
       spec.extra_sched_per_step = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--repeat"))
       repeat = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--keep"))
+      keep = argv[i + 1];
     else {
       std::fprintf(stderr, "bench_merge: unknown option %s\n", argv[i]);
       return 1;
@@ -35,9 +39,10 @@ int main(int argc, char** argv) {
   }
   spec.offset_ns.assign(spec.nodes, 0);
   for (int k = 0; k < spec.nodes; ++k) spec.offset_ns[k] = (k % 2 ? 1 : -1) * k * 3'000'000;
-  merge::testing::TempDir dir;
+  merge::testing::TempDir tmp;
+  const std::string dir = keep.empty() ? tmp.path() : keep;
   auto t0 = std::chrono::steady_clock::now();
-  auto paths = synth::WriteClusterBundles(spec, dir.path());
+  auto paths = synth::WriteClusterBundles(spec, dir);
   if (!paths.ok()) {
     std::fprintf(stderr, "bench_merge: %s\n", paths.error().message().c_str());
     return 1;
@@ -55,7 +60,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < repeat; ++r) {
     merge::MergeOptions opt;
     opt.inputs = paths.value();
-    opt.out_path = dir.File("merged.rsdb");
+    opt.out_path = dir + "/merged.rsdb";
     std::ostringstream log;
     auto start = std::chrono::steady_clock::now();
     std::clock_t cpu0 = std::clock();
@@ -81,6 +86,9 @@ int main(int argc, char** argv) {
         " output %.1f MiB; load average %.1f\n",
         r + 1, s, events / s / 1e6, cpu, events / cpu / 1e6,
         merge::testing::FileSize(opt.out_path) / 1048576.0, load);
+    for (const merge::PhaseTime& p : result->phases) {
+      std::printf("  %-28s %.3f s wall, %.3f s CPU\n", p.phase.c_str(), p.wall_s, p.cpu_s);
+    }
   }
   return 0;
 }

@@ -30,8 +30,11 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 rs::Result<std::optional<std::pair<int64_t, int64_t>>> KeyRange(rs::Db& db) {
   std::optional<std::pair<int64_t, int64_t>> range;
   for (std::string_view t : rs::kEventTables) {
+    // Two subqueries: SQLite answers a lone MIN or MAX of the rowid from the b-tree's ends,
+    // but scans the whole table for MIN and MAX in one SELECT.
     ASSIGN_OR_RETURN(rs::Statement st,
-                     db.Prepare("SELECT MIN(id), MAX(id) FROM " + std::string(t)));
+                     db.Prepare("SELECT (SELECT MIN(id) FROM " + std::string(t) +
+                                "), (SELECT MAX(id) FROM " + std::string(t) + ")"));
     ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row || st.IsNull(0)) continue;
     int64_t lo = st.Int(0) >> 32, hi = st.Int(1) >> 32;
@@ -59,6 +62,7 @@ struct Probe {
   int64_t maxerror_ns = -1;
   RendezvousCollector rendezvous;
   std::vector<std::pair<std::string, int64_t>> table_rows;
+  std::shared_ptr<rs::OpenedDb> image;
 };
 
 rs::Result<std::vector<std::pair<std::string, int64_t>>> TableRows(rs::Db& db) {
@@ -109,6 +113,9 @@ void ProbeFile(const std::string& file, Probe& p) {
     return;
   }
   p.maxerror_ns = maxerr.value();
+  // Keep the image for copying, without an open connection (and its page cache) per input.
+  opened->db() = rs::Db();
+  p.image = std::make_shared<rs::OpenedDb>(std::move(opened).value());
 }
 
 // Validates every file, on as many threads as there are cores (decompression and the SQLite
@@ -246,8 +253,10 @@ std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostrea
       }
       used_keys.emplace_back(lo, hi);
       key_owner.push_back(in.input_id);
+      in.first_key = lo;
     }
     in.status = "merged";
+    in.image = std::move(probe.image);
     for (const std::string& n : notes) {
       in.reason += (in.reason.empty() ? "" : "; ") + n;
       log << "rankscope-merge: " << file << ": " << n << "\n";
@@ -258,16 +267,13 @@ std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostrea
   return inputs;
 }
 
-rs::Result<rs::OpenedDb> ReopenInput(const Input& in) {
+rs::Result<std::string> ReopenInput(const Input& in) {
   auto stamp = Stamp(in.file);
   if (!stamp.ok() || !(stamp.value() == in.stamp)) {
     return rs::Error(in.file + ": the file changed while merging; run the merge again");
   }
-  ASSIGN_OR_RETURN(rs::OpenedDb db, rs::OpenRankscopeFile(in.file, false));
-  if (db.info().recording_id != in.recording_id) {
-    return rs::Error(in.file + ": the file changed while merging; run the merge again");
-  }
-  return db;
+  if (!in.image) return rs::Error(in.file + ": no validated copy of this input is left");
+  return in.image->sqlite_path();
 }
 
 }  // namespace merge

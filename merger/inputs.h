@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -29,8 +30,7 @@ struct Input {
   std::string file;
   std::string status;  // 'merged' | 'skipped' | 'duplicate'
   std::string reason;  // why skipped, or what was changed to merge it; empty when clean
-  // Learned while validating (the decompressed copy is not kept: at most one per thread
-  // exists at a time, so temporary space stays bounded by the largest inputs, not their sum).
+  // Learned while validating.
   rs::BundleInfo info;
   FileStamp stamp;
   int64_t maxerror_ns = -1;        // see NodeMaxErrorNs
@@ -41,6 +41,14 @@ struct Input {
   std::string original_node;  // node name inside the bundle
   std::string node;           // node name in the merged db
   int64_t id_shift = 0;       // added to every event id of this input (0: ids kept)
+  // First recording key (event id >> 32) of this input's events in the merged db, after any
+  // remapping; nullopt without events. Inputs copied in this order append to the merged
+  // tables' b-trees instead of splitting pages in their middle.
+  std::optional<int64_t> first_key;
+  // The validated SQLite image (the decompressed bundle, in a temp file; its connection
+  // closed), kept for copying so that no input is decompressed twice. Only merged inputs keep
+  // one: temporary space is the sum of the merged inputs until each is copied and released.
+  std::shared_ptr<rs::OpenedDb> image;
 };
 
 // Opens and validates every file (zstd frame, SQLite integrity, versions, required metadata,
@@ -48,8 +56,9 @@ struct Input {
 // becomes a 'skipped' input with its reason. Notes go to `log`.
 std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostream& log);
 
-// Opens a validated input again for copying (the zstd checksum is verified again while
-// decompressing); an error when the file changed since it was validated.
-rs::Result<rs::OpenedDb> ReopenInput(const Input& in);
+// The path of a validated input's SQLite image, for copying; an error when the file changed
+// since it was validated (the image is what was validated, but a user who replaced a bundle
+// mid-merge should rerun rather than get a mix of old and new files) or has no image.
+rs::Result<std::string> ReopenInput(const Input& in);
 
 }  // namespace merge

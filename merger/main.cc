@@ -12,6 +12,7 @@
 #endif
 
 int main(int argc, char** argv) {
+  merge::ConfigureSqlite();
   auto cl = merge::ParseCommandLine(argc, argv);
   if (!cl.ok()) {
     std::cerr << "rankscope-merge: " << cl.error().message() << "\n";

@@ -1,14 +1,19 @@
 #include "merge.h"
 
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iomanip>
 #include <map>
+#include <thread>
 #include <utility>
 
+#include "copy_schedule.h"
+#include "input_copy.h"
 #include "inputs.h"
 #include "rendezvous.h"
 #include "rscore/bundle.h"
@@ -78,6 +83,33 @@ class Progress {
   std::ostream& log_;
 };
 
+class PhaseTimer {
+ public:
+  PhaseTimer() : last_(Now()) {}
+  void End(const std::string& phase) {
+    PhaseTime now = Now();
+    phases_.push_back(PhaseTime{phase, now.wall_s - last_.wall_s, now.cpu_s - last_.cpu_s});
+    last_ = now;
+  }
+  std::vector<PhaseTime> Take() { return std::move(phases_); }
+
+ private:
+  static PhaseTime Now() {
+    timespec wall{}, cpu{};
+    clock_gettime(CLOCK_MONOTONIC, &wall);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);  // all threads
+    return PhaseTime{"", wall.tv_sec + wall.tv_nsec * 1e-9, cpu.tv_sec + cpu.tv_nsec * 1e-9};
+  }
+  PhaseTime last_;
+  std::vector<PhaseTime> phases_;
+};
+
+int64_t TotalRows(const Input& in) {
+  int64_t n = 0;
+  for (const auto& [table, rows] : in.table_rows) n += rows;
+  return n;
+}
+
 rs::Result<void> WriteAlignment(rs::Db& db, const std::vector<NodeAlignment>& al) {
   ASSIGN_OR_RETURN(rs::Statement st,
                    db.Prepare("INSERT INTO clock_alignment(node, offset_ns, drift_ppm, anchor_ns,"
@@ -101,51 +133,6 @@ rs::Result<void> SetMeta(rs::Db& db, const std::string& key, const std::string& 
   ASSIGN_OR_RETURN(rs::Statement st,
                    db.Prepare("INSERT OR REPLACE INTO metadata(key, value) VALUES (?, ?)"));
   return st.Bind(1, key).Bind(2, value).Run();
-}
-
-// Copies one input (attached as 'src') in one transaction; returns its counts.
-rs::Result<std::vector<TableCount>> CopyAttached(rs::Db& out, const Input& in,
-                                                 const NodeAlignment& al) {
-  RETURN_IF_ERROR(out.Exec("BEGIN"));
-  auto body = [&]() -> rs::Result<std::vector<TableCount>> {
-    ASSIGN_OR_RETURN(StackCounts sc, MergeStacks(out, "src"));
-    CopySpec spec{"src", in.node, in.original_node, in.id_shift, al};
-    ASSIGN_OR_RETURN(std::vector<TableCount> counts, CopyTables(out, spec));
-    counts.push_back(TableCount{"stacks", sc.rows_in, sc.inserted, sc.deduped,
-                                sc.deduped ? "already present (deduplicated by frames hash)" : ""});
-    // Per-node metadata under 'node.<name>.'; recording times aligned, originals kept.
-    ASSIGN_OR_RETURN(int64_t meta_in, out.QueryInt("SELECT COUNT(*) FROM src.metadata"));
-    ASSIGN_OR_RETURN(rs::Statement meta,
-                     out.Prepare("INSERT OR REPLACE INTO main.metadata(key, value)"
-                                 " SELECT 'node.' || ?1 || '.' || key, value FROM src.metadata"));
-    RETURN_IF_ERROR(meta.Bind(1, in.node).Run());
-    counts.push_back(TableCount{"metadata", meta_in, meta_in, 0, ""});
-    const rs::BundleInfo& info = in.info;
-    std::string p = "node." + in.node + ".";
-    RETURN_IF_ERROR(SetMeta(out, p + "start_ns", std::to_string(al.Apply(info.start_ns))));
-    RETURN_IF_ERROR(SetMeta(out, p + "end_ns", std::to_string(al.Apply(info.end_ns))));
-    RETURN_IF_ERROR(SetMeta(out, p + "local_start_ns", std::to_string(info.start_ns)));
-    RETURN_IF_ERROR(SetMeta(out, p + "local_end_ns", std::to_string(info.end_ns)));
-    return counts;
-  };
-  auto counts = body();
-  if (!counts.ok()) {
-    (void)out.Exec("ROLLBACK");
-    return counts.error();
-  }
-  RETURN_IF_ERROR(out.Exec("COMMIT"));
-  return counts;
-}
-
-// Opens the input again, attaches it and copies it.
-rs::Result<std::vector<TableCount>> CopyInput(rs::Db& out, const Input& in,
-                                              const NodeAlignment& al) {
-  ASSIGN_OR_RETURN(rs::OpenedDb opened, ReopenInput(in));
-  ASSIGN_OR_RETURN(rs::Statement attach, out.Prepare("ATTACH DATABASE ? AS src"));
-  RETURN_IF_ERROR(attach.Bind(1, opened.sqlite_path()).Run());
-  auto counts = CopyAttached(out, in, al);
-  RETURN_IF_ERROR(out.Exec("DETACH DATABASE src"));
-  return counts;
 }
 
 // merge_inputs, merge_counts, clock_alignment and the merged db's own metadata.
@@ -208,7 +195,15 @@ void PrintCounts(std::ostream& log, const Input& in, const std::vector<TableCoun
 
 }  // namespace
 
+void ConfigureSqlite() {
+  // Inputs, parts and the output are read through memory maps rather than read() copies, and
+  // SQLite skips its global allocation statistics (a mutex on every allocation).
+  sqlite3_config(SQLITE_CONFIG_MMAP_SIZE, sqlite3_int64{1} << 30, sqlite3_int64{1} << 30);
+  sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
+  PhaseTimer timer;
   RETURN_IF_ERROR(CheckOutputPath(opt.out_path));
   if (opt.inputs.empty()) {
     return rs::Error("no inputs: give node bundles (NODE.rsb) or a directory holding them");
@@ -262,17 +257,42 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
   ASSIGN_OR_RETURN(rs::TempFile tmp,
                    rs::TempFile::Create(DirOf(opt.out_path), BaseOf(opt.out_path)));
   ASSIGN_OR_RETURN(rs::Db out, rs::Db::Open(tmp.path(), rs::Db::Mode::kReadWrite));
-  RETURN_IF_ERROR(
-      out.Exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-               " PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size=-65536;"
-               " PRAGMA temp_store=MEMORY; PRAGMA threads=2;"));
+  RETURN_IF_ERROR(UseBuildPragmas(out, 65536));
   RETURN_IF_ERROR(rs::CreateSchema(out, rs::DbKind::kMerged));
-  std::map<int, std::vector<TableCount>> counts;
-  for (size_t i = 0; i < merged.size(); ++i) {
-    Input& in = *merged[i];
-    progress.Show("[" + std::to_string(i + 1) + "/" + std::to_string(merged.size()) + "] merging " +
+  timer.End("validate and align");
+
+  // Copy order: by first recording key, so that every input appends to the merged tables.
+  std::vector<size_t> order(merged.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const auto &ka = merged[a]->first_key, &kb = merged[b]->first_key;
+    if (ka.has_value() != kb.has_value()) return ka.has_value();
+    return ka.has_value() && *ka < *kb;
+  });
+  std::vector<int64_t> rows;
+  for (size_t i : order) rows.push_back(TotalRows(*merged[i]));
+  const int helpers = opt.helper_threads >= 0
+                          ? opt.helper_threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) - 1;
+  const size_t direct = DirectCopies(rows, helpers, opt.copy_costs);
+  std::vector<PartPipeline::Job> jobs;
+  for (size_t k = direct; k < order.size(); ++k) {
+    jobs.push_back({merged[order[k]], result.alignment[order[k]]});
+  }
+  PartPipeline parts(std::move(jobs), helpers, DirOf(opt.out_path), BaseOf(opt.out_path) + ".part");
+
+  std::map<int, InputCopy> copies;
+  for (size_t k = 0; k < order.size(); ++k) {
+    Input& in = *merged[order[k]];
+    progress.Show("[" + std::to_string(k + 1) + "/" + std::to_string(order.size()) + "] merging " +
                   in.file);
-    auto c = CopyInput(out, in, result.alignment[i]);
+    auto c = [&]() -> rs::Result<InputCopy> {
+      if (k < direct) return CopyInput(out, in, result.alignment[order[k]]);
+      ASSIGN_OR_RETURN(Part part, parts.Take(k - direct));
+      RETURN_IF_ERROR(CombinePart(out, in, part));
+      return std::move(part.copy);
+    }();
+    in.image.reset();  // its temp file is no longer needed
     progress.Done();
     if (!c.ok()) {
       // The input validated but could not be copied (changed since, or lacks a NOT NULL
@@ -284,11 +304,27 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
       if (opt.strict) return rs::Error("--strict: " + in.file + ": " + in.reason);
       continue;
     }
-    PrintCounts(log, in, c.value());
-    for (const TableCount& t : c.value()) {
+    copies[in.input_id] = std::move(c).value();
+  }
+  timer.End("copy (" + std::to_string(direct) + " direct, " +
+            std::to_string(order.size() - direct) + " parts)");
+
+  // Stack counts in input order (see StacksFirstHeld), then every input's counts.
+  ASSIGN_OR_RETURN(auto first_held, StacksFirstHeld(out));
+  std::map<int, std::vector<TableCount>> counts;
+  for (auto& [id, copy] : copies) {
+    int64_t inserted = first_held.count(id) ? first_held[id] : 0;
+    int64_t deduped = copy.stack_rows - inserted;
+    copy.counts.push_back(
+        TableCount{"stacks", copy.stack_rows, inserted, deduped,
+                   deduped ? "already present (deduplicated by frames hash)" : ""});
+    for (const TableCount& t : copy.counts) {
       if (IsEventTable(t.table)) result.event_rows += t.rows_out;
     }
-    counts[in.input_id] = std::move(c).value();
+    counts[id] = std::move(copy.counts);
+  }
+  for (const Input& in : inputs) {
+    if (counts.count(in.input_id)) PrintCounts(log, in, counts[in.input_id]);
   }
   if (counts.empty()) return rs::Error("nothing merged: every valid input failed to copy");
   // A repeated recording: its rows are all there once already; counted as skipped.
@@ -315,10 +351,12 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
   RETURN_IF_ERROR(out.Exec("BEGIN"));
   RETURN_IF_ERROR(WriteMergeTables(out, inputs, counts, written, result));
   RETURN_IF_ERROR(out.Exec("COMMIT"));
+  timer.End("merge tables");
   progress.Show("building indexes...");
   RETURN_IF_ERROR(rs::CreateIndexes(out));
   progress.Done();
   out = rs::Db();  // close before the rename
+  timer.End("indexes");
   if (opt.bundle_path) {
     std::string partial = *opt.bundle_path + ".partial";
     auto c = rs::CompressFile(tmp.path(), partial, 9, 0600);
@@ -331,6 +369,8 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
   }
   RETURN_IF_ERROR(MoveIntoPlace(tmp.path(), opt.out_path));
   tmp.Release();
+  timer.End("write out");
+  result.phases = timer.Take();
   return result;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "clock_alignment.h"
+#include "copy_schedule.h"
 #include "rscore/result.h"
 
 namespace merge {
@@ -20,6 +21,9 @@ struct MergeOptions {
   std::string reference_node;              // node whose clock is the reference; empty: automatic
   bool progress = false;                   // progress lines (for a terminal)
   AlignOptions align;
+  // Threads that copy inputs into parts beside the output's writer; -1: one per further core.
+  int helper_threads = -1;
+  CopyCosts copy_costs;  // per-row costs the split between writer and helpers is planned with
 };
 
 struct InputSummary {
@@ -27,14 +31,25 @@ struct InputSummary {
   std::string file, node, status, reason;
 };
 
+// Where the time of a merge went (wall clock and CPU of all threads).
+struct PhaseTime {
+  std::string phase;
+  double wall_s = 0, cpu_s = 0;
+};
+
 struct MergeResult {
   int merged = 0, skipped = 0, duplicates = 0;
   int64_t event_rows = 0;  // event-table rows written
   std::vector<InputSummary> inputs;
   std::vector<NodeAlignment> alignment;
+  std::vector<PhaseTime> phases;
   // Exit status: 0 all merged, 2 merged with some inputs skipped (1 is an Error).
   int exit_code() const { return skipped > 0 ? 2 : 0; }
 };
+
+// Process-wide SQLite settings that make a merge faster; call before SQLite is first used
+// (later calls have no effect).
+void ConfigureSqlite();
 
 // Runs the whole merge. Per-input problems are reported to `log` and recorded in the output
 // (merge_inputs); an Error means nothing was written.

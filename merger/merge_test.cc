@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -253,6 +254,91 @@ TEST_F(MergeSynth, StacksDeduplicatedAndReferencesRemapped) {
                 "'stacks'"),
             1);  // b was already there
   ExpectCountsReconcile(*db);
+}
+
+// Every row of every table, as text, sorted: equal for equal databases.
+std::vector<std::string> Contents(rs::Db& db) {
+  std::vector<std::string> out;
+  auto tables = db.Prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
+  EXPECT_TRUE(tables.ok());
+  while (tables->Step().value()) {
+    std::string t = tables->Text(0);
+    auto rows = db.Prepare("SELECT * FROM \"" + t + "\"");
+    EXPECT_TRUE(rows.ok());
+    while (rows->Step().value()) {
+      std::string r = t + ":";
+      for (int c = 0; c < rows->ColumnCount(); ++c) {
+        r += rows->IsNull(c) ? "|NULL" : "|" + rows->Text(c);
+      }
+      out.push_back(r);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST_F(MergeSynth, PartsGiveTheSameDatabaseAsCopyingEverythingDirectly) {
+  synth::ClusterSpec spec;
+  spec.nodes = 4;
+  spec.steps = 10;
+  spec.offset_ns = {0, 2'000'000, -3'000'000, 1'000'000};
+  auto paths = Write(spec);
+  // Shared stacks, so that which input holds a stack first depends on the input order; and a
+  // second recording named node1 whose event ids must be remapped.
+  const std::string a = "a+0x1 (/bin/t@ab+0x1)", b = "b+0x2 (/bin/t@ab+0x2)";
+  for (size_t k = 0; k < paths.size(); ++k) {
+    const std::string& s = k % 2 ? a : b;
+    ASSERT_TRUE(testing::RewriteBundle(paths[k], paths[k],
+                                       "INSERT INTO stacks VALUES (" + std::to_string(k + 1) +
+                                           ", '" + s + "'), (9, '" + a + "');" +
+                                           "UPDATE nccl_events SET stack_id = 9 - 8 * (id % 2);"
+                                           " UPDATE nccl_events SET stack_id = " +
+                                           std::to_string(k + 1) + " WHERE stack_id = 1;")
+                    .ok());
+  }
+  const std::string other = dir_.File("other-node1.rsb");
+  ASSERT_TRUE(
+      testing::RewriteBundle(paths[1], other,
+                             "UPDATE metadata SET value = 'eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee'"
+                             " WHERE key = 'recording_id'")
+          .ok());
+  paths.push_back(other);
+
+  MergeOptions direct;
+  direct.helper_threads = 0;
+  Merged d = RunMerge(dir_, paths, direct);
+  auto ddb = OpenMerged(d.path);
+  ASSERT_TRUE(ddb.ok());
+  std::vector<std::string> want = Contents(*ddb);
+  ExpectCountsReconcile(*ddb);
+  EXPECT_EQ(Int(*ddb,
+                "SELECT COUNT(*) FROM merge_counts WHERE table_name = 'stacks' AND"
+                " rows_skipped > 0"),
+            4);  // every input after the first holds a stack seen before
+  EXPECT_EQ(Int(*ddb,
+                "SELECT rows_out FROM merge_counts WHERE table_name = 'stacks' AND"
+                " input_id = 1"),
+            2);  // whichever input reached the db first, input 1 is credited with both
+  ddb = rs::Error("closed");
+
+  // Combining costs nothing here, so the writer copies one input and the rest become parts.
+  MergeOptions parts;
+  parts.helper_threads = 2;
+  parts.copy_costs = CopyCosts{1.0, 0.0, 0};
+  Merged p = RunMerge(dir_, paths, parts);
+  auto pdb = OpenMerged(p.path);
+  ASSERT_TRUE(pdb.ok());
+  ASSERT_FALSE(p.result.phases.empty());
+  EXPECT_NE(p.result.phases[1].phase.find("4 parts"), std::string::npos)
+      << p.result.phases[1].phase;
+  EXPECT_EQ(Contents(*pdb), want);
+  EXPECT_EQ(Int(*pdb, "SELECT COUNT(*) FROM nccl_events WHERE node = 'node1#2'"),
+            Int(*pdb, "SELECT COUNT(*) FROM nccl_events WHERE node = 'node1'"));
+  EXPECT_EQ(Int(*pdb,
+                "SELECT COUNT(*) FROM nccl_events e LEFT JOIN stacks s ON s.id = e.stack_id"
+                " WHERE s.id IS NULL"),
+            0);
+  ExpectAlignmentApplied(*pdb);
 }
 
 TEST_F(MergeSynth, ReferenceNodeChosenByFlag) {

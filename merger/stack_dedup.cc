@@ -34,4 +34,32 @@ rs::Result<StackCounts> MergeStacks(rs::Db& out, const std::string& schema) {
   return c;
 }
 
+rs::Result<void> RecordStackOrigins(rs::Db& db, int input_id, const std::string& ids_query) {
+  RETURN_IF_ERROR(
+      db.Exec("CREATE TEMP TABLE IF NOT EXISTS stack_origins(id INTEGER NOT NULL,"
+              " input_id INTEGER NOT NULL, PRIMARY KEY (id, input_id)) WITHOUT ROWID"));
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("INSERT OR IGNORE INTO temp.stack_origins(id, input_id)"
+                              " SELECT x.*, ?1 FROM (" +
+                              ids_query + ") AS x"));
+  return st.Bind(1, input_id).Run();
+}
+
+rs::Result<std::map<int, int64_t>> StacksFirstHeld(rs::Db& db) {
+  std::map<int, int64_t> out;
+  ASSIGN_OR_RETURN(int64_t exists,
+                   db.QueryInt("SELECT COUNT(*) FROM temp.sqlite_master WHERE name ="
+                               " 'stack_origins'"));
+  if (!exists) return out;
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT first, COUNT(*) FROM (SELECT MIN(input_id) AS first"
+                              " FROM temp.stack_origins GROUP BY id) GROUP BY first"));
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out[static_cast<int>(st.Int(0))] = st.Int(1);
+  }
+  return out;
+}
+
 }  // namespace merge

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -23,5 +24,15 @@ struct StackCounts {
 // Copies `schema`.stacks (an attached input) into main.stacks and fills the temporary table
 // temp.stack_map(old INTEGER PRIMARY KEY, new INTEGER) with the input's id -> merged id.
 rs::Result<StackCounts> MergeStacks(rs::Db& out, const std::string& schema);
+
+// Inputs reach the merged db in an order chosen for speed, not in input order, so which input
+// brought a stack first is decided from a record of which inputs hold which stacks
+// (temp.stack_origins): a stack counts as inserted for the lowest input id holding it and as
+// deduplicated for every other.
+//
+// Records that input `input_id` holds the merged stack ids returned by `ids_query` (one column).
+rs::Result<void> RecordStackOrigins(rs::Db& db, int input_id, const std::string& ids_query);
+// Input id -> number of stacks it was the first to hold.
+rs::Result<std::map<int, int64_t>> StacksFirstHeld(rs::Db& db);
 
 }  // namespace merge

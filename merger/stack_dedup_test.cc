@@ -41,5 +41,23 @@ TEST(MergeStacks, DedupsAcrossInputsAndMapsOldIds) {
   EXPECT_EQ(out->QueryInt("SELECT COUNT(*) FROM temp.stack_map WHERE old = 10").value(), 0);
 }
 
+TEST(StacksFirstHeld, CreditsTheLowestInputWhateverTheRecordingOrder) {
+  auto db = rs::Db::Open(":memory:", rs::Db::Mode::kCreate);
+  ASSERT_TRUE(db.ok());
+  EXPECT_TRUE(StacksFirstHeld(*db).value().empty());  // nothing recorded yet
+  ASSERT_TRUE(db->Exec("CREATE TABLE ids(input INTEGER, id INTEGER);"
+                       "INSERT INTO ids VALUES (3, 100), (3, 200), (1, 200), (2, 300), (2, 100);")
+                  .ok());
+  for (int input : {3, 1, 2}) {  // recorded out of input order
+    ASSERT_TRUE(
+        RecordStackOrigins(*db, input, "SELECT id FROM ids WHERE input = " + std::to_string(input))
+            .ok());
+  }
+  ASSERT_TRUE(RecordStackOrigins(*db, 2, "SELECT 300").ok());  // twice: counted once
+  auto first = StacksFirstHeld(*db);
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  EXPECT_EQ(first.value(), (std::map<int, int64_t>{{1, 1}, {2, 2}}));  // 200; 100 and 300
+}
+
 }  // namespace
 }  // namespace merge

@@ -1,0 +1,84 @@
+// Copying validated inputs into the merged schema. An input is copied (node renamed, ids
+// remapped, timestamps aligned, stacks deduplicated) either straight into the output or, on a
+// helper thread, into a part: a temporary file of its own with exactly the merged schema and no
+// indexes. A part is then combined into the output with INSERT INTO t SELECT * FROM part.t,
+// which SQLite runs as its transfer optimization (records copied without being decoded, as
+// VACUUM does) because the two table definitions are identical.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "clock_alignment.h"
+#include "inputs.h"
+#include "rscore/bundle.h"
+#include "rscore/result.h"
+#include "rscore/sqlite.h"
+#include "table_copy.h"
+
+namespace merge {
+
+// Per-table counts of one copied input. The stacks row is added by the caller once every input
+// is in (see StacksFirstHeld); stack_rows is its rows_in.
+struct InputCopy {
+  std::vector<TableCount> counts;
+  int64_t stack_rows = 0;
+};
+
+// Copies input `in` into the main schema of `db` (merged schema) in one transaction; nothing
+// of it remains on failure. Records the input's stacks in temp.stack_origins of `db`.
+rs::Result<InputCopy> CopyInput(rs::Db& db, const Input& in, const NodeAlignment& al);
+
+// Pragmas of a database that is built once and renamed or discarded, never updated in place:
+// no rollback journal and no fsync (a crash leaves a temp file, never a damaged output).
+rs::Result<void> UseBuildPragmas(rs::Db& db, int cache_kib);
+
+struct Part {
+  rs::TempFile file;
+  InputCopy copy;
+};
+
+// Copies `in` into a new part file `dir`/.`stem`.XXXXXX (removed when the Part dies).
+rs::Result<Part> WritePart(const std::string& dir, const std::string& stem, const Input& in,
+                           const NodeAlignment& al);
+
+// Adds a part to the output in one transaction: stacks (deduplicated), the node's metadata, and
+// every copied table by transfer.
+rs::Result<void> CombinePart(rs::Db& out, const Input& in, const Part& part);
+
+// Writes parts on helper threads, in order (each thread takes the next input), while the
+// output's writer takes them in the same order. Inputs must outlive the pipeline and stay
+// unchanged until taken.
+class PartPipeline {
+ public:
+  struct Job {
+    const Input* input;
+    NodeAlignment alignment;
+  };
+  PartPipeline(std::vector<Job> jobs, int threads, std::string dir, std::string stem);
+  // Unstarted jobs are dropped; running ones finish first.
+  ~PartPipeline();
+  PartPipeline(const PartPipeline&) = delete;
+  PartPipeline& operator=(const PartPipeline&) = delete;
+  // Waits for job i (0-based, in the order given).
+  rs::Result<Part> Take(size_t i);
+
+ private:
+  void Work();
+  std::vector<Job> jobs_;
+  std::string dir_, stem_;
+  std::vector<std::optional<rs::Result<Part>>> done_;
+  std::atomic<size_t> next_{0};
+  std::atomic<bool> cancel_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace merge
