@@ -62,6 +62,9 @@ int main(int argc, char** argv) {
     opt.inputs = paths.value();
     opt.out_path = dir + "/merged.rsdb";
     std::ostringstream log;
+    // Each run writes a new file, as a first merge does: renaming over the previous run's
+    // output would make ext4 allocate and start writing the new file's blocks at the rename.
+    std::remove(opt.out_path.c_str());
     auto start = std::chrono::steady_clock::now();
     std::clock_t cpu0 = std::clock();
     auto result = merge::Merge(opt, log);

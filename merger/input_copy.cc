@@ -121,32 +121,58 @@ rs::Result<void> CombinePart(rs::Db& out, const Input& in, const Part& part) {
 
 PartPipeline::PartPipeline(std::vector<Job> jobs, int threads, std::string dir, std::string stem)
     : jobs_(std::move(jobs)), dir_(std::move(dir)), stem_(std::move(stem)), done_(jobs_.size()) {
-  for (int t = 0; t < threads && static_cast<size_t>(t) < jobs_.size(); ++t) {
-    threads_.emplace_back([this] { Work(); });
-  }
+  for (int t = 0; t < threads; ++t) threads_.emplace_back([this] { Work(); });
 }
 
 PartPipeline::~PartPipeline() {
-  cancel_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closing_ = true;
+  }
+  work_.notify_all();
   for (std::thread& t : threads_) t.join();
 }
 
 void PartPipeline::Work() {
-  for (size_t i; !cancel_ && (i = next_.fetch_add(1)) < jobs_.size();) {
-    auto part = WritePart(dir_, stem_, *jobs_[i].input, jobs_[i].alignment);
-    std::lock_guard<std::mutex> lock(mu_);
-    done_[i].emplace(std::move(part));
-    cv_.notify_all();
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    work_.wait(
+        lock, [&] { return (!closing_ && next_ < jobs_.size()) || !garbage_.empty() || closing_; });
+    if (!closing_ && next_ < jobs_.size()) {
+      size_t i = next_++;
+      lock.unlock();
+      auto part = WritePart(dir_, stem_, *jobs_[i].input, jobs_[i].alignment);
+      lock.lock();
+      done_[i].emplace(std::move(part));
+      finished_.notify_all();
+    } else if (!garbage_.empty()) {
+      std::shared_ptr<void> g = std::move(garbage_.front());
+      garbage_.pop_front();
+      lock.unlock();
+      g.reset();
+      lock.lock();
+    } else {
+      return;  // closing, nothing left to remove
+    }
   }
 }
 
 rs::Result<Part> PartPipeline::Take(size_t i) {
   if (threads_.empty()) return rs::Error("no thread writes parts (internal error)");
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return done_[i].has_value(); });
+  finished_.wait(lock, [&] { return done_[i].has_value(); });
   rs::Result<Part> part = std::move(*done_[i]);
   done_[i].reset();
   return part;
+}
+
+void PartPipeline::Discard(std::shared_ptr<void> garbage) {
+  if (threads_.empty()) return;  // destroyed here, now
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    garbage_.push_back(std::move(garbage));
+  }
+  work_.notify_one();
 }
 
 }  // namespace merge

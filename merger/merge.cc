@@ -289,10 +289,12 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
     auto c = [&]() -> rs::Result<InputCopy> {
       if (k < direct) return CopyInput(out, in, result.alignment[order[k]]);
       ASSIGN_OR_RETURN(Part part, parts.Take(k - direct));
-      RETURN_IF_ERROR(CombinePart(out, in, part));
+      auto combined = CombinePart(out, in, part);
+      parts.Discard(std::make_shared<rs::TempFile>(std::move(part.file)));
+      RETURN_IF_ERROR(combined);
       return std::move(part.copy);
     }();
-    in.image.reset();  // its temp file is no longer needed
+    parts.Discard(std::move(in.image));  // its temp file is no longer needed
     progress.Done();
     if (!c.ok()) {
       // The input validated but could not be copied (changed since, or lacks a NOT NULL
