@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -13,10 +14,11 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static std::string path = [] {
-    char tmpl[] = "/tmp/rscore_fuzz.XXXXXX";
-    int fd = mkstemp(tmpl);
+    const char* dir = std::getenv("TMPDIR");
+    std::string tmpl = std::string(dir && *dir ? dir : "/tmp") + "/rscore_fuzz.XXXXXX";
+    int fd = mkstemp(tmpl.data());
     if (fd >= 0) close(fd);
-    return std::string(tmpl);
+    return tmpl;
   }();
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
