@@ -252,22 +252,29 @@ PairEstimate EstimatePair(std::vector<PairConstraint> cs, int64_t anchor_ns,
                  Us(lo_max - hi_min) + " apart)";
       return est;
     }
-    // The centre of the guaranteed interval: the estimate whose worst-case error is smallest.
-    // (The median exit difference is biased wherever ranks leave a collective in an order set
-    // by their place in the algorithm, e.g. around a ring; the interval's two sides come from
-    // late entrants on either node and carry no such bias.)
-    line = Line{(lo_max + hi_min) / 2, 0};
+    line = Line{median_pt, 0};
   }
   if (!lines.Solve()) {
     est.note = "rendezvous constraints contradict each other (no offset line fits them all)";
     return est;
   }
-  if (drift) {
-    // The fitted slope, with the intercept at the centre of what the constraints allow for
-    // that slope (as for a constant offset): the exit differences set the drift only.
-    double lo_i = lines.F(line.slope), hi_i = lines.G(line.slope);
-    if (lo_i <= hi_i) line.intercept = (lo_i + hi_i) / 2;
+  // The offset at the fitted slope (0 without drift): the exit-cluster estimate when the exits
+  // agree closely and the estimate lies inside what the constraints allow; otherwise the centre
+  // of that interval, the estimate whose worst-case error is smallest. Exit differences are
+  // biased wherever ranks leave a collective in an order set by their place in the algorithm
+  // (around a ring, for example): an estimate outside the interval proves such a bias, and
+  // widely spread exits hide it.
+  const double lo_i = drift ? lines.F(line.slope) : lo_max;
+  const double hi_i = drift ? lines.G(line.slope) : hi_min;
+  std::string how = "exit cluster";
+  if (lo_i <= hi_i) {
+    const bool inside = line.intercept > lo_i && line.intercept < hi_i;
+    if (!inside || spread > opt.exit_estimate_spread_ratio * (hi_i - lo_i)) {
+      line.intercept = (lo_i + hi_i) / 2;
+      how = "interval centre";
+    }
   }
+  how += " (exit spread " + Us(spread) + ", interval " + Us(hi_i - lo_i) + ")";
   // The bound holds for every clock pair whose drift the constraints (and max_drift_ppm)
   // allow, also when the point estimate assumes none: the distance from the estimate to the
   // farthest feasible line, largest at either end of the recording.
@@ -281,7 +288,8 @@ PairEstimate EstimatePair(std::vector<PairConstraint> cs, int64_t anchor_ns,
   est.offset_ns = line.intercept;
   est.drift_ppm = line.slope * 1e6;
   est.error_bound_ns = bound;
-  est.note = drift ? "linear drift fitted" : "constant offset (bound allows undetected drift)";
+  est.note =
+      (drift ? "linear drift fitted; " : "constant offset (bound allows undetected drift); ") + how;
   return est;
 }
 

@@ -5,12 +5,13 @@
 // clock offsets o_a, o_b (how far each clock is ahead of true time), every rendezvous seen on
 // both gives, in the nodes' own clocks,
 //     entry_i - exit_j  <=  o_a - o_b  <=  exit_i - entry_j     (ranks i on a, j on b)
-// The intersection over all rendezvous is a guaranteed interval; its centre is the estimate
-// (smallest worst-case error; exit differences carry the bias of the algorithm's exit order).
-// With linear drift the slope comes from the trend of the exit differences and the offset
-// from the centre of the interval allowed for that slope (the feasible set of lines bounds
-// the error). Where the
-// constraints contradict each other (empty interval) or exits do not cluster, the calls were
+// The intersection over all rendezvous is a guaranteed interval. The difference of the
+// nodes' median exits is the estimate when the exits agree closely and it lies inside the
+// interval; otherwise the interval's centre (smallest worst-case error: exit differences carry
+// the bias of the algorithm's exit order, e.g. around a ring). With linear drift the slope
+// comes from the trend of the exit differences and the offset is chosen the same way among
+// those the constraints allow for that slope (the feasible set of lines bounds the error). Where
+// the constraints contradict each other (empty interval) or exits do not cluster, the calls were
 // not rendezvous points (e.g. GPU collectives that only enqueue) and the node falls back to
 // its recorded wall clock, bounded by the kernel's own sync-error estimate.
 //
@@ -65,6 +66,10 @@ struct AlignOptions {
   // Exits cluster when the spread (MAD) of the exit differences is at most this fraction of
   // the median width of the per-rendezvous intervals.
   double max_exit_spread_ratio = 0.25;
+  // The exit-cluster estimate is used when it lies inside the guaranteed interval and the
+  // spread of the exit differences is at most this fraction of the interval's width;
+  // otherwise the interval's centre.
+  double exit_estimate_spread_ratio = 0.1;
   // The largest drift between two clocks the bounds allow for (each kernel clock is corrected
   // by at most 500 ppm, MAXFREQ in adjtimex(2)).
   double max_drift_ppm = 1000.0;
