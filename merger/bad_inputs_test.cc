@@ -1,6 +1,7 @@
 // Bad inputs: each reported by file and reason and skipped, the rest merged, counts reconcile.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -215,6 +216,51 @@ TEST_F(BadInputs, RowsOfAnotherNodeInsideABundleAreCountedAsSkipped) {
             0);
   EXPECT_EQ(Int("SELECT COUNT(*) FROM sched_events WHERE node = 'intruder'"), 0);
   ExpectReconciled();
+}
+
+TEST_F(BadInputs, InputThatFailsToCopyLeavesNothingBehind) {
+  // Validates (intact, current versions) but cannot be copied: a NOT NULL column is missing.
+  const std::string old_schema = dir_.File("old-schema.rsb");
+  ASSERT_TRUE(
+      testing::RewriteBundle(good_[1], old_schema, "ALTER TABLE block_events DROP COLUMN dev")
+          .ok());
+  // Copied straight into the output, and as a part on a helper thread.
+  for (int helpers : {0, 3}) {
+    SCOPED_TRACE(helpers);
+    MergeOptions opt;
+    opt.inputs = {good_[0], old_schema, good_[2]};
+    opt.out_path = dir_.File("out.rsdb");
+    opt.helper_threads = helpers;
+    opt.copy_costs = CopyCosts{1.0, 0.0, 0};  // with helpers: every input a part
+    std::ostringstream log;
+    auto r = Merge(opt, log);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->phases[1].phase,
+              helpers ? "copy (0 direct, 3 parts)" : "copy (3 direct, 0 parts)");
+    EXPECT_EQ(r->merged, 2);
+    EXPECT_EQ(r->skipped, 1);
+    EXPECT_EQ(r->exit_code(), 2);
+    EXPECT_EQ(r->inputs[1].status, "skipped");
+    EXPECT_NE(r->inputs[1].reason.find("copy failed"), std::string::npos) << r->inputs[1].reason;
+    EXPECT_NE(log.str().find("skipping " + old_schema), std::string::npos);
+    // None of its rows, metadata or clock alignment; the others complete and reconciled.
+    EXPECT_EQ(Int("SELECT COUNT(*) FROM nccl_events WHERE node = 'node1'"), 0);
+    EXPECT_EQ(Int("SELECT COUNT(*) FROM metadata WHERE key LIKE 'node.node1.%'"), 0);
+    EXPECT_EQ(Int("SELECT COUNT(*) FROM clock_alignment WHERE node = 'node1'"), 0);
+    EXPECT_EQ(Int("SELECT COUNT(*) FROM merge_counts WHERE input_id = 2"), 0);
+    EXPECT_EQ(Int("SELECT COUNT(DISTINCT node) FROM sched_events"), 2);
+    ExpectReconciled();
+    // --strict gives up instead, writing nothing.
+    std::remove(opt.out_path.c_str());
+    opt.strict = true;
+    auto strict = Merge(opt, log);
+    ASSERT_FALSE(strict.ok());
+    EXPECT_NE(strict.error().message().find("--strict: " + old_schema), std::string::npos);
+    EXPECT_FALSE(std::filesystem::exists(opt.out_path));
+    int files = 0;  // no temp output or part left behind
+    for (auto& e : std::filesystem::directory_iterator(dir_.path())) files += e.is_regular_file();
+    EXPECT_EQ(files, 4);
+  }
 }
 
 TEST_F(BadInputs, FileChangedAfterValidationIsNotCopied) {

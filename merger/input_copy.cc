@@ -36,7 +36,9 @@ auto WithAttached(rs::Db& db, const std::string& path, const std::string& schema
     RETURN_IF_ERROR(db.Exec("COMMIT"));
     return r;
   }();
-  RETURN_IF_ERROR(db.Exec("DETACH DATABASE " + schema));
+  auto detached = db.Exec("DETACH DATABASE " + schema);
+  if (!result.ok()) return result;  // the first error is the one that explains
+  RETURN_IF_ERROR(detached);
   return result;
 }
 
