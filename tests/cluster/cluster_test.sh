@@ -147,11 +147,12 @@ scenario_none() {
 }
 
 # Merges the run's bundles and checks every node's clock alignment against what was injected:
-#   check_alignment "SKEW0 SKEW1 ..." "DRIFT0 DRIFT1 ..."   (ns and ppm per node, in order)
-# Offsets are relative to the reference node the merge chose; each must be within 50 us of
-# the truth and within its own error bound, and drifts within 10 ppm.
+#   check_alignment "SKEW0 SKEW1 ..." "DRIFT0 DRIFT1 ..." TOLERANCE_NS
+# Offsets are relative to the reference node the merge chose; each must be within TOLERANCE_NS
+# of the truth and within its own error bound, and drifts within 10 ppm.
 check_alignment() {
   local -a skew=($1) drift=($2)
+  local tolerance=$3
   local merged="$OUT/merged.rsdb" k ref=-1 row off bound method ppm want err
   "$BUILD/merger/rankscope-merge" -o "$merged" "$OUT"/run/bundles/*.rsb >"$OUT/merge.out" 2>&1 ||
     fail "rankscope-merge failed: $(tail -n 5 "$OUT/merge.out")"
@@ -169,7 +170,7 @@ check_alignment() {
     printf 'node%d: offset %d ns (injected %d), error %d ns, bound %d ns, drift %s ppm (injected %d), %s, %s rendezvous\n' \
       "$k" "$off" "$want" "$err" "$bound" "$ppm" "$((drift[k] - drift[ref]))" "$method" "$count"
     [[ "$method" == rendezvous || "$method" == reference ]] || fail "node$k: aligned by $method, not by rendezvous"
-    ((err <= 50000)) || fail "node$k: offset $off ns is $err ns from the injected $want ns (> 50 us)"
+    ((err <= tolerance)) || fail "node$k: offset $off ns is $err ns from the injected $want ns (> $tolerance ns)"
     ((err <= bound)) || fail "node$k: the bound $bound ns does not contain the injected offset ($err ns away)"
     want=$((drift[k] - drift[ref]))
     ((ppm - want <= 10 && want - ppm <= 10)) || fail "node$k: drift $ppm ppm, injected $want ppm"
@@ -183,14 +184,16 @@ scenario_clock() {
   NODES=3 RPN=1 STEPS=150
   run_harness none --grad-mb 0.004 --compute-ms 20 --skew node1=50000000,node2=-50000000
   ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
-  check_alignment "0 50000000 -50000000" "0 0 0"
+  check_alignment "0 50000000 -50000000" "0 0 0" 50000
   # Drift: 100 ppm on node2 over a run of ~8 s (its offset moves by ~0.8 ms); node1 keeps
-  # its clock: its offset must come back ~0 within the bound.
+  # its clock. The drift must be recovered within 10 ppm; the offsets (at each node's start)
+  # within their bounds and 150 us: a slope error of a few ppm moves the offset at the start
+  # by tens of microseconds (62 us seen once on a busy machine), tests/bench/merge.md.
   STEPS=300
   run_harness none --grad-mb 0.004 --compute-ms 20 --drift node2=100
   ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
-  check_alignment "0 0 0" "0 0 100"
-  echo "ok: offsets within 50 us and inside their bounds, drift recovered"
+  check_alignment "0 0 0" "0 0 100" 150000
+  echo "ok: skewed offsets within 50 us, all inside their bounds, drift recovered"
 }
 
 scenario_loss() {
