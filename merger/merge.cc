@@ -196,9 +196,10 @@ void PrintCounts(std::ostream& log, const Input& in, const std::vector<TableCoun
 }  // namespace
 
 void ConfigureSqlite() {
-  // Inputs, parts and the output are read through memory maps rather than read() copies, and
-  // SQLite skips its global allocation statistics (a mutex on every allocation).
-  sqlite3_config(SQLITE_CONFIG_MMAP_SIZE, sqlite3_int64{1} << 30, sqlite3_int64{1} << 30);
+  // Inputs and parts are read through memory maps rather than read() copies (up to 256 MiB of
+  // each; a thread has at most one input and one part open), and SQLite skips its global
+  // allocation statistics (a mutex on every allocation).
+  sqlite3_config(SQLITE_CONFIG_MMAP_SIZE, sqlite3_int64{256} << 20, sqlite3_int64{256} << 20);
   sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
@@ -258,6 +259,9 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
                    rs::TempFile::Create(DirOf(opt.out_path), BaseOf(opt.out_path)));
   ASSIGN_OR_RETURN(rs::Db out, rs::Db::Open(tmp.path(), rs::Db::Mode::kReadWrite));
   RETURN_IF_ERROR(UseBuildPragmas(out, 65536));
+  // Read through the page cache, not a map: mapped pages of a large output would count
+  // against the process like its own memory.
+  RETURN_IF_ERROR(out.Exec("PRAGMA mmap_size=0"));
   RETURN_IF_ERROR(rs::CreateSchema(out, rs::DbKind::kMerged));
   timer.End("validate and align");
 
