@@ -224,19 +224,19 @@ TEST_F(BadInputs, InputThatFailsToCopyLeavesNothingBehind) {
   ASSERT_TRUE(
       testing::RewriteBundle(good_[1], old_schema, "ALTER TABLE block_events DROP COLUMN dev")
           .ok());
-  // Copied straight into the output, and as a part on a helper thread.
-  for (int helpers : {0, 3}) {
-    SCOPED_TRACE(helpers);
+  // Copied straight into the output, and as a part on a worker thread.
+  for (int workers : {0, 3}) {
+    SCOPED_TRACE(workers);
     MergeOptions opt;
     opt.inputs = {good_[0], old_schema, good_[2]};
     opt.out_path = dir_.File("out.rsdb");
-    opt.helper_threads = helpers;
-    opt.copy_costs = CopyCosts{1.0, 0.0, 0};  // with helpers: every input a part
+    opt.worker_threads = workers;
+    opt.copy_costs = CopyCosts{1.0, 0.0, 0};  // with workers: every input a part
     std::ostringstream log;
     auto r = Merge(opt, log);
     ASSERT_TRUE(r.ok()) << r.error().message();
     EXPECT_EQ(r->phases[1].phase,
-              helpers ? "copy (0 direct, 3 parts)" : "copy (3 direct, 0 parts)");
+              workers ? "copy (0 direct, 3 parts)" : "copy (3 direct, 0 parts)");
     EXPECT_EQ(r->merged, 2);
     EXPECT_EQ(r->skipped, 1);
     EXPECT_EQ(r->exit_code(), 2);

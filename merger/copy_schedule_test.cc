@@ -5,12 +5,12 @@
 namespace merge {
 namespace {
 
-TEST(DirectCopies, AllByTheWriterWithoutHelpers) {
+TEST(DirectCopies, AllByTheWriterWithoutWorkers) {
   EXPECT_EQ(DirectCopies({100'000, 100'000, 100'000}, 0), 3u);
   EXPECT_EQ(DirectCopies({}, 1), 0u);
 }
 
-TEST(DirectCopies, HelpersTakeEqualInputsWhenCombiningIsCheaperThanCopying) {
+TEST(DirectCopies, WorkersTakeEqualInputsWhenCombiningIsCheaperThanCopying) {
   CopyCosts c{1.0, 0.6, 0};
   std::vector<int64_t> rows(4, 100'000);
   size_t direct = DirectCopies(rows, 1, c);
@@ -32,7 +32,7 @@ TEST(EstimatedFinish, WriterWaitsForPartsInOrder) {
   CopyCosts c{1.0, 0.5, 0};
   // One part of 100 rows: written in 100, combined in 50 more, after the writer's own 10.
   EXPECT_DOUBLE_EQ(EstimatedFinish({10, 100}, 1, 1, c), 150);
-  // Two helpers write two parts at once; the writer combines them one after the other.
+  // Two workers write two parts at once; the writer combines them one after the other.
   EXPECT_DOUBLE_EQ(EstimatedFinish({100, 100}, 0, 2, c), 200);
   EXPECT_DOUBLE_EQ(EstimatedFinish({100, 100}, 0, 1, c), 250);
 }

@@ -1,6 +1,6 @@
 // Copying validated inputs into the merged schema. An input is copied (node renamed, ids
 // remapped, timestamps aligned, stacks deduplicated) either straight into the output or, on a
-// helper thread, into a part: a temporary file of its own with exactly the merged schema and no
+// worker thread, into a part: a temporary file of its own with exactly the merged schema and no
 // indexes. A part is then combined into the output with INSERT INTO t SELECT * FROM part.t,
 // which SQLite runs as its transfer optimization (records copied without being decoded, as
 // VACUUM does) because the two table definitions are identical.
@@ -54,9 +54,9 @@ rs::Result<Part> WritePart(const std::string& dir, const std::string& stem, cons
 // every copied table by transfer.
 rs::Result<void> CombinePart(rs::Db& out, const Input& in, const Part& part);
 
-// Writes parts on helper threads, in order (each thread takes the next input), while the
+// Writes parts on worker threads, in order (each thread takes the next input), while the
 // output's writer takes them in the same order. Inputs must outlive the pipeline and stay
-// unchanged until taken. Idle helpers also remove the writer's spent temporary files: removing
+// unchanged until taken. Idle workers also remove the writer's spent temporary files: removing
 // a file whose blocks were already written back waits for the file system (~20 ms for 10 MB
 // on ext4 here), which the writer should not.
 class PartPipeline {
@@ -72,7 +72,7 @@ class PartPipeline {
   PartPipeline& operator=(const PartPipeline&) = delete;
   // Waits for job i (0-based, in the order given).
   rs::Result<Part> Take(size_t i);
-  // Destroys `garbage` (e.g. a temp file) on a helper thread; at once without helpers.
+  // Destroys `garbage` (e.g. a temp file) on a worker thread; at once without workers.
   void Discard(std::shared_ptr<void> garbage);
 
  private:

@@ -275,15 +275,15 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
   });
   std::vector<int64_t> rows;
   for (size_t i : order) rows.push_back(TotalRows(*merged[i]));
-  const int helpers = opt.helper_threads >= 0
-                          ? opt.helper_threads
+  const int workers = opt.worker_threads >= 0
+                          ? opt.worker_threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) - 1;
-  const size_t direct = DirectCopies(rows, helpers, opt.copy_costs);
+  const size_t direct = DirectCopies(rows, workers, opt.copy_costs);
   std::vector<PartPipeline::Job> jobs;
   for (size_t k = direct; k < order.size(); ++k) {
     jobs.push_back({merged[order[k]], result.alignment[order[k]]});
   }
-  PartPipeline parts(std::move(jobs), helpers, DirOf(opt.out_path), BaseOf(opt.out_path) + ".part");
+  PartPipeline parts(std::move(jobs), workers, DirOf(opt.out_path), BaseOf(opt.out_path) + ".part");
 
   std::map<int, InputCopy> copies;
   for (size_t k = 0; k < order.size(); ++k) {

@@ -22,8 +22,8 @@ struct MergeOptions {
   bool progress = false;                   // progress lines (for a terminal)
   AlignOptions align;
   // Threads that copy inputs into parts beside the output's writer; -1: one per further core.
-  int helper_threads = -1;
-  CopyCosts copy_costs;  // per-row costs the split between writer and helpers is planned with
+  int worker_threads = -1;
+  CopyCosts copy_costs;  // per-row costs the split between writer and workers is planned with
 };
 
 struct InputSummary {

@@ -305,7 +305,7 @@ TEST_F(MergeSynth, PartsGiveTheSameDatabaseAsCopyingEverythingDirectly) {
   paths.push_back(other);
 
   MergeOptions direct;
-  direct.helper_threads = 0;
+  direct.worker_threads = 0;
   Merged d = RunMerge(dir_, paths, direct);
   auto ddb = OpenMerged(d.path);
   ASSERT_TRUE(ddb.ok());
@@ -323,7 +323,7 @@ TEST_F(MergeSynth, PartsGiveTheSameDatabaseAsCopyingEverythingDirectly) {
 
   // Combining costs nothing here, so the writer copies one input and the rest become parts.
   MergeOptions parts;
-  parts.helper_threads = 2;
+  parts.worker_threads = 2;
   parts.copy_costs = CopyCosts{1.0, 0.0, 0};
   Merged p = RunMerge(dir_, paths, parts);
   auto pdb = OpenMerged(p.path);
