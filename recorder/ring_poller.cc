@@ -46,16 +46,7 @@ int64_t MonoNowNs() {
 }  // namespace
 
 RingPoller::~RingPoller() {
-  if (draining()) {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      stop_ = true;
-    }
-    space_cv_.notify_all();
-    uint64_t one = 1;
-    (void)!write(wake_fd_, &one, sizeof(one));
-    thread_.join();
-  }
+  if (draining()) JoinDrainThread();  // queued records are discarded
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (wake_fd_ >= 0) close(wake_fd_);
   if (rb_) ring_buffer__free(rb_);
@@ -259,8 +250,7 @@ void RingPoller::Consume() {
   }
 }
 
-void RingPoller::StopDrainThread() {
-  if (!draining()) return;
+void RingPoller::JoinDrainThread() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     stop_ = true;
@@ -269,6 +259,11 @@ void RingPoller::StopDrainThread() {
   uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof(one));
   thread_.join();
+}
+
+void RingPoller::StopDrainThread() {
+  if (!draining()) return;
+  JoinDrainThread();
   std::deque<Batch> taken;
   {
     std::lock_guard<std::mutex> lk(mu_);

@@ -75,7 +75,8 @@ class RingPoller {
   void Append(const Ring& ring, const void* data, size_t size);  // drain thread
   void Publish(bool flushed_up_to_request, uint64_t request);    // drain thread
   void DrainMain();                                              // drain thread body
-  void Dispatch(std::deque<Batch>& batches);                     // calling thread
+  void JoinDrainThread();                     // asks the drain thread to stop and waits for it
+  void Dispatch(std::deque<Batch>& batches);  // calling thread
   bool draining() const { return thread_.joinable(); }
 
   ring_buffer* rb_ = nullptr;
