@@ -1,4 +1,5 @@
 #include "input_copy.h"
+#include "table_copy.h"
 
 #include <set>
 #include <utility>
@@ -40,19 +41,6 @@ auto WithAttached(rs::Db& db, const std::string& path, const std::string& schema
   if (!result.ok()) return result;  // the first error is the one that explains
   RETURN_IF_ERROR(detached);
   return result;
-}
-
-rs::Result<std::vector<std::string>> MainTables(rs::Db& db) {
-  ASSIGN_OR_RETURN(rs::Statement st,
-                   db.Prepare("SELECT name FROM main.sqlite_master WHERE type = 'table' AND name"
-                              " NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"));
-  std::vector<std::string> out;
-  for (;;) {
-    ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    out.push_back(st.Text(0));
-  }
-  return out;
 }
 
 }  // namespace
@@ -106,7 +94,7 @@ rs::Result<Part> WritePart(const std::string& dir, const std::string& stem, cons
 }
 
 rs::Result<void> CombinePart(rs::Db& out, const Input& in, const Part& part) {
-  ASSIGN_OR_RETURN(std::vector<std::string> tables, MainTables(out));
+  ASSIGN_OR_RETURN(std::vector<std::string> tables, Tables(out, "main"));
   return WithAttached(out, part.file.path(), "part", [&]() -> rs::Result<void> {
     RETURN_IF_ERROR(out.Exec("INSERT OR IGNORE INTO main.stacks SELECT * FROM part.stacks"));
     RETURN_IF_ERROR(RecordStackOrigins(out, in.input_id, "SELECT id FROM part.stacks"));

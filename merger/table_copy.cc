@@ -20,20 +20,6 @@ bool IsEventTable(const std::string& t) {
 
 std::string Quote(const std::string& ident) { return "\"" + ident + "\""; }
 
-rs::Result<std::vector<std::string>> Tables(rs::Db& db, const std::string& schema) {
-  ASSIGN_OR_RETURN(rs::Statement st,
-                   db.Prepare("SELECT name FROM " + schema +
-                              ".sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%'"
-                              " ESCAPE '\\' ORDER BY name"));
-  std::vector<std::string> out;
-  for (;;) {
-    ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    out.push_back(st.Text(0));
-  }
-  return out;
-}
-
 rs::Result<std::vector<std::string>> Columns(rs::Db& db, const std::string& schema,
                                              const std::string& table) {
   ASSIGN_OR_RETURN(rs::Statement st,
@@ -53,6 +39,20 @@ rs::Result<int64_t> CountRows(rs::Db& db, const std::string& schema, const std::
 }
 
 }  // namespace
+
+rs::Result<std::vector<std::string>> Tables(rs::Db& db, const std::string& schema) {
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT name FROM " + schema +
+                              ".sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%'"
+                              " ESCAPE '\\' ORDER BY name"));
+  std::vector<std::string> out;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back(st.Text(0));
+  }
+  return out;
+}
 
 std::string AlignedExpr(const std::string& column, const NodeAlignment& a) {
   std::string c = Quote(column);

@@ -37,4 +37,7 @@ std::string AlignedExpr(const std::string& column, const NodeAlignment& a);
 // Expects temp.stack_map to hold this input's stack ids.
 rs::Result<std::vector<TableCount>> CopyTables(rs::Db& out, const CopySpec& spec);
 
+// The tables of `schema` ('main' or an attached name), without SQLite's own, by name.
+rs::Result<std::vector<std::string>> Tables(rs::Db& db, const std::string& schema);
+
 }  // namespace merge
