@@ -231,7 +231,6 @@ TEST_F(BadInputs, InputThatFailsToCopyLeavesNothingBehind) {
     opt.inputs = {good_[0], old_schema, good_[2]};
     opt.out_path = dir_.File("out.rsdb");
     opt.worker_threads = workers;
-    opt.copy_costs = CopyCosts{1.0, 0.0, 0};  // with workers: every input a part
     std::ostringstream log;
     auto r = Merge(opt, log);
     ASSERT_TRUE(r.ok()) << r.error().message();

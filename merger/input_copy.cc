@@ -43,6 +43,37 @@ auto WithAttached(rs::Db& db, const std::string& path, const std::string& schema
   return result;
 }
 
+bool IsEventTable(const std::string& t) {
+  for (std::string_view e : rs::kEventTables) {
+    if (e == t) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> EventTables() {
+  return std::vector<std::string>(std::begin(rs::kEventTables), std::end(rs::kEventTables));
+}
+
+rs::Result<void> DropEventIndexes(rs::Db& out) {
+  ASSIGN_OR_RETURN(rs::Statement st, out.Prepare("SELECT name, tbl_name FROM main.sqlite_schema"
+                                                 " WHERE type = 'index' AND sql IS NOT NULL"));
+  std::vector<std::string> names;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    if (IsEventTable(st.Text(1))) names.push_back(st.Text(0));
+  }
+  for (const std::string& n : names) RETURN_IF_ERROR(out.Exec("DROP INDEX \"" + n + "\""));
+  return rs::Ok();
+}
+
+rs::Result<rs::Db> ReopenOutput(const std::string& path) {
+  ASSIGN_OR_RETURN(rs::Db out, rs::Db::Open(path, rs::Db::Mode::kReadWrite));
+  RETURN_IF_ERROR(UseBuildPragmas(out, 65536));
+  RETURN_IF_ERROR(out.Exec("PRAGMA mmap_size=0"));
+  return out;
+}
+
 }  // namespace
 
 rs::Result<void> UseBuildPragmas(rs::Db& db, int cache_kib) {
@@ -103,7 +134,7 @@ rs::Result<void> CombinePart(rs::Db& out, const Input& in, const Part& part) {
         out.Exec("INSERT OR REPLACE INTO main.metadata SELECT * FROM part.metadata"
                  " WHERE substr(key, 1, 5) = 'node.'"));
     for (const std::string& t : tables) {
-      if (kNotTransferred.count(t)) continue;
+      if (kNotTransferred.count(t) || IsEventTable(t)) continue;
       // Must stay a bare SELECT * of an identically defined table: anything else (a column
       // list, a WHERE) makes SQLite decode and re-encode every row.
       auto r = out.Exec("INSERT INTO main.\"" + t + "\" SELECT * FROM part.\"" + t + "\"");
@@ -111,6 +142,63 @@ rs::Result<void> CombinePart(rs::Db& out, const Input& in, const Part& part) {
     }
     return rs::Ok();
   });
+}
+
+rs::Result<EventTablesAdded> AddEventTables(rs::Db& out, const std::string& path,
+                                            const std::vector<const Part*>& parts,
+                                            bool try_splice,
+                                            const std::map<std::string, int64_t>& expected_rows) {
+  EventTablesAdded added;
+  std::vector<std::string> part_paths;
+  for (const Part* p : parts) part_paths.push_back(p->file.path());
+  if (!try_splice) added.why_not = "splice not requested";
+  if (try_splice) {
+    RETURN_IF_ERROR(rs::CreateIndexes(out));  // empty: their roots are filled by the splice
+    auto plan = PlanSplice(out, path, part_paths, EventTables());
+    rs::Result<std::shared_ptr<SpliceWork>> work = rs::Error("no plan");
+    if (plan.ok()) {
+      out = rs::Db();  // the splice writes the file itself
+      work = PrepareSplice(plan.value());
+    }
+    if (plan.ok() && work.ok()) {
+      ASSIGN_OR_RETURN(added.splice, WriteSplice(*work.value()));
+      ASSIGN_OR_RETURN(out, ReopenOutput(path));
+      for (const std::string& i : added.splice.reindex) {
+        RETURN_IF_ERROR(out.Exec("REINDEX \"" + i + "\""));
+      }
+      added.spliced = true;
+    } else {
+      added.why_not = plan.ok() ? work.error().message() : plan.error().message();
+      if (!out.raw()) {
+        ASSIGN_OR_RETURN(out, ReopenOutput(path));
+      }
+      RETURN_IF_ERROR(DropEventIndexes(out));  // rebuilt after the rows are in
+    }
+  }
+  if (!added.spliced) {
+    for (const std::string& p : part_paths) {
+      RETURN_IF_ERROR(WithAttached(out, p, "part", [&]() -> rs::Result<void> {
+        for (const std::string& t : EventTables()) {
+          // A bare SELECT * of an identically defined table: SQLite's transfer optimization.
+          auto r = out.Exec("INSERT INTO main.\"" + t + "\" SELECT * FROM part.\"" + t + "\"");
+          if (!r.ok()) return r.error().Wrap("combining table " + t);
+        }
+        return rs::Ok();
+      }));
+    }
+  }
+  // Rows in = rows out, whichever way they came.
+  for (const std::string& t : EventTables()) {
+    auto e = expected_rows.find(t);
+    const int64_t want = e == expected_rows.end() ? 0 : e->second;
+    ASSIGN_OR_RETURN(int64_t got, out.QueryInt("SELECT COUNT(*) FROM main.\"" + t + "\""));
+    if (got != want) {
+      return rs::Error("internal error: table " + t + " of the output holds " +
+                       std::to_string(got) + " rows, the parts " + std::to_string(want) +
+                       (added.spliced ? " (spliced)" : " (transferred)"));
+    }
+  }
+  return added;
 }
 
 PartPipeline::PartPipeline(std::vector<Job> jobs, int threads, std::string dir, std::string stem)

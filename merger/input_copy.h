@@ -1,15 +1,17 @@
 // Copying validated inputs into the merged schema. An input is copied (node renamed, ids
 // remapped, timestamps aligned, stacks deduplicated) either straight into the output or, on a
 // worker thread, into a part: a temporary file of its own with exactly the merged schema and no
-// indexes. A part is then combined into the output with INSERT INTO t SELECT * FROM part.t,
-// which SQLite runs as its transfer optimization (records copied without being decoded, as
-// VACUUM does) because the two table definitions are identical.
+// indexes. A part's small tables are combined into the output with INSERT INTO t SELECT * FROM
+// part.t, which SQLite runs as its transfer optimization (records copied without being
+// decoded) because the two table definitions are identical; its event tables are spliced in
+// page by page once every part is written (btree_splice.h).
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -17,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "btree_splice.h"
 #include "clock_alignment.h"
 #include "inputs.h"
 #include "rscore/bundle.h"
@@ -51,8 +54,24 @@ rs::Result<Part> WritePart(const std::string& dir, const std::string& stem, cons
                            const NodeAlignment& al);
 
 // Adds a part to the output in one transaction: stacks (deduplicated), the node's metadata, and
-// every copied table by transfer.
+// every copied table by transfer except the event tables (see AddEventTables).
 rs::Result<void> CombinePart(rs::Db& out, const Input& in, const Part& part);
+
+// How the event tables of the parts reached the output.
+struct EventTablesAdded {
+  bool spliced = false;
+  std::string why_not;  // why they were transferred by SQL instead of spliced
+  SpliceStats splice;
+};
+
+// Adds the event tables of `parts` (in rowid order) to the output `out` (at `path`) and builds
+// their indexes: spliced page by page when PrepareSplice accepts them (`out` is closed and
+// reopened meanwhile), else transferred by SQL. Then checks that each event table holds
+// exactly `expected_rows` rows.
+rs::Result<EventTablesAdded> AddEventTables(rs::Db& out, const std::string& path,
+                                            const std::vector<const Part*>& parts,
+                                            bool try_splice,
+                                            const std::map<std::string, int64_t>& expected_rows);
 
 // Writes parts on worker threads, in order (each thread takes the next input), while the
 // output's writer takes them in the same order. Inputs must outlive the pipeline and stay

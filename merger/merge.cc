@@ -12,7 +12,6 @@
 #include <thread>
 #include <utility>
 
-#include "copy_schedule.h"
 #include "input_copy.h"
 #include "inputs.h"
 #include "rendezvous.h"
@@ -103,12 +102,6 @@ class PhaseTimer {
   PhaseTime last_;
   std::vector<PhaseTime> phases_;
 };
-
-int64_t TotalRows(const Input& in) {
-  int64_t n = 0;
-  for (const auto& [table, rows] : in.table_rows) n += rows;
-  return n;
-}
 
 rs::Result<void> WriteAlignment(rs::Db& db, const std::vector<NodeAlignment>& al) {
   ASSIGN_OR_RETURN(rs::Statement st,
@@ -273,19 +266,21 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
     if (ka.has_value() != kb.has_value()) return ka.has_value();
     return ka.has_value() && *ka < *kb;
   });
-  std::vector<int64_t> rows;
-  for (size_t i : order) rows.push_back(TotalRows(*merged[i]));
-  const int workers = opt.worker_threads >= 0
+  // With copy threads every input is copied into a part; the writer combines each part's small
+  // tables as it arrives and splices the event tables of all of them at the end. Without, the
+  // writer copies every input itself.
+  const int threads = opt.worker_threads >= 0
                           ? opt.worker_threads
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) - 1;
-  const size_t direct = DirectCopies(rows, workers, opt.copy_costs);
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const size_t direct = threads > 0 ? 0 : order.size();
   std::vector<PartPipeline::Job> jobs;
   for (size_t k = direct; k < order.size(); ++k) {
     jobs.push_back({merged[order[k]], result.alignment[order[k]]});
   }
-  PartPipeline parts(std::move(jobs), workers, DirOf(opt.out_path), BaseOf(opt.out_path) + ".part");
+  PartPipeline parts(std::move(jobs), threads, DirOf(opt.out_path), BaseOf(opt.out_path) + ".part");
 
   std::map<int, InputCopy> copies;
+  std::vector<std::pair<int, Part>> kept;  // parts whose event tables are still to add
   for (size_t k = 0; k < order.size(); ++k) {
     Input& in = *merged[order[k]];
     progress.Show("[" + std::to_string(k + 1) + "/" + std::to_string(order.size()) + "] merging " +
@@ -294,9 +289,13 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
       if (k < direct) return CopyInput(out, in, result.alignment[order[k]]);
       ASSIGN_OR_RETURN(Part part, parts.Take(k - direct));
       auto combined = CombinePart(out, in, part);
-      parts.Discard(std::make_shared<rs::TempFile>(std::move(part.file)));
-      RETURN_IF_ERROR(combined);
-      return std::move(part.copy);
+      if (!combined.ok()) {
+        parts.Discard(std::make_shared<rs::TempFile>(std::move(part.file)));
+        return combined.error();
+      }
+      InputCopy copy = std::move(part.copy);
+      kept.emplace_back(in.input_id, std::move(part));
+      return copy;
     }();
     parts.Discard(std::move(in.image));  // its temp file is no longer needed
     progress.Done();
@@ -315,8 +314,29 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
   timer.End("copy (" + std::to_string(direct) + " direct, " +
             std::to_string(order.size() - direct) + " parts)");
 
-  // Stack counts in input order (see StacksFirstHeld), then every input's counts.
+  // Before the event tables: a splice closes and reopens the output, which ends its temp tables.
   ASSIGN_OR_RETURN(auto first_held, StacksFirstHeld(out));
+  if (!kept.empty()) {
+    progress.Show("adding the event tables of " + std::to_string(kept.size()) + " parts...");
+    std::vector<const Part*> part_list;
+    std::map<std::string, int64_t> expected;
+    for (const auto& [id, part] : kept) {
+      part_list.push_back(&part);
+      for (const TableCount& t : copies[id].counts) {
+        if (IsEventTable(t.table)) expected[t.table] += t.rows_out;
+      }
+    }
+    ASSIGN_OR_RETURN(EventTablesAdded added,
+                     AddEventTables(out, tmp.path(), part_list, opt.splice, expected));
+    for (auto& [id, part] : kept) {
+      parts.Discard(std::make_shared<rs::TempFile>(std::move(part.file)));
+    }
+    progress.Done();
+    timer.End(added.spliced ? "event tables (spliced)"
+                            : "event tables (transferred: " + added.why_not + ")");
+  }
+
+  // Stack counts in input order (see StacksFirstHeld), then every input's counts.
   std::map<int, std::vector<TableCount>> counts;
   for (auto& [id, copy] : copies) {
     int64_t inserted = first_held.count(id) ? first_held[id] : 0;

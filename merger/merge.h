@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "clock_alignment.h"
-#include "copy_schedule.h"
 #include "rscore/result.h"
 
 namespace merge {
@@ -21,9 +20,11 @@ struct MergeOptions {
   std::string reference_node;              // node whose clock is the reference; empty: automatic
   bool progress = false;                   // progress lines (for a terminal)
   AlignOptions align;
-  // Threads that copy inputs into parts beside the output's writer; -1: one per further core.
+  // Threads that copy inputs into parts (the output's writer waits meanwhile); -1: one per
+  // core; 0: none, the writer copies every input itself.
   int worker_threads = -1;
-  CopyCosts copy_costs;  // per-row costs the split between writer and workers is planned with
+  // Add the parts' event tables page by page (btree_splice.h); false: by SQL transfer.
+  bool splice = true;
 };
 
 struct InputSummary {

@@ -321,24 +321,38 @@ TEST_F(MergeSynth, PartsGiveTheSameDatabaseAsCopyingEverythingDirectly) {
             2);  // whichever input reached the db first, input 1 is credited with both
   ddb = rs::Error("closed");
 
-  // Combining costs nothing here, so the writer copies one input and the rest become parts.
-  MergeOptions parts;
-  parts.worker_threads = 2;
-  parts.copy_costs = CopyCosts{1.0, 0.0, 0};
-  Merged p = RunMerge(dir_, paths, parts);
-  auto pdb = OpenMerged(p.path);
-  ASSERT_TRUE(pdb.ok());
-  ASSERT_FALSE(p.result.phases.empty());
-  EXPECT_NE(p.result.phases[1].phase.find("4 parts"), std::string::npos)
-      << p.result.phases[1].phase;
-  EXPECT_EQ(Contents(*pdb), want);
-  EXPECT_EQ(Int(*pdb, "SELECT COUNT(*) FROM nccl_events WHERE node = 'node1#2'"),
-            Int(*pdb, "SELECT COUNT(*) FROM nccl_events WHERE node = 'node1'"));
-  EXPECT_EQ(Int(*pdb,
-                "SELECT COUNT(*) FROM nccl_events e LEFT JOIN stacks s ON s.id = e.stack_id"
-                " WHERE s.id IS NULL"),
-            0);
-  ExpectAlignmentApplied(*pdb);
+  // Every input a part; the event tables spliced page by page, or transferred by SQL: the
+  // same rows either way, and a database SQLite finds intact.
+  for (bool splice : {true, false}) {
+    SCOPED_TRACE(splice);
+    MergeOptions parts;
+    parts.worker_threads = 2;
+    parts.splice = splice;
+    Merged p = RunMerge(dir_, paths, parts);
+    auto pdb = OpenMerged(p.path);
+    ASSERT_TRUE(pdb.ok());
+    ASSERT_GE(p.result.phases.size(), 3u);
+    EXPECT_EQ(p.result.phases[1].phase, "copy (0 direct, 5 parts)");
+    EXPECT_EQ(p.result.phases[2].phase,
+              splice ? "event tables (spliced)" : "event tables (transferred: splice not requested)");
+    EXPECT_EQ(Contents(*pdb), want);
+    EXPECT_EQ(pdb->QueryText("PRAGMA integrity_check")->value_or(""), "ok");
+    EXPECT_EQ(Int(*pdb, "SELECT COUNT(*) FROM nccl_events WHERE node = 'node1#2'"),
+              Int(*pdb, "SELECT COUNT(*) FROM nccl_events WHERE node = 'node1'"));
+    EXPECT_EQ(Int(*pdb,
+                  "SELECT COUNT(*) FROM nccl_events e LEFT JOIN stacks s ON s.id = e.stack_id"
+                  " WHERE s.id IS NULL"),
+              0);
+    // The indexes answer as the tables do.
+    EXPECT_EQ(Int(*pdb, "SELECT COUNT(*) FROM sched_events INDEXED BY sched_events_ts"
+                        " WHERE timestamp_ns > 0"),
+              Int(*pdb, "SELECT COUNT(*) FROM sched_events NOT INDEXED WHERE timestamp_ns > 0"));
+    EXPECT_EQ(Int(*pdb, "SELECT COUNT(*) FROM nccl_events INDEXED BY nccl_events_coll"
+                        " WHERE comm_id_hash IS NOT NULL"),
+              Int(*pdb, "SELECT COUNT(*) FROM nccl_events NOT INDEXED"
+                        " WHERE comm_id_hash IS NOT NULL"));
+    ExpectAlignmentApplied(*pdb);
+  }
 }
 
 TEST_F(MergeSynth, ReferenceNodeChosenByFlag) {
