@@ -7,8 +7,12 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <queue>
+#include <thread>
 #include <variant>
 
 namespace merge {
@@ -301,12 +305,20 @@ struct LeafRef {
   int64_t max_rowid;
 };
 
+// One table in one part: its leaves in order, and each built index's keys, sorted.
+struct PartScan {
+  std::vector<LeafRef> leaves;  // leaves with cells
+  int64_t rows = 0;
+  int64_t first_rowid = 0, last_rowid = 0;
+  std::vector<KeyList> keys;     // per TableWork::built
+  std::vector<bool> unsortable;  // per TableWork::built: holds a key only SQLite compares
+};
+
 struct TableWork {
   const SpliceTable* table;
-  std::vector<LeafRef> leaves;
+  std::vector<const SpliceIndex*> built;  // indexes the splice builds
+  std::vector<PartScan> parts;
   int64_t rows = 0;
-  std::vector<const SpliceIndex*> built;  // indexes built here, keys below in the same order
-  std::vector<KeyList> keys;
   std::vector<std::string> reindex;
 };
 
@@ -403,77 +415,84 @@ int64_t KeyBytes(const KeyList& keys) {
                     keys);
 }
 
-// Leaves of the table in every part, in order, checked; the keys of the indexes built here.
-// `budget`: bytes of keys this table may still hold (its lists are counted against it).
-rs::Result<void> ScanTable(SpliceWork& w, TableWork& tw, int64_t* budget) {
+// Scans table `tw` in part `pi`: leaves, rowid order inside the part, keys (sorted at the end).
+// `key_bytes`: keys held by all threads; past `budget` every thread stops collecting keys.
+rs::Result<void> ScanPart(const SpliceWork& w, TableWork& tw, size_t pi,
+                          std::atomic<int64_t>& key_bytes, int64_t budget,
+                          std::atomic<bool>& over_budget) {
   const SpliceTable& t = *tw.table;
-  const uint32_t usable = w.out_header.usable();
-  for (size_t pi = 0; pi < w.parts.size(); ++pi) {
-    const MappedFile& f = *w.parts[pi];
+  const MappedFile& f = *w.parts[pi];
+  const uint32_t usable = f.header().usable();
+  PartScan& ps = tw.parts[pi];
+  std::vector<LeafRef> leaves;
+  {
     std::vector<bool> seen(f.header().page_count + 1);
-    RETURN_IF_ERROR(CollectLeaves(f, static_cast<uint32_t>(t.part_roots[pi]), pi, &tw.leaves, &seen));
+    RETURN_IF_ERROR(CollectLeaves(f, static_cast<uint32_t>(t.part_roots[pi]), pi, &leaves, &seen));
   }
-  auto leave_to_sqlite = [&](size_t x) {
-    tw.reindex.push_back(tw.built[x]->name);
-    tw.built.erase(tw.built.begin() + static_cast<long>(x));
-    tw.keys.erase(tw.keys.begin() + static_cast<long>(x));
-  };
+  for (const SpliceIndex* idx : tw.built) {
+    ps.keys.push_back(MakeKeyList(idx->key_columns.size()));
+    ps.unsortable.push_back(false);
+  }
+  int64_t held = 0;
   bool have_last = false;
   int64_t last = 0;
-  std::vector<LeafRef> kept;
-  for (LeafRef& leaf : tw.leaves) {
-    const MappedFile& f = *w.parts[leaf.part];
+  for (LeafRef& leaf : leaves) {
     const uint8_t* page = f.Page(leaf.page);
     const uint32_t ncells = Get16(page + 3);
     if (ncells == 0) continue;  // an empty table's root: nothing to move
+    const bool keys = !over_budget.load(std::memory_order_relaxed);
     for (uint32_t i = 0; i < ncells; ++i) {
-      uint32_t off = Get16(page + 8 + 2 * i);
-      auto cell = ParseLeafCell(page, off, usable);
+      auto cell = ParseLeafCell(page, Get16(page + 8 + 2 * i), usable);
       if (!cell.ok()) {
         return cell.error().Wrap(f.path() + ": page " + std::to_string(leaf.page));
       }
       const LeafCell& c = cell.value();
       if (have_last && c.rowid <= last) {
-        return rs::Error("table " + t.name + ": rowids of " + f.path() +
-                         " do not follow those before it");
+        return rs::Error(f.path() + ": table " + t.name + ": rowids out of order");
       }
+      if (!have_last) ps.first_rowid = c.rowid;
       have_last = true;
       last = c.rowid;
-      if (tw.built.empty()) continue;
+      if (!keys) continue;
       std::string whole;
       const uint8_t* rec = c.payload;
       size_t n = c.local;
-      if (c.overflow_at) {
+      if (c.overflow_at && !tw.built.empty()) {
         ASSIGN_OR_RETURN(whole, FullPayload(f, page, c));
         rec = reinterpret_cast<const uint8_t*>(whole.data());
         n = whole.size();
       }
       for (size_t x = 0; x < tw.built.size(); ++x) {
+        if (ps.unsortable[x]) continue;
         bool corrupt = false;
         bool ok = std::visit(
-            [&](auto& keys) { return AddKey(keys, *tw.built[x], t.rowid_column, rec, n, c.rowid, &corrupt); },
-            tw.keys[x]);
+            [&](auto& k) {
+              return AddKey(k, *tw.built[x], t.rowid_column, rec, n, c.rowid, &corrupt);
+            },
+            ps.keys[x]);
         if (corrupt) return rs::Error(f.path() + ": damaged record in table " + t.name);
-        if (!ok) leave_to_sqlite(x--);  // a key SQLite must compare: REINDEX
+        if (!ok) ps.unsortable[x] = true;  // a key SQLite must compare: REINDEX
       }
     }
     leaf.max_rowid = last;
-    kept.push_back(leaf);
-    tw.rows += ncells;
-    // Over the memory budget: the largest key list goes to SQLite's (external) sort.
-    for (;;) {
-      int64_t held = 0;
-      size_t largest = 0;
-      for (size_t x = 0; x < tw.keys.size(); ++x) {
-        held += KeyBytes(tw.keys[x]);
-        if (KeyBytes(tw.keys[x]) > KeyBytes(tw.keys[largest])) largest = x;
-      }
-      if (held <= *budget) break;
-      leave_to_sqlite(largest);
+    ps.leaves.push_back(leaf);
+    ps.rows += ncells;
+    if (keys) {
+      int64_t now = 0;
+      for (const KeyList& k : ps.keys) now += KeyBytes(k);
+      if (key_bytes.fetch_add(now - held) + (now - held) > budget) over_budget = true;
+      held = now;
     }
   }
-  tw.leaves = std::move(kept);
-  for (const KeyList& k : tw.keys) *budget -= KeyBytes(k);
+  ps.last_rowid = last;
+  if (over_budget) {
+    ps.keys.clear();
+    key_bytes -= held;
+    return rs::Ok();
+  }
+  for (KeyList& k : ps.keys) {
+    std::visit([](auto& v) { std::sort(v.begin(), v.end()); }, k);
+  }
   return rs::Ok();
 }
 
@@ -718,19 +737,35 @@ uint32_t EncodeEntry(const Key<K>& k, uint8_t* out) {
   return static_cast<uint32_t>(p - out);
 }
 
+// Writes the index from the parts' sorted key runs, merged.
 template <int K>
-rs::Result<void> WriteIndex(std::vector<Key<K>>& keys, uint32_t root, PageWriter& out,
-                            const Header& h) {
-  std::sort(keys.begin(), keys.end());
+rs::Result<void> WriteIndex(std::vector<std::vector<Key<K>>*> runs, uint32_t root,
+                            PageWriter& out, const Header& h) {
   const uint32_t max_entry = 1 + 1 + (K + 1) + 8 * (K + 1);  // varint(<128) + record
   Level leaf(out, kIndexLeaf, kIndexInterior, max_entry, h.page_size, h.usable());
   uint8_t buf[64];
-  for (const Key<K>& k : keys) {
-    uint32_t n = EncodeEntry(k, buf);
-    RETURN_IF_ERROR(leaf.Add(0, buf, n));
+  using Head = std::pair<size_t, size_t>;  // run, position
+  auto later = [&](const Head& a, const Head& b) {
+    return (*runs[b.first])[b.second] < (*runs[a.first])[a.second];
+  };
+  std::priority_queue<Head, std::vector<Head>, decltype(later)> heads(later);
+  for (size_t r = 0; r < runs.size(); ++r) {
+    if (!runs[r]->empty()) heads.push({r, 0});
   }
-  keys.clear();
-  keys.shrink_to_fit();
+  while (!heads.empty()) {
+    Head top = heads.top();
+    heads.pop();
+    std::vector<Key<K>>& run = *runs[top.first];
+    // Take from this run while it stays the smallest (runs rarely interleave key by key).
+    size_t i = top.second;
+    const Key<K>* bound = heads.empty() ? nullptr : &(*runs[heads.top().first])[heads.top().second];
+    do {
+      uint32_t n = EncodeEntry(run[i], buf);
+      RETURN_IF_ERROR(leaf.Add(0, buf, n));
+      ++i;
+    } while (i < run.size() && (!bound || run[i] < *bound));
+    if (i < run.size()) heads.push({top.first, i});
+  }
   return leaf.Finish(0, root);
 }
 
@@ -843,37 +878,28 @@ rs::Result<std::shared_ptr<SpliceWork>> PrepareSplice(const SplicePlan& plan) {
   {
     int fd = open(plan.out_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return rs::Error(plan.out_path + ": " + std::strerror(errno));
+    struct Closer {
+      int fd;
+      ~Closer() { close(fd); }
+    } closer{fd};
     uint8_t h[100];
     struct stat st {};
-    bool read_ok = pread(fd, h, sizeof h, 0) == static_cast<ssize_t>(sizeof h) && fstat(fd, &st) == 0;
-    if (!read_ok) {
-      close(fd);
+    if (pread(fd, h, sizeof h, 0) != static_cast<ssize_t>(sizeof h) || fstat(fd, &st) != 0) {
       return rs::Error(plan.out_path + ": cannot read the header");
     }
-    auto hdr = ParseHeader(h, st.st_size, plan.out_path);
-    if (!hdr.ok()) {
-      close(fd);
-      return hdr.error();
-    }
-    w->out_header = hdr.value();
+    ASSIGN_OR_RETURN(w->out_header, ParseHeader(h, st.st_size, plan.out_path));
+    const uint32_t ps = w->out_header.page_size;
     for (const SpliceTable& t : plan.tables) {
       uint32_t cells = 1;
-      if (RootType(fd, static_cast<uint32_t>(t.out_root), w->out_header.page_size, &cells) !=
-              kTableLeaf ||
-          cells != 0) {
-        close(fd);
+      if (RootType(fd, static_cast<uint32_t>(t.out_root), ps, &cells) != kTableLeaf || cells) {
         return rs::Error(plan.out_path + ": table " + t.name + " is not empty");
       }
       for (const SpliceIndex& i : t.indexes) {
-        if (RootType(fd, static_cast<uint32_t>(i.out_root), w->out_header.page_size, &cells) !=
-                kIndexLeaf ||
-            cells != 0) {
-          close(fd);
+        if (RootType(fd, static_cast<uint32_t>(i.out_root), ps, &cells) != kIndexLeaf || cells) {
           return rs::Error(plan.out_path + ": index " + i.name + " is not empty");
         }
       }
     }
-    close(fd);
   }
   for (const std::string& p : plan.part_paths) {
     ASSIGN_OR_RETURN(auto f, MappedFile::Open(p));
@@ -885,18 +911,65 @@ rs::Result<std::shared_ptr<SpliceWork>> PrepareSplice(const SplicePlan& plan) {
     }
     w->parts.push_back(std::move(f));
   }
-  // Index keys are held in memory until written; beyond the budget SQLite sorts them.
-  int64_t budget = plan.key_budget_bytes;
   for (const SpliceTable& t : plan.tables) {
     TableWork tw;
     tw.table = &t;
     tw.reindex = t.reindex;
-    for (const SpliceIndex& i : t.indexes) {
-      tw.built.push_back(&i);
-      tw.keys.push_back(MakeKeyList(i.key_columns.size()));
-    }
-    RETURN_IF_ERROR(ScanTable(*w, tw, &budget));
+    for (const SpliceIndex& i : t.indexes) tw.built.push_back(&i);
+    tw.parts.resize(w->parts.size());
     w->tables.push_back(std::move(tw));
+  }
+  // Parts are scanned (and their keys sorted) in parallel, one part per thread at a time.
+  std::atomic<size_t> next{0};
+  std::atomic<int64_t> key_bytes{0};
+  std::atomic<bool> over_budget{false};
+  std::vector<std::optional<rs::Error>> errors(w->parts.size());
+  auto work = [&] {
+    for (size_t pi; (pi = next++) < w->parts.size();) {
+      for (TableWork& tw : w->tables) {
+        auto r = ScanPart(*w, tw, pi, key_bytes, plan.key_budget_bytes, over_budget);
+        if (!r.ok()) {
+          errors[pi] = r.error();
+          break;
+        }
+      }
+    }
+  };
+  const size_t threads = std::min<size_t>(w->parts.size(),
+                                          std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (size_t i = 1; i < threads; ++i) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  for (const auto& e : errors) {
+    if (e) return *e;
+  }
+  for (TableWork& tw : w->tables) {
+    // Rowids ascend from part to part.
+    const std::string* prev_part = nullptr;
+    int64_t prev_last = 0;
+    for (size_t pi = 0; pi < tw.parts.size(); ++pi) {
+      const PartScan& ps = tw.parts[pi];
+      tw.rows += ps.rows;
+      if (ps.rows == 0) continue;
+      if (prev_part && ps.first_rowid <= prev_last) {
+        return rs::Error("table " + tw.table->name + ": rowids of " + w->parts[pi]->path() +
+                         " do not follow those of " + *prev_part);
+      }
+      prev_part = &w->parts[pi]->path();
+      prev_last = ps.last_rowid;
+    }
+    // Indexes whose keys were not all collected or not all integers: SQLite builds them.
+    for (size_t x = tw.built.size(); x-- > 0;) {
+      bool sqlite = over_budget;
+      for (const PartScan& ps : tw.parts) sqlite = sqlite || ps.unsortable[x];
+      if (!sqlite) continue;
+      tw.reindex.push_back(tw.built[x]->name);
+      tw.built.erase(tw.built.begin() + static_cast<long>(x));
+      for (PartScan& ps : tw.parts) {
+        if (x < ps.keys.size()) ps.keys.erase(ps.keys.begin() + static_cast<long>(x));
+      }
+    }
   }
   return w;
 }
@@ -916,18 +989,21 @@ rs::Result<SpliceStats> WriteSplice(SpliceWork& w) {
   constexpr uint32_t kMaxRowidKey = 9;
   for (TableWork& tw : w.tables) {
     const uint32_t root = static_cast<uint32_t>(tw.table->out_root);
-    const size_t n = tw.leaves.size();
+    std::vector<const LeafRef*> leaves;
+    for (const PartScan& ps : tw.parts) {
+      for (const LeafRef& l : ps.leaves) leaves.push_back(&l);
+    }
+    const size_t n = leaves.size();
     if (n == 1) {
-      RETURN_IF_ERROR(CopyLeaf(*w.parts[tw.leaves[0].part], tw.leaves[0].page, root, out, buf));
+      RETURN_IF_ERROR(CopyLeaf(*w.parts[leaves[0]->part], leaves[0]->page, root, out, buf));
     } else if (n > 1) {
       Level interior(out, kTableInterior, kTableInterior, kMaxRowidKey, h.page_size, h.usable());
       for (size_t i = 0; i < n; ++i) {
-        const LeafRef& leaf = tw.leaves[i];
         uint32_t p = out.Allocate();
-        RETURN_IF_ERROR(CopyLeaf(*w.parts[leaf.part], leaf.page, p, out, buf));
+        RETURN_IF_ERROR(CopyLeaf(*w.parts[leaves[i]->part], leaves[i]->page, p, out, buf));
         if (i + 1 < n) {
           uint8_t key[9];
-          int k = PutVarint(key, static_cast<uint64_t>(leaf.max_rowid));
+          int k = PutVarint(key, static_cast<uint64_t>(leaves[i]->max_rowid));
           RETURN_IF_ERROR(interior.Add(p, key, static_cast<uint32_t>(k)));
         } else {
           RETURN_IF_ERROR(interior.Finish(p, root));
@@ -935,18 +1011,22 @@ rs::Result<SpliceStats> WriteSplice(SpliceWork& w) {
       }
     }
     stats.rows += tw.rows;
-    for (size_t x = 0; x < tw.built.size(); ++x) {
+    stats.table_rows[tw.table->name] = tw.rows;
+    for (size_t x = 0; x < tw.built.size() && !tw.parts.empty(); ++x) {
       const uint32_t iroot = static_cast<uint32_t>(tw.built[x]->out_root);
-      int64_t entries = 0;
       auto r = std::visit(
-          [&](auto& keys) -> rs::Result<void> {
-            entries = static_cast<int64_t>(keys.size());
-            if (keys.empty()) return rs::Ok();
-            return WriteIndex(keys, iroot, out, h);
+          [&](auto& first) -> rs::Result<void> {
+            std::vector<std::remove_reference_t<decltype(first)>*> runs;
+            for (PartScan& ps : tw.parts) {
+              auto& run = std::get<std::remove_reference_t<decltype(first)>>(ps.keys[x]);
+              stats.index_entries += static_cast<int64_t>(run.size());
+              runs.push_back(&run);
+            }
+            if (tw.rows == 0) return rs::Ok();
+            return WriteIndex(runs, iroot, out, h);
           },
-          tw.keys[x]);
+          tw.parts[0].keys[x]);
       RETURN_IF_ERROR(r);
-      stats.index_entries += entries;
     }
     for (const std::string& r : tw.reindex) stats.reindex.push_back(r);
   }

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,6 +67,7 @@ struct SpliceWork;  // what PrepareSplice found: leaves in order, sorted index k
 struct SpliceStats {
   int64_t pages_written = 0;
   int64_t rows = 0;
+  std::map<std::string, int64_t> table_rows;  // rows now in each spliced table
   int64_t index_entries = 0;
   std::vector<std::string> reindex;  // "index" names left to REINDEX, over all tables
 };
