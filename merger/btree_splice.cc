@@ -142,6 +142,9 @@ class MappedFile {
   }
   const Header& header() const { return header_; }
   const std::string& path() const { return path_; }
+  // Drops the mapped pages from this process (they stay in the page cache): a mapped page
+  // read once would otherwise count as the process's memory until the end.
+  void Release() const { madvise(const_cast<uint8_t*>(data_), size_, MADV_DONTNEED); }
   // Page `n` (1-based); nullptr when outside the file.
   const uint8_t* Page(uint32_t n) const {
     if (n < 1 || n > header_.page_count) return nullptr;
@@ -429,9 +432,12 @@ rs::Result<void> ScanPart(const SpliceWork& w, TableWork& tw, size_t pi,
     std::vector<bool> seen(f.header().page_count + 1);
     RETURN_IF_ERROR(CollectLeaves(f, static_cast<uint32_t>(t.part_roots[pi]), pi, &leaves, &seen));
   }
+  int64_t cells = 0;  // from the leaves' headers: the key lists are allocated once, exactly
+  for (const LeafRef& leaf : leaves) cells += Get16(f.Page(leaf.page) + 3);
   for (const SpliceIndex* idx : tw.built) {
     ps.keys.push_back(MakeKeyList(idx->key_columns.size()));
     ps.unsortable.push_back(false);
+    if (!over_budget) std::visit([&](auto& v) { v.reserve(static_cast<size_t>(cells)); }, ps.keys.back());
   }
   int64_t held = 0;
   bool have_last = false;
@@ -933,6 +939,7 @@ rs::Result<std::shared_ptr<SpliceWork>> PrepareSplice(const SplicePlan& plan) {
           break;
         }
       }
+      w->parts[pi]->Release();
     }
   };
   const size_t threads = std::min<size_t>(w->parts.size(),
@@ -999,6 +1006,7 @@ rs::Result<SpliceStats> WriteSplice(SpliceWork& w) {
     } else if (n > 1) {
       Level interior(out, kTableInterior, kTableInterior, kMaxRowidKey, h.page_size, h.usable());
       for (size_t i = 0; i < n; ++i) {
+        if (i > 0 && leaves[i]->part != leaves[i - 1]->part) w.parts[leaves[i - 1]->part]->Release();
         uint32_t p = out.Allocate();
         RETURN_IF_ERROR(CopyLeaf(*w.parts[leaves[i]->part], leaves[i]->page, p, out, buf));
         if (i + 1 < n) {
@@ -1010,6 +1018,7 @@ rs::Result<SpliceStats> WriteSplice(SpliceWork& w) {
         }
       }
     }
+    if (n > 0) w.parts[leaves[n - 1]->part]->Release();
     stats.rows += tw.rows;
     stats.table_rows[tw.table->name] = tw.rows;
     for (size_t x = 0; x < tw.built.size() && !tw.parts.empty(); ++x) {

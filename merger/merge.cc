@@ -332,8 +332,11 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
       parts.Discard(std::make_shared<rs::TempFile>(std::move(part.file)));
     }
     progress.Done();
-    timer.End(added.spliced ? "event tables (spliced)"
-                            : "event tables (transferred: " + added.why_not + ")");
+    const size_t by_sqlite = added.splice.reindex.size();
+    timer.End(!added.spliced ? "event tables (transferred: " + added.why_not + ")"
+              : by_sqlite    ? "event tables (spliced; " + std::to_string(by_sqlite) +
+                                " indexes sorted by SQLite)"
+                             : "event tables (spliced)");
   }
 
   // Stack counts in input order (see StacksFirstHeld), then every input's counts.
