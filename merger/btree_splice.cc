@@ -118,19 +118,42 @@ rs::Result<Header> ParseHeader(const uint8_t* h, int64_t file_size, const std::s
   return r;
 }
 
+// An open file descriptor, closed with its owner.
+class UniqueFd {
+ public:
+  static rs::Result<UniqueFd> Open(const std::string& path, int flags) {
+    UniqueFd f;
+    f.fd_ = open(path.c_str(), flags | O_CLOEXEC);
+    if (f.fd_ < 0) return rs::Error(path + ": " + std::strerror(errno));
+    return f;
+  }
+  UniqueFd() = default;
+  UniqueFd(UniqueFd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  UniqueFd& operator=(UniqueFd&& o) noexcept {
+    std::swap(fd_, o.fd_);
+    return *this;
+  }
+  ~UniqueFd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
 // A part, mapped read-only.
 class MappedFile {
  public:
   static rs::Result<std::unique_ptr<MappedFile>> Open(const std::string& path) {
     auto f = std::unique_ptr<MappedFile>(new MappedFile);
     f->path_ = path;
-    f->fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (f->fd_ < 0) return rs::Error(path + ": " + std::strerror(errno));
+    ASSIGN_OR_RETURN(f->fd_, UniqueFd::Open(path, O_RDONLY));
     struct stat st {};
-    if (fstat(f->fd_, &st) != 0) return rs::Error(path + ": " + std::strerror(errno));
+    if (fstat(f->fd_.get(), &st) != 0) return rs::Error(path + ": " + std::strerror(errno));
     f->size_ = st.st_size;
     if (f->size_ < 512) return rs::Error(path + ": too short for an SQLite file");
-    void* m = mmap(nullptr, f->size_, PROT_READ, MAP_SHARED, f->fd_, 0);
+    void* m = mmap(nullptr, f->size_, PROT_READ, MAP_SHARED, f->fd_.get(), 0);
     if (m == MAP_FAILED) return rs::Error(path + ": mmap: " + std::strerror(errno));
     f->data_ = static_cast<const uint8_t*>(m);
     ASSIGN_OR_RETURN(f->header_, ParseHeader(f->data_, f->size_, path));
@@ -138,7 +161,6 @@ class MappedFile {
   }
   ~MappedFile() {
     if (data_) munmap(const_cast<uint8_t*>(data_), size_);
-    if (fd_ >= 0) close(fd_);
   }
   const Header& header() const { return header_; }
   const std::string& path() const { return path_; }
@@ -154,7 +176,7 @@ class MappedFile {
  private:
   MappedFile() = default;
   std::string path_;
-  int fd_ = -1;
+  UniqueFd fd_;
   const uint8_t* data_ = nullptr;
   int64_t size_ = 0;
   Header header_;
@@ -882,12 +904,8 @@ rs::Result<std::shared_ptr<SpliceWork>> PrepareSplice(const SplicePlan& plan) {
   auto w = std::make_shared<SpliceWork>();
   w->plan = &plan;
   {
-    int fd = open(plan.out_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return rs::Error(plan.out_path + ": " + std::strerror(errno));
-    struct Closer {
-      int fd;
-      ~Closer() { close(fd); }
-    } closer{fd};
+    ASSIGN_OR_RETURN(UniqueFd file, UniqueFd::Open(plan.out_path, O_RDONLY));
+    const int fd = file.get();
     uint8_t h[100];
     struct stat st {};
     if (pread(fd, h, sizeof h, 0) != static_cast<ssize_t>(sizeof h) || fstat(fd, &st) != 0) {
@@ -984,12 +1002,8 @@ rs::Result<std::shared_ptr<SpliceWork>> PrepareSplice(const SplicePlan& plan) {
 rs::Result<SpliceStats> WriteSplice(SpliceWork& w) {
   const SplicePlan& plan = *w.plan;
   const Header& h = w.out_header;
-  int fd = open(plan.out_path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) return rs::Error(plan.out_path + ": " + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { close(fd); }
-  } closer{fd};
+  ASSIGN_OR_RETURN(UniqueFd file, UniqueFd::Open(plan.out_path, O_RDWR));
+  const int fd = file.get();
   PageWriter out(fd, h.page_size, h.page_count + 1);
   SpliceStats stats;
   std::vector<uint8_t> buf;

@@ -3,12 +3,17 @@
 // rankscope's NCCL probe in this process (events decoded and written to SQLite by a consumer
 // thread, as the recorder does), (c) under bpftrace attached to the same function, keeping
 // per-thread entry time and a count + sum at return, and (d) under bpftrace printing one
-// record per call with the fields rankscope records. The worker is a separate process, as a
+// record per call with the fields rankscope records, and (e) under bpftrace with empty
+// programs at entry and return: the uprobe + uretprobe mechanism alone, which every
+// uprobe-based tool pays. Separately, with kernel.bpf_stats_enabled, the kernel's own count of
+// the time rankscope's two programs run per call. The worker is a separate process, as a
 // training job is: the recorder's own memory activity must not share its address space.
 // Prints a table; numbers go to tests/bench/capture.md. Needs root.
 //
 //   bench_capture TESTBED_LIBNCCL [REAL_LIBNCCL] [calls]
+#include <bpf/bpf.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -129,7 +134,37 @@ struct ProbeResult {
   uint64_t events = 0, drops = 0;
 };
 
-ProbeResult WithRankscope(const Target& t, Worker& w) {
+// The kernel's run time per run of the loaded programs named `entry` and `ret` (needs
+// kernel.bpf_stats_enabled while they ran).
+struct BpfTime {
+  double entry_ns = -1, return_ns = -1;
+};
+BpfTime ReadBpfTime(const char* entry, const char* ret) {
+  BpfTime t;
+  for (__u32 id = 0; bpf_prog_get_next_id(id, &id) == 0;) {
+    int fd = bpf_prog_get_fd_by_id(id);
+    if (fd < 0) continue;
+    bpf_prog_info info{};
+    __u32 len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && info.run_cnt > 0) {
+      double per_run = static_cast<double>(info.run_time_ns) / static_cast<double>(info.run_cnt);
+      if (std::strcmp(info.name, entry) == 0) t.entry_ns = per_run;
+      if (std::strcmp(info.name, ret) == 0) t.return_ns = per_run;
+    }
+    close(fd);
+  }
+  return t;
+}
+
+bool SetBpfStats(bool on) {
+  int fd = open("/proc/sys/kernel/bpf_stats_enabled", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = write(fd, on ? "1" : "0", 1) == 1;
+  close(fd);
+  return ok;
+}
+
+ProbeResult WithRankscope(const Target& t, Worker& w, BpfTime* bpf_time = nullptr) {
   rec::RecorderOptions opts;
   opts.nccl_libs = {t.path};
   capture_test::Session s(opts);
@@ -147,7 +182,12 @@ ProbeResult WithRankscope(const Target& t, Worker& w) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   });
+  if (bpf_time && !SetBpfStats(true)) bpf_time = nullptr;
   r.ns = w.Run();
+  if (bpf_time) {
+    *bpf_time = ReadBpfTime("nccl_entry", "nccl_return");
+    SetBpfStats(false);
+  }
   stop = true;
   consumer.join();
   (void)s.Finish(probe);
@@ -161,18 +201,22 @@ struct BpftraceResult {
   uint64_t lines = 0, lost = 0;  // per-call records printed; events bpftrace reported lost
 };
 
-// bpftrace on the same function, two programs:
+// bpftrace on the same function, three programs:
+//  - empty: nothing at entry and return (the mechanism's cost);
 //  - map-only: entry time per thread at entry, a count and a sum at return (no per-call
 //    output: less than rankscope does);
 //  - records: what rankscope records, one output record per call with the same fields (pid,
 //    tid, entry time, duration, count, datatype, op, comm, stream from [sp+8], return value),
 //    the arguments kept per thread from entry to return.
 // Its output is read (and counted) by a thread here, as a user would pipe it to a file.
-BpftraceResult WithBpftrace(const Target& t, Worker& w, bool records) {
+enum class Bt { kEmpty, kMaps, kRecords };
+BpftraceResult WithBpftrace(const Target& t, Worker& w, Bt what) {
   const std::string at = "uprobe:" + t.path + ":ncclAllReduce";
   const std::string ret = "uretprobe:" + t.path + ":ncclAllReduce";
   std::string prog;
-  if (!records) {
+  if (what == Bt::kEmpty) {
+    prog = at + " { } " + ret + " { }";
+  } else if (what == Bt::kMaps) {
     prog = at + " { @start[tid] = nsecs; } " + ret + " /@start[tid]/ { @calls = count(); " +
            "@ns = sum(nsecs - @start[tid]); delete(@start[tid]); }";
   } else {
@@ -242,16 +286,25 @@ void Bench(Target& t, bool init_comm, int calls) {
   }
   Timing base = w.Run();
   ProbeResult rk = WithRankscope(t, w);
-  BpftraceResult bm = WithBpftrace(t, w, /*records=*/false);
-  BpftraceResult br = WithBpftrace(t, w, /*records=*/true);
-  std::printf("%-28s %-6s %9.0f %10.0f %8.0f %10.0f %8.0f %10.0f %8.0f %8llu %6llu %8llu %6llu\n",
-              t.name.c_str(), "median", base.median, rk.ns.median, rk.ns.median - base.median,
-              bm.ns.median, bm.ns.median - base.median, br.ns.median, br.ns.median - base.median,
-              static_cast<unsigned long long>(rk.events), static_cast<unsigned long long>(rk.drops),
-              static_cast<unsigned long long>(br.lines), static_cast<unsigned long long>(br.lost));
-  std::printf("%-28s %-6s %9.0f %10.0f %8.0f %10.0f %8.0f %10.0f %8.0f\n", "", "min", base.min,
-              rk.ns.min, rk.ns.min - base.min, bm.ns.min, bm.ns.min - base.min, br.ns.min,
-              br.ns.min - base.min);
+  BpftraceResult be = WithBpftrace(t, w, Bt::kEmpty);
+  BpftraceResult bm = WithBpftrace(t, w, Bt::kMaps);
+  BpftraceResult br = WithBpftrace(t, w, Bt::kRecords);
+  BpfTime bpf;
+  (void)WithRankscope(t, w, &bpf);
+  auto row = [&](const char* burst, double Timing::*f) {
+    const double b = base.*f;
+    std::printf("%-28s %-6s %9.0f %8.0f %10.0f %8.0f %10.0f %8.0f %10.0f %8.0f %7.2f %7.2f\n",
+                t.name.c_str(), burst, b, be.ns.*f - b, rk.ns.*f, rk.ns.*f - b, bm.ns.*f,
+                bm.ns.*f - b, br.ns.*f, br.ns.*f - b, (rk.ns.*f - b) / (br.ns.*f - b),
+                (be.ns.*f - b) / (br.ns.*f - b));
+  };
+  row("median", &Timing::median);
+  row("min", &Timing::min);
+  std::printf("%-28s rankscope rows %llu, drops %llu; bpftrace records %llu, lost %llu; BPF run "
+              "time per call (bpf_stats): entry %.0f ns, return %.0f ns\n",
+              "", static_cast<unsigned long long>(rk.events),
+              static_cast<unsigned long long>(rk.drops), static_cast<unsigned long long>(br.lines),
+              static_cast<unsigned long long>(br.lost), bpf.entry_ns, bpf.return_ns);
 }
 
 // The recorder's side: events decoded and written as rows (one transaction, as the loop's
@@ -305,9 +358,11 @@ int main(int argc, char** argv) {
   setenv("RANKSCOPE_TESTLIB_NO_PEERS", "1", 1);
   int calls = argc > 3 ? std::atoi(argv[3]) : 150000;
   std::printf("calls per run: %d in bursts of 2000; ns per ncclAllReduce call\n", calls);
-  std::printf("%-28s %-6s %9s %10s %8s %10s %8s %10s %8s %8s %6s %8s %6s\n", "library", "burst",
-              "no probes", "rankscope", "added", "bt maps", "added", "bt records", "added", "rows",
-              "drops", "bt rows", "lost");
+  std::printf("%-28s %-6s %9s %8s %10s %8s %10s %8s %10s %8s %7s %7s\n", "library", "burst",
+              "no probes", "bt empty", "rankscope", "added", "bt maps", "added", "bt records",
+              "added", "rs/bt", "floor/bt");
+  std::printf("(bt empty: added cost of empty programs; rs/bt and floor/bt: rankscope's and the "
+              "empty programs' added cost over bpftrace records' added cost)\n");
   std::printf("decode + SQLite insert of NCCL events (no kernel): %.0f events/s\n",
               ConsumerEventsPerSecond(300000));
   Target testbed{"test bed (push %rbp entry)", argv[1]};
