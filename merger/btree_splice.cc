@@ -375,6 +375,10 @@ rs::Result<void> CollectLeaves(const MappedFile& f, uint32_t root, size_t part,
     }
     (*seen)[fr.page] = true;
     const uint32_t ncells = Get16(p + 3);
+    const uint32_t header = p[0] == kTableLeaf ? 8 : 12;
+    if (header + 2 * ncells > f.header().usable()) {
+      return rs::Error(f.path() + ": page " + std::to_string(fr.page) + " claims too many cells");
+    }
     if (p[0] == kTableLeaf) {
       out->push_back(LeafRef{part, fr.page, 0});
       continue;
@@ -393,7 +397,32 @@ rs::Result<void> CollectLeaves(const MappedFile& f, uint32_t root, size_t part,
   return rs::Ok();
 }
 
-// The whole payload of a cell whose payload overflows.
+// Pages in an overflow chain of a payload of `n` bytes of which `local` are in the cell.
+uint64_t ChainPages(uint64_t n, uint32_t local, uint32_t usable) {
+  return (n - local + usable - 5) / (usable - 4);
+}
+
+// An overflow chain lies inside the file, has the length its payload needs, and shares no page
+// with anything else of the tree: checked before anything is written (CopyLeaf trusts it).
+rs::Result<void> CheckChain(const MappedFile& f, const uint8_t* page, const LeafCell& c,
+                            std::vector<bool>* seen) {
+  const uint32_t usable = f.header().usable();
+  if (c.payload_size > static_cast<uint64_t>(f.header().page_count) * usable) {
+    return rs::Error(f.path() + ": payload larger than the file");
+  }
+  uint32_t next = Get32(page + c.overflow_at);
+  for (uint64_t k = ChainPages(c.payload_size, c.local, usable); k > 0; --k) {
+    const uint8_t* o = f.Page(next);
+    if (!o || next == 1 || (*seen)[next]) {
+      return rs::Error(f.path() + ": damaged overflow chain at page " + std::to_string(next));
+    }
+    (*seen)[next] = true;
+    next = Get32(o);
+  }
+  return rs::Ok();
+}
+
+// The whole payload of a cell whose payload overflows (its chain checked by CheckChain).
 rs::Result<std::string> FullPayload(const MappedFile& f, const uint8_t* page, const LeafCell& c) {
   std::string out(reinterpret_cast<const char*>(c.payload), c.local);
   uint32_t next = Get32(page + c.overflow_at);
@@ -435,11 +464,6 @@ KeyList MakeKeyList(size_t k) {
   return std::vector<Key<3>>{};
 }
 
-int64_t KeyBytes(const KeyList& keys) {
-  return std::visit([](auto& v) { return static_cast<int64_t>(v.capacity() * sizeof(v[0])); },
-                    keys);
-}
-
 // Scans table `tw` in part `pi`: leaves, rowid order inside the part, keys (sorted at the end).
 // `key_bytes`: keys held by all threads; past `budget` every thread stops collecting keys.
 rs::Result<void> ScanPart(const SpliceWork& w, TableWork& tw, size_t pi,
@@ -450,18 +474,25 @@ rs::Result<void> ScanPart(const SpliceWork& w, TableWork& tw, size_t pi,
   const uint32_t usable = f.header().usable();
   PartScan& ps = tw.parts[pi];
   std::vector<LeafRef> leaves;
-  {
-    std::vector<bool> seen(f.header().page_count + 1);
-    RETURN_IF_ERROR(CollectLeaves(f, static_cast<uint32_t>(t.part_roots[pi]), pi, &leaves, &seen));
-  }
-  int64_t cells = 0;  // from the leaves' headers: the key lists are allocated once, exactly
+  std::vector<bool> seen(f.header().page_count + 1);  // pages of this tree, overflow included
+  RETURN_IF_ERROR(CollectLeaves(f, static_cast<uint32_t>(t.part_roots[pi]), pi, &leaves, &seen));
+  // The key lists are allocated once, exactly, from the leaves' cell counts, and only when they
+  // fit in what is left of the budget.
+  int64_t cells = 0;
   for (const LeafRef& leaf : leaves) cells += Get16(f.Page(leaf.page) + 3);
+  int64_t held = 0;
   for (const SpliceIndex* idx : tw.built) {
     ps.keys.push_back(MakeKeyList(idx->key_columns.size()));
     ps.unsortable.push_back(false);
-    if (!over_budget) std::visit([&](auto& v) { v.reserve(static_cast<size_t>(cells)); }, ps.keys.back());
+    held += std::visit([&](auto& v) { return cells * static_cast<int64_t>(sizeof(v[0])); },
+                       ps.keys.back());
   }
-  int64_t held = 0;
+  if (key_bytes.fetch_add(held) + held > budget) over_budget = true;
+  if (!over_budget) {
+    for (KeyList& k : ps.keys) {
+      std::visit([&](auto& v) { v.reserve(static_cast<size_t>(cells)); }, k);
+    }
+  }
   bool have_last = false;
   int64_t last = 0;
   for (LeafRef& leaf : leaves) {
@@ -481,6 +512,7 @@ rs::Result<void> ScanPart(const SpliceWork& w, TableWork& tw, size_t pi,
       if (!have_last) ps.first_rowid = c.rowid;
       have_last = true;
       last = c.rowid;
+      if (c.overflow_at) RETURN_IF_ERROR(CheckChain(f, page, c, &seen));
       if (!keys) continue;
       std::string whole;
       const uint8_t* rec = c.payload;
@@ -505,12 +537,6 @@ rs::Result<void> ScanPart(const SpliceWork& w, TableWork& tw, size_t pi,
     leaf.max_rowid = last;
     ps.leaves.push_back(leaf);
     ps.rows += ncells;
-    if (keys) {
-      int64_t now = 0;
-      for (const KeyList& k : ps.keys) now += KeyBytes(k);
-      if (key_bytes.fetch_add(now - held) + (now - held) > budget) over_budget = true;
-      held = now;
-    }
   }
   ps.last_rowid = last;
   if (over_budget) {
@@ -704,8 +730,7 @@ rs::Result<void> CopyLeaf(const MappedFile& f, uint32_t from, uint32_t to, PageW
     ASSIGN_OR_RETURN(LeafCell c, ParseLeafCell(src, Get16(src + 8 + 2 * i), usable));
     if (!c.overflow_at) continue;
     Chain chain{Get32(src + c.overflow_at), {}};
-    const uint64_t rest = c.payload_size - c.local;
-    for (uint64_t k = 0; k < (rest + usable - 5) / (usable - 4); ++k) {
+    for (uint64_t k = ChainPages(c.payload_size, c.local, usable); k > 0; --k) {
       chain.pages.push_back(out.Allocate());
     }
     Put32(buf.data() + c.overflow_at, chain.pages[0]);
@@ -830,6 +855,16 @@ rs::Result<SplicePlan> PlanSplice(rs::Db& out, const std::string& out_path,
                      out.QueryInt("SELECT COUNT(*) FROM pragma_table_list WHERE schema = 'main'"
                                   " AND name = '" + name + "' AND wr = 0"));
     if (rowid_table != 1) return rs::Error("table " + name + " is not a rowid table");
+    // Record positions are table_xinfo positions: refuse hidden and generated columns.
+    ASSIGN_OR_RETURN(int64_t hidden,
+                     out.QueryInt("SELECT COUNT(*) FROM pragma_table_xinfo('" + name +
+                                  "') WHERE hidden != 0"));
+    if (hidden != 0) return rs::Error("table " + name + " has hidden or generated columns");
+    // INTEGER PRIMARY KEY DESC is not a rowid alias: SQLite then keeps an index of origin
+    // 'pk' for it, and the value is stored in the record.
+    ASSIGN_OR_RETURN(int64_t pk_index,
+                     out.QueryInt("SELECT COUNT(*) FROM pragma_index_list('" + name +
+                                  "') WHERE origin = 'pk'"));
     ASSIGN_OR_RETURN(rs::Statement cols,
                      out.Prepare("SELECT cid, pk, upper(type), dflt_value IS NULL FROM"
                                  " pragma_table_info(?1)"));
@@ -845,7 +880,7 @@ rs::Result<SplicePlan> PlanSplice(rs::Db& out, const std::string& out_path,
       }
       no_default.push_back(cols.Int(3) != 0);
     }
-    t.rowid_column = pk_cols == 1 ? int_pk : -1;
+    t.rowid_column = pk_cols == 1 && pk_index == 0 ? int_pk : -1;
     for (size_t i = 0; i < parts.size(); ++i) {
       std::string part_sql;
       ASSIGN_OR_RETURN(int64_t r, root_of(parts[i], "table", name, &part_sql));

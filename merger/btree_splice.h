@@ -17,7 +17,9 @@
 // was and the caller copies with SQL instead): the output is closed and not in WAL mode; the
 // spliced tables and their indexes are empty in the output; all files share page size, reserved
 // bytes, text encoding and schema format 4, without auto-vacuum; each table is a rowid table
-// defined identically everywhere; rowids ascend strictly from part to part. Indexes that are
+// defined identically everywhere, without hidden or generated columns; rowids ascend strictly
+// from part to part; every page the trees use (cell counts, overflow chains) lies inside its
+// file and belongs to one tree only, so the write pass never meets a damaged page. Indexes that are
 // unique, partial, on expressions, descending, with a collation other than BINARY, on more than
 // three columns, holding real/text/blob keys, or whose keys would exceed the memory budget are
 // not built here: they are listed in SpliceWork::reindex and the caller runs REINDEX on them.

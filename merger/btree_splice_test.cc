@@ -20,6 +20,27 @@ constexpr const char* kSchema =
 constexpr const char* kIndexes =
     "CREATE INDEX t_ts ON t(ts); CREATE INDEX t_ab ON t(a, b);";
 
+// Pages of table `t` of a database of type `type` ('leaf', 'internal', 'overflow'; from SQLite's
+// dbstat table).
+std::vector<int64_t> PagesOf(const std::string& path, const std::string& type) {
+  std::vector<int64_t> out;
+  auto db = rs::Db::Open(path, rs::Db::Mode::kReadOnly);
+  EXPECT_TRUE(db.ok());
+  auto st = db->Prepare("SELECT pageno FROM dbstat WHERE name = 't' AND pagetype = ?1");
+  EXPECT_TRUE(st.ok());
+  st->Bind(1, type);
+  while (st->Step().value()) out.push_back(st->Int(0));
+  return out;
+}
+
+// Overwrites bytes of page `page` at `offset`.
+void Patch(const std::string& path, int page_size, int64_t page, int offset,
+           const std::string& bytes) {
+  std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+  f.seekp((page - 1) * page_size + offset);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
 std::string ReadAll(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   std::stringstream s;
@@ -255,6 +276,80 @@ TEST_F(SpliceTest, RefusesWithoutTouchingTheOutput) {
   ASSERT_FALSE(work.ok());
   EXPECT_NE(work.error().message().find("not empty"), std::string::npos) << work.error().message();
   EXPECT_EQ(ReadAll(out), before);
+}
+
+TEST_F(SpliceTest, DamagedPartsAreRefusedBeforeAnythingIsWritten) {
+  // A leaf claiming 65535 cells, and overflow chains turned into a cycle: both found by the
+  // read-only pass, also when no index keys are collected (budget 0), output untouched.
+  for (const char* damage : {"cells", "chain"}) {
+    SCOPED_TRACE(damage);
+    std::string out = NewDb(1024, true);
+    std::vector<std::string> parts = {NewDb(1024, false)};
+    Fill(parts[0], 1, 200, 3, 9);  // every third row spans an overflow chain
+    if (std::string(damage) == "cells") {
+      auto leaves = PagesOf(parts[0], "leaf");
+      ASSERT_FALSE(leaves.empty());
+      Patch(parts[0], 1024, leaves.back(), 3, std::string("\xff\xff", 2));
+    } else {
+      auto overflow = PagesOf(parts[0], "overflow");
+      ASSERT_GT(overflow.size(), 2u);
+      std::string first(4, '\0');
+      for (int i = 0; i < 4; ++i) first[i] = static_cast<char>(overflow[0] >> (24 - 8 * i));
+      for (int64_t p : overflow) Patch(parts[0], 1024, p, 0, first);
+    }
+    SplicePlan plan;
+    {
+      auto db = rs::Db::Open(out, rs::Db::Mode::kReadWrite);
+      ASSERT_TRUE(db.ok());
+      auto p = PlanSplice(*db, out, parts, {"t"});
+      ASSERT_TRUE(p.ok()) << p.error().message();
+      plan = std::move(p).value();
+    }
+    plan.key_budget_bytes = 0;
+    std::string before = ReadAll(out);
+    auto work = PrepareSplice(plan);
+    ASSERT_FALSE(work.ok());
+    EXPECT_NE(work.error().message().find(std::string(damage) == "cells" ? "too many cells"
+                                                                          : "overflow chain"),
+              std::string::npos)
+        << work.error().message();
+    EXPECT_EQ(ReadAll(out), before);
+  }
+}
+
+TEST_F(SpliceTest, IntegerPrimaryKeyDescIsNotTheRowid) {
+  // `INTEGER PRIMARY KEY DESC` is not a rowid alias: the value is in the record.
+  auto make = [&](bool index) {
+    auto f = rs::TempFile::Create("", "splice_test");
+    EXPECT_TRUE(f.ok());
+    std::string path = f->path();
+    files_.push_back(std::move(f).value());
+    auto db = rs::Db::Open(path, rs::Db::Mode::kReadWrite);
+    EXPECT_TRUE(db.ok());
+    EXPECT_TRUE(db->Exec("PRAGMA page_size=1024; CREATE TABLE t (x INTEGER PRIMARY KEY DESC, y);" +
+                         std::string(index ? " CREATE INDEX t_y ON t(x, y);" : ""))
+                    .ok());
+    return path;
+  };
+  std::string out = make(true);
+  std::vector<std::string> parts = {make(false), make(false)};
+  for (int p = 0; p < 2; ++p) {
+    auto db = rs::Db::Open(parts[p], rs::Db::Mode::kReadWrite);
+    ASSERT_TRUE(db.ok());
+    // Rowids ascend from part to part (the splice's precondition); x falls.
+    ASSERT_TRUE(db->Exec("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE"
+                         " i < 500) INSERT INTO t(rowid, x, y) SELECT i + " +
+                         std::to_string(1000 * p) + ", 100000 - i - " + std::to_string(1000 * p) +
+                         ", i % 7 FROM n")
+                    .ok());
+  }
+  auto stats = Splice(out, parts);
+  ASSERT_TRUE(stats.ok()) << stats.error().message();
+  auto db = rs::Db::Open(out, rs::Db::Mode::kReadOnly);
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ(db->QueryText("PRAGMA integrity_check")->value_or(""), "ok");
+  EXPECT_EQ(*db->QueryInt("SELECT COUNT(*) FROM t INDEXED BY t_y WHERE x = 99500"), 1);
+  EXPECT_EQ(*db->QueryInt("SELECT COUNT(*) FROM t"), 1000);
 }
 
 TEST_F(SpliceTest, DifferentTableDefinitionIsRefused) {

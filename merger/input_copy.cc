@@ -157,8 +157,9 @@ rs::Result<EventTablesAdded> AddEventTables(rs::Db& out, const std::string& path
     auto plan = PlanSplice(out, path, part_paths, EventTables());
     rs::Result<std::shared_ptr<SpliceWork>> work = rs::Error("no plan");
     if (plan.ok()) {
-      out = rs::Db();  // the splice writes the file itself
-      work = PrepareSplice(plan.value());
+      // The splice writes the file itself: the connection must really be gone.
+      auto closed = out.Close();
+      work = closed.ok() ? PrepareSplice(plan.value()) : closed.error();
     }
     if (plan.ok() && work.ok()) {
       ASSIGN_OR_RETURN(added.splice, WriteSplice(*work.value()));

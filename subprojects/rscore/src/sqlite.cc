@@ -44,6 +44,13 @@ Db::~Db() {
   if (db_) sqlite3_close_v2(db_);
 }
 
+Result<void> Db::Close() {
+  if (!db_) return Ok();
+  if (sqlite3_close(db_) != SQLITE_OK) return LastError("cannot close (statements still open)");
+  db_ = nullptr;
+  return Ok();
+}
+
 Error Db::LastError(std::string_view what) const {
   return Error(path_ + ": " + std::string(what) + ": " +
                (db_ ? sqlite3_errmsg(db_) : "no database"));

@@ -28,6 +28,9 @@ class Db {
   Db(Db&&) noexcept;
   Db& operator=(Db&&) noexcept;
   ~Db();
+  // Closes now, or fails (and stays open) while a statement of it is still alive; the
+  // destructor instead defers the close until the last statement is finalized.
+  Result<void> Close();
 
   // Runs one or more statements that return no rows.
   Result<void> Exec(std::string_view sql);
