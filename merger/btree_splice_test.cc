@@ -50,8 +50,8 @@ std::string ReadAll(const std::string& path) {
 
 class SpliceTest : public ::testing::Test {
  protected:
-  // A database file with the test schema; `indexes`: with the indexes too (the output).
-  std::string NewDb(int page_size, bool indexes) {
+  // A database file with the given page size, made by `sql` (journal off, as the merge's files).
+  std::string NewDbWith(int page_size, const std::string& sql) {
     auto f = rs::TempFile::Create("", "splice_test");
     EXPECT_TRUE(f.ok());
     std::string path = f->path();
@@ -59,13 +59,13 @@ class SpliceTest : public ::testing::Test {
     auto db = rs::Db::Open(path, rs::Db::Mode::kReadWrite);
     EXPECT_TRUE(db.ok());
     EXPECT_TRUE(db->Exec("PRAGMA page_size=" + std::to_string(page_size) +
-                         "; PRAGMA journal_mode=OFF;")
+                         "; PRAGMA journal_mode=OFF;" + sql)
                     .ok());
-    EXPECT_TRUE(db->Exec(kSchema).ok());
-    if (indexes) {
-      EXPECT_TRUE(db->Exec(kIndexes).ok());
-    }
     return path;
+  }
+  // The test schema; `indexes`: with the indexes too (the output).
+  std::string NewDb(int page_size, bool indexes) {
+    return NewDbWith(page_size, std::string(kSchema) + (indexes ? kIndexes : ""));
   }
 
   // Rows with ids [first, first + n): timestamps out of id order, NULLs, 0/1, negative and
@@ -103,14 +103,16 @@ class SpliceTest : public ::testing::Test {
     ASSERT_TRUE(db->Exec("COMMIT").ok());
   }
 
+  // The plan for table t, read while the output is open (it is closed again on return).
+  static rs::Result<SplicePlan> Plan(const std::string& out,
+                                     const std::vector<std::string>& parts) {
+    ASSIGN_OR_RETURN(rs::Db db, rs::Db::Open(out, rs::Db::Mode::kReadWrite));
+    return PlanSplice(db, out, parts, {"t"});
+  }
+
   rs::Result<SpliceStats> Splice(const std::string& out, const std::vector<std::string>& parts,
                                  int64_t budget = int64_t{128} << 20) {
-    SplicePlan plan;
-    {
-      auto db = rs::Db::Open(out, rs::Db::Mode::kReadWrite);
-      if (!db.ok()) return db.error();
-      ASSIGN_OR_RETURN(plan, PlanSplice(*db, out, parts, {"t"}));
-    }
+    ASSIGN_OR_RETURN(SplicePlan plan, Plan(out, parts));
     plan.key_budget_bytes = budget;
     ASSIGN_OR_RETURN(auto work, PrepareSplice(plan));
     ASSIGN_OR_RETURN(SpliceStats stats, WriteSplice(*work));
@@ -120,6 +122,15 @@ class SpliceTest : public ::testing::Test {
       for (const std::string& i : stats.reindex) RETURN_IF_ERROR(db->Exec("REINDEX " + i));
     }
     return stats;
+  }
+
+  // Splices and expects `rows` rows, then checks the output as ExpectSame does.
+  void SpliceAndCheck(const std::string& out, const std::vector<std::string>& parts,
+                      int64_t rows) {
+    auto stats = Splice(out, parts);
+    ASSERT_TRUE(stats.ok()) << stats.error().message();
+    EXPECT_EQ(stats->rows, rows);
+    ExpectSame(out, parts);
   }
 
   // integrity_check, then the output's rows against the parts' rows, in rowid order and in
@@ -190,27 +201,15 @@ TEST_F(SpliceTest, LargePagesManyRows) {
     parts.push_back(NewDb(16384, false));
     Fill(parts.back(), static_cast<int64_t>(s) * 1000000, 60000, 0, s);
   }
-  auto stats = Splice(out, parts);
-  ASSERT_TRUE(stats.ok()) << stats.error().message();
-  EXPECT_EQ(stats->rows, 120000);
-  ExpectSame(out, parts);
+  SpliceAndCheck(out, parts, 120000);
 }
 
 TEST_F(SpliceTest, OneLeafEmptyPartsAndNoRows) {
   std::string out = NewDb(4096, true);
   std::vector<std::string> parts = {NewDb(4096, false), NewDb(4096, false), NewDb(4096, false)};
   Fill(parts[1], 10, 3, 0, 7);  // one leaf in all: written at the table's root
-  auto stats = Splice(out, parts);
-  ASSERT_TRUE(stats.ok()) << stats.error().message();
-  EXPECT_EQ(stats->rows, 3);
-  ExpectSame(out, parts);
-
-  std::string out2 = NewDb(4096, true);
-  std::vector<std::string> empty = {NewDb(4096, false)};
-  auto none = Splice(out2, empty);
-  ASSERT_TRUE(none.ok()) << none.error().message();
-  EXPECT_EQ(none->rows, 0);
-  ExpectSame(out2, empty);
+  SpliceAndCheck(out, parts, 3);
+  SpliceAndCheck(NewDb(4096, true), {NewDb(4096, false)}, 0);
 }
 
 TEST_F(SpliceTest, KeysSqliteMustCompareAndBudgetGoToReindex) {
@@ -245,14 +244,9 @@ TEST_F(SpliceTest, RefusesWithoutTouchingTheOutput) {
   Fill(parts[0], 1000, 500, 0, 1);
   Fill(parts[1], 1200, 500, 0, 2);  // rowids overlap the first part's
   std::string before = ReadAll(out);
-  SplicePlan plan;
-  {
-    auto db = rs::Db::Open(out, rs::Db::Mode::kReadWrite);
-    ASSERT_TRUE(db.ok());
-    auto p = PlanSplice(*db, out, parts, {"t"});
-    ASSERT_TRUE(p.ok()) << p.error().message();
-    plan = std::move(p).value();
-  }
+  auto p = Plan(out, parts);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  SplicePlan plan = std::move(p).value();
   before = ReadAll(out);
   auto work = PrepareSplice(plan);
   ASSERT_FALSE(work.ok());
@@ -297,14 +291,9 @@ TEST_F(SpliceTest, DamagedPartsAreRefusedBeforeAnythingIsWritten) {
       for (int i = 0; i < 4; ++i) first[i] = static_cast<char>(overflow[0] >> (24 - 8 * i));
       for (int64_t p : overflow) Patch(parts[0], 1024, p, 0, first);
     }
-    SplicePlan plan;
-    {
-      auto db = rs::Db::Open(out, rs::Db::Mode::kReadWrite);
-      ASSERT_TRUE(db.ok());
-      auto p = PlanSplice(*db, out, parts, {"t"});
-      ASSERT_TRUE(p.ok()) << p.error().message();
-      plan = std::move(p).value();
-    }
+    auto p = Plan(out, parts);
+    ASSERT_TRUE(p.ok()) << p.error().message();
+    SplicePlan plan = std::move(p).value();
     plan.key_budget_bytes = 0;
     std::string before = ReadAll(out);
     auto work = PrepareSplice(plan);
@@ -320,16 +309,8 @@ TEST_F(SpliceTest, DamagedPartsAreRefusedBeforeAnythingIsWritten) {
 TEST_F(SpliceTest, IntegerPrimaryKeyDescIsNotTheRowid) {
   // `INTEGER PRIMARY KEY DESC` is not a rowid alias: the value is in the record.
   auto make = [&](bool index) {
-    auto f = rs::TempFile::Create("", "splice_test");
-    EXPECT_TRUE(f.ok());
-    std::string path = f->path();
-    files_.push_back(std::move(f).value());
-    auto db = rs::Db::Open(path, rs::Db::Mode::kReadWrite);
-    EXPECT_TRUE(db.ok());
-    EXPECT_TRUE(db->Exec("PRAGMA page_size=1024; CREATE TABLE t (x INTEGER PRIMARY KEY DESC, y);" +
-                         std::string(index ? " CREATE INDEX t_y ON t(x, y);" : ""))
-                    .ok());
-    return path;
+    return NewDbWith(1024, "CREATE TABLE t (x INTEGER PRIMARY KEY DESC, y);" +
+                               std::string(index ? " CREATE INDEX t_y ON t(x, y);" : ""));
   };
   std::string out = make(true);
   std::vector<std::string> parts = {make(false), make(false)};
