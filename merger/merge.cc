@@ -332,6 +332,11 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
       parts.Discard(std::make_shared<rs::TempFile>(std::move(part.file)));
     }
     progress.Done();
+    if (!added.spliced && opt.splice) {
+      log << "rankscope-merge: note: event tables copied by SQL instead of spliced (slower, same"
+             " result): "
+          << added.why_not << "\n";
+    }
     const size_t by_sqlite = added.splice.reindex.size();
     timer.End(!added.spliced ? "event tables (transferred: " + added.why_not + ")"
               : by_sqlite    ? "event tables (spliced; " + std::to_string(by_sqlite) +
