@@ -1,5 +1,7 @@
 // Merge throughput on synthetic cluster bundles (numbers go to tests/bench/merge.md).
-//   bench_merge [--nodes N] [--steps S] [--extra-sched K] [--repeat R] [--keep DIR]
+//   bench_merge [--nodes N] [--steps S] [--extra-sched K] [--repeat R] [--keep DIR] [--ab 1]
+// --ab 1: every round merges twice, event tables spliced and transferred by SQL (the order
+// alternating from round to round), and prints the ratio of the two times per round.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +23,7 @@ int main(int argc, char** argv) {
   spec.extra_sched_per_step = 600;
   int repeat = 3;
   std::string keep;  // write bundles and output here and leave them (for profiling)
+  bool ab = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--nodes"))
       spec.nodes = std::atoi(argv[i + 1]);
@@ -32,6 +35,8 @@ int main(int argc, char** argv) {
       repeat = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--keep"))
       keep = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--ab"))
+      ab = std::atoi(argv[i + 1]) != 0;
     else {
       std::fprintf(stderr, "bench_merge: unknown option %s\n", argv[i]);
       return 1;
@@ -57,10 +62,12 @@ int main(int argc, char** argv) {
       "(generated in %.1f s)\n",
       spec.nodes, spec.ranks_per_node, spec.steps, static_cast<long long>(events),
       bundle_bytes / 1048576.0, gen_s);
-  for (int r = 0; r < repeat; ++r) {
+  // One merge; its wall time in seconds, or a negative number on failure.
+  auto run = [&](int r, bool splice) -> double {
     merge::MergeOptions opt;
     opt.inputs = paths.value();
     opt.out_path = dir + "/merged.rsdb";
+    opt.splice = splice;
     std::ostringstream log;
     // Each run writes a new file, as a first merge does: renaming over the previous run's
     // output would make ext4 allocate and start writing the new file's blocks at the rename.
@@ -72,12 +79,12 @@ int main(int argc, char** argv) {
     double cpu = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
     if (!result.ok()) {
       std::fprintf(stderr, "bench_merge: %s\n", result.error().message().c_str());
-      return 1;
+      return -1;
     }
     if (result->event_rows != events) {
       std::fprintf(stderr, "bench_merge: wrote %lld event rows, expected %lld\n",
                    static_cast<long long>(result->event_rows), static_cast<long long>(events));
-      return 1;
+      return -1;
     }
     double load = 0;
     if (FILE* f = std::fopen("/proc/loadavg", "r")) {
@@ -85,13 +92,25 @@ int main(int argc, char** argv) {
       std::fclose(f);
     }
     std::printf(
-        "run %d: %.2f s wall, %.2f M events/s; %.2f s CPU (all threads), %.2f M events per CPU-s;"
-        " output %.1f MiB; load average %.1f\n",
-        r + 1, s, events / s / 1e6, cpu, events / cpu / 1e6,
-        merge::testing::FileSize(opt.out_path) / 1048576.0, load);
+        "run %d%s: %.2f s wall, %.2f M events/s; %.2f s CPU (all threads), %.2f M events per "
+        "CPU-s; output %.1f MiB; load average %.1f\n",
+        r + 1, ab ? (splice ? " (spliced)" : " (SQL transfer)") : "", s, events / s / 1e6, cpu,
+        events / cpu / 1e6, merge::testing::FileSize(opt.out_path) / 1048576.0, load);
     for (const merge::PhaseTime& p : result->phases) {
       std::printf("  %-28s %.3f s wall, %.3f s CPU\n", p.phase.c_str(), p.wall_s, p.cpu_s);
     }
+    return s;
+  };
+  for (int r = 0; r < repeat; ++r) {
+    if (!ab) {
+      if (run(r, true) < 0) return 1;
+      continue;
+    }
+    const bool splice_first = r % 2 == 0;
+    double first = run(r, splice_first), second = run(r, !splice_first);
+    if (first < 0 || second < 0) return 1;
+    double spliced = splice_first ? first : second, sql = splice_first ? second : first;
+    std::printf("round %d: spliced / SQL transfer = %.2f\n", r + 1, spliced / sql);
   }
   return 0;
 }
