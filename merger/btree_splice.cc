@@ -579,7 +579,8 @@ class PageWriter {
     size_t done = 0;
     const off_t at = static_cast<off_t>(run_start_ - 1) * page_size_;
     while (done < run_.size()) {
-      ssize_t n = pwrite(fd_, run_.data() + done, run_.size() - done, at + static_cast<off_t>(done));
+      ssize_t n =
+          pwrite(fd_, run_.data() + done, run_.size() - done, at + static_cast<off_t>(done));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return rs::Error(std::string("writing the output: ") + std::strerror(errno));
       done += static_cast<size_t>(n);
@@ -674,8 +675,8 @@ class Level {
       uint32_t p = out_.Allocate();
       RETURN_IF_ERROR(out_.Write(p, page_.Finish(held_child_)));
       if (!parent_) {
-        parent_ = std::make_unique<Level>(out_, parent_type_, parent_type_,
-                                          max_key_, page_size_, usable_);
+        parent_ = std::make_unique<Level>(out_, parent_type_, parent_type_, max_key_, page_size_,
+                                          usable_);
       }
       RETURN_IF_ERROR(parent_->Add(p, held_key_.data(), static_cast<uint32_t>(held_key_.size())));
       page_.Reset();
@@ -792,8 +793,8 @@ uint32_t EncodeEntry(const Key<K>& k, uint8_t* out) {
 
 // Writes the index from the parts' sorted key runs, merged.
 template <int K>
-rs::Result<void> WriteIndex(std::vector<std::vector<Key<K>>*> runs, uint32_t root,
-                            PageWriter& out, const Header& h) {
+rs::Result<void> WriteIndex(std::vector<std::vector<Key<K>>*> runs, uint32_t root, PageWriter& out,
+                            const Header& h) {
   const uint32_t max_entry = 1 + 1 + (K + 1) + 8 * (K + 1);  // varint(<128) + record
   Level leaf(out, kIndexLeaf, kIndexInterior, max_entry, h.page_size, h.usable());
   uint8_t buf[64];
@@ -853,18 +854,17 @@ rs::Result<SplicePlan> PlanSplice(rs::Db& out, const std::string& out_path,
     ASSIGN_OR_RETURN(t.out_root, root_of(out, "table", name, &sql));
     ASSIGN_OR_RETURN(int64_t rowid_table,
                      out.QueryInt("SELECT COUNT(*) FROM pragma_table_list WHERE schema = 'main'"
-                                  " AND name = '" + name + "' AND wr = 0"));
+                                  " AND name = '" +
+                                  name + "' AND wr = 0"));
     if (rowid_table != 1) return rs::Error("table " + name + " is not a rowid table");
     // Record positions are table_xinfo positions: refuse hidden and generated columns.
-    ASSIGN_OR_RETURN(int64_t hidden,
-                     out.QueryInt("SELECT COUNT(*) FROM pragma_table_xinfo('" + name +
-                                  "') WHERE hidden != 0"));
+    ASSIGN_OR_RETURN(int64_t hidden, out.QueryInt("SELECT COUNT(*) FROM pragma_table_xinfo('" +
+                                                  name + "') WHERE hidden != 0"));
     if (hidden != 0) return rs::Error("table " + name + " has hidden or generated columns");
     // INTEGER PRIMARY KEY DESC is not a rowid alias: SQLite then keeps an index of origin
     // 'pk' for it, and the value is stored in the record.
-    ASSIGN_OR_RETURN(int64_t pk_index,
-                     out.QueryInt("SELECT COUNT(*) FROM pragma_index_list('" + name +
-                                  "') WHERE origin = 'pk'"));
+    ASSIGN_OR_RETURN(int64_t pk_index, out.QueryInt("SELECT COUNT(*) FROM pragma_index_list('" +
+                                                    name + "') WHERE origin = 'pk'"));
     ASSIGN_OR_RETURN(rs::Statement cols,
                      out.Prepare("SELECT cid, pk, upper(type), dflt_value IS NULL FROM"
                                  " pragma_table_info(?1)"));
@@ -995,8 +995,8 @@ rs::Result<std::shared_ptr<SpliceWork>> PrepareSplice(const SplicePlan& plan) {
       w->parts[pi]->Release();
     }
   };
-  const size_t threads = std::min<size_t>(w->parts.size(),
-                                          std::max(1u, std::thread::hardware_concurrency()));
+  const size_t threads =
+      std::min<size_t>(w->parts.size(), std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;
   for (size_t i = 1; i < threads; ++i) pool.emplace_back(work);
   work();
@@ -1055,7 +1055,8 @@ rs::Result<SpliceStats> WriteSplice(SpliceWork& w) {
     } else if (n > 1) {
       Level interior(out, kTableInterior, kTableInterior, kMaxRowidKey, h.page_size, h.usable());
       for (size_t i = 0; i < n; ++i) {
-        if (i > 0 && leaves[i]->part != leaves[i - 1]->part) w.parts[leaves[i - 1]->part]->Release();
+        if (i > 0 && leaves[i]->part != leaves[i - 1]->part)
+          w.parts[leaves[i - 1]->part]->Release();
         uint32_t p = out.Allocate();
         RETURN_IF_ERROR(CopyLeaf(*w.parts[leaves[i]->part], leaves[i]->page, p, out, buf));
         if (i + 1 < n) {

@@ -17,8 +17,7 @@ constexpr const char* kSchema =
     "CREATE TABLE t (id INTEGER PRIMARY KEY, node TEXT NOT NULL, ts INTEGER NOT NULL,"
     " a INTEGER, b INTEGER, payload BLOB);"
     "CREATE TABLE small (k TEXT PRIMARY KEY, v INTEGER);";
-constexpr const char* kIndexes =
-    "CREATE INDEX t_ts ON t(ts); CREATE INDEX t_ab ON t(a, b);";
+constexpr const char* kIndexes = "CREATE INDEX t_ts ON t(ts); CREATE INDEX t_ab ON t(a, b);";
 
 // Pages of table `t` of a database of type `type` ('leaf', 'internal', 'overflow'; from SQLite's
 // dbstat table).
@@ -77,7 +76,8 @@ class SpliceTest : public ::testing::Test {
     auto st = db->Prepare("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?)");
     ASSERT_TRUE(st.ok());
     std::mt19937_64 rng(seed);
-    const int64_t values[] = {0, 1, -1, 127, 128, -129, 40000, int64_t{1} << 40,
+    const int64_t values[] = {0,         1,         -1,      127,
+                              128,       -129,      40000,   int64_t{1} << 40,
                               INT64_MIN, INT64_MAX, 8388608, -2147483649LL};
     for (int i = 0; i < n; ++i) {
       st->Bind(1, first + i).Bind(2, "node-" + std::to_string(seed));
@@ -125,8 +125,7 @@ class SpliceTest : public ::testing::Test {
   }
 
   // Splices and expects `rows` rows, then checks the output as ExpectSame does.
-  void SpliceAndCheck(const std::string& out, const std::vector<std::string>& parts,
-                      int64_t rows) {
+  void SpliceAndCheck(const std::string& out, const std::vector<std::string>& parts, int64_t rows) {
     auto stats = Splice(out, parts);
     ASSERT_TRUE(stats.ok()) << stats.error().message();
     EXPECT_EQ(stats->rows, rows);
@@ -165,8 +164,9 @@ class SpliceTest : public ::testing::Test {
       EXPECT_EQ(via_index->value_or(""), sorted->value_or("")) << q;
     }
     // Range lookups go through the index b-tree's interior pages.
-    auto range = db->QueryInt("SELECT COUNT(*) FROM main.t INDEXED BY t_ts WHERE ts BETWEEN"
-                              " -1000 AND 250000");
+    auto range = db->QueryInt(
+        "SELECT COUNT(*) FROM main.t INDEXED BY t_ts WHERE ts BETWEEN"
+        " -1000 AND 250000");
     auto range_expected =
         db->QueryInt("SELECT COUNT(*) FROM (" + all + ") WHERE ts BETWEEN -1000 AND 250000");
     ASSERT_TRUE(range.ok() && range_expected.ok());
@@ -299,7 +299,7 @@ TEST_F(SpliceTest, DamagedPartsAreRefusedBeforeAnythingIsWritten) {
     auto work = PrepareSplice(plan);
     ASSERT_FALSE(work.ok());
     EXPECT_NE(work.error().message().find(std::string(damage) == "cells" ? "too many cells"
-                                                                          : "overflow chain"),
+                                                                         : "overflow chain"),
               std::string::npos)
         << work.error().message();
     EXPECT_EQ(ReadAll(out), before);

@@ -145,8 +145,7 @@ rs::Result<void> CombinePart(rs::Db& out, const Input& in, const Part& part) {
 }
 
 rs::Result<EventTablesAdded> AddEventTables(rs::Db& out, const std::string& path,
-                                            const std::vector<const Part*>& parts,
-                                            bool try_splice,
+                                            const std::vector<const Part*>& parts, bool try_splice,
                                             const std::map<std::string, int64_t>& expected_rows) {
   EventTablesAdded added;
   std::vector<std::string> part_paths;

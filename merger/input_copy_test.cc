@@ -14,9 +14,9 @@ rs::TempFile MergedFile(int page_size, int64_t first, int rows) {
   EXPECT_TRUE(f.ok());
   auto db = rs::Db::Open(f->path(), rs::Db::Mode::kReadWrite);
   EXPECT_TRUE(db.ok());
-  EXPECT_TRUE(db->Exec("PRAGMA page_size=" + std::to_string(page_size) +
-                       "; PRAGMA journal_mode=OFF;")
-                  .ok());
+  EXPECT_TRUE(
+      db->Exec("PRAGMA page_size=" + std::to_string(page_size) + "; PRAGMA journal_mode=OFF;")
+          .ok());
   EXPECT_TRUE(rs::CreateSchema(*db, rs::DbKind::kMerged).ok());
   EXPECT_TRUE(db->Exec("BEGIN").ok());
   auto st = db->Prepare(

@@ -341,7 +341,7 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
     timer.End(!added.spliced ? "event tables (transferred: " + added.why_not + ")"
               : by_sqlite    ? "event tables (spliced; " + std::to_string(by_sqlite) +
                                 " indexes sorted by SQLite)"
-                             : "event tables (spliced)");
+                          : "event tables (spliced)");
   }
 
   // Stack counts in input order (see StacksFirstHeld), then every input's counts.

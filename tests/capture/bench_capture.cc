@@ -300,11 +300,12 @@ void Bench(Target& t, bool init_comm, int calls) {
   };
   row("median", &Timing::median);
   row("min", &Timing::min);
-  std::printf("%-28s rankscope rows %llu, drops %llu; bpftrace records %llu, lost %llu; BPF run "
-              "time per call (bpf_stats): entry %.0f ns, return %.0f ns\n",
-              "", static_cast<unsigned long long>(rk.events),
-              static_cast<unsigned long long>(rk.drops), static_cast<unsigned long long>(br.lines),
-              static_cast<unsigned long long>(br.lost), bpf.entry_ns, bpf.return_ns);
+  std::printf(
+      "%-28s rankscope rows %llu, drops %llu; bpftrace records %llu, lost %llu; BPF run "
+      "time per call (bpf_stats): entry %.0f ns, return %.0f ns\n",
+      "", static_cast<unsigned long long>(rk.events), static_cast<unsigned long long>(rk.drops),
+      static_cast<unsigned long long>(br.lines), static_cast<unsigned long long>(br.lost),
+      bpf.entry_ns, bpf.return_ns);
 }
 
 // The recorder's side: events decoded and written as rows (one transaction, as the loop's
@@ -361,8 +362,9 @@ int main(int argc, char** argv) {
   std::printf("%-28s %-6s %9s %8s %10s %8s %10s %8s %10s %8s %7s %7s\n", "library", "burst",
               "no probes", "bt empty", "rankscope", "added", "bt maps", "added", "bt records",
               "added", "rs/bt", "floor/bt");
-  std::printf("(bt empty: added cost of empty programs; rs/bt and floor/bt: rankscope's and the "
-              "empty programs' added cost over bpftrace records' added cost)\n");
+  std::printf(
+      "(bt empty: added cost of empty programs; rs/bt and floor/bt: rankscope's and the "
+      "empty programs' added cost over bpftrace records' added cost)\n");
   std::printf("decode + SQLite insert of NCCL events (no kernel): %.0f events/s\n",
               ConsumerEventsPerSecond(300000));
   Target testbed{"test bed (push %rbp entry)", argv[1]};
