@@ -13,6 +13,7 @@
 #include <optional>
 #include <queue>
 #include <thread>
+#include <unordered_map>
 #include <variant>
 
 namespace merge {
@@ -40,6 +41,10 @@ void Put32(uint8_t* p, uint32_t v) {
 // SQLite varint: 1-9 bytes, big-endian groups of 7 bits, the 9th byte whole. Returns the
 // length read (0: runs past `end`).
 int GetVarint(const uint8_t* p, const uint8_t* end, uint64_t* v) {
+  if (p < end && !(p[0] & 0x80)) {  // the common one-byte case
+    *v = p[0];
+    return 1;
+  }
   uint64_t x = 0;
   for (int i = 0; i < 8; ++i) {
     if (p + i >= end) return 0;
@@ -55,6 +60,10 @@ int GetVarint(const uint8_t* p, const uint8_t* end, uint64_t* v) {
 }
 
 int PutVarint(uint8_t* out, uint64_t v) {
+  if (v < 0x80) {
+    out[0] = static_cast<uint8_t>(v);
+    return 1;
+  }
   if (v > 0x00ffffffffffffffULL) {  // 9 bytes: 8 groups of 7 bits, then 8 bits
     out[8] = static_cast<uint8_t>(v);
     v >>= 8;
@@ -88,7 +97,10 @@ struct Header {
   uint32_t usable() const { return page_size - reserved; }
 };
 
-rs::Result<Header> ParseHeader(const uint8_t* h, int64_t file_size, const std::string& path) {
+// `source`: a file only read (a WAL-mode flag is fine when the file stands alone, as a
+// decompressed bundle image does).
+rs::Result<Header> ParseHeader(const uint8_t* h, int64_t file_size, const std::string& path,
+                               bool source = false) {
   if (std::memcmp(h, "SQLite format 3", 16) != 0) return rs::Error(path + ": not an SQLite file");
   Header r;
   r.page_size = Get16(h + 16) == 1 ? 65536 : Get16(h + 16);
@@ -110,7 +122,7 @@ rs::Result<Header> ParseHeader(const uint8_t* h, int64_t file_size, const std::s
   if (static_cast<int64_t>(r.page_count) * r.page_size > file_size) {
     return rs::Error(path + ": shorter than its header says");
   }
-  if (r.write_version != 1 || r.read_version != 1) {
+  if (!source && (r.write_version != 1 || r.read_version != 1)) {
     return rs::Error(path + ": in WAL mode (the splice needs a rollback-journal file)");
   }
   if (r.autovacuum_root != 0) return rs::Error(path + ": auto-vacuum database");
@@ -145,7 +157,8 @@ class UniqueFd {
 // A part, mapped read-only.
 class MappedFile {
  public:
-  static rs::Result<std::unique_ptr<MappedFile>> Open(const std::string& path) {
+  static rs::Result<std::unique_ptr<MappedFile>> Open(const std::string& path,
+                                                      bool read_only_source = false) {
     auto f = std::unique_ptr<MappedFile>(new MappedFile);
     f->path_ = path;
     ASSIGN_OR_RETURN(f->fd_, UniqueFd::Open(path, O_RDONLY));
@@ -156,7 +169,7 @@ class MappedFile {
     void* m = mmap(nullptr, f->size_, PROT_READ, MAP_SHARED, f->fd_.get(), 0);
     if (m == MAP_FAILED) return rs::Error(path + ": mmap: " + std::strerror(errno));
     f->data_ = static_cast<const uint8_t*>(m);
-    ASSIGN_OR_RETURN(f->header_, ParseHeader(f->data_, f->size_, path));
+    ASSIGN_OR_RETURN(f->header_, ParseHeader(f->data_, f->size_, path, read_only_source));
     return f;
   }
   ~MappedFile() {
@@ -753,6 +766,21 @@ rs::Result<void> CopyLeaf(const MappedFile& f, uint32_t from, uint32_t to, PageW
   return rs::Ok();
 }
 
+// Flushes `out` and makes the file's header count its pages: page count, and a new change
+// counter with its version-valid-for copy, so that the next reader trusts the new page count
+// and drops anything it cached.
+rs::Result<void> FinishFile(int fd, const Header& h, PageWriter& out, const std::string& path) {
+  RETURN_IF_ERROR(out.Flush());
+  uint8_t f[4];
+  Put32(f, h.change_counter + 1);
+  bool ok = pwrite(fd, f, 4, 24) == 4 && pwrite(fd, f, 4, 92) == 4;
+  Put32(f, out.last_allocated());
+  ok = ok && pwrite(fd, f, 4, 28) == 4;
+  ok = ok && ftruncate(fd, static_cast<off_t>(out.last_allocated()) * h.page_size) == 0;
+  if (!ok) return rs::Error(path + ": writing the header: " + std::strerror(errno));
+  return rs::Ok();
+}
+
 uint8_t RootType(int fd, uint32_t page, uint32_t ps, uint32_t* cells) {
   uint8_t h[8];
   if (pread(fd, h, sizeof h, static_cast<off_t>(page - 1) * ps) != static_cast<ssize_t>(sizeof h)) {
@@ -1089,19 +1117,287 @@ rs::Result<SpliceStats> WriteSplice(SpliceWork& w) {
     }
     for (const std::string& r : tw.reindex) stats.reindex.push_back(r);
   }
-  RETURN_IF_ERROR(out.Flush());
-  // Header: page count, and a new change counter with its version-valid-for copy, so that the
-  // next reader trusts the new page count and drops anything it cached.
-  uint8_t f[4];
-  const uint32_t counter = h.change_counter + 1;
-  Put32(f, counter);
-  bool ok = pwrite(fd, f, 4, 24) == 4 && pwrite(fd, f, 4, 92) == 4;
-  Put32(f, out.last_allocated());
-  ok = ok && pwrite(fd, f, 4, 28) == 4;
-  ok = ok && ftruncate(fd, static_cast<off_t>(out.last_allocated()) * h.page_size) == 0;
-  if (!ok) return rs::Error(plan.out_path + ": writing the header: " + std::strerror(errno));
+  RETURN_IF_ERROR(FinishFile(fd, h, out, plan.out_path));
   stats.pages_written = out.pages_written();
   return stats;
+}
+
+namespace {
+
+// A field of a record: serial type and value bytes.
+struct Field {
+  uint64_t type = 0;
+  const uint8_t* data = nullptr;
+  uint32_t len = 0;
+};
+
+uint32_t FieldLen(uint64_t t) {
+  static constexpr uint8_t kIntLen[] = {0, 1, 2, 3, 4, 6, 8, 8, 0, 0};
+  return t >= 12 ? static_cast<uint32_t>((t - 12) / 2) : (t < 10 ? kIntLen[t] : 0);
+}
+
+bool IsInt(uint64_t t) { return (t >= 1 && t <= 6) || t == 8 || t == 9; }
+
+int64_t IntValue(const Field& f) {
+  if (f.type == 8 || f.type == 9) return static_cast<int64_t>(f.type - 8);
+  int64_t x = static_cast<int8_t>(f.data[0]);
+  for (uint32_t j = 1; j < f.len; ++j)
+    x = static_cast<int64_t>(static_cast<uint64_t>(x) << 8 | f.data[j]);
+  return x;
+}
+
+// Splits a record into its fields; false when damaged.
+bool SplitRecord(const uint8_t* rec, size_t n, std::vector<Field>* out) {
+  out->clear();
+  uint64_t hdr = 0;
+  int k = GetVarint(rec, rec + n, &hdr);
+  if (k == 0 || hdr > n) return false;
+  const uint8_t* h = rec + k;
+  size_t body = hdr;
+  while (h < rec + hdr) {
+    Field f;
+    int m = GetVarint(h, rec + hdr, &f.type);
+    if (m == 0 || f.type == 10 || f.type == 11) return false;
+    h += m;
+    f.len = FieldLen(f.type);
+    if (body + f.len > n) return false;
+    f.data = rec + body;
+    body += f.len;
+    out->push_back(f);
+  }
+  return true;
+}
+
+// Builds a table b-tree from cells in rowid order, leaves first, at the end of a file.
+class TableBuilder {
+ public:
+  TableBuilder(PageWriter& out, const Header& h, uint32_t root)
+      : out_(out),
+        h_(h),
+        root_(root),
+        leaf_(kTableLeaf, h.page_size, h.usable()),
+        interior_(out, kTableInterior, kTableInterior, 9, h.page_size, h.usable()) {}
+  bool Fits(uint32_t cell) const { return leaf_.free_bytes() >= cell + 2; }
+  rs::Result<void> Add(const uint8_t* cell, uint32_t n, int64_t rowid) {
+    if (!Fits(n)) RETURN_IF_ERROR(EndLeaf());
+    leaf_.Add(0, cell, n);
+    max_ = rowid;
+    return rs::Ok();
+  }
+  rs::Result<void> Finish() {
+    if (leaf_.cells() > 0) RETURN_IF_ERROR(EndLeaf());
+    if (!held_) return rs::Ok();  // no rows: the root stays an empty leaf
+    if (leaves_ == 1) return out_.Write(root_, held_page_.data());
+    uint32_t p = out_.Allocate();
+    RETURN_IF_ERROR(out_.Write(p, held_page_.data()));
+    return interior_.Finish(p, root_);
+  }
+
+ private:
+  // One finished leaf is held back: the last one is the interior level's rightmost child, or
+  // the root itself when it is the only one.
+  rs::Result<void> EndLeaf() {
+    if (held_) {
+      uint32_t p = out_.Allocate();
+      RETURN_IF_ERROR(out_.Write(p, held_page_.data()));
+      uint8_t key[9];
+      int k = PutVarint(key, static_cast<uint64_t>(held_max_));
+      RETURN_IF_ERROR(interior_.Add(p, key, static_cast<uint32_t>(k)));
+    }
+    const uint8_t* page = leaf_.Finish(0);
+    held_page_.assign(page, page + h_.page_size);
+    held_max_ = max_;
+    held_ = true;
+    ++leaves_;
+    leaf_.Reset();
+    return rs::Ok();
+  }
+
+  PageWriter& out_;
+  const Header& h_;
+  uint32_t root_;
+  PageImage leaf_;
+  Level interior_;
+  std::vector<uint8_t> held_page_;
+  int64_t held_max_ = 0, max_ = 0;
+  bool held_ = false;
+  int64_t leaves_ = 0;
+};
+
+// One table of one input into its part (see CopyRecords).
+rs::Result<RecordCounts> CopyTableRecords(const RecordCopy& rc, const RecordTable& t,
+                                          const MappedFile& in, PageWriter& out,
+                                          const Header& part) {
+  RecordCounts counts;
+  counts.table = t.name;
+  std::vector<LeafRef> leaves;
+  std::vector<bool> seen(in.header().page_count + 1);
+  RETURN_IF_ERROR(CollectLeaves(in, static_cast<uint32_t>(t.input_root), 0, &leaves, &seen));
+  TableBuilder tree(out, part, static_cast<uint32_t>(t.part_root));
+  const uint32_t usable = in.header().usable();
+  const uint32_t max_payload = part.usable() - 35;  // larger records would need overflow pages
+  std::vector<Field> fields;
+  // A record's serial types and body, built in place; a record larger than a page is refused
+  // below, so a page's worth of room (plus one field) is enough for each.
+  std::vector<uint8_t> cell(part.page_size), types(part.page_size + 64), body(part.page_size + 64);
+  std::string whole;
+  for (const LeafRef& leaf : leaves) {
+    const uint8_t* page = in.Page(leaf.page);
+    const uint32_t ncells = Get16(page + 3);
+    for (uint32_t i = 0; i < ncells; ++i) {
+      auto parsed = ParseLeafCell(page, Get16(page + 8 + 2 * i), usable);
+      if (!parsed.ok()) return parsed.error().Wrap(in.path());
+      const LeafCell& c = parsed.value();
+      const uint8_t* rec = c.payload;
+      size_t n = c.local;
+      if (c.overflow_at) {
+        RETURN_IF_ERROR(CheckChain(in, page, c, &seen));
+        ASSIGN_OR_RETURN(whole, FullPayload(in, page, c));
+        rec = reinterpret_cast<const uint8_t*>(whole.data());
+        n = whole.size();
+      }
+      ++counts.rows_in;
+      if (!SplitRecord(rec, n, &fields) || static_cast<int>(fields.size()) != t.columns) {
+        return rs::Error(in.path() + ": table " + t.name + ": a record without every column");
+      }
+      if (fields[t.rowid_column].type != 0) {
+        return rs::Error(in.path() + ": table " + t.name + ": rowid column stored in the record");
+      }
+      // stack_id: remapped, NULL when the bundle lacks the stack (counted over every row, as
+      // the SQL copy does).
+      int64_t stack = 0;
+      bool stack_null = true;
+      if (t.stack_column >= 0 && fields[t.stack_column].type != 0) {
+        if (!IsInt(fields[t.stack_column].type)) {
+          return rs::Error(in.path() + ": table " + t.name + ": a stack_id that is not an integer");
+        }
+        auto m = rc.stack_map->find(IntValue(fields[t.stack_column]));
+        if (m == rc.stack_map->end()) {
+          ++counts.dangling;
+        } else {
+          stack = m->second;
+          stack_null = false;
+        }
+      }
+      const Field& node = fields[t.node_column];
+      if (node.type < 13 || node.type % 2 == 0 || node.len != rc.original_node.size() ||
+          std::memcmp(node.data, rc.original_node.data(), node.len) != 0) {
+        ++counts.other_node;  // WHERE node = original_node
+        continue;
+      }
+      const Field& ts = fields[t.timestamp_column];
+      if (!IsInt(ts.type)) {
+        return rs::Error(in.path() + ": table " + t.name + ": a timestamp that is not an integer");
+      }
+      const int64_t local_ts = IntValue(ts);
+      // The output record: the input's fields, node renamed, timestamp aligned, stack_id
+      // remapped, then local_timestamp_ns.
+      uint8_t* tp = types.data();
+      uint8_t* bp = body.data();
+      const uint8_t* body_limit = body.data() + part.page_size;
+      auto put_int = [&](int64_t v) {
+        int len = 0;
+        *tp++ = static_cast<uint8_t>(IntSerialType(v, &len));
+        for (int b = len - 1; b >= 0; --b) *bp++ = static_cast<uint8_t>(v >> (8 * b));
+      };
+      bool too_large = false;
+      auto put_bytes = [&](uint64_t type, const uint8_t* data, size_t len) {
+        if (bp + len > body_limit) {
+          too_large = true;
+          return;
+        }
+        tp += PutVarint(tp, type);
+        std::memcpy(bp, data, len);
+        bp += len;
+      };
+      for (int f = 0; f < t.columns && !too_large; ++f) {
+        if (f == t.node_column) {
+          put_bytes(13 + 2 * static_cast<uint64_t>(rc.node.size()),
+                    reinterpret_cast<const uint8_t*>(rc.node.data()), rc.node.size());
+        } else if (f == t.timestamp_column) {
+          put_int(rc.align(local_ts));
+        } else if (f == t.stack_column && stack_null) {
+          *tp++ = 0;
+        } else if (f == t.stack_column) {
+          put_int(stack);
+        } else {
+          put_bytes(fields[f].type, fields[f].data, fields[f].len);
+        }
+      }
+      put_int(local_ts);
+      const size_t ntypes = static_cast<size_t>(tp - types.data());
+      const size_t nbody = static_cast<size_t>(bp - body.data());
+      uint64_t hdr = ntypes + 1;
+      if (hdr > 127) hdr += 1;  // a two-byte header size
+      const uint64_t payload = hdr + nbody;
+      if (too_large || payload > max_payload || hdr > 16383) {
+        return rs::Error(in.path() + ": table " + t.name + ": a record too large for a page");
+      }
+      const int64_t rowid = c.rowid + rc.id_shift;
+      uint8_t* p = cell.data();
+      p += PutVarint(p, payload);
+      p += PutVarint(p, static_cast<uint64_t>(rowid));
+      p += PutVarint(p, hdr);
+      std::memcpy(p, types.data(), ntypes);
+      p += ntypes;
+      std::memcpy(p, body.data(), nbody);
+      p += nbody;
+      RETURN_IF_ERROR(tree.Add(cell.data(), static_cast<uint32_t>(p - cell.data()), rowid));
+      ++counts.rows_out;
+    }
+  }
+  RETURN_IF_ERROR(tree.Finish());
+  return counts;
+}
+
+}  // namespace
+
+rs::Result<std::vector<RecordCounts>> CopyRecords(const RecordCopy& rc) {
+  ASSIGN_OR_RETURN(auto in, MappedFile::Open(rc.input_path, /*read_only_source=*/true));
+  ASSIGN_OR_RETURN(UniqueFd file, UniqueFd::Open(rc.part_path, O_RDWR));
+  const int fd = file.get();
+  uint8_t hb[100];
+  struct stat st {};
+  if (pread(fd, hb, sizeof hb, 0) != static_cast<ssize_t>(sizeof hb) || fstat(fd, &st) != 0) {
+    return rs::Error(rc.part_path + ": cannot read the header");
+  }
+  ASSIGN_OR_RETURN(Header part, ParseHeader(hb, st.st_size, rc.part_path));
+  if (in->header().text_encoding != part.text_encoding) {
+    return rs::Error(rc.input_path + ": text encoding differs from the part's");
+  }
+  for (const RecordTable& t : rc.tables) {
+    uint32_t cells = 1;
+    if (RootType(fd, static_cast<uint32_t>(t.part_root), part.page_size, &cells) != kTableLeaf ||
+        cells != 0) {
+      return rs::Error(rc.part_path + ": table " + t.name + " is not empty");
+    }
+  }
+  PageWriter out(fd, part.page_size, part.page_count + 1);
+  std::vector<RecordCounts> counts;
+  auto written = [&]() -> rs::Result<void> {
+    for (const RecordTable& t : rc.tables) {
+      ASSIGN_OR_RETURN(RecordCounts c, CopyTableRecords(rc, t, *in, out, part));
+      counts.push_back(c);
+    }
+    return FinishFile(fd, part, out, rc.part_path);
+  }();
+  if (!written.ok()) {
+    // Nothing of it counts: the roots were written last, the header not at all. Put the
+    // roots' empty leaves back and the file's length.
+    for (const RecordTable& t : rc.tables) {
+      PageImage empty(kTableLeaf, part.page_size, part.usable());
+      if (pwrite(fd, empty.Finish(0), part.page_size,
+                 static_cast<off_t>(t.part_root - 1) * part.page_size) !=
+          static_cast<ssize_t>(part.page_size)) {
+        return rs::Error(rc.part_path + ": cannot restore after: " + written.error().message());
+      }
+    }
+    if (ftruncate(fd, static_cast<off_t>(part.page_count) * part.page_size) != 0) {
+      return rs::Error(rc.part_path + ": cannot restore after: " + written.error().message());
+    }
+    return written.error();
+  }
+  return counts;
 }
 
 }  // namespace merge

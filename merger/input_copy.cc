@@ -2,6 +2,7 @@
 #include "table_copy.h"
 
 #include <set>
+#include <unordered_map>
 #include <utility>
 
 #include "rscore/schema.h"
@@ -87,14 +88,15 @@ rs::Result<void> UseBuildPragmas(rs::Db& db, int cache_kib) {
       std::to_string(cache_kib) + ";");
 }
 
-rs::Result<InputCopy> CopyInput(rs::Db& db, const Input& in, const NodeAlignment& al) {
+rs::Result<InputCopy> CopyInput(rs::Db& db, const Input& in, const NodeAlignment& al,
+                                const std::set<std::string>& skip) {
   ASSIGN_OR_RETURN(std::string image, ReopenInput(in));
   return WithAttached(db, image, "src", [&]() -> rs::Result<InputCopy> {
     InputCopy copy;
     ASSIGN_OR_RETURN(StackCounts sc, MergeStacks(db, "src"));
     copy.stack_rows = sc.rows_in;
     RETURN_IF_ERROR(RecordStackOrigins(db, in.input_id, "SELECT DISTINCT new FROM temp.stack_map"));
-    CopySpec spec{"src", in.node, in.original_node, in.id_shift, al};
+    CopySpec spec{"src", in.node, in.original_node, in.id_shift, al, skip};
     ASSIGN_OR_RETURN(copy.counts, CopyTables(db, spec));
     // Per-node metadata under 'node.<name>.'; recording times aligned, originals kept.
     ASSIGN_OR_RETURN(int64_t meta_in, db.QueryInt("SELECT COUNT(*) FROM src.metadata"));
@@ -113,15 +115,121 @@ rs::Result<InputCopy> CopyInput(rs::Db& db, const Input& in, const NodeAlignment
   });
 }
 
-rs::Result<Part> WritePart(const std::string& dir, const std::string& stem, const Input& in,
-                           const NodeAlignment& al) {
+namespace {
+
+// Column names (and declared types) of table `t` in `db`.
+rs::Result<std::vector<std::pair<std::string, std::string>>> ColumnsOf(rs::Db& db,
+                                                                       const std::string& t) {
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT name, upper(type) FROM pragma_table_info(?1) ORDER BY cid"));
+  st.Bind(1, t);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.emplace_back(st.Text(0), st.Text(1));
+  }
+  return out;
+}
+
+rs::Result<int64_t> RootOf(rs::Db& db, const std::string& t) {
+  ASSIGN_OR_RETURN(rs::Statement st, db.Prepare("SELECT rootpage FROM main.sqlite_schema WHERE"
+                                                " type = 'table' AND name = ?1"));
+  st.Bind(1, t);
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  return row ? st.Int(0) : 0;
+}
+
+// What CopyRecords needs for the event tables of `in` going into the part `db` (still open:
+// its temp.stack_map is the input's stack remapping).
+rs::Result<RecordCopy> PlanRecordCopy(rs::Db& db, const Input& in, const NodeAlignment& al,
+                                      const std::string& part_path,
+                                      std::unordered_map<int64_t, int64_t>* stack_map) {
+  RecordCopy rc;
+  ASSIGN_OR_RETURN(rc.input_path, ReopenInput(in));
+  rc.part_path = part_path;
+  rc.node = in.node;
+  rc.original_node = in.original_node;
+  rc.id_shift = in.id_shift;
+  rc.align = [al](int64_t local) { return al.Apply(local); };
+  ASSIGN_OR_RETURN(rs::Statement map, db.Prepare("SELECT old, new FROM temp.stack_map"));
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, map.Step());
+    if (!row) break;
+    (*stack_map)[map.Int(0)] = map.Int(1);
+  }
+  rc.stack_map = stack_map;
+  ASSIGN_OR_RETURN(rs::Db src, rs::Db::Open(rc.input_path, rs::Db::Mode::kReadOnly));
+  for (const std::string& t : EventTables()) {
+    ASSIGN_OR_RETURN(int64_t input_root, RootOf(src, t));
+    if (input_root == 0) continue;  // not in this bundle: nothing to copy, nothing counted
+    ASSIGN_OR_RETURN(auto in_cols, ColumnsOf(src, t));
+    ASSIGN_OR_RETURN(auto out_cols, ColumnsOf(db, t));
+    in_cols.emplace_back("local_timestamp_ns", "INTEGER");
+    if (in_cols != out_cols) return rs::Error(t + ": columns differ from this version's");
+    ASSIGN_OR_RETURN(int64_t pk_index, src.QueryInt("SELECT COUNT(*) FROM pragma_index_list('" + t +
+                                                    "') WHERE origin = 'pk'"));
+    if (pk_index != 0) return rs::Error(t + ": id is not the rowid");
+    RecordTable rt;
+    rt.name = t;
+    rt.input_root = input_root;
+    ASSIGN_OR_RETURN(rt.part_root, RootOf(db, t));
+    rt.columns = static_cast<int>(in_cols.size()) - 1;
+    int found = 0;
+    for (int i = 0; i < rt.columns; ++i) {
+      const std::string& name = in_cols[static_cast<size_t>(i)].first;
+      if (name == "id") rt.rowid_column = i, found |= 1;
+      if (name == "node") rt.node_column = i, found |= 2;
+      if (name == "timestamp_ns") rt.timestamp_column = i, found |= 4;
+      if (name == "stack_id") rt.stack_column = i;
+    }
+    if (found != 7) return rs::Error(t + ": no id, node or timestamp_ns column");
+    rc.tables.push_back(rt);
+  }
+  return rc;
+}
+
+// A part with its event tables written page by page (CopyRecords); `records` false: all by SQL.
+rs::Result<Part> WritePartWith(const std::string& dir, const std::string& stem, const Input& in,
+                               const NodeAlignment& al, bool records) {
   Part part;
   ASSIGN_OR_RETURN(part.file, rs::TempFile::Create(dir, stem));
   ASSIGN_OR_RETURN(rs::Db db, rs::Db::Open(part.file.path(), rs::Db::Mode::kReadWrite));
   RETURN_IF_ERROR(UseBuildPragmas(db, 16384));
   RETURN_IF_ERROR(rs::CreateSchema(db, rs::DbKind::kMerged));
-  ASSIGN_OR_RETURN(part.copy, CopyInput(db, in, al));
+  std::set<std::string> skip;
+  if (records) {
+    const std::vector<std::string> events = EventTables();
+    skip.insert(events.begin(), events.end());
+  }
+  ASSIGN_OR_RETURN(part.copy, CopyInput(db, in, al, skip));
+  if (!records) return part;
+  std::unordered_map<int64_t, int64_t> stack_map;
+  ASSIGN_OR_RETURN(RecordCopy rc, PlanRecordCopy(db, in, al, part.file.path(), &stack_map));
+  RETURN_IF_ERROR(db.Close());
+  ASSIGN_OR_RETURN(std::vector<RecordCounts> counts, CopyRecords(rc));
+  for (const RecordCounts& c : counts) {
+    TableCount t{c.table, c.rows_in, c.rows_out, c.rows_in - c.rows_out, ""};
+    if (c.other_node > 0)
+      t.note = "rows whose node is not the bundle's node '" + in.original_node + "'";
+    if (c.dangling > 0) {
+      t.note += (t.note.empty() ? "" : "; ") + std::to_string(c.dangling) +
+                " rows referenced stacks missing from the bundle (stack_id set NULL)";
+    }
+    part.copy.counts.push_back(t);
+  }
+  part.copy.by_pages = true;
   return part;
+}
+
+}  // namespace
+
+rs::Result<Part> WritePart(const std::string& dir, const std::string& stem, const Input& in,
+                           const NodeAlignment& al) {
+  auto part = WritePartWith(dir, stem, in, al, /*records=*/true);
+  if (part.ok()) return part;
+  // Not possible at the record level (see CopyRecords): the same copy by SQL.
+  return WritePartWith(dir, stem, in, al, /*records=*/false);
 }
 
 rs::Result<void> CombinePart(rs::Db& out, const Input& in, const Part& part) {

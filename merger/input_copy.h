@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,11 +35,14 @@ namespace merge {
 struct InputCopy {
   std::vector<TableCount> counts;
   int64_t stack_rows = 0;
+  bool by_pages = false;  // event tables written page by page (CopyRecords), not by SQL
 };
 
 // Copies input `in` into the main schema of `db` (merged schema) in one transaction; nothing
 // of it remains on failure. Records the input's stacks in temp.stack_origins of `db`.
-rs::Result<InputCopy> CopyInput(rs::Db& db, const Input& in, const NodeAlignment& al);
+// `skip`: tables not copied here (copied page by page instead; see WritePart).
+rs::Result<InputCopy> CopyInput(rs::Db& db, const Input& in, const NodeAlignment& al,
+                                const std::set<std::string>& skip = {});
 
 // Pragmas of a database that is built once and renamed or discarded, never updated in place:
 // no rollback journal and no fsync (a crash leaves a temp file, never a damaged output).
@@ -49,7 +53,9 @@ struct Part {
   InputCopy copy;
 };
 
-// Copies `in` into a new part file `dir`/.`stem`.XXXXXX (removed when the Part dies).
+// Copies `in` into a new part file `dir`/.`stem`.XXXXXX (removed when the Part dies): the
+// small tables by SQL, the event tables page by page (CopyRecords) when it accepts them, else
+// by SQL too (the same rows and counts either way).
 rs::Result<Part> WritePart(const std::string& dir, const std::string& stem, const Input& in,
                            const NodeAlignment& al);
 
@@ -69,8 +75,7 @@ struct EventTablesAdded {
 // reopened meanwhile), else transferred by SQL. Then checks that each event table holds
 // exactly `expected_rows` rows.
 rs::Result<EventTablesAdded> AddEventTables(rs::Db& out, const std::string& path,
-                                            const std::vector<const Part*>& parts,
-                                            bool try_splice,
+                                            const std::vector<const Part*>& parts, bool try_splice,
                                             const std::map<std::string, int64_t>& expected_rows);
 
 // Writes parts on worker threads, in order (each thread takes the next input), while the

@@ -281,6 +281,7 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
 
   std::map<int, InputCopy> copies;
   std::vector<std::pair<int, Part>> kept;  // parts whose event tables are still to add
+  int by_pages = 0;
   for (size_t k = 0; k < order.size(); ++k) {
     Input& in = *merged[order[k]];
     progress.Show("[" + std::to_string(k + 1) + "/" + std::to_string(order.size()) + "] merging " +
@@ -309,10 +310,12 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
       if (opt.strict) return rs::Error("--strict: " + in.file + ": " + in.reason);
       continue;
     }
+    by_pages += c->by_pages ? 1 : 0;
     copies[in.input_id] = std::move(c).value();
   }
   timer.End("copy (" + std::to_string(direct) + " direct, " +
-            std::to_string(order.size() - direct) + " parts)");
+            std::to_string(order.size() - direct) + " parts; " + std::to_string(by_pages) +
+            " by pages)");
 
   // Before the event tables: a splice closes and reopens the output, which ends its temp tables.
   ASSIGN_OR_RETURN(auto first_held, StacksFirstHeld(out));

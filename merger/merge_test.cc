@@ -296,6 +296,13 @@ TEST_F(MergeSynth, PartsGiveTheSameDatabaseAsCopyingEverythingDirectly) {
                                            std::to_string(k + 1) + " WHERE stack_id = 1;")
                     .ok());
   }
+  // A row too large for one page of a part: that input's event tables go by SQL, the others'
+  // page by page; the database is the same.
+  ASSERT_TRUE(testing::RewriteBundle(paths[3], paths[3],
+                                     "INSERT INTO process_events(id, node, timestamp_ns, event,"
+                                     " pid, filename) SELECT MAX(id) + 1, 'node3', 5, 'exec', 1,"
+                                     " printf('%.30000c', 'x') FROM sched_events")
+                  .ok());
   const std::string other = dir_.File("other-node1.rsb");
   ASSERT_TRUE(
       testing::RewriteBundle(paths[1], other,
@@ -321,8 +328,8 @@ TEST_F(MergeSynth, PartsGiveTheSameDatabaseAsCopyingEverythingDirectly) {
             2);  // whichever input reached the db first, input 1 is credited with both
   ddb = rs::Error("closed");
 
-  // Every input a part; the event tables spliced page by page, or transferred by SQL: the
-  // same rows either way, and a database SQLite finds intact.
+  // Every input a part (written page by page, one by SQL); the event tables spliced page by
+  // page, or transferred by SQL: the same rows either way, and a database SQLite finds intact.
   for (bool splice : {true, false}) {
     SCOPED_TRACE(splice);
     MergeOptions parts;
@@ -332,9 +339,10 @@ TEST_F(MergeSynth, PartsGiveTheSameDatabaseAsCopyingEverythingDirectly) {
     auto pdb = OpenMerged(p.path);
     ASSERT_TRUE(pdb.ok());
     ASSERT_GE(p.result.phases.size(), 3u);
-    EXPECT_EQ(p.result.phases[1].phase, "copy (0 direct, 5 parts)");
-    EXPECT_EQ(p.result.phases[2].phase,
-              splice ? "event tables (spliced)" : "event tables (transferred: splice not requested)");
+    EXPECT_EQ(p.result.phases[1].phase, "copy (0 direct, 5 parts; 4 by pages)");
+    EXPECT_EQ(p.result.phases[2].phase, splice
+                                            ? "event tables (spliced)"
+                                            : "event tables (transferred: splice not requested)");
     EXPECT_EQ(Contents(*pdb), want);
     EXPECT_EQ(pdb->QueryText("PRAGMA integrity_check")->value_or(""), "ok");
     EXPECT_EQ(Int(*pdb, "SELECT COUNT(*) FROM nccl_events WHERE node = 'node1#2'"),
@@ -344,13 +352,16 @@ TEST_F(MergeSynth, PartsGiveTheSameDatabaseAsCopyingEverythingDirectly) {
                   " WHERE s.id IS NULL"),
               0);
     // The indexes answer as the tables do.
-    EXPECT_EQ(Int(*pdb, "SELECT COUNT(*) FROM sched_events INDEXED BY sched_events_ts"
-                        " WHERE timestamp_ns > 0"),
+    EXPECT_EQ(Int(*pdb,
+                  "SELECT COUNT(*) FROM sched_events INDEXED BY sched_events_ts"
+                  " WHERE timestamp_ns > 0"),
               Int(*pdb, "SELECT COUNT(*) FROM sched_events NOT INDEXED WHERE timestamp_ns > 0"));
-    EXPECT_EQ(Int(*pdb, "SELECT COUNT(*) FROM nccl_events INDEXED BY nccl_events_coll"
-                        " WHERE comm_id_hash IS NOT NULL"),
-              Int(*pdb, "SELECT COUNT(*) FROM nccl_events NOT INDEXED"
-                        " WHERE comm_id_hash IS NOT NULL"));
+    EXPECT_EQ(Int(*pdb,
+                  "SELECT COUNT(*) FROM nccl_events INDEXED BY nccl_events_coll"
+                  " WHERE comm_id_hash IS NOT NULL"),
+              Int(*pdb,
+                  "SELECT COUNT(*) FROM nccl_events NOT INDEXED"
+                  " WHERE comm_id_hash IS NOT NULL"));
     ExpectAlignmentApplied(*pdb);
   }
 }

@@ -72,7 +72,7 @@ rs::Result<std::vector<TableCount>> CopyTables(rs::Db& out, const CopySpec& spec
   std::set<std::string> known(ours.begin(), ours.end());
   std::vector<TableCount> counts;
   for (const std::string& t : theirs) {
-    if (kNotCopied.count(t)) continue;
+    if (kNotCopied.count(t) || spec.skip.count(t)) continue;
     TableCount c;
     c.table = t;
     ASSIGN_OR_RETURN(c.rows_in, CountRows(out, spec.schema, t));

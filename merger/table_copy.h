@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ struct CopySpec {
   std::string original_node;  // node name in the input's rows
   int64_t id_shift = 0;
   NodeAlignment alignment;
+  std::set<std::string> skip;  // tables copied another way (not copied, not counted here)
 };
 
 struct TableCount {
