@@ -781,6 +781,16 @@ rs::Result<void> FinishFile(int fd, const Header& h, PageWriter& out, const std:
   return rs::Ok();
 }
 
+// The header of a file being written (the output, a part).
+rs::Result<Header> ReadHeader(int fd, const std::string& path) {
+  uint8_t h[100];
+  struct stat st {};
+  if (pread(fd, h, sizeof h, 0) != static_cast<ssize_t>(sizeof h) || fstat(fd, &st) != 0) {
+    return rs::Error(path + ": cannot read the header");
+  }
+  return ParseHeader(h, st.st_size, path);
+}
+
 uint8_t RootType(int fd, uint32_t page, uint32_t ps, uint32_t* cells) {
   uint8_t h[8];
   if (pread(fd, h, sizeof h, static_cast<off_t>(page - 1) * ps) != static_cast<ssize_t>(sizeof h)) {
@@ -969,12 +979,7 @@ rs::Result<std::shared_ptr<SpliceWork>> PrepareSplice(const SplicePlan& plan) {
   {
     ASSIGN_OR_RETURN(UniqueFd file, UniqueFd::Open(plan.out_path, O_RDONLY));
     const int fd = file.get();
-    uint8_t h[100];
-    struct stat st {};
-    if (pread(fd, h, sizeof h, 0) != static_cast<ssize_t>(sizeof h) || fstat(fd, &st) != 0) {
-      return rs::Error(plan.out_path + ": cannot read the header");
-    }
-    ASSIGN_OR_RETURN(w->out_header, ParseHeader(h, st.st_size, plan.out_path));
+    ASSIGN_OR_RETURN(w->out_header, ReadHeader(fd, plan.out_path));
     const uint32_t ps = w->out_header.page_size;
     for (const SpliceTable& t : plan.tables) {
       uint32_t cells = 1;
@@ -1356,12 +1361,7 @@ rs::Result<std::vector<RecordCounts>> CopyRecords(const RecordCopy& rc) {
   ASSIGN_OR_RETURN(auto in, MappedFile::Open(rc.input_path, /*read_only_source=*/true));
   ASSIGN_OR_RETURN(UniqueFd file, UniqueFd::Open(rc.part_path, O_RDWR));
   const int fd = file.get();
-  uint8_t hb[100];
-  struct stat st {};
-  if (pread(fd, hb, sizeof hb, 0) != static_cast<ssize_t>(sizeof hb) || fstat(fd, &st) != 0) {
-    return rs::Error(rc.part_path + ": cannot read the header");
-  }
-  ASSIGN_OR_RETURN(Header part, ParseHeader(hb, st.st_size, rc.part_path));
+  ASSIGN_OR_RETURN(Header part, ReadHeader(fd, rc.part_path));
   if (in->header().text_encoding != part.text_encoding) {
     return rs::Error(rc.input_path + ": text encoding differs from the part's");
   }
