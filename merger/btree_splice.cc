@@ -863,6 +863,18 @@ rs::Result<void> WriteIndex(std::vector<std::vector<Key<K>>*> runs, uint32_t roo
 
 }  // namespace
 
+rs::Result<int64_t> RootPage(rs::Db& db, const std::string& type, const std::string& name,
+                             std::string* sql) {
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT rootpage, sql FROM main.sqlite_schema WHERE type = ?1 AND"
+                              " name = ?2"));
+  st.Bind(1, type).Bind(2, name);
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row) return int64_t{0};
+  if (sql) *sql = st.Text(1);
+  return st.Int(0);
+}
+
 rs::Result<SplicePlan> PlanSplice(rs::Db& out, const std::string& out_path,
                                   const std::vector<std::string>& part_paths,
                                   const std::vector<std::string>& tables) {
@@ -871,14 +883,9 @@ rs::Result<SplicePlan> PlanSplice(rs::Db& out, const std::string& out_path,
   plan.part_paths = part_paths;
   auto root_of = [](rs::Db& db, const std::string& type, const std::string& name,
                     std::string* sql) -> rs::Result<int64_t> {
-    ASSIGN_OR_RETURN(rs::Statement st,
-                     db.Prepare("SELECT rootpage, sql FROM main.sqlite_schema WHERE type = ?1 AND"
-                                " name = ?2"));
-    st.Bind(1, type).Bind(2, name);
-    ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) return rs::Error(db.path() + ": no " + type + " " + name);
-    if (sql) *sql = st.Text(1);
-    return st.Int(0);
+    ASSIGN_OR_RETURN(int64_t root, RootPage(db, type, name, sql));
+    if (root == 0) return rs::Error(db.path() + ": no " + type + " " + name);
+    return root;
   };
   std::vector<rs::Db> parts;
   for (const std::string& p : part_paths) {

@@ -60,6 +60,11 @@ struct SplicePlan {
   int64_t key_budget_bytes = int64_t{128} << 20;  // index keys held in memory at once
 };
 
+// Root page of the table or index `name` (`type` 'table' | 'index') in the main schema of
+// `db`, and its SQL when `sql` is given; 0 when there is none.
+rs::Result<int64_t> RootPage(rs::Db& db, const std::string& type, const std::string& name,
+                             std::string* sql = nullptr);
+
 // Reads roots and index definitions through `out` (still open, every table in `tables` empty)
 // and from each part. An error: the splice cannot be used; nothing changed.
 rs::Result<SplicePlan> PlanSplice(rs::Db& out, const std::string& out_path,

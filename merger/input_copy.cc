@@ -44,13 +44,6 @@ auto WithAttached(rs::Db& db, const std::string& path, const std::string& schema
   return result;
 }
 
-bool IsEventTable(const std::string& t) {
-  for (std::string_view e : rs::kEventTables) {
-    if (e == t) return true;
-  }
-  return false;
-}
-
 std::vector<std::string> EventTables() {
   return std::vector<std::string>(std::begin(rs::kEventTables), std::end(rs::kEventTables));
 }
@@ -62,7 +55,7 @@ rs::Result<void> DropEventIndexes(rs::Db& out) {
   for (;;) {
     ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
-    if (IsEventTable(st.Text(1))) names.push_back(st.Text(0));
+    if (rs::IsEventTable(st.Text(1))) names.push_back(st.Text(0));
   }
   for (const std::string& n : names) RETURN_IF_ERROR(out.Exec("DROP INDEX \"" + n + "\""));
   return rs::Ok();
@@ -117,29 +110,6 @@ rs::Result<InputCopy> CopyInput(rs::Db& db, const Input& in, const NodeAlignment
 
 namespace {
 
-// Column names (and declared types) of table `t` in `db`.
-rs::Result<std::vector<std::pair<std::string, std::string>>> ColumnsOf(rs::Db& db,
-                                                                       const std::string& t) {
-  ASSIGN_OR_RETURN(rs::Statement st,
-                   db.Prepare("SELECT name, upper(type) FROM pragma_table_info(?1) ORDER BY cid"));
-  st.Bind(1, t);
-  std::vector<std::pair<std::string, std::string>> out;
-  for (;;) {
-    ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    out.emplace_back(st.Text(0), st.Text(1));
-  }
-  return out;
-}
-
-rs::Result<int64_t> RootOf(rs::Db& db, const std::string& t) {
-  ASSIGN_OR_RETURN(rs::Statement st, db.Prepare("SELECT rootpage FROM main.sqlite_schema WHERE"
-                                                " type = 'table' AND name = ?1"));
-  st.Bind(1, t);
-  ASSIGN_OR_RETURN(bool row, st.Step());
-  return row ? st.Int(0) : 0;
-}
-
 // What CopyRecords needs for the event tables of `in` going into the part `db` (still open:
 // its temp.stack_map is the input's stack remapping).
 rs::Result<RecordCopy> PlanRecordCopy(rs::Db& db, const Input& in, const NodeAlignment& al,
@@ -161,10 +131,10 @@ rs::Result<RecordCopy> PlanRecordCopy(rs::Db& db, const Input& in, const NodeAli
   rc.stack_map = stack_map;
   ASSIGN_OR_RETURN(rs::Db src, rs::Db::Open(rc.input_path, rs::Db::Mode::kReadOnly));
   for (const std::string& t : EventTables()) {
-    ASSIGN_OR_RETURN(int64_t input_root, RootOf(src, t));
+    ASSIGN_OR_RETURN(int64_t input_root, RootPage(src, "table", t));
     if (input_root == 0) continue;  // not in this bundle: nothing to copy, nothing counted
-    ASSIGN_OR_RETURN(auto in_cols, ColumnsOf(src, t));
-    ASSIGN_OR_RETURN(auto out_cols, ColumnsOf(db, t));
+    ASSIGN_OR_RETURN(auto in_cols, TableColumns(src, "main", t));
+    ASSIGN_OR_RETURN(auto out_cols, TableColumns(db, "main", t));
     in_cols.emplace_back("local_timestamp_ns", "INTEGER");
     if (in_cols != out_cols) return rs::Error(t + ": columns differ from this version's");
     ASSIGN_OR_RETURN(int64_t pk_index, src.QueryInt("SELECT COUNT(*) FROM pragma_index_list('" + t +
@@ -173,7 +143,7 @@ rs::Result<RecordCopy> PlanRecordCopy(rs::Db& db, const Input& in, const NodeAli
     RecordTable rt;
     rt.name = t;
     rt.input_root = input_root;
-    ASSIGN_OR_RETURN(rt.part_root, RootOf(db, t));
+    ASSIGN_OR_RETURN(rt.part_root, RootPage(db, "table", t));
     rt.columns = static_cast<int>(in_cols.size()) - 1;
     int found = 0;
     for (int i = 0; i < rt.columns; ++i) {
@@ -242,7 +212,7 @@ rs::Result<void> CombinePart(rs::Db& out, const Input& in, const Part& part) {
         out.Exec("INSERT OR REPLACE INTO main.metadata SELECT * FROM part.metadata"
                  " WHERE substr(key, 1, 5) = 'node.'"));
     for (const std::string& t : tables) {
-      if (kNotTransferred.count(t) || IsEventTable(t)) continue;
+      if (kNotTransferred.count(t) || rs::IsEventTable(t)) continue;
       // Must stay a bare SELECT * of an identically defined table: anything else (a column
       // list, a WHERE) makes SQLite decode and re-encode every row.
       auto r = out.Exec("INSERT INTO main.\"" + t + "\" SELECT * FROM part.\"" + t + "\"");

@@ -36,13 +36,6 @@ std::string BaseOf(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-bool IsEventTable(const std::string& t) {
-  for (std::string_view e : rs::kEventTables) {
-    if (e == t) return true;
-  }
-  return false;
-}
-
 // The output: a private temp file next to OUT, renamed into place when complete.
 rs::Result<void> CheckOutputPath(const std::string& out) {
   if (out.empty()) return rs::Error("-o/--out: an output path is required (e.g. -o run.rsdb)");
@@ -326,7 +319,7 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
     for (const auto& [id, part] : kept) {
       part_list.push_back(&part);
       for (const TableCount& t : copies[id].counts) {
-        if (IsEventTable(t.table)) expected[t.table] += t.rows_out;
+        if (rs::IsEventTable(t.table)) expected[t.table] += t.rows_out;
       }
     }
     ASSIGN_OR_RETURN(EventTablesAdded added,
@@ -356,7 +349,7 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
         TableCount{"stacks", copy.stack_rows, inserted, deduped,
                    deduped ? "already present (deduplicated by frames hash)" : ""});
     for (const TableCount& t : copy.counts) {
-      if (IsEventTable(t.table)) result.event_rows += t.rows_out;
+      if (rs::IsEventTable(t.table)) result.event_rows += t.rows_out;
     }
     counts[id] = std::move(copy.counts);
   }

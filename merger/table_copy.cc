@@ -13,24 +13,13 @@ namespace {
 const std::set<std::string> kNotCopied = {"metadata", "stacks", "merge_inputs", "merge_counts",
                                           "clock_alignment"};
 
-bool IsEventTable(const std::string& t) {
-  return std::any_of(std::begin(rs::kEventTables), std::end(rs::kEventTables),
-                     [&](std::string_view e) { return e == t; });
-}
-
 std::string Quote(const std::string& ident) { return "\"" + ident + "\""; }
 
 rs::Result<std::vector<std::string>> Columns(rs::Db& db, const std::string& schema,
                                              const std::string& table) {
-  ASSIGN_OR_RETURN(rs::Statement st,
-                   db.Prepare("SELECT name FROM pragma_table_info(?1, ?2) ORDER BY cid"));
-  st.Bind(1, table).Bind(2, schema);
+  ASSIGN_OR_RETURN(auto cols, TableColumns(db, schema, table));
   std::vector<std::string> out;
-  for (;;) {
-    ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    out.push_back(st.Text(0));
-  }
+  for (auto& c : cols) out.push_back(std::move(c.first));
   return out;
 }
 
@@ -39,6 +28,20 @@ rs::Result<int64_t> CountRows(rs::Db& db, const std::string& schema, const std::
 }
 
 }  // namespace
+
+rs::Result<std::vector<std::pair<std::string, std::string>>> TableColumns(
+    rs::Db& db, const std::string& schema, const std::string& table) {
+  ASSIGN_OR_RETURN(rs::Statement st, db.Prepare("SELECT name, upper(type) FROM"
+                                                " pragma_table_info(?1, ?2) ORDER BY cid"));
+  st.Bind(1, table).Bind(2, schema);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.emplace_back(st.Text(0), st.Text(1));
+  }
+  return out;
+}
 
 rs::Result<std::vector<std::string>> Tables(rs::Db& db, const std::string& schema) {
   ASSIGN_OR_RETURN(rs::Statement st,
@@ -85,7 +88,7 @@ rs::Result<std::vector<TableCount>> CopyTables(rs::Db& out, const CopySpec& spec
     ASSIGN_OR_RETURN(std::vector<std::string> dst_cols, Columns(out, "main", t));
     ASSIGN_OR_RETURN(std::vector<std::string> src_cols, Columns(out, spec.schema, t));
     std::set<std::string> src(src_cols.begin(), src_cols.end());
-    const bool event = IsEventTable(t);
+    const bool event = rs::IsEventTable(t);
     std::string cols, exprs;
     auto add = [&](const std::string& col, const std::string& expr) {
       cols += (cols.empty() ? "" : ", ") + Quote(col);

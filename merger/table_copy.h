@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "clock_alignment.h"
@@ -37,6 +38,11 @@ std::string AlignedExpr(const std::string& column, const NodeAlignment& a);
 // Copies every table of the bundle schema except metadata and stacks (see MergeStacks), plus
 // counts tables the merged schema does not know (their rows are skipped, and said so).
 // Expects temp.stack_map to hold this input's stack ids.
+// Column names and declared types (upper case) of `table` in `schema`, in column order.
+rs::Result<std::vector<std::pair<std::string, std::string>>> TableColumns(rs::Db& db,
+                                                                          const std::string& schema,
+                                                                          const std::string& table);
+
 rs::Result<std::vector<TableCount>> CopyTables(rs::Db& out, const CopySpec& spec);
 
 // The tables of `schema` ('main' or an attached name), without SQLite's own, by name.

@@ -26,6 +26,13 @@ inline constexpr std::string_view kEventTables[] = {
     "nccl_events", "cuda_events", "tcp_events", "sched_events", "block_events", "process_events",
 };
 
+inline bool IsEventTable(std::string_view table) {
+  for (std::string_view e : kEventTables) {
+    if (e == table) return true;
+  }
+  return false;
+}
+
 enum class DbKind {
   kBundle,  // one node's recording
   kMerged,  // rankscope-merge output: adds local_timestamp_ns + merge_* / clock_alignment tables
