@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "btree_splice.h"
+#include "record_copy.h"
 #include "clock_alignment.h"
 #include "inputs.h"
 #include "rscore/bundle.h"
