@@ -5,6 +5,9 @@
 //       ncclGetUniqueId, ncclCommInitRank (fails fast), ncclAllReduce with a NULL comm,
 //       cudaMalloc, cudaLaunchKernel, cudaStreamSynchronize
 //   dlopen_driver launches CUDART_LIB N      N cudaLaunchKernel calls
+//   dlopen_driver driver CUDA_LIB            the driver API (the toolkit's libcuda.so stub
+//       returns CUDA_ERROR_STUB_LIBRARY): cuMemAlloc_v2, cuMemcpyHtoD_v2,
+//       cuMemcpyDtoHAsync_v2, cuLaunchKernel, cuStreamSynchronize, cuCtxSynchronize
 //   dlopen_driver late NCCL_LIB              the test bed's library (no peers): prints
 //       'loaded', waits for a line on stdin, then CommInitRank (rank 2 of 3) + one AllReduce
 //
@@ -31,6 +34,12 @@ using AllReduceFn = int (*)(const void*, void*, size_t, int, int, void*, void*);
 using MallocFn = int (*)(void**, size_t);
 using LaunchFn = int (*)(const void*, Dim3, Dim3, void**, size_t, void*);
 using StreamSyncFn = int (*)(void*);
+using CuMemAllocFn = int (*)(unsigned long long*, size_t);
+using CuMemcpyHtoDFn = int (*)(unsigned long long, const void*, size_t);
+using CuMemcpyDtoHAsyncFn = int (*)(void*, unsigned long long, size_t, void*);
+using CuLaunchKernelFn = int (*)(void*, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                 unsigned, unsigned, void*, void**, void**);
+using CuCtxSyncFn = int (*)();
 
 void* Open(const char* path) {
   void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -119,16 +128,39 @@ int Launches(const char* cudart_path, int n) {
   return 0;
 }
 
+int Driver(const char* cuda_path) {
+  void* cuda = Open(cuda_path);
+  void* stream = reinterpret_cast<void*>(0x8888);
+  unsigned long long dev = 0;
+  int r = Sym<CuMemAllocFn>(cuda, "cuMemAlloc_v2")(&dev, 4096);
+  std::printf("mem_alloc_ret %d\n", r);
+  char host[256] = {};
+  r = Sym<CuMemcpyHtoDFn>(cuda, "cuMemcpyHtoD_v2")(0xd000, host, sizeof(host));
+  std::printf("memcpy_htod_ret %d\n", r);
+  r = Sym<CuMemcpyDtoHAsyncFn>(cuda, "cuMemcpyDtoHAsync_v2")(host, 0xd000, 128, stream);
+  std::printf("memcpy_dtoh_async_ret %d\n", r);
+  r = Sym<CuLaunchKernelFn>(cuda, "cuLaunchKernel")(reinterpret_cast<void*>(0x4321), 2, 1, 1,
+                                                    64, 1, 1, 128, stream, nullptr, nullptr);
+  std::printf("launch_ret %d\n", r);
+  r = Sym<StreamSyncFn>(cuda, "cuStreamSynchronize")(stream);
+  std::printf("stream_sync_ret %d\n", r);
+  r = Sym<CuCtxSyncFn>(cuda, "cuCtxSynchronize")();
+  std::printf("ctx_sync_ret %d\n", r);
+  std::fflush(stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc == 4 && std::strcmp(argv[1], "real") == 0) return Real(argv[2], argv[3]);
   if (argc == 3 && std::strcmp(argv[1], "late") == 0) return Late(argv[2]);
+  if (argc == 3 && std::strcmp(argv[1], "driver") == 0) return Driver(argv[2]);
   if (argc == 4 && std::strcmp(argv[1], "launches") == 0) {
     return Launches(argv[2], std::atoi(argv[3]));
   }
   std::fprintf(stderr,
                "usage: dlopen_driver real NCCL_LIB CUDART_LIB | launches CUDART_LIB N | late "
-               "NCCL_LIB\n");
+               "NCCL_LIB | driver CUDA_LIB\n");
   return 2;
 }

@@ -31,8 +31,9 @@ std::string Env(const char* name) {
   return v ? v : "";
 }
 
-// The usual places of the CUDA toolkit's libraries ($CUDA_HOME first).
-std::string FindLibrary(const std::vector<std::string>& names) {
+// The usual places of the CUDA toolkit's libraries ($CUDA_HOME first); `sub` is a
+// subdirectory of each ("stubs" for the toolkit's driver stub).
+std::string FindLibrary(const std::vector<std::string>& names, const std::string& sub = "") {
   std::vector<std::string> dirs;
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
     if (const char* v = std::getenv(var)) {
@@ -47,7 +48,8 @@ std::string FindLibrary(const std::vector<std::string>& names) {
   }
   for (const std::string& d : dirs) {
     for (const std::string& n : names) {
-      if (fs::exists(d + "/" + n)) return d + "/" + n;
+      const std::string path = sub.empty() ? d + "/" + n : d + "/" + sub + "/" + n;
+      if (fs::exists(path)) return path;
     }
   }
   return "";
@@ -180,6 +182,61 @@ TEST(RealLibraries, KernelLaunchesAreSampledOneInN) {
   auto sample = s.db().QueryText("SELECT value FROM metadata WHERE key = 'cuda_launch_sample'");
   ASSERT_TRUE(sample.ok() && *sample);
   EXPECT_EQ(**sample, "4");
+}
+
+// The driver API on the toolkit's libcuda.so stub (what programs link against when built
+// without a driver): the real symbols, every call returning CUDA_ERROR_STUB_LIBRARY (34).
+TEST(RealLibraries, DriverApiCallsOnTheToolkitStubDecode) {
+  REQUIRE_ROOT_OR_SKIP();
+  const std::string cuda = FindLibrary({"libcuda.so"}, "stubs");
+  SKIP_UNLESS_OR_FAIL_IN_CI(!cuda.empty(), "the CUDA toolkit's stubs/libcuda.so is not installed");
+  rec::RecorderOptions opts;
+  opts.cuda_libs = {cuda};
+  Session s(opts);
+  rec::CudaProbe probe(1);
+  ASSERT_TRUE(s.Start(probe).ok());
+  EXPECT_EQ(probe.attacher()->libraries(), 1);
+  Child child({Env("CAPTURE_DLOPEN_DRIVER"), "driver", cuda});
+  const pid_t pid = child.pid();
+  ASSERT_TRUE(child.ReadUntil("ctx_sync_ret", 30000));
+  ASSERT_EQ(child.Wait(), 0);
+  ASSERT_TRUE(s.Finish(probe).ok());
+
+  auto rows = Rows(s.db(), "SELECT * FROM cuda_events WHERE pid = " + std::to_string(pid) +
+                               " ORDER BY timestamp_ns, id");
+  std::vector<std::string> apis;
+  for (const Row& r : rows) apis.push_back(*Text(r, "api"));
+  ASSERT_EQ(apis, (std::vector<std::string>{"cuMemAlloc_v2", "cuMemcpyHtoD_v2",
+                                            "cuMemcpyDtoHAsync_v2", "cuLaunchKernel",
+                                            "cuStreamSynchronize", "cuCtxSynchronize"}));
+  const char* rets[] = {"mem_alloc_ret", "memcpy_htod_ret", "memcpy_dtoh_async_ret",
+                        "launch_ret",    "stream_sync_ret", "ctx_sync_ret"};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    EXPECT_EQ(Text(r, "library"), "cuda");
+    EXPECT_EQ(Text(r, "state"), "complete");
+    EXPECT_EQ(Int(r, "sample_weight"), 1);
+    EXPECT_TRUE(Int(r, "duration_ns"));
+    EXPECT_EQ(Int(r, "ret"), child.Int(rets[i])) << apis[i];
+    EXPECT_EQ(Int(r, "ret"), 34) << apis[i];  // CUDA_ERROR_STUB_LIBRARY
+  }
+  EXPECT_EQ(Int(rows[0], "bytes"), 4096);
+  EXPECT_FALSE(Int(rows[0], "ptr"));  // failed: no device pointer was written
+  EXPECT_EQ(Int(rows[1], "ptr"), 0xd000);
+  EXPECT_EQ(Int(rows[1], "bytes"), 256);
+  EXPECT_EQ(Int(rows[1], "memcpy_kind"), 1);  // host to device
+  EXPECT_FALSE(Int(rows[1], "stream"));
+  EXPECT_EQ(Int(rows[2], "bytes"), 128);
+  EXPECT_EQ(Int(rows[2], "memcpy_kind"), 2);  // device to host
+  EXPECT_EQ(Int(rows[2], "stream"), 0x8888);
+  EXPECT_EQ(Int(rows[3], "kernel"), 0x4321);
+  EXPECT_EQ(Int(rows[3], "stream"), 0x8888);  // the 9th argument, [sp+24]
+  EXPECT_EQ(Int(rows[4], "stream"), 0x8888);
+  EXPECT_FALSE(Int(rows[5], "stream"));
+  EXPECT_EQ(*s.db().QueryInt("SELECT COUNT(*) FROM attachments WHERE kind = 'cuda' AND ok = 1 "
+                             "AND symbol = 'cuLaunchKernel' AND target = '" +
+                             cuda + "'"),
+            1);
 }
 
 TEST(LibraryDiscovery, VenvCopyDlopenedByALaterProcessIsRecorded) {
