@@ -107,6 +107,48 @@ static __always_inline bool return_matches(__u64 sp, __u64 active_sp, __u32* tai
   return true;
 }
 
+// Library loads. ld.so maps a library's code with an mmap(PROT_EXEC) of its file; when the
+// file's name starts with lib_prefix ("libnccl.so", "libcuda"), the process is reported in
+// lib_maps with a wakeup, so user space scans its mappings and attaches now rather than at
+// its next rescan (a program that dlopen()s NCCL and calls it at once). A notification lost
+// to a full ring costs nothing but that delay: the rescan still finds the copy.
+const volatile char lib_prefix[16] = {};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 64 * 1024);
+} lib_maps SEC(".maps");
+
+SEC("tracepoint/syscalls/sys_enter_mmap")
+int lib_mmap(struct trace_event_raw_sys_enter* ctx) {
+  if (!(ctx->args[2] & 0x4 /* PROT_EXEC */)) return 0;
+  int fd = (int)ctx->args[4];
+  if (fd < 0) return 0;
+  __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+  if (!call_selected(tgid)) return 0;
+  struct task_struct* task = (struct task_struct*)bpf_get_current_task();
+  struct fdtable* fdt = BPF_CORE_READ(task, files, fdt);
+  if (!fdt || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds)) return 0;
+  struct file** fds = BPF_CORE_READ(fdt, fd);
+  struct file* file = NULL;
+  bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]);
+  if (!file) return 0;
+  char name[sizeof(lib_prefix)] = {};
+  bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(file, f_path.dentry, d_name.name));
+#pragma unroll
+  for (int i = 0; i < (int)sizeof(lib_prefix); i++) {
+    if (lib_prefix[i] == 0) break;
+    if (name[i] != lib_prefix[i]) return 0;
+  }
+  if (lib_prefix[0] == 0) return 0;
+  struct call_lib_map* e = bpf_ringbuf_reserve(&lib_maps, sizeof(*e), 0);
+  if (!e) return 0;
+  e->pid = tgid;
+  e->fd = (__u32)fd;
+  bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+  return 0;
+}
+
 // Processes whose first event was already pushed to the consumer.
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "abi/call.h"
+#include "recorder/attach_log.h"
 #include "recorder/kernel_probe.h"
 #include "recorder/options.h"
 #include "recorder/process_table.h"
@@ -29,6 +30,8 @@ CallProbe::~CallProbe() { Shutdown(); }
 
 void CallProbe::Shutdown() {
   attacher_.reset();  // links before the programs they point to
+  if (lib_mmap_link_) bpf_link__destroy(lib_mmap_link_);
+  lib_mmap_link_ = nullptr;
 }
 
 uint64_t CallProbe::drops() const {
@@ -38,25 +41,50 @@ uint64_t CallProbe::drops() const {
          SumPerCpuU64(fd, CALL_STAT_STALE_ENTRY) + bad_events_ + decode_drops();
 }
 
+void CallProbe::PrepareLoad(const LoadOptions& opts, bpf_program* entry, bpf_program* ret,
+                            bpf_program* lib_mmap, char (&prefix_field)[16],
+                            std::string_view prefix) {
+  if (opts.uprobe_multi) {
+    PrepareUprobeMulti(entry);
+    PrepareUprobeMulti(ret);
+  }
+  bpf_program__set_autoload(lib_mmap, opts.lib_mmap);
+  std::memset(prefix_field, 0, sizeof(prefix_field));
+  std::memcpy(prefix_field, prefix.data(), std::min(prefix.size(), sizeof(prefix_field) - 1));
+}
+
+// uprobe_multi links where the kernel has them (Linux 6.6+; detaching is fast), else one
+// perf-event uprobe per function: decided by trying. The library-load program is optional:
+// a kernel that rejects it (no syscall tracepoints) loads the probe without it.
+rs::Result<bool> CallProbe::LoadBest(RecorderContext& ctx) {
+  std::string error;
+  for (bool lib_mmap : {true, false}) {
+    LoadOptions opts{.filter_pids = filter_pids_, .uprobe_multi = true, .lib_mmap = lib_mmap};
+    if (uprobe_multi_allowed_) {
+      if (auto loaded = Load(ctx, opts); loaded.ok()) {
+        skel_ = loaded.value();
+        if (UprobeMultiWorks(skel_.entry)) return true;
+      }
+      Unload();
+    }
+    opts.uprobe_multi = false;
+    auto loaded = Load(ctx, opts);
+    if (loaded.ok()) {
+      skel_ = loaded.value();
+      return false;
+    }
+    Unload();
+    if (error.empty()) error = loaded.error().message();
+    lib_mmap_error_ = loaded.error().message();
+  }
+  return rs::Error(error);
+}
+
 rs::Result<void> CallProbe::Start(RecorderContext& ctx) {
   ctx_ = &ctx;
   symbolizer_ = std::make_unique<CallerSymbolizer>(ctx.proc_root);
   filter_pids_ = ctx.options && !ctx.options->pids.empty();
-  // uprobe_multi links where the kernel has them (Linux 6.6+; detaching is fast), else one
-  // perf-event uprobe per function: decided by trying.
-  bool multi = false;
-  if (uprobe_multi_allowed_) {
-    if (auto loaded = Load(ctx, filter_pids_, /*uprobe_multi=*/true); loaded.ok()) {
-      skel_ = loaded.value();
-      multi = UprobeMultiWorks(skel_.entry);
-      if (!multi) Unload();
-    } else {
-      Unload();
-    }
-  }
-  if (!multi) {
-    ASSIGN_OR_RETURN(skel_, Load(ctx, filter_pids_, /*uprobe_multi=*/false));
-  }
+  ASSIGN_OR_RETURN(const bool multi, LoadBest(ctx));
   const std::string name(source());
   if (filter_pids_) {
     for (int pid : ctx.options->pids) OnProcessTraced(ctx, pid);
@@ -68,7 +96,28 @@ rs::Result<void> CallProbe::Start(RecorderContext& ctx) {
       Kinds(), [this](LibraryKind k) { return Functions(k); }, skel_.entry, skel_.ret, multi);
   attacher_->Start(ctx, ctx.options ? ExplicitLibraries(*ctx.options) : std::vector<std::string>{});
   method_ = multi ? "uprobe_multi" : "uprobe";
+  AttachLibMmap(ctx);
   return rs::Ok();
+}
+
+void CallProbe::AttachLibMmap(RecorderContext& ctx) {
+  const std::string target = "syscalls/sys_enter_mmap";
+  std::string error;
+  if (!skel_.lib_mmap) {
+    error = "left out: the kernel rejected the program (" + lib_mmap_error_ + ")";
+  } else if (auto r = ctx.poller->Add(bpf_map__fd(skel_.lib_maps), &CallProbe::LibMapThunk, this,
+                                      RingPoller::Delivery::kUrgent);
+             !r.ok()) {
+    error = r.error().message();
+  } else {
+    lib_mmap_link_ = bpf_program__attach(skel_.lib_mmap);
+    if (!lib_mmap_link_) error = std::strerror(errno);
+  }
+  // Without it, libraries loaded later are still found by the rescans, only later.
+  if (ctx.attach_log) {
+    ctx.attach_log->Record("tracepoint", target, std::string(source()) + " library loads",
+                           error.empty(), error);
+  }
 }
 
 void CallProbe::Consume() {
@@ -94,6 +143,17 @@ void CallProbe::OnProcessTraced(RecorderContext& /*ctx*/, int pid) {
   uint32_t key = static_cast<uint32_t>(pid);
   uint8_t one = 1;
   bpf_map__update_elem(skel_.pids, &key, sizeof(key), &one, sizeof(one), BPF_ANY);
+}
+
+// A process is mapping a probed library's code: scan it now (and on the next ticks, should
+// its mapping not be listed yet). Runs on the loop thread, like every ring callback.
+int CallProbe::LibMapThunk(void* self, void* data, size_t size) {
+  auto* probe = static_cast<CallProbe*>(self);
+  if (size < sizeof(call_lib_map) || !probe->attacher_ || !probe->ctx_) return 0;
+  const auto* e = static_cast<const call_lib_map*>(data);
+  ++probe->library_loads_;
+  probe->attacher_->ScanNow(*probe->ctx_, static_cast<int>(e->pid), MonotonicMs());
+  return 0;
 }
 
 int CallProbe::SampleThunk(void* self, void* data, size_t size) {
@@ -143,6 +203,8 @@ rs::Result<void> CallProbe::Finish(RecorderContext& ctx) {
   if (finished_ || !skel_.active) return rs::Ok();
   ctx_ = &ctx;
   if (attacher_) attacher_->DetachAll();  // no new entries from here on
+  if (lib_mmap_link_) bpf_link__destroy(lib_mmap_link_);
+  lib_mmap_link_ = nullptr;
   Consume();
   // Calls entered and never returned (the signature of a hang), oldest first: the slots
   // whose call is active (exit_ns == 0; entry_ns == 0 is a slot never filled in).

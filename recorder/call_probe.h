@@ -33,6 +33,8 @@ class CallProbe : public Probe {
   std::string method() const override { return method_; }
   uint64_t events() const override { return events_; }
   uint64_t drops() const override;
+  // Library loads reported by the kernel (each one scanned at once).
+  uint64_t library_loads() const { return library_loads_; }
 
   const LibraryAttacher* attacher() const { return attacher_.get(); }
   // Before Start: use one perf-event uprobe per function even where uprobe_multi links work
@@ -44,15 +46,22 @@ class CallProbe : public Probe {
   struct Skeleton {
     bpf_program* entry = nullptr;
     bpf_program* ret = nullptr;
-    bpf_map* events = nullptr;  // ring buffer
-    bpf_map* active = nullptr;  // entry state (LRU hash)
-    bpf_map* stats = nullptr;   // per-CPU enum call_stat counters
-    bpf_map* pids = nullptr;    // --pid selection
+    bpf_map* events = nullptr;        // ring buffer
+    bpf_map* active = nullptr;        // entry state (LRU hash)
+    bpf_map* stats = nullptr;         // per-CPU enum call_stat counters
+    bpf_map* pids = nullptr;          // --pid selection
+    bpf_program* lib_mmap = nullptr;  // library loads (null: left out of this load)
+    bpf_map* lib_maps = nullptr;      // its ring buffer
+  };
+  struct LoadOptions {
+    bool filter_pids = false;
+    bool uprobe_multi = false;  // entry/return prepared for uprobe_multi links
+    bool lib_mmap = true;       // load the library-load program (lib_prefix set)
   };
   // Opens, configures (scope_netns, filter_pids and its own knobs) and loads the skeleton;
   // with `uprobe_multi`, the entry and return programs are prepared for uprobe_multi links
-  // (PrepareUprobeMulti) before the load.
-  virtual rs::Result<Skeleton> Load(RecorderContext& ctx, bool filter_pids, bool uprobe_multi) = 0;
+  // (PrepareUprobeMulti) before the load; without `lib_mmap`, that program is not loaded.
+  virtual rs::Result<Skeleton> Load(RecorderContext& ctx, const LoadOptions& opts) = 0;
   // Destroys a loaded skeleton (to load it again the other way).
   virtual void Unload() = 0;
   virtual std::set<LibraryKind> Kinds() const = 0;
@@ -69,6 +78,10 @@ class CallProbe : public Probe {
     return rs::Ok();
   }
   virtual uint64_t decode_drops() const { return 0; }
+  // For Load: prepares the programs shared by both skeletons (uprobe_multi, and the
+  // library-load program with its file-name prefix, or not loaded at all).
+  static void PrepareLoad(const LoadOptions& opts, bpf_program* entry, bpf_program* ret,
+                          bpf_program* lib_mmap, char (&prefix_field)[16], std::string_view prefix);
   // Detaches; subclasses call it before destroying their skeleton.
   void Shutdown();
 
@@ -83,15 +96,22 @@ class CallProbe : public Probe {
 
  private:
   static int SampleThunk(void* self, void* data, size_t size);
+  static int LibMapThunk(void* self, void* data, size_t size);
+  // Loads the skeleton the best way the kernel allows; true: for uprobe_multi links.
+  rs::Result<bool> LoadBest(RecorderContext& ctx);
+  void AttachLibMmap(RecorderContext& ctx);
   void Consume();
 
   Skeleton skel_;
   bool filter_pids_ = false;
   bool uprobe_multi_allowed_ = true;
   std::unique_ptr<LibraryAttacher> attacher_;
+  bpf_link* lib_mmap_link_ = nullptr;
+  std::string lib_mmap_error_;  // why the library-load program was left out of the load
   std::unique_ptr<CallerSymbolizer> symbolizer_;
   std::string method_ = "off";
   uint64_t events_ = 0;
+  uint64_t library_loads_ = 0;
   uint64_t bad_events_ = 0;
   uint64_t final_drops_ = 0;
   bool finished_ = false;

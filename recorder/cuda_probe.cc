@@ -197,25 +197,29 @@ void CudaProbe::Unload() {
   skel_ = nullptr;
 }
 
-rs::Result<CallProbe::Skeleton> CudaProbe::Load(RecorderContext& ctx, bool filter_pids,
-                                                bool uprobe_multi) {
+rs::Result<CallProbe::Skeleton> CudaProbe::Load(RecorderContext& ctx, const LoadOptions& opts) {
   skel_ = cuda_bpf__open();
   if (!skel_)
     return rs::Error(std::string("cuda: cannot open the BPF object: ") + std::strerror(errno));
   skel_->rodata->scope_netns = ctx.scope_netns;
-  skel_->rodata->filter_pids = filter_pids ? 1 : 0;
+  skel_->rodata->filter_pids = opts.filter_pids ? 1 : 0;
   skel_->rodata->launch_sample = static_cast<uint32_t>(launch_sample_);
-  if (uprobe_multi) {
-    PrepareUprobeMulti(skel_->progs.cuda_entry);
-    PrepareUprobeMulti(skel_->progs.cuda_return);
-  }
+  // libcudart.so and libcuda.so (which one: the scan classifies the file).
+  PrepareLoad(opts, skel_->progs.cuda_entry, skel_->progs.cuda_return, skel_->progs.lib_mmap,
+              skel_->rodata->lib_prefix, "libcuda");
   if (int err = cuda_bpf__load(skel_); err != 0) {
     return rs::Error(std::string("cuda: BPF load failed: ") + std::strerror(-err) +
                      " (needs root and a kernel with uprobes and BTF)");
   }
   ASSIGN_OR_RETURN(insert_, PrepareCudaInsert(*ctx.db));
-  return Skeleton{skel_->progs.cuda_entry, skel_->progs.cuda_return, skel_->maps.cuda_events,
-                  skel_->maps.cuda_active, skel_->maps.stats,        skel_->maps.pids};
+  return Skeleton{skel_->progs.cuda_entry,
+                  skel_->progs.cuda_return,
+                  skel_->maps.cuda_events,
+                  skel_->maps.cuda_active,
+                  skel_->maps.stats,
+                  skel_->maps.pids,
+                  opts.lib_mmap ? skel_->progs.lib_mmap : nullptr,
+                  skel_->maps.lib_maps};
 }
 
 std::vector<std::string> CudaProbe::ExplicitLibraries(const RecorderOptions& opts) const {

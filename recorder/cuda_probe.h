@@ -52,7 +52,7 @@ class CudaProbe : public CallProbe {
   std::string_view source() const override { return "cuda"; }
 
  protected:
-  rs::Result<Skeleton> Load(RecorderContext& ctx, bool filter_pids, bool uprobe_multi) override;
+  rs::Result<Skeleton> Load(RecorderContext& ctx, const LoadOptions& opts) override;
   void Unload() override;
   std::set<LibraryKind> Kinds() const override {
     return {LibraryKind::kCudart, LibraryKind::kCuda};

@@ -46,11 +46,18 @@ LibraryAttacher::LibraryAttacher(std::set<LibraryKind> kinds, FunctionTable tabl
 
 LibraryAttacher::~LibraryAttacher() { DetachAll(); }
 
+// Entry probes first: a call entered before its entry probe goes has its return probe armed
+// (the kernel arms it at entry), and what is still active after the return probes went is
+// in flight at the end of recording.
 void LibraryAttacher::DetachAll() {
-  for (bpf_link* l : links_) bpf_link__destroy(l);
-  links_.clear();
-  for (int fd : multi_links_) close(fd);
-  multi_links_.clear();
+  for (bpf_link* l : entry_links_) bpf_link__destroy(l);
+  entry_links_.clear();
+  for (bpf_link* l : return_links_) bpf_link__destroy(l);
+  return_links_.clear();
+  for (int fd : multi_entry_links_) close(fd);
+  multi_entry_links_.clear();
+  for (int fd : multi_return_links_) close(fd);
+  multi_return_links_.clear();
 }
 
 void LibraryAttacher::Start(RecorderContext& ctx, const std::vector<std::string>& explicit_paths) {
@@ -88,6 +95,12 @@ void LibraryAttacher::Start(RecorderContext& ctx, const std::vector<std::string>
 }
 
 void LibraryAttacher::Watch(int pid, int64_t now_ms) { watched_[pid] = now_ms + kExecWatchMs; }
+
+void LibraryAttacher::ScanNow(RecorderContext& ctx, int pid, int64_t now_ms) {
+  if (!discovery_) return;
+  for (const LibraryCopy& copy : discovery_->ScanPid(pid)) Attach(ctx, copy);
+  Watch(pid, now_ms);
+}
 
 void LibraryAttacher::Tick(RecorderContext& ctx, int64_t now_ms) {
   if (!discovery_) return;
@@ -150,32 +163,36 @@ int LibraryAttacher::AttachMulti(const LibraryCopy& copy,
     offsets.push_back(off);
     cookies.push_back(f->cookie);
   }
-  int entry = CreateUprobeMultiLink(entry_, copy.open_path, offsets, cookies, false);
-  if (entry < 0) return entry;
+  // Return probes first (see AttachOne).
   int ret = CreateUprobeMultiLink(ret_, copy.open_path, offsets, cookies, true);
-  if (ret < 0) {
-    close(entry);
-    return ret;
+  if (ret < 0) return ret;
+  int entry = CreateUprobeMultiLink(entry_, copy.open_path, offsets, cookies, false);
+  if (entry < 0) {
+    close(ret);
+    return entry;
   }
-  multi_links_.push_back(entry);
-  multi_links_.push_back(ret);
+  multi_entry_links_.push_back(entry);
+  multi_return_links_.push_back(ret);
   return static_cast<int>(fns.size());
 }
 
 std::string LibraryAttacher::AttachOne(const LibraryCopy& copy, uint64_t off, uint32_t cookie) {
   LIBBPF_OPTS(bpf_uprobe_opts, entry_opts, .bpf_cookie = cookie, .retprobe = false);
   LIBBPF_OPTS(bpf_uprobe_opts, ret_opts, .bpf_cookie = cookie, .retprobe = true);
+  // The return probe first: the kernel arms a call's return probe when the call enters, so
+  // with the entry probe created first, a call entering in between would be recorded with no
+  // return, its thread's slot left active (and later calls taken for calls nested in it).
+  bpf_link* ret = bpf_program__attach_uprobe_opts(ret_, -1, copy.open_path.c_str(), off, &ret_opts);
+  if (!ret) return std::string("uretprobe attach failed: ") + std::strerror(errno);
   bpf_link* entry =
       bpf_program__attach_uprobe_opts(entry_, -1, copy.open_path.c_str(), off, &entry_opts);
-  if (!entry) return std::string("uprobe attach failed: ") + std::strerror(errno);
-  bpf_link* ret = bpf_program__attach_uprobe_opts(ret_, -1, copy.open_path.c_str(), off, &ret_opts);
-  if (!ret) {
+  if (!entry) {
     int err = errno;
-    bpf_link__destroy(entry);
-    return std::string("uretprobe attach failed: ") + std::strerror(err);
+    bpf_link__destroy(ret);
+    return std::string("uprobe attach failed: ") + std::strerror(err);
   }
-  links_.push_back(entry);
-  links_.push_back(ret);
+  entry_links_.push_back(entry);
+  return_links_.push_back(ret);
   return "";
 }
 

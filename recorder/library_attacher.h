@@ -1,8 +1,9 @@
 // Attaches one BPF entry/return program pair to the probed functions of every library copy
 // that LibraryDiscovery finds: explicit copies at Start, copies mapped by running processes
 // at Start and on every rescan (every 500 ms, plus a process for 2 s after its exec, when
-// it loads its libraries). Functions are looked up in the ELF symbol tables (versioned names
-// like cudaMalloc@@libcudart.so.13 match their bare name) and attached once per file offset:
+// it loads its libraries, and at once when the kernel reports it mapping a probed library).
+// Functions are looked up in the ELF symbol tables (versioned names like
+// cudaMalloc@@libcudart.so.13 match their bare name) and attached once per file offset:
 // NCCL's ncclX is a weak alias of pncclX at the same address, so a call fires one probe only.
 // Every attempt, successful or not, goes to the attach log.
 #pragma once
@@ -47,6 +48,8 @@ class LibraryAttacher {
   void Tick(RecorderContext& ctx, int64_t now_ms);
   // Scans `pid` on every Tick for the next 2 s (a freshly exec'd process maps its libraries).
   void Watch(int pid, int64_t now_ms);
+  // Scans `pid` now (the kernel saw it map a probed library) and watches it as above.
+  void ScanNow(RecorderContext& ctx, int pid, int64_t now_ms);
   void DetachAll();
 
   int libraries() const { return libraries_; }  // copies with at least one attached function
@@ -66,9 +69,9 @@ class LibraryAttacher {
   bpf_program* ret_;
   std::unique_ptr<LibraryDiscovery> discovery_;
   bool uprobe_multi_;
-  std::vector<bpf_link*> links_;
-  std::vector<int> multi_links_;    // uprobe_multi link fds
-  std::map<int, int64_t> watched_;  // pid -> watch deadline (ms)
+  std::vector<bpf_link*> entry_links_, return_links_;
+  std::vector<int> multi_entry_links_, multi_return_links_;  // uprobe_multi link fds
+  std::map<int, int64_t> watched_;                           // pid -> watch deadline (ms)
   int64_t next_scan_ms_ = 0;
   int libraries_ = 0;
   int functions_ = 0;

@@ -66,24 +66,27 @@ void NcclProbe::Unload() {
   skel_ = nullptr;
 }
 
-rs::Result<CallProbe::Skeleton> NcclProbe::Load(RecorderContext& ctx, bool filter_pids,
-                                                bool uprobe_multi) {
+rs::Result<CallProbe::Skeleton> NcclProbe::Load(RecorderContext& ctx, const LoadOptions& opts) {
   skel_ = nccl_bpf__open();
   if (!skel_)
     return rs::Error(std::string("nccl: cannot open the BPF object: ") + std::strerror(errno));
   skel_->rodata->scope_netns = ctx.scope_netns;
-  skel_->rodata->filter_pids = filter_pids ? 1 : 0;
-  if (uprobe_multi) {
-    PrepareUprobeMulti(skel_->progs.nccl_entry);
-    PrepareUprobeMulti(skel_->progs.nccl_return);
-  }
+  skel_->rodata->filter_pids = opts.filter_pids ? 1 : 0;
+  PrepareLoad(opts, skel_->progs.nccl_entry, skel_->progs.nccl_return, skel_->progs.lib_mmap,
+              skel_->rodata->lib_prefix, "libnccl.so");
   if (int err = nccl_bpf__load(skel_); err != 0) {
     return rs::Error(std::string("nccl: BPF load failed: ") + std::strerror(-err) +
                      " (needs root and a kernel with uprobes and BTF)");
   }
   ASSIGN_OR_RETURN(insert_, PrepareNcclInsert(*ctx.db));
-  return Skeleton{skel_->progs.nccl_entry, skel_->progs.nccl_return, skel_->maps.nccl_events,
-                  skel_->maps.nccl_active, skel_->maps.stats,        skel_->maps.pids};
+  return Skeleton{skel_->progs.nccl_entry,
+                  skel_->progs.nccl_return,
+                  skel_->maps.nccl_events,
+                  skel_->maps.nccl_active,
+                  skel_->maps.stats,
+                  skel_->maps.pids,
+                  opts.lib_mmap ? skel_->progs.lib_mmap : nullptr,
+                  skel_->maps.lib_maps};
 }
 
 std::vector<std::string> NcclProbe::ExplicitLibraries(const RecorderOptions& opts) const {

@@ -33,7 +33,7 @@ class NcclProbe : public CallProbe {
   const NcclDecoder& decoder() const { return decoder_; }
 
  protected:
-  rs::Result<Skeleton> Load(RecorderContext& ctx, bool filter_pids, bool uprobe_multi) override;
+  rs::Result<Skeleton> Load(RecorderContext& ctx, const LoadOptions& opts) override;
   void Unload() override;
   std::set<LibraryKind> Kinds() const override { return {LibraryKind::kNccl}; }
   std::span<const ProbedFunction> Functions(LibraryKind) const override { return NcclFunctions(); }

@@ -52,9 +52,11 @@ RingPoller::~RingPoller() {
   if (rb_) ring_buffer__free(rb_);
 }
 
-rs::Result<void> RingPoller::Add(int map_fd, ring_buffer_sample_fn fn, void* fn_ctx) {
+rs::Result<void> RingPoller::Add(int map_fd, ring_buffer_sample_fn fn, void* fn_ctx,
+                                 Delivery delivery) {
   if (draining()) return rs::Error("ring buffers cannot be added while the drain thread runs");
-  auto ring = std::make_unique<Ring>(Ring{this, static_cast<uint32_t>(rings_.size()), fn, fn_ctx});
+  auto ring = std::make_unique<Ring>(
+      Ring{this, static_cast<uint32_t>(rings_.size()), fn, fn_ctx, delivery});
   if (rb_ == nullptr) {
     rb_ = ring_buffer__new(map_fd, &RingPoller::OnRecord, ring.get(), nullptr);
     if (rb_ == nullptr) {
@@ -84,10 +86,12 @@ void RingPoller::Append(const Ring& ring, const void* data, size_t size) {
   RecordHeader h{ring.index, static_cast<uint32_t>(size)};
   std::memcpy(filling_.data() + at, &h, sizeof(h));
   std::memcpy(filling_.data() + at + sizeof(h), data, size);
+  urgent_filled_ |= ring.delivery == Delivery::kUrgent;
   if (filling_.size() >= kBatchBytes) Publish(/*flushed_up_to_request=*/false, 0);
 }
 
 void RingPoller::Publish(bool flushed_up_to_request, uint64_t request) {
+  urgent_filled_ = false;
   std::unique_lock<std::mutex> lk(mu_);
   if (!filling_.empty()) {
     // Back-pressure: while the event-loop thread is this far behind, stop reading the rings.
@@ -131,7 +135,7 @@ void RingPoller::DrainMain() {
     }
     ring_buffer__consume(rb_);
     const int64_t now = MonoNowNs();
-    if (request != published_request || now - last_publish >= kPublishPeriodNs) {
+    if (request != published_request || urgent_filled_ || now - last_publish >= kPublishPeriodNs) {
       Publish(/*flushed_up_to_request=*/true, request);
       published_request = request;
       last_publish = now;

@@ -39,8 +39,12 @@ class RingPoller {
   RingPoller(const RingPoller&) = delete;
   RingPoller& operator=(const RingPoller&) = delete;
 
-  // Adds one BPF ring-buffer map. Not while the drain thread runs.
-  rs::Result<void> Add(int map_fd, ring_buffer_sample_fn fn, void* fn_ctx);
+  // Adds one BPF ring-buffer map. Not while the drain thread runs. The records of an
+  // `urgent` ring are handed to the event-loop thread as soon as the drain thread reads them
+  // (others wait for a full batch or the next publish period, up to 50 ms).
+  enum class Delivery { kBatched, kUrgent };
+  rs::Result<void> Add(int map_fd, ring_buffer_sample_fn fn, void* fn_ctx,
+                       Delivery delivery = Delivery::kBatched);
   bool empty() const { return rb_ == nullptr; }
 
   // Runs the callback of every record submitted before this call, on this thread.
@@ -68,6 +72,7 @@ class RingPoller {
     uint32_t index;
     ring_buffer_sample_fn fn;
     void* fn_ctx;
+    Delivery delivery;
   };
   using Batch = std::vector<uint8_t>;
 
@@ -86,7 +91,8 @@ class RingPoller {
   std::thread thread_;
   int epoll_fd_ = -1, wake_fd_ = -1;
   size_t max_queued_bytes_ = kDefaultMaxQueuedBytes;
-  Batch filling_;  // drain thread only
+  Batch filling_;               // drain thread only
+  bool urgent_filled_ = false;  // drain thread only: filling_ holds an urgent record
   std::mutex mu_;
   std::condition_variable ready_cv_;  // queue non-empty, flush done, or thread stopped
   std::condition_variable space_cv_;  // queued bytes fell under the limit, or stop

@@ -23,6 +23,13 @@ struct call_regs {
   __u64 sp;        // stack pointer at entry (identifies the frame; see nesting in the probes)
 };
 
+// lib_maps ring: a process is mapping the code of a file whose name starts with the probe's
+// library prefix (ld.so loading a copy): user space scans that process at once.
+struct call_lib_map {
+  __u32 pid;  // tgid
+  __u32 fd;   // the mapped file's descriptor in that process
+};
+
 // Per-CPU counters in the `stats` array map of each call probe.
 enum call_stat {
   CALL_STAT_RB_FULL = 0,     // ring-buffer reserve/output failures (events lost)

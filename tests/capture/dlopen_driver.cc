@@ -5,11 +5,17 @@
 //       ncclGetUniqueId, ncclCommInitRank (fails fast), ncclAllReduce with a NULL comm,
 //       cudaMalloc, cudaLaunchKernel, cudaStreamSynchronize
 //   dlopen_driver launches CUDART_LIB N      N cudaLaunchKernel calls
+//   dlopen_driver attach-latency NCCL_LIB    dlopen, print the wall-clock time of the load
+//       ('loaded_ns'), then ncclGroupStart + ncclGroupEnd every 100 us for 300 ms: the first
+//       recorded call tells how soon after the load the recorder attached
+//   dlopen_driver loop NCCL_LIB MS           ncclGroupStart + ncclGroupEnd back to back for MS
+//       milliseconds (prints 'looping' first, then 'calls N': the pairs made)
 //   dlopen_driver driver CUDA_LIB            the driver API (the toolkit's libcuda.so stub
 //       returns CUDA_ERROR_STUB_LIBRARY): cuMemAlloc_v2, cuMemcpyHtoD_v2,
 //       cuMemcpyDtoHAsync_v2, cuLaunchKernel, cuStreamSynchronize, cuCtxSynchronize
-//   dlopen_driver late NCCL_LIB              the test bed's library (no peers): prints
-//       'loaded', waits for a line on stdin, then CommInitRank (rank 2 of 3) + one AllReduce
+//   dlopen_driver late NCCL_LIB [now]        the test bed's library (no peers): prints
+//       'loaded', waits for a line on stdin (not with 'now': straight on), then
+//       CommInitRank (rank 2 of 3) + one AllReduce
 //
 // Output lines: 'key value'.
 #include <dlfcn.h>
@@ -18,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 
 namespace {
@@ -37,8 +44,8 @@ using StreamSyncFn = int (*)(void*);
 using CuMemAllocFn = int (*)(unsigned long long*, size_t);
 using CuMemcpyHtoDFn = int (*)(unsigned long long, const void*, size_t);
 using CuMemcpyDtoHAsyncFn = int (*)(void*, unsigned long long, size_t, void*);
-using CuLaunchKernelFn = int (*)(void*, unsigned, unsigned, unsigned, unsigned, unsigned,
-                                 unsigned, unsigned, void*, void**, void**);
+using CuLaunchKernelFn = int (*)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                 unsigned, void*, void**, void**);
 using CuCtxSyncFn = int (*)();
 
 void* Open(const char* path) {
@@ -97,13 +104,13 @@ int Real(const char* nccl_path, const char* cudart_path) {
   return 0;
 }
 
-int Late(const char* nccl_path) {
+int Late(const char* nccl_path, bool wait) {
   setenv("RANKSCOPE_TESTLIB_NO_PEERS", "1", 1);
   void* nccl = Open(nccl_path);
   std::printf("loaded\n");
   std::fflush(stdout);
   char line[64];
-  if (!std::fgets(line, sizeof(line), stdin)) return 1;
+  if (wait && !std::fgets(line, sizeof(line), stdin)) return 1;
   UniqueId id;
   for (int i = 0; i < 128; ++i) id.internal[i] = static_cast<char>(i * 3 + 11);
   void* comm = nullptr;
@@ -111,6 +118,49 @@ int Late(const char* nccl_path) {
   float a[8] = {}, b[8] = {};
   int r2 = Sym<AllReduceFn>(nccl, "ncclAllReduce")(a, b, 8, 7, 0, comm, nullptr);
   std::printf("init_ret %d\nallreduce_ret %d\nunique_id %s\n", r, r2, Hex(id).c_str());
+  std::fflush(stdout);
+  return 0;
+}
+
+int AttachLatency(const char* nccl_path) {
+  using GroupFn = int (*)();
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  const long long t0 = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+  void* nccl = Open(nccl_path);
+  auto start = Sym<GroupFn>(nccl, "ncclGroupStart");
+  auto end = Sym<GroupFn>(nccl, "ncclGroupEnd");
+  for (int i = 0; i < 3000; ++i) {
+    start();
+    end();
+    usleep(100);
+  }
+  std::printf("loaded_ns %lld\n", t0);
+  std::fflush(stdout);
+  return 0;
+}
+
+long long NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int Loop(const char* nccl_path, int ms) {
+  using GroupFn = int (*)();
+  void* nccl = Open(nccl_path);
+  auto start = Sym<GroupFn>(nccl, "ncclGroupStart");
+  auto end = Sym<GroupFn>(nccl, "ncclGroupEnd");
+  std::printf("looping\n");
+  std::fflush(stdout);
+  const long long until = NowNs() + ms * 1000000LL;
+  long long calls = 0;
+  while (NowNs() < until) {
+    start();
+    end();
+    ++calls;
+  }
+  std::printf("calls %lld\n", calls);
   std::fflush(stdout);
   return 0;
 }
@@ -139,8 +189,8 @@ int Driver(const char* cuda_path) {
   std::printf("memcpy_htod_ret %d\n", r);
   r = Sym<CuMemcpyDtoHAsyncFn>(cuda, "cuMemcpyDtoHAsync_v2")(host, 0xd000, 128, stream);
   std::printf("memcpy_dtoh_async_ret %d\n", r);
-  r = Sym<CuLaunchKernelFn>(cuda, "cuLaunchKernel")(reinterpret_cast<void*>(0x4321), 2, 1, 1,
-                                                    64, 1, 1, 128, stream, nullptr, nullptr);
+  r = Sym<CuLaunchKernelFn>(cuda, "cuLaunchKernel")(reinterpret_cast<void*>(0x4321), 2, 1, 1, 64, 1,
+                                                    1, 128, stream, nullptr, nullptr);
   std::printf("launch_ret %d\n", r);
   r = Sym<StreamSyncFn>(cuda, "cuStreamSynchronize")(stream);
   std::printf("stream_sync_ret %d\n", r);
@@ -154,13 +204,17 @@ int Driver(const char* cuda_path) {
 
 int main(int argc, char** argv) {
   if (argc == 4 && std::strcmp(argv[1], "real") == 0) return Real(argv[2], argv[3]);
-  if (argc == 3 && std::strcmp(argv[1], "late") == 0) return Late(argv[2]);
+  if ((argc == 3 || argc == 4) && std::strcmp(argv[1], "late") == 0) {
+    return Late(argv[2], argc == 3 || std::strcmp(argv[3], "now") != 0);
+  }
   if (argc == 3 && std::strcmp(argv[1], "driver") == 0) return Driver(argv[2]);
+  if (argc == 3 && std::strcmp(argv[1], "attach-latency") == 0) return AttachLatency(argv[2]);
+  if (argc == 4 && std::strcmp(argv[1], "loop") == 0) return Loop(argv[2], std::atoi(argv[3]));
   if (argc == 4 && std::strcmp(argv[1], "launches") == 0) {
     return Launches(argv[2], std::atoi(argv[3]));
   }
   std::fprintf(stderr,
                "usage: dlopen_driver real NCCL_LIB CUDART_LIB | launches CUDART_LIB N | late "
-               "NCCL_LIB | driver CUDA_LIB\n");
+               "NCCL_LIB [now] | driver CUDA_LIB | attach-latency NCCL_LIB | loop NCCL_LIB MS\n");
   return 2;
 }

@@ -239,6 +239,84 @@ TEST(RealLibraries, DriverApiCallsOnTheToolkitStubDecode) {
             1);
 }
 
+// Attaching to a process that is calling the library in a loop: every call is recorded from
+// the first one whose entry is seen. (A call entered between the creation of the entry and
+// the return probes must not leave its thread's slot active: later calls from the same frame
+// would look like tail calls of it and never be recorded.) Both attach methods.
+TEST(Attach, CallsOfALoopRunningDuringTheAttachAreRecorded) {
+  REQUIRE_ROOT_OR_SKIP();
+  for (bool multi : {true, false}) {
+    SCOPED_TRACE(multi ? "uprobe_multi" : "uprobe");
+    rec::RecorderOptions opts;
+    opts.nccl_libs = {Env("CAPTURE_NCCL_CPU_LIB")};
+    Child child({Env("CAPTURE_DLOPEN_DRIVER"), "loop", opts.nccl_libs[0], "1500"});
+    const pid_t pid = child.pid();
+    ASSERT_TRUE(child.ReadUntil("looping"));
+    Session s(opts);
+    rec::NcclProbe probe;
+    if (!multi) probe.DisableUprobeMulti();
+    ASSERT_TRUE(s.Start(probe).ok());
+    ASSERT_EQ(probe.attacher()->uprobe_multi(), multi);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ASSERT_TRUE(s.Finish(probe).ok());
+    ASSERT_TRUE(child.ReadUntil("calls", 30000));
+    ASSERT_EQ(child.Wait(), 0);
+    const std::string of_pid = " FROM nccl_events WHERE pid = " + std::to_string(pid);
+    const int64_t complete =
+        *s.db().QueryInt("SELECT COUNT(*)" + of_pid + " AND state = 'complete'");
+    const int64_t in_flight =
+        *s.db().QueryInt("SELECT COUNT(*)" + of_pid + " AND state = 'in_flight'");
+    // 200 ms of back-to-back calls (each a few microseconds with the probes on).
+    EXPECT_GE(complete, 1000);
+    EXPECT_LE(in_flight, 1);  // at most the call under way when recording ended
+  }
+}
+
+// A copy that a process loads while recording is attached as soon as the kernel reports
+// the process mapping it (an mmap of the library's code), not at the next rescan: here the
+// probe's periodic work (Tick) never runs, only the ring buffers are read.
+TEST(LibraryDiscovery, LibraryLoadIsAttachedWhenTheKernelReportsItsMapping) {
+  REQUIRE_ROOT_OR_SKIP();
+  const fs::path root = fs::temp_directory_path() / ("rs_libmap_" + std::to_string(getpid()));
+  const fs::path lib = root / "libnccl.so.2";
+  fs::create_directories(root);
+  fs::copy_file(Env("CAPTURE_NCCL_CPU_LIB"), lib, fs::copy_options::overwrite_existing);
+  struct Cleanup {
+    fs::path p;
+    ~Cleanup() { fs::remove_all(p); }
+  } cleanup{root};
+
+  Session s(rec::RecorderOptions{});
+  rec::NcclProbe probe;
+  ASSERT_TRUE(s.Start(probe).ok());
+  EXPECT_EQ(*s.db().QueryInt("SELECT COUNT(*) FROM attachments WHERE kind = 'tracepoint' AND "
+                             "target = 'syscalls/sys_enter_mmap' AND ok = 1"),
+            1);
+  Child child({Env("CAPTURE_DLOPEN_DRIVER"), "late", lib.string()});
+  const pid_t pid = child.pid();
+  ASSERT_TRUE(child.ReadUntil("loaded"));
+  auto attached = [&] {
+    for (const auto& a : s.log().entries()) {
+      if (a.ok && a.symbol == "ncclAllReduce" && a.target == lib.string()) return true;
+    }
+    return false;
+  };
+  EXPECT_FALSE(attached());
+  s.ctx().poller->Consume();
+  ASSERT_TRUE(attached()) << "no attachment to " << lib << " after the library-load report";
+  EXPECT_GE(probe.library_loads(), 1u);
+  child.Write("go\n");
+  ASSERT_TRUE(child.ReadUntil("unique_id"));
+  ASSERT_EQ(child.Wait(), 0);
+  ASSERT_TRUE(s.Finish(probe).ok());
+  auto rows = Rows(s.db(), "SELECT * FROM nccl_events WHERE pid = " + std::to_string(pid) +
+                               " ORDER BY timestamp_ns, id");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(Text(rows[0], "op"), "COMM_INIT");
+  EXPECT_EQ(Int(rows[0], "rank"), 2);
+  EXPECT_EQ(Int(rows[1], "seq"), 1);
+}
+
 TEST(LibraryDiscovery, VenvCopyDlopenedByALaterProcessIsRecorded) {
   REQUIRE_ROOT_OR_SKIP();
   const fs::path root = fs::temp_directory_path() / ("rs_capture_" + std::to_string(getpid()));
