@@ -13,6 +13,11 @@
 //  - a probed function reached by a tail jump has the same sp as the outer one: both
 //    uretprobes fire at the one return, so the outer counts tail_calls and skips as many;
 //  - a higher sp means the active entry was abandoned (longjmp): it is replaced.
+// "Active" is checked, not assumed: while a probed call is under way, the kernel has replaced
+// its return address (at its entry sp) with the uretprobe trampoline. If that word is
+// anything else, the active entry's return will never be seen (a longjmp out of it to the
+// same frame, a return the kernel did not arm) and it is replaced too, so one lost return
+// cannot hide the thread's later calls as "nested" ones.
 // A uretprobe runs after `ret`, so the matching return has sp == entry sp + 8.
 #pragma once
 
@@ -78,8 +83,21 @@ static __always_inline void read_call_regs(struct pt_regs* ctx, struct call_regs
   r->stack[2] = words[3];
 }
 
+// True while the call entered at `active_sp` is under way (see top).
+static __always_inline bool call_under_way(__u64 active_sp) {
+  struct task_struct* task = (struct task_struct*)bpf_get_current_task();
+  __u64 trampoline = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+  __u64 ret_addr = 0;
+  if (bpf_probe_read_user(&ret_addr, sizeof(ret_addr), (void*)active_sp) != 0) return false;
+  return trampoline != 0 && ret_addr == trampoline;
+}
+
 // Entry rule (see top). Returns true when the caller should record a new entry.
 static __always_inline bool entry_is_outermost(__u64 sp, __u64 active_sp, __u32* tail_calls) {
+  if (sp <= active_sp && !call_under_way(active_sp)) {
+    count_stat(CALL_STAT_STALE_ENTRY);
+    return true;
+  }
   if (sp < active_sp) {
     count_stat(CALL_STAT_NESTED);
     return false;

@@ -2,14 +2,19 @@
 // process importing a wheel) and calls them with known arguments for the capture tests.
 //
 //   dlopen_driver real NCCL_LIB CUDART_LIB   real libnccl.so.2 + libcudart.so.13 without a GPU:
-//       ncclGetUniqueId, ncclCommInitRank (fails fast), ncclAllReduce with a NULL comm,
-//       cudaMalloc, cudaLaunchKernel, cudaStreamSynchronize
+//       ncclGetUniqueId, ncclCommInitRank (fails fast), ncclAllReduce and ncclBcast with a
+//       NULL comm, cudaMalloc, cudaLaunchKernel, cudaStreamSynchronize; then waits for a line
+//       on stdin before it exits (its callers are symbolized while it runs)
 //   dlopen_driver launches CUDART_LIB N      N cudaLaunchKernel calls
 //   dlopen_driver attach-latency NCCL_LIB    dlopen, print the wall-clock time of the load
 //       ('loaded_ns'), then ncclGroupStart + ncclGroupEnd every 100 us for 300 ms: the first
 //       recorded call tells how soon after the load the recorder attached
-//   dlopen_driver loop NCCL_LIB MS           ncclGroupStart + ncclGroupEnd back to back for MS
-//       milliseconds (prints 'looping' first, then 'calls N': the pairs made)
+//   dlopen_driver loop NCCL_LIB MS           ncclGroupStart + ncclGroupEnd back to back until a
+//       line arrives on stdin, for MS milliseconds at most (prints 'looping' first, then
+//       'calls N': the pairs made)
+//   dlopen_driver abandon JUMP_LIB N         tests/capture/jump_lib.cc: ncclGroupStart, left
+//       with siglongjmp from a SIGALRM handler after 100 ms, then N ncclGroupEnd calls from
+//       the same frame (prints 'calls N')
 //   dlopen_driver driver CUDA_LIB            the driver API (the toolkit's libcuda.so stub
 //       returns CUDA_ERROR_STUB_LIBRARY): cuMemAlloc_v2, cuMemcpyHtoD_v2,
 //       cuMemcpyDtoHAsync_v2, cuLaunchKernel, cuStreamSynchronize, cuCtxSynchronize
@@ -19,6 +24,10 @@
 //
 // Output lines: 'key value'.
 #include <dlfcn.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -38,6 +47,7 @@ struct Dim3 {
 using GetUniqueIdFn = int (*)(UniqueId*);
 using CommInitRankFn = int (*)(void**, int, UniqueId, int);
 using AllReduceFn = int (*)(const void*, void*, size_t, int, int, void*, void*);
+using BcastFn = int (*)(void*, size_t, int, int, void*, void*);
 using MallocFn = int (*)(void**, size_t);
 using LaunchFn = int (*)(const void*, Dim3, Dim3, void**, size_t, void*);
 using StreamSyncFn = int (*)(void*);
@@ -90,6 +100,10 @@ int Real(const char* nccl_path, const char* cudart_path) {
   r = Sym<AllReduceFn>(nccl, "ncclAllReduce")(a, b, 16, /*float32*/ 7, /*sum*/ 0, nullptr,
                                               reinterpret_cast<void*>(0x5151));
   std::printf("allreduce_ret %d\n", r);
+  // NCCL's ncclBcast calls ncclBroadcast (a nested probed call: one row, the outer one).
+  r = Sym<BcastFn>(nccl, "ncclBcast")(a, 16, /*float32*/ 7, /*root*/ 1, nullptr,
+                                      reinterpret_cast<void*>(0x5252));
+  std::printf("bcast_ret %d\n", r);
   void* cudart = Open(cudart_path);
   void* dev = nullptr;
   r = Sym<MallocFn>(cudart, "cudaMalloc")(&dev, 1 << 20);
@@ -101,7 +115,8 @@ int Real(const char* nccl_path, const char* cudart_path) {
   r = Sym<StreamSyncFn>(cudart, "cudaStreamSynchronize")(reinterpret_cast<void*>(0x7777));
   std::printf("sync_ret %d\n", r);
   std::fflush(stdout);
-  return 0;
+  char line[64];
+  return std::fgets(line, sizeof(line), stdin) ? 0 : 1;  // stays until told to exit
 }
 
 int Late(const char* nccl_path, bool wait) {
@@ -155,12 +170,35 @@ int Loop(const char* nccl_path, int ms) {
   std::fflush(stdout);
   const long long until = NowNs() + ms * 1000000LL;
   long long calls = 0;
+  pollfd in{0, POLLIN, 0};
   while (NowNs() < until) {
     start();
     end();
-    ++calls;
+    if (++calls % 1024 == 0 && poll(&in, 1, 0) > 0) break;
   }
   std::printf("calls %lld\n", calls);
+  std::fflush(stdout);
+  return 0;
+}
+
+sigjmp_buf g_jump;
+
+void JumpOut(int) { siglongjmp(g_jump, 1); }
+
+int Abandon(const char* lib_path, int n) {
+  using GroupFn = int (*)();
+  void* lib = Open(lib_path);
+  auto start = Sym<GroupFn>(lib, "ncclGroupStart");
+  auto end = Sym<GroupFn>(lib, "ncclGroupEnd");
+  signal(SIGALRM, JumpOut);
+  itimerval once{};
+  once.it_value.tv_usec = 100000;
+  if (sigsetjmp(g_jump, 1) == 0) {
+    setitimer(ITIMER_REAL, &once, nullptr);
+    start();  // never returns
+  }
+  for (int i = 0; i < n; ++i) end();
+  std::printf("calls %d\n", n);
   std::fflush(stdout);
   return 0;
 }
@@ -210,11 +248,15 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "driver") == 0) return Driver(argv[2]);
   if (argc == 3 && std::strcmp(argv[1], "attach-latency") == 0) return AttachLatency(argv[2]);
   if (argc == 4 && std::strcmp(argv[1], "loop") == 0) return Loop(argv[2], std::atoi(argv[3]));
+  if (argc == 4 && std::strcmp(argv[1], "abandon") == 0) {
+    return Abandon(argv[2], std::atoi(argv[3]));
+  }
   if (argc == 4 && std::strcmp(argv[1], "launches") == 0) {
     return Launches(argv[2], std::atoi(argv[3]));
   }
   std::fprintf(stderr,
                "usage: dlopen_driver real NCCL_LIB CUDART_LIB | launches CUDART_LIB N | late "
-               "NCCL_LIB [now] | driver CUDA_LIB | attach-latency NCCL_LIB | loop NCCL_LIB MS\n");
+               "NCCL_LIB [now] | driver CUDA_LIB | attach-latency NCCL_LIB | loop NCCL_LIB MS | "
+               "abandon JUMP_LIB N\n");
   return 2;
 }

@@ -82,8 +82,9 @@ TEST(RealLibraries, NcclAndCudaRuntimeCallsDecodeWithTheirReturnCodes) {
   Child child({Env("CAPTURE_DLOPEN_DRIVER"), "real", nccl, cudart});
   const pid_t pid = child.pid();
   ASSERT_TRUE(child.ReadUntil("sync_ret", 30000));
+  s.Tick(nccl_probe);  // rows written (and callers symbolized) while the process runs
+  child.Write("exit\n");
   ASSERT_EQ(child.Wait(), 0);
-  s.Tick(nccl_probe);
   ASSERT_TRUE(s.Finish(nccl_probe).ok());
   ASSERT_TRUE(s.Finish(cuda_probe).ok());
 
@@ -92,7 +93,7 @@ TEST(RealLibraries, NcclAndCudaRuntimeCallsDecodeWithTheirReturnCodes) {
   // Other processes may use NCCL meanwhile (host-wide recording): only the driver's rows.
   const std::string where = " WHERE pid = " + std::to_string(pid) + " ORDER BY timestamp_ns, id";
   auto nrows = Rows(s.db(), "SELECT * FROM nccl_events" + where);
-  ASSERT_EQ(nrows.size(), 2u);
+  ASSERT_EQ(nrows.size(), 3u);
   const int64_t cpid = pid;
   EXPECT_EQ(Int(nrows[0], "pid"), cpid);
   const Row& init = nrows[0];
@@ -117,6 +118,19 @@ TEST(RealLibraries, NcclAndCudaRuntimeCallsDecodeWithTheirReturnCodes) {
   EXPECT_FALSE(Int(ar, "seq"));
   EXPECT_FALSE(Int(ar, "rank"));
   ASSERT_TRUE(Int(ar, "duration_ns"));
+  // ncclBcast calls ncclBroadcast through the PLT (lower sp, return armed): one row, the
+  // outer call, whose caller is the driver, not libnccl.
+  const Row& bc = nrows[2];
+  EXPECT_EQ(Text(bc, "op"), "BROADCAST");
+  EXPECT_EQ(Int(bc, "ret"), child.Int("bcast_ret"));
+  EXPECT_EQ(Int(bc, "count"), 16);
+  EXPECT_EQ(Int(bc, "root"), 1);
+  EXPECT_EQ(Int(bc, "stream"), 0x5252);
+  auto frames = s.db().QueryText("SELECT frames FROM stacks WHERE id = " +
+                                 std::to_string(Int(bc, "stack_id").value_or(0)));
+  ASSERT_TRUE(frames.ok() && *frames);
+  EXPECT_NE((**frames).find("dlopen_driver"), std::string::npos) << **frames;
+  EXPECT_EQ((**frames).find("libnccl"), std::string::npos) << **frames;
 
   // The CUDA runtime: every call returns an error without a device, with its arguments.
   auto crows = Rows(s.db(), "SELECT * FROM cuda_events" + where);
@@ -249,7 +263,7 @@ TEST(Attach, CallsOfALoopRunningDuringTheAttachAreRecorded) {
     SCOPED_TRACE(multi ? "uprobe_multi" : "uprobe");
     rec::RecorderOptions opts;
     opts.nccl_libs = {Env("CAPTURE_NCCL_CPU_LIB")};
-    Child child({Env("CAPTURE_DLOPEN_DRIVER"), "loop", opts.nccl_libs[0], "1500"});
+    Child child({Env("CAPTURE_DLOPEN_DRIVER"), "loop", opts.nccl_libs[0], "20000"});
     const pid_t pid = child.pid();
     ASSERT_TRUE(child.ReadUntil("looping"));
     Session s(opts);
@@ -259,6 +273,7 @@ TEST(Attach, CallsOfALoopRunningDuringTheAttachAreRecorded) {
     ASSERT_EQ(probe.attacher()->uprobe_multi(), multi);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     ASSERT_TRUE(s.Finish(probe).ok());
+    child.Write("stop\n");
     ASSERT_TRUE(child.ReadUntil("calls", 30000));
     ASSERT_EQ(child.Wait(), 0);
     const std::string of_pid = " FROM nccl_events WHERE pid = " + std::to_string(pid);
@@ -270,6 +285,37 @@ TEST(Attach, CallsOfALoopRunningDuringTheAttachAreRecorded) {
     EXPECT_GE(complete, 1000);
     EXPECT_LE(in_flight, 1);  // at most the call under way when recording ended
   }
+}
+
+// A call left with siglongjmp never returns; the thread's next calls come from the same
+// stack frame (the same sp as the abandoned entry, as a tail call would have). Each one is
+// recorded: the abandoned entry's return address is not the uretprobe trampoline, so it is
+// not under way any more; it is replaced and counted as a drop.
+TEST(Attach, CallsAfterALongjmpOutOfAProbedCallAreRecorded) {
+  REQUIRE_ROOT_OR_SKIP();
+  rec::RecorderOptions opts;
+  opts.nccl_libs = {Env("CAPTURE_JUMP_LIB")};
+  Session s(opts);
+  rec::NcclProbe probe;
+  ASSERT_TRUE(s.Start(probe).ok());
+  ASSERT_EQ(*s.db().QueryInt("SELECT COUNT(*) FROM attachments WHERE ok = 1 AND symbol IN "
+                             "('ncclGroupStart', 'ncclGroupEnd') AND target = '" +
+                             opts.nccl_libs[0] + "'"),
+            2);
+  constexpr int kCalls = 50;
+  Child child({Env("CAPTURE_DLOPEN_DRIVER"), "abandon", opts.nccl_libs[0], std::to_string(kCalls)});
+  const pid_t pid = child.pid();
+  ASSERT_TRUE(child.ReadUntil("calls", 30000));
+  ASSERT_EQ(child.Wait(), 0);
+  ASSERT_TRUE(s.Finish(probe).ok());
+  const std::string of_pid = " FROM nccl_events WHERE pid = " + std::to_string(pid);
+  EXPECT_EQ(*s.db().QueryInt("SELECT COUNT(*)" + of_pid +
+                             " AND op = 'GROUP_END' AND state = "
+                             "'complete' AND ret = 0"),
+            kCalls);
+  EXPECT_EQ(*s.db().QueryInt("SELECT COUNT(*)" + of_pid + " AND op = 'GROUP_START'"), 0);
+  // The abandoned ncclGroupStart (other processes of the host may add theirs).
+  EXPECT_GE(probe.drops(), 1u);
 }
 
 // A copy that a process loads while recording is attached as soon as the kernel reports
