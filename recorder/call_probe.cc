@@ -149,7 +149,10 @@ void CallProbe::OnProcessTraced(RecorderContext& /*ctx*/, int pid) {
 // its mapping not be listed yet). Runs on the loop thread, like every ring callback.
 int CallProbe::LibMapThunk(void* self, void* data, size_t size) {
   auto* probe = static_cast<CallProbe*>(self);
-  if (size < sizeof(call_lib_map) || !probe->attacher_ || !probe->ctx_) return 0;
+  // Not once Finish has detached (its last Consume may still hold reports).
+  if (size < sizeof(call_lib_map) || !probe->attacher_ || !probe->ctx_ || probe->detached_) {
+    return 0;
+  }
   const auto* e = static_cast<const call_lib_map*>(data);
   ++probe->library_loads_;
   probe->attacher_->ScanNow(*probe->ctx_, static_cast<int>(e->pid), MonotonicMs());
@@ -203,6 +206,7 @@ rs::Result<void> CallProbe::Finish(RecorderContext& ctx) {
   if (finished_ || !skel_.active) return rs::Ok();
   ctx_ = &ctx;
   if (attacher_) attacher_->DetachAll();  // no new entries from here on
+  detached_ = true;
   if (lib_mmap_link_) bpf_link__destroy(lib_mmap_link_);
   lib_mmap_link_ = nullptr;
   Consume();

@@ -114,6 +114,7 @@ class CallProbe : public Probe {
   uint64_t library_loads_ = 0;
   uint64_t bad_events_ = 0;
   uint64_t final_drops_ = 0;
+  bool detached_ = false;  // Finish has detached the probes: attach nothing new
   bool finished_ = false;
   std::string first_error_;
 };

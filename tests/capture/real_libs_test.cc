@@ -363,6 +363,30 @@ TEST(LibraryDiscovery, LibraryLoadIsAttachedWhenTheKernelReportsItsMapping) {
   EXPECT_EQ(Int(rows[1], "seq"), 1);
 }
 
+// A library load reported when recording ends (still in the ring at Finish) attaches nothing:
+// after Finish has detached, no probe may be created again.
+TEST(LibraryDiscovery, LibraryLoadReportedAtFinishAttachesNothing) {
+  REQUIRE_ROOT_OR_SKIP();
+  const fs::path root = fs::temp_directory_path() / ("rs_libfin_" + std::to_string(getpid()));
+  const fs::path lib = root / "libnccl.so.2";
+  fs::create_directories(root);
+  fs::copy_file(Env("CAPTURE_NCCL_CPU_LIB"), lib, fs::copy_options::overwrite_existing);
+  struct Cleanup {
+    fs::path p;
+    ~Cleanup() { fs::remove_all(p); }
+  } cleanup{root};
+  Session s(rec::RecorderOptions{});
+  rec::NcclProbe probe;
+  ASSERT_TRUE(s.Start(probe).ok());
+  Child child({Env("CAPTURE_DLOPEN_DRIVER"), "late", lib.string()});
+  ASSERT_TRUE(child.ReadUntil("loaded"));
+  ASSERT_TRUE(s.Finish(probe).ok());
+  for (const auto& a : s.log().entries()) EXPECT_NE(a.target, lib.string()) << a.symbol;
+  child.Write("go\n");
+  ASSERT_TRUE(child.ReadUntil("unique_id"));
+  ASSERT_EQ(child.Wait(), 0);
+}
+
 TEST(LibraryDiscovery, VenvCopyDlopenedByALaterProcessIsRecorded) {
   REQUIRE_ROOT_OR_SKIP();
   const fs::path root = fs::temp_directory_path() / ("rs_capture_" + std::to_string(getpid()));
