@@ -11,6 +11,10 @@ NetworkCandidate AttributeRetransmits(const SideEvents& side, const CollectiveDa
   size_t n = side.nodes.size();
   std::vector<int64_t> touching(n, 0), as_dst(n, 0);
   for (const Retransmit& r : side.retransmits) {
+    if (r.src >= 0 && r.src == r.dst) {
+      c.segments_same_node += r.segments;
+      continue;
+    }
     c.segments_total += r.segments;
     if (r.src >= 0) touching[r.src] += r.segments;
     if (r.dst >= 0) {
@@ -37,6 +41,7 @@ NetworkCandidate AttributeRetransmits(const SideEvents& side, const CollectiveDa
   // Which collectives had this node's retransmits while their data moved.
   std::vector<int64_t> times;
   for (const Retransmit& r : side.retransmits) {
+    if (r.src == r.dst) continue;
     if (r.src == static_cast<int>(k) || r.dst == static_cast<int>(k)) times.push_back(r.ts);
   }
   std::vector<int64_t> affected, clean;
@@ -79,9 +84,14 @@ Evidence NetworkEvidence(const NetworkCandidate& c) {
   if (!c.runner_up.empty()) {
     e.summary += "; next most involved node: " + c.runner_up;
   }
+  if (c.segments_same_node > 0) {
+    e.summary += "; " + std::to_string(c.segments_same_node) +
+                 " more between endpoints of one node, not counted (they crossed no link)";
+  }
   e.values = {{"segments_total", static_cast<double>(c.segments_total)},
               {"segments_touching_node", static_cast<double>(c.segments_touching)},
               {"segments_to_node", static_cast<double>(c.segments_as_destination)},
+              {"segments_same_node", static_cast<double>(c.segments_same_node)},
               {"collectives", static_cast<double>(c.collectives)},
               {"collectives_with_retransmits", static_cast<double>(c.collectives_affected)}};
   return e;

@@ -14,8 +14,12 @@
 namespace analyzer {
 
 struct NetworkCandidate {
-  std::string node;               // empty: no retransmits, or none stands out
-  int64_t segments_total = 0;     // retransmitted segments in the recording
+  std::string node;            // empty: no retransmits, or none stands out
+  int64_t segments_total = 0;  // retransmitted segments between nodes in the recording
+  // ... and between two endpoints of one node (loopback, its own bridge): they never crossed
+  // a NIC or a link, so they say nothing of packet loss (timer retransmits of a busy host);
+  // left out of the attribution.
+  int64_t segments_same_node = 0;
   int64_t segments_touching = 0;  // ... with this node as one endpoint
   int64_t segments_as_destination = 0;
   double weight = 0, runner_up_weight = 0;  // endpoint share + destination share (0..2)

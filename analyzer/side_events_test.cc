@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "network.h"
+
 #include "rscore/schema.h"
 
 namespace analyzer {
@@ -88,6 +90,30 @@ TEST(SideEventsTest, BlockIoOfTheNodesOwnProcessesWinsOverGlobalRows) {
   ASSERT_EQ(side->block["n1"].size(), 1u);
   EXPECT_EQ(side->block["n1"][0].start, 500);
   ASSERT_EQ(side->block["n2"].size(), 1u);  // no known processes: everything it recorded
+}
+
+// Retransmits between two endpoints of one node (a busy host's timer retransmits on its own
+// loopback or bridge) crossed no link: they are left out of the network attribution, which
+// they used to tilt towards that node (counted as sender, receiver and destination).
+TEST(NetworkTest, RetransmitsWithinOneNodeAreNotAttributed) {
+  SideEvents side;
+  side.nodes = {"n0", "n1", "n2"};
+  for (int i = 0; i < 12; ++i) side.retransmits.push_back({100 + i, 0, 0, 1});
+  for (int i = 0; i < 4; ++i) side.retransmits.push_back({200 + i, 1, 2, 1});
+  side.retransmits.push_back({300, 2, 1, 1});
+  CollectiveData data;
+  NetworkCandidate c = AttributeRetransmits(side, data);
+  EXPECT_EQ(c.segments_total, 5);
+  EXPECT_EQ(c.segments_same_node, 12);
+  EXPECT_NE(c.node, "n0");
+  EXPECT_EQ(c.segments_touching, 5);
+  EXPECT_NE(NetworkEvidence(c).summary.find("12 more between endpoints of one node"),
+            std::string::npos);
+  // Only same-node retransmits: no network candidate at all.
+  side.retransmits.resize(12);
+  c = AttributeRetransmits(side, data);
+  EXPECT_TRUE(c.node.empty());
+  EXPECT_EQ(c.segments_total, 0);
 }
 
 }  // namespace
