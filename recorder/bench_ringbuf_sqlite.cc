@@ -22,6 +22,7 @@
 #include "bench_ringbuf.skel.h"
 #include "recorder/event_loop.h"
 #include "recorder/kernel_probe.h"
+#include "recorder/preflight.h"
 #include "recorder/ring_poller.h"
 #include "recorder/sched_probe.h"
 
@@ -199,6 +200,10 @@ int main(int argc, char** argv) {
   }
   if (geteuid() != 0) {
     std::fprintf(stderr, "bench_ringbuf_sqlite: run as root (loads a BPF program)\n");
+    return 1;
+  }
+  if (auto r = rec::EnsureTracefs(); !r.ok()) {  // its program is a classic tracepoint
+    std::fprintf(stderr, "bench_ringbuf_sqlite: %s\n", r.error().message().c_str());
     return 1;
   }
   // calls = events + drops + lost; lost must be 0 (every call after attach is accounted).

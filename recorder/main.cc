@@ -72,6 +72,12 @@ int main(int argc, char** argv) {
   if (!node.ok()) return Fail(node.error(), kExitUsage);
   if (auto r = rec::CheckRoot(geteuid()); !r.ok()) return Fail(r.error(), kExitError);
   if (auto r = rec::CheckKernelBtf(); !r.ok()) return Fail(r.error(), kExitError);
+  // Before any thread starts (they inherit the mount namespace it may make).
+  if (auto r = rec::EnsureTracefs(); !r.ok()) {
+    std::fprintf(stderr, "rankscope-record: warning: %s\n", r.error().message().c_str());
+  } else if (g_verbose && !r->empty()) {
+    std::fprintf(stderr, "rankscope-record: %s\n", r->c_str());
+  }
 
   // Stop requests during start-up also end in a finalized bundle.
   rec::InstallStopSignalHandlers();

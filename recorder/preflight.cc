@@ -1,6 +1,9 @@
 #include "recorder/preflight.h"
 
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -27,6 +30,39 @@ rs::Result<void> CheckKernelBtf(const std::string& path) {
                      "with CONFIG_DEBUG_INFO_BTF=y");
   }
   return rs::Ok();
+}
+
+namespace {
+
+bool HasTracingEvents(const std::string& dir) {
+  return access((dir + "/events").c_str(), F_OK) == 0;
+}
+
+}  // namespace
+
+rs::Result<std::string> EnsureTracefs() {
+  // libbpf looks under /sys/kernel/debug/tracing when that path exists, else here.
+  const std::string debugfs = "/sys/kernel/debug/tracing", tracefs = "/sys/kernel/tracing";
+  const std::string& dir = access(debugfs.c_str(), F_OK) == 0 ? debugfs : tracefs;
+  if (HasTracingEvents(dir)) return std::string();
+  auto fail = [&](const char* step) -> rs::Result<std::string> {
+    return rs::Error("tracefs is not mounted at " + dir + " and " + step + " failed (" +
+                     std::strerror(errno) +
+                     "): classic tracepoints and library-load reports are unavailable; "
+                     "mount it with 'mount -t tracefs nodev " +
+                     dir + "'");
+  };
+  if (unshare(CLONE_NEWNS) != 0) return fail("making a private mount namespace");
+  // Private first: a mount under a shared /sys would otherwise show up on the whole node.
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    return fail("making the mounts private");
+  }
+  if (mount("tracefs", dir.c_str(), "tracefs", 0, nullptr) != 0) return fail("mounting tracefs");
+  if (!HasTracingEvents(dir)) {
+    errno = ENOENT;
+    return fail("finding events/ in the new mount");
+  }
+  return "tracefs mounted at " + dir + " in the recorder's own mount namespace";
 }
 
 }  // namespace rec

@@ -17,6 +17,7 @@
 #include "bench_ringbuf.skel.h"
 #include "common.h"
 #include "kernel_test.h"
+#include "recorder/preflight.h"
 #include "sched.h"
 
 namespace rec {
@@ -55,6 +56,8 @@ class RingPollerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) return;
+    auto tracefs = EnsureTracefs();  // the benchmark program is a classic tracepoint
+    ASSERT_TRUE(tracefs.ok()) << tracefs.error().message();
     skel_ = bench_ringbuf_bpf__open();
     ASSERT_NE(skel_, nullptr);
     skel_->rodata->bench_tgid = static_cast<uint32_t>(getpid());

@@ -21,6 +21,7 @@
 
 #include "recorder/attach_log.h"
 #include "recorder/options.h"
+#include "recorder/preflight.h"
 #include "recorder/probe.h"
 #include "recorder/process_table.h"
 #include "recorder/ring_poller.h"
@@ -46,6 +47,10 @@ class Session {
         log_(&db_, "capnode", /*verbose=*/false),
         processes_(&db_, "capnode", "/proc", 0, &WallNs),
         ids_(0x1234) {
+    if (geteuid() == 0) {  // the library-load tracepoint needs tracefs, as in rankscope-record
+      auto tracefs = rec::EnsureTracefs();
+      if (!tracefs.ok()) std::fprintf(stderr, "warning: %s\n", tracefs.error().message().c_str());
+    }
     (void)rs::CreateSchema(db_, rs::DbKind::kBundle);
     clock_.Add(wall_.TakeRef("start"));
     ctx_.db = &db_;

@@ -19,6 +19,7 @@
 #include "recorder/block_probe.h"
 #include "recorder/event_loop.h"
 #include "recorder/kernel_probe.h"
+#include "recorder/preflight.h"
 #include "recorder/process_probe.h"
 #include "recorder/sched_probe.h"
 #include "recorder/tcp_probe.h"
@@ -43,6 +44,10 @@ class KernelProbes : public ::testing::TestWithParam<bool> {
 
 TEST_P(KernelProbes, RecordEveryFamily) {
   REQUIRE_ROOT_OR_SKIP();
+  // Classic tracepoints need tracefs (mounted for this process where it is not, as
+  // rankscope-record does).
+  auto tracefs = rec::EnsureTracefs();
+  ASSERT_TRUE(tracefs.ok()) << tracefs.error().message();
   const bool classic = GetParam();
   ForceClassicTracepointsForTesting(classic);
   TempDir dir;

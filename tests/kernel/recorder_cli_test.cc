@@ -198,6 +198,37 @@ TEST(RecorderCli, NotRootIsOneLineAndLeavesNoFile) {
   EXPECT_NE(Sh("test -e " + dir.File("out")), 0) << "nothing created";
 }
 
+// A node without tracefs mounted (no systemd, or inside `ip netns exec`): the recorder mounts
+// one in a mount namespace of its own, so its classic tracepoint (the library-load reports on
+// syscalls/sys_enter_mmap) attaches, and the node's mounts stay as they were.
+TEST(RecorderCli, MissingTracefsIsMountedForTheRecorderAlone) {
+  REQUIRE_ROOT_OR_SKIP();
+  TempDir dir;
+  std::string out = dir.File("t.rsb");
+  // In a private mount namespace of the test: tracefs (and debugfs, whose tracing/ directory
+  // mounts tracefs on access) unmounted; after the recorder, still unmounted there.
+  std::string script =
+      "umount -l /sys/kernel/tracing 2>/dev/null; umount -l /sys/kernel/debug 2>/dev/null; "
+      "test -e /sys/kernel/tracing/events && exit 90; " +
+      RecorderPath() + " --out " + out + " --node tnode --duration 1s --verbose 2> " +
+      dir.File("err") + "; rc=$?; test -e /sys/kernel/tracing/events && exit 91; exit $rc";
+  int rc = Sh("unshare -m --propagation private sh -c '" + script + "'");
+  std::string err = ShOut("cat " + dir.File("err"));
+  ASSERT_NE(rc, 90) << "could not unmount tracefs for the test";
+  ASSERT_NE(rc, 91) << "tracefs left mounted outside the recorder";
+  ASSERT_EQ(rc, 0) << err;
+  EXPECT_NE(err.find("tracefs mounted at /sys/kernel/tracing in the recorder's own mount "
+                     "namespace"),
+            std::string::npos)
+      << err;
+  ExpectValidBundle(out, "tnode");
+  EXPECT_EQ(*QueryBundleInt(out,
+                            "SELECT COUNT(*) FROM attachments WHERE kind = 'tracepoint' AND "
+                            "target = 'syscalls/sys_enter_mmap' AND ok = 1"),
+            2)
+      << "nccl and cuda library loads";
+}
+
 TEST(RecorderCli, HelpAndVersion) {
   RunResult h = RunRecorder({"--help"});
   EXPECT_EQ(h.exit_code, 0);
