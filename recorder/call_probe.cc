@@ -55,10 +55,12 @@ void CallProbe::PrepareLoad(const LoadOptions& opts, bpf_program* entry, bpf_pro
 
 // uprobe_multi links where the kernel has them (Linux 6.6+; detaching is fast), else one
 // perf-event uprobe per function: decided by trying. The library-load program is optional:
-// a kernel that rejects it (no syscall tracepoints) loads the probe without it.
+// a kernel that rejects it (no syscall tracepoints) loads the probe without it, and so does
+// --no-load-tracepoint.
 rs::Result<bool> CallProbe::LoadBest(RecorderContext& ctx) {
   std::string error;
   for (bool lib_mmap : {true, false}) {
+    if (lib_mmap && !load_tracepoint_) continue;
     LoadOptions opts{.filter_pids = filter_pids_, .uprobe_multi = true, .lib_mmap = lib_mmap};
     if (uprobe_multi_allowed_) {
       if (auto loaded = Load(ctx, opts); loaded.ok()) {
@@ -84,6 +86,7 @@ rs::Result<void> CallProbe::Start(RecorderContext& ctx) {
   ctx_ = &ctx;
   symbolizer_ = std::make_unique<CallerSymbolizer>(ctx.proc_root);
   filter_pids_ = ctx.options && !ctx.options->pids.empty();
+  load_tracepoint_ = !ctx.options || ctx.options->load_tracepoint;
   ASSIGN_OR_RETURN(const bool multi, LoadBest(ctx));
   const std::string name(source());
   if (filter_pids_) {
@@ -103,7 +106,9 @@ rs::Result<void> CallProbe::Start(RecorderContext& ctx) {
 void CallProbe::AttachLibMmap(RecorderContext& ctx) {
   const std::string target = "syscalls/sys_enter_mmap";
   std::string error;
-  if (!skel_.lib_mmap) {
+  if (!load_tracepoint_) {
+    error = "not attached: --no-load-tracepoint";
+  } else if (!skel_.lib_mmap) {
     error = "left out: the kernel rejected the program (" + lib_mmap_error_ + ")";
   } else if (auto r = ctx.poller->Add(bpf_map__fd(skel_.lib_maps), &CallProbe::LibMapThunk, this,
                                       RingPoller::Delivery::kUrgent);

@@ -104,6 +104,7 @@ class CallProbe : public Probe {
 
   Skeleton skel_;
   bool filter_pids_ = false;
+  bool load_tracepoint_ = true;  // attach the library-load program (--no-load-tracepoint)
   bool uprobe_multi_allowed_ = true;
   std::unique_ptr<LibraryAttacher> attacher_;
   bpf_link* lib_mmap_link_ = nullptr;

@@ -30,9 +30,12 @@ struct RecorderOptions {
   std::vector<std::string> nccl_libs;    // --nccl-lib PATH (repeatable)
   std::vector<std::string> cuda_libs;    // --cuda-lib PATH (repeatable)
   int cuda_launch_sample = 1;            // --cuda-launch-sample N: record 1 in N kernel launches
-  bool verbose = false;                  // -v
-  bool help = false;                     // --help
-  bool version = false;                  // --version
+  // --no-load-tracepoint: find later library loads by rescans only (the library-load
+  // tracepoint puts every task of the node on the traced system-call path).
+  bool load_tracepoint = true;
+  bool verbose = false;  // -v
+  bool help = false;     // --help
+  bool version = false;  // --version
 };
 
 // Parses argv (getopt_long; resets getopt's state so it can be called more than once).

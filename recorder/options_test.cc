@@ -44,6 +44,7 @@ TEST(ParseOptions, EveryFlag) {
                                  "/c/libcuda.so",
                                  "--cuda-launch-sample",
                                  "16",
+                                 "--no-load-tracepoint",
                                  "-v"});
   EXPECT_EQ(o.out, "/tmp/n.rsb");
   ASSERT_TRUE(o.duration_ns);
@@ -57,6 +58,7 @@ TEST(ParseOptions, EveryFlag) {
   EXPECT_EQ(o.nccl_libs, (std::vector<std::string>{"/a/libnccl.so"}));
   EXPECT_EQ(o.cuda_libs, (std::vector<std::string>{"/b/libcudart.so", "/c/libcuda.so"}));
   EXPECT_EQ(o.cuda_launch_sample, 16);
+  EXPECT_FALSE(o.load_tracepoint);
   EXPECT_TRUE(o.verbose);
 }
 
@@ -66,6 +68,7 @@ TEST(ParseOptions, DefaultsAndEqualsForm) {
   EXPECT_FALSE(o.duration_ns);
   EXPECT_EQ(o.scope, Scope::kHost);
   EXPECT_EQ(o.cuda_launch_sample, 1);
+  EXPECT_TRUE(o.load_tracepoint);
   EXPECT_EQ(o.simulate_clock_offset_ns, 0);
   EXPECT_FALSE(o.verbose);
   EXPECT_EQ(MustParse({"-o", "y.rsb", "-d", "2m"}).duration_ns.value_or(0), 120'000'000'000);

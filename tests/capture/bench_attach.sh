@@ -6,11 +6,13 @@
 # 300 ms. Prints, per process, the ms from the load to the first recorded call, and the calls
 # recorded. Needs root.
 #
-#   sudo tests/capture/bench_attach.sh [BUILD_DIR] [N] [RECORD_BIN]
+#   sudo tests/capture/bench_attach.sh [BUILD_DIR] [N] [RECORD_BIN] [RECORDER_ARGS...]
+# e.g. RECORDER_ARGS --no-load-tracepoint: rescans only.
 set -euo pipefail
 BUILD=${1:-build}
 N=${2:-10}
 REC=${3:-$BUILD/recorder/rankscope-record}
+shift $(($# < 3 ? $# : 3))
 DRIVER=$BUILD/tests/capture/dlopen_driver
 LIB=$BUILD/tests/cluster/libnccl.so.2
 ANALYZE=$BUILD/analyzer/rankscope-analyze
@@ -25,7 +27,7 @@ for i in $(seq 1 "$N"); do
   mkdir -p "$WORK/$i"
   cp "$LIB" "$WORK/$i/libnccl.so.2"
 done
-"$REC" --out "$WORK/bench.rsb" --node bench --duration 120s 2> "$WORK/record.log" &
+"$REC" "$@" --out "$WORK/bench.rsb" --node bench --duration 120s 2> "$WORK/record.log" &
 REC_PID=$!
 sleep 3  # the recorder's start-up
 for i in $(seq 1 "$N"); do

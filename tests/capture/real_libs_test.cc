@@ -318,11 +318,12 @@ TEST(Attach, CallsAfterALongjmpOutOfAProbedCallAreRecorded) {
   EXPECT_GE(probe.drops(), 1u);
 }
 
-// A copy that a process loads while recording is attached as soon as the kernel reports
-// the process mapping it (an mmap of the library's code), not at the next rescan: here the
-// probe's periodic work (Tick) never runs, only the ring buffers are read.
-TEST(LibraryDiscovery, LibraryLoadIsAttachedWhenTheKernelReportsItsMapping) {
-  REQUIRE_ROOT_OR_SKIP();
+// A copy that a process loads while recording: with the library-load tracepoint it is
+// attached as soon as the kernel reports the process mapping it (an mmap of the library's
+// code), before any rescan: here the probe's periodic work (Tick) does not run, only the ring
+// buffers are read. With --no-load-tracepoint nothing is reported and the periodic rescan
+// (Tick) attaches it. Either way its calls after the attach are recorded.
+void LateLoadIsAttached(bool load_tracepoint) {
   const fs::path root = fs::temp_directory_path() / ("rs_libmap_" + std::to_string(getpid()));
   const fs::path lib = root / "libnccl.so.2";
   fs::create_directories(root);
@@ -332,12 +333,14 @@ TEST(LibraryDiscovery, LibraryLoadIsAttachedWhenTheKernelReportsItsMapping) {
     ~Cleanup() { fs::remove_all(p); }
   } cleanup{root};
 
-  Session s(rec::RecorderOptions{});
+  rec::RecorderOptions opts;
+  opts.load_tracepoint = load_tracepoint;
+  Session s(opts);
   rec::NcclProbe probe;
   ASSERT_TRUE(s.Start(probe).ok());
   EXPECT_EQ(*s.db().QueryInt("SELECT COUNT(*) FROM attachments WHERE kind = 'tracepoint' AND "
                              "target = 'syscalls/sys_enter_mmap' AND ok = 1"),
-            1);
+            load_tracepoint ? 1 : 0);
   Child child({Env("CAPTURE_DLOPEN_DRIVER"), "late", lib.string()});
   const pid_t pid = child.pid();
   ASSERT_TRUE(child.ReadUntil("loaded"));
@@ -349,8 +352,22 @@ TEST(LibraryDiscovery, LibraryLoadIsAttachedWhenTheKernelReportsItsMapping) {
   };
   EXPECT_FALSE(attached());
   s.ctx().poller->Consume();
-  ASSERT_TRUE(attached()) << "no attachment to " << lib << " after the library-load report";
-  EXPECT_GE(probe.library_loads(), 1u);
+  if (load_tracepoint) {
+    ASSERT_TRUE(attached()) << "no attachment to " << lib << " after the library-load report";
+    EXPECT_GE(probe.library_loads(), 1u);
+  } else {
+    EXPECT_FALSE(attached()) << "attached without a report or a rescan";
+    EXPECT_EQ(probe.library_loads(), 0u);
+    EXPECT_EQ(*s.db().QueryInt("SELECT COUNT(*) FROM attachments WHERE kind = 'tracepoint' AND "
+                               "target = 'syscalls/sys_enter_mmap' AND ok = 0 AND "
+                               "error = 'not attached: --no-load-tracepoint'"),
+              1);
+    for (int i = 0; i < 40 && !attached(); ++i) {  // the first Tick rescans
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      s.Tick(probe);
+    }
+    ASSERT_TRUE(attached()) << "no attachment to " << lib << " after 2 s of rescans";
+  }
   child.Write("go\n");
   ASSERT_TRUE(child.ReadUntil("unique_id"));
   ASSERT_EQ(child.Wait(), 0);
@@ -361,6 +378,16 @@ TEST(LibraryDiscovery, LibraryLoadIsAttachedWhenTheKernelReportsItsMapping) {
   EXPECT_EQ(Text(rows[0], "op"), "COMM_INIT");
   EXPECT_EQ(Int(rows[0], "rank"), 2);
   EXPECT_EQ(Int(rows[1], "seq"), 1);
+}
+
+TEST(LibraryDiscovery, LibraryLoadIsAttachedWhenTheKernelReportsItsMapping) {
+  REQUIRE_ROOT_OR_SKIP();
+  LateLoadIsAttached(/*load_tracepoint=*/true);
+}
+
+TEST(LibraryDiscovery, WithoutTheLoadTracepointTheRescanAttachesALibraryLoadedLater) {
+  REQUIRE_ROOT_OR_SKIP();
+  LateLoadIsAttached(/*load_tracepoint=*/false);
 }
 
 // A library load reported when recording ends (still in the ring at Finish) attaches nothing:
