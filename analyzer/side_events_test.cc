@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "network.h"
 
 #include "rscore/schema.h"
@@ -114,6 +116,38 @@ TEST(NetworkTest, RetransmitsWithinOneNodeAreNotAttributed) {
   c = AttributeRetransmits(side, data);
   EXPECT_TRUE(c.node.empty());
   EXPECT_EQ(c.segments_total, 0);
+}
+
+// High confidence needs the retransmits in at least 40% of the collectives: packet loss on a
+// link slows most of them; the timer retransmits of a busy host land in a few.
+TEST(NetworkTest, RetransmitsInAFewCollectivesAreNotHighConfidence) {
+  CollectiveData data;
+  for (int i = 0; i < 10; ++i) {
+    Collective g;
+    g.seq = i;
+    g.end = 2;  // two participants: matched
+    g.last_entry = i * 1000;
+    g.last_exit = i * 1000 + 500;
+    data.collectives.push_back(g);
+  }
+  auto attribute = [&](int collectives_hit) {
+    SideEvents side;
+    side.nodes = {"n0", "n1", "n2"};
+    for (int i = 0; i < 12; ++i) {  // n0 -> n1, inside the first `collectives_hit` windows
+      side.retransmits.push_back({(i % collectives_hit) * 1000 + 100 + i, 0, 1, 1});
+    }
+    std::sort(side.retransmits.begin(), side.retransmits.end(),
+              [](const Retransmit& a, const Retransmit& b) { return a.ts < b.ts; });
+    return AttributeRetransmits(side, data);
+  };
+  NetworkCandidate few = attribute(3);
+  EXPECT_EQ(few.node, "n1");
+  EXPECT_EQ(few.collectives_affected, 3);
+  EXPECT_EQ(few.confidence, "medium");
+  NetworkCandidate many = attribute(4);
+  EXPECT_EQ(many.collectives_affected, 4);
+  EXPECT_EQ(many.confidence, "high");
+  EXPECT_GT(many.score, few.score);
 }
 
 }  // namespace
