@@ -53,9 +53,11 @@ rs::Result<std::string> EnsureTracefs() {
                      dir + "'");
   };
   if (unshare(CLONE_NEWNS) != 0) return fail("making a private mount namespace");
-  // Private first: a mount under a shared /sys would otherwise show up on the whole node.
-  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-    return fail("making the mounts private");
+  // Slaves first: a mount under a shared /sys would otherwise show up on the whole node. As
+  // slaves they still follow the node's own mounts and unmounts (a container's filesystems
+  // are not kept alive here after the node unmounts them).
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) {
+    return fail("making the mounts slaves");
   }
   if (mount("tracefs", dir.c_str(), "tracefs", 0, nullptr) != 0) return fail("mounting tracefs");
   if (!HasTracingEvents(dir)) {

@@ -200,22 +200,42 @@ TEST(RecorderCli, NotRootIsOneLineAndLeavesNoFile) {
 
 // A node without tracefs mounted (no systemd, or inside `ip netns exec`): the recorder mounts
 // one in a mount namespace of its own, so its classic tracepoint (the library-load reports on
-// syscalls/sys_enter_mmap) attaches, and the node's mounts stay as they were.
+// syscalls/sys_enter_mmap) attaches; the node's mounts stay as they were, and the recorder
+// still follows them (a filesystem the node mounts or unmounts meanwhile shows up, or goes,
+// in the recorder's namespace too: it keeps none alive).
 TEST(RecorderCli, MissingTracefsIsMountedForTheRecorderAlone) {
   REQUIRE_ROOT_OR_SKIP();
   TempDir dir;
-  std::string out = dir.File("t.rsb");
-  // In a private mount namespace of the test: tracefs (and debugfs, whose tracing/ directory
-  // mounts tracefs on access) unmounted; after the recorder, still unmounted there.
+  std::string out = dir.File("t.rsb"), err_file = dir.File("err"), mnt = dir.File("mnt");
+  // The "node" is a mount namespace of the test's own (private, then shared in new peer
+  // groups: nothing reaches the real node): tracefs (and debugfs, whose tracing/ directory
+  // mounts tracefs on access) unmounted there. Exit codes 90-94 name what went wrong.
   std::string script =
+      "mount --make-rshared / || exit 94; "
       "umount -l /sys/kernel/tracing 2>/dev/null; umount -l /sys/kernel/debug 2>/dev/null; "
       "test -e /sys/kernel/tracing/events && exit 90; " +
-      RecorderPath() + " --out " + out + " --node tnode --duration 1s --verbose 2> " +
-      dir.File("err") + "; rc=$?; test -e /sys/kernel/tracing/events && exit 91; exit $rc";
+      RecorderPath() + " --out " + out + " --node tnode --duration 3s --verbose 2> " + err_file +
+      " & rp=$!; "
+      "for i in $(seq 100); do grep -q \"recording node\" " +
+      err_file +
+      " && break; sleep 0.1; done; "
+      "mkdir " +
+      mnt + " && mount -t tmpfs rs_tmpfs " + mnt +
+      " || exit 94; "
+      "grep -q \" " +
+      mnt +
+      " \" /proc/$rp/mountinfo || exit 92; "
+      "umount " +
+      mnt + "; grep -q \" " + mnt +
+      " \" /proc/$rp/mountinfo && exit 93; "
+      "wait $rp; rc=$?; test -e /sys/kernel/tracing/events && exit 91; exit $rc";
   int rc = Sh("unshare -m --propagation private sh -c '" + script + "'");
-  std::string err = ShOut("cat " + dir.File("err"));
+  std::string err = ShOut("cat " + err_file);
+  ASSERT_NE(rc, 94) << "could not set up the test's mount namespace";
   ASSERT_NE(rc, 90) << "could not unmount tracefs for the test";
-  ASSERT_NE(rc, 91) << "tracefs left mounted outside the recorder";
+  EXPECT_NE(rc, 91) << "tracefs left mounted outside the recorder";
+  EXPECT_NE(rc, 92) << "a mount of the node did not reach the recorder's namespace";
+  EXPECT_NE(rc, 93) << "an unmount of the node did not reach the recorder's namespace";
   ASSERT_EQ(rc, 0) << err;
   EXPECT_NE(err.find("tracefs mounted at /sys/kernel/tracing in the recorder's own mount "
                      "namespace"),
