@@ -92,12 +92,20 @@ static __always_inline bool call_under_way(__u64 active_sp) {
   return trampoline != 0 && ret_addr == trampoline;
 }
 
-// Entry rule (see top). Returns true when the caller should record a new entry.
-static __always_inline bool entry_is_outermost(__u64 sp, __u64 active_sp, __u32* tail_calls) {
-  if (sp <= active_sp && !call_under_way(active_sp)) {
-    count_stat(CALL_STAT_STALE_ENTRY);
-    return true;
-  }
+// Closes a slot whose entry will never see its return, counted once as STALE_ENTRY: should
+// the new call not be recorded either (not selected, sampled out), the slot must not stay
+// active (it would be counted again at the next call, and written as in flight at the end).
+static __always_inline bool stale_entry(__u64* exit_ns) {
+  count_stat(CALL_STAT_STALE_ENTRY);
+  *exit_ns = bpf_ktime_get_ns();
+  return true;
+}
+
+// Entry rule (see top), for a slot whose call is active (exit_ns == 0). Returns true when
+// the caller should record a new entry.
+static __always_inline bool entry_is_outermost(__u64 sp, __u64 active_sp, __u32* tail_calls,
+                                               __u64* exit_ns) {
+  if (sp <= active_sp && !call_under_way(active_sp)) return stale_entry(exit_ns);
   if (sp < active_sp) {
     count_stat(CALL_STAT_NESTED);
     return false;
@@ -107,8 +115,7 @@ static __always_inline bool entry_is_outermost(__u64 sp, __u64 active_sp, __u32*
     count_stat(CALL_STAT_NESTED);
     return false;
   }
-  count_stat(CALL_STAT_STALE_ENTRY);
-  return true;
+  return stale_entry(exit_ns);
 }
 
 // Return rule (see top). Returns true when this return completes the active entry.

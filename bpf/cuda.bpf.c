@@ -43,7 +43,9 @@ int cuda_entry(struct pt_regs* ctx) {
   __u64 sp = PT_REGS_SP(ctx);
 
   struct cuda_event* e = bpf_map_lookup_elem(&cuda_active, &key);
-  if (e && e->exit_ns == 0 && !entry_is_outermost(sp, e->regs.sp, &e->tail_calls)) return 0;
+  if (e && e->exit_ns == 0 && !entry_is_outermost(sp, e->regs.sp, &e->tail_calls, &e->exit_ns)) {
+    return 0;
+  }
   if ((!e || e->pid != tgid) && !call_selected(tgid)) return 0;
   if ((cookie & CUDA_LAUNCH) && launch_sample > 1) {
     __u32 zero = 0;

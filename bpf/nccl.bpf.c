@@ -33,7 +33,9 @@ int nccl_entry(struct pt_regs* ctx) {
   __u64 sp = PT_REGS_SP(ctx);
 
   struct nccl_event* e = bpf_map_lookup_elem(&nccl_active, &tid);
-  if (e && e->exit_ns == 0 && !entry_is_outermost(sp, e->regs.sp, &e->tail_calls)) return 0;
+  if (e && e->exit_ns == 0 && !entry_is_outermost(sp, e->regs.sp, &e->tail_calls, &e->exit_ns)) {
+    return 0;
+  }
   if (!e || e->pid != tgid) {  // the thread's first call (or a recycled thread id)
     if (!call_selected(tgid)) return 0;
     if (!e) {

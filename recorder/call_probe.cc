@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "abi/call.h"
 #include "recorder/attach_log.h"
@@ -154,8 +155,10 @@ void CallProbe::OnProcessTraced(RecorderContext& /*ctx*/, int pid) {
 // its mapping not be listed yet). Runs on the loop thread, like every ring callback.
 int CallProbe::LibMapThunk(void* self, void* data, size_t size) {
   auto* probe = static_cast<CallProbe*>(self);
-  // Not once Finish has detached (its last Consume may still hold reports).
-  if (size < sizeof(call_lib_map) || !probe->attacher_ || !probe->ctx_ || probe->detached_) {
+  // Not once Finish has detached (its last Consume may still hold reports), nor while any
+  // probe is finishing (another probe's Finish reads this ring too).
+  if (size < sizeof(call_lib_map) || !probe->attacher_ || !probe->ctx_ || probe->detached_ ||
+      probe->ctx_->finishing) {
     return 0;
   }
   const auto* e = static_cast<const call_lib_map*>(data);
@@ -207,6 +210,25 @@ void CallProbe::NoteWrite(const rs::Result<void>& r) {
   }
 }
 
+// Why calls were dropped (their sum is sources.drops): metadata <source>_drops_<reason>.
+rs::Result<void> CallProbe::WriteDropReasons(RecorderContext& ctx) {
+  if (!ctx.db || !skel_.stats) return rs::Ok();
+  const int fd = bpf_map__fd(skel_.stats);
+  const std::pair<const char*, uint64_t> reasons[] = {
+      {"ring_full", SumPerCpuU64(fd, CALL_STAT_RB_FULL)},
+      {"lost_entry", SumPerCpuU64(fd, CALL_STAT_LOST_ENTRY)},
+      {"stale_entry", SumPerCpuU64(fd, CALL_STAT_STALE_ENTRY)},
+      {"undecodable", bad_events_ + decode_drops()},
+  };
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   ctx.db->Prepare("INSERT OR REPLACE INTO metadata(key, value) VALUES (?, ?)"));
+  for (const auto& [reason, n] : reasons) {
+    RETURN_IF_ERROR(
+        st.Bind(1, std::string(source()) + "_drops_" + reason).Bind(2, std::to_string(n)).Run());
+  }
+  return rs::Ok();
+}
+
 rs::Result<void> CallProbe::Finish(RecorderContext& ctx) {
   if (finished_ || !skel_.active) return rs::Ok();
   ctx_ = &ctx;
@@ -236,6 +258,7 @@ rs::Result<void> CallProbe::Finish(RecorderContext& ctx) {
             [this](const auto& a, const auto& b) { return EntryNs(a.data()) < EntryNs(b.data()); });
   for (const auto& v : pending) OnEvent(v.data(), v.size(), /*in_flight=*/true);
   final_drops_ = drops();
+  RETURN_IF_ERROR(WriteDropReasons(ctx));
   finished_ = true;
   RETURN_IF_ERROR(WriteMetadata(ctx, pending.size()));
   if (!symbolizer_->write_status().ok()) return symbolizer_->write_status();

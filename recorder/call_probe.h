@@ -100,6 +100,7 @@ class CallProbe : public Probe {
   // Loads the skeleton the best way the kernel allows; true: for uprobe_multi links.
   rs::Result<bool> LoadBest(RecorderContext& ctx);
   void AttachLibMmap(RecorderContext& ctx);
+  rs::Result<void> WriteDropReasons(RecorderContext& ctx);
   void Consume();
 
   Skeleton skel_;

@@ -200,6 +200,7 @@ rs::Result<RecordingSummary> EventLoop::Run() {
     sources[i].note = r.error().message();
     start_errors += (start_errors.empty() ? "" : "; ") + r.error().message();
   }
+  if (config_.after_start) config_.after_start();
   size_t n_started = 0;
   for (bool s : started) n_started += s;
   // Sources that failed are named one per line only when recording goes ahead; otherwise the
@@ -289,6 +290,7 @@ rs::Result<RecordingSummary> EventLoop::Run() {
 
   // Finish: back to reading the rings on this thread; detach and drain every probe, then the
   // end reference and the summary tables.
+  ctx.finishing = true;  // from here no probe attaches anything new
   poller.StopDrainThread();
   for (size_t i = 0; i < probes_.size(); ++i) {
     if (!started[i]) continue;

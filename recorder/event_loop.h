@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,9 @@ struct LoopConfig {
   int64_t commit_period_ns = 200'000'000;       // batch transaction: commit at least this often
   uint64_t commit_rows = 10'000;                // ... or after this many rows
   std::string proc_root = "/proc";
+  // Runs once every probe has started, before recording goes on (still on one thread: the
+  // ring drain thread starts after it).
+  std::function<void()> after_start;
 };
 
 class EventLoop {

@@ -98,7 +98,8 @@ void LibraryAttacher::Watch(int pid, int64_t now_ms) { watched_[pid] = now_ms + 
 
 void LibraryAttacher::ScanNow(RecorderContext& ctx, int pid, int64_t now_ms) {
   if (!discovery_) return;
-  for (const LibraryCopy& copy : discovery_->ScanPid(pid)) Attach(ctx, copy);
+  // Not from the shared cache: it may predate the mapping just reported.
+  for (const LibraryCopy& copy : discovery_->ScanPid(pid, /*fresh=*/true)) Attach(ctx, copy);
   Watch(pid, now_ms);
 }
 

@@ -82,9 +82,9 @@ const std::vector<int>& ProcLibraryMaps::Pids(int64_t now_ms) {
   return pids_;
 }
 
-const ProcLibraryMaps::Process& ProcLibraryMaps::Get(int pid, int64_t now_ms) {
+const ProcLibraryMaps::Process& ProcLibraryMaps::Get(int pid, int64_t now_ms, bool fresh) {
   auto& [at_ms, p] = processes_[pid];
-  if (p.readable && now_ms - at_ms <= max_age_ms_) return p;
+  if (!fresh && p.readable && now_ms - at_ms <= max_age_ms_) return p;
   at_ms = now_ms;
   p = Process{};
   ++reads_;
@@ -118,8 +118,8 @@ LibraryDiscovery::LibraryDiscovery(std::string proc_root, std::set<LibraryKind> 
       own_maps_(maps ? nullptr : std::make_unique<ProcLibraryMaps>(proc_root_)),
       maps_(maps ? maps : own_maps_.get()) {}
 
-void LibraryDiscovery::ScanInto(int pid, std::vector<LibraryCopy>& out) {
-  const ProcLibraryMaps::Process& p = maps_->Get(pid, MonotonicMs());
+void LibraryDiscovery::ScanInto(int pid, std::vector<LibraryCopy>& out, bool fresh) {
+  const ProcLibraryMaps::Process& p = maps_->Get(pid, MonotonicMs(), fresh);
   if (!p.readable) return;
   if (scope_netns_ != 0 && p.netns != scope_netns_) return;
   for (const std::string& path : p.paths) {
@@ -144,9 +144,9 @@ std::vector<LibraryCopy> LibraryDiscovery::Scan() {
   return out;
 }
 
-std::vector<LibraryCopy> LibraryDiscovery::ScanPid(int pid) {
+std::vector<LibraryCopy> LibraryDiscovery::ScanPid(int pid, bool fresh) {
   std::vector<LibraryCopy> out;
-  ScanInto(pid, out);
+  ScanInto(pid, out, fresh);
   return out;
 }
 

@@ -51,10 +51,10 @@ class ProcLibraryMaps {
     std::vector<std::string> paths;  // absolute, not deleted, classified by ClassifyLibrary
   };
   // Every numeric entry of <proc_root>, and one process; read again when older than
-  // max_age_ms.
+  // max_age_ms, or (`fresh`) always: the process was just seen mapping a library.
   // `now_ms`: CLOCK_MONOTONIC milliseconds.
   const std::vector<int>& Pids(int64_t now_ms);
-  const Process& Get(int pid, int64_t now_ms);
+  const Process& Get(int pid, int64_t now_ms, bool fresh = false);
   const std::string& proc_root() const { return proc_root_; }
   uint64_t reads() const { return reads_; }  // maps files read (for tests)
 
@@ -80,8 +80,9 @@ class LibraryDiscovery {
 
   // Copies not reported before, from every selected process.
   std::vector<LibraryCopy> Scan();
-  // Copies not reported before, from one process (exec'd or newly traced).
-  std::vector<LibraryCopy> ScanPid(int pid);
+  // Copies not reported before, from one process (exec'd or newly traced); `fresh`: its maps
+  // read now, not from the shared reading.
+  std::vector<LibraryCopy> ScanPid(int pid, bool fresh = false);
   // An explicit copy (--nccl-lib PATH): its kind from the file name, else `fallback`.
   // Returns nullopt when the same file was reported before; an error when it cannot be read.
   rs::Result<std::optional<LibraryCopy>> AddExplicit(const std::string& path, LibraryKind fallback);
@@ -89,7 +90,7 @@ class LibraryDiscovery {
   size_t known_files() const { return seen_.size(); }
 
  private:
-  void ScanInto(int pid, std::vector<LibraryCopy>& out);
+  void ScanInto(int pid, std::vector<LibraryCopy>& out, bool fresh = false);
 
   std::string proc_root_;
   std::set<LibraryKind> kinds_;

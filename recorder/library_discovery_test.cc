@@ -130,6 +130,15 @@ TEST_F(FakeProc, NcclAndCudaDiscoveriesShareOneReadingOfProc) {
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].kind, LibraryKind::kCudart);
   EXPECT_EQ(maps.reads(), 3u);  // one per process, for both discoveries
+  // A process just seen mapping a library is read again (fresh), whatever the cache holds.
+  File("host", "/opt/lib/libcuda.so.1");
+  std::ofstream(dir_ / "proc/31/maps") << Line("/opt/lib/libcuda.so.1");
+  EXPECT_TRUE(cuda.ScanPid(31).empty());  // the cached reading predates the mapping
+  auto fresh = cuda.ScanPid(31, /*fresh=*/true);
+  ASSERT_EQ(fresh.size(), 1u);
+  EXPECT_EQ(fresh[0].kind, LibraryKind::kCuda);
+  EXPECT_EQ(maps.reads(), 4u);
+  std::ofstream(dir_ / "proc/31/maps") << Line("/usr/lib/x86_64-linux-gnu/libc.so.6");
   // Once a reading is too old, a rescan reads again and sees a library mapped meanwhile.
   ProcLibraryMaps expired(proc(), /*max_age_ms=*/-1);
   LibraryDiscovery cuda2(proc(), {LibraryKind::kCudart, LibraryKind::kCuda}, {}, 0, &expired);

@@ -85,7 +85,15 @@ int main(int argc, char** argv) {
   auto writer = rs::BundleWriter::Create(opts.out);
   if (!writer.ok()) return Fail(writer.error(), kExitError);
 
-  rec::EventLoop loop(opts, *node, std::move(*writer), rec::MakeProbes(opts));
+  rec::LoopConfig config;
+  // Classic tracepoints are attached by now: back to the node's mount namespace, if tracefs
+  // needed one of the recorder's own.
+  config.after_start = [] {
+    if (auto r = rec::LeaveTracefsNamespace(); !r.ok()) {
+      std::fprintf(stderr, "rankscope-record: warning: %s\n", r.error().message().c_str());
+    }
+  };
+  rec::EventLoop loop(opts, *node, std::move(*writer), rec::MakeProbes(opts), std::move(config));
   auto summary = loop.Run();
   if (!summary.ok()) return Fail(summary.error(), kExitError);
   std::fprintf(stderr,

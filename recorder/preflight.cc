@@ -1,5 +1,7 @@
 #include "recorder/preflight.h"
 
+#include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -7,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 namespace rec {
 
@@ -38,6 +41,8 @@ bool HasTracingEvents(const std::string& dir) {
   return access((dir + "/events").c_str(), F_OK) == 0;
 }
 
+int g_node_mount_ns = -1;  // the namespace EnsureTracefs left, until LeaveTracefsNamespace
+
 }  // namespace
 
 rs::Result<std::string> EnsureTracefs() {
@@ -52,10 +57,16 @@ rs::Result<std::string> EnsureTracefs() {
                      "mount it with 'mount -t tracefs nodev " +
                      dir + "'");
   };
-  if (unshare(CLONE_NEWNS) != 0) return fail("making a private mount namespace");
-  // Slaves first: a mount under a shared /sys would otherwise show up on the whole node. As
-  // slaves they still follow the node's own mounts and unmounts (a container's filesystems
-  // are not kept alive here after the node unmounts them).
+  const int node_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+  if (node_ns < 0) return fail("opening /proc/self/ns/mnt");
+  if (unshare(CLONE_NEWNS) != 0) {
+    const int err = errno;
+    close(node_ns);
+    errno = err;
+    return fail("making a mount namespace");
+  }
+  g_node_mount_ns = node_ns;
+  // Slaves first: a mount under a shared /sys would otherwise show up on the whole node.
   if (mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) {
     return fail("making the mounts slaves");
   }
@@ -65,6 +76,28 @@ rs::Result<std::string> EnsureTracefs() {
     return fail("finding events/ in the new mount");
   }
   return "tracefs mounted at " + dir + " in the recorder's own mount namespace";
+}
+
+rs::Result<void> LeaveTracefsNamespace() {
+  if (g_node_mount_ns < 0) return rs::Ok();
+  const int ns = std::exchange(g_node_mount_ns, -1);
+  std::string cwd(PATH_MAX, '\0');
+  const bool have_cwd = getcwd(cwd.data(), cwd.size()) != nullptr;
+  const int rc = setns(ns, CLONE_NEWNS);
+  const int err = errno;
+  close(ns);
+  if (rc != 0) {
+    return rs::Error(std::string("returning to the node's mount namespace failed (") +
+                     std::strerror(err) +
+                     "): the recorder keeps its own, where filesystems the node unmounts stay "
+                     "mounted until it exits");
+  }
+  // setns moved the working directory to the namespace's root.
+  if (have_cwd && chdir(cwd.c_str()) != 0) {
+    return rs::Error("back in the node's mount namespace, its working directory " +
+                     std::string(cwd.c_str()) + " is gone: " + std::strerror(errno));
+  }
+  return rs::Ok();
 }
 
 }  // namespace rec

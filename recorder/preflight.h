@@ -18,11 +18,15 @@ rs::Result<void> CheckKernelBtf(const std::string& path = kKernelBtfPath);
 // Classic tracepoints (every kernel probe's fallback, and the library-load reports on
 // syscalls/sys_enter_mmap) are attached by the id tracefs gives them. Where tracefs is not
 // mounted (no systemd; inside `ip netns exec`, which mounts a fresh /sys), one is mounted in
-// a mount namespace of this process's own (a slave of the node's: it still follows the node's
-// mounts and unmounts): nothing changes for the rest of the node, and it goes with the
-// process. Call it before starting threads (they inherit the namespace).
+// a mount namespace of this process's own (a slave of the node's, so nothing reaches the
+// node), until LeaveTracefsNamespace. Call it before starting threads.
 // Returns what it did ("" when tracefs was there); an error says what is lost and how to
 // mount it by hand. Needs root.
 rs::Result<std::string> EnsureTracefs();
+// Once the classic tracepoints are attached (they stay attached): back to the mount namespace
+// EnsureTracefs left, so the process holds no copy of the node's mounts (a private copy would
+// keep filesystems the node unmounts alive). The working directory is kept by path. Nothing
+// to do when EnsureTracefs made no namespace. Needs a single-threaded process.
+rs::Result<void> LeaveTracefsNamespace();
 
 }  // namespace rec

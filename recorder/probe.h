@@ -43,6 +43,9 @@ struct RecorderContext {
   // Pids that exec'd since the loop last looked (filled by the process probe); the loop
   // hands each to every probe's OnProcessExec outside the ring-buffer callbacks.
   std::vector<int> exec_pids;
+  // Recording is ending: the probes are being detached one after another, and a library
+  // load reported meanwhile must not attach anything new.
+  bool finishing = false;
 };
 
 class Probe {

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 #include "kernel_test.h"
 #include "recorder_runner.h"
@@ -200,35 +202,35 @@ TEST(RecorderCli, NotRootIsOneLineAndLeavesNoFile) {
 
 // A node without tracefs mounted (no systemd, or inside `ip netns exec`): the recorder mounts
 // one in a mount namespace of its own, so its classic tracepoint (the library-load reports on
-// syscalls/sys_enter_mmap) attaches; the node's mounts stay as they were, and the recorder
-// still follows them (a filesystem the node mounts or unmounts meanwhile shows up, or goes,
-// in the recorder's namespace too: it keeps none alive).
+// syscalls/sys_enter_mmap) attaches; the node's mounts stay as they were, and once its probes
+// are attached the recorder is back in the node's mount namespace (a filesystem the node
+// mounts or unmounts meanwhile shows up, or goes, for the recorder too: it keeps none alive).
 TEST(RecorderCli, MissingTracefsIsMountedForTheRecorderAlone) {
   REQUIRE_ROOT_OR_SKIP();
   TempDir dir;
   std::string out = dir.File("t.rsb"), err_file = dir.File("err"), mnt = dir.File("mnt");
-  // The "node" is a mount namespace of the test's own (private, then shared in new peer
-  // groups: nothing reaches the real node): tracefs (and debugfs, whose tracing/ directory
-  // mounts tracefs on access) unmounted there. Exit codes 90-94 name what went wrong.
-  std::string script =
-      "mount --make-rshared / || exit 94; "
-      "umount -l /sys/kernel/tracing 2>/dev/null; umount -l /sys/kernel/debug 2>/dev/null; "
-      "test -e /sys/kernel/tracing/events && exit 90; " +
-      RecorderPath() + " --out " + out + " --node tnode --duration 3s --verbose 2> " + err_file +
-      " & rp=$!; "
-      "for i in $(seq 100); do grep -q \"recording node\" " +
-      err_file +
-      " && break; sleep 0.1; done; "
-      "mkdir " +
-      mnt + " && mount -t tmpfs rs_tmpfs " + mnt +
-      " || exit 94; "
-      "grep -q \" " +
-      mnt +
-      " \" /proc/$rp/mountinfo || exit 92; "
-      "umount " +
-      mnt + "; grep -q \" " + mnt +
-      " \" /proc/$rp/mountinfo && exit 93; "
-      "wait $rp; rc=$?; test -e /sys/kernel/tracing/events && exit 91; exit $rc";
+  // The "node" is a mount namespace of the test's own, with private mounts as on a node
+  // without systemd (nothing reaches the real node): tracefs (and debugfs, whose tracing/
+  // directory mounts tracefs on access) unmounted there. Exit codes 90-95 name what went wrong.
+  std::string script = R"(
+    umount -l /sys/kernel/tracing 2>/dev/null; umount -l /sys/kernel/debug 2>/dev/null
+    test -e /sys/kernel/tracing/events && exit 90
+    REC --out OUT --node tnode --duration 3s --verbose 2> ERR & rp=$!
+    for i in $(seq 100); do grep -q "recording node" ERR && break; sleep 0.1; done
+    grep -q " /sys/kernel/tracing " /proc/$rp/mountinfo && exit 95
+    mkdir MNT && mount -t tmpfs rs_tmpfs MNT || exit 94
+    grep -q " MNT " /proc/$rp/mountinfo || exit 92
+    umount MNT; grep -q " MNT " /proc/$rp/mountinfo && exit 93
+    wait $rp; rc=$?
+    test -e /sys/kernel/tracing/events && exit 91
+    exit $rc)";
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"REC", RecorderPath()}, {"OUT", out}, {"ERR", err_file}, {"MNT", mnt}}) {
+    for (size_t at = script.find(key); at != std::string::npos;
+         at = script.find(key, at + value.size())) {
+      script.replace(at, key.size(), value);
+    }
+  }
   int rc = Sh("unshare -m --propagation private sh -c '" + script + "'");
   std::string err = ShOut("cat " + err_file);
   ASSERT_NE(rc, 94) << "could not set up the test's mount namespace";
@@ -236,6 +238,7 @@ TEST(RecorderCli, MissingTracefsIsMountedForTheRecorderAlone) {
   EXPECT_NE(rc, 91) << "tracefs left mounted outside the recorder";
   EXPECT_NE(rc, 92) << "a mount of the node did not reach the recorder's namespace";
   EXPECT_NE(rc, 93) << "an unmount of the node did not reach the recorder's namespace";
+  EXPECT_NE(rc, 95) << "the recorder still sees its own tracefs mount while recording";
   ASSERT_EQ(rc, 0) << err;
   EXPECT_NE(err.find("tracefs mounted at /sys/kernel/tracing in the recorder's own mount "
                      "namespace"),
