@@ -20,9 +20,6 @@ constexpr int kDrainPeriodMs = 10;
 // A batch is handed to the event-loop thread when it reaches this size or when a read of the
 // rings ends, whichever comes first.
 constexpr size_t kBatchBytes = 1u << 20;
-// ... and otherwise at least this often (the event-loop thread then wakes ~20 times a second
-// at low rates instead of once per read).
-constexpr int64_t kPublishPeriodNs = 50'000'000;
 constexpr size_t kMaxSpareBatches = 8;
 
 // One record in a batch: this header, then the record's bytes padded to 8 so every record
@@ -135,7 +132,8 @@ void RingPoller::DrainMain() {
     }
     ring_buffer__consume(rb_);
     const int64_t now = MonoNowNs();
-    if (request != published_request || urgent_filled_ || now - last_publish >= kPublishPeriodNs) {
+    if (request != published_request || urgent_filled_ ||
+        now - last_publish >= publish_period_ns_) {
       Publish(/*flushed_up_to_request=*/true, request);
       published_request = request;
       last_publish = now;

@@ -34,14 +34,16 @@ namespace rec {
 
 class RingPoller {
  public:
-  RingPoller() = default;
+  // `publish_period_ns`: how long a partial batch may wait (see Add); tests lengthen it.
+  explicit RingPoller(int64_t publish_period_ns = kDefaultPublishPeriodNs)
+      : publish_period_ns_(publish_period_ns) {}
   ~RingPoller();  // stops the drain thread (queued records are discarded), frees the poller
   RingPoller(const RingPoller&) = delete;
   RingPoller& operator=(const RingPoller&) = delete;
 
   // Adds one BPF ring-buffer map. Not while the drain thread runs. The records of an
   // `urgent` ring are handed to the event-loop thread as soon as the drain thread reads them
-  // (others wait for a full batch or the next publish period, up to 50 ms).
+  // (others wait for a full batch or the next publish period, 50 ms by default).
   enum class Delivery { kBatched, kUrgent };
   rs::Result<void> Add(int map_fd, ring_buffer_sample_fn fn, void* fn_ctx,
                        Delivery delivery = Delivery::kBatched);
@@ -65,6 +67,9 @@ class RingPoller {
   int64_t drain_cpu_ns() const { return drain_cpu_ns_; }
 
   static constexpr size_t kDefaultMaxQueuedBytes = 64u << 20;
+  // A partial batch is handed to the event-loop thread at least this often (it then wakes
+  // ~20 times a second at low rates instead of once per read of the rings).
+  static constexpr int64_t kDefaultPublishPeriodNs = 50'000'000;
 
  private:
   struct Ring {
@@ -91,6 +96,7 @@ class RingPoller {
   std::thread thread_;
   int epoll_fd_ = -1, wake_fd_ = -1;
   size_t max_queued_bytes_ = kDefaultMaxQueuedBytes;
+  int64_t publish_period_ns_;
   Batch filling_;               // drain thread only
   bool urgent_filled_ = false;  // drain thread only: filling_ holds an urgent record
   std::mutex mu_;

@@ -151,5 +151,28 @@ TEST_F(RingPollerTest, BackPressureBecomesCountedDropsNeverSilentLoss) {
   EXPECT_TRUE(NonDecreasing(collected_.ts));
 }
 
+// Records of an urgent ring reach the event-loop thread as soon as the drain thread reads
+// them; others wait for a full batch, a flush (Consume) or the publish period, here an hour.
+TEST_F(RingPollerTest, UrgentRecordsDoNotWaitForThePublishPeriod) {
+  REQUIRE_ROOT_OR_SKIP();
+  constexpr int64_t kHour = 3'600'000'000'000;
+  for (auto delivery : {RingPoller::Delivery::kBatched, RingPoller::Delivery::kUrgent}) {
+    const bool urgent = delivery == RingPoller::Delivery::kUrgent;
+    SCOPED_TRACE(urgent ? "urgent" : "batched");
+    collected_.ts.clear();
+    poller_ = std::make_unique<RingPoller>(kHour);
+    ASSERT_TRUE(
+        poller_->Add(bpf_map__fd(skel_->maps.bench_rb), &Collect, &collected_, delivery).ok());
+    ASSERT_TRUE(poller_->StartDrainThread().ok());
+    Calls(1);
+    // The drain thread reads the ring every 10 ms; give it 100 times that.
+    for (int i = 0; i < 10 && collected_.ts.empty(); ++i) poller_->WaitAndDispatch(100);
+    EXPECT_EQ(collected_.ts.size(), urgent ? 1u : 0u);
+    poller_->Consume();  // a flush delivers what is left either way
+    EXPECT_EQ(collected_.ts.size(), 1u);
+    poller_.reset();
+  }
+}
+
 }  // namespace
 }  // namespace rec
