@@ -3,10 +3,10 @@
 #include <time.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <utility>
 
 #include "abi/call.h"
 #include "recorder/attach_log.h"
@@ -35,11 +35,19 @@ void CallProbe::Shutdown() {
   lib_mmap_link_ = nullptr;
 }
 
+std::array<CallProbe::DropReason, 4> CallProbe::DropReasons() const {
+  const int fd = bpf_map__fd(skel_.stats);
+  return {{{"ring_full", SumPerCpuU64(fd, CALL_STAT_RB_FULL)},
+           {"lost_entry", SumPerCpuU64(fd, CALL_STAT_LOST_ENTRY)},
+           {"stale_entry", SumPerCpuU64(fd, CALL_STAT_STALE_ENTRY)},
+           {"undecodable", bad_events_ + decode_drops()}}};
+}
+
 uint64_t CallProbe::drops() const {
   if (finished_ || !skel_.stats) return final_drops_;
-  int fd = bpf_map__fd(skel_.stats);
-  return SumPerCpuU64(fd, CALL_STAT_RB_FULL) + SumPerCpuU64(fd, CALL_STAT_LOST_ENTRY) +
-         SumPerCpuU64(fd, CALL_STAT_STALE_ENTRY) + bad_events_ + decode_drops();
+  uint64_t n = 0;
+  for (const DropReason& r : DropReasons()) n += r.count;
+  return n;
 }
 
 void CallProbe::PrepareLoad(const LoadOptions& opts, bpf_program* entry, bpf_program* ret,
@@ -155,10 +163,9 @@ void CallProbe::OnProcessTraced(RecorderContext& /*ctx*/, int pid) {
 // its mapping not be listed yet). Runs on the loop thread, like every ring callback.
 int CallProbe::LibMapThunk(void* self, void* data, size_t size) {
   auto* probe = static_cast<CallProbe*>(self);
-  // Not once Finish has detached (its last Consume may still hold reports), nor while any
-  // probe is finishing (another probe's Finish reads this ring too).
-  if (size < sizeof(call_lib_map) || !probe->attacher_ || !probe->ctx_ || probe->detached_ ||
-      probe->ctx_->finishing) {
+  // Not once recording is ending: the probes are being detached (this probe's last Consume,
+  // or another probe's Finish, may still hold reports).
+  if (size < sizeof(call_lib_map) || !probe->attacher_ || !probe->ctx_ || probe->ctx_->finishing) {
     return 0;
   }
   const auto* e = static_cast<const call_lib_map*>(data);
@@ -213,16 +220,9 @@ void CallProbe::NoteWrite(const rs::Result<void>& r) {
 // Why calls were dropped (their sum is sources.drops): metadata <source>_drops_<reason>.
 rs::Result<void> CallProbe::WriteDropReasons(RecorderContext& ctx) {
   if (!ctx.db || !skel_.stats) return rs::Ok();
-  const int fd = bpf_map__fd(skel_.stats);
-  const std::pair<const char*, uint64_t> reasons[] = {
-      {"ring_full", SumPerCpuU64(fd, CALL_STAT_RB_FULL)},
-      {"lost_entry", SumPerCpuU64(fd, CALL_STAT_LOST_ENTRY)},
-      {"stale_entry", SumPerCpuU64(fd, CALL_STAT_STALE_ENTRY)},
-      {"undecodable", bad_events_ + decode_drops()},
-  };
   ASSIGN_OR_RETURN(rs::Statement st,
                    ctx.db->Prepare("INSERT OR REPLACE INTO metadata(key, value) VALUES (?, ?)"));
-  for (const auto& [reason, n] : reasons) {
+  for (const auto& [reason, n] : DropReasons()) {
     RETURN_IF_ERROR(
         st.Bind(1, std::string(source()) + "_drops_" + reason).Bind(2, std::to_string(n)).Run());
   }
@@ -232,8 +232,8 @@ rs::Result<void> CallProbe::WriteDropReasons(RecorderContext& ctx) {
 rs::Result<void> CallProbe::Finish(RecorderContext& ctx) {
   if (finished_ || !skel_.active) return rs::Ok();
   ctx_ = &ctx;
+  ctx.finishing = true;  // set by the loop already; a probe finished alone (tests) sets it here
   if (attacher_) attacher_->DetachAll();  // no new entries from here on
-  detached_ = true;
   if (lib_mmap_link_) bpf_link__destroy(lib_mmap_link_);
   lib_mmap_link_ = nullptr;
   Consume();

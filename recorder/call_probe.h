@@ -8,6 +8,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -100,6 +101,11 @@ class CallProbe : public Probe {
   // Loads the skeleton the best way the kernel allows; true: for uprobe_multi links.
   rs::Result<bool> LoadBest(RecorderContext& ctx);
   void AttachLibMmap(RecorderContext& ctx);
+  struct DropReason {
+    const char* name;  // metadata <source>_drops_<name>
+    uint64_t count;
+  };
+  std::array<DropReason, 4> DropReasons() const;  // while the stats map is loaded
   rs::Result<void> WriteDropReasons(RecorderContext& ctx);
   void Consume();
 
@@ -116,7 +122,6 @@ class CallProbe : public Probe {
   uint64_t library_loads_ = 0;
   uint64_t bad_events_ = 0;
   uint64_t final_drops_ = 0;
-  bool detached_ = false;  // Finish has detached the probes: attach nothing new
   bool finished_ = false;
   std::string first_error_;
 };
