@@ -21,7 +21,7 @@ constexpr int64_t kIoMinRequests = 5;
 struct WindowSums {
   int64_t windows = 0;
   int64_t lateness = 0, runq = 0, io = 0, with_retransmits = 0;
-  int64_t span = 0;  // total length of the windows
+  int64_t span = 0;                                              // total length of the windows
   std::map<std::pair<int32_t, int64_t>, int64_t> runq_by_other;  // (comm, pid) -> ns
   double Mean(int64_t v) const { return windows ? static_cast<double>(v) / windows : 0; }
 };
@@ -47,7 +47,7 @@ class WindowMeter {
       int idx = side.NodeIndex(node);
       std::vector<int64_t>& t = retransmit_times_[node];
       for (const Retransmit& r : side.retransmits) {
-        if (r.src == idx || r.dst == idx) t.push_back(r.ts);
+        if (r.link_repair() && (r.src == idx || r.dst == idx)) t.push_back(r.ts);
       }
     }
   }
@@ -139,8 +139,8 @@ std::vector<Cause> LatenessCauses(const CollectiveData& data, int32_t participan
   double cpu_ns = std::max(0.0, mine.Mean(mine.runq) - MedianOf(runq));
   double io_ns = std::max(0.0, mine.Mean(mine.io) - MedianOf(io));
   // Share of its windows expected to see a retransmit at the others' rate, given their length.
-  double rt_expected = rt_rate.empty() ? MedianOf(rt)
-                                       : 1.0 - std::exp(-MedianOf(rt_rate) * mine.Mean(mine.span));
+  double rt_expected =
+      rt_rate.empty() ? MedianOf(rt) : 1.0 - std::exp(-MedianOf(rt_rate) * mine.Mean(mine.span));
   double rt_share = std::max(0.0, mine.Mean(mine.with_retransmits) - rt_expected);
   window_evidence.kind = "windows";
   window_evidence.summary = "measured " + std::to_string(mine.windows) +
@@ -454,8 +454,9 @@ Straggler CpuStraggler(const std::string& node, const RunqShare& cpu,
     s.confidence = "low";
     s.confidence_score = 0.25 + 0.2 * share;
   }
-  s.basis = "run-queue latency (sched tracepoints) of the ranks' own processes between their "
-            "first and last collective; lateness from host-side NCCL call entry times";
+  s.basis =
+      "run-queue latency (sched tracepoints) of the ranks' own processes between their "
+      "first and last collective; lateness from host-side NCCL call entry times";
   s.cause = "cpu_contention";
   s.summary = node + ": its ranks are starved of CPU (" + s.causes.front().summary +
               "); its median lateness is " + FormatNs(excess) + " above the other nodes'";
@@ -477,8 +478,9 @@ void ExplainByNodeResources(Straggler& s, const IoCandidate& io, const RunqShare
     if (io.score > s.confidence_score) s.confidence = io.confidence, s.confidence_score = io.score;
   } else if (cpu.stands_out) {
     c = CpuStarvationCause(s.node, cpu);
-    c.summary += "; a CPU-starved node sends its ACKs and segments late, so the retransmits on "
-                 "its connections are likely a consequence (tail-loss probes), not packet loss";
+    c.summary +=
+        "; a CPU-starved node sends its ACKs and segments late, so the retransmits on "
+        "its connections are likely a consequence (tail-loss probes), not packet loss";
   } else {
     return;
   }

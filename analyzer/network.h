@@ -20,9 +20,16 @@ struct NetworkCandidate {
   // a NIC or a link, so they say nothing of packet loss (timer retransmits of a busy host);
   // left out of the attribution.
   int64_t segments_same_node = 0;
+  // ... and tail-loss probes between nodes (Retransmit::probe): an ACK was late, which a busy
+  // receiver causes as well as a lost segment (the test bed's runs without a network fault
+  // have only these); left out of the attribution.
+  int64_t segments_probe = 0;
   int64_t segments_touching = 0;  // ... with this node as one endpoint
   int64_t segments_as_destination = 0;
-  double weight = 0, runner_up_weight = 0;  // endpoint share + destination share (0..2)
+  // Retransmit rows that repaired a segment between nodes (Retransmit::link_repair), and those
+  // with this node as one endpoint: the attribution and the confidence count these.
+  int64_t repairs_total = 0, repairs_touching = 0;
+  double weight = 0, runner_up_weight = 0;  // endpoint share + destination share of repairs (0..2)
   std::string runner_up;
   int64_t collectives = 0;                   // matched, completed collectives
   int64_t collectives_affected = 0;          // ... with its retransmits while the data moved

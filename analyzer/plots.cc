@@ -64,7 +64,7 @@ Plots BuildPlots(const CollectiveData& data, const SideEvents& side, int64_t sta
   for (const std::string& node : side.nodes) rt[node];
   for (const Retransmit& r : side.retransmits) {
     if (r.src >= 0) rt[side.nodes[r.src]][bin_of(r.ts)] += r.segments;
-    if (r.dst >= 0) rt[side.nodes[r.dst]][bin_of(r.ts)] += r.segments;
+    if (r.dst >= 0 && !r.same_node()) rt[side.nodes[r.dst]][bin_of(r.ts)] += r.segments;
   }
   if (side.retransmits.empty()) rt.clear();
   for (const auto& [key, waits] : side.runq) {

@@ -276,6 +276,11 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
                       " retransmit rows were recorded by more than one node (recorders sharing "
                       "one kernel) and counted once");
   }
+  if (side.retransmits_failed > 0) {
+    r.notes.push_back(std::to_string(side.retransmits_failed) +
+                      " retransmit rows are attempts the kernel could not send (err != 0; it "
+                      "tries again later): not counted");
+  }
   if (side.retransmits_without_peer > 0 && !side.retransmits.empty()) {
     r.notes.push_back(std::to_string(side.retransmits_without_peer) + " of " +
                       std::to_string(side.retransmits.size()) +
@@ -301,6 +306,12 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   if (lc.participant >= 0) ranked.push_back(LatenessStraggler(data, stats, lc, side));
   NetworkCandidate nc = AttributeRetransmits(side, data);
   IoCandidate ic = AttributeBlockLatency(side, data, r.per_node);
+  if (nc.node.empty() && nc.segments_probe > 0) {
+    r.notes.push_back(std::to_string(nc.segments_probe) +
+                      " retransmitted segments between nodes were all tail-loss probes (sent "
+                      "because an ACK was late: a busy receiver causes them as well as a lost "
+                      "packet); without fast or timeout retransmits no node's link is blamed");
+  }
   std::optional<Straggler> network_only;
   if (!nc.node.empty()) {
     auto same = std::find_if(ranked.begin(), ranked.end(), [&](const Straggler& s) {
@@ -337,9 +348,8 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   }
   for (Straggler& s : ranked) DiscountNetworkUnderCpu(s);  // the lateness straggler
   if (network_only) ranked.push_back(std::move(*network_only));
-  if (!ic.node.empty() &&
-      std::none_of(ranked.begin(), ranked.end(),
-                   [&](const Straggler& s) { return s.node == ic.node; })) {
+  if (!ic.node.empty() && std::none_of(ranked.begin(), ranked.end(),
+                                       [&](const Straggler& s) { return s.node == ic.node; })) {
     ranked.push_back(IoStraggler(ic));
   }
   // The most CPU-starved node, where nothing above names it.
@@ -352,9 +362,8 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
       starved_share = cpu;
     }
   }
-  if (!starved.empty() && std::none_of(ranked.begin(), ranked.end(), [&](const Straggler& s) {
-        return s.node == starved;
-      })) {
+  if (!starved.empty() && std::none_of(ranked.begin(), ranked.end(),
+                                       [&](const Straggler& s) { return s.node == starved; })) {
     ranked.push_back(CpuStraggler(starved, starved_share, r.per_node));
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const Straggler& a, const Straggler& b) {

@@ -162,20 +162,32 @@ rs::Result<void> LoadRetransmits(rs::Db& db, SideEvents& out) {
     int64_t ts;
     std::string recorder, saddr, daddr, conn;
     int64_t segments;
-    bool has_seq;
+    bool has_seq, probe;
   };
+  // ca_state and err came with a later recorder; a database without them reads as NULL.
+  ASSIGN_OR_RETURN(int64_t new_columns,
+                   db.QueryInt("SELECT COUNT(*) FROM pragma_table_info('tcp_events')"
+                               " WHERE name IN ('ca_state', 'err')"));
   std::vector<Row> rows;
   ASSIGN_OR_RETURN(rs::Statement st,
-                   db.Prepare("SELECT node, timestamp_ns, saddr, daddr, segments, sport, dport,"
-                              " seq FROM tcp_events WHERE event = 'tcp_retransmit_skb'"));
+                   db.Prepare(std::string("SELECT node, timestamp_ns, saddr, daddr, segments, "
+                                          "sport, dport, seq, ") +
+                              (new_columns == 2 ? "ca_state, err" : "NULL, NULL") +
+                              " FROM tcp_events WHERE event = 'tcp_retransmit_skb'"));
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
+    if (!st.IsNull(9) && st.Int(9) != 0) {
+      ++out.retransmits_failed;
+      continue;
+    }
     std::string saddr = st.Text(2), daddr = st.Text(3);
     std::string conn = NormalizeAddress(saddr) + ":" + st.Text(5) + ">" + NormalizeAddress(daddr) +
                        ":" + st.Text(6) + "#" + (st.IsNull(7) ? "?" : st.Text(7));
+    std::string ca_state = st.IsNull(8) ? "" : st.Text(8);
+    bool probe = ca_state == "Open" || ca_state == "Disorder" || ca_state == "CWR";
     rows.push_back({st.Int(1), st.Text(0), std::move(saddr), std::move(daddr), std::move(conn),
-                    st.Int(4), !st.IsNull(7)});
+                    st.Int(4), !st.IsNull(7), probe});
   }
   // Sorted here: ORDER BY would walk the timestamp index and fetch every row at random.
   std::stable_sort(rows.begin(), rows.end(),
@@ -197,9 +209,9 @@ rs::Result<void> LoadRetransmits(rs::Db& db, SideEvents& out) {
     r.src = owner(row.saddr, row.recorder);
     if (r.src < 0) r.src = out.NodeIndex(row.recorder);  // the sender recorded it
     r.dst = owner(row.daddr, row.recorder);
-    if (r.dst == r.src) r.dst = -1;
     if (r.dst < 0) ++out.retransmits_without_peer;
     r.segments = std::max<int64_t>(1, row.segments);
+    r.probe = row.probe;
     out.retransmits.push_back(r);
   }
   return rs::Ok();

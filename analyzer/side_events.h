@@ -33,6 +33,14 @@ struct Retransmit {
   int64_t ts = 0;
   int src = -1, dst = -1;  // indices into SideEvents::nodes; -1 = address of no recorded node
   int64_t segments = 1;
+  // Sent in congestion state Open, Disorder or CWR: a tail-loss probe, sent because an ACK was
+  // late; a slow receiver causes it as well as a lost segment. False for Recovery and Loss
+  // (the sender repairs a segment it took for lost) and where the state was not recorded.
+  bool probe = false;
+  // Between two endpoints of one node (loopback, its own bridge): it crossed no link.
+  bool same_node() const { return src >= 0 && src == dst; }
+  // Evidence of packet loss on a link between nodes: a repair that crossed one.
+  bool link_repair() const { return !probe && !same_node(); }
 };
 
 struct SideEvents {
@@ -47,6 +55,7 @@ struct SideEvents {
   std::vector<Retransmit> retransmits;   // ordered by ts
   int64_t retransmits_without_peer = 0;  // daddr belongs to no recorded node
   int64_t retransmits_duplicate = 0;     // seen by several recorders sharing one kernel
+  int64_t retransmits_failed = 0;        // err != 0: not sent (the kernel tries again later)
   int NodeIndex(const std::string& node) const;
 };
 

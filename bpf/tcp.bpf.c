@@ -18,7 +18,8 @@ struct trace_event_raw_tcp_event_sk_skb___old {
   const void* skaddr;
 } __attribute__((preserve_access_index));
 
-static __always_inline void handle_retransmit(const struct sock* sk, const struct sk_buff* skb) {
+static __always_inline void handle_retransmit(const struct sock* sk, const struct sk_buff* skb,
+                                              int err, __u32 flags) {
   __u64 netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
   if (scope_netns && netns != scope_netns) return;
 
@@ -29,6 +30,8 @@ static __always_inline void handle_retransmit(const struct sock* sk, const struc
   e->netns = netns;
   e->family = BPF_CORE_READ(sk, __sk_common.skc_family);
   e->state = BPF_CORE_READ(sk, __sk_common.skc_state);
+  const struct inet_connection_sock* icsk = (const struct inet_connection_sock*)sk;
+  e->ca_state = BPF_CORE_READ_BITFIELD_PROBED(icsk, icsk_ca_state);
   e->sport = BPF_CORE_READ(sk, __sk_common.skc_num);
   e->dport = __builtin_bswap16(BPF_CORE_READ(sk, __sk_common.skc_dport));
   if (e->family == RS_AF_INET6) {
@@ -44,12 +47,23 @@ static __always_inline void handle_retransmit(const struct sock* sk, const struc
   __u32 segs = BPF_CORE_READ(cb, tcp_gso_segs);
   e->segments = segs ? segs : 1; /* tcp_skb_pcount() of a non-GSO skb is 1 */
   e->pid = 0;
+  e->err = err;
+  e->flags = flags;
   RS_SUBMIT(tcp_rb, e);
 }
 
+/* Since Linux 6.11 the tracepoint also fires for retransmissions that failed (err != 0; the
+ * kernel tries them again later) and passes err as a third argument; the record class with the
+ * err field exists from that version on. */
 SEC("tp_btf/tcp_retransmit_skb")
 int BPF_PROG(tcp_retransmit_btf, const struct sock* sk, const struct sk_buff* skb) {
-  handle_retransmit(sk, skb);
+  int err = 0;
+  __u32 flags = 0;
+  if (bpf_core_type_exists(struct trace_event_raw_tcp_retransmit_skb)) {
+    err = (int)ctx[2];
+    flags = RS_TCP_ERR_KNOWN;
+  }
+  handle_retransmit(sk, skb, err, flags);
   return 0;
 }
 
@@ -57,16 +71,22 @@ SEC("tracepoint/tcp/tcp_retransmit_skb")
 int tcp_retransmit_tp(void* ctx) {
   const struct sock* sk;
   const struct sk_buff* skb;
+  int err = 0;
+  __u32 flags = 0;
   if (bpf_core_type_exists(struct trace_event_raw_tcp_retransmit_skb)) {
     struct trace_event_raw_tcp_retransmit_skb* r = ctx;
     sk = BPF_CORE_READ(r, skaddr);
     skb = BPF_CORE_READ(r, skbaddr);
+    if (bpf_core_field_exists(r->err)) {
+      err = BPF_CORE_READ(r, err);
+      flags = RS_TCP_ERR_KNOWN;
+    }
   } else {
     struct trace_event_raw_tcp_event_sk_skb___old* r = ctx;
     sk = BPF_CORE_READ(r, skaddr);
     skb = BPF_CORE_READ(r, skbaddr);
   }
   if (!sk || !skb) return 0;
-  handle_retransmit(sk, skb);
+  handle_retransmit(sk, skb, err, flags);
   return 0;
 }

@@ -25,15 +25,21 @@ std::string TcpStateName(uint8_t state) {
   return "STATE_" + std::to_string(state);
 }
 
+std::string TcpCaStateName(uint8_t ca_state) {
+  static constexpr const char* kNames[] = {"Open", "Disorder", "CWR", "Recovery", "Loss"};
+  if (ca_state < std::size(kNames)) return kNames[ca_state];
+  return "CA_" + std::to_string(ca_state);
+}
+
 rs::Result<TcpEventWriter> TcpEventWriter::Create(rs::Db& db, std::string node,
                                                   rs::EventIdAllocator* ids,
                                                   const rs::MonoToWall* clock) {
   TcpEventWriter w;
   ASSIGN_OR_RETURN(w.insert_,
                    db.Prepare("INSERT INTO tcp_events(id, node, timestamp_ns, event, family, "
-                              "saddr, daddr, sport, dport, seq, segments, state, netns, pid) "
-                              "VALUES (?, ?, ?, 'tcp_retransmit_skb', ?, ?, ?, ?, ?, ?, ?, ?, "
-                              "?, ?)"));
+                              "saddr, daddr, sport, dport, seq, segments, state, netns, pid, "
+                              "ca_state, err) VALUES (?, ?, ?, 'tcp_retransmit_skb', ?, ?, ?, "
+                              "?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   w.node_ = std::move(node);
   w.ids_ = ids;
   w.clock_ = clock;
@@ -61,6 +67,11 @@ rs::Result<void> TcpEventWriter::Write(std::span<const uint8_t> data) {
     st.Bind(13, static_cast<int64_t>(e.pid));
   else
     st.BindNull(13);
+  st.Bind(14, TcpCaStateName(e.ca_state));
+  if (e.flags & RS_TCP_ERR_KNOWN)
+    st.Bind(15, static_cast<int64_t>(e.err));
+  else
+    st.BindNull(15);
   return st.Run();
 }
 

@@ -14,6 +14,8 @@ namespace rec {
 std::string FormatAddress(uint16_t family, const uint8_t (&addr)[16]);
 // 'ESTABLISHED', 'SYN_SENT', ... ('STATE_<n>' for values this build does not know).
 std::string TcpStateName(uint8_t state);
+// 'Open', 'Disorder', 'CWR', 'Recovery', 'Loss' ('CA_<n>' for values this build does not know).
+std::string TcpCaStateName(uint8_t ca_state);
 
 // event bytes -> tcp_events row (pure: testable on an in-memory db).
 class TcpEventWriter {

@@ -7,6 +7,18 @@
 #define RS_AF_INET 2
 #define RS_AF_INET6 10
 
+/* enum tcp_ca_state (include/net/tcp.h). A retransmit in Recovery (fast retransmit: the peer's
+ * SACKs or duplicate ACKs reported a hole) or Loss (the retransmission timer expired) repairs a
+ * segment the sender took for lost. One in Open or CWR is a tail-loss probe, sent because an
+ * ACK is late: a slow receiver causes it as well as a lost segment. */
+#define RS_TCP_CA_OPEN 0
+#define RS_TCP_CA_DISORDER 1
+#define RS_TCP_CA_CWR 2
+#define RS_TCP_CA_RECOVERY 3
+#define RS_TCP_CA_LOSS 4
+
+#define RS_TCP_ERR_KNOWN 1u
+
 struct rs_tcp_event {
   __u64 ts_ns;    /* bpf_ktime_get_ns() (CLOCK_MONOTONIC) */
   __u64 netns;    /* inode of the socket's network namespace */
@@ -17,9 +29,12 @@ struct rs_tcp_event {
   __u16 sport;    /* host byte order */
   __u16 dport;    /* host byte order */
   __u8 state;     /* TCP_ESTABLISHED (1) ... TCP_NEW_SYN_RECV (12) */
-  __u8 pad;
+  __u8 ca_state;  /* icsk_ca_state when it retransmitted: RS_TCP_CA_OPEN ... RS_TCP_CA_LOSS */
   __u8 saddr[16]; /* IPv4: first 4 bytes */
   __u8 daddr[16];
+  __s32 err;      /* the retransmission's result: 0 = sent, -errno = not sent (retried later) */
+  __u32 flags;    /* RS_TCP_ERR_KNOWN: the kernel reports err (Linux >= 6.11); before, the
+                     tracepoint fired only for retransmissions sent */
 };
 
 #endif /* RANKSCOPE_BPF_ABI_TCP_H_ */

@@ -1,11 +1,13 @@
 // TCP retransmits, reconciled with the kernel's own counter: two network namespaces joined
 // by a veth pair, random loss on the receiver's input, a bounded transfer, and the recorder
-// (--scope netns) inside the sender's namespace. SUM(segments) must equal the delta of
-// TcpRetransSegs in that namespace exactly.
+// (--scope netns) inside the sender's namespace. The segments of the retransmissions sent
+// must equal the delta of TcpRetransSegs in that namespace exactly, and their split by
+// congestion state (ca_state) the kernel's TCPFastRetrans / TCPSlowStartRetrans counters.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <map>
 #include <sstream>
 
 #include "kernel_test.h"
@@ -50,21 +52,26 @@ class NetnsPair {
   bool ok_ = false;
 };
 
-// TcpRetransSegs from /proc/net/snmp as seen inside the namespace.
-int64_t RetransSegs(const NetnsPair& ns) {
-  std::string out = ShOut(ns.InA("cat /proc/net/snmp"));
+// A counter of /proc/net/snmp ("Tcp:" lines) or /proc/net/netstat ("TcpExt:" lines) as seen
+// inside namespace A; -1 when it is not there.
+int64_t NetCounter(const NetnsPair& ns, const std::string& file, const std::string& prefix,
+                   const std::string& counter) {
+  std::string out = ShOut(ns.InA("cat " + file));
   std::istringstream in(out);
   std::string header, values;
   while (std::getline(in, header)) {
-    if (header.rfind("Tcp:", 0) != 0) continue;
-    std::getline(in, values);
+    if (header.rfind(prefix + " ", 0) != 0 || !std::getline(in, values)) continue;
     std::istringstream h(header), v(values);
     std::string name, value;
     while (h >> name && v >> value) {
-      if (name == "RetransSegs") return std::stoll(value);
+      if (name == counter) return std::stoll(value);
     }
   }
   return -1;
+}
+
+int64_t RetransSegs(const NetnsPair& ns) {
+  return NetCounter(ns, "/proc/net/snmp", "Tcp:", "RetransSegs");
 }
 
 TEST(TcpRetransmit, SegmentsReconcileWithTcpRetransSegs) {
@@ -81,6 +88,9 @@ TEST(TcpRetransmit, SegmentsReconcileWithTcpRetransSegs) {
   std::string out = dir.File("tcp.rsb");
   int64_t before = RetransSegs(ns);
   ASSERT_GE(before, 0);
+  const char* kExt[] = {"TCPFastRetrans", "TCPSlowStartRetrans", "TCPLossProbes", "TCPTimeouts"};
+  std::map<std::string, int64_t> ext_before;
+  for (const char* c : kExt) ext_before[c] = NetCounter(ns, "/proc/net/netstat", "TcpExt:", c);
 
   auto rec = RecorderProcess::Start({"--out", out, "--node", "ktcp", "--scope", "netns"}, ns.a());
   ASSERT_TRUE(rec.ok());
@@ -100,17 +110,55 @@ TEST(TcpRetransmit, SegmentsReconcileWithTcpRetransSegs) {
     usleep(100'000);
   }
   int64_t after = RetransSegs(ns);
+  std::map<std::string, int64_t> ext;
+  for (const char* c : kExt)
+    ext[c] = NetCounter(ns, "/proc/net/netstat", "TcpExt:", c) - ext_before[c];
   ASSERT_EQ(rec->Stop(SIGINT), 0) << rec->stderr_text();
 
+  auto count = [&](const std::string& sql) {
+    auto v = QueryBundleInt(out, sql);
+    EXPECT_TRUE(v.ok()) << sql << ": " << v.error().message();
+    return v.ok() ? *v : -1;
+  };
+  // Retransmissions sent: err 0, or NULL where the kernel reports only those (before 6.11).
+  const std::string sent = "FROM tcp_events WHERE (err = 0 OR err IS NULL)";
   int64_t delta = after - before;
   EXPECT_GT(delta, 0) << "5% loss over 8 MiB must cause retransmits";
-  auto sum = QueryBundleInt(out, "SELECT IFNULL(SUM(segments), 0) FROM tcp_events");
-  ASSERT_TRUE(sum.ok()) << sum.error().message();
-  EXPECT_EQ(*sum, delta) << "bundle segments vs TcpRetransSegs delta";
-  std::printf("TcpRetransSegs delta %lld, bundle: %lld rows, SUM(segments) %lld\n",
-              static_cast<long long>(delta),
-              static_cast<long long>(*QueryBundleInt(out, "SELECT COUNT(*) FROM tcp_events")),
-              static_cast<long long>(*sum));
+  int64_t sum = count("SELECT IFNULL(SUM(segments), 0) " + sent);
+  EXPECT_EQ(sum, delta) << "segments of the retransmissions sent vs TcpRetransSegs delta";
+  int64_t not_loss = count("SELECT IFNULL(SUM(segments), 0) " + sent + " AND ca_state != 'Loss'");
+  int64_t loss = count("SELECT IFNULL(SUM(segments), 0) " + sent + " AND ca_state = 'Loss'");
+  std::printf(
+      "TcpRetransSegs delta %lld; bundle: %lld rows, %lld failed (not sent), sent segments "
+      "%lld (Recovery %lld, Loss %lld, other %lld); TCPFastRetrans %lld, "
+      "TCPSlowStartRetrans %lld, TCPTimeouts %lld, TCPLossProbes %lld\n",
+      static_cast<long long>(delta),
+      static_cast<long long>(count("SELECT COUNT(*) FROM tcp_events")),
+      static_cast<long long>(count("SELECT COUNT(*) FROM tcp_events WHERE err != 0")),
+      static_cast<long long>(sum),
+      static_cast<long long>(
+          count("SELECT IFNULL(SUM(segments), 0) " + sent + " AND ca_state = 'Recovery'")),
+      static_cast<long long>(loss),
+      static_cast<long long>(count("SELECT IFNULL(SUM(segments), 0) " + sent +
+                                   " AND ca_state NOT IN ('Recovery', 'Loss')")),
+      static_cast<long long>(ext["TCPFastRetrans"]),
+      static_cast<long long>(ext["TCPSlowStartRetrans"]),
+      static_cast<long long>(ext["TCPTimeouts"]), static_cast<long long>(ext["TCPLossProbes"]));
+  // The congestion state reconciles with the kernel's split of the same retransmissions: what
+  // the retransmit queue sends outside Loss is TCPFastRetrans, plus any tail-loss probes; in
+  // Loss, TCPSlowStartRetrans plus at most one head segment per timeout.
+  EXPECT_EQ(count("SELECT COUNT(*) FROM tcp_events WHERE ca_state IS NULL OR ca_state NOT IN "
+                  "('Open', 'Disorder', 'CWR', 'Recovery', 'Loss')"),
+            0);
+  EXPECT_GT(count("SELECT COUNT(*) " + sent + " AND ca_state = 'Recovery'"), 0)
+      << "random loss in a bulk transfer is repaired by fast retransmits";
+  if (ext["TCPLossProbes"] == 0) {
+    EXPECT_EQ(not_loss, ext["TCPFastRetrans"]);
+  } else {
+    EXPECT_GE(not_loss, ext["TCPFastRetrans"]);
+  }
+  EXPECT_GE(loss, ext["TCPSlowStartRetrans"]);
+  EXPECT_LE(loss, ext["TCPSlowStartRetrans"] + ext["TCPTimeouts"]);
   // Every row is this connection, seen from the sender, in the recorder's namespace.
   EXPECT_EQ(*QueryBundleInt(out, "SELECT COUNT(*) FROM tcp_events WHERE saddr <> '" + ns.addr_a() +
                                      "' OR daddr <> '" + ns.addr_b() +

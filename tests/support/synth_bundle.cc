@@ -235,8 +235,8 @@ rs::Result<std::vector<std::string>> WriteClusterBundles(const ClusterSpec& spec
         db.Prepare(
             "INSERT INTO tcp_events(id, node, timestamp_ns, event, family, saddr, daddr, sport, "
             "dport,"
-            " seq, segments, state, netns) VALUES (?,?,?,'tcp_retransmit_skb','ipv4',?,?,?,?,?,1,"
-            "'ESTABLISHED',4026531840)"));
+            " seq, segments, state, netns, ca_state, err) VALUES (?,?,?,'tcp_retransmit_skb',"
+            "'ipv4',?,?,?,?,?,1,'ESTABLISHED',4026531840,'Recovery',0)"));
     ASSIGN_OR_RETURN(
         nw->sched,
         db.Prepare(

@@ -134,7 +134,9 @@ CREATE TABLE tcp_events (
   segments     INTEGER NOT NULL DEFAULT 1,
   state        TEXT,              -- 'ESTABLISHED', 'SYN_SENT', ...
   netns        INTEGER,
-  pid          INTEGER
+  pid          INTEGER,
+  ca_state     TEXT,              -- 'Open' | 'Disorder' | 'CWR' | 'Recovery' | 'Loss'
+  err          INTEGER            -- 0 = sent, -errno = not sent; NULL: kernel < 6.11 (sent only)
 );
 CREATE TABLE sched_events (
   id           INTEGER PRIMARY KEY,
