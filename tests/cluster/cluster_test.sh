@@ -154,12 +154,20 @@ check_alignment() {
   local -a skew=($1) drift=($2)
   local tolerance=$3
   local merged="$OUT/merged.rsdb" k ref=-1 row off bound method ppm want err
+  # On failure, the merge's own account of every node (method, bound, why) and the load.
+  fail_alignment() {
+    echo "clock_alignment of the merge:"
+    sqlite3 -batch -header "$merged" "SELECT node, method, offset_ns, error_bound_ns,
+      ROUND(drift_ppm, 1) AS drift_ppm, rendezvous_count, note FROM clock_alignment" || true
+    echo "load average: $(cat /proc/loadavg)"
+    fail "$@"
+  }
   "$BUILD/merger/rankscope-merge" -o "$merged" "$OUT"/run/bundles/*.rsb >"$OUT/merge.out" 2>&1 ||
     fail "rankscope-merge failed: $(tail -n 5 "$OUT/merge.out")"
   for ((k = 0; k < NODES; k++)); do
     [[ $(sqlite3 -batch -noheader "$merged" "SELECT method FROM clock_alignment WHERE node = 'node$k'") == reference ]] && ref=$k
   done
-  ((ref >= 0)) || fail "no reference node in clock_alignment"
+  ((ref >= 0)) || fail_alignment "no reference node in clock_alignment"
   for ((k = 0; k < NODES; k++)); do
     row=$(sqlite3 -batch -noheader -separator ' ' "$merged" "SELECT offset_ns, error_bound_ns, method,
           CAST(ROUND(drift_ppm) AS INTEGER), rendezvous_count FROM clock_alignment WHERE node = 'node$k'")
@@ -169,11 +177,11 @@ check_alignment() {
     ((err < 0)) && err=$((-err))
     printf 'node%d: offset %d ns (injected %d), error %d ns, bound %d ns, drift %s ppm (injected %d), %s, %s rendezvous\n' \
       "$k" "$off" "$want" "$err" "$bound" "$ppm" "$((drift[k] - drift[ref]))" "$method" "$count"
-    [[ "$method" == rendezvous || "$method" == reference ]] || fail "node$k: aligned by $method, not by rendezvous"
-    ((err <= tolerance)) || fail "node$k: offset $off ns is $err ns from the injected $want ns (> $tolerance ns)"
-    ((err <= bound)) || fail "node$k: the bound $bound ns does not contain the injected offset ($err ns away)"
+    [[ "$method" == rendezvous || "$method" == reference ]] || fail_alignment "node$k: aligned by $method, not by rendezvous"
+    ((err <= tolerance)) || fail_alignment "node$k: offset $off ns is $err ns from the injected $want ns (> $tolerance ns)"
+    ((err <= bound)) || fail_alignment "node$k: the bound $bound ns does not contain the injected offset ($err ns away)"
     want=$((drift[k] - drift[ref]))
-    ((ppm - want <= 10 && want - ppm <= 10)) || fail "node$k: drift $ppm ppm, injected $want ppm"
+    ((ppm - want <= 10 && want - ppm <= 10)) || fail_alignment "node$k: drift $ppm ppm, injected $want ppm"
   done
 }
 
