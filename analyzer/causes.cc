@@ -480,7 +480,8 @@ void ExplainByNodeResources(Straggler& s, const IoCandidate& io, const RunqShare
     c = CpuStarvationCause(s.node, cpu);
     c.summary +=
         "; a CPU-starved node sends its ACKs and segments late, so the retransmits on "
-        "its connections are likely a consequence (tail-loss probes), not packet loss";
+        "its connections are likely a consequence (expired retransmission timers), not packet "
+        "loss";
   } else {
     return;
   }

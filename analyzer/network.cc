@@ -124,7 +124,7 @@ Cause NetworkCause(const NetworkCandidate& c) {
   cause.kind = "network";
   double share = c.collectives ? static_cast<double>(c.collectives_affected) / c.collectives : 0;
   cause.score = std::min(1.0, 0.5 * c.weight * (c.collectives ? share : 0.5));
-  cause.summary = "TCP retransmits on " + c.node + "'s connections during " +
+  cause.summary = "fast or timeout TCP retransmits on " + c.node + "'s connections during " +
                   std::to_string(c.collectives_affected) + " of " + std::to_string(c.collectives) +
                   " collectives";
   if (c.median_transfer_affected_ns >= 0) {

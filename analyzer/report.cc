@@ -136,7 +136,7 @@ void DiscountNetworkUnderCpu(Straggler& s) {
     c.score *= 1.0 - cpu_score;
     c.summary += "; its ranks' run-queue waits explain " + FormatPercent(cpu_score) +
                  " of its lateness, so these retransmits are likely a consequence of CPU "
-                 "starvation (late ACKs, tail-loss probes)";
+                 "starvation (late ACKs expire retransmission timers)";
     changed = true;
   }
   if (!changed) return;
