@@ -19,7 +19,7 @@ constexpr const char* kSelect[kTableCount] = {
     "SELECT id, node, timestamp_ns, duration_ns, pid, tid, api, library, bytes, stream, ret,"
     " state FROM cuda_events",
     "SELECT id, node, timestamp_ns, 0, pid, pid, event, family, saddr, daddr, sport, dport,"
-    " seq, segments, state FROM tcp_events",
+    " seq, segments, state, ca_state, err FROM tcp_events",
     "SELECT id, node, timestamp_ns, duration_ns, pid, tid, event, cpu, other_pid, other_tid,"
     " other_comm FROM sched_events",
     "SELECT id, node, timestamp_ns, duration_ns, pid, pid, op, dev, rwbs, bytes, comm"
@@ -146,7 +146,15 @@ Result<EventReader> EventReader::Open(Db& db, const RowFilter& filter) {
   for (int t = 0; t < kTableCount; ++t) {
     // The timestamp index yields (timestamp_ns, id) order without a sort step. Equal
     // starts thus come in id order; the lanes of TrackModel keep them nested regardless.
-    std::string sql = std::string(kSelect[t]) + where + " ORDER BY timestamp_ns, id";
+    std::string select = kSelect[t];
+    if (t == static_cast<int>(Table::kTcp)) {
+      // ca_state and err came with a later recorder: a database without them reads NULLs.
+      ASSIGN_OR_RETURN(int64_t have,
+                       db.QueryInt("SELECT COUNT(*) FROM pragma_table_info("
+                                   "'tcp_events') WHERE name IN ('ca_state', 'err')"));
+      if (have != 2) select.replace(select.find("ca_state, err"), 13, "NULL, NULL");
+    }
+    std::string sql = select + where + " ORDER BY timestamp_ns, id";
     auto st = PrepareFiltered(db, sql, filter);
     if (!st.ok()) return st.error().Wrap(std::string("reading ") + kTableNames[t]);
     r.cursors_[t].st = std::move(st).value();

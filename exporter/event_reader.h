@@ -33,7 +33,7 @@ inline constexpr int kLibrary = 7, kBytes = 8, kStream = 9, kRet = 10, kState = 
 }
 namespace tcp {
 inline constexpr int kFamily = 7, kSaddr = 8, kDaddr = 9, kSport = 10, kDport = 11, kSeq = 12,
-                     kSegments = 13, kState = 14;
+                     kSegments = 13, kState = 14, kCaState = 15, kErr = 16;
 }
 namespace sched {
 inline constexpr int kCpu = 7, kOtherPid = 8, kOtherTid = 9, kOtherComm = 10;

@@ -255,6 +255,50 @@ TEST_F(ExportTest, RetransmitsAreInstantsWithARateCounter) {
   EXPECT_LE(max_rate, retransmits);
 }
 
+// A retransmission the kernel could not send (err != 0) is shown under its own name and left
+// out of the rate; the congestion state and the result are annotations.
+TEST_F(ExportTest, UnsentRetransmitsAreShownButNotCounted) {
+  const std::string path = *dir_ + "/unsent.rsdb";
+  {
+    auto db = Db::Open(path, Db::Mode::kCreate);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(CreateSchema(*db, DbKind::kMerged).ok());
+    ASSERT_TRUE(db->Exec(R"sql(
+INSERT INTO tcp_events(id, node, timestamp_ns, event, family, saddr, daddr, sport, dport,
+                       segments, ca_state, err)
+  VALUES (1, 'a', 1000, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 1, 2, 3,
+          'Recovery', 0),
+         (2, 'a', 1001, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 1, 2, 45,
+          'Recovery', -16),
+         (3, 'a', 1002, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 1, 2, 1,
+          'Open', 0);
+)sql")
+                    .ok());
+  }
+  ExportOptions o;
+  o.input = path;
+  o.output = path + ".pftrace";
+  ExportOk(o);
+  auto t = DecodePerfettoTrace(o.output);
+  ASSERT_TRUE(t.ok());
+  std::vector<std::string> seen;
+  for (const auto& e : t->events) {
+    if (!e.instant) continue;
+    seen.push_back(e.name + "/" + e.strings.at("ca_state") + "/" +
+                   std::to_string(e.ints.at("err")));
+  }
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"retransmit/Recovery/0", "retransmit not sent/Recovery/-16",
+                                      "retransmit/Open/0"}));
+  int64_t max_rate = 0;
+  for (const auto& c : t->counters) {
+    if (t->tracks.at(c.track).name().find("retransmits/s") != std::string::npos) {
+      max_rate = std::max(max_rate, c.value);
+    }
+  }
+  EXPECT_EQ(max_rate, 4);  // 3 + 1 segments sent; the 45 not sent are not in it
+}
+
 TEST_F(ExportTest, SameInputGivesByteIdenticalOutput) {
   for (Format f : {Format::kPerfetto, Format::kChromeJson}) {
     ExportOptions o;

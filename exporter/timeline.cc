@@ -207,14 +207,20 @@ Result<void> Timeline::Tcp(const Row& row) {
   uint32_t track = tracks_.NodeChild(node, "network");
   uint32_t counter = tracks_.Counter(tracks_.Node(node), "retransmits/s", CounterUnit::kCount);
   Reset("tcp");
-  name_ = "retransmit";
+  // An attempt the kernel could not send (err != 0; it tries again later) is shown but not
+  // counted in the rate.
+  const bool sent = row.IsNull(c::kErr) || row.Int(c::kErr) == 0;
+  name_ = sent ? "retransmit" : "retransmit not sent";
   ArgString("conn", row.Text(c::kSaddr) + ":" + std::to_string(row.Int(c::kSport)) + " -> " +
                         row.Text(c::kDaddr) + ":" + std::to_string(row.Int(c::kDport)));
   ArgOptInt("seq", row, c::kSeq);
   ArgOptInt("segments", row, c::kSegments);
   if (!row.IsNull(c::kState)) ArgString("state", row.Text(c::kState));
+  if (!row.IsNull(c::kCaState)) ArgString("ca_state", row.Text(c::kCaState));
+  ArgOptInt("err", row, c::kErr);
   ArgOptInt("pid", row, col::kPid);
   RETURN_IF_ERROR(Instant(track, ts));
+  if (!sent) return Ok();
   RateWindow& w = rate_[counter];
   int64_t segments = row.IsNull(c::kSegments) ? 1 : row.Int(c::kSegments);
   w.hits.emplace_back(ts, segments);
