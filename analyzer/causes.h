@@ -26,8 +26,8 @@ std::vector<Cause> LatenessCauses(const CollectiveData& data, int32_t participan
 struct IoCandidate {
   std::string node;  // empty: no node's requests stand out
   int64_t requests = 0;
-  int64_t mean_ns = 0;         // mean issue -> complete of its ranks' requests
-  int64_t others_mean_ns = 0;  // median over the other nodes of the same mean
+  int64_t mean_ns = 0;             // mean issue -> complete of its ranks' requests
+  int64_t others_mean_ns = 0;      // median over the other nodes of the same mean
   int64_t lateness_excess_ns = 0;  // its median lateness above the other nodes' median
   std::string confidence;
   double score = 0;
@@ -53,8 +53,8 @@ Straggler CpuStraggler(const std::string& node, const RunqShare& cpu,
 
 // A node-level straggler named for its retransmits (no lateness straggler on its node) whose
 // own resources explain them: slow block I/O of its ranks (`io`, when io.node is that node) or
-// a CPU-starved node, whose late ACKs and tail-loss probes retransmit without loss. The resource
-// becomes the top cause; the network cause keeps only the share it leaves unexplained.
+// a CPU-starved node, whose late ACKs expire its peers' retransmission timers without loss. The
+// resource becomes the top cause; the network cause keeps only the share it leaves unexplained.
 void ExplainByNodeResources(Straggler& s, const IoCandidate& io, const RunqShare& cpu);
 
 }  // namespace analyzer

@@ -10,8 +10,8 @@ NetworkCandidate AttributeRetransmits(const SideEvents& side, const CollectiveDa
   NetworkCandidate c;
   size_t n = side.nodes.size();
   // Weighed by repairs, not segments: one repair of a whole 64 KiB send counts ~45 segments,
-  // and the test bed's runs without a network fault have one or two of those (sent while the
-  // original still sat in the host's queues), against ~100 repairs under 5% loss.
+  // and the test bed's runs without a network fault have one to three repairs, often of such
+  // a send (its original still queued in the host), against 35-42 under 5% loss.
   std::vector<int64_t> touching(n, 0), as_dst(n, 0), seg_touching(n, 0), seg_as_dst(n, 0);
   for (const Retransmit& r : side.retransmits) {
     if (r.same_node()) {
@@ -151,8 +151,9 @@ Straggler NetworkStraggler(const NetworkCandidate& c) {
   s.confidence = c.confidence;
   s.confidence_score = c.score;
   s.basis =
-      "TCP retransmit tracepoint (per segment, both endpoints mapped to nodes through "
-      "their recorded interface addresses); collective windows from NCCL call times";
+      "TCP retransmit tracepoint (repairs: fast or timeout retransmits sent; both endpoints "
+      "mapped to nodes through their recorded interface addresses); collective windows from "
+      "NCCL call times";
   Cause cause = NetworkCause(c);
   cause.score = std::max(cause.score, 0.5);  // nothing else is claimed for a network straggler
   s.cause = cause.kind;

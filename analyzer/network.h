@@ -14,11 +14,11 @@
 namespace analyzer {
 
 struct NetworkCandidate {
-  std::string node;            // empty: no retransmits, or none stands out
-  int64_t segments_total = 0;  // retransmitted segments between nodes in the recording
+  std::string node;  // empty: no retransmits, or none stands out
+  // Segments of the repairs between nodes (Retransmit::link_repair) in the recording.
+  int64_t segments_total = 0;
   // ... and between two endpoints of one node (loopback, its own bridge): they never crossed
-  // a NIC or a link, so they say nothing of packet loss (timer retransmits of a busy host);
-  // left out of the attribution.
+  // a NIC or a link, so they say nothing of packet loss; left out of the attribution.
   int64_t segments_same_node = 0;
   // ... and tail-loss probes between nodes (Retransmit::probe): an ACK was late, which a busy
   // receiver causes as well as a lost segment (the test bed's runs without a network fault

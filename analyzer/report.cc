@@ -121,8 +121,8 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
   return s;
 }
 
-// A node whose ranks wait for a CPU also sends its ACKs and segments late: the kernel's tail
-// loss probes and timeouts then retransmit without any packet lost. Where run-queue waits
+// A node whose ranks wait for a CPU also sends its ACKs and segments late: the kernel's
+// retransmission timeouts then fire without any packet lost. Where run-queue waits
 // explain its lateness, its retransmits are counted as their consequence, the network cause
 // keeping only the share the CPU does not explain.
 void DiscountNetworkUnderCpu(Straggler& s) {

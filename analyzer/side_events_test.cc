@@ -103,6 +103,29 @@ TEST(SideEventsTest, ProbesAreMarkedAndUnsentRetransmissionsLeftOut) {
   EXPECT_EQ(probe, (std::vector<bool>{true, false, true, false}));
 }
 
+// A database written before ca_state and err existed: every row reads as a repair, as before.
+TEST(SideEventsTest, TcpEventsWithoutTheNewColumnsReadAsRepairs) {
+  auto db = rs::Db::Open(":memory:", rs::Db::Mode::kCreate);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(rs::CreateSchema(*db, rs::DbKind::kMerged).ok());
+  ASSERT_TRUE(db->Exec(R"sql(
+    ALTER TABLE tcp_events DROP COLUMN ca_state;
+    ALTER TABLE tcp_events DROP COLUMN err;
+    INSERT INTO interfaces VALUES ('n0', 'eth0', 'ipv4', '10.0.0.1', 24, 1),
+                                  ('n1', 'eth0', 'ipv4', '10.0.0.2', 24, 2);
+    INSERT INTO tcp_events(node, timestamp_ns, event, family, saddr, daddr, sport, dport, seq)
+      VALUES ('n0', 1, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 5, 6, 1),
+             ('n0', 2, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 5, 6, 2);
+  )sql")
+                  .ok());
+  auto side = LoadSideEvents(*db, {});
+  ASSERT_TRUE(side.ok()) << side.error().message();
+  ASSERT_EQ(side->retransmits.size(), 2u);
+  EXPECT_EQ(side->retransmits_failed, 0);
+  EXPECT_TRUE(side->retransmits[0].link_repair());
+  EXPECT_TRUE(side->retransmits[1].link_repair());
+}
+
 TEST(SideEventsTest, BlockIoOfTheNodesOwnProcessesWinsOverGlobalRows) {
   auto db = rs::Db::Open(":memory:", rs::Db::Mode::kCreate);
   ASSERT_TRUE(db.ok());

@@ -10,7 +10,7 @@ struct {
   __uint(max_entries, 1 << 20);
 } tcp_rb SEC(".maps");
 
-/* The classic record: since the `err` field was added (Linux 6.11) the event has its own
+/* The classic record: since the `err` field was added (Linux 6.17) the event has its own
  * class, trace_event_raw_tcp_retransmit_skb; before, it shared tcp_event_sk_skb. Both start
  * with skbaddr, skaddr; CO-RE finds the fields in whichever the kernel has. */
 struct trace_event_raw_tcp_event_sk_skb___old {
@@ -52,14 +52,15 @@ static __always_inline void handle_retransmit(const struct sock* sk, const struc
   RS_SUBMIT(tcp_rb, e);
 }
 
-/* Since Linux 6.11 the tracepoint also fires for retransmissions that failed (err != 0; the
- * kernel tries them again later) and passes err as a third argument; the record class with the
- * err field exists from that version on. */
+/* Since Linux 6.17 the tracepoint also fires for retransmissions that failed (err != 0; the
+ * kernel tries them again later) and passes err as a third argument; the record got its err
+ * field in the same change. On older kernels the guard is a constant false after relocation,
+ * so the verifier never sees the load of ctx[2]. */
 SEC("tp_btf/tcp_retransmit_skb")
 int BPF_PROG(tcp_retransmit_btf, const struct sock* sk, const struct sk_buff* skb) {
   int err = 0;
   __u32 flags = 0;
-  if (bpf_core_type_exists(struct trace_event_raw_tcp_retransmit_skb)) {
+  if (bpf_core_field_exists(struct trace_event_raw_tcp_retransmit_skb, err)) {
     err = (int)ctx[2];
     flags = RS_TCP_ERR_KNOWN;
   }

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 #endif
 
-#define RS_BPF_ABI_VERSION 1
+#define RS_BPF_ABI_VERSION 2
 
 #define RS_COMM_LEN 16
 

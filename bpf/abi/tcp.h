@@ -9,8 +9,8 @@
 
 /* enum tcp_ca_state (include/net/tcp.h). A retransmit in Recovery (fast retransmit: the peer's
  * SACKs or duplicate ACKs reported a hole) or Loss (the retransmission timer expired) repairs a
- * segment the sender took for lost. One in Open or CWR is a tail-loss probe, sent because an
- * ACK is late: a slow receiver causes it as well as a lost segment. */
+ * segment the sender took for lost. One in Open, Disorder or CWR is a tail-loss probe, sent
+ * because an ACK is late: a slow receiver causes it as well as a lost segment. */
 #define RS_TCP_CA_OPEN 0
 #define RS_TCP_CA_DISORDER 1
 #define RS_TCP_CA_CWR 2
@@ -33,7 +33,7 @@ struct rs_tcp_event {
   __u8 saddr[16]; /* IPv4: first 4 bytes */
   __u8 daddr[16];
   __s32 err;      /* the retransmission's result: 0 = sent, -errno = not sent (retried later) */
-  __u32 flags;    /* RS_TCP_ERR_KNOWN: the kernel reports err (Linux >= 6.11); before, the
+  __u32 flags;    /* RS_TCP_ERR_KNOWN: the kernel reports err (Linux >= 6.17); before, the
                      tracepoint fired only for retransmissions sent */
 };
 

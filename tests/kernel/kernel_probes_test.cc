@@ -2,13 +2,13 @@
 // programs and once forced onto the classic tracepoint programs: both variants must record
 // the same things (process exec / exit, run-queue contention, a SYN retransmit in a network
 // namespace of the test, O_DIRECT writes).
+#include <bpf/btf.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +28,23 @@
 
 namespace rec::ktest {
 namespace {
+
+// Whether the running kernel's BTF has struct `type` with a member `member`.
+bool KernelTypeHasMember(const char* type, const char* member) {
+  struct btf* btf = btf__load_vmlinux_btf();
+  if (!btf) return false;
+  bool found = false;
+  int id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
+  if (id > 0) {
+    const struct btf_type* t = btf__type_by_id(btf, id);
+    const struct btf_member* m = btf_members(t);
+    for (int i = 0; i < btf_vlen(t) && !found; ++i) {
+      found = std::strcmp(btf__name_by_offset(btf, m[i].name_off), member) == 0;
+    }
+  }
+  btf__free(btf);
+  return found;
+}
 
 pid_t SpawnShell(const std::string& cmd) {
   pid_t pid = fork();
@@ -140,12 +157,9 @@ TEST_P(KernelProbes, RecordEveryFamily) {
 
   // tcp: the dropped SYN is retransmitted (after 1 s) in the test's namespace, by the
   // retransmission timer (congestion state Loss), and sent: err 0 where the kernel reports
-  // the result (Linux 6.11 on), which both variants must read; NULL before.
-  struct utsname u;
-  ASSERT_EQ(uname(&u), 0);
-  int major = 0, minor = 0;
-  std::sscanf(u.release, "%d.%d", &major, &minor);
-  const bool err_known = major > 6 || (major == 6 && minor >= 11);
+  // the result (its tracepoint record has an err field: Linux 6.17 on), which both variants
+  // must read; NULL before.
+  const bool err_known = KernelTypeHasMember("trace_event_raw_tcp_retransmit_skb", "err");
   EXPECT_GE(q("SELECT COUNT(*) FROM tcp_events WHERE dport = 9 AND state = 'SYN_SENT' AND "
               "saddr = '127.0.0.1' AND ca_state = 'Loss' AND " +
               std::string(err_known ? "err = 0" : "err IS NULL") + " AND netns = " + ns_inode),

@@ -136,7 +136,7 @@ CREATE TABLE tcp_events (
   netns        INTEGER,
   pid          INTEGER,
   ca_state     TEXT,              -- 'Open' | 'Disorder' | 'CWR' | 'Recovery' | 'Loss'
-  err          INTEGER            -- 0 = sent, -errno = not sent; NULL: kernel < 6.11 (sent only)
+  err          INTEGER            -- 0 = sent, -errno = not sent; NULL: kernel < 6.17 (sent only)
 );
 CREATE TABLE sched_events (
   id           INTEGER PRIMARY KEY,
