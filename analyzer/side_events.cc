@@ -162,7 +162,7 @@ rs::Result<void> LoadRetransmits(rs::Db& db, SideEvents& out) {
     int64_t ts;
     std::string recorder, saddr, daddr, conn;
     int64_t segments;
-    bool has_seq, probe;
+    bool has_seq, probe, failed;
   };
   // ca_state and err came with a later recorder; a database without them reads as NULL.
   ASSIGN_OR_RETURN(int64_t new_columns,
@@ -177,17 +177,13 @@ rs::Result<void> LoadRetransmits(rs::Db& db, SideEvents& out) {
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
-    if (!st.IsNull(9) && st.Int(9) != 0) {
-      ++out.retransmits_failed;
-      continue;
-    }
     std::string saddr = st.Text(2), daddr = st.Text(3);
     std::string conn = NormalizeAddress(saddr) + ":" + st.Text(5) + ">" + NormalizeAddress(daddr) +
                        ":" + st.Text(6) + "#" + (st.IsNull(7) ? "?" : st.Text(7));
     std::string ca_state = st.IsNull(8) ? "" : st.Text(8);
     bool probe = ca_state == "Open" || ca_state == "Disorder" || ca_state == "CWR";
     rows.push_back({st.Int(1), st.Text(0), std::move(saddr), std::move(daddr), std::move(conn),
-                    st.Int(4), !st.IsNull(7), probe});
+                    st.Int(4), !st.IsNull(7), probe, !st.IsNull(9) && st.Int(9) != 0});
   }
   // Sorted here: ORDER BY would walk the timestamp index and fetch every row at random.
   std::stable_sort(rows.begin(), rows.end(),
@@ -204,6 +200,10 @@ rs::Result<void> LoadRetransmits(rs::Db& db, SideEvents& out) {
       continue;
     }
     last_seen[row.conn] = {row.ts, row.recorder};
+    if (row.failed) {  // not sent: the kernel tries again later
+      ++out.retransmits_failed;
+      continue;
+    }
     Retransmit r;
     r.ts = row.ts;
     r.src = owner(row.saddr, row.recorder);

@@ -73,6 +73,18 @@ TEST(SideEventsTest, OneRetransmitSeenByTwoRecordersCountsOnce) {
   ASSERT_TRUE(side.ok()) << side.error().message();
   EXPECT_EQ(side->retransmits.size(), 2u);  // the RTO-later retry is a new retransmit
   EXPECT_EQ(side->retransmits_duplicate, 1);
+  // An attempt not sent, seen by both recorders: one unsent attempt, one duplicate row.
+  ASSERT_TRUE(db->Exec(R"sql(
+    INSERT INTO tcp_events(node, timestamp_ns, event, family, saddr, daddr, sport, dport, seq, err)
+      VALUES ('n0', 2000000000, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 5, 6, 43, -16),
+             ('n1', 2000000300, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 5, 6, 43, -16);
+  )sql")
+                  .ok());
+  side = LoadSideEvents(*db, {});
+  ASSERT_TRUE(side.ok()) << side.error().message();
+  EXPECT_EQ(side->retransmits.size(), 2u);
+  EXPECT_EQ(side->retransmits_failed, 1);
+  EXPECT_EQ(side->retransmits_duplicate, 2);
 }
 
 // A tail-loss probe (congestion state Open, Disorder or CWR) is marked as one; a retransmission
