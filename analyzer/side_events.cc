@@ -4,6 +4,8 @@
 #include <set>
 #include <string_view>
 
+#include "rscore/schema.h"
+
 namespace analyzer {
 
 int SideEvents::NodeIndex(const std::string& node) const {
@@ -164,16 +166,13 @@ rs::Result<void> LoadRetransmits(rs::Db& db, SideEvents& out) {
     int64_t segments;
     bool has_seq, probe, failed;
   };
-  // ca_state and err came with a later recorder; a database without them reads as NULL.
-  ASSIGN_OR_RETURN(int64_t new_columns,
-                   db.QueryInt("SELECT COUNT(*) FROM pragma_table_info('tcp_events')"
-                               " WHERE name IN ('ca_state', 'err')"));
+  ASSIGN_OR_RETURN(std::string ca_state_err, rs::TcpCaStateErrColumns(db));
   std::vector<Row> rows;
-  ASSIGN_OR_RETURN(rs::Statement st,
-                   db.Prepare(std::string("SELECT node, timestamp_ns, saddr, daddr, segments, "
-                                          "sport, dport, seq, ") +
-                              (new_columns == 2 ? "ca_state, err" : "NULL, NULL") +
-                              " FROM tcp_events WHERE event = 'tcp_retransmit_skb'"));
+  ASSIGN_OR_RETURN(
+      rs::Statement st,
+      db.Prepare("SELECT node, timestamp_ns, saddr, daddr, segments, sport, dport, "
+                 "seq, " +
+                 ca_state_err + " FROM tcp_events WHERE event = 'tcp_retransmit_skb'"));
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;

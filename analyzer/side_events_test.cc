@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "network.h"
 
@@ -10,6 +12,30 @@
 
 namespace analyzer {
 namespace {
+
+// An in-memory merged database holding the rows `sql` inserts.
+rs::Db MergedDb(const std::string& sql) {
+  auto db = rs::Db::Open(":memory:", rs::Db::Mode::kCreate);
+  if (!db.ok()) std::abort();
+  EXPECT_TRUE(rs::CreateSchema(*db, rs::DbKind::kMerged).ok());
+  auto r = db->Exec(sql);
+  EXPECT_TRUE(r.ok()) << r.error().message();
+  return std::move(*db);
+}
+
+// Ten matched collectives, the i-th moving its data from i * 1000 to i * 1000 + 500.
+CollectiveData TenCollectives() {
+  CollectiveData data;
+  for (int i = 0; i < 10; ++i) {
+    Collective g;
+    g.seq = i;
+    g.end = 2;  // two participants: matched
+    g.last_entry = i * 1000;
+    g.last_exit = i * 1000 + 500;
+    data.collectives.push_back(g);
+  }
+  return data;
+}
 
 TEST(IntervalsTest, UnionAndCoverage) {
   auto u = UnionOf({{10, 20}, {15, 30}, {40, 50}, {0, 5}});
@@ -23,10 +49,7 @@ TEST(IntervalsTest, UnionAndCoverage) {
 }
 
 TEST(SideEventsTest, RetransmitsAreAttributedThroughBothEndpoints) {
-  auto db = rs::Db::Open(":memory:", rs::Db::Mode::kCreate);
-  ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(rs::CreateSchema(*db, rs::DbKind::kMerged).ok());
-  ASSERT_TRUE(db->Exec(R"sql(
+  rs::Db db = MergedDb(R"sql(
     INSERT INTO interfaces VALUES ('n0', 'eth0', 'ipv4', '10.0.0.1', 24, 1),
                                   ('n1', 'eth0', 'ipv4', '10.0.0.2', 24, 1),
                                   ('n0', 'lo', 'ipv4', '127.0.0.1', 8, 1),
@@ -35,9 +58,8 @@ TEST(SideEventsTest, RetransmitsAreAttributedThroughBothEndpoints) {
       VALUES ('n0', 5, 'tcp_retransmit_skb', 'ipv6', '::ffff:10.0.0.1', '::ffff:10.0.0.2', 1, 2, 2),
              ('n1', 3, 'tcp_retransmit_skb', 'ipv4', '127.0.0.1', '127.0.0.1', 1, 2, 1),
              ('n1', 4, 'tcp_retransmit_skb', 'ipv4', '10.0.0.2', '192.168.9.9', 1, 2, 1);
-  )sql")
-                  .ok());
-  auto side = LoadSideEvents(*db, {});
+  )sql");
+  auto side = LoadSideEvents(db, {});
   ASSERT_TRUE(side.ok()) << side.error().message();
   ASSERT_EQ(side->retransmits.size(), 3u);
   int n0 = side->NodeIndex("n0"), n1 = side->NodeIndex("n1");
@@ -57,30 +79,26 @@ TEST(SideEventsTest, RetransmitsAreAttributedThroughBothEndpoints) {
 }
 
 TEST(SideEventsTest, OneRetransmitSeenByTwoRecordersCountsOnce) {
-  auto db = rs::Db::Open(":memory:", rs::Db::Mode::kCreate);
-  ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(rs::CreateSchema(*db, rs::DbKind::kMerged).ok());
-  ASSERT_TRUE(db->Exec(R"sql(
+  rs::Db db = MergedDb(R"sql(
     INSERT INTO interfaces VALUES ('n0', 'eth0', 'ipv4', '10.0.0.1', 24, 1),
                                   ('n1', 'eth0', 'ipv4', '10.0.0.2', 24, 2);
     INSERT INTO tcp_events(node, timestamp_ns, event, family, saddr, daddr, sport, dport, seq)
       VALUES ('n0', 1000, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 5, 6, 42),
              ('n1', 1300, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 5, 6, 42),
              ('n0', 900000000, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 5, 6, 42);
-  )sql")
-                  .ok());
-  auto side = LoadSideEvents(*db, {});
+  )sql");
+  auto side = LoadSideEvents(db, {});
   ASSERT_TRUE(side.ok()) << side.error().message();
   EXPECT_EQ(side->retransmits.size(), 2u);  // the RTO-later retry is a new retransmit
   EXPECT_EQ(side->retransmits_duplicate, 1);
   // An attempt not sent, seen by both recorders: one unsent attempt, one duplicate row.
-  ASSERT_TRUE(db->Exec(R"sql(
+  ASSERT_TRUE(db.Exec(R"sql(
     INSERT INTO tcp_events(node, timestamp_ns, event, family, saddr, daddr, sport, dport, seq, err)
       VALUES ('n0', 2000000000, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 5, 6, 43, -16),
              ('n1', 2000000300, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 5, 6, 43, -16);
   )sql")
                   .ok());
-  side = LoadSideEvents(*db, {});
+  side = LoadSideEvents(db, {});
   ASSERT_TRUE(side.ok()) << side.error().message();
   EXPECT_EQ(side->retransmits.size(), 2u);
   EXPECT_EQ(side->retransmits_failed, 1);
@@ -91,10 +109,7 @@ TEST(SideEventsTest, OneRetransmitSeenByTwoRecordersCountsOnce) {
 // the kernel could not send (err != 0) is counted apart and left out; rows of a recorder that
 // stored neither column count as repairs, as they always did.
 TEST(SideEventsTest, ProbesAreMarkedAndUnsentRetransmissionsLeftOut) {
-  auto db = rs::Db::Open(":memory:", rs::Db::Mode::kCreate);
-  ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(rs::CreateSchema(*db, rs::DbKind::kMerged).ok());
-  ASSERT_TRUE(db->Exec(R"sql(
+  rs::Db db = MergedDb(R"sql(
     INSERT INTO interfaces VALUES ('n0', 'eth0', 'ipv4', '10.0.0.1', 24, 1),
                                   ('n1', 'eth0', 'ipv4', '10.0.0.2', 24, 2);
     INSERT INTO tcp_events(node, timestamp_ns, event, family, saddr, daddr, sport, dport, seq,
@@ -104,9 +119,8 @@ TEST(SideEventsTest, ProbesAreMarkedAndUnsentRetransmissionsLeftOut) {
              ('n0', 3, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 5, 6, 3, 'Loss', -16),
              ('n0', 4, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 5, 6, 4, 'CWR', NULL),
              ('n0', 5, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 5, 6, 5, NULL, NULL);
-  )sql")
-                  .ok());
-  auto side = LoadSideEvents(*db, {});
+  )sql");
+  auto side = LoadSideEvents(db, {});
   ASSERT_TRUE(side.ok()) << side.error().message();
   ASSERT_EQ(side->retransmits.size(), 4u);
   EXPECT_EQ(side->retransmits_failed, 1);
@@ -117,10 +131,7 @@ TEST(SideEventsTest, ProbesAreMarkedAndUnsentRetransmissionsLeftOut) {
 
 // A database written before ca_state and err existed: every row reads as a repair, as before.
 TEST(SideEventsTest, TcpEventsWithoutTheNewColumnsReadAsRepairs) {
-  auto db = rs::Db::Open(":memory:", rs::Db::Mode::kCreate);
-  ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(rs::CreateSchema(*db, rs::DbKind::kMerged).ok());
-  ASSERT_TRUE(db->Exec(R"sql(
+  rs::Db db = MergedDb(R"sql(
     ALTER TABLE tcp_events DROP COLUMN ca_state;
     ALTER TABLE tcp_events DROP COLUMN err;
     INSERT INTO interfaces VALUES ('n0', 'eth0', 'ipv4', '10.0.0.1', 24, 1),
@@ -128,9 +139,8 @@ TEST(SideEventsTest, TcpEventsWithoutTheNewColumnsReadAsRepairs) {
     INSERT INTO tcp_events(node, timestamp_ns, event, family, saddr, daddr, sport, dport, seq)
       VALUES ('n0', 1, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 5, 6, 1),
              ('n0', 2, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 5, 6, 2);
-  )sql")
-                  .ok());
-  auto side = LoadSideEvents(*db, {});
+  )sql");
+  auto side = LoadSideEvents(db, {});
   ASSERT_TRUE(side.ok()) << side.error().message();
   ASSERT_EQ(side->retransmits.size(), 2u);
   EXPECT_EQ(side->retransmits_failed, 0);
@@ -139,10 +149,7 @@ TEST(SideEventsTest, TcpEventsWithoutTheNewColumnsReadAsRepairs) {
 }
 
 TEST(SideEventsTest, BlockIoOfTheNodesOwnProcessesWinsOverGlobalRows) {
-  auto db = rs::Db::Open(":memory:", rs::Db::Mode::kCreate);
-  ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(rs::CreateSchema(*db, rs::DbKind::kMerged).ok());
-  ASSERT_TRUE(db->Exec(R"sql(
+  rs::Db db = MergedDb(R"sql(
     INSERT INTO processes(node, pid) VALUES ('n0', 10), ('n1', 20);
     INSERT INTO block_events(node, timestamp_ns, duration_ns, dev, op, bytes, pid)
       VALUES ('n0', 100, 50, '7:0', 'read', 4096, 10),
@@ -150,9 +157,8 @@ TEST(SideEventsTest, BlockIoOfTheNodesOwnProcessesWinsOverGlobalRows) {
              ('n1', 100, 50, '7:0', 'read', 4096, 10),
              ('n1', 500, 50, '7:0', 'read', 4096, 20),
              ('n2', 700, 10, '8:0', 'write', 4096, 99);
-  )sql")
-                  .ok());
-  auto side = LoadSideEvents(*db, {});
+  )sql");
+  auto side = LoadSideEvents(db, {});
   ASSERT_TRUE(side.ok()) << side.error().message();
   ASSERT_EQ(side->block["n0"].size(), 1u);
   EXPECT_EQ(side->block["n0"][0].start, 100);
@@ -189,15 +195,7 @@ TEST(NetworkTest, RetransmitsWithinOneNodeAreNotAttributed) {
 // of them and no repairs is not blamed, and the probes are named in the evidence of the node
 // that has repairs.
 TEST(NetworkTest, TailLossProbesAreNotAttributed) {
-  CollectiveData data;
-  for (int i = 0; i < 10; ++i) {
-    Collective g;
-    g.seq = i;
-    g.end = 2;
-    g.last_entry = i * 1000;
-    g.last_exit = i * 1000 + 500;
-    data.collectives.push_back(g);
-  }
+  CollectiveData data = TenCollectives();
   SideEvents side;
   side.nodes = {"n0", "n1", "n2"};
   for (int i = 0; i < 10; ++i) {  // probes n0 -> n1 in every collective
@@ -228,15 +226,7 @@ TEST(NetworkTest, TailLossProbesAreNotAttributed) {
 // Attribution counts repairs, not segments: two repairs of a whole 64 KiB send (45 segments
 // each, as a busy host without loss produces) are not a medium finding, however many segments.
 TEST(NetworkTest, AFewLargeRepairsAreNotMediumConfidence) {
-  CollectiveData data;
-  for (int i = 0; i < 10; ++i) {
-    Collective g;
-    g.seq = i;
-    g.end = 2;
-    g.last_entry = i * 1000;
-    g.last_exit = i * 1000 + 500;
-    data.collectives.push_back(g);
-  }
+  CollectiveData data = TenCollectives();
   SideEvents side;
   side.nodes = {"n0", "n1", "n2"};
   side.retransmits = {{100, 1, 0, 45}, {3100, 1, 0, 45}, {5100, 2, 0, 1}};
@@ -251,15 +241,7 @@ TEST(NetworkTest, AFewLargeRepairsAreNotMediumConfidence) {
 // High confidence needs repairs in at least 25% of the collectives: packet loss on a link
 // repeats in the collectives that cross it; the few repairs of a busy host land in a few.
 TEST(NetworkTest, RetransmitsInAFewCollectivesAreNotHighConfidence) {
-  CollectiveData data;
-  for (int i = 0; i < 10; ++i) {
-    Collective g;
-    g.seq = i;
-    g.end = 2;  // two participants: matched
-    g.last_entry = i * 1000;
-    g.last_exit = i * 1000 + 500;
-    data.collectives.push_back(g);
-  }
+  CollectiveData data = TenCollectives();
   auto attribute = [&](int collectives_hit) {
     SideEvents side;
     side.nodes = {"n0", "n1", "n2"};

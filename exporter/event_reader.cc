@@ -4,6 +4,8 @@
 #include <climits>
 #include <set>
 
+#include "rscore/schema.h"
+
 namespace rs::exporter {
 namespace {
 
@@ -148,11 +150,8 @@ Result<EventReader> EventReader::Open(Db& db, const RowFilter& filter) {
     // starts thus come in id order; the lanes of TrackModel keep them nested regardless.
     std::string select = kSelect[t];
     if (t == static_cast<int>(Table::kTcp)) {
-      // ca_state and err came with a later recorder: a database without them reads NULLs.
-      ASSIGN_OR_RETURN(int64_t have,
-                       db.QueryInt("SELECT COUNT(*) FROM pragma_table_info("
-                                   "'tcp_events') WHERE name IN ('ca_state', 'err')"));
-      if (have != 2) select.replace(select.find("ca_state, err"), 13, "NULL, NULL");
+      ASSIGN_OR_RETURN(std::string ca_state_err, rs::TcpCaStateErrColumns(db));
+      select.replace(select.find("ca_state, err"), 13, ca_state_err);
     }
     std::string sql = select + where + " ORDER BY timestamp_ns, id";
     auto st = PrepareFiltered(db, sql, filter);

@@ -253,6 +253,12 @@ CREATE INDEX IF NOT EXISTS process_events_ts ON process_events(timestamp_ns);
 )sql");
 }
 
+Result<std::string> TcpCaStateErrColumns(Db& db) {
+  ASSIGN_OR_RETURN(int64_t have, db.QueryInt("SELECT COUNT(*) FROM pragma_table_info('tcp_events')"
+                                             " WHERE name IN ('ca_state', 'err')"));
+  return std::string(have == 2 ? "ca_state, err" : "NULL, NULL");
+}
+
 Result<int> CheckSchemaVersion(Db& db) {
   auto v = db.QueryText("SELECT value FROM metadata WHERE key = 'schema_version'");
   if (!v.ok()) return Error("not a rankscope database (no metadata table)");

@@ -48,6 +48,10 @@ Result<void> CreateIndexes(Db& db);
 // Reads metadata.schema_version and checks this build can read it.
 Result<int> CheckSchemaVersion(Db& db);
 
+// tcp_events' ca_state and err came with a later recorder (same schema version, nullable):
+// "ca_state, err" for a SELECT list where the table has them, "NULL, NULL" where it does not.
+Result<std::string> TcpCaStateErrColumns(Db& db);
+
 // The full CREATE statements of the bundle schema (for docs and tests).
 std::string_view BundleSchemaSql();
 
