@@ -103,7 +103,7 @@ static __always_inline bool stale_entry(__u64* exit_ns) {
 
 // Entry rule (see top), for a slot whose call is active (exit_ns == 0). Returns true when
 // the caller should record a new entry.
-static __always_inline bool entry_is_outermost(__u64 sp, __u64 active_sp, __u32* tail_calls,
+static __always_inline bool entry_is_outermost(__u64 sp, __u64 active_sp, __u16* tail_calls,
                                                __u64* exit_ns) {
   if (sp <= active_sp && !call_under_way(active_sp)) return stale_entry(exit_ns);
   if (sp < active_sp) {
@@ -119,7 +119,7 @@ static __always_inline bool entry_is_outermost(__u64 sp, __u64 active_sp, __u32*
 }
 
 // Return rule (see top). Returns true when this return completes the active entry.
-static __always_inline bool return_matches(__u64 sp, __u64 active_sp, __u32* tail_calls) {
+static __always_inline bool return_matches(__u64 sp, __u64 active_sp, __u16* tail_calls) {
   if (sp <= active_sp) return false;  // return of a nested call
   if (sp != active_sp + 8) {          // a call whose entry was never seen
     count_stat(CALL_STAT_LOST_ENTRY);
@@ -182,15 +182,27 @@ struct {
   __type(value, __u8);
 } announced SEC(".maps");
 
-// Wakes the consumer for the first event of a process (user space then reads its /proc
+// The consumer is woken for the first event of a process (user space then reads its /proc
 // entries, maps for symbolization and rank variables, while it still runs) and when the
-// pending data crosses wakeup_bytes with this event. Otherwise the consumer drains on its own
-// timer. A wakeup is an interrupt (a VM exit under virtualization): waking on every event
-// while much is pending would cost microseconds per call.
-static __always_inline __u64 wakeup_flags(void* rb, __u32 tgid, __u64 size) {
-  if (!bpf_map_lookup_elem(&announced, &tgid)) {
-    __u8 one = 1;
-    bpf_map_update_elem(&announced, &tgid, &one, BPF_ANY);
+// pending data crosses wakeup_bytes with an event. Otherwise it drains on its own timer. A
+// wakeup is an interrupt (a VM exit under virtualization): waking on every event while much
+// is pending would cost microseconds per call.
+//
+// Whether a process was announced is asked once per thread, when its slot is taken by a new
+// thread id (its first recorded call), not at every return: that hash lookup cost 30-50 ns of
+// the return program's 350-460 ns (tests/bench/capture.md). Returns CALL_FLAG_WAKE for the
+// slot when the process is new.
+static __always_inline __u16 announce(__u32 tgid) {
+  if (bpf_map_lookup_elem(&announced, &tgid)) return 0;
+  __u8 one = 1;
+  bpf_map_update_elem(&announced, &tgid, &one, BPF_ANY);
+  return CALL_FLAG_WAKE;
+}
+
+// Ring-buffer flags for writing a slot's event (its CALL_FLAG_WAKE is used up here).
+static __always_inline __u64 wakeup_flags(void* rb, __u16* flags, __u64 size) {
+  if (*flags & CALL_FLAG_WAKE) {
+    *flags &= ~CALL_FLAG_WAKE;
     return BPF_RB_FORCE_WAKEUP;
   }
   __u64 pending = bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA);

@@ -46,7 +46,8 @@ int cuda_entry(struct pt_regs* ctx) {
   if (e && e->exit_ns == 0 && !entry_is_outermost(sp, e->regs.sp, &e->tail_calls, &e->exit_ns)) {
     return 0;
   }
-  if ((!e || e->pid != tgid) && !call_selected(tgid)) return 0;
+  const bool new_thread = !e || e->pid != tgid;  // its first call (or a recycled thread id)
+  if (new_thread && !call_selected(tgid)) return 0;
   if ((cookie & CUDA_LAUNCH) && launch_sample > 1) {
     __u32 zero = 0;
     __u64* n = bpf_map_lookup_elem(&launch_counter, &zero);
@@ -63,6 +64,7 @@ int cuda_entry(struct pt_regs* ctx) {
     e = bpf_map_lookup_elem(&cuda_active, &key);
     if (!e) return 0;
   }
+  if (new_thread) e->flags = announce(tgid);
   e->abi = CALL_ABI_VERSION;
   e->fn = cookie & 0xffff;
   e->cookie = (__u32)cookie;
@@ -93,7 +95,7 @@ int cuda_return(struct pt_regs* ctx) {
   if ((e->cookie & CUDA_OUT_ARG0) && e->ret == 0) {
     bpf_probe_read_user(&e->out, sizeof(e->out), (void*)e->regs.arg[0]);
   }
-  if (bpf_ringbuf_output(&cuda_events, e, sizeof(*e), wakeup_flags(&cuda_events, e->pid, sizeof(*e))) != 0) {
+  if (bpf_ringbuf_output(&cuda_events, e, sizeof(*e), wakeup_flags(&cuda_events, &e->flags, sizeof(*e))) != 0) {
     count_stat(CALL_STAT_RB_FULL);
   }
   return 0;

@@ -11,7 +11,7 @@
 #include <linux/types.h>
 #endif
 
-#define CALL_ABI_VERSION 1
+#define CALL_ABI_VERSION 2
 
 // x86-64 System V: integer arguments 1..6 in rdi, rsi, rdx, rcx, r8, r9; the rest (and
 // structs larger than 16 bytes, such as the 128-byte ncclUniqueId) in memory at [sp+8],
@@ -29,6 +29,9 @@ struct call_lib_map {
   __u32 pid;  // tgid
   __u32 fd;   // the mapped file's descriptor in that process
 };
+
+// Bits of the events' `flags` (internal to the BPF side; user space ignores them).
+#define CALL_FLAG_WAKE 1  // wake the consumer when this call's event is written (see announce)
 
 // Per-CPU counters in the `stats` array map of each call probe.
 enum call_stat {

@@ -51,7 +51,8 @@ struct cuda_event {
   __u64 entry_ns;
   __u64 exit_ns;  // 0 while in flight
   __s64 ret;
-  __u32 tail_calls;
+  __u16 tail_calls;     // as in nccl_event
+  __u16 flags;          // CALL_FLAG_* (internal bookkeeping)
   __u32 sample_weight;  // N for launches sampled 1-in-N, else 1
   __u64 out;            // word read at return (CUDA_OUT_ARG0) or at entry (CUDA_CONFIG_STREAM)
   struct call_regs regs;

@@ -47,7 +47,8 @@ struct nccl_event {
   __u64 entry_ns;   // bpf_ktime_get_ns() at entry (CLOCK_MONOTONIC)
   __u64 exit_ns;    // at return; 0 while in flight
   __s64 ret;        // ncclResult_t (rax); valid when exit_ns != 0
-  __u32 tail_calls; // probed functions tail-jumped to from this one (internal bookkeeping)
+  __u16 tail_calls; // probed functions tail-jumped to from this one (internal bookkeeping)
+  __u16 flags;      // CALL_FLAG_* (internal bookkeeping)
   __u32 n_out;      // valid words in out[]
   struct call_regs regs;
   __u64 out[NCCL_MAX_OUT];

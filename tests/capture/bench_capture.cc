@@ -8,13 +8,17 @@
 // uprobe-based tool pays. Separately, with kernel.bpf_stats_enabled, the kernel's own count of
 // the time rankscope's two programs run per call. The worker is a separate process, as a
 // training job is: the recorder's own memory activity must not share its address space.
-// Prints a table; numbers go to tests/bench/capture.md. Needs root.
+// Prints a table, and the cost of a system call on this machine (what every kernel entry
+// costs: the mechanism's floor moves with it); numbers go to tests/bench/capture.md. Needs root.
+// With --bpf-time, only the kernel's run time of rankscope's two programs, over five runs
+// (what changes to bpf/nccl.bpf.c are measured with).
 //
-//   bench_capture TESTBED_LIBNCCL [REAL_LIBNCCL] [calls]
+//   bench_capture [--bpf-time] TESTBED_LIBNCCL [REAL_LIBNCCL] [calls]
 #include <bpf/bpf.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -308,6 +312,38 @@ void Bench(Target& t, bool init_comm, int calls) {
       bpf.entry_ns, bpf.return_ns);
 }
 
+// The programs' own run time alone, five runs (kernel.bpf_stats_enabled on throughout).
+void BenchBpfTime(Target& t, bool init_comm, int calls) {
+  Worker w(t, init_comm, calls);
+  if (!w.ok()) {
+    std::fprintf(stderr, "bench_capture: cannot load %s\n", t.path.c_str());
+    return;
+  }
+  for (int run = 1; run <= 5; ++run) {
+    BpfTime bpf;
+    ProbeResult rk = WithRankscope(t, w, &bpf);
+    std::printf("%-28s run %d: entry %.0f ns, return %.0f ns (rows %llu, drops %llu)\n",
+                t.name.c_str(), run, bpf.entry_ns, bpf.return_ns,
+                static_cast<unsigned long long>(rk.events),
+                static_cast<unsigned long long>(rk.drops));
+  }
+}
+
+// What one system call costs here (getppid, median of 20 rounds of 10,000): every uprobe
+// hit enters the kernel twice (the breakpoint, then the return trampoline's uretprobe call),
+// so the mechanism's floor scales with this.
+double SyscallNs() {
+  std::vector<double> rounds;
+  for (int r = 0; r < 20; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 10000; ++i) syscall(SYS_getppid);
+    auto t1 = std::chrono::steady_clock::now();
+    rounds.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / 10000);
+  }
+  std::sort(rounds.begin(), rounds.end());
+  return rounds[rounds.size() / 2];
+}
+
 // The recorder's side: events decoded and written as rows (one transaction, as the loop's
 // batches), without the kernel: how many NCCL events per second one core turns into rows.
 double ConsumerEventsPerSecond(int n) {
@@ -352,12 +388,29 @@ double ConsumerEventsPerSecond(int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool bpf_time_only = argc > 1 && std::strcmp(argv[1], "--bpf-time") == 0;
+  if (bpf_time_only) {
+    --argc;
+    ++argv;
+  }
   if (argc < 2 || geteuid() != 0) {
-    std::fprintf(stderr, "usage (root): bench_capture TESTBED_LIBNCCL [REAL_LIBNCCL] [calls]\n");
+    std::fprintf(stderr,
+                 "usage (root): bench_capture [--bpf-time] TESTBED_LIBNCCL [REAL_LIBNCCL] "
+                 "[calls]\n");
     return 2;
   }
   setenv("RANKSCOPE_TESTLIB_NO_PEERS", "1", 1);
   int calls = argc > 3 ? std::atoi(argv[3]) : 150000;
+  if (bpf_time_only) {
+    Target testbed{"test bed (push %rbp entry)", argv[1]};
+    BenchBpfTime(testbed, true, calls);
+    if (argc > 2 && std::strlen(argv[2]) > 0) {
+      Target real{"real NCCL 2.28 (NULL comm)", argv[2]};
+      BenchBpfTime(real, false, calls / 5);
+    }
+    return 0;
+  }
+  std::printf("system call (getppid): %.0f ns\n", SyscallNs());
   std::printf("calls per run: %d in bursts of 2000; ns per ncclAllReduce call\n", calls);
   std::printf("%-28s %-6s %9s %8s %10s %8s %10s %8s %10s %8s %7s %7s\n", "library", "burst",
               "no probes", "bt empty", "rankscope", "added", "bt maps", "added", "bt records",
