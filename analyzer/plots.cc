@@ -61,12 +61,19 @@ Plots BuildPlots(const CollectiveData& data, const SideEvents& side, int64_t sta
   for (const auto& [node, bins] : dur) {
     for (const auto& [b, acc] : bins) mean_dur[node][b] = acc.first / acc.second;
   }
-  for (const std::string& node : side.nodes) rt[node];
+  // What the network cause weighs (network.cc): repairs that crossed a link between nodes.
+  // Tail-loss probes (a late ACK; a busy receiver sends those too) and retransmits within one
+  // node would draw a fault-free node as a lossy one.
+  bool any_repair = false;
   for (const Retransmit& r : side.retransmits) {
+    if (!r.link_repair()) continue;
+    any_repair = true;
     if (r.src >= 0) rt[side.nodes[r.src]][bin_of(r.ts)] += r.segments;
-    if (r.dst >= 0 && !r.same_node()) rt[side.nodes[r.dst]][bin_of(r.ts)] += r.segments;
+    if (r.dst >= 0) rt[side.nodes[r.dst]][bin_of(r.ts)] += r.segments;
   }
-  if (side.retransmits.empty()) rt.clear();
+  if (any_repair) {
+    for (const std::string& node : side.nodes) rt[node];  // the others' flat line
+  }
   for (const auto& [key, waits] : side.runq) {
     std::vector<double> bins(kPlotBins, 0);
     std::vector<bool> used(kPlotBins, false);

@@ -114,7 +114,8 @@ struct Plots {
   int64_t bin_ns = 0;
   Heatmap lateness;
   std::vector<NodeSeries> durations;    // mean collective duration (ns) per bin
-  std::vector<NodeSeries> retransmits;  // retransmitted segments per bin
+  std::vector<NodeSeries> retransmits;  // segments of repairs between nodes per bin
+                                        // (Retransmit::link_repair) sent or received
   std::vector<NodeSeries> runq;         // run-queue latency (ns) per bin
 };
 

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <string>
 
 #include "network.h"
+#include "plots.h"
 
 #include "rscore/schema.h"
 
@@ -236,6 +238,29 @@ TEST(NetworkTest, AFewLargeRepairsAreNotMediumConfidence) {
   EXPECT_EQ(c.segments_touching, 91);
   EXPECT_EQ(c.collectives_affected, 3);
   EXPECT_EQ(c.confidence, "low");
+}
+
+// The report's retransmit plot shows what the network cause weighs: repairs between nodes, for
+// both ends. Probes and retransmits within one node are not drawn; with only those, no plot.
+TEST(PlotsTest, RetransmitSeriesHoldsRepairsBetweenNodesOnly) {
+  SideEvents side;
+  side.nodes = {"n0", "n1", "n2"};
+  Retransmit probe{1000, 0, 1, 4};
+  probe.probe = true;
+  side.retransmits = {probe, {2000, 2, 2, 7}};
+  CollectiveData data;
+  EXPECT_TRUE(BuildPlots(data, side, 0, 6000).retransmits.empty());
+  side.retransmits.push_back({3000, 1, 2, 3});
+  Plots p = BuildPlots(data, side, 0, 6000);
+  std::map<std::string, double> sum;
+  for (const NodeSeries& s : p.retransmits) {
+    sum[s.node] += 0;  // every node has a line, with or without points
+    for (const auto& [t, v] : s.points) sum[s.node] += v;
+  }
+  EXPECT_EQ(sum.size(), 3u);
+  EXPECT_EQ(sum["n0"], 0);
+  EXPECT_EQ(sum["n1"], 3);
+  EXPECT_EQ(sum["n2"], 3);
 }
 
 // High confidence needs repairs in at least 25% of the collectives: packet loss on a link
