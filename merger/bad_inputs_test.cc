@@ -218,6 +218,50 @@ TEST_F(BadInputs, RowsOfAnotherNodeInsideABundleAreCountedAsSkipped) {
   ExpectReconciled();
 }
 
+// tcp_events gained ca_state and err after bundles were first written, without a new format
+// version: a bundle without them merges whole, its rows with NULL there (state unknown).
+TEST_F(BadInputs, BundleWrittenBeforeTcpEventsHadCaStateAndErrMergesWithNulls) {
+  synth::ClusterSpec loss = spec_;
+  loss.fault = "loss";
+  loss.fault_node = 1;
+  const std::string sub = dir_.File("loss");
+  std::filesystem::create_directory(sub);
+  auto p = synth::WriteClusterBundles(loss, sub);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  const std::vector<std::string> bundles = p.value();
+  const std::string older = dir_.File("before-ca-state.rsb");
+  ASSERT_TRUE(testing::RewriteBundle(bundles[1], older,
+                                     "ALTER TABLE tcp_events DROP COLUMN ca_state;"
+                                     " ALTER TABLE tcp_events DROP COLUMN err")
+                  .ok());
+  ASSERT_TRUE(Run(bundles).ok());
+  const int64_t rows_node1 = Int("SELECT COUNT(*) FROM tcp_events WHERE node = 'node1'");
+  const int64_t rows_all = Int("SELECT COUNT(*) FROM tcp_events");
+  ASSERT_GT(rows_node1, 0);  // the loss fault's node retransmits, and so do its neighbours
+  ASSERT_GT(rows_all, rows_node1);
+  for (int workers : {0, 3}) {  // straight into the output, and as parts on worker threads
+    SCOPED_TRACE(workers);
+    MergeOptions opt;
+    opt.inputs = {bundles[0], older, bundles[2]};
+    opt.out_path = dir_.File("out.rsdb");
+    opt.worker_threads = workers;
+    std::ostringstream log;
+    auto r = Merge(opt, log);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->merged, 3);
+    EXPECT_EQ(r->exit_code(), 0) << log.str();
+    EXPECT_EQ(Int("SELECT COUNT(*) FROM tcp_events"), rows_all);
+    EXPECT_EQ(Int("SELECT COUNT(*) FROM tcp_events WHERE node = 'node1' AND ca_state IS NULL"
+                  " AND err IS NULL"),
+              rows_node1);
+    EXPECT_EQ(Int("SELECT COUNT(*) FROM tcp_events WHERE node != 'node1' AND ca_state ="
+                  " 'Recovery' AND err = 0"),
+              rows_all - rows_node1);
+    ExpectReconciled();
+    std::remove(opt.out_path.c_str());
+  }
+}
+
 TEST_F(BadInputs, InputThatFailsToCopyLeavesNothingBehind) {
   // Validates (intact, current versions) but cannot be copied: a NOT NULL column is missing.
   const std::string old_schema = dir_.File("old-schema.rsb");
