@@ -1,8 +1,10 @@
 #include "recorder/cuda_probe.h"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "cuda.skel.h"
 #include "recorder/options.h"
@@ -63,6 +65,22 @@ int64_t S64(uint64_t v) { return static_cast<int64_t>(v); }
 std::span<const ProbedFunction> CudaFunctions(LibraryKind kind) {
   if (kind == LibraryKind::kCuda) return kDriverFunctions;
   if (kind == LibraryKind::kCudart) return kRuntimeFunctions;
+  return {};
+}
+
+std::span<const ProbedFunction> CudaFunctionsWithoutLaunches(LibraryKind kind) {
+  static const auto kTables = [] {
+    std::array<std::vector<ProbedFunction>, 2> t;  // runtime, driver
+    for (const ProbedFunction& f : kRuntimeFunctions) {
+      if (!(f.cookie & CUDA_LAUNCH)) t[0].push_back(f);
+    }
+    for (const ProbedFunction& f : kDriverFunctions) {
+      if (!(f.cookie & CUDA_LAUNCH)) t[1].push_back(f);
+    }
+    return t;
+  }();
+  if (kind == LibraryKind::kCuda) return kTables[1];
+  if (kind == LibraryKind::kCudart) return kTables[0];
   return {};
 }
 
@@ -203,7 +221,7 @@ rs::Result<CallProbe::Skeleton> CudaProbe::Load(RecorderContext& ctx, const Load
     return rs::Error(std::string("cuda: cannot open the BPF object: ") + std::strerror(errno));
   skel_->rodata->scope_netns = ctx.scope_netns;
   skel_->rodata->filter_pids = opts.filter_pids ? 1 : 0;
-  skel_->rodata->launch_sample = static_cast<uint32_t>(launch_sample_);
+  skel_->rodata->launch_sample = static_cast<uint32_t>(std::max(launch_sample_, 1));
   // libcudart.so and libcuda.so (which one: the scan classifies the file).
   PrepareLoad(opts, skel_->progs.cuda_entry, skel_->progs.cuda_return, skel_->progs.lib_mmap,
               skel_->rodata->lib_prefix, "libcuda");
@@ -253,7 +271,7 @@ rs::Result<void> CudaProbe::WriteMetadata(RecorderContext& ctx, uint64_t in_flig
   if (!ctx.db) return rs::Ok();
   ASSIGN_OR_RETURN(rs::Statement st,
                    ctx.db->Prepare("INSERT OR REPLACE INTO metadata(key, value) VALUES (?, ?)"));
-  // Launches are recorded 1-in-N; each sampled row carries sample_weight N.
+  // Launches are recorded 1-in-N; each sampled row carries sample_weight N (0: not probed).
   RETURN_IF_ERROR(st.Bind(1, "cuda_launch_sample").Bind(2, std::to_string(launch_sample_)).Run());
   RETURN_IF_ERROR(st.Bind(1, "cuda_in_flight").Bind(2, std::to_string(in_flight)).Run());
   return rs::Ok();

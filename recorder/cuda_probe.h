@@ -2,7 +2,9 @@
 // per-thread-stream _ptsz variants and cudaLaunchKernelExC) and driver (libcuda) APIs of
 // every library copy (bpf/cuda.bpf.c) -> cuda_events rows. Kernel launches are sampled
 // 1-in-N (--cuda-launch-sample N): a sampled row carries sample_weight N, and the bundle's
-// metadata says cuda_launch_sample = N.
+// metadata says cuda_launch_sample = N. Sampling saves the record, not the probe: a launch
+// left out still pays the breakpoint and the return trampoline. With N = 0 the launch
+// functions are not probed at all (no cost, no launch rows).
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,8 @@ struct CudaRow {
 
 // The probed functions of one library kind (kCudart or kCuda).
 std::span<const ProbedFunction> CudaFunctions(LibraryKind kind);
+// The same without the kernel-launch functions (--cuda-launch-sample 0).
+std::span<const ProbedFunction> CudaFunctionsWithoutLaunches(LibraryKind kind);
 
 // nullopt for an unknown function id or another ABI version.
 std::optional<CudaRow> DecodeCudaEvent(const cuda_event& e);
@@ -47,7 +51,8 @@ rs::Result<void> WriteCudaRow(rs::Statement& st, const CudaRow& row, const std::
 
 class CudaProbe : public CallProbe {
  public:
-  explicit CudaProbe(int launch_sample) : launch_sample_(launch_sample < 1 ? 1 : launch_sample) {}
+  // launch_sample: record 1 in N launches; 0: do not probe the launch functions.
+  explicit CudaProbe(int launch_sample) : launch_sample_(launch_sample < 0 ? 1 : launch_sample) {}
   ~CudaProbe() override;
   std::string_view source() const override { return "cuda"; }
 
@@ -58,7 +63,7 @@ class CudaProbe : public CallProbe {
     return {LibraryKind::kCudart, LibraryKind::kCuda};
   }
   std::span<const ProbedFunction> Functions(LibraryKind kind) const override {
-    return CudaFunctions(kind);
+    return launch_sample_ == 0 ? CudaFunctionsWithoutLaunches(kind) : CudaFunctions(kind);
   }
   std::vector<std::string> ExplicitLibraries(const RecorderOptions& opts) const override;
   void OnEvent(const void* data, size_t size, bool in_flight) override;

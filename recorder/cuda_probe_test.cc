@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string_view>
+#include <vector>
 
 #include "rscore/schema.h"
 
@@ -154,6 +156,19 @@ TEST(CudaFunctions, TablesMatchTheirLibraries) {
     EXPECT_NE(f.cookie & CUDA_DRIVER, 0u) << f.name;
   }
   EXPECT_TRUE(CudaFunctions(LibraryKind::kNccl).empty());
+}
+
+TEST(CudaFunctions, WithoutLaunchesIsEverythingButTheLaunches) {
+  for (LibraryKind kind : {LibraryKind::kCudart, LibraryKind::kCuda}) {
+    std::vector<std::string_view> expected, got;
+    for (const ProbedFunction& f : CudaFunctions(kind)) {
+      if (!(f.cookie & CUDA_LAUNCH)) expected.push_back(f.name);
+    }
+    for (const ProbedFunction& f : CudaFunctionsWithoutLaunches(kind)) got.push_back(f.name);
+    EXPECT_EQ(got, expected);
+    EXPECT_LT(got.size(), CudaFunctions(kind).size());  // each table has launches to leave out
+  }
+  EXPECT_TRUE(CudaFunctionsWithoutLaunches(LibraryKind::kNccl).empty());
 }
 
 }  // namespace

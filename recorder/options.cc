@@ -143,7 +143,7 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
         o.cuda_libs.emplace_back(arg);
         break;
       case kOptCudaSample: {
-        ASSIGN_OR_RETURN(int64_t n, ParseInt("--cuda-launch-sample", arg, 1, 1000000));
+        ASSIGN_OR_RETURN(int64_t n, ParseInt("--cuda-launch-sample", arg, 0, 1000000));
         o.cuda_launch_sample = static_cast<int>(n);
         break;
       }
@@ -207,7 +207,9 @@ activity on this node into a zstd-compressed SQLite bundle. Needs root.
       --scope host|netns      record the whole host (default) or only this network namespace
       --nccl-lib PATH         also attach to this libnccl (repeatable)
       --cuda-lib PATH         also attach to this libcudart / libcuda (repeatable)
-      --cuda-launch-sample N  record 1 in N CUDA kernel launches (default 1: all)
+      --cuda-launch-sample N  record 1 in N CUDA kernel launches (default 1: all; 0: do not
+                              probe launches at all: a launch left out by sampling still
+                              pays the probe, about 1-8 us on the calling thread)
       --no-load-tracepoint    find libraries loaded later by rescans only (every 500 ms and
                               after an exec), not at once: saves about 40 ns on every system
                               call of the node, costs up to about 150 ms of calls per late load

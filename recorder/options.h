@@ -29,7 +29,7 @@ struct RecorderOptions {
   double simulate_clock_drift_ppm = 0;   // --simulate-clock-drift PPM
   std::vector<std::string> nccl_libs;    // --nccl-lib PATH (repeatable)
   std::vector<std::string> cuda_libs;    // --cuda-lib PATH (repeatable)
-  int cuda_launch_sample = 1;            // --cuda-launch-sample N: record 1 in N kernel launches
+  int cuda_launch_sample = 1;  // --cuda-launch-sample N: record 1 in N kernel launches (0: none)
   // --no-load-tracepoint: find later library loads by rescans only (the library-load
   // tracepoint puts every task of the node on the traced system-call path).
   bool load_tracepoint = true;

@@ -62,6 +62,10 @@ TEST(ParseOptions, EveryFlag) {
   EXPECT_TRUE(o.verbose);
 }
 
+TEST(ParseOptions, LaunchSampleZeroMeansLaunchesAreNotProbed) {
+  EXPECT_EQ(MustParse({"--out=x.rsb", "--cuda-launch-sample", "0"}).cuda_launch_sample, 0);
+}
+
 TEST(ParseOptions, DefaultsAndEqualsForm) {
   RecorderOptions o = MustParse({"--out=x.rsb"});
   EXPECT_EQ(o.out, "x.rsb");
@@ -94,7 +98,7 @@ TEST(ParseOptions, ErrorsAreOneLineAndNameTheFlag) {
       {{"--out", "x.rsb", "--pid", "abc"}, "--pid 'abc'"},
       {{"--out", "x.rsb", "--pid", "0"}, "--pid '0'"},
       {{"--out", "x.rsb", "--scope", "world"}, "--scope 'world'"},
-      {{"--out", "x.rsb", "--cuda-launch-sample", "0"}, "--cuda-launch-sample '0'"},
+      {{"--out", "x.rsb", "--cuda-launch-sample", "-1"}, "--cuda-launch-sample '-1'"},
       {{"--out", "x.rsb", "--simulate-clock-drift", "fast"}, "--simulate-clock-drift 'fast'"},
       {{"--out", "x.rsb", "--simulate-clock-offset", "1.5"}, "--simulate-clock-offset '1.5'"},
       {{"--out", "x.rsb", "stray"}, "unexpected argument 'stray'"},

@@ -5,13 +5,14 @@
 // per-thread entry time and a count + sum at return, and (d) under bpftrace printing one
 // record per call with the fields rankscope records, and (e) under bpftrace with empty
 // programs at entry and return: the uprobe + uretprobe mechanism alone, which every
-// uprobe-based tool pays. Separately, with kernel.bpf_stats_enabled, the kernel's own count of
-// the time rankscope's two programs run per call. The worker is a separate process, as a
-// training job is: the recorder's own memory activity must not share its address space.
-// Prints a table, and the cost of a system call on this machine (what every kernel entry
-// costs: the mechanism's floor moves with it); numbers go to tests/bench/capture.md. Needs root.
-// With --bpf-time, only the kernel's run time of rankscope's two programs, over five runs
-// (what changes to bpf/nccl.bpf.c are measured with).
+// uprobe-based tool pays, and (f) bpftrace with an empty program at entry and no return probe
+// (the entry breakpoint alone: what a call costs that no tool records). Separately, with
+// kernel.bpf_stats_enabled, the kernel's own count of the time rankscope's two programs run per
+// call. The worker is a separate process, as a training job is: the recorder's own memory activity
+// must not share its address space. Prints a table, and the cost of a system call on this machine
+// (what every kernel entry costs: the mechanism's floor moves with it); numbers go to
+// tests/bench/capture.md. Needs root. With --bpf-time, only the kernel's run time of rankscope's
+// two programs, over five runs (what changes to bpf/nccl.bpf.c are measured with).
 //
 //   bench_capture [--bpf-time] TESTBED_LIBNCCL [REAL_LIBNCCL] [calls]
 #include <bpf/bpf.h>
@@ -205,21 +206,24 @@ struct BpftraceResult {
   uint64_t lines = 0, lost = 0;  // per-call records printed; events bpftrace reported lost
 };
 
-// bpftrace on the same function, three programs:
+// bpftrace on the same function, four programs:
 //  - empty: nothing at entry and return (the mechanism's cost);
+//  - entry only: nothing at entry, no return probe (what the entry breakpoint costs alone);
 //  - map-only: entry time per thread at entry, a count and a sum at return (no per-call
 //    output: less than rankscope does);
 //  - records: what rankscope records, one output record per call with the same fields (pid,
 //    tid, entry time, duration, count, datatype, op, comm, stream from [sp+8], return value),
 //    the arguments kept per thread from entry to return.
 // Its output is read (and counted) by a thread here, as a user would pipe it to a file.
-enum class Bt { kEmpty, kMaps, kRecords };
+enum class Bt { kEmpty, kEntryOnly, kMaps, kRecords };
 BpftraceResult WithBpftrace(const Target& t, Worker& w, Bt what) {
   const std::string at = "uprobe:" + t.path + ":ncclAllReduce";
   const std::string ret = "uretprobe:" + t.path + ":ncclAllReduce";
   std::string prog;
   if (what == Bt::kEmpty) {
     prog = at + " { } " + ret + " { }";
+  } else if (what == Bt::kEntryOnly) {
+    prog = at + " { }";
   } else if (what == Bt::kMaps) {
     prog = at + " { @start[tid] = nsecs; } " + ret + " /@start[tid]/ { @calls = count(); " +
            "@ns = sum(nsecs - @start[tid]); delete(@start[tid]); }";
@@ -293,6 +297,7 @@ void Bench(Target& t, bool init_comm, int calls) {
   BpftraceResult be = WithBpftrace(t, w, Bt::kEmpty);
   BpftraceResult bm = WithBpftrace(t, w, Bt::kMaps);
   BpftraceResult br = WithBpftrace(t, w, Bt::kRecords);
+  BpftraceResult bo = WithBpftrace(t, w, Bt::kEntryOnly);
   BpfTime bpf;
   (void)WithRankscope(t, w, &bpf);
   auto row = [&](const char* burst, double Timing::*f) {
@@ -310,6 +315,10 @@ void Bench(Target& t, bool init_comm, int calls) {
       "", static_cast<unsigned long long>(rk.events), static_cast<unsigned long long>(rk.drops),
       static_cast<unsigned long long>(br.lines), static_cast<unsigned long long>(br.lost),
       bpf.entry_ns, bpf.return_ns);
+  std::printf(
+      "%-28s entry breakpoint alone (bpftrace, empty entry program, no return probe): "
+      "%.0f ns added (median), %.0f (min)\n",
+      "", bo.ns.median - base.median, bo.ns.min - base.min);
 }
 
 // The programs' own run time alone, five runs (kernel.bpf_stats_enabled on throughout).

@@ -253,6 +253,43 @@ TEST(RealLibraries, DriverApiCallsOnTheToolkitStubDecode) {
             1);
 }
 
+// --cuda-launch-sample 0: the launch functions are not probed (a sampled-out launch still pays
+// the breakpoint); every other call is recorded as before.
+TEST(RealLibraries, LaunchSampleZeroLeavesTheLaunchFunctionsUnprobed) {
+  REQUIRE_ROOT_OR_SKIP();
+  const std::string cuda = FindLibrary({"libcuda.so"}, "stubs");
+  SKIP_UNLESS_OR_FAIL_IN_CI(!cuda.empty(), "the CUDA toolkit's stubs/libcuda.so is not installed");
+  rec::RecorderOptions opts;
+  opts.cuda_libs = {cuda};
+  opts.cuda_launch_sample = 0;
+  Session s(opts);
+  rec::CudaProbe probe(opts.cuda_launch_sample);
+  ASSERT_TRUE(s.Start(probe).ok());
+  Child child({Env("CAPTURE_DLOPEN_DRIVER"), "driver", cuda});
+  const pid_t pid = child.pid();
+  ASSERT_TRUE(child.ReadUntil("ctx_sync_ret", 30000));
+  ASSERT_EQ(child.Wait(), 0);
+  ASSERT_TRUE(s.Finish(probe).ok());
+  auto rows = Rows(s.db(), "SELECT * FROM cuda_events WHERE pid = " + std::to_string(pid) +
+                               " ORDER BY timestamp_ns, id");
+  std::vector<std::string> apis;
+  for (const Row& r : rows) apis.push_back(*Text(r, "api"));
+  EXPECT_EQ(apis,
+            (std::vector<std::string>{"cuMemAlloc_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoHAsync_v2",
+                                      "cuStreamSynchronize", "cuCtxSynchronize"}));
+  const std::string on_file = " AND target = '" + cuda + "'";
+  EXPECT_EQ(*s.db().QueryInt("SELECT COUNT(*) FROM attachments WHERE symbol = 'cuLaunchKernel'" +
+                             on_file),
+            0);
+  EXPECT_EQ(*s.db().QueryInt("SELECT COUNT(*) FROM attachments WHERE kind = 'cuda' AND ok = 1 "
+                             "AND symbol = 'cuStreamSynchronize'" +
+                             on_file),
+            1);
+  auto sample = s.db().QueryText("SELECT value FROM metadata WHERE key = 'cuda_launch_sample'");
+  ASSERT_TRUE(sample.ok() && *sample);
+  EXPECT_EQ(**sample, "0");
+}
+
 // Attaching to a process that is calling the library in a loop: every call is recorded from
 // the first one whose entry is seen. (A call entered between the creation of the entry and
 // the return probes must not leave its thread's slot active: later calls from the same frame
