@@ -83,7 +83,8 @@ std::string RenderHtml(const Report& r) {
   o << "<h3>Collective duration per node</h3>"
     << NodeLinesSvg(r.plots.durations, r.plots.bin_ns, kPlotBins, "plot-durations",
                     "mean collective duration", true);
-  o << "<h3>TCP loss repairs between nodes, sent or received by each node</h3>"
+  o << "<h3>TCP loss repairs over the network (between nodes, or to peers no recorder saw), "
+       "sent or received by each node</h3>"
     << NodeLinesSvg(r.plots.retransmits, r.plots.bin_ns, kPlotBins, "plot-retransmits",
                     "repaired segments per bin", false);
   o << "<h3>Run-queue latency of the ranks' processes per node</h3>"

@@ -182,28 +182,25 @@ struct {
   __type(value, __u8);
 } announced SEC(".maps");
 
-// The consumer is woken for the first event of a process (user space then reads its /proc
+// The consumer is woken for the first event written of a process (user space then reads its /proc
 // entries, maps for symbolization and rank variables, while it still runs) and when the
 // pending data crosses wakeup_bytes with an event. Otherwise it drains on its own timer. A
 // wakeup is an interrupt (a VM exit under virtualization): waking on every event while much
 // is pending would cost microseconds per call.
 //
-// Whether a process was announced is asked once per thread, when its slot is taken by a new
-// thread id (its first recorded call), not at every return: that hash lookup cost 30-50 ns of
-// the return program's 350-460 ns (tests/bench/capture.md). Returns CALL_FLAG_WAKE for the
-// slot when the process is new.
-static __always_inline __u16 announce(__u32 tgid) {
-  if (bpf_map_lookup_elem(&announced, &tgid)) return 0;
-  __u8 one = 1;
-  bpf_map_update_elem(&announced, &tgid, &one, BPF_ANY);
-  return CALL_FLAG_WAKE;
-}
-
-// Ring-buffer flags for writing a slot's event (its CALL_FLAG_WAKE is used up here).
-static __always_inline __u64 wakeup_flags(void* rb, __u16* flags, __u64 size) {
+// Whether the process was announced is asked once per slot: a slot taken by a new thread id
+// gets CALL_FLAG_WAKE, and the first event written from it asks `announced` (so whichever
+// thread or layer writes the process's first event wakes the consumer, even while another
+// thread's first call is still under way). A hash lookup at every write would add about 30 ns
+// to the return program (tests/bench/capture.md).
+static __always_inline __u64 wakeup_flags(void* rb, __u32 tgid, __u16* flags, __u64 size) {
   if (*flags & CALL_FLAG_WAKE) {
     *flags &= ~CALL_FLAG_WAKE;
-    return BPF_RB_FORCE_WAKEUP;
+    if (!bpf_map_lookup_elem(&announced, &tgid)) {
+      __u8 one = 1;
+      bpf_map_update_elem(&announced, &tgid, &one, BPF_ANY);
+      return BPF_RB_FORCE_WAKEUP;
+    }
   }
   __u64 pending = bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA);
   return pending < wakeup_bytes && pending + size >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP

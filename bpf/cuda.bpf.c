@@ -64,7 +64,7 @@ int cuda_entry(struct pt_regs* ctx) {
     e = bpf_map_lookup_elem(&cuda_active, &key);
     if (!e) return 0;
   }
-  if (new_thread) e->flags = announce(tgid);
+  if (new_thread) e->flags = CALL_FLAG_WAKE;
   e->abi = CALL_ABI_VERSION;
   e->fn = cookie & 0xffff;
   e->cookie = (__u32)cookie;
@@ -95,7 +95,7 @@ int cuda_return(struct pt_regs* ctx) {
   if ((e->cookie & CUDA_OUT_ARG0) && e->ret == 0) {
     bpf_probe_read_user(&e->out, sizeof(e->out), (void*)e->regs.arg[0]);
   }
-  if (bpf_ringbuf_output(&cuda_events, e, sizeof(*e), wakeup_flags(&cuda_events, &e->flags, sizeof(*e))) != 0) {
+  if (bpf_ringbuf_output(&cuda_events, e, sizeof(*e), wakeup_flags(&cuda_events, e->pid, &e->flags, sizeof(*e))) != 0) {
     count_stat(CALL_STAT_RB_FULL);
   }
   return 0;

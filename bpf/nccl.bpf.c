@@ -46,7 +46,7 @@ int nccl_entry(struct pt_regs* ctx) {
       e = bpf_map_lookup_elem(&nccl_active, &tid);
       if (!e) return 0;
     }
-    e->flags = announce(tgid);
+    e->flags = CALL_FLAG_WAKE;
   }
   __u64 cookie = bpf_get_attach_cookie(ctx);
   e->abi = CALL_ABI_VERSION;
@@ -102,7 +102,7 @@ int nccl_return(struct pt_regs* ctx) {
   read_outputs(e);
   // The unique id is sent only by the functions that read it (it is the struct's tail).
   __u64 size = (e->cookie & NCCL_READ_UNIQUE_ID) ? sizeof(*e) : offsetof(struct nccl_event, unique_id);
-  if (bpf_ringbuf_output(&nccl_events, e, size, wakeup_flags(&nccl_events, &e->flags, size)) != 0) {
+  if (bpf_ringbuf_output(&nccl_events, e, size, wakeup_flags(&nccl_events, e->pid, &e->flags, size)) != 0) {
     count_stat(CALL_STAT_RB_FULL);
   }
   return 0;

@@ -31,7 +31,8 @@ struct call_lib_map {
 };
 
 // Bits of the events' `flags` (internal to the BPF side; user space ignores them).
-#define CALL_FLAG_WAKE 1  // wake the consumer when this call's event is written (see announce)
+#define CALL_FLAG_WAKE 1  // the slot's first event: ask whether its process is announced
+                          // (wakeup_flags in call_probe.bpf.h)
 
 // Per-CPU counters in the `stats` array map of each call probe.
 enum call_stat {

@@ -321,7 +321,7 @@ void Bench(Target& t, bool init_comm, int calls) {
       "", bo.ns.median - base.median, bo.ns.min - base.min);
 }
 
-// The programs' own run time alone, five runs (kernel.bpf_stats_enabled on throughout).
+// The programs' own run time alone, five runs (kernel.bpf_stats_enabled during each run).
 void BenchBpfTime(Target& t, bool init_comm, int calls) {
   Worker w(t, init_comm, calls);
   if (!w.ok()) {

@@ -254,7 +254,7 @@ TEST(RealLibraries, DriverApiCallsOnTheToolkitStubDecode) {
 }
 
 // --cuda-launch-sample 0: the launch functions are not probed (a sampled-out launch still pays
-// the breakpoint); every other call is recorded as before.
+// the breakpoint); every other call is still recorded.
 TEST(RealLibraries, LaunchSampleZeroLeavesTheLaunchFunctionsUnprobed) {
   REQUIRE_ROOT_OR_SKIP();
   const std::string cuda = FindLibrary({"libcuda.so"}, "stubs");
