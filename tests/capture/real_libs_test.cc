@@ -63,6 +63,26 @@ uint64_t HashOfHex(const std::string& hex) {
   return rs::CommIdHash(id);
 }
 
+// Waits for `dlopen_driver driver` (the driver API on the toolkit's stub libcuda), ends the
+// recording and returns the program's cuda_events rows in call order (none on a failure).
+std::vector<Row> DriverProgramRows(Session& s, rec::CudaProbe& probe, Child& child) {
+  const pid_t pid = child.pid();  // Wait() forgets it
+  const bool ran = child.ReadUntil("ctx_sync_ret", 30000);
+  EXPECT_TRUE(ran);
+  EXPECT_EQ(child.Wait(), 0);
+  const bool finished = s.Finish(probe).ok();
+  EXPECT_TRUE(finished);
+  if (!ran || !finished) return {};
+  return Rows(s.db(), "SELECT * FROM cuda_events WHERE pid = " + std::to_string(pid) +
+                          " ORDER BY timestamp_ns, id");
+}
+
+std::vector<std::string> Apis(const std::vector<Row>& rows) {
+  std::vector<std::string> apis;
+  for (const Row& r : rows) apis.push_back(*Text(r, "api"));
+  return apis;
+}
+
 TEST(RealLibraries, NcclAndCudaRuntimeCallsDecodeWithTheirReturnCodes) {
   REQUIRE_ROOT_OR_SKIP();
   const std::string nccl = FindLibrary({"libnccl.so.2"});
@@ -211,15 +231,8 @@ TEST(RealLibraries, DriverApiCallsOnTheToolkitStubDecode) {
   ASSERT_TRUE(s.Start(probe).ok());
   EXPECT_EQ(probe.attacher()->libraries(), 1);
   Child child({Env("CAPTURE_DLOPEN_DRIVER"), "driver", cuda});
-  const pid_t pid = child.pid();
-  ASSERT_TRUE(child.ReadUntil("ctx_sync_ret", 30000));
-  ASSERT_EQ(child.Wait(), 0);
-  ASSERT_TRUE(s.Finish(probe).ok());
-
-  auto rows = Rows(s.db(), "SELECT * FROM cuda_events WHERE pid = " + std::to_string(pid) +
-                               " ORDER BY timestamp_ns, id");
-  std::vector<std::string> apis;
-  for (const Row& r : rows) apis.push_back(*Text(r, "api"));
+  auto rows = DriverProgramRows(s, probe, child);
+  const std::vector<std::string> apis = Apis(rows);
   ASSERT_EQ(apis, (std::vector<std::string>{"cuMemAlloc_v2", "cuMemcpyHtoD_v2",
                                             "cuMemcpyDtoHAsync_v2", "cuLaunchKernel",
                                             "cuStreamSynchronize", "cuCtxSynchronize"}));
@@ -266,15 +279,7 @@ TEST(RealLibraries, LaunchSampleZeroLeavesTheLaunchFunctionsUnprobed) {
   rec::CudaProbe probe(opts.cuda_launch_sample);
   ASSERT_TRUE(s.Start(probe).ok());
   Child child({Env("CAPTURE_DLOPEN_DRIVER"), "driver", cuda});
-  const pid_t pid = child.pid();
-  ASSERT_TRUE(child.ReadUntil("ctx_sync_ret", 30000));
-  ASSERT_EQ(child.Wait(), 0);
-  ASSERT_TRUE(s.Finish(probe).ok());
-  auto rows = Rows(s.db(), "SELECT * FROM cuda_events WHERE pid = " + std::to_string(pid) +
-                               " ORDER BY timestamp_ns, id");
-  std::vector<std::string> apis;
-  for (const Row& r : rows) apis.push_back(*Text(r, "api"));
-  EXPECT_EQ(apis,
+  EXPECT_EQ(Apis(DriverProgramRows(s, probe, child)),
             (std::vector<std::string>{"cuMemAlloc_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoHAsync_v2",
                                       "cuStreamSynchronize", "cuCtxSynchronize"}));
   const std::string on_file = " AND target = '" + cuda + "'";
