@@ -1,0 +1,134 @@
+// The CUDA runtime API as exported by the test bed's CPU "GPU" (libcudart.so.13): the real
+// function names, C signatures, enum values and stream/event handle types of CUDA 13's
+// cuda_runtime_api.h / driver_types.h, for the subset a training step uses. The recorder's
+// CUDA probes decode this library's calls the way they decode the real one's.
+//
+// What a "device" is here: a set of worker threads, one per stream, that run the stream's work
+// in order (kernels, copies, host functions, event records, waits on other streams) while
+// the calling host thread goes on; each device has its own clock (its globaltimer). Device
+// memory is host memory. A kernel is a host function `void kernel(void** args)` registered
+// with cudacpuRegisterKernel (the runtime must know its argument count to copy the arguments
+// at launch, as the real runtime learns it from the fat binary).
+#ifndef CUDA_CPU_RUNTIME_API_H_
+#define CUDA_CPU_RUNTIME_API_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CUDART_VERSION 13000
+
+typedef enum cudaError {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInitializationError = 3,
+  cudaErrorInsufficientDriver = 35,
+  cudaErrorInvalidDeviceFunction = 98,
+  cudaErrorNoDevice = 100,
+  cudaErrorInvalidDevice = 101,
+  cudaErrorInvalidResourceHandle = 400,
+  cudaErrorNotReady = 600,
+  cudaErrorLaunchFailure = 719
+} cudaError_t;
+
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+  cudaMemcpyDefault = 4
+};
+
+typedef struct CUstream_st* cudaStream_t;
+typedef struct CUevent_st* cudaEvent_t;
+typedef void (*cudaHostFn_t)(void* userData);
+
+struct dim3 {
+  unsigned int x, y, z;
+#ifdef __cplusplus
+  dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1) : x(vx), y(vy), z(vz) {}
+#endif
+};
+typedef struct dim3 dim3;
+
+#define cudaStreamDefault 0x00
+#define cudaStreamNonBlocking 0x01
+#define cudaStreamLegacy ((cudaStream_t)0x1)
+#define cudaStreamPerThread ((cudaStream_t)0x2)
+#define cudaEventDefault 0x00
+#define cudaEventBlockingSync 0x01
+#define cudaEventDisableTiming 0x02
+
+cudaError_t cudaGetDeviceCount(int* count);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaGetDevice(int* device);
+cudaError_t cudaDeviceSynchronize(void);
+cudaError_t cudaRuntimeGetVersion(int* runtimeVersion);
+cudaError_t cudaDriverGetVersion(int* driverVersion);
+
+cudaError_t cudaStreamCreate(cudaStream_t* pStream);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* pStream, unsigned int flags);
+cudaError_t cudaStreamDestroy(cudaStream_t stream);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaStreamQuery(cudaStream_t stream);
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
+
+cudaError_t cudaEventCreate(cudaEvent_t* event);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
+cudaError_t cudaEventQuery(cudaEvent_t event);
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
+
+cudaError_t cudaMalloc(void** devPtr, size_t size);
+cudaError_t cudaFree(void* devPtr);
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
+                            cudaStream_t stream);
+cudaError_t cudaMemset(void* devPtr, int value, size_t count);
+cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream);
+
+cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
+                             size_t sharedMem, cudaStream_t stream);
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userData);
+
+cudaError_t cudaGetLastError(void);
+cudaError_t cudaPeekAtLastError(void);
+const char* cudaGetErrorString(cudaError_t error);
+const char* cudaGetErrorName(cudaError_t error);
+
+// ---- The test bed's own entry points (not CUDA API; the recorder does not probe them) ----
+
+// Declares a kernel: `func` is a `void (*)(void** args)` taking `nargs` arguments of at most
+// 8 bytes each; the runtime copies them at launch. 0 on success.
+int cudacpuRegisterKernel(const void* func, const char* name, int nargs);
+// Inside a kernel: the device is busy for `ns` more nanoseconds of device time, counted from
+// where the kernel's previous busy time ended (not from now: a late wakeup is not added).
+void cudacpuKernelBusy(uint64_t ns);
+// The globaltimer (ns) of the device the calling thread runs on (a stream worker), else of
+// the calling host thread's current device. Each device's clock runs at its own offset (and
+// optional drift) from the host's CLOCK_MONOTONIC: see RANKSCOPE_CUDA_CPU_CLOCK in the README.
+uint64_t cudacpuGlobaltimer(void);
+// The device whose stream the calling thread works for, -1 on a host thread.
+int cudacpuCurrentWorkerDevice(void);
+// Work of a library on a stream (NCCL's kernel launches): fn(arg) runs on the stream's worker
+// in stream order. Returns the work's ticket for cudacpuWaitTicket (0 on failure).
+uint64_t cudacpuEnqueue(cudaStream_t stream, int device, void (*fn)(void*), void* arg);
+// Blocks the host until the work with that ticket on that stream (as passed to
+// cudacpuEnqueue, with the same device) is done.
+void cudacpuWaitTicket(cudaStream_t stream, int device, uint64_t ticket);
+// Makes `waiter` wait (in stream order) for all work enqueued on `waited` so far.
+cudaError_t cudacpuStreamWaitStream(cudaStream_t waiter, cudaStream_t waited, int device);
+// 1 when CUDA_LAUNCH_BLOCKING=1: every enqueue returns only after its work completed.
+int cudacpuLaunchBlocking(void);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // CUDA_CPU_RUNTIME_API_H_
