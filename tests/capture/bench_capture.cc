@@ -409,6 +409,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   setenv("RANKSCOPE_TESTLIB_NO_PEERS", "1", 1);
+  setenv("RANKSCOPE_TESTLIB_COLLECTIVES", "sync", 1);  // each call does its (local) work
   int calls = argc > 3 ? std::atoi(argv[3]) : 150000;
   if (bpf_time_only) {
     Target testbed{"test bed (push %rbp entry)", argv[1]};

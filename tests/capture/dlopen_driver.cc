@@ -121,6 +121,7 @@ int Real(const char* nccl_path, const char* cudart_path) {
 
 int Late(const char* nccl_path, bool wait) {
   setenv("RANKSCOPE_TESTLIB_NO_PEERS", "1", 1);
+  setenv("RANKSCOPE_TESTLIB_COLLECTIVES", "sync", 1);
   void* nccl = Open(nccl_path);
   std::printf("loaded\n");
   std::fflush(stdout);

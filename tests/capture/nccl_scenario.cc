@@ -8,6 +8,7 @@
 //   nccl_scenario hang    two processes over loopback (NCCL_COMM_ID must be set): one
 //                         AllReduce together, then rank 1 stops and rank 0 blocks in the next
 //
+// Both run the library in sync mode (blocking collectives, streams ignored).
 // Output lines: 'key value' (values of pointers in hex).
 #include <signal.h>
 #include <sys/wait.h>
@@ -39,7 +40,7 @@ ncclUniqueId KnownId(int seed) {
   return id;
 }
 
-void* Stream(uintptr_t v) { return reinterpret_cast<void*>(v); }
+cudaStream_t Stream(uintptr_t v) { return reinterpret_cast<cudaStream_t>(v); }
 
 int Local() {
   setenv("RANKSCOPE_TESTLIB_NO_PEERS", "1", 1);
@@ -111,6 +112,9 @@ int Hang() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Blocking collectives: the capture tests check a call that blocks in flight (hang) and
+  // pass made-up stream handles (local), which the asynchronous mode would refuse.
+  setenv("RANKSCOPE_TESTLIB_COLLECTIVES", "sync", 1);
   if (argc == 2 && std::strcmp(argv[1], "local") == 0) return Local();
   if (argc == 2 && std::strcmp(argv[1], "hang") == 0) return Hang();
   std::fprintf(stderr, "usage: nccl_scenario local|hang\n");

@@ -361,11 +361,18 @@ CUDA_API uint64_t cudacpuGlobaltimer(void) {
 
 CUDA_API int cudacpuCurrentWorkerDevice(void) { return WorkerDevice(); }
 
+CUDA_API int cudacpuHostDevice(void) { return Rt().current_device(); }
+
 CUDA_API uint64_t cudacpuEnqueue(cudaStream_t stream, int device, void (*fn)(void*), void* arg) {
   if (fn == nullptr || device < 0 || device >= Runtime::kDevices) return 0;
   std::shared_ptr<Stream> s = Rt().ResolveStream(stream, device);
   if (!s) return 0;
-  return s->device()->Enqueue(s, [fn, arg] { fn(arg); });
+  return s->device()->Enqueue(s, [fn, arg] { fn(arg); }, {}, false);
+}
+
+CUDA_API int cudacpuStreamValid(cudaStream_t stream, int device) {
+  if (device < 0 || device >= Runtime::kDevices) return 0;
+  return Rt().ResolveStream(stream, device) ? 1 : 0;
 }
 
 CUDA_API void cudacpuWaitTicket(cudaStream_t stream, int device, uint64_t ticket) {
@@ -378,7 +385,7 @@ CUDA_API cudaError_t cudacpuStreamWaitStream(cudaStream_t waiter, cudaStream_t w
   std::shared_ptr<Stream> w = Rt().ResolveStream(waiter, device);
   std::shared_ptr<Stream> d = Rt().ResolveStream(waited, device);
   if (!w || !d) return cudaErrorInvalidResourceHandle;
-  if (w != d) w->device()->Enqueue(w, [] {}, {{d, d->Enqueued()}});
+  if (w != d) w->device()->Enqueue(w, [] {}, {{d, d->Enqueued()}}, false);
   return cudaSuccess;
 }
 

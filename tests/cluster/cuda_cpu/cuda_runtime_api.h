@@ -116,9 +116,15 @@ void cudacpuKernelBusy(uint64_t ns);
 uint64_t cudacpuGlobaltimer(void);
 // The device whose stream the calling thread works for, -1 on a host thread.
 int cudacpuCurrentWorkerDevice(void);
+// The calling host thread's current device (what cudaGetDevice returns), without a CUDA call.
+int cudacpuHostDevice(void);
 // Work of a library on a stream (NCCL's kernel launches): fn(arg) runs on the stream's worker
-// in stream order. Returns the work's ticket for cudacpuWaitTicket (0 on failure).
+// in stream order. Returns the work's ticket for cudacpuWaitTicket (0 on failure). Never
+// waits for the work, even with CUDA_LAUNCH_BLOCKING (nor does cudacpuStreamWaitStream).
 uint64_t cudacpuEnqueue(cudaStream_t stream, int device, void (*fn)(void*), void* arg);
+// 1 when the handle names a stream of that device (null and cudaStreamLegacy: its legacy
+// stream; cudaStreamPerThread: the calling thread's).
+int cudacpuStreamValid(cudaStream_t stream, int device);
 // Blocks the host until the work with that ticket on that stream (as passed to
 // cudacpuEnqueue, with the same device) is done.
 void cudacpuWaitTicket(cudaStream_t stream, int device, uint64_t ticket);

@@ -196,7 +196,7 @@ std::shared_ptr<Stream> Device::Legacy() {
 }
 
 uint64_t Device::Enqueue(const std::shared_ptr<Stream>& s, std::function<void()> fn,
-                         std::vector<Stream::Dep> deps) {
+                         std::vector<Stream::Dep> deps, bool may_block) {
   if (s->legacy() || s->blocking()) Legacy();  // make sure it exists before locking
   uint64_t ticket = 0;
   {
@@ -216,7 +216,7 @@ uint64_t Device::Enqueue(const std::shared_ptr<Stream>& s, std::function<void()>
     }
     ticket = s->Push(std::move(fn), std::move(deps));
   }
-  if (Runtime::Get().launch_blocking()) s->WaitFor(ticket);
+  if (may_block && Runtime::Get().launch_blocking()) s->WaitFor(ticket);
   return ticket;
 }
 

@@ -74,9 +74,10 @@ class Device {
   std::shared_ptr<Stream> Legacy();
   // Enqueues on s with CUDA's implicit ordering: the legacy stream waits for every blocking
   // stream's pending work, a blocking stream for the legacy stream's. With
-  // CUDA_LAUNCH_BLOCKING, returns only once the work is done.
+  // CUDA_LAUNCH_BLOCKING, returns only once the work is done (unless may_block is false: the
+  // test bed's own entry points leave that to their caller).
   uint64_t Enqueue(const std::shared_ptr<Stream>& s, std::function<void()> fn,
-                   std::vector<Stream::Dep> extra_deps = {});
+                   std::vector<Stream::Dep> extra_deps = {}, bool may_block = true);
   void Synchronize();  // every stream of the device reached what was enqueued before the call
 
  private:

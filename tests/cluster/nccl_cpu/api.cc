@@ -1,7 +1,8 @@
 // The exported NCCL API of the CPU collective library. Every public ncclX is a weak alias of
 // pncclX at the same address, as in the real libnccl.so.2. These entry points stay separate,
 // non-inlined functions with a frame-pointer prologue (push %rbp), so uprobes on them are
-// cheap; the work happens in collectives.cc and bootstrap.cc.
+// cheap; calls become tasks in enqueue.cc, the work happens in collectives.cc (on a stream's
+// worker in async mode) and bootstrap.cc.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -16,8 +17,11 @@
 #include "bootstrap.h"
 #include "collectives.h"
 #include "comm.h"
+#include "enqueue.h"
 #include "nccl.h"
 #include "reduce.h"
+#include "profiler.h"
+#include "rscore/nccl_comm_hash.h"
 #include "transport.h"
 
 #define NCCL_API(ret, name, ...)                                                                   \
@@ -29,15 +33,22 @@ namespace ncclcpu {
 
 namespace {
 
-thread_local int group_depth = 0;
-thread_local std::vector<P2pOp> group_ops;
-
 bool NoPeersMode() {
   const char* v = std::getenv("RANKSCOPE_TESTLIB_NO_PEERS");
   return v != nullptr && std::strcmp(v, "1") == 0;
 }
 
-ncclResult_t InitRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank) {
+// The name a profiler plugin's init receives: ncclConfig_t.commName when the config is one.
+std::string ConfigName(const ncclConfig_t* config) {
+  if (config == nullptr || config->magic != NCCL_CONFIG_MAGIC || config->commName == nullptr) {
+    return "";
+  }
+  return config->commName;
+}
+
+// Joins a communicator; comm_hash is NCCL's commHash of it (from the id, or of a split).
+ncclResult_t InitRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, int device,
+                      uint64_t comm_hash, const std::string& name) {
   if (out == nullptr) return Fail(nullptr, ncclInvalidArgument, "CommInitRank: comm is NULL");
   *out = nullptr;
   if (nranks < 1 || rank < 0 || rank >= nranks) {
@@ -48,28 +59,30 @@ ncclResult_t InitRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int r
   auto* comm = new ncclComm;
   comm->rank = rank;
   comm->nranks = nranks;
+  comm->cuda_dev = device;
+  comm->comm_hash = comm_hash;
+  comm->name = name;
   if (NoPeersMode()) {
     comm->no_peers = true;
     comm->fds.assign(nranks, -1);
-    *out = comm;
-    return ncclSuccess;
+  } else {
+    std::string error;
+    ncclResult_t r = JoinMesh(comm, id, &error);
+    if (r != ncclSuccess) {
+      Fail(comm, r, "CommInitRank: " + error);
+      delete comm;
+      return r;
+    }
   }
-  std::string error;
-  ncclResult_t r = JoinMesh(comm, id, &error);
-  if (r != ncclSuccess) {
-    Fail(comm, r, "CommInitRank: " + error);
-    delete comm;
-    return r;
-  }
+  ProfilerInit(comm);
   *out = comm;
   return ncclSuccess;
 }
 
-void CloseComm(ncclComm* comm) {
-  for (int fd : comm->fds) {
-    if (fd >= 0) close(fd);
-  }
-  delete comm;
+ncclResult_t InitRoot(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
+                      const ncclConfig_t* config) {
+  return InitRank(out, nranks, id, rank, cudacpuHostDevice(),
+                  rs::NcclCommHash(id.internal, sizeof(id.internal)), ConfigName(config));
 }
 
 ncclResult_t CheckComm(ncclComm* comm, const char* what) {
@@ -103,29 +116,57 @@ ncclResult_t CheckPeer(ncclComm* comm, int peer, const char* what) {
   return ncclSuccess;
 }
 
-ncclResult_t P2p(bool send, void* buf, size_t count, ncclDataType_t type, int peer,
-                 ncclComm* comm) {
-  const char* what = send ? "Send" : "Recv";
+ncclResult_t P2p(Func func, void* buf, size_t count, ncclDataType_t type, int peer,
+                 ncclComm* comm, cudaStream_t stream) {
+  const char* what = func == kSend ? "Send" : "Recv";
   if (ncclResult_t r = CheckColl(comm, type, what); r != ncclSuccess) return r;
   if (ncclResult_t r = CheckPeer(comm, peer, what); r != ncclSuccess) return r;
-  P2pOp op{comm, send, buf, count * TypeSize(type), peer};
-  if (group_depth > 0) {
-    group_ops.push_back(op);
-    return ncclSuccess;
-  }
-  std::vector<P2pOp> ops{op};
-  return RunP2p(ops);
+  Task t;
+  t.func = func;
+  t.comm = comm;
+  t.recv = buf;
+  t.count = count;
+  t.datatype = type;
+  t.root = peer;
+  t.stream = stream;
+  return EnqueueTask(t);
 }
 
-ncclResult_t Split(ncclComm* comm, int color, int key, ncclComm_t* out) {
+ncclResult_t Coll(Func func, ncclComm* comm, const void* send, void* recv, size_t count,
+                  ncclDataType_t type, ncclRedOp_t op, int root, cudaStream_t stream) {
+  if (count == 0) return ncclSuccess;
+  Task t;
+  t.func = func;
+  t.comm = comm;
+  t.send = send;
+  t.recv = recv;
+  t.count = count;
+  t.datatype = type;
+  t.op = op;
+  t.root = root;
+  t.stream = stream;
+  return EnqueueTask(t);
+}
+
+ncclResult_t Split(ncclComm* comm, int color, int key, ncclComm_t* out,
+                   const ncclConfig_t* config) {
   if (out == nullptr) return Fail(comm, ncclInvalidArgument, "CommSplit: newcomm is NULL");
   *out = nullptr;
   if (ncclResult_t r = CheckComm(comm, "CommSplit"); r != ncclSuccess) return r;
+  if (int e = comm->async_error.load(); e != ncclSuccess) return static_cast<ncclResult_t>(e);
+  // The split exchanges on the communicator's sockets from this thread: its device work
+  // must be done first (NCCL splits over a separate bootstrap network instead).
+  WaitIdle(comm);
+  const uint64_t hash = rs::NcclSplitCommHash(comm->comm_hash, ++comm->split_count, color);
   if (comm->no_peers || comm->nranks == 1) {
     if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
     auto* c = new ncclComm;
     c->no_peers = comm->no_peers;
     c->fds.assign(1, -1);
+    c->cuda_dev = comm->cuda_dev;
+    c->comm_hash = hash;
+    c->name = ConfigName(config);
+    ProfilerInit(c);
     *out = c;
     return ncclSuccess;
   }
@@ -159,7 +200,8 @@ ncclResult_t Split(ncclComm* comm, int color, int key, ncclComm_t* out) {
     return r;
   }
   if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
-  return InitRank(out, static_cast<int>(members.size()), ids[members[0].second], new_rank);
+  return InitRank(out, static_cast<int>(members.size()), ids[members[0].second], new_rank,
+                  comm->cuda_dev, hash, ConfigName(config));
 }
 
 }  // namespace
@@ -188,19 +230,18 @@ NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
 
 NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId,
          int rank) {
-  return InitRank(comm, nranks, commId, rank);
+  return InitRoot(comm, nranks, commId, rank, nullptr);
 }
 
 NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId,
          int rank, ncclConfig_t* config) {
-  (void)config;
-  return InitRank(comm, nranks, commId, rank);
+  return InitRoot(comm, nranks, commId, rank, config);
 }
 
-// One communicator per "device" in this process, over loopback; collectives on them must be
-// issued from one thread per communicator (they block until all ranks joined).
+// One communicator per device in this process (devlist, else devices 0..ndev-1), over
+// loopback. In sync mode, collectives on them must be issued from one thread per communicator
+// (they block until all ranks joined); in async mode each runs on its device's streams.
 NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comm, int ndev, const int* devlist) {
-  (void)devlist;
   if (comm == nullptr || ndev < 1) return Fail(nullptr, ncclInvalidArgument, "CommInitAll");
   ncclUniqueId id{};
   std::string error;
@@ -210,7 +251,11 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comm, int ndev, const int* d
   std::vector<ncclResult_t> results(ndev, ncclSuccess);
   std::vector<std::thread> threads;
   for (int i = 0; i < ndev; ++i) {
-    threads.emplace_back([&, i] { results[i] = InitRank(&comm[i], ndev, id, i); });
+    int device = devlist != nullptr ? devlist[i] : i;
+    threads.emplace_back([&, i, device] {
+      results[i] = InitRank(&comm[i], ndev, id, i, device,
+                            rs::NcclCommHash(id.internal, sizeof(id.internal)), "");
+    });
   }
   for (std::thread& t : threads) t.join();
   for (ncclResult_t r : results) {
@@ -219,22 +264,31 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comm, int ndev, const int* d
   return ncclSuccess;
 }
 
-NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) { return CheckComm(comm, "Finalize"); }
+// Finalize and Destroy wait for the communicator's device work, as NCCL's do; Abort does not
+// (the work still queued finishes without doing anything).
+NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
+  if (ncclResult_t r = CheckComm(comm, "Finalize"); r != ncclSuccess) return r;
+  WaitIdle(comm);
+  return static_cast<ncclResult_t>(comm->async_error.load());
+}
 
 NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
-  if (comm != nullptr) CloseComm(comm);
+  if (comm == nullptr) return ncclSuccess;
+  WaitIdle(comm);
+  Release(comm);
   return ncclSuccess;
 }
 
 NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
-  if (comm != nullptr) CloseComm(comm);
+  if (comm == nullptr) return ncclSuccess;
+  Abort(comm);
+  Release(comm);
   return ncclSuccess;
 }
 
 NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
          ncclConfig_t* config) {
-  (void)config;
-  return Split(comm, color, key, newcomm);
+  return Split(comm, color, key, newcomm, config);
 }
 
 NCCL_API(const char*, ncclGetErrorString, ncclResult_t result) { return ErrorString(result); }
@@ -259,74 +313,55 @@ NCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
 
 NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  (void)stream;
   if (ncclResult_t r = CheckReduce(comm, datatype, op, "Reduce"); r != ncclSuccess) return r;
   if (ncclResult_t r = CheckPeer(comm, root, "Reduce"); r != ncclSuccess) return r;
-  return count == 0 ? ncclSuccess
-                    : ReduceToRoot(comm, sendbuff, recvbuff, count, datatype, op, root);
+  return Coll(kReduce, comm, sendbuff, recvbuff, count, datatype, op, root, stream);
 }
 
 NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root,
          ncclComm_t comm, cudaStream_t stream) {
-  (void)stream;
   if (ncclResult_t r = CheckColl(comm, datatype, "Bcast"); r != ncclSuccess) return r;
   if (ncclResult_t r = CheckPeer(comm, root, "Bcast"); r != ncclSuccess) return r;
-  return count == 0 ? ncclSuccess : Broadcast(comm, buff, buff, count, datatype, root);
+  return Coll(kBroadcast, comm, buff, buff, count, datatype, ncclSum, root, stream);
 }
 
 NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  (void)stream;
   if (ncclResult_t r = CheckColl(comm, datatype, "Broadcast"); r != ncclSuccess) return r;
   if (ncclResult_t r = CheckPeer(comm, root, "Broadcast"); r != ncclSuccess) return r;
-  return count == 0 ? ncclSuccess : Broadcast(comm, sendbuff, recvbuff, count, datatype, root);
+  return Coll(kBroadcast, comm, sendbuff, recvbuff, count, datatype, ncclSum, root, stream);
 }
 
 NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  (void)stream;
   if (ncclResult_t r = CheckReduce(comm, datatype, op, "AllReduce"); r != ncclSuccess) return r;
-  return count == 0 ? ncclSuccess : AllReduce(comm, sendbuff, recvbuff, count, datatype, op);
+  return Coll(kAllReduce, comm, sendbuff, recvbuff, count, datatype, op, 0, stream);
 }
 
 NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  (void)stream;
   if (ncclResult_t r = CheckReduce(comm, datatype, op, "ReduceScatter"); r != ncclSuccess) {
     return r;
   }
-  return recvcount == 0 ? ncclSuccess
-                        : ReduceScatter(comm, sendbuff, recvbuff, recvcount, datatype, op);
+  return Coll(kReduceScatter, comm, sendbuff, recvbuff, recvcount, datatype, op, 0, stream);
 }
 
 NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  (void)stream;
   if (ncclResult_t r = CheckColl(comm, datatype, "AllGather"); r != ncclSuccess) return r;
-  return sendcount == 0 ? ncclSuccess : AllGather(comm, sendbuff, recvbuff, sendcount, datatype);
+  return Coll(kAllGather, comm, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, stream);
 }
 
 NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype,
          int peer, ncclComm_t comm, cudaStream_t stream) {
-  (void)stream;
-  return P2p(true, const_cast<void*>(sendbuff), count, datatype, peer, comm);
+  return P2p(kSend, const_cast<void*>(sendbuff), count, datatype, peer, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
          ncclComm_t comm, cudaStream_t stream) {
-  (void)stream;
-  return P2p(false, recvbuff, count, datatype, peer, comm);
+  return P2p(kRecv, recvbuff, count, datatype, peer, comm, stream);
 }
 
-NCCL_API(ncclResult_t, ncclGroupStart, void) {
-  ++group_depth;
-  return ncclSuccess;
-}
+NCCL_API(ncclResult_t, ncclGroupStart, void) { return GroupStart(); }
 
-NCCL_API(ncclResult_t, ncclGroupEnd, void) {
-  if (group_depth == 0) return Fail(nullptr, ncclInvalidUsage, "GroupEnd without GroupStart");
-  if (--group_depth > 0) return ncclSuccess;
-  std::vector<P2pOp> ops;
-  ops.swap(group_ops);
-  return ops.empty() ? ncclSuccess : RunP2p(ops);
-}
+NCCL_API(ncclResult_t, ncclGroupEnd, void) { return GroupEnd(); }

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "proxy_trace.h"
 #include "reduce.h"
 #include "transport.h"
 
@@ -16,9 +17,19 @@ size_t ChunkBegin(size_t count, int n, int i) {
   return count * static_cast<size_t>(i) / static_cast<size_t>(n);
 }
 
+// One step of an algorithm: its transfers run together. The calling thread's proxy trace (the
+// profiler's ProxyStep events), if any, sees each transfer posted and done.
 ncclResult_t Exchange(ncclComm* comm, std::vector<Transfer>& t, const char* what) {
   std::string error;
-  if (!RunTransfers(t, &error)) {
+  ProxyTrace* trace = ProxyTrace::Current();
+  bool ok = true;
+  if (trace != nullptr) {
+    trace->Posted(t);
+    ok = RunTransfers(t, &error, [trace](size_t i) { trace->Done(i); });
+  } else {
+    ok = RunTransfers(t, &error);
+  }
+  if (!ok) {
     return Fail(comm, ncclRemoteError, std::string(what) + ": " + error);
   }
   return ncclSuccess;

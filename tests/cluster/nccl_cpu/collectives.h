@@ -1,6 +1,7 @@
-// Collective algorithms of the CPU collective library on host buffers, blocking until
-// complete: rings for AllReduce / AllGather / ReduceScatter / Reduce, a chain for Broadcast,
-// and grouped point-to-point transfers.
+// Collective algorithms of the CPU collective library on host buffers, blocking the calling
+// thread (a stream's worker in async mode, the caller in sync mode) until complete: rings for
+// AllReduce / AllGather / ReduceScatter / Reduce, a chain for Broadcast, and grouped
+// point-to-point transfers.
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,11 @@
 #include "comm.h"
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdio>
+
+#include "profiler.h"
 
 namespace ncclcpu {
 
@@ -9,10 +14,41 @@ ncclResult_t Fail(ncclComm* comm, ncclResult_t code, const std::string& message)
   if (comm != nullptr) {
     text =
         "rank " + std::to_string(comm->rank) + "/" + std::to_string(comm->nranks) + ": " + message;
+    std::lock_guard<std::mutex> lock(comm->mu);
     comm->last_error = text;
   }
   std::fprintf(stderr, "nccl-cpu: %s\n", text.c_str());
   return code;
+}
+
+void SetAsyncError(ncclComm* comm, ncclResult_t code) {
+  int expected = ncclSuccess;
+  comm->async_error.compare_exchange_strong(expected, code);
+}
+
+void Retain(ncclComm* comm) { comm->refs.fetch_add(1); }
+
+void Release(ncclComm* comm) {
+  if (comm->refs.fetch_sub(1) != 1) return;
+  for (int fd : comm->fds) {
+    if (fd >= 0) close(fd);
+  }
+  ProfilerFinalize(comm);
+  delete comm;
+}
+
+void Abort(ncclComm* comm) {
+  comm->aborted.store(true);
+  for (int fd : comm->fds) {
+    if (fd >= 0) shutdown(fd, SHUT_RDWR);  // transfers blocked in poll() fail at once
+  }
+  std::lock_guard<std::mutex> lock(comm->mu);
+  comm->cv.notify_all();
+}
+
+void WaitIdle(ncclComm* comm) {
+  std::unique_lock<std::mutex> lock(comm->mu);
+  comm->cv.wait(lock, [&] { return comm->exec_next >= comm->next_ticket; });
 }
 
 ncclResult_t GetVersion(int* version) {
@@ -44,13 +80,17 @@ const char* ErrorString(ncclResult_t result) {
   }
 }
 
-const char* LastError(const ncclComm* comm) {
-  return comm != nullptr ? comm->last_error.c_str() : "";
+const char* LastError(ncclComm* comm) {
+  if (comm == nullptr) return "";
+  thread_local std::string copy;  // the caller's pointer stays valid while device work writes
+  std::lock_guard<std::mutex> lock(comm->mu);
+  copy = comm->last_error;
+  return copy.c_str();
 }
 
 ncclResult_t AsyncError(const ncclComm* comm, ncclResult_t* error) {
   if (comm == nullptr || error == nullptr) return ncclInvalidArgument;
-  *error = ncclSuccess;
+  *error = static_cast<ncclResult_t>(comm->async_error.load());
   return ncclSuccess;
 }
 
@@ -62,7 +102,7 @@ ncclResult_t CommCount(const ncclComm* comm, int* count) {
 
 ncclResult_t CommCuDevice(const ncclComm* comm, int* device) {
   if (comm == nullptr || device == nullptr) return ncclInvalidArgument;
-  *device = 0;
+  *device = comm->cuda_dev;
   return ncclSuccess;
 }
 

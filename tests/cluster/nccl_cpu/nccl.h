@@ -1,10 +1,14 @@
 // The NCCL public API as exported by the CPU collective library (libnccl.so.2 of the test
 // bed). Prototypes, enum values and ncclUniqueId match NCCL 2.28's nccl.h exactly, so the
 // recorder's uprobes decode this library's calls the way they decode the real one's.
-// cudaStream_t is taken as `void*` (the CPU library has no streams; it is ignored).
-#pragma once
+// Streams are the test bed's CUDA runtime's (cuda_cpu/cuda_runtime_api.h), as the real nccl.h
+// takes them from cuda_runtime.h.
+#ifndef NCCL_H_
+#define NCCL_H_
 
 #include <stddef.h>
+
+#include "cuda_runtime_api.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -19,7 +23,6 @@ extern "C" {
 #define NCCL_SPLIT_NOCOLOR -1
 
 typedef struct ncclComm* ncclComm_t;
-typedef void* cudaStream_t;
 typedef struct {
   char internal[NCCL_UNIQUE_ID_BYTES];
 } ncclUniqueId;
@@ -36,7 +39,10 @@ typedef enum {
   ncclNumResults = 8
 } ncclResult_t;
 
-// Same layout as ncclConfig_v22800; the CPU library reads none of it.
+#define NCCL_CONFIG_MAGIC 0xcafebeef
+
+// Same layout as ncclConfig_v22800; the CPU library reads only commName (the name a
+// profiler plugin's init receives), when magic is NCCL_CONFIG_MAGIC.
 typedef struct ncclConfig_v22800 {
   size_t size;
   unsigned int magic;
@@ -131,3 +137,5 @@ ncclResult_t ncclGroupEnd(void);
 #ifdef __cplusplus
 }  // extern "C"
 #endif
+
+#endif  // NCCL_H_

@@ -1,6 +1,8 @@
 // The CPU collective library against references computed here: several ranks in forked
 // processes over loopback TCP, every datatype x reduction op, the data-movement collectives,
 // grouped Send/Recv, CommSplit, the no-peers mode, and a peer that dies mid-collective.
+// These run the library in sync mode (blocking calls, as a CPU framework); the asynchronous
+// mode has its own tests (nccl_async_test.cc).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -19,6 +21,8 @@
 #include "reduce.h"
 
 namespace {
+
+const bool kSyncMode = [] { return setenv("RANKSCOPE_TESTLIB_COLLECTIVES", "sync", 1) == 0; }();
 
 using ncclcpu::Bf16ToFloat;
 using ncclcpu::FloatToBf16;

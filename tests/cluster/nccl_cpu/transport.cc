@@ -175,7 +175,13 @@ bool RecvAll(int fd, void* buf, size_t len, std::string* error) {
   return RunTransfers(t, error);
 }
 
-bool RunTransfers(std::vector<Transfer>& transfers, std::string* error) {
+bool RunTransfers(std::vector<Transfer>& transfers, std::string* error,
+                  const std::function<void(size_t)>& on_done) {
+  if (on_done) {
+    for (size_t i = 0; i < transfers.size(); ++i) {
+      if (transfers[i].done == transfers[i].len) on_done(i);
+    }
+  }
   std::vector<pollfd> fds;
   std::vector<size_t> active;  // index into transfers for each pollfd
   for (;;) {
@@ -207,6 +213,7 @@ bool RunTransfers(std::vector<Transfer>& transfers, std::string* error) {
                          : recv(t.fd, t.buf + t.done, t.len - t.done, MSG_DONTWAIT);
       if (r > 0) {
         t.done += static_cast<size_t>(r);
+        if (t.done == t.len && on_done) on_done(active[k]);
       } else if (r == 0) {
         *error = "peer closed the connection";
         return false;

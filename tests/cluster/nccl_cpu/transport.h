@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,9 @@ struct Transfer {
 };
 
 // Runs until every transfer completed (true) or a socket failed (false, *error says why).
-bool RunTransfers(std::vector<Transfer>& transfers, std::string* error);
+// on_done(i), when given, is called as transfer i completes.
+bool RunTransfers(std::vector<Transfer>& transfers, std::string* error,
+                  const std::function<void(size_t)>& on_done = nullptr);
 bool SendAll(int fd, const void* buf, size_t len, std::string* error);
 bool RecvAll(int fd, void* buf, size_t len, std::string* error);
 

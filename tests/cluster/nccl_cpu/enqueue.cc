@@ -1,0 +1,319 @@
+#include "enqueue.h"
+
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "collectives.h"
+#include "proxy_trace.h"
+#include "reduce.h"
+
+namespace ncclcpu {
+namespace {
+
+constexpr int kTaskMask = ncclProfileColl | ncclProfileProxyOp | ncclProfileProxyStep |
+                          ncclProfileKernelCh | ncclProfileNetPlugin;
+constexpr int kP2pTaskMask = ncclProfileP2p | ncclProfileProxyOp | ncclProfileProxyStep |
+                             ncclProfileKernelCh | ncclProfileNetPlugin;
+constexpr int kGroupMask = ncclProfileGroup | kTaskMask | kP2pTaskMask;
+
+// ncclGroupDepth and the tasks of the calling thread's open group.
+thread_local int tls_group_depth = 0;
+thread_local std::vector<Task> tls_tasks;
+
+bool IsP2p(Func f) { return f == kSend || f == kRecv; }
+
+// One launch: the tasks of one communicator in one group, run in order by the device.
+struct Plan {
+  ncclComm* comm = nullptr;
+  std::vector<Task> tasks;
+  uint64_t ticket = 0;
+  bool async = true;
+  // The device waits until the host has given the profiler the plan's Group/Coll/P2p events
+  // (NCCL reports them after the launch, but before its proxy can see the work).
+  std::mutex mu;
+  std::condition_variable cv;
+  bool ready = false;
+  ncclResult_t result = ncclSuccess;
+};
+
+size_t TaskBytes(const Task& t) { return t.count * TypeSize(t.datatype); }
+
+ncclResult_t RunColl(const Task& t) {
+  ncclComm* c = t.comm;
+  switch (t.func) {
+    case kAllReduce:
+      return AllReduce(c, t.send, t.recv, t.count, t.datatype, t.op);
+    case kAllGather:
+      return AllGather(c, t.send, t.recv, t.count, t.datatype);
+    case kReduceScatter:
+      return ReduceScatter(c, t.send, t.recv, t.count, t.datatype, t.op);
+    case kBroadcast:
+      return Broadcast(c, t.send, t.recv, t.count, t.datatype, t.root);
+    case kReduce:
+      return ReduceToRoot(c, t.send, t.recv, t.count, t.datatype, t.op, t.root);
+    default:
+      return Fail(c, ncclInternalError, "not a collective");
+  }
+}
+
+void* StartKernelCh(const Task& t) {
+  if (t.event == nullptr || (t.mask & ncclProfileKernelCh) == 0) return nullptr;
+  return StartKernelChEvent(t.comm, t.event, cudacpuGlobaltimer());
+}
+
+// What the device does with a plan: collectives in order, then the point-to-point tasks
+// together. Each task's channel reports the device's clock at its start and stop; a failed
+// task in async mode reports no stop (its kernel would never finish).
+ncclResult_t Execute(Plan& p) {
+  ncclComm* c = p.comm;
+  for (Task& t : p.tasks) {
+    if (IsP2p(t.func)) continue;
+    void* channel = StartKernelCh(t);
+    ncclResult_t r;
+    {
+      std::vector<ProxyPlan> steps = PlanCollSteps(c, t.func, TaskBytes(t), t.root);
+      for (ProxyPlan& s : steps) {
+        s.task = t.event;
+        s.mask = t.mask;
+      }
+      ProxyTrace trace(c, std::move(steps));
+      r = RunColl(t);
+    }
+    if (r != ncclSuccess && p.async) return r;
+    StopKernelChEvent(channel, cudacpuGlobaltimer());
+    if (r != ncclSuccess) return r;
+  }
+  std::vector<P2pOp> ops;
+  std::vector<ProxyPlan> steps;
+  std::vector<void*> channels;
+  for (Task& t : p.tasks) {
+    if (!IsP2p(t.func)) continue;
+    ops.push_back(P2pOp{c, t.func == kSend, t.recv, TaskBytes(t), t.root});
+    channels.push_back(StartKernelCh(t));
+    if (!c->no_peers && c->nranks > 1 && t.root != c->rank) {
+      ProxyPlan s;
+      s.task = t.event;
+      s.mask = t.mask;
+      s.peer = t.root;
+      s.send = t.func == kSend;
+      s.n_steps = 1;
+      s.chunk_bytes = TaskBytes(t);
+      steps.push_back(s);
+    }
+  }
+  if (ops.empty()) return ncclSuccess;
+  ncclResult_t r;
+  {
+    ProxyTrace trace(c, std::move(steps));
+    r = RunP2p(ops);
+  }
+  if (r != ncclSuccess && p.async) return r;
+  uint64_t stop = cudacpuGlobaltimer();
+  for (void* ch : channels) StopKernelChEvent(ch, stop);
+  return r;
+}
+
+// Runs a plan on the device (async: a stream's worker) or on the calling thread (sync).
+void RunPlan(Plan* p) {
+  ncclComm* c = p->comm;
+  {
+    std::unique_lock<std::mutex> lock(p->mu);
+    p->cv.wait(lock, [&] { return p->ready; });
+  }
+  {
+    std::unique_lock<std::mutex> lock(c->mu);
+    c->cv.wait(lock, [&] { return c->exec_next == p->ticket || c->aborted.load(); });
+  }
+  ncclResult_t r = static_cast<ncclResult_t>(c->async_error.load());
+  if (!c->aborted.load() && r == ncclSuccess) {
+    r = Execute(*p);
+    if (r != ncclSuccess && p->async) {
+      SetAsyncError(c, r);
+      // A kernel whose peer is gone spins until the communicator is aborted.
+      std::unique_lock<std::mutex> lock(c->mu);
+      c->cv.wait(lock, [&] { return c->aborted.load(); });
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    ++c->exec_next;
+    c->cv.notify_all();
+  }
+  p->result = r;
+  if (p->async) {
+    delete p;
+    Release(c);
+  }
+}
+
+void RunPlanOnDevice(void* arg) { RunPlan(static_cast<Plan*>(arg)); }
+
+// NCCL's hostStreamPlanTask: the Group event, then each task's Coll/P2p event (a collective's
+// sequence number per communicator and function counts every launch, profiled or not).
+void ReportPlan(Plan& p, int mask) {
+  ncclComm* c = p.comm;
+  const bool loaded = ProfilerLoaded();
+  void* group = loaded && (mask & kGroupMask) ? StartGroupEvent(c) : nullptr;
+  for (Task& t : p.tasks) {
+    if (IsP2p(t.func)) continue;
+    if (loaded && (t.mask & kTaskMask)) {
+      CollArgs a{t.func, c->seq_number[t.func], t.send, t.recv, t.count, t.root, t.datatype,
+                 t.api, group};
+      if (t.func == kAllGather || t.func == kBroadcast) {  // NCCL moves these as bytes
+        a.count = t.count * TypeSize(t.datatype);
+        a.datatype = ncclInt8;
+      }
+      if (t.func != kReduce && t.func != kBroadcast) a.root = 0;
+      t.event = StartCollEvent(c, a);
+    }
+    ++c->seq_number[t.func];
+  }
+  for (Task& t : p.tasks) {
+    if (!IsP2p(t.func) || !loaded || (t.mask & kP2pTaskMask) == 0) continue;
+    t.event = StartP2pEvent(c, P2pArgs{t.func, t.recv, t.count, t.root, t.datatype, t.api, group});
+  }
+  for (Task& t : p.tasks) StopEvent(t.event);  // "enqueued"; the handle stays the parent
+  StopEvent(group);
+}
+
+ncclResult_t Launch(ncclComm* c, std::vector<Task> tasks) {
+  if (int e = c->async_error.load(); e != ncclSuccess) return static_cast<ncclResult_t>(e);
+  const bool async = AsyncMode();
+  const cudaStream_t launch = tasks.front().stream;
+  std::vector<cudaStream_t> others;
+  if (async) {
+    for (const Task& t : tasks) {
+      if (!cudacpuStreamValid(t.stream, c->cuda_dev)) {
+        return Fail(c, ncclUnhandledCudaError, "invalid CUDA stream " +
+                    std::to_string(reinterpret_cast<uintptr_t>(t.stream)) + " for device " +
+                    std::to_string(c->cuda_dev));
+      }
+      bool seen = t.stream == launch;
+      for (cudaStream_t o : others) seen = seen || o == t.stream;
+      if (!seen) others.push_back(t.stream);
+    }
+  }
+  auto* p = new Plan;
+  p->comm = c;
+  p->tasks = std::move(tasks);
+  p->async = async;
+  int mask = 0;
+  void* group_api = nullptr;
+  for (const Task& t : p->tasks) {
+    if (t.mask != 0) {
+      mask = t.mask;
+      group_api = t.group_api;
+      break;
+    }
+  }
+  void* kernel_launch = ProfilerLoaded() && (mask & ncclProfileKernelLaunch)
+                            ? StartKernelLaunchEvent(c, group_api, launch)
+                            : nullptr;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    p->ticket = c->next_ticket++;
+  }
+  Retain(c);
+  uint64_t ticket = 0;
+  if (async) {
+    // The launch stream waits for every other stream of the group's tasks, and they for it.
+    for (cudaStream_t o : others) cudacpuStreamWaitStream(launch, o, c->cuda_dev);
+    ticket = cudacpuEnqueue(launch, c->cuda_dev, RunPlanOnDevice, p);
+    for (cudaStream_t o : others) cudacpuStreamWaitStream(o, launch, c->cuda_dev);
+  }
+  StopEvent(kernel_launch);
+  ReportPlan(*p, mask);
+  {
+    std::lock_guard<std::mutex> lock(p->mu);
+    p->ready = true;
+    p->cv.notify_all();
+  }
+  if (async) {
+    if (cudacpuLaunchBlocking()) cudacpuWaitTicket(launch, c->cuda_dev, ticket);
+    return ncclSuccess;
+  }
+  RunPlan(p);
+  ncclResult_t r = p->result;
+  delete p;
+  Release(c);
+  return r;
+}
+
+}  // namespace
+
+bool AsyncMode() {
+  const char* mode = std::getenv("RANKSCOPE_TESTLIB_COLLECTIVES");
+  return mode == nullptr || std::strcmp(mode, "sync") != 0;
+}
+
+ncclResult_t EnqueueTask(const Task& task) {
+  ncclComm* c = task.comm;
+  if (int e = c->async_error.load(); e != ncclSuccess) {  // ncclCommEnsureReady
+    return Fail(c, static_cast<ncclResult_t>(e),
+                "the communicator has an asynchronous error: abort it (ncclCommAbort)");
+  }
+  ApiState& api = Api();
+  if (api.profiler_group_depth > 0) ++api.profiler_group_depth;  // the implicit group
+  ++tls_group_depth;
+  StartGroupApiEvent(c, tls_group_depth);
+  RecordGroupApiEventState(ncclProfilerGroupStartApiStop);
+  CollApiArgs args{task.func, task.count, task.datatype, task.root, task.stream};
+  Task t = task;
+  if (IsP2p(task.func)) {
+    StartP2pApiEvent(c, args);
+    t.api = api.p2p_api;
+  } else {
+    args.root = task.func == kReduce || task.func == kBroadcast ? task.root : 0;
+    StartCollApiEvent(c, args);
+    t.api = api.coll_api;
+  }
+  t.mask = api.mask;
+  t.group_api = api.group_api;
+  tls_tasks.push_back(t);
+  if (IsP2p(task.func)) {
+    StopP2pApiEvent();
+  } else {
+    StopCollApiEvent();
+  }
+  return GroupEnd();
+}
+
+ncclResult_t GroupStart() {
+  ++tls_group_depth;
+  return ncclSuccess;
+}
+
+ncclResult_t GroupEnd() {
+  if (tls_group_depth == 0) return Fail(nullptr, ncclInvalidUsage, "GroupEnd without GroupStart");
+  ApiState& api = Api();
+  if (api.profiler_group_depth > 0) --api.profiler_group_depth;
+  if (api.profiler_group_depth == 0) RecordGroupApiEventState(ncclProfilerGroupEndApiStart);
+  ncclResult_t result = ncclSuccess;
+  if (--tls_group_depth == 0) {
+    std::vector<Task> tasks;
+    tasks.swap(tls_tasks);
+    // One plan per communicator, in the order the communicators first appear.
+    std::vector<ncclComm*> comms;
+    for (const Task& t : tasks) {
+      bool seen = false;
+      for (ncclComm* c : comms) seen = seen || c == t.comm;
+      if (!seen) comms.push_back(t.comm);
+    }
+    for (ncclComm* c : comms) {
+      std::vector<Task> mine;
+      for (const Task& t : tasks) {
+        if (t.comm == c) mine.push_back(t);
+      }
+      ncclResult_t r = Launch(c, std::move(mine));
+      if (result == ncclSuccess) result = r;
+    }
+  }
+  StopGroupApiEvent();
+  return result;
+}
+
+}  // namespace ncclcpu

@@ -1,0 +1,486 @@
+#include "profiler.h"
+
+#include <dlfcn.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+namespace ncclcpu {
+namespace {
+
+std::mutex g_mu;
+void* g_lib = nullptr;
+int g_refs = 0;
+bool g_failed = false;  // looked and found none (or "none"): not looked for again
+std::atomic<const ncclProfiler_v5_t*> g_v5{nullptr};
+std::atomic<const ncclProfiler_v4_t*> g_v4{nullptr};
+int g_mask = 0;  // written by the plugin's init through the pointer NCCL passes
+
+int DebugLevel() {
+  const char* d = std::getenv("NCCL_DEBUG");
+  if (d == nullptr) return 0;
+  if (strcasecmp(d, "VERSION") == 0) return 1;
+  if (strcasecmp(d, "WARN") == 0) return 2;
+  if (strcasecmp(d, "INFO") == 0) return 3;
+  if (strcasecmp(d, "TRACE") == 0) return 5;
+  return 0;
+}
+
+void Info(const std::string& text) {
+  if (DebugLevel() >= 3) std::fprintf(stderr, "nccl-cpu: PROFILER/Plugin: %s\n", text.c_str());
+}
+
+// The logger handed to the plugin (NCCL passes its ncclDebugLog).
+void PluginLog(int level, unsigned long flags, const char* file, int line, const char* fmt, ...) {
+  (void)flags;
+  if (level <= 0 || level > DebugLevel() || fmt == nullptr) return;
+  char text[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(text, sizeof(text), fmt, ap);
+  va_end(ap);
+  std::fprintf(stderr, "nccl-cpu: %s:%d %s\n", file != nullptr ? file : "?", line, text);
+}
+
+void* TryOpen(const std::string& name) {
+  void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) Info(name + ": " + dlerror());
+  return h;
+}
+
+// NCCL's search: NCCL_PROFILER_PLUGIN as given (a path or a library name), then, for a bare
+// name that is neither a path nor "lib...so", libnccl-profiler-NAME.so; unset: libnccl-profiler.so.
+void* OpenPlugin() {
+  const char* env = std::getenv("NCCL_PROFILER_PLUGIN");
+  if (env != nullptr && strcasecmp(env, "none") == 0) return nullptr;
+  std::string name = env != nullptr && *env != '\0' ? env : "libnccl-profiler.so";
+  if (void* h = TryOpen(name)) return h;
+  if (env == nullptr || *env == '\0' || std::strchr(env, '/') != nullptr) return nullptr;
+  size_t len = std::strlen(env);
+  bool lib_so = std::strncmp(env, "lib", 3) == 0 && len >= 3 &&
+                std::strcmp(env + len - 3, ".so") == 0;
+  if (lib_so) return nullptr;
+  return TryOpen(std::string("libnccl-profiler-") + env + ".so");
+}
+
+// Takes a reference on the plugin library, loading it on first use.
+bool Load() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_lib != nullptr) {
+    ++g_refs;
+    return true;
+  }
+  if (g_failed) return false;
+  void* lib = OpenPlugin();
+  if (lib == nullptr) {
+    g_failed = true;
+    return false;
+  }
+  if (auto* v5 = static_cast<const ncclProfiler_v5_t*>(dlsym(lib, "ncclProfiler_v5"))) {
+    g_v5 = v5;
+    Info(std::string("loaded ") + (v5->name ? v5->name : "?") + " (v5)");
+  } else if (auto* v4 = static_cast<const ncclProfiler_v4_t*>(dlsym(lib, "ncclProfiler_v4"))) {
+    g_v4 = v4;
+    Info(std::string("loaded ") + (v4->name ? v4->name : "?") + " (v4)");
+  } else {
+    Info("the library has neither ncclProfiler_v5 nor ncclProfiler_v4: unsupported");
+    dlclose(lib);
+    g_failed = true;
+    return false;
+  }
+  g_lib = lib;
+  g_refs = 1;
+  return true;
+}
+
+void Unload() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_lib == nullptr || --g_refs > 0) return;
+  g_v5 = nullptr;
+  g_v4 = nullptr;
+  dlclose(g_lib);
+  g_lib = nullptr;  // a later communicator loads it again, as NCCL does
+}
+
+// NCCL's v4 adapter: only these types are passed, Coll/P2p with the Group event as parent.
+void StartV4(const ncclProfiler_v4_t* v4, void* ctx, void** handle,
+             const ncclProfilerEventDescr_v5_t& d) {
+  ncclProfilerEventDescr_v4_t o;
+  std::memset(&o, 0, sizeof(o));
+  o.type = static_cast<uint8_t>(d.type);
+  o.parentObj = d.parentObj;
+  o.rank = d.rank;
+  switch (d.type) {
+    case ncclProfileGroup:
+    case ncclProfileProxyCtrl:
+      break;
+    case ncclProfileColl:
+      o.coll.seqNumber = d.coll.seqNumber;
+      o.coll.func = d.coll.func;
+      o.coll.sendBuff = d.coll.sendBuff;
+      o.coll.recvBuff = d.coll.recvBuff;
+      o.coll.count = d.coll.count;
+      o.coll.root = d.coll.root;
+      o.coll.datatype = d.coll.datatype;
+      o.coll.nChannels = d.coll.nChannels;
+      o.coll.nWarps = d.coll.nWarps;
+      o.coll.algo = d.coll.algo;
+      o.coll.proto = d.coll.proto;
+      o.parentObj = d.coll.parentGroup;
+      break;
+    case ncclProfileP2p:
+      o.p2p.func = d.p2p.func;
+      o.p2p.buff = d.p2p.buff;
+      o.p2p.count = d.p2p.count;
+      o.p2p.datatype = d.p2p.datatype;
+      o.p2p.peer = d.p2p.peer;
+      o.p2p.nChannels = d.p2p.nChannels;
+      o.parentObj = d.p2p.parentGroup;
+      break;
+    case ncclProfileProxyOp:
+      o.proxyOp.pid = d.proxyOp.pid;
+      o.proxyOp.channelId = d.proxyOp.channelId;
+      o.proxyOp.peer = d.proxyOp.peer;
+      o.proxyOp.nSteps = d.proxyOp.nSteps;
+      o.proxyOp.chunkSize = d.proxyOp.chunkSize;
+      o.proxyOp.isSend = d.proxyOp.isSend;
+      break;
+    case ncclProfileProxyStep:
+      o.proxyStep.step = d.proxyStep.step;
+      break;
+    case ncclProfileKernelCh:
+      o.kernelCh.channelId = d.kernelCh.channelId;
+      o.kernelCh.pTimer = d.kernelCh.pTimer;
+      break;
+    default:
+      return;  // API events do not exist in v4
+  }
+  v4->startEvent(ctx, handle, &o);
+}
+
+// startEvent through whichever version is loaded; *handle stays null when nothing started.
+void Start(void* ctx, void** handle, ncclProfilerEventDescr_v5_t* d) {
+  *handle = nullptr;
+  if (ctx == nullptr) return;
+  if (const ncclProfiler_v5_t* v5 = g_v5.load()) {
+    v5->startEvent(ctx, handle, d);
+  } else if (const ncclProfiler_v4_t* v4 = g_v4.load()) {
+    StartV4(v4, ctx, handle, *d);
+  }
+}
+
+void Record(void* handle, ncclProfilerEventState_t state, ncclProfilerEventStateArgs_v5_t* args) {
+  if (handle == nullptr) return;
+  if (const ncclProfiler_v5_t* v5 = g_v5.load()) {
+    v5->recordEventState(handle, state, args);
+    return;
+  }
+  const ncclProfiler_v4_t* v4 = g_v4.load();
+  if (v4 == nullptr) return;
+  switch (state) {  // the states NCCL's v4 adapter passes on
+    case ncclProfilerProxyOpInProgress_v4:
+    case ncclProfilerProxyStepSendGPUWait:
+    case ncclProfilerProxyStepSendPeerWait_v4:
+    case ncclProfilerProxyStepSendWait:
+    case ncclProfilerProxyStepRecvWait:
+    case ncclProfilerProxyStepRecvFlushWait:
+    case ncclProfilerProxyStepRecvGPUWait:
+    case ncclProfilerNetPluginUpdate:
+    case ncclProfilerKernelChStop:
+    case ncclProfilerProxyCtrlIdle:
+    case ncclProfilerProxyCtrlActive:
+    case ncclProfilerProxyCtrlSleep:
+    case ncclProfilerProxyCtrlWakeup:
+    case ncclProfilerProxyCtrlAppend:
+    case ncclProfilerProxyCtrlAppendEnd:
+      v4->recordEventState(handle, state, args);
+      break;
+    default:
+      break;
+  }
+}
+
+ncclProfilerEventDescr_v5_t Descr(uint64_t type) {
+  ncclProfilerEventDescr_v5_t d;
+  std::memset(&d, 0, sizeof(d));  // NCCL zero-initializes: unset fields (often rank) are 0
+  d.type = type;
+  return d;
+}
+
+constexpr int kTaskMask = ncclProfileColl | ncclProfileProxyOp | ncclProfileProxyStep |
+                          ncclProfileKernelCh | ncclProfileNetPlugin;
+
+thread_local ApiState tls_api;
+
+}  // namespace
+
+const char* FuncName(Func f) {
+  switch (f) {
+    case kBroadcast: return "Broadcast";
+    case kReduce: return "Reduce";
+    case kAllGather: return "AllGather";
+    case kReduceScatter: return "ReduceScatter";
+    case kAllReduce: return "AllReduce";
+    case kSend: return "Send";
+    case kRecv: return "Recv";
+  }
+  return "Unknown";
+}
+
+const char* DatatypeName(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8: return "ncclInt8";
+    case ncclInt32: return "ncclInt32";
+    case ncclUint32: return "ncclUint32";
+    case ncclInt64: return "ncclInt64";
+    case ncclUint64: return "ncclUint64";
+    case ncclFloat16: return "ncclFloat16";
+    case ncclFloat32: return "ncclFloat32";
+    case ncclFloat64: return "ncclFloat64";
+    case ncclBfloat16: return "ncclBfloat16";
+    case ncclFloat8e4m3: return "ncclFloat8e4m3";
+    case ncclFloat8e5m2: return "ncclFloat8e5m2";
+    default: return "Unknown";
+  }
+}
+
+void ProfilerInit(ncclComm* comm) {
+  if (!Load()) return;
+  comm->profiler_ref = true;
+  void* ctx = nullptr;
+  int err = 0;
+  const char* name = comm->name.empty() ? nullptr : comm->name.c_str();
+  if (const ncclProfiler_v5_t* v5 = g_v5.load()) {
+    err = v5->init(&ctx, comm->comm_hash, &g_mask, name, comm->n_nodes, comm->nranks, comm->rank,
+                   PluginLog);
+  } else if (const ncclProfiler_v4_t* v4 = g_v4.load()) {
+    err = v4->init(&ctx, &g_mask, name, comm->comm_hash, comm->n_nodes, comm->nranks, comm->rank,
+                   PluginLog);
+  }
+  if (err != 0) {
+    Info("init failed with error " + std::to_string(err) + ": no profiling of this communicator");
+    ctx = nullptr;
+  }
+  comm->profiler_context = ctx;
+}
+
+void ProfilerFinalize(ncclComm* comm) {
+  if (!comm->profiler_ref) return;
+  if (comm->profiler_context != nullptr) {
+    if (const ncclProfiler_v5_t* v5 = g_v5.load()) {
+      v5->finalize(comm->profiler_context);
+    } else if (const ncclProfiler_v4_t* v4 = g_v4.load()) {
+      v4->finalize(comm->profiler_context);
+    }
+    comm->profiler_context = nullptr;
+  }
+  comm->profiler_ref = false;
+  Unload();
+}
+
+bool ProfilerLoaded() { return g_v5.load() != nullptr || g_v4.load() != nullptr; }
+
+int ProfilerMask() { return __atomic_load_n(&g_mask, __ATOMIC_RELAXED); }
+
+ApiState& Api() { return tls_api; }
+
+// NCCL starts the GroupApi event at the first operation of the outermost group; group_depth
+// is 1 for the implicit group of a single call, more inside ncclGroupStart.
+void StartGroupApiEvent(ncclComm* comm, int group_depth) {
+  ApiState& a = tls_api;
+  a.mask = ProfilerMask();
+  constexpr int kGroupApiMask = ncclProfileGroupApi | ncclProfileP2pApi | ncclProfileCollApi |
+                                ncclProfileKernelLaunch | ncclProfileGroup | ncclProfileColl |
+                                ncclProfileP2p | ncclProfileProxyOp | ncclProfileProxyStep |
+                                ncclProfileKernelCh | ncclProfileNetPlugin;
+  if (!ProfilerLoaded() || (a.mask & kGroupApiMask) == 0 || a.profiler_group_depth != 0) return;
+  ncclProfilerEventDescr_v5_t d = Descr(ncclProfileGroupApi);
+  d.groupApi.graphCaptured = false;
+  d.groupApi.groupDepth = group_depth;
+  Start(comm->profiler_context, &a.group_api, &d);
+  a.profiler_group_depth = group_depth;
+  a.state = 1;
+}
+
+void RecordGroupApiEventState(ncclProfilerEventState_t state) {
+  ApiState& a = tls_api;
+  bool record = false;
+  if (state == ncclProfilerGroupStartApiStop && a.state == 1) {
+    a.state = 2;
+    record = true;
+  } else if (state == ncclProfilerGroupEndApiStart && a.state == 2) {
+    a.state = 0;
+    record = true;
+  }
+  if (record && ProfilerLoaded()) Record(a.group_api, state, nullptr);
+}
+
+void StopGroupApiEvent() {
+  ApiState& a = tls_api;
+  if (a.group_api != nullptr && a.profiler_group_depth == 0) {
+    StopEvent(a.group_api);
+    a.group_api = nullptr;
+  }
+}
+
+void StartCollApiEvent(ncclComm* comm, const CollApiArgs& args) {
+  ApiState& a = tls_api;
+  a.coll_api = nullptr;
+  if (!ProfilerLoaded() || (a.mask & (ncclProfileCollApi | kTaskMask)) == 0) return;
+  ncclProfilerEventDescr_v5_t d = Descr(ncclProfileCollApi);
+  d.parentObj = a.group_api;
+  d.collApi.func = FuncName(args.func);
+  d.collApi.count = args.count;
+  d.collApi.datatype = DatatypeName(args.datatype);
+  d.collApi.root = args.root;
+  d.collApi.stream = args.stream;
+  d.collApi.graphCaptured = false;
+  Start(comm->profiler_context, &a.coll_api, &d);
+}
+
+void StopCollApiEvent() { StopEvent(tls_api.coll_api); }
+
+void StartP2pApiEvent(ncclComm* comm, const CollApiArgs& args) {
+  ApiState& a = tls_api;
+  a.p2p_api = nullptr;
+  constexpr int kP2pMask = ncclProfileP2pApi | ncclProfileP2p | ncclProfileProxyOp |
+                           ncclProfileProxyStep | ncclProfileKernelCh | ncclProfileNetPlugin;
+  if (!ProfilerLoaded() || (a.mask & kP2pMask) == 0) return;
+  ncclProfilerEventDescr_v5_t d = Descr(ncclProfileP2pApi);
+  d.parentObj = a.group_api;
+  d.p2pApi.func = FuncName(args.func);
+  d.p2pApi.count = args.count;
+  d.p2pApi.datatype = DatatypeName(args.datatype);
+  d.p2pApi.stream = args.stream;
+  d.p2pApi.graphCaptured = false;
+  Start(comm->profiler_context, &a.p2p_api, &d);
+}
+
+void StopP2pApiEvent() {
+  StopEvent(tls_api.p2p_api);
+  tls_api.p2p_api = nullptr;
+}
+
+void* StartKernelLaunchEvent(ncclComm* comm, void* group_api, cudaStream_t stream) {
+  ncclProfilerEventDescr_v5_t d = Descr(ncclProfileKernelLaunch);
+  d.parentObj = group_api;
+  d.kernelLaunch.stream = stream;
+  void* h = nullptr;
+  Start(comm->profiler_context, &h, &d);
+  return h;
+}
+
+void* StartGroupEvent(ncclComm* comm) {
+  ncclProfilerEventDescr_v5_t d = Descr(ncclProfileGroup);
+  void* h = nullptr;
+  Start(comm->profiler_context, &h, &d);
+  return h;
+}
+
+void* StartCollEvent(ncclComm* comm, const CollArgs& a) {
+  ncclProfilerEventDescr_v5_t d = Descr(ncclProfileColl);
+  d.parentObj = a.coll_api;
+  d.rank = comm->rank;
+  d.coll.seqNumber = a.seq_number;
+  d.coll.func = FuncName(a.func);
+  d.coll.sendBuff = a.send;
+  d.coll.recvBuff = a.recv;
+  d.coll.count = a.count;
+  d.coll.root = a.root;
+  d.coll.datatype = DatatypeName(a.datatype);
+  d.coll.nChannels = 1;  // one ring: one channel
+  d.coll.nWarps = 16;
+  d.coll.algo = "RING";
+  d.coll.proto = "SIMPLE";
+  d.coll.parentGroup = a.group;
+  void* h = nullptr;
+  Start(comm->profiler_context, &h, &d);
+  return h;
+}
+
+void* StartP2pEvent(ncclComm* comm, const P2pArgs& a) {
+  ncclProfilerEventDescr_v5_t d = Descr(ncclProfileP2p);
+  d.parentObj = a.p2p_api;
+  d.rank = comm->rank;
+  d.p2p.func = FuncName(a.func);
+  d.p2p.buff = a.buff;
+  d.p2p.datatype = DatatypeName(a.datatype);
+  d.p2p.count = a.count;
+  d.p2p.peer = a.peer;
+  d.p2p.nChannels = 1;
+  d.p2p.parentGroup = a.group;
+  void* h = nullptr;
+  Start(comm->profiler_context, &h, &d);
+  return h;
+}
+
+void* StartKernelChEvent(ncclComm* comm, void* task, uint64_t start_ptimer) {
+  ncclProfilerEventDescr_v5_t d = Descr(ncclProfileKernelCh);  // rank stays 0, as in NCCL
+  d.parentObj = task;
+  d.kernelCh.channelId = 0;
+  d.kernelCh.pTimer = start_ptimer;
+  void* h = nullptr;
+  Start(comm->profiler_context, &h, &d);
+  return h;
+}
+
+void StopKernelChEvent(void* handle, uint64_t stop_ptimer) {
+  if (handle == nullptr) return;
+  ncclProfilerEventStateArgs_v5_t args;
+  std::memset(&args, 0, sizeof(args));
+  args.kernelCh.pTimer = stop_ptimer;
+  Record(handle, ncclProfilerKernelChStop, &args);
+  StopEvent(handle);
+}
+
+void* StartProxyOpEvent(ncclComm* comm, void* task, int peer, int n_steps, int chunk_size,
+                        bool is_send) {
+  ncclProfilerEventDescr_v5_t d = Descr(ncclProfileProxyOp);
+  d.parentObj = task;
+  d.rank = comm->rank;
+  d.proxyOp.pid = getpid();
+  d.proxyOp.channelId = 0;
+  d.proxyOp.peer = peer;
+  d.proxyOp.nSteps = n_steps;
+  d.proxyOp.chunkSize = chunk_size;
+  d.proxyOp.isSend = is_send ? 1 : 0;
+  void* h = nullptr;
+  Start(comm->profiler_context, &h, &d);
+  return h;
+}
+
+void* StartProxyStepEvent(ncclComm* comm, void* op, int step) {
+  ncclProfilerEventDescr_v5_t d = Descr(ncclProfileProxyStep);
+  d.parentObj = op;
+  d.rank = comm->rank;
+  d.proxyStep.step = step;
+  void* h = nullptr;
+  Start(comm->profiler_context, &h, &d);
+  return h;
+}
+
+void RecordProxyStepEventState(void* handle, ncclProfilerEventState_t state, size_t trans_size) {
+  if (handle == nullptr) return;
+  ncclProfilerEventStateArgs_v5_t args;
+  std::memset(&args, 0, sizeof(args));
+  args.proxyStep.transSize = trans_size;
+  Record(handle, state, &args);
+}
+
+void StopEvent(void* handle) {
+  if (handle == nullptr) return;
+  if (const ncclProfiler_v5_t* v5 = g_v5.load()) {
+    v5->stopEvent(handle);
+  } else if (const ncclProfiler_v4_t* v4 = g_v4.load()) {
+    v4->stopEvent(handle);
+  }
+}
+
+}  // namespace ncclcpu

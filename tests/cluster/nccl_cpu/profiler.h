@@ -1,0 +1,95 @@
+// NCCL's profiler plugin interface, driven the way NCCL 2.28 drives it: the plugin library is
+// found as NCCL does (NCCL_PROFILER_PLUGIN as a path or a name, "none" to disable, else
+// libnccl-profiler.so), `ncclProfiler_v5` is looked up first, then `ncclProfiler_v4` (through
+// which the API events are not passed, as in NCCL's v4 adapter); init per communicator,
+// then the events below, finalize when the communicator is freed. Calls happen on the thread
+// NCCL would make them on: API, Group and Coll/P2p events on the calling host thread; KernelCh,
+// ProxyOp and ProxyStep events on the device (the stream worker that runs the collective).
+// Nothing here ever fails the caller.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "comm.h"
+#include "rscore/nccl_profiler.h"
+
+namespace ncclcpu {
+
+// NCCL's function ids (ncclFunc_t) and their names as NCCL passes them to plugins.
+enum Func { kBroadcast = 0, kReduce = 1, kAllGather = 2, kReduceScatter = 3, kAllReduce = 4,
+            kSend = 6, kRecv = 7 };
+const char* FuncName(Func f);
+// ncclDatatypeToString of NCCL 2.28 (which has no entry for ncclUint8: "Unknown").
+const char* DatatypeName(ncclDataType_t t);
+
+// Loads the plugin (once per process; reference-counted per communicator) and calls init.
+void ProfilerInit(ncclComm* comm);
+void ProfilerFinalize(ncclComm* comm);
+bool ProfilerLoaded();
+// The activation mask the plugin set at its latest init.
+int ProfilerMask();
+
+// ---- host thread: API events (thread-local state, as NCCL keeps it) ----
+struct ApiState {
+  int mask = 0;
+  void* group_api = nullptr;
+  void* coll_api = nullptr;
+  void* p2p_api = nullptr;
+  int profiler_group_depth = 0;
+  int state = 0;  // 0 reset, 1 GroupApi started, 2 GroupStart returned
+};
+ApiState& Api();
+void StartGroupApiEvent(ncclComm* comm, int group_depth);
+void RecordGroupApiEventState(ncclProfilerEventState_t state);
+void StopGroupApiEvent();
+struct CollApiArgs {
+  Func func;
+  size_t count;
+  ncclDataType_t datatype;
+  int root;
+  cudaStream_t stream;
+};
+void StartCollApiEvent(ncclComm* comm, const CollApiArgs& a);
+void StopCollApiEvent();
+void StartP2pApiEvent(ncclComm* comm, const CollApiArgs& a);
+void StopP2pApiEvent();
+
+// ---- host thread: the launch of one plan ----
+void* StartKernelLaunchEvent(ncclComm* comm, void* group_api, cudaStream_t stream);
+void* StartGroupEvent(ncclComm* comm);
+struct CollArgs {
+  Func func;
+  uint64_t seq_number;
+  const void* send;
+  void* recv;
+  size_t count;
+  int root;
+  ncclDataType_t datatype;
+  void* coll_api;
+  void* group;
+};
+void* StartCollEvent(ncclComm* comm, const CollArgs& a);
+struct P2pArgs {
+  Func func;
+  void* buff;
+  size_t count;
+  int peer;
+  ncclDataType_t datatype;
+  void* p2p_api;
+  void* group;
+};
+void* StartP2pEvent(ncclComm* comm, const P2pArgs& a);
+
+// ---- device: one channel of the kernel, the network work of a channel and peer ----
+void* StartKernelChEvent(ncclComm* comm, void* task, uint64_t start_ptimer);
+void StopKernelChEvent(void* handle, uint64_t stop_ptimer);
+void* StartProxyOpEvent(ncclComm* comm, void* task, int peer, int n_steps, int chunk_size,
+                        bool is_send);
+void* StartProxyStepEvent(ncclComm* comm, void* op, int step);
+void RecordProxyStepEventState(void* handle, ncclProfilerEventState_t state, size_t trans_size);
+
+// stopEvent for any handle (null: nothing).
+void StopEvent(void* handle);
+
+}  // namespace ncclcpu
