@@ -306,6 +306,16 @@ TEST(CudaCpu, EachDeviceClockFollowsItsConfiguration) {
     return 0;
   });
   EXPECT_EQ(status, 0);
+  status = InChild([] {  // relative to the wall clock
+    setenv("RANKSCOPE_CUDA_CPU_CLOCK", "realtime-3000000", 1);
+    timespec real{};
+    clock_gettime(CLOCK_REALTIME, &real);
+    int64_t wall = int64_t{real.tv_sec} * 1000000000 + real.tv_nsec;
+    int64_t diff = static_cast<int64_t>(cudacpuGlobaltimer()) - wall;
+    CHILD_CHECK(diff > -3000000 - 1000000 && diff < -3000000 + 1000000);
+    return 0;
+  });
+  EXPECT_EQ(status, 0);
   // Default: the globaltimer counts from the Unix epoch, like a GPU's.
   timespec real{};
   clock_gettime(CLOCK_REALTIME, &real);

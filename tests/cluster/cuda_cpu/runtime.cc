@@ -26,32 +26,41 @@ void SleepUntil(int64_t mono_ns) {
   }
 }
 
-// RANKSCOPE_CUDA_CPU_CLOCK="OFFSET_NS[,DRIFT_PPM]": every device's globaltimer is
-// CLOCK_MONOTONIC + OFFSET_NS, drifting by DRIFT_PPM. Unset: the offset of CLOCK_REALTIME
-// at start (a GPU's globaltimer counts from the Unix epoch), no drift.
+// RANKSCOPE_CUDA_CPU_CLOCK="[realtime]OFFSET_NS[,DRIFT_PPM]": every device's globaltimer is
+// CLOCK_MONOTONIC + OFFSET_NS (with "realtime": CLOCK_REALTIME + OFFSET_NS, e.g.
+// "realtime+1500000"), drifting by DRIFT_PPM. Unset: CLOCK_REALTIME (a GPU's globaltimer
+// counts from the Unix epoch), no drift.
 void ClockConfig(int64_t* offset_ns, double* drift_ppm) {
   timespec mono{}, real{};
   clock_gettime(CLOCK_MONOTONIC, &mono);
   clock_gettime(CLOCK_REALTIME, &real);
-  *offset_ns = (int64_t{real.tv_sec} - mono.tv_sec) * 1000000000 + (real.tv_nsec - mono.tv_nsec);
+  const int64_t realtime_offset =
+      (int64_t{real.tv_sec} - mono.tv_sec) * 1000000000 + (real.tv_nsec - mono.tv_nsec);
+  *offset_ns = realtime_offset;
   *drift_ppm = 0;
   const char* spec = std::getenv("RANKSCOPE_CUDA_CPU_CLOCK");
   if (spec == nullptr || *spec == '\0') return;
+  const char* p = spec;
+  int64_t base = 0;
+  if (std::strncmp(p, "realtime", 8) == 0) {
+    base = realtime_offset;
+    p += 8;
+  }
   char* end = nullptr;
-  long long off = std::strtoll(spec, &end, 10);
+  long long off = std::strtoll(p, &end, 10);
   double ppm = 0;
-  bool ok = end != spec && (*end == '\0' || *end == ',');
+  bool ok = end != p && (*end == '\0' || *end == ',');
   if (ok && *end == ',') {
-    const char* p = end + 1;
-    ppm = std::strtod(p, &end);
-    ok = end != p && *end == '\0';
+    const char* q = end + 1;
+    ppm = std::strtod(q, &end);
+    ok = end != q && *end == '\0';
   }
   if (!ok) {
-    std::fprintf(stderr, "cuda-cpu: RANKSCOPE_CUDA_CPU_CLOCK='%s' is not OFFSET_NS[,DRIFT_PPM]; "
-                 "using the default device clock\n", spec);
+    std::fprintf(stderr, "cuda-cpu: RANKSCOPE_CUDA_CPU_CLOCK='%s' is not "
+                 "[realtime]OFFSET_NS[,DRIFT_PPM]; using the default device clock\n", spec);
     return;
   }
-  *offset_ns = off;
+  *offset_ns = base + off;
   *drift_ppm = ppm;
 }
 

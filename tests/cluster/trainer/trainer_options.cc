@@ -28,13 +28,22 @@ rs::Result<int> ParseInt(const std::string& flag, const std::string& text) {
 
 const char* Usage() {
   return R"(usage: rankscope-trainer [options]
-A data-parallel training loop on the test bed's collective library. Rank identity comes from
-torchrun's variables: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR,
-MASTER_PORT (rank 0 creates the ncclUniqueId and serves it at MASTER_ADDR:MASTER_PORT).
+A data-parallel training loop (like PyTorch DDP) on the test bed's CUDA runtime and collective
+library. Per step: data loading and preprocessing on the host, forward and backward kernels on
+a compute stream, each gradient bucket's AllReduce on a communication stream as backward
+proceeds, optimizer kernels after the reduction, and the loss copied to the host (the step's
+sync point). Rank identity comes from torchrun's variables: RANK, LOCAL_RANK, WORLD_SIZE,
+LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT (rank 0 creates the ncclUniqueId and
+serves it at MASTER_ADDR:MASTER_PORT); the device is LOCAL_RANK.
+  --collectives MODE    async (collectives and kernels run later on the device, the host
+                        blocks at the step's end: a GPU job) or sync (every kernel and
+                        collective blocks the host: a CPU framework such as gloo) (async)
   --steps N             steps to run (50)
-  --grad-mb F           gradient AllReduce size per step in MiB of float32 (1)
+  --grad-mb F           gradient size per step in MiB of float32 (1)
+  --buckets N           gradient buckets, one AllReduce each (1)
   --compute-ms F        compute time per step (30)
-  --gpu-share F         share of compute simulated as GPU time, i.e. sleeping (0.8)
+  --gpu-share F         share of compute that is device time; the rest is host CPU work
+                        (data preprocessing) before the step's kernels are issued (0.8)
   --data-dir DIR        read training data from DIR/rank-R.bin (created if missing)
   --data-kb-per-step N  KiB read per step, a multiple of 4 (256)
   --data-file-mb N      size of the data file (16)
@@ -44,9 +53,9 @@ MASTER_PORT (rank 0 creates the ncclUniqueId and serves it at MASTER_ADDR:MASTER
   --rendezvous-timeout-s N   (60)
   --startup-ms N        wait before joining the job, like a framework's import time (0)
 fault hooks (also from RANKSCOPE_TRAINER_FAULTS="name=value,..."):
-  --slow-factor F       GPU time F times longer (a slower GPU) ...
+  --slow-factor F       device kernels F times longer (a slower GPU; the host is not) ...
   --slow-from-step N    ... from step N on (0)
-  --hang-at-step N      stop entering collectives at step N
+  --hang-at-step N      issue nothing from step N on (sleeps forever)
   --crash-at-step N     die at step N
 )";
 }
@@ -114,7 +123,14 @@ rs::Result<TrainerOptions> ParseOptions(const std::vector<std::string>& argv,
       *field = v;
       return rs::Ok();
     };
-    if (name == "steps") {
+    if (name == "collectives") {
+      if (value != "async" && value != "sync") {
+        return rs::Error("--collectives '" + value + "': use async or sync");
+      }
+      o.async = value == "async";
+    } else if (name == "buckets") {
+      RETURN_IF_ERROR(integer(&o.buckets, 1, 64));
+    } else if (name == "steps") {
       RETURN_IF_ERROR(integer(&o.steps, 1, 100000000));
     } else if (name == "grad-mb") {
       RETURN_IF_ERROR(dbl(&o.grad_mb, 0.0, 4096.0));

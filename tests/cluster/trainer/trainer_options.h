@@ -22,10 +22,14 @@ struct RankEnv {
 };
 
 struct TrainerOptions {
+  // async: collectives enqueued on CUDA streams, the host blocks only at the step's end (a GPU
+  // job); sync: every kernel and collective blocks the host (a CPU framework such as gloo).
+  bool async = true;
   int steps = 50;
+  int buckets = 1;             // gradient buckets: one AllReduce each, issued during backward
   double grad_mb = 1.0;        // AllReduce size per step (float32), MiB
   double compute_ms = 30.0;    // per step
-  double gpu_share = 0.8;      // share of compute_ms simulated as "GPU time" (sleep)
+  double gpu_share = 0.8;      // share of compute_ms that is device time (the rest: host CPU)
   std::string data_dir;        // empty: no data loading
   int data_kb_per_step = 256;  // read per step (multiple of 4 KiB)
   int data_file_mb = 16;       // size of this rank's data file
@@ -35,9 +39,9 @@ struct TrainerOptions {
   int rendezvous_timeout_s = 60;
   int startup_ms = 0;  // sleep before the NCCL init (a framework's import time)
   // Fault hooks.
-  double slow_factor = 1.0;  // the GPU share of compute takes this many times longer ...
+  double slow_factor = 1.0;  // the device's kernels take this many times longer ...
   int slow_from_step = 0;    // ... from this step on
-  int hang_at_step = -1;     // stop entering collectives at this step (sleep forever)
+  int hang_at_step = -1;     // stop issuing work at this step (sleep forever)
   int crash_at_step = -1;    // die (SIGKILL to itself) at this step
   RankEnv env;
 };

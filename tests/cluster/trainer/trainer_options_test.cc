@@ -25,6 +25,20 @@ TEST(TrainerOptions, FlagsAndDefaults) {
   EXPECT_EQ(o->data_dir, "/d");
   EXPECT_EQ(o->hang_at_step, -1);
   EXPECT_DOUBLE_EQ(o->slow_factor, 1.0);
+  EXPECT_TRUE(o->async);
+  EXPECT_EQ(o->buckets, 1);
+}
+
+TEST(TrainerOptions, CollectivesModeAndBuckets) {
+  bool help = false;
+  auto o = ParseOptions({"--collectives", "sync", "--buckets", "4"}, nullptr, &help);
+  ASSERT_TRUE(o.ok()) << o.error().message();
+  EXPECT_FALSE(o->async);
+  EXPECT_EQ(o->buckets, 4);
+  auto bad = ParseOptions({"--collectives", "blocking"}, nullptr, &help);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("--collectives 'blocking'"), std::string::npos);
+  EXPECT_FALSE(ParseOptions({"--buckets", "0"}, nullptr, &help).ok());
 }
 
 TEST(TrainerOptions, FaultsFromEnvironmentAreOverriddenByFlags) {

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 namespace trainer {
@@ -126,9 +125,8 @@ Compute Compute::Calibrate() {
   return Compute(best);
 }
 
-void Compute::Run(double cpu_ms, double gpu_ms) const {
+void Compute::Run(double cpu_ms) const {
   if (cpu_ms > 0) g_sink = g_sink + Work(static_cast<uint64_t>(cpu_ms * units_per_ms_));
-  if (gpu_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(gpu_ms));
 }
 
 }  // namespace trainer

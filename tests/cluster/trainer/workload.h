@@ -1,6 +1,6 @@
-// The trainer's simulated work: data loading from a file (optionally O_DIRECT, so every step
-// really reaches the block device) and compute (a calibrated amount of CPU work plus
-// "GPU time" spent sleeping, which CPU contention does not stretch).
+// The trainer's host-side work: data loading from a file (optionally O_DIRECT, so every step
+// really reaches the block device) and preprocessing (a calibrated amount of CPU work, which
+// CPU contention stretches). Device work is in kernels.h.
 #pragma once
 
 #include <cstdint>
@@ -37,9 +37,8 @@ class Compute {
   // Measures how many work units the CPU does per millisecond.
   static Compute Calibrate();
   explicit Compute(double units_per_ms) : units_per_ms_(units_per_ms) {}
-  // cpu_ms worth of CPU work (fixed work: takes longer when the CPU is contended), then
-  // sleeps gpu_ms.
-  void Run(double cpu_ms, double gpu_ms) const;
+  // cpu_ms worth of CPU work (fixed work: takes longer when the CPU is contended).
+  void Run(double cpu_ms) const;
   double units_per_ms() const { return units_per_ms_; }
 
  private:
