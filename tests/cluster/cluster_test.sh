@@ -2,7 +2,9 @@
 # Cluster tests: run the harness for one scenario and check the recorded bundles for the
 # physical trace of the injected fault, on the faulty node and not elsewhere.
 #   cluster_test.sh BUILD_DIR SOURCE_DIR SCENARIO
-# SCENARIO: none | loss | cpu | io | slow | hang | crash | interrupt | clock
+# SCENARIO: none | loss | cpu | io | slow | hang | crash | interrupt | clock (the test bed in
+# sync mode: blocking collectives), async_none | async_hang | async_crash (async mode: a GPU
+# job), entry_lateness (the slow fault in both modes: what host-side entry times can show).
 # Exit 77 = skipped (not root and CI unset). With CI set, a missing prerequisite fails.
 set -euo pipefail
 
@@ -52,14 +54,15 @@ snapshot() {
 }
 BEFORE=$(snapshot)
 
+MODE=sync
 run_harness() {  # fault [extra args]: bounded in time; the harness must finish by itself
   local fault=$1
   shift
   local start=$SECONDS rc=0
-  timeout -s INT 240 "$HARNESS" --build "$BUILD" --out "$OUT/run" --nodes "$NODES" \
+  timeout -s INT 240 "$HARNESS" --build "$BUILD" --out "$OUT/run" --collectives "$MODE" --nodes "$NODES" \
     --ranks-per-node "$RPN" --steps "$STEPS" --fault "$fault" --fault-node "$FAULT_NODE" \
     --timeout 120 --no-tools "$@" >"$OUT/harness.out" 2>&1 || rc=$?
-  echo "harness: fault=$fault exit=$rc in $((SECONDS - start)) s"
+  echo "harness: fault=$fault collectives=$MODE exit=$rc in $((SECONDS - start)) s"
   HARNESS_RC=$rc
   ((rc != 124)) || fail "the harness did not finish within 240 s"
 }
@@ -353,8 +356,130 @@ scenario_interrupt() {  # Ctrl-C on the harness mid-run: everything is cleaned u
   echo "ok: interrupted run cleaned up"
 }
 
+# ---- async mode: the test bed behaves like a GPU node ----------------------------------------
+BUCKETS=2  # the harness's default in async mode
+
+# All nodes' cuda_events in one view `cu` (like `ev` for nccl_events).
+qcuda() {
+  local k attach="" sql=""
+  for ((k = 0; k < NODES; k++)); do
+    attach+="ATTACH '$OUT/node$k.db' AS n$k; "
+    [[ -n "$sql" ]] && sql+=" UNION ALL "
+    sql+="SELECT '$k' AS node_index, * FROM n$k.cuda_events"
+  done
+  sqlite3 -batch -noheader ":memory:" "$attach CREATE TEMP VIEW cu AS $sql; $1"
+}
+
+scenario_async_none() {
+  MODE=async
+  run_harness none
+  ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
+  grep -q '"collectives": "async"' "$OUT/run/truth.json" || fail "truth.json does not say async"
+  open_bundles
+  check_own_ranks
+  local expected=$((STEPS * BUCKETS + STEPS / 10 + STEPS / 25)) got launches copies
+  got=$(qall "SELECT COUNT(*) FROM (SELECT comm_id_hash, seq FROM ev WHERE $COLL
+              GROUP BY comm_id_hash, seq HAVING COUNT(DISTINCT rank) = $WORLD AND COUNT(*) = $WORLD
+              AND COUNT(DISTINCT op) = 1)")
+  [[ "$got" == "$expected" ]] || fail "expected $expected collectives matched by all $WORLD ranks, found $got"
+  # The recorder's CUDA probes see the trainer's real pattern, exactly: per rank and step one
+  # blocking loss copy (the sync point), 3 forward + $BUCKETS backward + 1 optimizer launches.
+  got=$(qcuda "SELECT COUNT(DISTINCT pid) FROM cu WHERE api = 'cudaMemcpy'")
+  [[ "$got" == "$WORLD" ]] || fail "cudaMemcpy recorded for $got of $WORLD ranks"
+  copies=$(qcuda "SELECT COUNT(*) FROM cu WHERE api = 'cudaMemcpy'")
+  launches=$(qcuda "SELECT COALESCE(SUM(sample_weight), 0) FROM cu WHERE api = 'cudaLaunchKernel'")
+  echo "cuda_events: $copies blocking copies, $launches kernel launches for $WORLD ranks x $STEPS steps"
+  ((copies == WORLD * STEPS)) || fail "expected $((WORLD * STEPS)) cudaMemcpy rows, found $copies"
+  ((launches == WORLD * STEPS * (4 + BUCKETS))) ||
+    fail "expected $((WORLD * STEPS * (4 + BUCKETS))) kernel launches, found $launches"
+  got=$(qcuda "SELECT COUNT(*) FROM cu WHERE api = 'cudaStreamWaitEvent'")
+  ((got == WORLD * STEPS * (BUCKETS + 1))) || fail "expected $((WORLD * STEPS * (BUCKETS + 1))) cudaStreamWaitEvent rows, found $got"
+  # Host-side NCCL calls only enqueue: together they take a small fraction of the time the
+  # hosts spend blocked in their step-end copies (the device time they wait for).
+  local nccl_ms sync_ms
+  nccl_ms=$(qall "SELECT COALESCE(SUM(duration_ns), 0) / 1000000 FROM ev WHERE $COLL")
+  sync_ms=$(qcuda "SELECT COALESCE(SUM(duration_ns), 0) / 1000000 FROM cu WHERE api = 'cudaMemcpy'")
+  echo "host time in NCCL calls ${nccl_ms} ms, blocked in the step-end copies ${sync_ms} ms"
+  ((nccl_ms * 20 < sync_ms)) || fail "NCCL calls took ${nccl_ms} ms against ${sync_ms} ms of syncs: not asynchronous"
+  echo "ok: async run recorded, $expected collectives matched"
+}
+
+scenario_async_hang() {
+  MODE=async
+  run_harness hang
+  ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
+  grep -q '"end": "hang"' "$OUT/run/truth.json" || fail "the harness did not see the hang"
+  open_bundles
+  local hung=$((FAULT_NODE * RPN)) stuck got waiting
+  # No NCCL call is left in flight on any host: the stuck collective was enqueued and returned.
+  got=$(qall "SELECT COUNT(*) FROM ev WHERE state != 'complete'")
+  [[ "$got" == 0 ]] || fail "$got NCCL calls in flight on the hosts (an async job leaves none)"
+  stuck=$(qall "SELECT MAX(seq) FROM ev WHERE $COLL")
+  got=$(qall "SELECT COUNT(DISTINCT rank) FROM ev WHERE $COLL AND seq = $stuck")
+  [[ "$got" == $((WORLD - 1)) ]] || fail "expected $((WORLD - 1)) ranks to have enqueued seq $stuck, found $got"
+  got=$(qall "SELECT COUNT(*) FROM ev WHERE rank = $hung AND seq = $stuck")
+  [[ "$got" == 0 ]] || fail "the hung rank $hung enqueued the stuck collective"
+  # The waiting ranks sit in their step-end sync: a blocking copy in flight, one per rank.
+  waiting=$(qcuda "SELECT COUNT(DISTINCT pid) FROM cu WHERE api = 'cudaMemcpy' AND state = 'in_flight'")
+  echo "seq $stuck enqueued by $((WORLD - 1)) ranks, NCCL calls in flight: 0, ranks blocked in cudaMemcpy: $waiting"
+  [[ "$waiting" == $((WORLD - 1)) ]] || fail "expected $((WORLD - 1)) ranks blocked in cudaMemcpy, found $waiting"
+}
+
+scenario_async_crash() {  # a rank dies: the others' device work fails; their watchdogs end them
+  MODE=async
+  run_harness crash --no-record
+  check_no_leftovers
+  grep -q "ranks that failed" "$OUT/run/harness.log" || fail "the harness did not notice the failed ranks"
+  local k n=0
+  for ((k = 0; k < WORLD; k++)); do
+    grep -q "NCCL asynchronous error" "$OUT/run/logs/rank$k.log" 2>/dev/null && n=$((n + 1))
+  done
+  echo "ranks ended by their watchdog after the asynchronous error: $n of $((WORLD - 1))"
+  ((n == WORLD - 1)) || fail "expected $((WORLD - 1)) ranks to report the asynchronous error, found $n"
+}
+
+# Host-side entry lateness of the slow rank, in both modes. Per collective of the run's second
+# half (the fault starts at a third) matched by every rank: each rank's entry time minus the
+# earliest. Prints every rank's mean and how often it entered last.
+entry_lateness() {  # -> "RANK MEAN_MS LAST_SHARE" lines
+  qall "WITH m AS (SELECT comm_id_hash, seq FROM ev WHERE $COLL GROUP BY comm_id_hash, seq
+          HAVING COUNT(DISTINCT rank) = $WORLD AND seq > (SELECT MAX(seq) / 2 FROM ev)),
+        e AS (SELECT ev.rank, ev.timestamp_ns - MIN(ev.timestamp_ns) OVER w AS late,
+          ev.timestamp_ns = MAX(ev.timestamp_ns) OVER w AS last FROM ev JOIN m USING (comm_id_hash, seq)
+          WINDOW w AS (PARTITION BY ev.comm_id_hash, ev.seq))
+        SELECT rank || ' ' || ROUND(AVG(late) / 1e6, 2) || ' ' || ROUND(AVG(last), 2) FROM e
+        GROUP BY rank ORDER BY rank"
+}
+
+scenario_entry_lateness() {
+  local slow=$((FAULT_NODE * RPN)) mode line rank mean last injected sync_mean=0 async_mean=0
+  # The slow rank's device loses 3x its device time per step: 40 ms x 0.85 x (4 - 1).
+  injected=102
+  for mode in sync async; do
+    MODE=$mode
+    rm -rf "$OUT/run" "$OUT"/node*.db
+    run_harness slow
+    ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
+    open_bundles
+    echo "$mode mode: host-side entry lateness per rank (mean ms, share of collectives entered last); slow rank $slow, its device ${injected} ms slower per step:"
+    while read -r rank mean last; do
+      echo "  rank $rank: ${mean} ms, last in ${last}"
+      if ((rank == slow)); then
+        [[ $mode == sync ]] && sync_mean=$mean || async_mean=$mean
+      fi
+    done < <(entry_lateness)
+  done
+  # sync: the slow rank's lateness is its device's delay; async: hosts enqueue at the same
+  # pace after each step's sync, so entry times show (almost) none of it.
+  awk -v s="$sync_mean" -v a="$async_mean" -v i="$injected" 'BEGIN {
+    printf "slow rank entry lateness: sync %.1f ms (%.0f%% of the device delay), async %.1f ms (%.0f%%)\n", s, 100 * s / i, a, 100 * a / i
+    exit !(s >= 0.5 * i && a <= 0.15 * i) }' ||
+    fail "expected the slow rank's entry lateness to show >= 50% of the device delay in sync mode and <= 15% in async mode"
+}
+
 case "$SCENARIO" in
-  none | loss | cpu | io | slow | hang | crash | interrupt | clock) "scenario_$SCENARIO" ;;
+  none | loss | cpu | io | slow | hang | crash | interrupt | clock | async_none | async_hang | \
+    async_crash | entry_lateness) "scenario_$SCENARIO" ;;
   *) fail "unknown scenario" ;;
 esac
 check_no_leftovers
