@@ -4,6 +4,8 @@
 # injected kind as its cause; without a fault it claims no straggler with high confidence.
 #   report_acceptance_test.sh BUILD_DIR SOURCE_DIR [FAULT...]
 # RANKSCOPE_TEST_SEED=N repeats a run's choice of fault nodes (the seed is printed).
+# RANKSCOPE_TEST_COLLECTIVES=async runs the test bed in async mode (a GPU job); the default,
+# sync, is what the suite checks (see async_acceptance.sh for the async measurement).
 # Exit 77 = skipped (not root and CI unset). With CI set, a missing prerequisite fails.
 set -euo pipefail
 
@@ -16,6 +18,7 @@ HARNESS="$SRC/tests/cluster/run-cluster"
 NODES=3
 RPN=2
 STEPS=30
+MODE=${RANKSCOPE_TEST_COLLECTIVES:-sync}
 
 skip_or_fail() {
   if [[ -n "${CI:-}" ]]; then
@@ -81,7 +84,7 @@ for fault in "${FAULTS[@]}"; do
   start=$SECONDS
   rc=0
   args=(--build "$BUILD" --out "$dir" --nodes "$NODES" --ranks-per-node "$RPN"
-        --steps "$STEPS" --fault "$fault" --timeout 120)
+        --steps "$STEPS" --fault "$fault" --timeout 120 --collectives "$MODE")
   [[ "$fault" != none ]] && args+=(--fault-node "$k")
   timeout -s INT 240 "$HARNESS" "${args[@]}" >"$OUT/$fault.out" 2>&1 || rc=$?
   took=$((SECONDS - start))
@@ -96,7 +99,7 @@ for fault in "${FAULTS[@]}"; do
   [[ "$line" == ok:* ]] || failed+=("$fault")
 done
 
-echo "---- summary (seed $SEED, $NODES nodes x $RPN ranks, $STEPS steps) ----"
+echo "---- summary (seed $SEED, $NODES nodes x $RPN ranks, $STEPS steps, $MODE collectives) ----"
 printf '%s\n' "${summary[@]}"
 if ((${#failed[@]})); then
   echo "FAIL: ${failed[*]}"
