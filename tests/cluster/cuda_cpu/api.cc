@@ -56,7 +56,8 @@ cudaError_t Copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, 
                  bool sync) {
   if (count > 0 && (dst == nullptr || src == nullptr)) return Ret(cudaErrorInvalidValue);
   if (static_cast<int>(kind) < 0 || kind > cudaMemcpyDefault) return Ret(cudaErrorInvalidValue);
-  std::shared_ptr<Stream> s = sync ? Rt().device(Rt().current_device())->Legacy() : StreamOf(stream);
+  std::shared_ptr<Stream> s =
+      sync ? Rt().device(Rt().current_device())->Legacy() : StreamOf(stream);
   if (!s) return Ret(cudaErrorInvalidResourceHandle);
   uint64_t t = s->device()->Enqueue(s, [dst, src, count] {
     if (count > 0) std::memmove(dst, src, count);
@@ -67,7 +68,8 @@ cudaError_t Copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, 
 
 cudaError_t Set(void* dst, int value, size_t count, cudaStream_t stream, bool sync) {
   if (count > 0 && dst == nullptr) return Ret(cudaErrorInvalidValue);
-  std::shared_ptr<Stream> s = sync ? Rt().device(Rt().current_device())->Legacy() : StreamOf(stream);
+  std::shared_ptr<Stream> s =
+      sync ? Rt().device(Rt().current_device())->Legacy() : StreamOf(stream);
   if (!s) return Ret(cudaErrorInvalidResourceHandle);
   uint64_t t = s->device()->Enqueue(s, [dst, value, count] { std::memset(dst, value, count); });
   if (sync) s->WaitFor(t);
@@ -237,15 +239,12 @@ CUDA_API cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEven
   Stream::Dep ta = EventTarget(a), tb = EventTarget(b);
   if (!ta.stream || !tb.stream) return Ret(cudaErrorInvalidResourceHandle);
   if (!ta.stream->Reached(ta.ticket) || !tb.stream->Reached(tb.ticket)) return cudaErrorNotReady;
-  std::lock_guard<std::mutex> la(a->mu);
-  uint64_t t0 = a->time_ns;
-  uint64_t t1 = 0;
-  if (a == b) {
-    t1 = t0;
-  } else {
-    std::lock_guard<std::mutex> lb(b->mu);
-    t1 = b->time_ns;
-  }
+  auto time_of = [](const std::shared_ptr<Event>& e) {  // one lock at a time: no lock order
+    std::lock_guard<std::mutex> lock(e->mu);
+    return e->time_ns;
+  };
+  uint64_t t0 = time_of(a);
+  uint64_t t1 = time_of(b);
   *ms = static_cast<float>((static_cast<double>(t1) - static_cast<double>(t0)) / 1e6);
   return cudaSuccess;
 }
@@ -311,35 +310,56 @@ CUDA_API cudaError_t cudaPeekAtLastError(void) { return tls_last_error; }
 
 CUDA_API const char* cudaGetErrorName(cudaError_t error) {
   switch (error) {
-    case cudaSuccess: return "cudaSuccess";
-    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
-    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
-    case cudaErrorInitializationError: return "cudaErrorInitializationError";
-    case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
-    case cudaErrorInvalidDeviceFunction: return "cudaErrorInvalidDeviceFunction";
-    case cudaErrorNoDevice: return "cudaErrorNoDevice";
-    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
-    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
-    case cudaErrorNotReady: return "cudaErrorNotReady";
-    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    case cudaSuccess:
+      return "cudaSuccess";
+    case cudaErrorInvalidValue:
+      return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation:
+      return "cudaErrorMemoryAllocation";
+    case cudaErrorInitializationError:
+      return "cudaErrorInitializationError";
+    case cudaErrorInsufficientDriver:
+      return "cudaErrorInsufficientDriver";
+    case cudaErrorInvalidDeviceFunction:
+      return "cudaErrorInvalidDeviceFunction";
+    case cudaErrorNoDevice:
+      return "cudaErrorNoDevice";
+    case cudaErrorInvalidDevice:
+      return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle:
+      return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady:
+      return "cudaErrorNotReady";
+    case cudaErrorLaunchFailure:
+      return "cudaErrorLaunchFailure";
   }
   return "cudaErrorUnknown";
 }
 
 CUDA_API const char* cudaGetErrorString(cudaError_t error) {
   switch (error) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInitializationError: return "initialization error";
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInitializationError:
+      return "initialization error";
     case cudaErrorInsufficientDriver:
       return "CUDA driver version is insufficient for CUDA runtime version";
-    case cudaErrorInvalidDeviceFunction: return "invalid device function";
-    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
-    case cudaErrorInvalidDevice: return "invalid device ordinal";
-    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
-    case cudaErrorNotReady: return "device not ready";
-    case cudaErrorLaunchFailure: return "unspecified launch failure";
+    case cudaErrorInvalidDeviceFunction:
+      return "invalid device function";
+    case cudaErrorNoDevice:
+      return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice:
+      return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle:
+      return "invalid resource handle";
+    case cudaErrorNotReady:
+      return "device not ready";
+    case cudaErrorLaunchFailure:
+      return "unspecified launch failure";
   }
   return "unrecognized error code";
 }
@@ -367,12 +387,14 @@ CUDA_API uint64_t cudacpuEnqueue(cudaStream_t stream, int device, void (*fn)(voi
   if (fn == nullptr || device < 0 || device >= Runtime::kDevices) return 0;
   std::shared_ptr<Stream> s = Rt().ResolveStream(stream, device);
   if (!s) return 0;
-  return s->device()->Enqueue(s, [fn, arg] { fn(arg); }, {}, false);
+  return s->device()->Enqueue(
+      s, [fn, arg] { fn(arg); }, {}, false);
 }
 
 CUDA_API int cudacpuStreamValid(cudaStream_t stream, int device) {
   if (device < 0 || device >= Runtime::kDevices) return 0;
-  return Rt().ResolveStream(stream, device) ? 1 : 0;
+  std::shared_ptr<Stream> s = Rt().ResolveStream(stream, device);
+  return s && s->device()->id() == device ? 1 : 0;
 }
 
 CUDA_API void cudacpuWaitTicket(cudaStream_t stream, int device, uint64_t ticket) {
@@ -385,7 +407,9 @@ CUDA_API cudaError_t cudacpuStreamWaitStream(cudaStream_t waiter, cudaStream_t w
   std::shared_ptr<Stream> w = Rt().ResolveStream(waiter, device);
   std::shared_ptr<Stream> d = Rt().ResolveStream(waited, device);
   if (!w || !d) return cudaErrorInvalidResourceHandle;
-  if (w != d) w->device()->Enqueue(w, [] {}, {{d, d->Enqueued()}}, false);
+  if (w != d)
+    w->device()->Enqueue(
+        w, [] {}, {{d, d->Enqueued()}}, false);
   return cudaSuccess;
 }
 

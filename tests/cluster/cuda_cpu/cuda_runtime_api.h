@@ -5,10 +5,11 @@
 //
 // What a "device" is here: a set of worker threads, one per stream, that run the stream's work
 // in order (kernels, copies, host functions, event records, waits on other streams) while
-// the calling host thread goes on; each device has its own clock (its globaltimer). Device
-// memory is host memory. A kernel is a host function `void kernel(void** args)` registered
-// with cudacpuRegisterKernel (the runtime must know its argument count to copy the arguments
-// at launch, as the real runtime learns it from the fat binary).
+// the calling host thread goes on; the devices have their own clock (globaltimer), one setting
+// per process (RANKSCOPE_CUDA_CPU_CLOCK, tests/cluster/README.md). Device memory is host memory. A
+// kernel is a host function `void kernel(void** args)` registered with cudacpuRegisterKernel (the
+// runtime must know its argument count to copy the arguments at launch, as the real runtime learns
+// it from the fat binary).
 #ifndef CUDA_CPU_RUNTIME_API_H_
 #define CUDA_CPU_RUNTIME_API_H_
 
@@ -111,8 +112,8 @@ int cudacpuRegisterKernel(const void* func, const char* name, int nargs);
 // where the kernel's previous busy time ended (not from now: a late wakeup is not added).
 void cudacpuKernelBusy(uint64_t ns);
 // The globaltimer (ns) of the device the calling thread runs on (a stream worker), else of
-// the calling host thread's current device. Each device's clock runs at its own offset (and
-// optional drift) from the host's CLOCK_MONOTONIC: see RANKSCOPE_CUDA_CPU_CLOCK in the README.
+// the calling host thread's current device: the host's CLOCK_MONOTONIC at an offset (and an
+// optional drift) set by RANKSCOPE_CUDA_CPU_CLOCK, the same for every device of a process.
 uint64_t cudacpuGlobaltimer(void);
 // The device whose stream the calling thread works for, -1 on a host thread.
 int cudacpuCurrentWorkerDevice(void);

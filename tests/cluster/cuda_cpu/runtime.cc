@@ -56,8 +56,10 @@ void ClockConfig(int64_t* offset_ns, double* drift_ppm) {
     ok = end != q && *end == '\0';
   }
   if (!ok) {
-    std::fprintf(stderr, "cuda-cpu: RANKSCOPE_CUDA_CPU_CLOCK='%s' is not "
-                 "[realtime]OFFSET_NS[,DRIFT_PPM]; using the default device clock\n", spec);
+    std::fprintf(stderr,
+                 "cuda-cpu: RANKSCOPE_CUDA_CPU_CLOCK='%s' is not "
+                 "[realtime]OFFSET_NS[,DRIFT_PPM]; using the default device clock\n",
+                 spec);
     return;
   }
   *offset_ns = base + off;
@@ -139,6 +141,11 @@ bool Stream::Pending() {
   return completed_ < enqueued_;
 }
 
+int64_t Stream::LastCompletedNs() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_completed_ns_;
+}
+
 void Stream::Close() {
   std::lock_guard<std::mutex> lock(mu_);
   closing_ = true;
@@ -156,11 +163,15 @@ void Stream::Run() {
       item = std::move(queue_.front());
       queue_.pop_front();
     }
+    // When the item became runnable: enqueued, and every dependency done. A dependency found
+    // done already finished no later than its stream's last completion (an upper bound).
     int64_t ready = item.enqueued_ns;
     for (Dep& d : item.deps) {
       if (!d.stream->Reached(d.ticket)) {
         d.stream->WaitFor(d.ticket);
-        ready = MonoNs();
+        ready = std::max(ready, MonoNs());
+      } else {
+        ready = std::max(ready, d.stream->LastCompletedNs());
       }
     }
     // Device time: a kernel starts when it became runnable or the previous one's busy time
@@ -170,8 +181,10 @@ void Stream::Run() {
     tls_busy_until_ns = std::min(start, now);
     tls_busy_used = false;
     item.fn();
-    last_deadline_ns_ = tls_busy_used ? tls_busy_until_ns : MonoNs();
+    const int64_t done = MonoNs();
+    last_deadline_ns_ = tls_busy_used ? tls_busy_until_ns : done;
     std::lock_guard<std::mutex> lock(mu_);
+    last_completed_ns_ = done;
     ++completed_;
     cv_.notify_all();
   }
@@ -179,8 +192,11 @@ void Stream::Run() {
 
 // ---- Device --------------------------------------------------------------------------------
 
-Device::Device(int id, int64_t clock_offset_ns, double drift_ppm) :
-    id_(id), clock_offset_ns_(clock_offset_ns), drift_ppm_(drift_ppm), clock_epoch_ns_(MonoNs()) {}
+Device::Device(int id, int64_t clock_offset_ns, double drift_ppm)
+    : id_(id),
+      clock_offset_ns_(clock_offset_ns),
+      drift_ppm_(drift_ppm),
+      clock_epoch_ns_(MonoNs()) {}
 
 uint64_t Device::Globaltimer(int64_t mono_ns) const {
   double drift = drift_ppm_ * 1e-6 * static_cast<double>(mono_ns - clock_epoch_ns_);

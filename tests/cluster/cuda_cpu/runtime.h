@@ -31,15 +31,19 @@ class Stream : public std::enable_shared_from_this<Stream> {
     std::shared_ptr<Stream> stream;
     uint64_t ticket = 0;
   };
-  Stream(Device* device, bool legacy, bool blocking) :
-      device_(device), legacy_(legacy), blocking_(blocking) {}
-  void Start();  // starts the worker (detached; it holds the stream alive while it has work)
+  Stream(Device* device, bool legacy, bool blocking)
+      : device_(device), legacy_(legacy), blocking_(blocking) {}
+  // Starts the worker (detached; it holds the stream until Close and the queue is drained.
+  // Legacy and per-thread streams are never closed: they live as long as the process).
+  void Start();
   // Appends work (run after every dep is reached); returns its ticket.
   uint64_t Push(std::function<void()> fn, std::vector<Dep> deps);
   void WaitFor(uint64_t ticket);
   bool Reached(uint64_t ticket);
   uint64_t Enqueued();
   bool Pending();
+  // When the stream last completed an item (CLOCK_MONOTONIC ns; 0: never).
+  int64_t LastCompletedNs();
   void Close();  // the worker exits once the queue is empty
   Device* device() const { return device_; }
   bool legacy() const { return legacy_; }
@@ -60,6 +64,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
   std::deque<Item> queue_;
   uint64_t enqueued_ = 0;
   uint64_t completed_ = 0;
+  int64_t last_completed_ns_ = 0;
   bool closing_ = false;
   int64_t last_deadline_ns_ = 0;  // worker-only: where the previous kernel's busy time ended
 };

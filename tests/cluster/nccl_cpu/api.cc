@@ -19,8 +19,8 @@
 #include "comm.h"
 #include "enqueue.h"
 #include "nccl.h"
-#include "reduce.h"
 #include "profiler.h"
+#include "reduce.h"
 #include "rscore/nccl_comm_hash.h"
 #include "transport.h"
 
@@ -116,8 +116,8 @@ ncclResult_t CheckPeer(ncclComm* comm, int peer, const char* what) {
   return ncclSuccess;
 }
 
-ncclResult_t P2p(Func func, void* buf, size_t count, ncclDataType_t type, int peer,
-                 ncclComm* comm, cudaStream_t stream) {
+ncclResult_t P2p(Func func, void* buf, size_t count, ncclDataType_t type, int peer, ncclComm* comm,
+                 cudaStream_t stream) {
   const char* what = func == kSend ? "Send" : "Recv";
   if (ncclResult_t r = CheckColl(comm, type, what); r != ncclSuccess) return r;
   if (ncclResult_t r = CheckPeer(comm, peer, what); r != ncclSuccess) return r;
@@ -158,6 +158,8 @@ ncclResult_t Split(ncclComm* comm, int color, int key, ncclComm_t* out,
   // must be done first (NCCL splits over a separate bootstrap network instead).
   WaitIdle(comm);
   const uint64_t hash = rs::NcclSplitCommHash(comm->comm_hash, ++comm->split_count, color);
+  // Without a config the child keeps the parent's (NCCL copies the parent's config).
+  const std::string name = config != nullptr ? ConfigName(config) : comm->name;
   if (comm->no_peers || comm->nranks == 1) {
     if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
     auto* c = new ncclComm;
@@ -165,7 +167,7 @@ ncclResult_t Split(ncclComm* comm, int color, int key, ncclComm_t* out,
     c->fds.assign(1, -1);
     c->cuda_dev = comm->cuda_dev;
     c->comm_hash = hash;
-    c->name = ConfigName(config);
+    c->name = name;
     ProfilerInit(c);
     *out = c;
     return ncclSuccess;
@@ -201,7 +203,7 @@ ncclResult_t Split(ncclComm* comm, int color, int key, ncclComm_t* out,
   }
   if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
   return InitRank(out, static_cast<int>(members.size()), ids[members[0].second], new_rank,
-                  comm->cuda_dev, hash, ConfigName(config));
+                  comm->cuda_dev, hash, name);
 }
 
 }  // namespace

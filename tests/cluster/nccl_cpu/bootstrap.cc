@@ -4,6 +4,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -116,6 +117,14 @@ bool DecodeUniqueId(const ncclUniqueId& id, IdFields* out) {
   return true;
 }
 
+int CountHosts(const std::vector<Endpoint>& endpoints) {
+  std::vector<uint32_t> seen;
+  for (const Endpoint& e : endpoints) {
+    if (std::find(seen.begin(), seen.end(), e.addr) == seen.end()) seen.push_back(e.addr);
+  }
+  return static_cast<int>(seen.size());
+}
+
 ncclResult_t JoinMesh(ncclComm* comm, const ncclUniqueId& id, std::string* error) {
   IdFields f;
   if (!DecodeUniqueId(id, &f)) {
@@ -150,6 +159,7 @@ ncclResult_t JoinMesh(ncclComm* comm, const ncclUniqueId& id, std::string* error
              " failed (duplicate rank or inconsistent nranks?): " + *error;
     return ncclSystemError;
   }
+  comm->n_nodes = CountHosts(table);
   comm->fds.assign(comm->nranks, -1);
   for (int peer = 0; peer < comm->rank && ok; ++peer) {
     int fd = Connect(table[peer], timeout, error);

@@ -7,9 +7,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "comm.h"
 #include "nccl.h"
+#include "transport.h"
 
 namespace ncclcpu {
 
@@ -23,7 +25,9 @@ struct IdFields {
 // ephemeral), and starts the root thread.
 ncclResult_t CreateUniqueId(uint32_t addr, uint16_t port, ncclUniqueId* id, std::string* error);
 bool DecodeUniqueId(const ncclUniqueId& id, IdFields* out);
-// Joins the communicator named by id as `rank` of `nranks`; fills comm->fds.
+// How many distinct hosts (IPv4 addresses) the ranks' endpoints are on: NCCL's nNodes.
+int CountHosts(const std::vector<Endpoint>& endpoints);
+// Joins the communicator named by id as `rank` of `nranks`; fills comm->fds and n_nodes.
 ncclResult_t JoinMesh(ncclComm* comm, const ncclUniqueId& id, std::string* error);
 
 }  // namespace ncclcpu

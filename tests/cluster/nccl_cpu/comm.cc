@@ -28,13 +28,31 @@ void SetAsyncError(ncclComm* comm, ncclResult_t code) {
 
 void Retain(ncclComm* comm) { comm->refs.fetch_add(1); }
 
-void Release(ncclComm* comm) {
-  if (comm->refs.fetch_sub(1) != 1) return;
+namespace {
+
+void Free(ncclComm* comm) {
   for (int fd : comm->fds) {
     if (fd >= 0) close(fd);
   }
   ProfilerFinalize(comm);
   delete comm;
+}
+
+}  // namespace
+
+void Release(ncclComm* comm) {
+  if (comm->refs.fetch_sub(1) == 1) Free(comm);
+}
+
+void FinishWork(ncclComm* comm) {
+  bool last = false;
+  {
+    std::lock_guard<std::mutex> lock(comm->mu);
+    ++comm->exec_next;
+    last = comm->refs.fetch_sub(1) == 1;
+    comm->cv.notify_all();
+  }
+  if (last) Free(comm);  // only after an abort: the user's reference is gone
 }
 
 void Abort(ncclComm* comm) {

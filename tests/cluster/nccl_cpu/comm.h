@@ -21,12 +21,12 @@ struct ncclComm {
   std::vector<int> fds;
   // RANKSCOPE_TESTLIB_NO_PEERS=1: any rank/nranks, no network, collectives copy locally.
   bool no_peers = false;
-  uint64_t nonce = 0;  // from the unique id; checked on every mesh connection
-  int cuda_dev = 0;    // the device whose legacy stream a NULL stream means
-  int n_nodes = 1;     // distinct host addresses among the ranks
-  uint64_t comm_hash = 0;  // NCCL's commHash (rscore/nccl_comm_hash.h)
-  int split_count = 0;     // splits of this communicator so far (NCCL's splitCount)
-  std::string name;        // ncclConfig_t.commName, if given
+  uint64_t nonce = 0;           // from the unique id; checked on every mesh connection
+  int cuda_dev = 0;             // the device whose legacy stream a NULL stream means
+  int n_nodes = 1;              // distinct host addresses among the ranks
+  uint64_t comm_hash = 0;       // NCCL's commHash (rscore/nccl_comm_hash.h)
+  int split_count = 0;          // splits of this communicator so far (NCCL's splitCount)
+  std::string name;             // ncclConfig_t.commName, if given
   uint64_t seq_number[5] = {};  // per NCCL function (Broadcast, Reduce, AllGather, RS, AR)
 
   // The profiler plugin's context for this communicator (null: no plugin, or its init failed).
@@ -57,6 +57,10 @@ void SetAsyncError(ncclComm* comm, ncclResult_t code);
 // finalizes the profiler context and frees the communicator.
 void Retain(ncclComm* comm);
 void Release(ncclComm* comm);
+// What device work does when it is done: counts itself finished (for WaitIdle and the launch
+// order) and drops its reference in one step, so that a WaitIdle that returns has seen the
+// reference go and the caller's own Release is the last one.
+void FinishWork(ncclComm* comm);
 // Marks the communicator aborted and wakes device work blocked on its sockets or stuck after
 // an error (it then finishes without doing anything).
 void Abort(ncclComm* comm);

@@ -1,5 +1,6 @@
 #include "enqueue.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -13,12 +14,6 @@
 
 namespace ncclcpu {
 namespace {
-
-constexpr int kTaskMask = ncclProfileColl | ncclProfileProxyOp | ncclProfileProxyStep |
-                          ncclProfileKernelCh | ncclProfileNetPlugin;
-constexpr int kP2pTaskMask = ncclProfileP2p | ncclProfileProxyOp | ncclProfileProxyStep |
-                             ncclProfileKernelCh | ncclProfileNetPlugin;
-constexpr int kGroupMask = ncclProfileGroup | kTaskMask | kP2pTaskMask;
 
 // ncclGroupDepth and the tasks of the calling thread's open group.
 thread_local int tls_group_depth = 0;
@@ -126,7 +121,7 @@ void RunPlan(Plan* p) {
   }
   {
     std::unique_lock<std::mutex> lock(c->mu);
-    c->cv.wait(lock, [&] { return c->exec_next == p->ticket || c->aborted.load(); });
+    c->cv.wait(lock, [&] { return c->exec_next >= p->ticket || c->aborted.load(); });
   }
   ncclResult_t r = static_cast<ncclResult_t>(c->async_error.load());
   if (!c->aborted.load() && r == ncclSuccess) {
@@ -138,16 +133,9 @@ void RunPlan(Plan* p) {
       c->cv.wait(lock, [&] { return c->aborted.load(); });
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(c->mu);
-    ++c->exec_next;
-    c->cv.notify_all();
-  }
   p->result = r;
-  if (p->async) {
-    delete p;
-    Release(c);
-  }
+  if (p->async) delete p;
+  FinishWork(c);
 }
 
 void RunPlanOnDevice(void* arg) { RunPlan(static_cast<Plan*>(arg)); }
@@ -160,9 +148,9 @@ void ReportPlan(Plan& p, int mask) {
   void* group = loaded && (mask & kGroupMask) ? StartGroupEvent(c) : nullptr;
   for (Task& t : p.tasks) {
     if (IsP2p(t.func)) continue;
-    if (loaded && (t.mask & kTaskMask)) {
-      CollArgs a{t.func, c->seq_number[t.func], t.send, t.recv, t.count, t.root, t.datatype,
-                 t.api, group};
+    if (loaded && (t.mask & kCollTaskMask)) {
+      CollArgs a{t.func, c->seq_number[t.func], t.send, t.recv, t.count, t.root, t.datatype, t.api,
+                 group};
       if (t.func == kAllGather || t.func == kBroadcast) {  // NCCL moves these as bytes
         a.count = t.count * TypeSize(t.datatype);
         a.datatype = ncclInt8;
@@ -183,18 +171,24 @@ void ReportPlan(Plan& p, int mask) {
 ncclResult_t Launch(ncclComm* c, std::vector<Task> tasks) {
   if (int e = c->async_error.load(); e != ncclSuccess) return static_cast<ncclResult_t>(e);
   const bool async = AsyncMode();
-  const cudaStream_t launch = tasks.front().stream;
-  std::vector<cudaStream_t> others;
+  // NCCL keeps the group's distinct streams newest first and launches on the first of them:
+  // the last distinct stream the tasks named. The others wait for it and it for them.
+  std::vector<cudaStream_t> streams;
+  for (const Task& t : tasks) {
+    if (std::find(streams.begin(), streams.end(), t.stream) == streams.end()) {
+      streams.push_back(t.stream);
+    }
+  }
+  const cudaStream_t launch = streams.back();
+  streams.pop_back();
+  const std::vector<cudaStream_t>& others = streams;
   if (async) {
     for (const Task& t : tasks) {
       if (!cudacpuStreamValid(t.stream, c->cuda_dev)) {
-        return Fail(c, ncclUnhandledCudaError, "invalid CUDA stream " +
-                    std::to_string(reinterpret_cast<uintptr_t>(t.stream)) + " for device " +
-                    std::to_string(c->cuda_dev));
+        return Fail(c, ncclUnhandledCudaError,
+                    "invalid CUDA stream " + std::to_string(reinterpret_cast<uintptr_t>(t.stream)) +
+                        " for device " + std::to_string(c->cuda_dev));
       }
-      bool seen = t.stream == launch;
-      for (cudaStream_t o : others) seen = seen || o == t.stream;
-      if (!seen) others.push_back(t.stream);
     }
   }
   auto* p = new Plan;
@@ -223,6 +217,13 @@ ncclResult_t Launch(ncclComm* c, std::vector<Task> tasks) {
     // The launch stream waits for every other stream of the group's tasks, and they for it.
     for (cudaStream_t o : others) cudacpuStreamWaitStream(launch, o, c->cuda_dev);
     ticket = cudacpuEnqueue(launch, c->cuda_dev, RunPlanOnDevice, p);
+    if (ticket == 0) {  // the stream went away since it was checked: the plan never runs
+      SetAsyncError(c, ncclUnhandledCudaError);
+      StopEvent(kernel_launch);
+      delete p;
+      FinishWork(c);  // later plans see the error and skip
+      return Fail(c, ncclUnhandledCudaError, "launching on the CUDA stream failed");
+    }
     for (cudaStream_t o : others) cudacpuStreamWaitStream(o, launch, c->cuda_dev);
   }
   StopEvent(kernel_launch);
@@ -239,7 +240,6 @@ ncclResult_t Launch(ncclComm* c, std::vector<Task> tasks) {
   RunPlan(p);
   ncclResult_t r = p->result;
   delete p;
-  Release(c);
   return r;
 }
 

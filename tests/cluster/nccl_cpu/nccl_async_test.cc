@@ -34,8 +34,8 @@ TEST(NcclAsync, TheCallReturnsBeforeTheStreamRunsTheCollective) {
     CHILD_CHECK(cudaStreamCreate(&s) == cudaSuccess);
     std::vector<float> buf(3000, static_cast<float>(rank + 1));
     CHILD_CHECK(cudaLaunchHostFunc(s, WaitForGate, nullptr) == cudaSuccess);
-    CHILD_CHECK(ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, comm,
-                              s) == ncclSuccess);
+    CHILD_CHECK(ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, comm, s) ==
+                ncclSuccess);
     CHILD_CHECK(buf[0] == rank + 1);  // enqueued, not run: the stream is held by the gate
     CHILD_CHECK(cudaStreamQuery(s) == cudaErrorNotReady);
     g_gate = true;

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "bootstrap.h"
 #include "nccl.h"
 #include "reduce.h"
 #include "test_ranks.h"
@@ -137,6 +138,19 @@ TEST(NcclCpu, EntryPointsStartWithPushRbp) {
                        reinterpret_cast<const void*>(&ncclGroupStart),
                        reinterpret_cast<const void*>(&ncclSend)};
   for (const void* f : fns) EXPECT_EQ(*static_cast<const unsigned char*>(f), 0x55);
+}
+
+TEST(NcclCpu, NodesAreTheDistinctHostsOfTheRanks) {  // what a profiler's init gets as nNodes
+  using ncclcpu::Endpoint;
+  auto ep = [](const char* ip, uint16_t port) {
+    Endpoint e;
+    EXPECT_TRUE(ncclcpu::ParseEndpoint(std::string(ip) + ":" + std::to_string(port), &e));
+    return e;
+  };
+  EXPECT_EQ(ncclcpu::CountHosts({ep("10.77.0.10", 1), ep("10.77.0.10", 2), ep("10.77.0.11", 1),
+                                 ep("10.77.0.12", 3), ep("10.77.0.11", 9)}),
+            3);
+  EXPECT_EQ(ncclcpu::CountHosts({ep("127.0.0.1", 5), ep("127.0.0.1", 6)}), 1);
 }
 
 TEST(NcclCpu, HalfConversionsRoundTrip) {

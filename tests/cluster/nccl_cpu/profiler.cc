@@ -64,8 +64,8 @@ void* OpenPlugin() {
   if (void* h = TryOpen(name)) return h;
   if (env == nullptr || *env == '\0' || std::strchr(env, '/') != nullptr) return nullptr;
   size_t len = std::strlen(env);
-  bool lib_so = std::strncmp(env, "lib", 3) == 0 && len >= 3 &&
-                std::strcmp(env + len - 3, ".so") == 0;
+  bool lib_so =
+      std::strncmp(env, "lib", 3) == 0 && len >= 3 && std::strcmp(env + len - 3, ".so") == 0;
   if (lib_so) return nullptr;
   return TryOpen(std::string("libnccl-profiler-") + env + ".so");
 }
@@ -214,40 +214,56 @@ ncclProfilerEventDescr_v5_t Descr(uint64_t type) {
   return d;
 }
 
-constexpr int kTaskMask = ncclProfileColl | ncclProfileProxyOp | ncclProfileProxyStep |
-                          ncclProfileKernelCh | ncclProfileNetPlugin;
-
 thread_local ApiState tls_api;
 
 }  // namespace
 
 const char* FuncName(Func f) {
   switch (f) {
-    case kBroadcast: return "Broadcast";
-    case kReduce: return "Reduce";
-    case kAllGather: return "AllGather";
-    case kReduceScatter: return "ReduceScatter";
-    case kAllReduce: return "AllReduce";
-    case kSend: return "Send";
-    case kRecv: return "Recv";
+    case kBroadcast:
+      return "Broadcast";
+    case kReduce:
+      return "Reduce";
+    case kAllGather:
+      return "AllGather";
+    case kReduceScatter:
+      return "ReduceScatter";
+    case kAllReduce:
+      return "AllReduce";
+    case kSend:
+      return "Send";
+    case kRecv:
+      return "Recv";
   }
   return "Unknown";
 }
 
 const char* DatatypeName(ncclDataType_t t) {
   switch (t) {
-    case ncclInt8: return "ncclInt8";
-    case ncclInt32: return "ncclInt32";
-    case ncclUint32: return "ncclUint32";
-    case ncclInt64: return "ncclInt64";
-    case ncclUint64: return "ncclUint64";
-    case ncclFloat16: return "ncclFloat16";
-    case ncclFloat32: return "ncclFloat32";
-    case ncclFloat64: return "ncclFloat64";
-    case ncclBfloat16: return "ncclBfloat16";
-    case ncclFloat8e4m3: return "ncclFloat8e4m3";
-    case ncclFloat8e5m2: return "ncclFloat8e5m2";
-    default: return "Unknown";
+    case ncclInt8:
+      return "ncclInt8";
+    case ncclInt32:
+      return "ncclInt32";
+    case ncclUint32:
+      return "ncclUint32";
+    case ncclInt64:
+      return "ncclInt64";
+    case ncclUint64:
+      return "ncclUint64";
+    case ncclFloat16:
+      return "ncclFloat16";
+    case ncclFloat32:
+      return "ncclFloat32";
+    case ncclFloat64:
+      return "ncclFloat64";
+    case ncclBfloat16:
+      return "ncclBfloat16";
+    case ncclFloat8e4m3:
+      return "ncclFloat8e4m3";
+    case ncclFloat8e5m2:
+      return "ncclFloat8e5m2";
+    default:
+      return "Unknown";
   }
 }
 
@@ -297,26 +313,24 @@ void StartGroupApiEvent(ncclComm* comm, int group_depth) {
   ApiState& a = tls_api;
   a.mask = ProfilerMask();
   constexpr int kGroupApiMask = ncclProfileGroupApi | ncclProfileP2pApi | ncclProfileCollApi |
-                                ncclProfileKernelLaunch | ncclProfileGroup | ncclProfileColl |
-                                ncclProfileP2p | ncclProfileProxyOp | ncclProfileProxyStep |
-                                ncclProfileKernelCh | ncclProfileNetPlugin;
+                                ncclProfileKernelLaunch | kGroupMask;
   if (!ProfilerLoaded() || (a.mask & kGroupApiMask) == 0 || a.profiler_group_depth != 0) return;
   ncclProfilerEventDescr_v5_t d = Descr(ncclProfileGroupApi);
   d.groupApi.graphCaptured = false;
   d.groupApi.groupDepth = group_depth;
   Start(comm->profiler_context, &a.group_api, &d);
   a.profiler_group_depth = group_depth;
-  a.state = 1;
+  a.state = ApiState::kStarted;
 }
 
 void RecordGroupApiEventState(ncclProfilerEventState_t state) {
   ApiState& a = tls_api;
   bool record = false;
-  if (state == ncclProfilerGroupStartApiStop && a.state == 1) {
-    a.state = 2;
+  if (state == ncclProfilerGroupStartApiStop && a.state == ApiState::kStarted) {
+    a.state = ApiState::kStartReturned;
     record = true;
-  } else if (state == ncclProfilerGroupEndApiStart && a.state == 2) {
-    a.state = 0;
+  } else if (state == ncclProfilerGroupEndApiStart && a.state == ApiState::kStartReturned) {
+    a.state = ApiState::kReset;
     record = true;
   }
   if (record && ProfilerLoaded()) Record(a.group_api, state, nullptr);
@@ -333,7 +347,7 @@ void StopGroupApiEvent() {
 void StartCollApiEvent(ncclComm* comm, const CollApiArgs& args) {
   ApiState& a = tls_api;
   a.coll_api = nullptr;
-  if (!ProfilerLoaded() || (a.mask & (ncclProfileCollApi | kTaskMask)) == 0) return;
+  if (!ProfilerLoaded() || (a.mask & (ncclProfileCollApi | kCollTaskMask)) == 0) return;
   ncclProfilerEventDescr_v5_t d = Descr(ncclProfileCollApi);
   d.parentObj = a.group_api;
   d.collApi.func = FuncName(args.func);
@@ -350,9 +364,7 @@ void StopCollApiEvent() { StopEvent(tls_api.coll_api); }
 void StartP2pApiEvent(ncclComm* comm, const CollApiArgs& args) {
   ApiState& a = tls_api;
   a.p2p_api = nullptr;
-  constexpr int kP2pMask = ncclProfileP2pApi | ncclProfileP2p | ncclProfileProxyOp |
-                           ncclProfileProxyStep | ncclProfileKernelCh | ncclProfileNetPlugin;
-  if (!ProfilerLoaded() || (a.mask & kP2pMask) == 0) return;
+  if (!ProfilerLoaded() || (a.mask & (ncclProfileP2pApi | kP2pTaskMask)) == 0) return;
   ncclProfilerEventDescr_v5_t d = Descr(ncclProfileP2pApi);
   d.parentObj = a.group_api;
   d.p2pApi.func = FuncName(args.func);

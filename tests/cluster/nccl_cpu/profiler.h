@@ -17,11 +17,26 @@
 namespace ncclcpu {
 
 // NCCL's function ids (ncclFunc_t) and their names as NCCL passes them to plugins.
-enum Func { kBroadcast = 0, kReduce = 1, kAllGather = 2, kReduceScatter = 3, kAllReduce = 4,
-            kSend = 6, kRecv = 7 };
+enum Func {
+  kBroadcast = 0,
+  kReduce = 1,
+  kAllGather = 2,
+  kReduceScatter = 3,
+  kAllReduce = 4,
+  kSend = 6,
+  kRecv = 7
+};
 const char* FuncName(Func f);
 // ncclDatatypeToString of NCCL 2.28 (which has no entry for ncclUint8: "Unknown").
 const char* DatatypeName(ncclDataType_t t);
+
+// Which events a task's activation mask asks for, as NCCL tests them: a Coll / P2p event, the
+// Group event of a launch.
+constexpr int kCollTaskMask = ncclProfileColl | ncclProfileProxyOp | ncclProfileProxyStep |
+                              ncclProfileKernelCh | ncclProfileNetPlugin;
+constexpr int kP2pTaskMask = ncclProfileP2p | ncclProfileProxyOp | ncclProfileProxyStep |
+                             ncclProfileKernelCh | ncclProfileNetPlugin;
+constexpr int kGroupMask = ncclProfileGroup | kCollTaskMask | kP2pTaskMask;
 
 // Loads the plugin (once per process; reference-counted per communicator) and calls init.
 void ProfilerInit(ncclComm* comm);
@@ -32,12 +47,13 @@ int ProfilerMask();
 
 // ---- host thread: API events (thread-local state, as NCCL keeps it) ----
 struct ApiState {
+  enum GroupApiState { kReset, kStarted, kStartReturned };  // NCCL's GroupApi states
   int mask = 0;
   void* group_api = nullptr;
   void* coll_api = nullptr;
   void* p2p_api = nullptr;
   int profiler_group_depth = 0;
-  int state = 0;  // 0 reset, 1 GroupApi started, 2 GroupStart returned
+  GroupApiState state = kReset;
 };
 ApiState& Api();
 void StartGroupApiEvent(ncclComm* comm, int group_depth);

@@ -73,8 +73,8 @@ std::vector<ProxyPlan> PlanCollSteps(const ncclComm* comm, Func func, size_t byt
   return plan;
 }
 
-ProxyTrace::ProxyTrace(ncclComm* comm, std::vector<ProxyPlan> plan) :
-    comm_(comm), previous_(tls_trace) {
+ProxyTrace::ProxyTrace(ncclComm* comm, std::vector<ProxyPlan> plan)
+    : comm_(comm), previous_(tls_trace) {
   for (ProxyPlan& p : plan) {
     Op op;
     op.plan = p;

@@ -41,6 +41,7 @@ class ProxyTrace {
   // Transfers about to run (ProxyStep start and the posting states), and one of them done.
   void Posted(const std::vector<Transfer>& transfers);
   void Done(size_t index);
+
  private:
   struct Op {
     ProxyPlan plan;

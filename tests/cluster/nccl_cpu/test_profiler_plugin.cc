@@ -186,14 +186,13 @@ int InitV4(void** ctx, int* mask, const char* name, uint64_t comm_hash, int node
 extern "C" {
 
 #ifndef RSTEST_V4
-__attribute__((visibility("default"))) ncclProfiler_v5_t ncclProfiler_v5 = {
-    "rstest-v5", Init, StartV5, Stop, Record, Finalize};
+__attribute__((visibility("default")))
+ncclProfiler_v5_t ncclProfiler_v5 = {"rstest-v5", Init, StartV5, Stop, Record, Finalize};
 #endif
-__attribute__((visibility("default"))) ncclProfiler_v4_t ncclProfiler_v4 = {
-    "rstest-v4", InitV4, StartV4, Stop, Record, Finalize};
+__attribute__((visibility("default")))
+ncclProfiler_v4_t ncclProfiler_v4 = {"rstest-v4", InitV4, StartV4, Stop, Record, Finalize};
 
-__attribute__((visibility("default"))) size_t rstest_profiler_events(RsTestEvent* out,
-                                                                     size_t max) {
+__attribute__((visibility("default"))) size_t rstest_profiler_events(RsTestEvent* out, size_t max) {
   std::lock_guard<std::mutex> lock(g_mu);
   size_t n = g_log.size() < max ? g_log.size() : max;
   for (size_t i = 0; i < n; ++i) out[i] = g_log[i];

@@ -14,16 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "child_check.h"
 #include "nccl.h"
-
-// In a child: returns the failing line as the exit code.
-#define CHILD_CHECK(cond)                                                         \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      std::fprintf(stderr, "rank check failed: %s (line %d)\n", #cond, __LINE__); \
-      return __LINE__ % 250 + 1;                                                  \
-    }                                                                             \
-  } while (0)
 
 using RankBody = std::function<int(int rank, ncclComm_t comm)>;
 

@@ -98,9 +98,8 @@ rs::Result<Gpu> SetUpGpu(const TrainerOptions& o, size_t count, size_t batch_byt
   g.batch = static_cast<char*>(p);
   RETURN_IF_ERROR(Cuda(cudaMalloc(&p, 16 * sizeof(int32_t)), "cudaMalloc"));
   g.gather_in = static_cast<int32_t*>(p);
-  RETURN_IF_ERROR(
-      Cuda(cudaMalloc(&p, 16 * sizeof(int32_t) * static_cast<size_t>(o.env.world_size)),
-           "cudaMalloc"));
+  RETURN_IF_ERROR(Cuda(cudaMalloc(&p, 16 * sizeof(int32_t) * static_cast<size_t>(o.env.world_size)),
+                       "cudaMalloc"));
   g.gather_out = static_cast<int32_t*>(p);
   RETURN_IF_ERROR(Cuda(cudaMalloc(&p, 1024 * sizeof(int32_t)), "cudaMalloc"));
   g.bcast = static_cast<int32_t*>(p);
@@ -157,12 +156,12 @@ rs::Result<void> Train(const TrainerOptions& o) {
     const double device_ns = o.compute_ms * o.gpu_share * factor * 1e6;
     const auto optimizer_ns = static_cast<uint64_t>(device_ns * 0.02);
     const double pass_ns = device_ns - static_cast<double>(optimizer_ns);
-    RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(g.batch, batch.data(), batch_bytes,
-                                         cudaMemcpyHostToDevice, g.compute),
-                         "cudaMemcpyAsync"));
+    RETURN_IF_ERROR(
+        Cuda(cudaMemcpyAsync(g.batch, batch.data(), batch_bytes, cudaMemcpyHostToDevice, g.compute),
+             "cudaMemcpyAsync"));
     for (int k = 0; k < 3; ++k) {
-      RETURN_IF_ERROR(Cuda(LaunchForward(g.compute, static_cast<uint64_t>(pass_ns / 9)),
-                           "cudaLaunchKernel"));
+      RETURN_IF_ERROR(
+          Cuda(LaunchForward(g.compute, static_cast<uint64_t>(pass_ns / 9)), "cudaLaunchKernel"));
     }
     // Backward produces the buckets last to first; each one's AllReduce goes to the
     // communication stream once its gradients are ready.
@@ -178,9 +177,9 @@ rs::Result<void> Train(const TrainerOptions& o) {
           Cuda(cudaStreamWaitEvent(g.comm, g.bucket_ready[b], 0), "cudaStreamWaitEvent"));
       if (n == 0) continue;
       auto tn = Clock::now();
-      RETURN_IF_ERROR(Nccl(ncclAllReduce(g.grads + first, g.grads + first, n, ncclFloat32,
-                                         ncclSum, comm, g.comm),
-                           "AllReduce", step));
+      RETURN_IF_ERROR(Nccl(
+          ncclAllReduce(g.grads + first, g.grads + first, n, ncclFloat32, ncclSum, comm, g.comm),
+          "AllReduce", step));
       nccl_ms += MsSince(tn);
     }
     const bool gather = o.gather_every > 0 && step % o.gather_every == o.gather_every - 1;
@@ -191,9 +190,8 @@ rs::Result<void> Train(const TrainerOptions& o) {
                                            cudaMemcpyHostToDevice, g.comm),
                            "cudaMemcpyAsync"));
       auto tn = Clock::now();
-      RETURN_IF_ERROR(
-          Nccl(ncclAllGather(g.gather_in, g.gather_out, 16, ncclInt32, comm, g.comm), "AllGather",
-               step));
+      RETURN_IF_ERROR(Nccl(ncclAllGather(g.gather_in, g.gather_out, 16, ncclInt32, comm, g.comm),
+                           "AllGather", step));
       nccl_ms += MsSince(tn);
     }
     if (broadcast) {
@@ -202,8 +200,9 @@ rs::Result<void> Train(const TrainerOptions& o) {
                                            cudaMemcpyHostToDevice, g.comm),
                            "cudaMemcpyAsync"));
       auto tn = Clock::now();
-      RETURN_IF_ERROR(Nccl(ncclBroadcast(g.bcast, g.bcast, bcast.size(), ncclInt32, 0, comm, g.comm),
-                           "Broadcast", step));
+      RETURN_IF_ERROR(
+          Nccl(ncclBroadcast(g.bcast, g.bcast, bcast.size(), ncclInt32, 0, comm, g.comm),
+               "Broadcast", step));
       nccl_ms += MsSince(tn);
     }
     // The optimizer runs after the reduction; results come back for checking.
@@ -215,10 +214,10 @@ rs::Result<void> Train(const TrainerOptions& o) {
                                          cudaMemcpyDeviceToHost, g.compute),
                          "cudaMemcpyAsync"));
     if (gather) {
-      RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(gather_out.data(), g.gather_out,
-                                           gather_out.size() * sizeof(int32_t),
-                                           cudaMemcpyDeviceToHost, g.compute),
-                           "cudaMemcpyAsync"));
+      RETURN_IF_ERROR(
+          Cuda(cudaMemcpyAsync(gather_out.data(), g.gather_out, gather_out.size() * sizeof(int32_t),
+                               cudaMemcpyDeviceToHost, g.compute),
+               "cudaMemcpyAsync"));
     }
     if (broadcast) {
       RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(bcast.data(), g.bcast, bcast.size() * sizeof(int32_t),
@@ -230,8 +229,8 @@ rs::Result<void> Train(const TrainerOptions& o) {
     // compute stream, hence for the reduction).
     auto t3 = Clock::now();
     float loss = -1;
-    RETURN_IF_ERROR(Cuda(cudaMemcpy(&loss, g.loss, sizeof(loss), cudaMemcpyDeviceToHost),
-                         "cudaMemcpy"));
+    RETURN_IF_ERROR(
+        Cuda(cudaMemcpy(&loss, g.loss, sizeof(loss), cudaMemcpyDeviceToHost), "cudaMemcpy"));
     double sync_ms = MsSince(t3);
     if (loss != static_cast<float>(step)) {
       return rs::Error("loss of step " + std::to_string(step) + " is " + std::to_string(loss));
@@ -254,9 +253,10 @@ rs::Result<void> Train(const TrainerOptions& o) {
         return rs::Error("Broadcast result mismatch at step " + std::to_string(step));
       }
     }
-    std::printf("step %d data_ms=%.2f host_ms=%.2f issue_ms=%.2f nccl_ms=%.2f sync_ms=%.2f "
-                "total_ms=%.2f\n",
-                step, data_ms, host_ms, issue_ms, nccl_ms, sync_ms, MsSince(t0));
+    std::printf(
+        "step %d data_ms=%.2f host_ms=%.2f issue_ms=%.2f nccl_ms=%.2f sync_ms=%.2f "
+        "total_ms=%.2f\n",
+        step, data_ms, host_ms, issue_ms, nccl_ms, sync_ms, MsSince(t0));
     std::fflush(stdout);
   }
   double seconds = MsSince(start) / 1000;
@@ -289,8 +289,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   opts->env = *env;
-  // Before the first CUDA or NCCL call: the libraries read these once. Sync mode is a CPU
-  // framework: every kernel launch and collective returns when its work is done.
+  // Before the first CUDA or NCCL call (the CUDA runtime reads CUDA_LAUNCH_BLOCKING once, the
+  // NCCL library its mode at every launch). Sync mode is a CPU framework: every kernel launch
+  // and collective returns when its work is done.
   setenv("RANKSCOPE_TESTLIB_COLLECTIVES", opts->async ? "async" : "sync", 1);
   if (!opts->async) setenv("CUDA_LAUNCH_BLOCKING", "1", 1);
   auto r = trainer::Train(*opts);

@@ -21,9 +21,8 @@ void Watchdog::Run() {
     if (ncclCommGetAsyncError(comm_, &error) == ncclSuccess && error != ncclSuccess) {
       std::fprintf(stderr,
                    "rankscope-trainer: rank %d: NCCL asynchronous error: %s (a peer rank died or "
-                   "the network failed); aborting the communicator\n",
+                   "the network failed); exiting\n",
                    rank_, ncclGetErrorString(error));
-      ncclCommAbort(comm_);
       std::_Exit(1);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -1,6 +1,7 @@
 // What PyTorch's NCCL watchdog does for a GPU job: a thread polls ncclCommGetAsyncError; an
-// error of the device work (a peer died, the network failed) aborts the communicator and ends
-// the process with status 1, since the host would otherwise wait forever at its next sync.
+// error of the device work (a peer died, the network failed) ends the process with status 1,
+// since the host would otherwise wait forever at its next sync. (The communicator is not
+// aborted first: the main thread may be inside a call on it, and the process ends anyway.)
 #pragma once
 
 #include <atomic>

@@ -11,8 +11,8 @@
 #ifndef RSCORE_NCCL_PROFILER_H_
 #define RSCORE_NCCL_PROFILER_H_
 
-#include <stdint.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #ifndef __cplusplus
 #include <stdbool.h>
@@ -24,18 +24,18 @@ extern "C" {
 
 /* Event types: the bits of the activation mask a plugin returns from init. */
 enum {
-  ncclProfileGroup = (1 << 0),         /* a launched group of operations (one plan) */
-  ncclProfileColl = (1 << 1),          /* a collective as NCCL enqueues it */
-  ncclProfileP2p = (1 << 2),           /* a send or receive as enqueued */
-  ncclProfileProxyOp = (1 << 3),       /* the network work of one channel and peer */
-  ncclProfileProxyStep = (1 << 4),     /* one network transfer of a ProxyOp */
-  ncclProfileProxyCtrl = (1 << 5),     /* the proxy thread's own states */
-  ncclProfileKernelCh = (1 << 6),      /* one channel of the kernel, device timestamps */
-  ncclProfileNetPlugin = (1 << 7),     /* events defined by a network plugin */
-  ncclProfileGroupApi = (1 << 8),      /* v5: ncclGroupStart/End as the user called them */
-  ncclProfileCollApi = (1 << 9),       /* v5: a collective API call */
-  ncclProfileP2pApi = (1 << 10),       /* v5: a send/recv API call */
-  ncclProfileKernelLaunch = (1 << 11)  /* v5: the kernel launch on the stream */
+  ncclProfileGroup = (1 << 0),        /* a launched group of operations (one plan) */
+  ncclProfileColl = (1 << 1),         /* a collective as NCCL enqueues it */
+  ncclProfileP2p = (1 << 2),          /* a send or receive as enqueued */
+  ncclProfileProxyOp = (1 << 3),      /* the network work of one channel and peer */
+  ncclProfileProxyStep = (1 << 4),    /* one network transfer of a ProxyOp */
+  ncclProfileProxyCtrl = (1 << 5),    /* the proxy thread's own states */
+  ncclProfileKernelCh = (1 << 6),     /* one channel of the kernel, device timestamps */
+  ncclProfileNetPlugin = (1 << 7),    /* events defined by a network plugin */
+  ncclProfileGroupApi = (1 << 8),     /* v5: ncclGroupStart/End as the user called them */
+  ncclProfileCollApi = (1 << 9),      /* v5: a collective API call */
+  ncclProfileP2pApi = (1 << 10),      /* v5: a send/recv API call */
+  ncclProfileKernelLaunch = (1 << 11) /* v5: the kernel launch on the stream */
 };
 
 typedef enum {
@@ -48,12 +48,12 @@ typedef enum {
   ncclProfilerProxyOpRecvTransmitted = 6,
   ncclProfilerProxyOpRecvDone = 7,
   ncclProfilerProxyOpInProgress_v4 = 19,
-  ncclProfilerProxyStepSendGPUWait = 8,     /* send: waiting for the kernel's data */
+  ncclProfilerProxyStepSendGPUWait = 8,      /* send: waiting for the kernel's data */
   ncclProfilerProxyStepSendPeerWait_v4 = 20, /* send: waiting for the receiver's credit */
-  ncclProfilerProxyStepSendWait = 9,        /* send: on the network */
-  ncclProfilerProxyStepRecvWait = 10,       /* receive: waiting for the network */
-  ncclProfilerProxyStepRecvFlushWait = 11,  /* receive: flushing to device memory */
-  ncclProfilerProxyStepRecvGPUWait = 12,    /* receive: waiting for the kernel to consume */
+  ncclProfilerProxyStepSendWait = 9,         /* send: on the network */
+  ncclProfilerProxyStepRecvWait = 10,        /* receive: waiting for the network */
+  ncclProfilerProxyStepRecvFlushWait = 11,   /* receive: flushing to device memory */
+  ncclProfilerProxyStepRecvGPUWait = 12,     /* receive: waiting for the kernel to consume */
   ncclProfilerProxyCtrlIdle = 13,
   ncclProfilerProxyCtrlActive = 14,
   ncclProfilerProxyCtrlSleep = 15,
@@ -61,9 +61,9 @@ typedef enum {
   ncclProfilerProxyCtrlAppend = 17,
   ncclProfilerProxyCtrlAppendEnd = 18,
   ncclProfilerNetPluginUpdate = 21,
-  ncclProfilerKernelChStop = 22,        /* the channel finished; args carry its stop time */
-  ncclProfilerGroupStartApiStop = 23,   /* v5: ncclGroupStart returned */
-  ncclProfilerGroupEndApiStart = 24     /* v5: ncclGroupEnd was called */
+  ncclProfilerKernelChStop = 22,      /* the channel finished; args carry its stop time */
+  ncclProfilerGroupStartApiStop = 23, /* v5: ncclGroupStart returned */
+  ncclProfilerGroupEndApiStart = 24   /* v5: ncclGroupEnd was called */
 } ncclProfilerEventState_t;
 
 typedef ncclProfilerEventState_t ncclProfilerEventState_v4_t;
@@ -236,7 +236,7 @@ typedef struct {
 } ncclProfiler_v4_t;
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif /* RSCORE_NCCL_PROFILER_H_ */
