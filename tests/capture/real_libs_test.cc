@@ -229,7 +229,10 @@ TEST(RealLibraries, DriverApiCallsOnTheToolkitStubDecode) {
   Session s(opts);
   rec::CudaProbe probe(1);
   ASSERT_TRUE(s.Start(probe).ok());
-  EXPECT_EQ(probe.attacher()->libraries(), 1);
+  // The stub, and any CUDA runtime other processes of the machine have mapped (the test bed's
+  // libcudart, loaded with its libnccl by tests running beside this one): the stub's
+  // attachment is checked below.
+  EXPECT_GE(probe.attacher()->libraries(), 1);
   Child child({Env("CAPTURE_DLOPEN_DRIVER"), "driver", cuda});
   auto rows = DriverProgramRows(s, probe, child);
   const std::vector<std::string> apis = Apis(rows);

@@ -184,6 +184,10 @@ CUDA_API cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   return cudaSuccess;
 }
 
+CUDA_API cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) {
+  return cudaStreamSynchronize(stream != nullptr ? stream : cudaStreamPerThread);
+}
+
 CUDA_API cudaError_t cudaStreamQuery(cudaStream_t stream) {
   std::shared_ptr<Stream> s = StreamOf(stream);
   if (!s) return Ret(cudaErrorInvalidResourceHandle);
@@ -259,6 +263,11 @@ CUDA_API cudaError_t cudaMalloc(void** devPtr, size_t size) {
   return cudaSuccess;
 }
 
+CUDA_API cudaError_t cudaMallocManaged(void** devPtr, size_t size, unsigned int flags) {
+  (void)flags;  // every allocation here is host memory anyway
+  return cudaMalloc(devPtr, size);
+}
+
 // Like the real cudaFree, it first waits for all work on the device (an implicit sync).
 CUDA_API cudaError_t cudaFree(void* devPtr) {
   if (devPtr == nullptr) return cudaSuccess;
@@ -293,6 +302,20 @@ CUDA_API cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 block
   (void)blockDim;
   (void)sharedMem;
   return Launch(func, args, stream);
+}
+
+CUDA_API cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
+                                           void** args, size_t sharedMem, cudaStream_t stream) {
+  (void)gridDim;
+  (void)blockDim;
+  (void)sharedMem;
+  return Launch(func, args, stream != nullptr ? stream : cudaStreamPerThread);
+}
+
+CUDA_API cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func,
+                                         void** args) {
+  if (config == nullptr) return Ret(cudaErrorInvalidValue);
+  return Launch(func, args, config->stream);
 }
 
 CUDA_API cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userData) {

@@ -56,6 +56,17 @@ struct dim3 {
 };
 typedef struct dim3 dim3;
 
+// cudaLaunchKernelExC's configuration (attrs: cudaLaunchAttribute*, not read here).
+typedef struct cudaLaunchConfig_st {
+  dim3 gridDim;
+  dim3 blockDim;
+  size_t dynamicSmemBytes;
+  cudaStream_t stream;
+  void* attrs;
+  unsigned int numAttrs;
+} cudaLaunchConfig_t;
+
+#define cudaMemAttachGlobal 0x01
 #define cudaStreamDefault 0x00
 #define cudaStreamNonBlocking 0x01
 #define cudaStreamLegacy ((cudaStream_t)0x1)
@@ -87,6 +98,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
 
 cudaError_t cudaMalloc(void** devPtr, size_t size);
+cudaError_t cudaMallocManaged(void** devPtr, size_t size, unsigned int flags);
 cudaError_t cudaFree(void* devPtr);
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
@@ -96,6 +108,12 @@ cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t 
 
 cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                              size_t sharedMem, cudaStream_t stream);
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args);
+// The per-thread default stream variants (--default-stream per-thread): a NULL stream is the
+// calling thread's own stream (cudaStreamPerThread).
+cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
+                                  size_t sharedMem, cudaStream_t stream);
+cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userData);
 
 cudaError_t cudaGetLastError(void);

@@ -116,25 +116,9 @@ ncclResult_t CheckPeer(ncclComm* comm, int peer, const char* what) {
   return ncclSuccess;
 }
 
-ncclResult_t P2p(Func func, void* buf, size_t count, ncclDataType_t type, int peer, ncclComm* comm,
-                 cudaStream_t stream) {
-  const char* what = func == kSend ? "Send" : "Recv";
-  if (ncclResult_t r = CheckColl(comm, type, what); r != ncclSuccess) return r;
-  if (ncclResult_t r = CheckPeer(comm, peer, what); r != ncclSuccess) return r;
-  Task t;
-  t.func = func;
-  t.comm = comm;
-  t.recv = buf;
-  t.count = count;
-  t.datatype = type;
-  t.root = peer;
-  t.stream = stream;
-  return EnqueueTask(t);
-}
-
-ncclResult_t Coll(Func func, ncclComm* comm, const void* send, void* recv, size_t count,
-                  ncclDataType_t type, ncclRedOp_t op, int root, cudaStream_t stream) {
-  if (count == 0) return ncclSuccess;
+// A checked call as a task of the calling thread's group (buf: a Send's or Recv's buffer).
+ncclResult_t Enqueue(Func func, ncclComm* comm, const void* send, void* recv, size_t count,
+                     ncclDataType_t type, ncclRedOp_t op, int root, cudaStream_t stream) {
   Task t;
   t.func = func;
   t.comm = comm;
@@ -146,6 +130,20 @@ ncclResult_t Coll(Func func, ncclComm* comm, const void* send, void* recv, size_
   t.root = root;
   t.stream = stream;
   return EnqueueTask(t);
+}
+
+ncclResult_t P2p(Func func, void* buf, size_t count, ncclDataType_t type, int peer, ncclComm* comm,
+                 cudaStream_t stream) {
+  const char* what = func == kSend ? "Send" : "Recv";
+  if (ncclResult_t r = CheckColl(comm, type, what); r != ncclSuccess) return r;
+  if (ncclResult_t r = CheckPeer(comm, peer, what); r != ncclSuccess) return r;
+  return Enqueue(func, comm, nullptr, buf, count, type, ncclSum, peer, stream);
+}
+
+ncclResult_t Coll(Func func, ncclComm* comm, const void* send, void* recv, size_t count,
+                  ncclDataType_t type, ncclRedOp_t op, int root, cudaStream_t stream) {
+  if (count == 0) return ncclSuccess;
+  return Enqueue(func, comm, send, recv, count, type, op, root, stream);
 }
 
 ncclResult_t Split(ncclComm* comm, int color, int key, ncclComm_t* out,

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bootstrap.h"
+#include "entry_byte.h"
 #include "nccl.h"
 #include "reduce.h"
 #include "test_ranks.h"
@@ -137,7 +138,7 @@ TEST(NcclCpu, EntryPointsStartWithPushRbp) {
                        reinterpret_cast<const void*>(&ncclCommUserRank),
                        reinterpret_cast<const void*>(&ncclGroupStart),
                        reinterpret_cast<const void*>(&ncclSend)};
-  for (const void* f : fns) EXPECT_EQ(*static_cast<const unsigned char*>(f), 0x55);
+  for (const void* f : fns) EXPECT_EQ(FirstByteOnDisk(f), 0x55);  // push %rbp
 }
 
 TEST(NcclCpu, NodesAreTheDistinctHostsOfTheRanks) {  // what a profiler's init gets as nNodes
