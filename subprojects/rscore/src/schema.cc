@@ -70,6 +70,8 @@ CREATE TABLE processes (
   nccl_nranks          INTEGER,
   rank                 INTEGER,   -- best known global rank
   rank_conflict        TEXT,      -- set when the sources above disagree; never resolved silently
+  nccl_profiler_api    INTEGER,   -- rankscope's NCCL profiler plugin seen in this process: the
+                                  -- profiler API version NCCL used with it (5, 4); NULL: not seen
   PRIMARY KEY (node, pid)
 );
 CREATE TABLE stacks (
@@ -119,6 +121,34 @@ CREATE TABLE cuda_events (
   state         TEXT NOT NULL DEFAULT 'complete',
   sample_weight INTEGER NOT NULL DEFAULT 1,   -- launches sampled 1-in-N carry N
   stack_id      INTEGER
+);
+CREATE TABLE gpu_ops (
+  id              INTEGER PRIMARY KEY,
+  node            TEXT NOT NULL,
+  timestamp_ns    INTEGER NOT NULL,  -- the host enqueued it (NCCL launched the task), wall clock
+  pid             INTEGER NOT NULL,
+  tid             INTEGER,           -- the enqueuing thread
+  op              TEXT NOT NULL,     -- as nccl_events.op: 'ALL_REDUCE', ..., 'SEND', 'RECV'
+  rank            INTEGER,
+  nranks          INTEGER,
+  comm_id_hash    INTEGER,           -- as nccl_events (NULL: communicator created unrecorded)
+  nccl_comm_hash  INTEGER,           -- NCCL's own commHash (nccl_comm_hash.h)
+  seq             INTEGER,           -- as nccl_events.seq: joins on (comm_id_hash, seq)
+  nccl_seq        INTEGER,           -- NCCL's seqNumber (per communicator and op, from 0)
+  count           INTEGER,           -- as NCCL reports it (ALL_GATHER / BROADCAST: bytes)
+  datatype        TEXT,
+  bytes           INTEGER,
+  peer            INTEGER,           -- SEND / RECV
+  root            INTEGER,           -- BROADCAST / REDUCE
+  algorithm       TEXT,              -- 'RING', 'TREE', ...
+  protocol        TEXT,              -- 'LL', 'LL128', 'SIMPLE'
+  channels        INTEGER,
+  device_start_ns INTEGER,           -- first kernel channel started on the GPU, wall clock
+  device_end_ns   INTEGER,           -- last kernel channel stopped, wall clock
+  clock_error_ns  INTEGER,           -- bound of the GPU -> host clock conversion; NULL: unbounded
+  net_bytes_sent  INTEGER,           -- bytes NCCL's proxy sent / received over the network
+  net_bytes_recv  INTEGER,
+  state           TEXT NOT NULL      -- 'enqueued' | 'started' | 'completed' (at the recording's end)
 );
 CREATE TABLE tcp_events (
   id           INTEGER PRIMARY KEY,
@@ -245,6 +275,8 @@ Result<void> CreateIndexes(Db& db) {
   return db.Exec(R"sql(
 CREATE INDEX IF NOT EXISTS nccl_events_ts ON nccl_events(timestamp_ns);
 CREATE INDEX IF NOT EXISTS nccl_events_coll ON nccl_events(comm_id_hash, seq);
+CREATE INDEX IF NOT EXISTS gpu_ops_ts ON gpu_ops(timestamp_ns);
+CREATE INDEX IF NOT EXISTS gpu_ops_coll ON gpu_ops(comm_id_hash, seq);
 CREATE INDEX IF NOT EXISTS cuda_events_ts ON cuda_events(timestamp_ns);
 CREATE INDEX IF NOT EXISTS tcp_events_ts ON tcp_events(timestamp_ns);
 CREATE INDEX IF NOT EXISTS sched_events_ts ON sched_events(timestamp_ns);
@@ -257,6 +289,12 @@ Result<std::string> TcpCaStateErrColumns(Db& db) {
   ASSIGN_OR_RETURN(int64_t have, db.QueryInt("SELECT COUNT(*) FROM pragma_table_info('tcp_events')"
                                              " WHERE name IN ('ca_state', 'err')"));
   return std::string(have == 2 ? "ca_state, err" : "NULL, NULL");
+}
+
+Result<bool> HasGpuOps(Db& db) {
+  ASSIGN_OR_RETURN(int64_t n, db.QueryInt("SELECT COUNT(*) FROM sqlite_master"
+                                          " WHERE type = 'table' AND name = 'gpu_ops'"));
+  return n > 0;
 }
 
 Result<int> CheckSchemaVersion(Db& db) {

@@ -23,7 +23,18 @@ inline constexpr int kSchemaVersion = 1;
 // Event tables: every row has id (node-namespaced, see event_id.h), node, timestamp_ns
 // (CLOCK_REALTIME nanoseconds; aligned in a merged db).
 inline constexpr std::string_view kEventTables[] = {
-    "nccl_events", "cuda_events", "tcp_events", "sched_events", "block_events", "process_events",
+    "nccl_events", "cuda_events",  "tcp_events",     "sched_events",
+    "block_events", "process_events", "gpu_ops",
+};
+
+// Columns of event tables that hold wall-clock times besides timestamp_ns (aligned by the
+// merge like it).
+struct TimeColumn {
+  std::string_view table, column;
+};
+inline constexpr TimeColumn kExtraTimeColumns[] = {
+    {"gpu_ops", "device_start_ns"},
+    {"gpu_ops", "device_end_ns"},
 };
 
 inline bool IsEventTable(std::string_view table) {
@@ -51,6 +62,9 @@ Result<int> CheckSchemaVersion(Db& db);
 // tcp_events' ca_state and err came with a later recorder (same schema version, nullable):
 // "ca_state, err" for a SELECT list where the table has them, "NULL, NULL" where it does not.
 Result<std::string> TcpCaStateErrColumns(Db& db);
+
+// gpu_ops came with a later recorder (same schema version, a new table): whether `db` has it.
+Result<bool> HasGpuOps(Db& db);
 
 // The full CREATE statements of the bundle schema (for docs and tests).
 std::string_view BundleSchemaSql();
