@@ -1,6 +1,7 @@
 #include "recorder/nccl_decode.h"
 
 #include "rscore/comm_hash.h"
+#include "rscore/nccl_comm_hash.h"
 
 namespace rec {
 namespace {
@@ -125,6 +126,7 @@ void NcclDecoder::FillComm(NcclRow& row, int pid, uint64_t comm) {
     row.rank = c->rank;
     row.nranks = c->nranks;
     row.comm_id_hash = c->hash;
+    row.nccl_comm_hash = c->nccl_hash;
   }
 }
 
@@ -133,7 +135,10 @@ void NcclDecoder::DecodeInit(const nccl_event& e, NcclRow& row, bool ok) {
   //  [ncclConfig_t* config]): the struct goes to memory, so rank is the third register.
   row.nranks = I32(e.regs.arg[1]);
   row.rank = I32(e.regs.arg[2]);
-  if (e.cookie & NCCL_READ_UNIQUE_ID) row.comm_id_hash = rs::CommIdHash(e.unique_id);
+  if (e.cookie & NCCL_READ_UNIQUE_ID) {
+    row.comm_id_hash = rs::CommIdHash(e.unique_id);
+    row.nccl_comm_hash = rs::NcclCommHash(e.unique_id, sizeof(e.unique_id));
+  }
   if (!ok || e.n_out < 1 || e.out[0] == 0) return;
   row.comm = e.out[0];
   Comm& c = comms_[{static_cast<int>(e.pid), e.out[0]}];
@@ -141,6 +146,7 @@ void NcclDecoder::DecodeInit(const nccl_event& e, NcclRow& row, bool ok) {
   c.rank = row.rank;
   c.nranks = row.nranks;
   c.hash = row.comm_id_hash;
+  c.nccl_hash = row.nccl_comm_hash;
   init_ = NcclInitInfo{static_cast<int>(e.pid), *row.rank, *row.nranks};
 }
 
@@ -169,14 +175,20 @@ void NcclDecoder::DecodeSplit(const nccl_event& e, NcclRow& row, bool ok) {
   FillComm(row, pid, e.regs.arg[0]);
   Comm* parent = Lookup(pid, e.regs.arg[0]);
   if (!ok || !parent) return;
-  std::optional<uint64_t> child_hash;
-  if (parent->hash)
-    child_hash = rs::SplitCommIdHash(*parent->hash, I32(e.regs.arg[1]), parent->splits);
+  const int32_t color = I32(e.regs.arg[1]);
+  std::optional<uint64_t> child_hash, child_nccl_hash;
+  if (parent->hash) child_hash = rs::SplitCommIdHash(*parent->hash, color, parent->splits);
+  // NCCL counts the parent's splits from 1 (its splitCount after the increment).
+  if (parent->nccl_hash) {
+    child_nccl_hash =
+        rs::NcclSplitCommHash(*parent->nccl_hash, static_cast<int32_t>(parent->splits + 1), color);
+  }
   ++parent->splits;                          // every member splits, NCCL_SPLIT_NOCOLOR ones too
   if (e.n_out < 1 || e.out[0] == 0) return;  // NCCL_SPLIT_NOCOLOR: no new communicator
   Comm& child = comms_[{pid, e.out[0]}];
   child = Comm{};
   child.hash = child_hash;  // rank / nranks: from ncclCommUserRank/Count if the program asks
+  child.nccl_hash = child_nccl_hash;
 }
 
 std::optional<NcclRow> NcclDecoder::Decode(const nccl_event& e) {

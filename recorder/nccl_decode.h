@@ -5,6 +5,9 @@
 //    ncclCommInitRank* (the 128-byte ncclUniqueId passed by value), from ncclCommSplit
 //    (rs::SplitCommIdHash of the parent) or from ncclCommUserRank/Count; unknown (NULL, never
 //    guessed) for communicators created before recording started;
+//  - NCCL's own commHash (nccl_comm_hash.h) beside it: rs::NcclCommHash of the unique id, or
+//    rs::NcclSplitCommHash of the parent's for a split child; NULL for ncclCommInitAll's
+//    communicators (their unique id stays inside the library);
 //  - seq: per communicator, the n-th collective (from 1) that a process entered successfully
 //    (or that is still in flight); send/recv count per peer and direction, so that rank A's
 //    n-th SEND to B matches B's n-th RECV from A;
@@ -30,6 +33,7 @@ struct NcclRow {
   std::string op;                      // 'ALL_REDUCE', ...
   std::optional<int64_t> rank, nranks;
   std::optional<uint64_t> comm_id_hash;
+  std::optional<uint64_t> nccl_comm_hash;  // NCCL's commHash (gpu_ops.nccl_comm_hash)
   std::optional<uint64_t> comm;
   std::optional<int64_t> seq;
   std::optional<int64_t> count;
@@ -69,6 +73,7 @@ class NcclDecoder {
   struct Comm {
     std::optional<int64_t> rank, nranks;
     std::optional<uint64_t> hash;
+    std::optional<uint64_t> nccl_hash;
     int64_t coll_seq = 0;
     uint64_t splits = 0;  // successful ncclCommSplit calls on this communicator
     std::map<int64_t, int64_t> send_seq, recv_seq;  // by peer

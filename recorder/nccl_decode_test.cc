@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "rscore/comm_hash.h"
+#include "rscore/nccl_comm_hash.h"
 
 namespace rec {
 namespace {
@@ -283,6 +284,47 @@ TEST(NcclDecode, SplitChildGetsTheSplitHashAndRankOnlyWhenTold) {
   EXPECT_EQ(d.unknown_comms(), 0u);
 }
 
+// NCCL's own commHash on every row of a known communicator. Golden values from
+// rscore's nccl_profiler_test (NCCL 2.28's algorithm): the id whose byte i is i * 7 + 3.
+TEST(NcclDecode, NcclCommHashOfRootsAndSplitChildrenAsNcclComputesIt) {
+  constexpr uint64_t kRoot = 0x343193647d986d6eULL;
+  constexpr uint64_t kFirstSplitColor0 = 0x27e15fd1383a6acaULL;  // splitCount 1, color 0
+  NcclDecoder d;
+  const Id id(157);  // 157 * 31 = 3 (mod 256): byte i is i * 7 + 3
+  ASSERT_EQ(id.bytes[0], 3);
+  ASSERT_EQ(id.bytes[1], 10);
+  auto init = d.Decode(InitRank(0xe, 4, 3, id));
+  EXPECT_EQ(init->nccl_comm_hash, kRoot);
+  EXPECT_EQ(d.Decode(AllReduce(0xe, 1, 7, 0, 0))->nccl_comm_hash, kRoot);
+  EXPECT_EQ(d.Decode(P2p(NCCL_FN_SEND, 0xe, 1, 7, 1))->nccl_comm_hash, kRoot);
+  auto split = [&](uint64_t parent, uint64_t child, int color) {
+    nccl_event e = Event(NCCL_FN_COMM_SPLIT, NCCL_OUT_ARG3);
+    e.regs.arg[0] = parent;
+    e.regs.arg[1] = IntReg(color);
+    e.regs.arg[3] = 0x7ffd0000;
+    e.n_out = 1;
+    e.out[0] = child;
+    return d.Decode(e);
+  };
+  EXPECT_EQ(split(0xe, 0xf1, 0)->nccl_comm_hash, kRoot);  // the split row is the parent's
+  split(0xe, 0, -1);  // NCCL_SPLIT_NOCOLOR: no child, NCCL's splitCount still counts it
+  split(0xe, 0xf3, 7);
+  EXPECT_EQ(d.Decode(AllReduce(0xf1, 1, 7, 0, 0))->nccl_comm_hash, kFirstSplitColor0);
+  EXPECT_EQ(d.Decode(AllReduce(0xf3, 1, 7, 0, 0))->nccl_comm_hash,
+            rs::NcclSplitCommHash(kRoot, 3, 7));
+  // A child's own split counts from 1 again, from the child's hash.
+  split(0xf1, 0xf9, 2);
+  EXPECT_EQ(d.Decode(AllReduce(0xf9, 1, 7, 0, 0))->nccl_comm_hash,
+            rs::NcclSplitCommHash(kFirstSplitColor0, 1, 2));
+  nccl_event destroy = Event(NCCL_FN_COMM_DESTROY);
+  destroy.regs.arg[0] = 0xf3;
+  EXPECT_EQ(d.Decode(destroy)->nccl_comm_hash, rs::NcclSplitCommHash(kRoot, 3, 7));
+  // Unknown where comm_id_hash is: a communicator created before recording, and its children.
+  EXPECT_FALSE(d.Decode(AllReduce(0x77, 1, 7, 0, 0))->nccl_comm_hash);
+  split(0x77, 0x78, 1);
+  EXPECT_FALSE(d.Decode(AllReduce(0x78, 1, 7, 0, 0))->nccl_comm_hash);
+}
+
 TEST(NcclDecode, UnknownCommunicatorIsNullNeverZero) {
   NcclDecoder d;
   auto r = d.Decode(AllReduce(0x99, 4, 7, 0, 0));
@@ -290,6 +332,7 @@ TEST(NcclDecode, UnknownCommunicatorIsNullNeverZero) {
   EXPECT_FALSE(r->rank);
   EXPECT_FALSE(r->nranks);
   EXPECT_FALSE(r->comm_id_hash);
+  EXPECT_FALSE(r->nccl_comm_hash);
   EXPECT_EQ(r->comm, 0x99u);
   EXPECT_EQ(r->seq, 1);  // counted from the first call seen
   EXPECT_EQ(d.unknown_comms(), 1u);
@@ -349,6 +392,9 @@ TEST(NcclDecode, InitAllGivesEachCommunicatorItsIndexAsRank) {
   EXPECT_EQ(c2->rank, 2);
   EXPECT_EQ(c2->nranks, 3);
   EXPECT_EQ(c2->comm_id_hash, r->comm_id_hash);
+  // NCCL hashes an id that stays inside the library: not derivable here.
+  EXPECT_FALSE(r->nccl_comm_hash);
+  EXPECT_FALSE(c2->nccl_comm_hash);
 }
 
 TEST(NcclDecode, OtherAbiVersionIsDroppedAndCounted) {

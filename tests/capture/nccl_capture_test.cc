@@ -11,6 +11,7 @@
 #include "kernel_test.h"
 #include "recorder/nccl_probe.h"
 #include "rscore/comm_hash.h"
+#include "rscore/nccl_comm_hash.h"
 
 namespace {
 
@@ -31,6 +32,12 @@ uint64_t KnownIdHash(int seed) {
   unsigned char id[128];
   for (int i = 0; i < 128; ++i) id[i] = static_cast<unsigned char>(seed * 31 + i * 7);
   return rs::CommIdHash(id);
+}
+
+uint64_t KnownIdNcclHash(int seed) {
+  unsigned char id[128];
+  for (int i = 0; i < 128; ++i) id[i] = static_cast<unsigned char>(seed * 31 + i * 7);
+  return rs::NcclCommHash(id);
 }
 
 rec::RecorderOptions TestLibOptions() {
@@ -105,6 +112,7 @@ TEST(NcclCapture, EveryColumnOnTheTestLibrary) {
   EXPECT_EQ(Int(ar, "rank"), 3);
   EXPECT_EQ(Int(ar, "nranks"), 4);
   EXPECT_EQ(Int(ar, "comm_id_hash"), h1);
+  EXPECT_EQ(Int(ar, "nccl_comm_hash"), S64(KnownIdNcclHash(1)));
   EXPECT_EQ(Int(ar, "comm"), c1);
   EXPECT_EQ(Int(ar, "seq"), 1);
   EXPECT_EQ(Int(ar, "count"), 1000);
@@ -133,6 +141,7 @@ TEST(NcclCapture, EveryColumnOnTheTestLibrary) {
   EXPECT_EQ(Int(rows[0], "comm"), c1);
   EXPECT_EQ(Int(rows[1], "rank"), 1);
   EXPECT_EQ(Int(rows[1], "comm_id_hash"), h2);
+  EXPECT_EQ(Int(rows[1], "nccl_comm_hash"), S64(KnownIdNcclHash(2)));
   EXPECT_EQ(Int(rows[1], "comm"), c2);
 
   // Sequence numbers per communicator.
@@ -194,12 +203,14 @@ TEST(NcclCapture, EveryColumnOnTheTestLibrary) {
   const Row& on_c3 = rows[16];
   EXPECT_EQ(Int(on_c3, "comm"), c3);
   EXPECT_EQ(Int(on_c3, "comm_id_hash"), S64(rs::SplitCommIdHash(KnownIdHash(1), 5, 0)));
+  EXPECT_EQ(Int(on_c3, "nccl_comm_hash"), S64(rs::NcclSplitCommHash(KnownIdNcclHash(1), 1, 5)));
   EXPECT_EQ(Int(on_c3, "rank"), child.Int("c3_rank"));  // told by ncclCommUserRank
   EXPECT_EQ(Int(on_c3, "nranks"), child.Int("c3_nranks"));
   EXPECT_EQ(Int(on_c3, "seq"), 1);
   const Row& on_c4 = rows[18];
   EXPECT_EQ(Int(on_c4, "comm"), c4);
   EXPECT_EQ(Int(on_c4, "comm_id_hash"), S64(rs::SplitCommIdHash(KnownIdHash(1), 7, 1)));
+  EXPECT_EQ(Int(on_c4, "nccl_comm_hash"), S64(rs::NcclSplitCommHash(KnownIdNcclHash(1), 2, 7)));
   EXPECT_FALSE(Int(on_c4, "rank"));  // never asked: unknown, not guessed
   EXPECT_FALSE(Int(on_c4, "nranks"));
   EXPECT_EQ(Int(on_c4, "seq"), 1);
@@ -208,6 +219,7 @@ TEST(NcclCapture, EveryColumnOnTheTestLibrary) {
   EXPECT_EQ(Int(rows[19], "ret"), child.Int("null_comm_ret"));
   EXPECT_EQ(Int(rows[19], "ret"), 4);
   EXPECT_EQ(Int(rows[19], "comm"), 0);
+  EXPECT_FALSE(Int(rows[19], "nccl_comm_hash"));
   EXPECT_FALSE(Int(rows[19], "seq"));
   EXPECT_EQ(Int(rows[20], "comm"), c2);
   EXPECT_EQ(Int(rows[20], "rank"), 1);

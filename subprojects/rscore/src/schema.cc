@@ -89,6 +89,8 @@ CREATE TABLE nccl_events (
   rank         INTEGER,           -- NULL when unknown (never guessed)
   nranks       INTEGER,
   comm_id_hash INTEGER,           -- splitmix64 fold of the ncclUniqueId (comm_hash.h)
+  nccl_comm_hash INTEGER,         -- NCCL's commHash, as NCCL's logs and profiler plugins name
+                                  -- the communicator (nccl_comm_hash.h); NULL: not derivable
   comm         INTEGER,           -- ncclComm_t pointer value in that process
   seq          INTEGER,           -- per-communicator collective number; per-peer for p2p
   count        INTEGER,
