@@ -61,6 +61,26 @@ rs::Result<void> DropEventIndexes(rs::Db& out) {
   return rs::Ok();
 }
 
+struct OutputColumn {
+  std::string name, type;
+  bool not_null_or_default = false;
+};
+
+// Columns of `table` in the main schema of `db` (a part), in order.
+rs::Result<std::vector<OutputColumn>> OutputColumns(rs::Db& db, const std::string& table) {
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT name, upper(type), \"notnull\" OR dflt_value IS NOT NULL"
+                              " FROM pragma_table_info(?1, 'main') ORDER BY cid"));
+  st.Bind(1, table);
+  std::vector<OutputColumn> out;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back(OutputColumn{st.Text(0), st.Text(1), st.Int(2) != 0});
+  }
+  return out;
+}
+
 rs::Result<rs::Db> ReopenOutput(const std::string& path) {
   ASSIGN_OR_RETURN(rs::Db out, rs::Db::Open(path, rs::Db::Mode::kReadWrite));
   RETURN_IF_ERROR(UseBuildPragmas(out, 65536));
@@ -134,9 +154,11 @@ rs::Result<RecordCopy> PlanRecordCopy(rs::Db& db, const Input& in, const NodeAli
     ASSIGN_OR_RETURN(int64_t input_root, RootPage(src, "table", t));
     if (input_root == 0) continue;  // not in this bundle: nothing to copy, nothing counted
     ASSIGN_OR_RETURN(auto in_cols, TableColumns(src, "main", t));
-    ASSIGN_OR_RETURN(auto out_cols, TableColumns(db, "main", t));
-    in_cols.emplace_back("local_timestamp_ns", "INTEGER");
-    if (in_cols != out_cols) return rs::Error(t + ": columns differ from this version's");
+    ASSIGN_OR_RETURN(auto out_cols, OutputColumns(db, t));
+    if (out_cols.empty() || out_cols.back().name != "local_timestamp_ns") {
+      return rs::Error(t + ": the part's table does not end with local_timestamp_ns");
+    }
+    out_cols.pop_back();
     ASSIGN_OR_RETURN(int64_t pk_index, src.QueryInt("SELECT COUNT(*) FROM pragma_index_list('" + t +
                                                     "') WHERE origin = 'pk'"));
     if (pk_index != 0) return rs::Error(t + ": id is not the rowid");
@@ -144,7 +166,23 @@ rs::Result<RecordCopy> PlanRecordCopy(rs::Db& db, const Input& in, const NodeAli
     rt.name = t;
     rt.input_root = input_root;
     ASSIGN_OR_RETURN(rt.part_root, RootPage(db, "table", t));
-    rt.columns = static_cast<int>(in_cols.size()) - 1;
+    rt.columns = static_cast<int>(in_cols.size());
+    // Output columns by name; input columns this version does not know are left out, as the
+    // SQL copy leaves them.
+    for (const OutputColumn& o : out_cols) {
+      int from = -1;
+      for (size_t i = 0; i < in_cols.size(); ++i) {
+        if (in_cols[i].first == o.name) from = static_cast<int>(i);
+      }
+      if (from >= 0 && in_cols[static_cast<size_t>(from)].second != o.type) {
+        return rs::Error(t + "." + o.name + ": declared type differs from this version's");
+      }
+      if (from < 0 && o.not_null_or_default) {
+        // SQL inserts the default (or fails on NOT NULL); this path writes only NULLs.
+        return rs::Error(t + "." + o.name + ": missing, and not a plain nullable column");
+      }
+      rt.source.push_back(from);
+    }
     int found = 0;
     for (int i = 0; i < rt.columns; ++i) {
       const std::string& name = in_cols[static_cast<size_t>(i)].first;
@@ -152,6 +190,9 @@ rs::Result<RecordCopy> PlanRecordCopy(rs::Db& db, const Input& in, const NodeAli
       if (name == "node") rt.node_column = i, found |= 2;
       if (name == "timestamp_ns") rt.timestamp_column = i, found |= 4;
       if (name == "stack_id") rt.stack_column = i;
+      for (const rs::TimeColumn& tc : rs::kExtraTimeColumns) {
+        if (tc.table == t && tc.column == name) rt.time_columns.push_back(i);
+      }
     }
     if (found != 7) return rs::Error(t + ": no id, node or timestamp_ns column");
     rc.tables.push_back(rt);

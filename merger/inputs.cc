@@ -30,6 +30,12 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 rs::Result<std::optional<std::pair<int64_t, int64_t>>> KeyRange(rs::Db& db) {
   std::optional<std::pair<int64_t, int64_t>> range;
   for (std::string_view t : rs::kEventTables) {
+    // A table that came with a later recorder (gpu_ops) is absent from older bundles.
+    ASSIGN_OR_RETURN(int64_t present,
+                     db.QueryInt("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND"
+                                 " name = '" +
+                                 std::string(t) + "'"));
+    if (!present) continue;
     // Two subqueries: SQLite answers a lone MIN or MAX of the rowid from the b-tree's ends,
     // but scans the whole table for MIN and MAX in one SELECT.
     ASSIGN_OR_RETURN(rs::Statement st,

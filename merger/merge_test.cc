@@ -9,6 +9,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "merge_checks.h"
 #include "stack_dedup.h"
 #include "synth_bundle.h"
 #include "test_bundles.h"
@@ -16,58 +17,14 @@
 namespace merge {
 namespace {
 
+using testing::Contents;
+using testing::ExpectAlignmentApplied;
+using testing::ExpectCountsReconcile;
+using testing::Int;
+using testing::Merged;
 using testing::OpenMerged;
+using testing::RunMerge;
 using testing::TempDir;
-
-int64_t Int(rs::Db& db, const std::string& sql) {
-  auto v = db.QueryInt(sql);
-  EXPECT_TRUE(v.ok()) << sql << ": " << (v.ok() ? "" : v.error().message());
-  return v.ok() ? v.value() : -1;
-}
-
-struct Merged {
-  MergeResult result;
-  std::string path;
-  std::string log;
-};
-
-Merged RunMerge(const TempDir& dir, std::vector<std::string> inputs, MergeOptions opt = {}) {
-  opt.inputs = std::move(inputs);
-  opt.out_path = dir.File("merged.rsdb");
-  std::ostringstream log;
-  auto r = Merge(opt, log);
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message()) << "\n" << log.str();
-  return Merged{r.ok() ? r.value() : MergeResult{}, opt.out_path, log.str()};
-}
-
-// Every table's rows in = rows out + rows skipped, and the event tables hold exactly the rows
-// merge_counts says were written.
-void ExpectCountsReconcile(rs::Db& db) {
-  EXPECT_EQ(Int(db, "SELECT COUNT(*) FROM merge_counts WHERE rows_in != rows_out + rows_skipped"),
-            0);
-  for (const char* t : {"nccl_events", "tcp_events", "sched_events", "block_events",
-                        "process_events", "cuda_events", "clock_refs", "processes", "stacks"}) {
-    SCOPED_TRACE(t);
-    EXPECT_EQ(Int(db, std::string("SELECT COUNT(*) FROM ") + t),
-              Int(db, std::string("SELECT COALESCE(SUM(rows_out), 0) FROM merge_counts WHERE "
-                                  "table_name = '") +
-                          t + "'"));
-  }
-}
-
-// Every event row's timestamp is its local one corrected by the node's stored alignment.
-void ExpectAlignmentApplied(rs::Db& db) {
-  for (const char* t : {"nccl_events", "sched_events", "block_events", "process_events"}) {
-    SCOPED_TRACE(t);
-    EXPECT_EQ(Int(db, std::string("SELECT COUNT(*) FROM ") + t +
-                          " e JOIN clock_alignment a USING (node) WHERE e.timestamp_ns != "
-                          "e.local_timestamp_ns - a.offset_ns - CAST(ROUND(a.drift_ppm * 1e-6 * "
-                          "(e.local_timestamp_ns - a.anchor_ns)) AS INTEGER)"),
-              0);
-    EXPECT_EQ(
-        Int(db, std::string("SELECT COUNT(*) FROM ") + t + " WHERE local_timestamp_ns IS NULL"), 0);
-  }
-}
 
 class MergeSynth : public ::testing::Test {
  protected:
@@ -254,27 +211,6 @@ TEST_F(MergeSynth, StacksDeduplicatedAndReferencesRemapped) {
                 "'stacks'"),
             1);  // b was already there
   ExpectCountsReconcile(*db);
-}
-
-// Every row of every table, as text, sorted: equal for equal databases.
-std::vector<std::string> Contents(rs::Db& db) {
-  std::vector<std::string> out;
-  auto tables = db.Prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
-  EXPECT_TRUE(tables.ok());
-  while (tables->Step().value()) {
-    std::string t = tables->Text(0);
-    auto rows = db.Prepare("SELECT * FROM \"" + t + "\"");
-    EXPECT_TRUE(rows.ok());
-    while (rows->Step().value()) {
-      std::string r = t + ":";
-      for (int c = 0; c < rows->ColumnCount(); ++c) {
-        r += rows->IsNull(c) ? "|NULL" : "|" + rows->Text(c);
-      }
-      out.push_back(r);
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 TEST_F(MergeSynth, PartsGiveTheSameDatabaseAsCopyingEverythingDirectly) {

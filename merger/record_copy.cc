@@ -63,6 +63,13 @@ class TableBuilder {
   int64_t leaves_ = 0;
 };
 
+bool IsTimeColumn(const RecordTable& t, int field) {
+  for (int f : t.time_columns) {
+    if (f == field) return true;
+  }
+  return false;
+}
+
 // One table of one input into its part (see CopyRecords).
 rs::Result<RecordCounts> CopyTableRecords(const RecordCopy& rc, const RecordTable& t,
                                           const MappedFile& in, PageWriter& out,
@@ -129,6 +136,12 @@ rs::Result<RecordCounts> CopyTableRecords(const RecordCopy& rc, const RecordTabl
         return rs::Error(in.path() + ": table " + t.name + ": a timestamp that is not an integer");
       }
       const int64_t local_ts = IntValue(ts);
+      for (int f : t.time_columns) {
+        if (fields[f].type != 0 && !IsInt(fields[f].type)) {
+          return rs::Error(in.path() + ": table " + t.name +
+                           ": a wall-clock time that is not an integer");
+        }
+      }
       // The output record: the input's fields, node renamed, timestamp aligned, stack_id
       // remapped, then local_timestamp_ns.
       uint8_t* tp = types.data();
@@ -149,8 +162,11 @@ rs::Result<RecordCounts> CopyTableRecords(const RecordCopy& rc, const RecordTabl
         std::memcpy(bp, data, len);
         bp += len;
       };
-      for (int f = 0; f < t.columns && !too_large; ++f) {
-        if (f == t.node_column) {
+      for (size_t c = 0; c < t.source.size() && !too_large; ++c) {
+        const int f = t.source[c];
+        if (f < 0) {
+          *tp++ = 0;  // NULL: a column the input's table does not have
+        } else if (f == t.node_column) {
           put_bytes(13 + 2 * static_cast<uint64_t>(rc.node.size()),
                     reinterpret_cast<const uint8_t*>(rc.node.data()), rc.node.size());
         } else if (f == t.timestamp_column) {
@@ -159,6 +175,8 @@ rs::Result<RecordCounts> CopyTableRecords(const RecordCopy& rc, const RecordTabl
           *tp++ = 0;
         } else if (f == t.stack_column) {
           put_int(stack);
+        } else if (IsTimeColumn(t, f) && fields[f].type != 0) {
+          put_int(rc.align(IntValue(fields[f])));
         } else {
           put_bytes(fields[f].type, fields[f].data, fields[f].len);
         }

@@ -23,6 +23,13 @@ rs::Result<std::vector<std::string>> Columns(rs::Db& db, const std::string& sche
   return out;
 }
 
+bool IsExtraTimeColumn(const std::string& table, const std::string& column) {
+  for (const rs::TimeColumn& c : rs::kExtraTimeColumns) {
+    if (c.table == table && c.column == column) return true;
+  }
+  return false;
+}
+
 rs::Result<int64_t> CountRows(rs::Db& db, const std::string& schema, const std::string& table) {
   return db.QueryInt("SELECT COUNT(*) FROM " + schema + "." + Quote(table));
 }
@@ -100,6 +107,8 @@ rs::Result<std::vector<TableCount>> CopyTables(rs::Db& out, const CopySpec& spec
       } else if (col == "id" && event && src.count(col)) {
         add(col, spec.id_shift ? "(id + (" + std::to_string(spec.id_shift) + "))" : "id");
       } else if (col == "timestamp_ns" && (event || t == "sched_summary") && src.count(col)) {
+        add(col, AlignedExpr(col, spec.alignment));
+      } else if (event && IsExtraTimeColumn(t, col) && src.count(col)) {
         add(col, AlignedExpr(col, spec.alignment));
       } else if (col == "local_timestamp_ns" && event && src.count("timestamp_ns")) {
         add(col, "timestamp_ns");

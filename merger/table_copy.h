@@ -1,6 +1,7 @@
 // Copies one attached input's tables into the merged db with INSERT ... SELECT (streamed by
 // SQLite, never all rows in memory): node renamed, event ids shifted, timestamps aligned
-// (the original kept in local_timestamp_ns), stack references remapped.
+// (timestamp_ns, with its original kept in local_timestamp_ns, and the wall-clock columns of
+// rs::kExtraTimeColumns), stack references remapped.
 #pragma once
 
 #include <cstdint>
