@@ -246,7 +246,10 @@ CREATE TABLE clock_alignment (
   error_bound_ns   INTEGER NOT NULL,
   method           TEXT NOT NULL,     -- 'reference' | 'rendezvous' | 'wall_clock'
   rendezvous_count INTEGER NOT NULL DEFAULT 0,
-  note             TEXT
+  note             TEXT,
+  evidence         TEXT               -- what the rendezvous rest on, kinds with counts:
+                                      -- 'device 120, comm_init 1' ('device' | 'blocking_call' |
+                                      -- 'sync_after' | 'comm_init'); NULL: none used
 );
 )sql";
 
