@@ -1,0 +1,333 @@
+// Calls a profiler plugin's table as NCCL does, for one communicator, without NCCL: the
+// plugin's tests and its benchmark drive rankscope's plugin with it. The host side follows
+// NCCL 2.28 (v5: GroupApi, CollApi / P2pApi, KernelLaunch, Group, Coll / P2p; the activation
+// mask read once per call, at its start) and NCCL 2.27's order for v4 (no API or launch
+// events; the mask read when the call appends its task); the device side is what NCCL's proxy
+// thread reports (KernelCh with device timestamps, ProxyOp / ProxyStep with the states NCCL's
+// network proxy records). Only events the call's mask asks for are started, and only events
+// that got a handle are stopped, as in NCCL.
+#pragma once
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "rscore/nccl_profiler.h"
+
+namespace rs_test {
+
+class ProfilerDriver {
+ public:
+  // One communicator of the plugin, initialized through the v5 or the v4 table.
+  ProfilerDriver(const ncclProfiler_v5_t* v5, uint64_t hash, int nranks, int rank)
+      : v5_(v5), rank_(rank) {
+    init_result_ = v5->init(&ctx_, hash, &mask_, "driver", 1, nranks, rank, nullptr);
+  }
+  ProfilerDriver(const ncclProfiler_v4_t* v4, uint64_t hash, int nranks, int rank)
+      : v4_(v4), rank_(rank) {
+    init_result_ = v4->init(&ctx_, &mask_, "driver", hash, 1, nranks, rank, nullptr);
+  }
+  ~ProfilerDriver() { Finalize(); }
+  ProfilerDriver(const ProfilerDriver&) = delete;
+  ProfilerDriver& operator=(const ProfilerDriver&) = delete;
+
+  int init_result() const { return init_result_; }
+  int mask() const { return __atomic_load_n(&mask_, __ATOMIC_RELAXED); }
+  // NCCL's mask variable: one per NCCL library, shared by its communicators.
+  static int& NcclMask() {
+    static int mask = 0;
+    return mask;
+  }
+  void* context() const { return ctx_; }
+  void Finalize() {
+    if (ctx_ != nullptr) (v5_ != nullptr ? v5_->finalize : v4_->finalize)(ctx_);
+    ctx_ = nullptr;
+  }
+
+  // One API call: what the task keeps until its launch.
+  struct Call {
+    bool p2p = false;
+    const char* func = "";
+    size_t count = 0;
+    const char* datatype = "ncclFloat32";
+    int root = 0;  // collectives; p2p: the peer
+    int mask = 0;  // the activation mask NCCL read for it
+    void* api = nullptr;
+    void* group_api = nullptr;
+  };
+  // ncclGroupStart: the GroupApi event of the user's group (v5), its calls at depth 2.
+  void GroupStart() {
+    if (v5_ == nullptr) return;
+    ncclProfilerEventDescr_v5_t g = Descr(ncclProfileGroupApi);
+    g.groupApi.groupDepth = 2;
+    group_api_ = Start(g);
+    Record(group_api_, ncclProfilerGroupStartApiStop, nullptr);
+  }
+  // ncclAllReduce & co. (v5: the API events); group_depth 2 inside GroupStart.
+  Call Collective(const char* func, size_t count, const char* datatype = "ncclFloat32",
+                  int root = 0, int group_depth = 1) {
+    Call c;
+    c.func = func;
+    c.count = count;
+    c.datatype = datatype;
+    c.root = root;
+    ApiCall(&c, ncclProfileCollApi, group_depth);
+    return c;
+  }
+  Call PointToPoint(const char* func, size_t count, int peer, const char* datatype = "ncclInt8",
+                    int group_depth = 1) {
+    Call c;
+    c.p2p = true;
+    c.func = func;
+    c.count = count;
+    c.datatype = datatype;
+    c.root = peer;
+    ApiCall(&c, ncclProfileP2pApi, group_depth);
+    return c;
+  }
+
+  // A launched task and the mask it carries.
+  struct Task {
+    void* handle = nullptr;
+    int mask = 0;
+  };
+  // The group's launch: KernelLaunch (v5), the Group event, each task's Coll / P2p event,
+  // stopped at once ("enqueued"); then the GroupApi event's stop.
+  std::vector<Task> Launch(const std::vector<Call>& calls, uint8_t channels = 1) {
+    std::vector<Task> tasks;
+    if (calls.empty()) return tasks;
+    const int mask = calls.front().mask;
+    void* launch = nullptr;
+    if (v5_ != nullptr && (mask & ncclProfileKernelLaunch)) {
+      ncclProfilerEventDescr_v5_t d = Descr(ncclProfileKernelLaunch);
+      d.parentObj = calls.front().group_api;
+      launch = Start(d);
+    }
+    Stop(launch);
+    void* group = Start(Descr(ncclProfileGroup));
+    for (const Call& c : calls) {
+      Task t;
+      t.mask = c.mask;
+      if (c.mask & (c.p2p ? ncclProfileP2p : ncclProfileColl)) {
+        ncclProfilerEventDescr_v5_t d = Descr(c.p2p ? ncclProfileP2p : ncclProfileColl);
+        d.parentObj = c.api;
+        d.rank = rank_;
+        if (c.p2p) {
+          d.p2p.func = c.func;
+          d.p2p.count = c.count;
+          d.p2p.datatype = c.datatype;
+          d.p2p.peer = c.root;
+          d.p2p.nChannels = channels;
+          d.p2p.parentGroup = group;
+        } else {
+          d.coll.seqNumber = nccl_seq_[Func(c.func)]++;
+          d.coll.func = c.func;
+          d.coll.count = c.count;
+          d.coll.root = c.root;
+          d.coll.datatype = c.datatype;
+          d.coll.nChannels = channels;
+          d.coll.nWarps = 16;
+          d.coll.algo = "RING";
+          d.coll.proto = "SIMPLE";
+          d.coll.parentGroup = group;
+        }
+        t.handle = Start(d);
+      } else if (!c.p2p) {
+        ++nccl_seq_[Func(c.func)];
+      }
+      tasks.push_back(t);
+    }
+    for (const Task& t : tasks) Stop(t.handle);
+    Stop(group);
+    Stop(calls.front().group_api);
+    return tasks;
+  }
+
+  // ---- the device, as NCCL's proxy thread reports it ----
+  void* KernelChStart(const Task& t, uint64_t ptimer) {
+    if (t.handle == nullptr || !(t.mask & ncclProfileKernelCh)) return nullptr;
+    ncclProfilerEventDescr_v5_t d = Descr(ncclProfileKernelCh);
+    d.parentObj = t.handle;
+    d.kernelCh.pTimer = ptimer;
+    return Start(d);
+  }
+  void KernelChStop(void* channel, uint64_t ptimer) {
+    if (channel == nullptr) return;
+    ncclProfilerEventStateArgs_v5_t a;
+    std::memset(&a, 0, sizeof(a));
+    a.kernelCh.pTimer = ptimer;
+    Record(channel, ncclProfilerKernelChStop, &a);
+    Stop(channel);
+  }
+  void* ProxyOpStart(const Task& t, int peer, bool send, int steps, pid_t pid = getpid()) {
+    if (t.handle == nullptr || !(t.mask & (ncclProfileProxyOp | ncclProfileProxyStep))) {
+      return nullptr;
+    }
+    ncclProfilerEventDescr_v5_t d = Descr(ncclProfileProxyOp);
+    d.parentObj = t.handle;
+    d.rank = rank_;
+    d.proxyOp.pid = pid;
+    d.proxyOp.peer = peer;
+    d.proxyOp.nSteps = steps;
+    d.proxyOp.chunkSize = 1 << 20;
+    d.proxyOp.isSend = send ? 1 : 0;
+    return Start(d);
+  }
+  void* ProxyStepStart(void* op, int step) {
+    if (op == nullptr) return nullptr;
+    ncclProfilerEventDescr_v5_t d = Descr(ncclProfileProxyStep);
+    d.parentObj = op;
+    d.rank = rank_;
+    d.proxyStep.step = step;
+    return Start(d);
+  }
+  // Every state NCCL's network proxy records for a step of this direction, each with the
+  // step's size (as NCCL passes its current transSize).
+  void ProxyStepStates(void* step, bool send, size_t bytes) {
+    const ncclProfilerEventState_t send_states[] = {ncclProfilerProxyStepSendGPUWait,
+                                                    ncclProfilerProxyStepSendPeerWait_v4,
+                                                    ncclProfilerProxyStepSendWait};
+    const ncclProfilerEventState_t recv_states[] = {ncclProfilerProxyStepRecvWait,
+                                                    ncclProfilerProxyStepRecvFlushWait,
+                                                    ncclProfilerProxyStepRecvGPUWait};
+    for (ncclProfilerEventState_t s : send ? send_states : recv_states) {
+      ncclProfilerEventStateArgs_v5_t a;
+      std::memset(&a, 0, sizeof(a));
+      a.proxyStep.transSize = bytes;
+      Record(step, s, &a);
+    }
+  }
+  void ProxyStep(void* op, int step, bool send, size_t bytes) {
+    void* s = ProxyStepStart(op, step);
+    if (s == nullptr) return;
+    ProxyStepStates(s, send, bytes);
+    Stop(s);
+  }
+
+  // ---- the table's calls ----
+  void* Start(const ncclProfilerEventDescr_v5_t& d) {
+    void* h = reinterpret_cast<void*>(0xdead);  // the plugin must set it
+    if (v5_ != nullptr) {
+      ncclProfilerEventDescr_v5_t copy = d;
+      v5_->startEvent(ctx_, &h, &copy);
+      return h;
+    }
+    if (d.type >= ncclProfileGroupApi) return nullptr;  // v4 has no API events
+    ncclProfilerEventDescr_v4_t o = ToV4(d);
+    v4_->startEvent(ctx_, &h, &o);
+    return h;
+  }
+  void Stop(void* h) {
+    if (h != nullptr) (v5_ != nullptr ? v5_->stopEvent : v4_->stopEvent)(h);
+  }
+  void Record(void* h, ncclProfilerEventState_t s, ncclProfilerEventStateArgs_v5_t* a) {
+    if (h != nullptr) (v5_ != nullptr ? v5_->recordEventState : v4_->recordEventState)(h, s, a);
+  }
+
+ private:
+  static ncclProfilerEventDescr_v5_t Descr(uint64_t type) {
+    ncclProfilerEventDescr_v5_t d;
+    std::memset(&d, 0, sizeof(d));
+    d.type = type;
+    return d;
+  }
+  static int Func(const char* name) {
+    const char* names[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
+    for (int i = 0; i < 5; ++i) {
+      if (std::strcmp(names[i], name) == 0) return i;
+    }
+    return 5;
+  }
+  static ncclProfilerEventDescr_v4_t ToV4(const ncclProfilerEventDescr_v5_t& d) {
+    ncclProfilerEventDescr_v4_t o;
+    std::memset(&o, 0, sizeof(o));
+    o.type = static_cast<uint8_t>(d.type);
+    o.parentObj = d.parentObj;
+    o.rank = d.rank;
+    switch (d.type) {
+      case ncclProfileColl:
+        o.coll.seqNumber = d.coll.seqNumber;
+        o.coll.func = d.coll.func;
+        o.coll.count = d.coll.count;
+        o.coll.root = d.coll.root;
+        o.coll.datatype = d.coll.datatype;
+        o.coll.nChannels = d.coll.nChannels;
+        o.coll.nWarps = d.coll.nWarps;
+        o.coll.algo = d.coll.algo;
+        o.coll.proto = d.coll.proto;
+        o.parentObj = d.coll.parentGroup;
+        break;
+      case ncclProfileP2p:
+        o.p2p.func = d.p2p.func;
+        o.p2p.count = d.p2p.count;
+        o.p2p.datatype = d.p2p.datatype;
+        o.p2p.peer = d.p2p.peer;
+        o.p2p.nChannels = d.p2p.nChannels;
+        o.parentObj = d.p2p.parentGroup;
+        break;
+      case ncclProfileProxyOp:
+        o.proxyOp.pid = d.proxyOp.pid;
+        o.proxyOp.peer = d.proxyOp.peer;
+        o.proxyOp.nSteps = d.proxyOp.nSteps;
+        o.proxyOp.chunkSize = d.proxyOp.chunkSize;
+        o.proxyOp.isSend = d.proxyOp.isSend;
+        break;
+      case ncclProfileProxyStep:
+        o.proxyStep.step = d.proxyStep.step;
+        break;
+      case ncclProfileKernelCh:
+        o.kernelCh.pTimer = d.kernelCh.pTimer;
+        break;
+      default:
+        break;
+    }
+    return o;
+  }
+
+  void ApiCall(Call* c, uint64_t type, int group_depth) {
+    c->mask = mask();  // NCCL reads the mask once per call
+    if (v5_ == nullptr) return;
+    if (group_depth == 1) {
+      ncclProfilerEventDescr_v5_t g = Descr(ncclProfileGroupApi);
+      g.groupApi.groupDepth = 1;
+      group_api_ = Start(g);
+      Record(group_api_, ncclProfilerGroupStartApiStop, nullptr);
+    }
+    c->group_api = group_api_;
+    const int api_mask = type == ncclProfileCollApi
+                             ? (ncclProfileCollApi | ncclProfileColl | ncclProfileProxyOp |
+                                ncclProfileProxyStep | ncclProfileKernelCh)
+                             : (ncclProfileP2pApi | ncclProfileP2p | ncclProfileProxyOp |
+                                ncclProfileProxyStep | ncclProfileKernelCh);
+    if (c->mask & api_mask) {
+      ncclProfilerEventDescr_v5_t d = Descr(type);
+      d.parentObj = group_api_;
+      if (type == ncclProfileCollApi) {
+        d.collApi.func = c->func;
+        d.collApi.count = c->count;
+        d.collApi.datatype = c->datatype;
+        d.collApi.root = c->root;
+      } else {
+        d.p2pApi.func = c->func;
+        d.p2pApi.count = c->count;
+        d.p2pApi.datatype = c->datatype;
+      }
+      c->api = Start(d);
+      Stop(c->api);
+    }
+    if (group_depth == 1) Record(group_api_, ncclProfilerGroupEndApiStart, nullptr);
+  }
+
+  const ncclProfiler_v5_t* v5_ = nullptr;
+  const ncclProfiler_v4_t* v4_ = nullptr;
+  int rank_ = 0;
+  void* ctx_ = nullptr;
+  int& mask_ = NcclMask();
+  int init_result_ = -1;
+  void* group_api_ = nullptr;
+  uint64_t nccl_seq_[6] = {};
+};
+
+}  // namespace rs_test
