@@ -2,7 +2,8 @@
 // and benchmarks of the workstation tools.
 //   make-synth-cluster DIR [--nodes N] [--ranks R] [--steps S] [--fault KIND] [--fault-node K]
 //                      [--offset K=NS,...] [--drift K=PPM,...] [--transfer-ms MS]
-//                      [--extra-sched N] [--seed S]
+//                      [--extra-sched N] [--seed S] [--collectives sync|async]
+//                      [--buckets N] [--gpu-ops 0|1] [--cuda-calls 0|1] [--gpu-clock-error NS]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -38,7 +39,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: make-synth-cluster DIR [--nodes N] [--ranks R] [--steps S] "
                  "[--fault KIND] [--fault-node K] [--offset K=NS,..] [--drift K=PPM,..] "
-                 "[--transfer-ms MS] [--extra-sched N] [--seed S]\n");
+                 "[--transfer-ms MS] [--extra-sched N] [--seed S] [--collectives sync|async] "
+                 "[--buckets N] [--gpu-ops 0|1] [--cuda-calls 0|1] [--gpu-clock-error NS]\n");
     return 2;
   }
   synth::ClusterSpec spec;
@@ -67,6 +69,16 @@ int main(int argc, char** argv) {
       spec.extra_sched_per_step = std::atoi(v);
     else if (f == "--seed")
       spec.seed = std::strtoull(v, nullptr, 10);
+    else if (f == "--collectives")
+      spec.collectives = v;
+    else if (f == "--buckets")
+      spec.buckets = std::atoi(v);
+    else if (f == "--gpu-ops")
+      spec.gpu_ops = std::atoi(v) != 0;
+    else if (f == "--cuda-calls")
+      spec.cuda_calls = std::atoi(v) != 0;
+    else if (f == "--gpu-clock-error")
+      spec.gpu_clock_error_ns = std::strtoll(v, nullptr, 10);
     else {
       std::fprintf(stderr, "make-synth-cluster: unknown option %s\n", f.c_str());
       return 2;

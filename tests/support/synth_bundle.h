@@ -2,6 +2,13 @@
 // Models the semantics the tools rely on: a blocking collective ends for every rank shortly
 // after the last rank entered it; each node's recorder sees true time shifted by its clock
 // offset (and drift); one injected fault leaves its trace on one node.
+// In async mode the ranks are GPU processes shaped like PyTorch DDP on the test bed's trainer:
+// per step host preprocessing, then the step's kernels issued on a compute stream and one
+// AllReduce per gradient bucket enqueued on a communication stream (the NCCL call returns in
+// microseconds), the device running them later; the step ends with a blocking cudaMemcpy of the
+// loss, which returns once the optimizer (ordered after the reductions) is done. The NCCL
+// profiler plugin's gpu_ops rows carry the device times, converted to the node's wall clock
+// no earlier than the truth and at most gpu_clock_error_ns later.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +38,20 @@ struct ClusterSpec {
   int64_t fault_delay_ns = 8'000'000;  // extra lateness per step of the fault rank
   int extra_sched_per_step = 0;        // padding rows per rank and step (scale tests)
   int64_t clock_ref_interval_ns = 1'000'000'000;
+  // sync: collectives block (a CPU framework, the test bed's sync mode); async: GPU nodes (see
+  // above).
+  std::string collectives = "sync";
+  bool cuda_calls = false;  // sync mode: the trainer's CUDA calls too (launches that block, as
+                            // with CUDA_LAUNCH_BLOCKING, and the loss copy); async: always
+  bool gpu_ops = true;      // async mode: the profiler plugin's gpu_ops rows
+  int buckets = 2;          // async mode: gradient AllReduces per step
+  int64_t gpu_clock_error_ns = 2'000;  // async: bound of the device-time conversion; -1: NULL
+  int64_t enqueue_ns = 12'000;         // async: an NCCL call's duration (uniform 4 us..this)
+  int64_t wake_jitter_ns = 30'000;     // async: the loss copy's return after the device is done
 };
+
+// The time node `node`'s recorder reads at true time `true_ns` (its offset and drift).
+int64_t RecordedTime(const ClusterSpec& spec, int node, int64_t true_ns);
 
 // The node name of node k: "node<k>"; its address: 10.77.0.<k+1>.
 std::string NodeName(int k);
@@ -44,7 +64,7 @@ rs::Result<std::vector<std::string>> WriteClusterBundles(const ClusterSpec& spec
 // Total rows written per event table across all bundles of the last call for `spec`
 // (computed without writing: used to reconcile counts).
 struct RowCounts {
-  int64_t nccl = 0, tcp = 0, sched = 0, block = 0, process = 0, cuda = 0;
+  int64_t nccl = 0, tcp = 0, sched = 0, block = 0, process = 0, cuda = 0, gpu = 0;
 };
 RowCounts ExpectedRows(const ClusterSpec& spec);
 
