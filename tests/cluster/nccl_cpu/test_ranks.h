@@ -19,12 +19,11 @@
 
 using RankBody = std::function<int(int rank, ncclComm_t comm)>;
 
-// Forks n ranks that join one communicator and run body (then destroy the communicator,
-// unless destroy is false); returns each rank's exit status (-1: killed after the timeout).
-inline std::vector<int> RunRanks(int n, const RankBody& body, int timeout_s = 60,
-                                 bool destroy = true) {
-  ncclUniqueId id;
-  EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+// Forks n ranks that join the communicator of `id` and run body (then destroy the
+// communicator, unless destroy is false); returns each rank's exit status (-1: killed after
+// the timeout).
+inline std::vector<int> RunRanks(const ncclUniqueId& id, int n, const RankBody& body,
+                                 int timeout_s = 60, bool destroy = true) {
   std::vector<pid_t> pids;
   for (int r = 0; r < n; ++r) {
     pid_t pid = fork();
@@ -58,6 +57,14 @@ inline std::vector<int> RunRanks(int n, const RankBody& body, int timeout_s = 60
     }
   }
   return status;
+}
+
+// The same with a fresh unique id.
+inline std::vector<int> RunRanks(int n, const RankBody& body, int timeout_s = 60,
+                                 bool destroy = true) {
+  ncclUniqueId id;
+  EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  return RunRanks(id, n, body, timeout_s, destroy);
 }
 
 inline void ExpectAllZero(const std::vector<int>& status) {

@@ -1,0 +1,113 @@
+// For the tests of rankscope's NCCL profiler plugin on the test bed: each rank (a forked
+// process, test_ranks.h) reads its own region with the recorder's reader and leaves what it
+// read in a file; the test process loads every rank's report and checks them side by side.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "recorder/gpu_ring_reader.h"
+#include "recorder/plugin/gpu_ring.h"
+
+namespace rs_testbed {
+
+inline int64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+inline std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+// The calling process's region (after its first communicator's init), as the recorder opens it.
+inline std::optional<rec::GpuRingReader> OpenOwnRing() {
+  auto where = rec::FindGpuRing("/proc", getpid());
+  if (!where.ok() || !where.value()) return std::nullopt;
+  auto reader = rec::GpuRingReader::Open(where.value()->path);
+  if (!reader.ok()) return std::nullopt;
+  return std::move(reader).value();
+}
+
+// What one rank saw.
+struct RankReport {
+  int32_t pid = 0;
+  int64_t done_ns = 0;  // after its last stream synchronization
+  rs_gpu_ring_header header{};
+  std::vector<rs_gpu_op> records;    // read from the ring
+  std::vector<rs_gpu_op> in_flight;  // the slots, when it looked
+
+  bool Save(const std::string& path) const {
+    FILE* f = std::fopen(path.c_str(), "wb");
+    if (f == nullptr) return false;
+    const uint64_t n = records.size(), m = in_flight.size();
+    bool ok = std::fwrite(&pid, sizeof(pid), 1, f) == 1 &&
+              std::fwrite(&done_ns, sizeof(done_ns), 1, f) == 1 &&
+              std::fwrite(&header, sizeof(header), 1, f) == 1 &&
+              std::fwrite(&n, sizeof(n), 1, f) == 1 && std::fwrite(&m, sizeof(m), 1, f) == 1 &&
+              std::fwrite(records.data(), sizeof(rs_gpu_op), n, f) == n &&
+              std::fwrite(in_flight.data(), sizeof(rs_gpu_op), m, f) == m;
+    return std::fclose(f) == 0 && ok;
+  }
+  static std::optional<RankReport> Load(const std::string& path) {
+    FILE* f = std::fopen(path.c_str(), "rb");
+    if (f == nullptr) return std::nullopt;
+    RankReport r;
+    uint64_t n = 0, m = 0;
+    bool ok = std::fread(&r.pid, sizeof(r.pid), 1, f) == 1 &&
+              std::fread(&r.done_ns, sizeof(r.done_ns), 1, f) == 1 &&
+              std::fread(&r.header, sizeof(r.header), 1, f) == 1 &&
+              std::fread(&n, sizeof(n), 1, f) == 1 && std::fread(&m, sizeof(m), 1, f) == 1 &&
+              n < 100000 && m < 100000;
+    if (ok) {
+      r.records.resize(n);
+      r.in_flight.resize(m);
+      ok = std::fread(r.records.data(), sizeof(rs_gpu_op), n, f) == n &&
+           std::fread(r.in_flight.data(), sizeof(rs_gpu_op), m, f) == m;
+    }
+    std::fclose(f);
+    if (!ok) return std::nullopt;
+    return r;
+  }
+};
+
+// A directory for the ranks' reports, removed with its files at the end.
+class ReportDir {
+ public:
+  ReportDir() {
+    char tmpl[] = "/tmp/rs-gpu-plugin-XXXXXX";
+    if (mkdtemp(tmpl) != nullptr) dir_ = tmpl;
+  }
+  ~ReportDir() {
+    if (dir_.empty()) return;
+    std::string cmd = "rm -rf '" + dir_ + "'";
+    if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", dir_.c_str());
+  }
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string Rank(int r) const { return Path("rank" + std::to_string(r)); }
+  std::vector<RankReport> LoadAll(int n) const {
+    std::vector<RankReport> out;
+    for (int r = 0; r < n; ++r) {
+      std::optional<RankReport> report = RankReport::Load(Rank(r));
+      EXPECT_TRUE(report.has_value()) << "rank " << r << " left no report";
+      if (report) out.push_back(std::move(*report));
+    }
+    return out;
+  }
+
+ private:
+  std::string dir_;
+};
+
+}  // namespace rs_testbed
