@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
   }
   double gen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   synth::RowCounts rows = synth::ExpectedRows(spec);
-  int64_t events = rows.nccl + rows.tcp + rows.sched + rows.block + rows.process + rows.cuda;
+  int64_t events =
+      rows.nccl + rows.tcp + rows.sched + rows.block + rows.process + rows.cuda + rows.gpu;
   int64_t bundle_bytes = 0;
   for (const std::string& p : paths.value()) bundle_bytes += merge::testing::FileSize(p);
   std::printf(

@@ -108,6 +108,9 @@ class LineFeasibility {
     return true;
   }
 
+  // The slopes of feasible lines (after Solve).
+  std::pair<double, double> SlopeRange() const { return {k_lo_, k_hi_}; }
+
   // Range of d(u) over every feasible line.
   std::pair<double, double> RangeAt(double u) const {
     double lo_k = MinimizeConvex([&](double k) { return F(k) + k * u; }, k_lo_, k_hi_);
@@ -176,6 +179,30 @@ std::string Us(double ns) {
 
 }  // namespace
 
+const char* EvidenceName(Evidence e) {
+  switch (e) {
+    case Evidence::kDevice:
+      return "device";
+    case Evidence::kBlockingCall:
+      return "blocking_call";
+    case Evidence::kSyncAfter:
+      return "sync_after";
+    case Evidence::kCommInit:
+      return "comm_init";
+  }
+  return "?";
+}
+
+std::string EvidenceSummary(const std::array<int64_t, kEvidenceKinds>& by_evidence) {
+  std::string out;
+  for (int k = 0; k < kEvidenceKinds; ++k) {
+    if (by_evidence[k] == 0) continue;
+    out += (out.empty() ? "" : ", ") + std::string(EvidenceName(static_cast<Evidence>(k))) + " " +
+           std::to_string(by_evidence[k]);
+  }
+  return out;
+}
+
 std::vector<PairConstraint> PairConstraints(const std::vector<Rendezvous>& rendezvous, int a,
                                             int b) {
   std::vector<PairConstraint> out;
@@ -186,9 +213,15 @@ std::vector<PairConstraint> PairConstraints(const std::vector<Rendezvous>& rende
       if (o.node == b) ob = &o;
     }
     if (!oa || !ob) continue;
-    out.push_back(PairConstraint{oa->mid_exit_ns, oa->max_entry_ns - ob->min_exit_ns,
-                                 oa->min_exit_ns - ob->max_entry_ns,
-                                 oa->mid_exit_ns - ob->mid_exit_ns});
+    PairConstraint c;
+    c.x_ns = oa->mid_exit_ns;
+    c.lo_ns = oa->max_entry_ns - ob->min_exit_ns;
+    c.hi_ns = oa->min_exit_ns - ob->max_entry_ns;
+    c.point_ns = oa->mid_exit_ns - ob->mid_exit_ns;
+    c.has_point = oa->evidence == ob->evidence;
+    c.evidence = std::max(oa->evidence, ob->evidence);  // the weaker (Evidence is strongest first)
+    c.device_clock_unbounded = oa->device_clock_unbounded || ob->device_clock_unbounded;
+    out.push_back(c);
   }
   return out;
 }
@@ -202,63 +235,71 @@ PairEstimate EstimatePair(std::vector<PairConstraint> cs, int64_t anchor_ns,
     est.note = "no shared rendezvous";
     return est;
   }
-  std::vector<double> u, lo, hi, pt, width;
+  // Every constraint bounds d; only those whose two sides rest on one kind of evidence give an
+  // exit difference that estimates it (pu, pt).
+  std::vector<double> u, lo, hi, width, pu, pt;
   double lo_max = -std::numeric_limits<double>::infinity();
   double hi_min = std::numeric_limits<double>::infinity();
   double u_min = std::numeric_limits<double>::infinity(), u_max = -u_min;
+  double pu_min = u_min, pu_max = u_max;
   for (const PairConstraint& c : cs) {
+    ++est.by_evidence[static_cast<size_t>(c.evidence)];
+    est.device_clock_unbounded += c.device_clock_unbounded ? 1 : 0;
     u.push_back(static_cast<double>(c.x_ns - anchor_ns));
     lo.push_back(static_cast<double>(c.lo_ns));
     hi.push_back(static_cast<double>(c.hi_ns));
-    pt.push_back(static_cast<double>(c.point_ns));
     width.push_back(static_cast<double>(c.hi_ns - c.lo_ns));
     lo_max = std::max(lo_max, lo.back());
     hi_min = std::min(hi_min, hi.back());
     u_min = std::min(u_min, u.back());
     u_max = std::max(u_max, u.back());
-  }
-  const double med_width = Median(width);
-  const double span = u_max - u_min;
-  Line line = FitLine(u, pt);
-  bool drift = static_cast<int>(cs.size()) >= opt.min_drift_points && span > 0 &&
-               std::fabs(line.slope) > opt.drift_sigmas * line.slope_se &&
-               std::fabs(line.slope) * span >= opt.min_drift_effect_ns &&
-               std::fabs(line.slope) <= opt.max_drift_ppm * 1e-6;
-  LineFeasibility lines(u, lo, hi, opt.max_drift_ppm * 1e-6);
-  if (!drift && lo_max > hi_min && static_cast<int>(cs.size()) >= opt.min_drift_points &&
-      span > 0 && lines.Solve()) {
-    drift = true;  // a constant offset cannot satisfy the constraints; a drifting one can
-  }
-  if (med_width < 0) {
-    est.note =
-        "rendezvous constraints contradict the data (ranks on one node left before "
-        "others entered: calls return before the collective completes)";
-    return est;
-  }
-  double median_pt = Median(pt);
-  std::vector<double> resid;
-  for (size_t i = 0; i < pt.size(); ++i) {
-    resid.push_back(drift ? pt[i] - (line.intercept + line.slope * u[i]) : pt[i] - median_pt);
-  }
-  double spread = Mad(resid);
-  if (spread > opt.max_exit_spread_ratio * std::max(med_width, 1.0)) {
-    est.note = "exits do not cluster (spread " + Us(spread) + " vs constraint width " +
-               Us(med_width) + "): the calls are not rendezvous points";
-    return est;
-  }
-  if (!drift) {
-    if (lo_max > hi_min) {
-      est.note = "rendezvous constraints contradict each other (empty interval, " +
-                 Us(lo_max - hi_min) + " apart)";
-      return est;
+    if (c.has_point) {
+      pu.push_back(u.back());
+      pt.push_back(static_cast<double>(c.point_ns));
+      pu_min = std::min(pu_min, pu.back());
+      pu_max = std::max(pu_max, pu.back());
     }
-    line = Line{median_pt, 0};
   }
+  if (Median(width) < 0) {
+    est.note =
+        "rendezvous constraints contradict the data (on one node an exit precedes an entry: "
+        "the calls were no rendezvous)";
+    return est;
+  }
+  LineFeasibility lines(u, lo, hi, opt.max_drift_ppm * 1e-6);
   if (!lines.Solve()) {
     est.note = "rendezvous constraints contradict each other (no offset line fits them all)";
     return est;
   }
-  // The offset at the fitted slope (0 without drift): the exit-cluster estimate when the exits
+  const auto [k_lo, k_hi] = lines.SlopeRange();
+  const bool points = !pt.empty();
+  Line line = FitLine(pu, pt);
+  const double pspan = points ? pu_max - pu_min : 0;
+  bool drift = static_cast<int>(pt.size()) >= opt.min_drift_points && pspan > 0 &&
+               std::fabs(line.slope) > opt.drift_sigmas * line.slope_se &&
+               std::fabs(line.slope) * pspan >= opt.min_drift_effect_ns &&
+               std::fabs(line.slope) <= opt.max_drift_ppm * 1e-6;
+  if (!drift && lo_max > hi_min) {
+    // A constant offset cannot satisfy the constraints; a drifting one can.
+    if (static_cast<int>(cs.size()) < opt.min_drift_points || u_max <= u_min) {
+      est.note = "rendezvous constraints contradict each other (empty interval, " +
+                 Us(lo_max - hi_min) + " apart)";
+      return est;
+    }
+    drift = true;
+    if (!points) line.slope = (k_lo + k_hi) / 2;
+  }
+  if (drift) {
+    line.slope = std::clamp(line.slope, k_lo, k_hi);
+  } else {
+    line = Line{points ? Median(pt) : 0, 0};
+  }
+  std::vector<double> resid;
+  for (size_t i = 0; i < pt.size(); ++i) {
+    resid.push_back(pt[i] - (line.intercept + line.slope * pu[i]));
+  }
+  const double spread = points ? Mad(resid) : std::numeric_limits<double>::infinity();
+  // The offset at the chosen slope (0 without drift): the exit-cluster estimate when the exits
   // agree closely and the estimate lies inside what the constraints allow; otherwise the centre
   // of that interval, the estimate whose worst-case error is smallest. Exit differences are
   // biased wherever ranks leave a collective in an order set by their place in the algorithm
@@ -267,14 +308,14 @@ PairEstimate EstimatePair(std::vector<PairConstraint> cs, int64_t anchor_ns,
   const double lo_i = drift ? lines.F(line.slope) : lo_max;
   const double hi_i = drift ? lines.G(line.slope) : hi_min;
   std::string how = "exit cluster";
-  if (lo_i <= hi_i) {
-    const bool inside = line.intercept > lo_i && line.intercept < hi_i;
-    if (!inside || spread > opt.exit_estimate_spread_ratio * (hi_i - lo_i)) {
-      line.intercept = (lo_i + hi_i) / 2;
-      how = "interval centre";
-    }
+  const bool inside = line.intercept > lo_i && line.intercept < hi_i;
+  if (!points || !inside || spread > opt.exit_estimate_spread_ratio * (hi_i - lo_i)) {
+    line.intercept = (lo_i + hi_i) / 2;
+    how = "interval centre";
   }
-  how += " (exit spread " + Us(spread) + ", interval " + Us(hi_i - lo_i) + ")";
+  how += " (" +
+         (points ? "exit spread " + Us(spread) + ", " : std::string("no exits of one kind, ")) +
+         "interval " + Us(hi_i - lo_i) + ")";
   // The bound holds for every clock pair whose drift the constraints (and max_drift_ppm)
   // allow, also when the point estimate assumes none: the distance from the estimate to the
   // farthest feasible line, largest at either end of the recording.
@@ -290,6 +331,10 @@ PairEstimate EstimatePair(std::vector<PairConstraint> cs, int64_t anchor_ns,
   est.error_bound_ns = bound;
   est.note =
       (drift ? "linear drift fitted; " : "constant offset (bound allows undetected drift); ") + how;
+  if (est.device_clock_unbounded > 0) {
+    est.note += "; " + std::to_string(est.device_clock_unbounded) +
+                " rendezvous rest on device times without a conversion bound, taken as exact";
+  }
   return est;
 }
 
@@ -343,6 +388,7 @@ std::vector<NodeAlignment> AlignClocks(const std::vector<NodeClock>& nodes,
     al.method = "rendezvous";
     al.rendezvous_count = e.count;
     al.note = e.note + (via != reference ? " (through node " + nodes[via].name + ")" : "");
+    al.evidence = EvidenceSummary(e.by_evidence);
     done[a] = true;
   };
 
@@ -355,28 +401,34 @@ std::vector<NodeAlignment> AlignClocks(const std::vector<NodeClock>& nodes,
     else
       why[a] = e.note;
   }
-  // Nodes that share nothing with the reference: go through an aligned node they share with.
+  // Nodes without a usable estimate against the reference: through an aligned node they share
+  // rendezvous with, the one with the most first.
+  std::vector<std::vector<bool>> tried(n, std::vector<bool>(n, false));
+  for (int a = 0; a < n; ++a) tried[a][reference] = true;
   for (bool progress = true; progress;) {
     progress = false;
     for (int a = 0; a < n; ++a) {
-      if (done[a] || why[a] != "no shared rendezvous") continue;
+      if (done[a]) continue;
       std::vector<int64_t> shared(n, 0);
       for (const Rendezvous& r : rendezvous) {
         bool has_a = false;
         for (const NodeObservation& o : r.nodes) has_a |= o.node == a;
         if (!has_a) continue;
         for (const NodeObservation& o : r.nodes) {
-          if (o.node != a && o.node >= 0 && o.node < n && done[o.node]) ++shared[o.node];
+          if (o.node != a && o.node >= 0 && o.node < n && done[o.node] && !tried[a][o.node]) {
+            ++shared[o.node];
+          }
         }
       }
       int via = static_cast<int>(std::max_element(shared.begin(), shared.end()) - shared.begin());
       if (shared[via] == 0) continue;
+      tried[a][via] = true;
+      progress = true;  // another candidate may remain
       PairEstimate e = EstimatePair(PairConstraints(rendezvous, a, via), nodes[a].start_ns, opt);
       if (e.usable) {
         adopt(a, e, via);
-        progress = true;
-      } else {
-        why[a] = e.note;
+      } else if (why[a] == "no shared rendezvous") {
+        why[a] = e.note + " (through node " + nodes[via].name + ")";
       }
     }
   }

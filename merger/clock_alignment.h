@@ -1,35 +1,48 @@
 // Clock alignment from collective rendezvous points.
 //
-// Semantics used: in a blocking collective (and in communicator init) no rank leaves before
-// the last rank entered, and all ranks leave at about the same time. For nodes a and b with
-// clock offsets o_a, o_b (how far each clock is ahead of true time), every rendezvous seen on
-// both gives, in the nodes' own clocks,
+// Semantics used: no rank can finish a collective (or communicator init) before every rank
+// started it. Each node's evidence of a rendezvous (evidence.h: device times, blocking calls,
+// blocking syncs after an enqueue, communicator init) gives an entry no later than its ranks'
+// start and an exit no earlier than their finish. For nodes a and b with clock offsets o_a, o_b
+// (how far each clock is ahead of true time), every rendezvous seen on both gives, in the nodes'
+// own clocks,
 //     entry_i - exit_j  <=  o_a - o_b  <=  exit_i - entry_j     (ranks i on a, j on b)
-// The intersection over all rendezvous is a guaranteed interval. The difference of the
-// nodes' median exits is the estimate when the exits agree closely and it lies inside the
-// interval; otherwise the interval's centre (smallest worst-case error: exit differences carry
-// the bias of the algorithm's exit order, e.g. around a ring). With linear drift the slope
-// comes from the trend of the exit differences and the offset is chosen the same way among
-// those the constraints allow for that slope (the feasible set of lines bounds the error). Where
-// the constraints contradict each other (empty interval) or exits do not cluster, the calls were
-// not rendezvous points (e.g. GPU collectives that only enqueue) and the node falls back to
-// its recorded wall clock, bounded by the kernel's own sync-error estimate.
+// The intersection over all rendezvous is a guaranteed interval. The difference of the nodes'
+// median exits (where both rest on one kind of evidence) is the estimate when the exits agree
+// closely and it lies inside the interval; otherwise the interval's centre (smallest worst-case
+// error: exit differences carry the bias of the algorithm's exit order, e.g. around a ring).
+// With linear drift the slope comes from the trend of the exit differences and the offset is
+// chosen the same way among those the constraints allow for that slope (the feasible set of
+// lines bounds the error). Which calls are rendezvous is decided before (evidence.h), never from
+// how well exits cluster: widely spread exits only make the estimate the interval's centre.
+// Where the constraints contradict each other (no offset line satisfies them all), an
+// assumption of the evidence failed, and the node is aligned through another node or falls back
+// to its recorded wall clock, bounded by the kernel's own sync-error estimate.
 //
 // Pure math on plain structs: no SQLite here (see rendezvous.h for the extraction).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace merge {
 
+// What an observation's exits rest on (evidence.h), strongest first.
+enum class Evidence { kDevice, kBlockingCall, kSyncAfter, kCommInit };
+inline constexpr int kEvidenceKinds = 4;
+// 'device' | 'blocking_call' | 'sync_after' | 'comm_init'
+const char* EvidenceName(Evidence e);
+
 // What one node saw of one rendezvous (all its ranks), in that node's local clock.
 struct NodeObservation {
   int node = 0;              // index into the node list
   int64_t max_entry_ns = 0;  // latest entry of the node's ranks
   int64_t min_exit_ns = 0;   // earliest exit
-  int64_t mid_exit_ns = 0;   // median exit
+  int64_t mid_exit_ns = 0;   // median exit of the kind `evidence`
+  Evidence evidence = Evidence::kBlockingCall;
+  bool device_clock_unbounded = false;  // an entry is a device time without a conversion bound
 };
 
 // One rendezvous (a matched collective or communicator init) seen on two or more nodes.
@@ -40,9 +53,12 @@ struct Rendezvous {
 // One rendezvous as a constraint on d = o_a - o_b at local time x (node a's clock).
 struct PairConstraint {
   int64_t x_ns = 0;
-  int64_t lo_ns = 0;     // guaranteed lower bound of d
-  int64_t hi_ns = 0;     // guaranteed upper bound of d
-  int64_t point_ns = 0;  // exit-cluster estimate of d
+  int64_t lo_ns = 0;      // guaranteed lower bound of d
+  int64_t hi_ns = 0;      // guaranteed upper bound of d
+  int64_t point_ns = 0;   // exit-cluster estimate of d
+  bool has_point = true;  // false: the nodes' exits are of different kinds (point biased)
+  Evidence evidence = Evidence::kBlockingCall;  // the weaker side's kind
+  bool device_clock_unbounded = false;
 };
 
 // A clock model of one node relative to another: d(x) = offset + drift_ppm*1e-6*(x - anchor).
@@ -53,8 +69,13 @@ struct PairEstimate {
   int64_t anchor_ns = 0;
   double error_bound_ns = 0;
   int64_t count = 0;
-  std::string note;  // why unusable, or which model was chosen
+  std::array<int64_t, kEvidenceKinds> by_evidence{};  // constraints per kind (Evidence)
+  int64_t device_clock_unbounded = 0;                 // constraints with an unbounded device time
+  std::string note;                                   // why unusable, or which model was chosen
 };
+
+// "device 120, comm_init 1": the kinds with a count, strongest first; empty when all are 0.
+std::string EvidenceSummary(const std::array<int64_t, kEvidenceKinds>& by_evidence);
 
 struct AlignOptions {
   // Drift is fitted only with this many rendezvous, when the slope is this many standard
@@ -63,9 +84,6 @@ struct AlignOptions {
   int min_drift_points = 8;
   double drift_sigmas = 5.0;
   double min_drift_effect_ns = 1000.0;
-  // Exits cluster when the spread (MAD) of the exit differences is at most this fraction of
-  // the median width of the per-rendezvous intervals.
-  double max_exit_spread_ratio = 0.25;
   // The exit-cluster estimate is used when it lies inside the guaranteed interval and the
   // spread of the exit differences is at most this fraction of the interval's width;
   // otherwise the interval's centre.
@@ -103,13 +121,15 @@ struct NodeAlignment {
   std::string method;  // 'reference' | 'rendezvous' | 'wall_clock'
   int64_t rendezvous_count = 0;
   std::string note;
+  std::string evidence;  // EvidenceSummary of the rendezvous used; empty: none
 
   int64_t Apply(int64_t local_ns) const;
 };
 
 // Aligns every node to a reference: `reference` (an index) or, when -1, the node that shares
-// rendezvous with the most other nodes (ties: the first). Nodes without usable rendezvous
-// to the reference (directly or through aligned nodes) fall back to 'wall_clock'.
+// rendezvous with the most other nodes (ties: the first). A node whose rendezvous with the
+// reference are missing or unusable goes through aligned nodes it shares rendezvous with (most
+// shared first); one without any usable path falls back to 'wall_clock'.
 std::vector<NodeAlignment> AlignClocks(const std::vector<NodeClock>& nodes,
                                        const std::vector<Rendezvous>& rendezvous,
                                        int reference = -1, const AlignOptions& opt = {});

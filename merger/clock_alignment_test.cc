@@ -134,6 +134,7 @@ TEST(AlignClocks, RecoversConstantOffsetsWithinBounds) {
     EXPECT_EQ(al[k].drift_ppm, 0);
     // The bound comes from the constraints: roughly the transfer time, not the wall clock's.
     EXPECT_LT(al[k].error_bound_ns, 5'000'000);
+    EXPECT_EQ(al[k].evidence, "blocking_call 60");
   }
 }
 
@@ -207,20 +208,83 @@ TEST(AlignClocks, EnqueueOnlyCallsFallBackToWallClock) {
   }
 }
 
-TEST(AlignClocks, SingleRankNodesEnqueueOnlyDetectedBySpread) {
-  // One rank per node: every per-collective interval is valid on its own; the exits do not
-  // cluster, which gives the non-rendezvous away.
+TEST(AlignClocks, ValidRendezvousWhoseExitsDoNotClusterStillAlign) {
+  // Blocking collectives whose ranks leave milliseconds apart (a loaded machine): every
+  // constraint holds, the exit differences just estimate nothing. The interval's centre is the
+  // estimate; nothing falls back to the wall clock.
   Sim sim;
   sim.ranks_per_node = 1;
-  sim.offset = {0, 1'000'000};
-  sim.drift_ppm = {0, 0};
+  sim.offset = {0, -41'000'000, 30'000'000};
+  sim.drift_ppm = {0, 0, 0};
   std::vector<Rendezvous> rz;
-  for (int64_t i = 0; i < 50; ++i) {
-    rz.push_back(sim.Collective(sim.t0 + i * 25'000'000, 300'000, 5'000, 0, true));
+  for (int64_t i = 0; i < 200; ++i) {
+    rz.push_back(sim.Collective(sim.t0 + i * 25'000'000, 100'000, 20'000, 4'000'000));
   }
-  auto al = AlignClocks(sim.Clocks(4'000'000), rz);
-  EXPECT_EQ(al[1].method, "wall_clock") << al[1].note;
-  EXPECT_EQ(al[1].error_bound_ns, 8'000'000);
+  auto al = AlignClocks(sim.Clocks(16'000'000'000), rz);
+  for (int k = 1; k < 3; ++k) {
+    SCOPED_TRACE(k);
+    ASSERT_EQ(al[k].method, "rendezvous") << al[k].note;
+    EXPECT_NE(al[k].note.find("interval centre"), std::string::npos) << al[k].note;
+    EXPECT_LE(std::abs(al[k].offset_ns - sim.offset[k]), al[k].error_bound_ns);
+    EXPECT_NEAR(al[k].offset_ns, sim.offset[k], 50'000);
+    EXPECT_LT(al[k].error_bound_ns, 1'000'000);  // from the constraints, not 32 s
+    EXPECT_EQ(al[k].evidence, "blocking_call 200");
+  }
+}
+
+TEST(PairConstraints, ExitsOfDifferentKindsGiveNoPoint) {
+  Rendezvous r;
+  r.nodes = {NodeObservation{0, 100, 200, 250, Evidence::kDevice},
+             NodeObservation{1, 150, 400, 450, Evidence::kSyncAfter, true}};
+  auto cs = PairConstraints({r}, 0, 1);
+  ASSERT_EQ(cs.size(), 1u);
+  EXPECT_FALSE(cs[0].has_point);
+  EXPECT_EQ(cs[0].evidence, Evidence::kSyncAfter);  // the weaker side's
+  EXPECT_TRUE(cs[0].device_clock_unbounded);
+  r.nodes[1].evidence = Evidence::kDevice;
+  cs = PairConstraints({r}, 0, 1);
+  EXPECT_TRUE(cs[0].has_point);
+  EXPECT_EQ(cs[0].evidence, Evidence::kDevice);
+}
+
+TEST(EstimatePair, WithoutPointsTheCentreAndTheKindsCounted) {
+  std::vector<PairConstraint> cs = {{1, -30, 4, 7, false, Evidence::kSyncAfter},
+                                    {2, -10, 50, -2, false, Evidence::kDevice, true},
+                                    {3, -20, 10, 0, false, Evidence::kCommInit}};
+  PairEstimate e = EstimatePair(cs, 0);
+  ASSERT_TRUE(e.usable) << e.note;
+  EXPECT_DOUBLE_EQ(e.offset_ns, -3);  // the centre of [-10, 4], whatever the points say
+  EXPECT_NE(e.note.find("no exits of one kind"), std::string::npos) << e.note;
+  EXPECT_NE(e.note.find("1 rendezvous rest on device times without a conversion bound"),
+            std::string::npos)
+      << e.note;
+  EXPECT_EQ(EvidenceSummary(e.by_evidence), "device 1, sync_after 1, comm_init 1");
+}
+
+TEST(AlignClocks, AroundAReferencePairThatContradictsItself) {
+  // n1's constraints with the reference n0 are contradictory (one of them wrong), those with n2
+  // are fine: n1 is aligned through n2.
+  Sim sim;
+  sim.offset = {0, 4'000'000, -7'000'000};
+  sim.drift_ppm = {0, 0, 0};
+  std::vector<Rendezvous> rz;
+  for (int64_t i = 0; i < 40; ++i) {
+    Rendezvous all = sim.Collective(sim.t0 + i * 25'000'000, 200'000, 2'000'000, 20'000);
+    Rendezvous r01, r02, r12;
+    r01.nodes = {all.nodes[0], all.nodes[1]};
+    r02.nodes = {all.nodes[0], all.nodes[2]};
+    r12.nodes = {all.nodes[1], all.nodes[2]};
+    if (i == 7) r01.nodes[1].min_exit_ns = r01.nodes[1].max_entry_ns - 10'000'000;  // wrong
+    rz.push_back(r01);
+    rz.push_back(r02);
+    rz.push_back(r12);
+  }
+  auto al = AlignClocks(sim.Clocks(16'000'000), rz, 0);
+  ASSERT_EQ(al[2].method, "rendezvous") << al[2].note;
+  ASSERT_EQ(al[1].method, "rendezvous") << al[1].note;
+  EXPECT_NE(al[1].note.find("through node n2"), std::string::npos) << al[1].note;
+  EXPECT_NEAR(al[1].offset_ns, sim.offset[1], 50'000);
+  EXPECT_LE(std::abs(al[1].offset_ns - sim.offset[1]), al[1].error_bound_ns);
 }
 
 TEST(AlignClocks, ThroughAnIntermediateNode) {

@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
     std::cerr << "  clock " << a.node << ": " << a.method << " offset " << a.offset_ns << " ns +- "
               << a.error_bound_ns << " ns";
     if (a.drift_ppm != 0) std::cerr << ", drift " << a.drift_ppm << " ppm";
-    std::cerr << " (" << a.rendezvous_count << " rendezvous)\n";
+    std::cerr << " (" << a.rendezvous_count << " rendezvous"
+              << (a.evidence.empty() ? "" : ": " + a.evidence) << ")\n";
   }
   for (const merge::InputSummary& in : r.inputs) {
     if (in.status == "skipped") std::cerr << "  SKIPPED " << in.file << ": " << in.reason << "\n";

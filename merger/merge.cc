@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <iomanip>
 #include <map>
@@ -99,18 +100,23 @@ class PhaseTimer {
 rs::Result<void> WriteAlignment(rs::Db& db, const std::vector<NodeAlignment>& al) {
   ASSIGN_OR_RETURN(rs::Statement st,
                    db.Prepare("INSERT INTO clock_alignment(node, offset_ns, drift_ppm, anchor_ns,"
-                              " error_bound_ns, method, rendezvous_count, note)"
-                              " VALUES (?,?,?,?,?,?,?,?)"));
+                              " error_bound_ns, method, rendezvous_count, note, evidence)"
+                              " VALUES (?,?,?,?,?,?,?,?,?)"));
   for (const NodeAlignment& a : al) {
-    RETURN_IF_ERROR(st.Bind(1, a.node)
-                        .Bind(2, a.offset_ns)
-                        .Bind(3, a.drift_ppm)
-                        .Bind(4, a.anchor_ns)
-                        .Bind(5, a.error_bound_ns)
-                        .Bind(6, a.method)
-                        .Bind(7, a.rendezvous_count)
-                        .Bind(8, a.note)
-                        .Run());
+    st.Bind(1, a.node)
+        .Bind(2, a.offset_ns)
+        .Bind(3, a.drift_ppm)
+        .Bind(4, a.anchor_ns)
+        .Bind(5, a.error_bound_ns)
+        .Bind(6, a.method)
+        .Bind(7, a.rendezvous_count)
+        .Bind(8, a.note);
+    if (a.evidence.empty()) {
+      st.BindNull(9);
+    } else {
+      st.Bind(9, a.evidence);
+    }
+    RETURN_IF_ERROR(st.Run());
   }
   return rs::Ok();
 }
@@ -166,6 +172,47 @@ rs::Result<void> WriteMergeTables(rs::Db& out, const std::vector<Input>& inputs,
     if (a.method == "reference") RETURN_IF_ERROR(SetMeta(out, "clock_reference", a.node));
   }
   return rs::Ok();
+}
+
+// How each communicator's calls were judged and what the rendezvous rest on.
+void LogEvidence(std::ostream& log, const RendezvousSummary& summary) {
+  constexpr size_t kShown = 8;
+  for (size_t i = 0; i < summary.communicators.size(); ++i) {
+    const CommunicatorCalls& c = summary.communicators[i];
+    if (i == kShown) {
+      log << "rankscope-merge: ... and " << summary.communicators.size() - kShown
+          << " more communicators\n";
+      break;
+    }
+    char hash[32];
+    std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(c.comm_id_hash));
+    log << "rankscope-merge: communicator " << hash << ": ";
+    switch (c.mode) {
+      case CallMode::kBlocking:
+        log << "calls block (no call returned before another rank of its node entered, "
+            << c.check.checked << " collectives checked";
+        if (c.check.early_exits > 0) log << "; " << c.check.early_exits << " did, too few";
+        log << ")";
+        break;
+      case CallMode::kEnqueue:
+        log << "calls only enqueue (in " << c.check.early_exits << " of " << c.check.checked
+            << " collectives a call returned before another rank of its node entered)";
+        break;
+      case CallMode::kByProcess:
+        log << "no node has two of its ranks: calls of processes that made CUDA calls taken as"
+               " enqueues, the others as blocking";
+        break;
+    }
+    log << "\n";
+  }
+  const std::string kinds = EvidenceSummary(summary.by_evidence);
+  log << "rankscope-merge: rendezvous evidence (node observations): "
+      << (kinds.empty() ? "none" : kinds);
+  if (summary.dropped > 0) {
+    log << "; " << summary.dropped
+        << " dropped (a node's exit before its own entry: an assumption of the evidence failed)";
+  }
+  log << "\n";
 }
 
 void PrintCounts(std::ostream& log, const Input& in, const std::vector<TableCount>& counts) {
@@ -239,6 +286,8 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
   progress.Show("aligning clocks...");
   std::vector<Rendezvous> rz = collector.Take();
   result.alignment = AlignClocks(clocks, rz, reference, opt.align);
+  progress.Done();
+  LogEvidence(log, collector.summary());
 
   // The output, built in a temp file next to it.
   ASSIGN_OR_RETURN(rs::TempFile tmp,

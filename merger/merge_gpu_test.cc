@@ -1,8 +1,13 @@
 // The merge on bundles of GPU nodes: gpu_ops copied with its device times aligned like
-// timestamp_ns on every copy path, and bundles of earlier recorders (no gpu_ops, no
-// nccl_events.nccl_comm_hash) merged whole beside them.
+// timestamp_ns on every copy path; bundles of earlier recorders (no gpu_ops, no
+// nccl_events.nccl_comm_hash) merged whole beside them; clocks recovered from device times,
+// from blocking syncs after enqueues and from blocking calls, never from an enqueue's own
+// entry and exit.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <sstream>
 
 #include "merge.h"
@@ -63,7 +68,7 @@ constexpr const char* kAddGpuOps =
 TEST_F(MergeGpu, DeviceTimesAlignedLikeTimestampsOnEveryCopyPath) {
   synth::ClusterSpec spec;
   spec.nodes = 3;
-  spec.steps = 30;
+  spec.steps = 150;  // long enough for the drift to be fitted
   spec.offset_ns = {0, 23'000'000, -41'000'000};
   spec.drift_ppm = {0, 20, -20};
   auto paths = Write(spec);
@@ -151,6 +156,199 @@ TEST_F(MergeGpu, BundlesOfEarlierRecordersMergeWholeStraightAndAsParts) {
     } else {
       EXPECT_EQ(Contents(*db), want);
     }
+  }
+}
+
+// The worst error of the stored alignments against the truth, over the whole recording.
+struct Recovery {
+  double max_error_ns = 0;
+  double min_bound_ns = 0;  // the smallest stated bound (for the record)
+};
+
+// Checks every node's stored alignment against the injected clocks at 21 moments of the
+// recording: within `tolerance_ns` of the truth, and within its own stated bound.
+Recovery ExpectRecovered(const synth::ClusterSpec& spec, const Merged& m,
+                         double tolerance_ns = 50'000) {
+  Recovery rec;
+  rec.min_bound_ns = 1e18;
+  auto db = OpenMerged(m.path);
+  EXPECT_TRUE(db.ok());
+  if (!db.ok()) return rec;
+  auto ref_name = db->QueryText("SELECT value FROM metadata WHERE key = 'clock_reference'");
+  int ref = -1;
+  for (int k = 0; k < spec.nodes; ++k) {
+    if (ref_name.ok() && ref_name->value_or("") == synth::NodeName(k)) ref = k;
+  }
+  EXPECT_GE(ref, 0);
+  if (ref < 0) return rec;
+  // The true recording window: node0 has no offset or drift in these tests.
+  const int64_t start = Int(*db,
+                            "SELECT CAST(value AS INTEGER) FROM metadata WHERE key ="
+                            " 'node.node0.local_start_ns'");
+  const int64_t end = Int(*db,
+                          "SELECT CAST(value AS INTEGER) FROM metadata WHERE key ="
+                          " 'node.node0.local_end_ns'");
+  EXPECT_GT(end, start);
+  for (int k = 0; k < spec.nodes; ++k) {
+    if (k == ref) continue;
+    const NodeAlignment al = testing::StoredAlignment(*db, synth::NodeName(k));
+    SCOPED_TRACE(synth::NodeName(k) + ": " + al.method);
+    EXPECT_EQ(al.method, "rendezvous");
+    rec.min_bound_ns = std::min(rec.min_bound_ns, static_cast<double>(al.error_bound_ns));
+    for (int i = 0; i <= 20; ++i) {
+      const int64_t t = start + (end - start) / 20 * i;
+      const double err = static_cast<double>(al.Apply(synth::RecordedTime(spec, k, t)) -
+                                             synth::RecordedTime(spec, ref, t));
+      EXPECT_LE(std::fabs(err), tolerance_ns) << "at " << i << "/20 of the recording";
+      EXPECT_LE(std::fabs(err), static_cast<double>(al.error_bound_ns))
+          << "at " << i << "/20 of the recording";
+      rec.max_error_ns = std::max(rec.max_error_ns, std::fabs(err));
+    }
+  }
+  return rec;
+}
+
+// Offsets of tens of ms of either sign, drift of +-20 ppm on every node but node0; about 10 s
+// of training.
+synth::ClusterSpec SkewedCluster(const std::string& collectives, uint64_t seed) {
+  synth::ClusterSpec spec;
+  spec.nodes = 4;
+  spec.ranks_per_node = 2;
+  spec.steps = 400;
+  spec.seed = seed;
+  spec.collectives = collectives;
+  spec.offset_ns = {0, 23'000'000, -41'000'000, 67'000'000};
+  spec.drift_ppm = {0, 20, -20, 20};
+  return spec;
+}
+
+class MergeEvidence : public MergeGpu {
+ protected:
+  // Writes and merges `spec` into a fresh subdirectory; checks the counts.
+  Merged WriteAndMerge(const synth::ClusterSpec& spec, std::vector<std::string>* paths = nullptr) {
+    const std::string sub = dir_.File("run" + std::to_string(++runs_));
+    std::filesystem::create_directory(sub);
+    auto p = synth::WriteClusterBundles(spec, sub);
+    EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message());
+    if (paths && p.ok()) *paths = p.value();
+    Merged m = RunMerge(dir_, p.ok() ? p.value() : std::vector<std::string>{});
+    auto db = OpenMerged(m.path);
+    EXPECT_TRUE(db.ok());
+    if (db.ok()) {
+      ExpectCountsReconcile(*db);
+      ExpectAlignmentApplied(*db);
+    }
+    return m;
+  }
+  // Every node but the reference rests on `kind` (and the init), never on blocking calls unless
+  // `kind` is blocking_call.
+  static void ExpectEvidence(const Merged& m, const std::string& kind) {
+    for (const NodeAlignment& a : m.result.alignment) {
+      if (a.method == "reference") continue;
+      SCOPED_TRACE(a.node + ": " + a.note);
+      EXPECT_EQ(a.evidence.rfind(kind + " ", 0), 0u) << a.evidence;
+      EXPECT_NE(a.evidence.find("comm_init 1"), std::string::npos) << a.evidence;
+      if (kind != "blocking_call") {
+        EXPECT_EQ(a.evidence.find("blocking_call"), std::string::npos) << a.evidence;
+      }
+    }
+  }
+  static void Report(const char* what, uint64_t seed, const Recovery& r) {
+    std::printf("[ accuracy ] %s, seed %llu: largest error %.1f us, smallest bound %.1f us\n", what,
+                static_cast<unsigned long long>(seed), r.max_error_ns / 1000,
+                r.min_bound_ns / 1000);
+  }
+  int runs_ = 0;
+};
+
+TEST_F(MergeEvidence, DeviceTimesRecoverEveryClock) {
+  for (uint64_t seed : {1, 2, 3}) {
+    SCOPED_TRACE(seed);
+    synth::ClusterSpec spec = SkewedCluster("async", seed);
+    std::vector<std::string> paths;
+    Merged m = WriteAndMerge(spec, &paths);
+    EXPECT_NE(m.log.find("calls only enqueue"), std::string::npos) << m.log;
+    ExpectEvidence(m, "device");
+    Report("device", seed, ExpectRecovered(spec, m));
+    auto db = OpenMerged(m.path);
+    ASSERT_TRUE(db.ok());
+    EXPECT_EQ(ExpectGpuOpsAligned(*db, paths), synth::ExpectedRows(spec).gpu);
+  }
+}
+
+TEST_F(MergeEvidence, DeviceTimesWithoutAConversionBoundAreSaidSo) {
+  synth::ClusterSpec spec = SkewedCluster("async", 4);
+  spec.gpu_clock_error_ns = -1;
+  Merged m = WriteAndMerge(spec);
+  ExpectEvidence(m, "device");
+  ExpectRecovered(spec, m);
+  for (const NodeAlignment& a : m.result.alignment) {
+    if (a.method == "reference") continue;
+    EXPECT_NE(a.note.find("device times without a conversion bound, taken as exact"),
+              std::string::npos)
+        << a.note;
+  }
+}
+
+TEST_F(MergeEvidence, BlockingSyncsAfterEnqueuesRecoverEveryClock) {
+  for (uint64_t seed : {1, 2, 3}) {
+    SCOPED_TRACE(seed);
+    synth::ClusterSpec spec = SkewedCluster("async", seed);
+    spec.gpu_ops = false;
+    Merged m = WriteAndMerge(spec);
+    ExpectEvidence(m, "sync_after");
+    Report("sync_after", seed, ExpectRecovered(spec, m));
+  }
+  // One rank per node: no node can show that the calls enqueue; the processes' CUDA calls make
+  // them enqueues all the same.
+  synth::ClusterSpec spec = SkewedCluster("async", 5);
+  spec.gpu_ops = false;
+  spec.ranks_per_node = 1;
+  Merged m = WriteAndMerge(spec);
+  EXPECT_NE(m.log.find("no node has two of its ranks"), std::string::npos) << m.log;
+  ExpectEvidence(m, "sync_after");
+  Report("sync_after, one rank per node", 5, ExpectRecovered(spec, m));
+}
+
+TEST_F(MergeEvidence, BlockingCallsRecoverEveryClock) {
+  for (uint64_t seed : {1, 2, 3}) {
+    SCOPED_TRACE(seed);
+    synth::ClusterSpec spec = SkewedCluster("sync", seed);
+    spec.cuda_calls = true;  // the test bed's sync mode: CUDA_LAUNCH_BLOCKING
+    Merged m = WriteAndMerge(spec);
+    EXPECT_NE(m.log.find("calls block"), std::string::npos) << m.log;
+    ExpectEvidence(m, "blocking_call");
+    Report("blocking_call", seed, ExpectRecovered(spec, m));
+  }
+}
+
+TEST_F(MergeEvidence, AnEnqueuesEntryAndExitAreNeverARendezvous) {
+  // GPU nodes without device times and without any sync after their collectives (the loss
+  // copies removed): the enqueues bound nothing, only the init aligns the clocks. Taking the
+  // enqueue calls as rendezvous would show blocking_call evidence here (and, with one rank
+  // per node, constraints that miss the truth).
+  for (int ranks : {2, 1}) {
+    SCOPED_TRACE(ranks);
+    synth::ClusterSpec spec = SkewedCluster("async", 6);
+    spec.gpu_ops = false;
+    spec.ranks_per_node = ranks;
+    spec.steps = 100;
+    std::vector<std::string> paths;
+    WriteAndMerge(spec, &paths);
+    for (const std::string& p : paths) {
+      ASSERT_TRUE(
+          testing::RewriteBundle(p, p, "DELETE FROM cuda_events WHERE api = 'cudaMemcpy'").ok());
+    }
+    Merged m = RunMerge(dir_, paths);
+    for (const NodeAlignment& a : m.result.alignment) {
+      if (a.method == "reference") continue;
+      SCOPED_TRACE(a.node + ": " + a.note);
+      EXPECT_EQ(a.method, "rendezvous");
+      EXPECT_EQ(a.evidence, "comm_init 1");
+      EXPECT_EQ(a.rendezvous_count, 1);
+    }
+    // The init pins the clocks at the start; the bound grows with the drift it cannot see.
+    ExpectRecovered(spec, m, /*tolerance_ns=*/5'000'000);
   }
 }
 

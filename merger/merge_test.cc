@@ -1,5 +1,5 @@
 // The merge on synthetic cluster bundles: clock offsets and drift recovered within their
-// bounds, the enqueue-only fallback, stack dedup, and counts that reconcile.
+// bounds, enqueue-only calls never taken as rendezvous, stack dedup, and counts that reconcile.
 #include "merge.h"
 
 #include <gtest/gtest.h>
@@ -134,17 +134,36 @@ TEST_F(MergeSynth, RecoversDrift) {
             150'000);
 }
 
-TEST_F(MergeSynth, EnqueueOnlyCollectivesFallBackToWallClock) {
-  // GPU-like: the recorded calls return right after enqueueing, so they are no rendezvous.
+TEST_F(MergeSynth, EnqueueOnlyCollectivesAreNoRendezvous) {
+  // GPU-like: the recorded collective calls return right after enqueueing (two ranks per node:
+  // one returns before the other enters), so they are no rendezvous and nothing else waited
+  // for them; the communicator's init still is one.
   synth::ClusterSpec spec;
   spec.nodes = 3;
   spec.offset_ns = {0, 4'000'000, -6'000'000};
   auto paths = Write(spec);
   for (const std::string& p : paths) {
+    ASSERT_TRUE(testing::RewriteBundle(
+                    p, p, "UPDATE nccl_events SET duration_ns = 3000 + id % 5000 WHERE seq >= 0")
+                    .ok());
+  }
+  Merged m = RunMerge(dir_, paths);
+  ASSERT_EQ(m.result.alignment.size(), 3u);
+  EXPECT_NE(m.log.find("calls only enqueue"), std::string::npos) << m.log;
+  for (int k = 1; k < 3; ++k) {
+    const NodeAlignment& a = m.result.alignment[k];
+    SCOPED_TRACE(a.node);
+    EXPECT_EQ(a.method, "rendezvous") << a.note;
+    EXPECT_EQ(a.rendezvous_count, 1);
+    EXPECT_EQ(a.evidence, "comm_init 1");
+    EXPECT_LE(std::abs(a.offset_ns - spec.offset_ns[k]), a.error_bound_ns);
+  }
+  // Inits that return at once too: nothing is a rendezvous, the wall clock stays.
+  for (const std::string& p : paths) {
     ASSERT_TRUE(
         testing::RewriteBundle(p, p, "UPDATE nccl_events SET duration_ns = 3000 + id % 5000").ok());
   }
-  Merged m = RunMerge(dir_, paths);
+  m = RunMerge(dir_, paths);
   ASSERT_EQ(m.result.alignment.size(), 3u);
   const int64_t maxerr = 16'000'000 + 400;  // synth clock_refs: maxerror 16 ms, read span 400 ns
   for (int k = 1; k < 3; ++k) {
@@ -154,11 +173,13 @@ TEST_F(MergeSynth, EnqueueOnlyCollectivesFallBackToWallClock) {
     EXPECT_EQ(a.offset_ns, 0);
     EXPECT_EQ(a.error_bound_ns, 2 * maxerr);
     EXPECT_LE(std::abs(spec.offset_ns[k]), a.error_bound_ns);
+    EXPECT_EQ(a.evidence, "");
   }
   auto db = OpenMerged(m.path);
   ASSERT_TRUE(db.ok());
   EXPECT_EQ(Int(*db, "SELECT COUNT(*) FROM nccl_events WHERE timestamp_ns != local_timestamp_ns"),
             0);
+  EXPECT_EQ(Int(*db, "SELECT COUNT(*) FROM clock_alignment WHERE evidence IS NOT NULL"), 0);
 }
 
 TEST_F(MergeSynth, StacksDeduplicatedAndReferencesRemapped) {

@@ -1,86 +1,166 @@
 #include "rendezvous.h"
 
 #include <algorithm>
+#include <set>
+#include <unordered_map>
 #include <utility>
+
+#include "rscore/schema.h"
 
 namespace merge {
 namespace {
 
-std::string RendezvousQuery() {
+std::string OpList() {
   std::string ops;
-  for (const char* op : kRendezvousOps)
+  for (const char* op : kRendezvousOps) {
     ops += std::string(ops.empty() ? "" : ", ") + "'" + op + "'";
-  return "SELECT comm_id_hash, op, seq, timestamp_ns, timestamp_ns + duration_ns FROM nccl_events"
+  }
+  return ops;
+}
+
+// Completed, successful, ungrouped collectives and inits.
+std::string CallQuery() {
+  return "SELECT comm_id_hash, op, seq, timestamp_ns, timestamp_ns + duration_ns, pid, stream"
+         " FROM nccl_events"
          " WHERE comm_id_hash IS NOT NULL AND duration_ns IS NOT NULL AND duration_ns >= 0"
          " AND state = 'complete' AND in_group = 0 AND (ret IS NULL OR ret = 0)"
          " AND ((op IN (" +
-         ops +
+         OpList() +
          ") AND seq IS NOT NULL) OR op LIKE 'COMM\\_INIT%' ESCAPE '\\' OR op = 'COMM_SPLIT')"
          " ORDER BY comm_id_hash, seq, op";
+}
+
+// Completed collectives with both device times.
+std::string DeviceQuery() {
+  return "SELECT comm_id_hash, seq, device_start_ns, device_end_ns, clock_error_ns FROM gpu_ops"
+         " WHERE state = 'completed' AND comm_id_hash IS NOT NULL AND seq IS NOT NULL"
+         " AND device_start_ns IS NOT NULL AND device_end_ns IS NOT NULL"
+         " AND device_end_ns >= device_start_ns AND (clock_error_ns IS NULL OR clock_error_ns >= 0)"
+         " AND op IN (" +
+         OpList() + ")";
+}
+
+// Completed, successful calls of the functions that may block until device work is done.
+constexpr const char* kSyncQuery =
+    "SELECT pid, api, memcpy_kind, stream, timestamp_ns, timestamp_ns + duration_ns"
+    " FROM cuda_events WHERE api IN ('cudaDeviceSynchronize', 'cuCtxSynchronize',"
+    " 'cudaStreamSynchronize', 'cudaStreamSynchronize_ptsz', 'cuStreamSynchronize',"
+    " 'cudaMemcpy', 'cuMemcpyHtoD_v2', 'cuMemcpyDtoH_v2', 'cudaEventSynchronize')"
+    " AND state = 'complete' AND duration_ns IS NOT NULL AND duration_ns >= 0"
+    " AND (ret IS NULL OR ret = 0) ORDER BY pid, timestamp_ns";
+
+// Processes that made CUDA calls, or whose NCCL ran rankscope's profiler plugin.
+rs::Result<std::set<int64_t>> GpuProcesses(rs::Db& db, bool has_gpu_ops) {
+  std::set<int64_t> out;
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare(std::string("SELECT DISTINCT pid FROM cuda_events") +
+                              (has_gpu_ops ? " UNION SELECT DISTINCT pid FROM gpu_ops" : "")));
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.insert(st.Int(0));
+  }
+  return out;
+}
+
+rs::Result<std::unordered_map<int64_t, std::vector<SyncCall>>> SyncCalls(rs::Db& db) {
+  std::unordered_map<int64_t, std::vector<SyncCall>> out;
+  ASSIGN_OR_RETURN(rs::Statement st, db.Prepare(kSyncQuery));
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    std::optional<SyncKind> kind = BlockingSyncKind(st.Text(1), st.OptInt(2), st.OptInt(3));
+    if (!kind) continue;
+    out[st.Int(0)].push_back(SyncCall{st.Int(4), st.Int(5), *kind, st.OptInt(3)});
+  }
+  return out;
 }
 
 }  // namespace
 
 rs::Result<void> RendezvousCollector::AddNode(rs::Db& db, int node) {
-  ASSIGN_OR_RETURN(rs::Statement st, db.Prepare(RendezvousQuery()));
-  // Calls of one rendezvous on this node (its ranks); flushed when the key changes.
-  Key current;
-  std::vector<std::pair<int64_t, int64_t>> calls;
-  auto flush = [&]() {
-    if (calls.empty()) return;
-    NodeObservation o;
-    o.node = node;
-    o.max_entry_ns = calls[0].first;
-    o.min_exit_ns = calls[0].second;
-    std::vector<int64_t> exits;
-    for (auto [entry, exit] : calls) {
-      o.max_entry_ns = std::max(o.max_entry_ns, entry);
-      o.min_exit_ns = std::min(o.min_exit_ns, exit);
-      exits.push_back(exit);
-    }
-    std::sort(exits.begin(), exits.end());
-    o.mid_exit_ns = exits[exits.size() / 2];
-    auto [it, fresh] = index_.emplace(current, all_.size());
-    if (fresh) all_.emplace_back();
-    all_[it->second].nodes.push_back(o);
-    calls.clear();
-  };
+  ASSIGN_OR_RETURN(bool has_gpu_ops, rs::HasGpuOps(db));
+  ASSIGN_OR_RETURN(std::set<int64_t> gpu_processes, GpuProcesses(db, has_gpu_ops));
+  ASSIGN_OR_RETURN(auto syncs, SyncCalls(db));
+  const std::vector<SyncCall> none;
+  // This node's records, by key; added to records_ at the end.
+  std::map<Key, NodeRecords> mine;
+  ASSIGN_OR_RETURN(rs::Statement calls, db.Prepare(CallQuery()));
   for (;;) {
-    ASSIGN_OR_RETURN(bool row, st.Step());
+    ASSIGN_OR_RETURN(bool row, calls.Step());
     if (!row) break;
-    std::string op = st.Text(1);
-    bool init = op.rfind("COMM_", 0) == 0;
-    Key key{st.Int(0), init ? -1 : st.Int(2), init ? op : std::string()};
-    if (key != current) {
-      flush();
-      current = key;
+    std::string op = calls.Text(1);
+    const bool init = op.rfind("COMM_", 0) == 0;
+    NodeRecords& r = mine[Key{calls.Int(0), init ? -1 : calls.Int(2), init ? op : std::string()}];
+    r.init = init;
+    HostCall c;
+    c.entry_ns = calls.Int(3);
+    c.exit_ns = calls.Int(4);
+    const int64_t pid = calls.Int(5);
+    c.gpu_process = gpu_processes.count(pid) > 0;
+    if (!init) {
+      auto s = syncs.find(pid);
+      c.sync_exit_ns =
+          FirstSyncExit(s == syncs.end() ? none : s->second, c.exit_ns, calls.OptInt(6));
     }
-    calls.emplace_back(st.Int(3), st.Int(4));
+    r.calls.push_back(c);
     ++calls_;
   }
-  flush();
+  if (has_gpu_ops) {
+    ASSIGN_OR_RETURN(rs::Statement dev, db.Prepare(DeviceQuery()));
+    for (;;) {
+      ASSIGN_OR_RETURN(bool row, dev.Step());
+      if (!row) break;
+      mine[Key{dev.Int(0), dev.Int(1), std::string()}].device.push_back(
+          DeviceSpan{dev.Int(2), dev.Int(3), dev.OptInt(4)});
+      ++calls_;
+    }
+  }
+  for (auto& [key, r] : mine) records_[key].emplace_back(node, std::move(r));
   return rs::Ok();
 }
 
 void RendezvousCollector::Absorb(const RendezvousCollector& other, int node) {
-  for (const auto& [key, idx] : other.index_) {
-    auto [it, fresh] = index_.emplace(key, all_.size());
-    if (fresh) all_.emplace_back();
-    for (NodeObservation o : other.all_[idx].nodes) {
-      o.node = node;
-      all_[it->second].nodes.push_back(o);
-    }
+  for (const auto& [key, list] : other.records_) {
+    auto& mine = records_[key];
+    for (const auto& [n, r] : list) mine.emplace_back(node, r);
   }
   calls_ += other.calls_;
 }
 
 std::vector<Rendezvous> RendezvousCollector::Take() {
-  std::vector<Rendezvous> out;
-  for (Rendezvous& r : all_) {
-    if (r.nodes.size() >= 2) out.push_back(std::move(r));
+  summary_ = RendezvousSummary{};
+  std::map<int64_t, SameNodeCheck> checks;
+  for (const auto& [key, list] : records_) {
+    if (!std::get<2>(key).empty()) continue;  // inits always block
+    SameNodeCheck& check = checks[std::get<0>(key)];
+    for (const auto& [node, r] : list) CheckSameNode(r, &check);
   }
-  all_.clear();
-  index_.clear();
+  std::map<int64_t, CallMode> modes;
+  for (const auto& [comm, check] : checks) {
+    modes[comm] = DecideCallMode(check);
+    summary_.communicators.push_back(CommunicatorCalls{comm, check, modes[comm]});
+  }
+  std::vector<Rendezvous> out;
+  for (const auto& [key, list] : records_) {
+    auto m = modes.find(std::get<0>(key));
+    const CallMode mode = m == modes.end() ? CallMode::kBlocking : m->second;
+    Rendezvous rz;
+    for (const auto& [node, r] : list) {
+      std::optional<NodeObservation> o = Observe(r, mode, node);
+      if (!o) continue;
+      if (o->min_exit_ns < o->max_entry_ns) {
+        ++summary_.dropped;
+        continue;
+      }
+      rz.nodes.push_back(*o);
+    }
+    if (rz.nodes.size() < 2) continue;
+    for (const NodeObservation& o : rz.nodes)
+      ++summary_.by_evidence[static_cast<size_t>(o.evidence)];
+    out.push_back(std::move(rz));
+  }
+  records_.clear();
   return out;
 }
 

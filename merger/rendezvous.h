@@ -1,41 +1,60 @@
-// Extraction of rendezvous points from node recordings: blocking collectives matched by
-// (comm_id_hash, seq) and communicator inits matched by comm_id_hash, across nodes.
+// Extraction of rendezvous points from node recordings: what each node recorded of every
+// collective (matched by comm_id_hash, seq) and communicator init (matched by comm_id_hash),
+// turned into observations by the rules of evidence.h once every node is read.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "clock_alignment.h"
+#include "evidence.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
 namespace merge {
 
-// Ops whose completed calls are rendezvous points: every rank returns only after the last
-// rank entered. Broadcast / Reduce (the root need not wait) and point-to-point calls are not.
-inline constexpr const char* kRendezvousOps[] = {"ALL_REDUCE", "ALL_GATHER", "REDUCE_SCATTER",
-                                                 "ALL_TO_ALL"};
+// How the calls of one communicator were judged (evidence.h, CallMode).
+struct CommunicatorCalls {
+  int64_t comm_id_hash = 0;
+  SameNodeCheck check;
+  CallMode mode = CallMode::kByProcess;
+};
+
+// What Take found besides the rendezvous.
+struct RendezvousSummary {
+  std::vector<CommunicatorCalls> communicators;
+  // Node observations dropped because their own exit preceded their own entry (an assumption of
+  // the evidence failed for that collective on that node).
+  int64_t dropped = 0;
+  std::array<int64_t, kEvidenceKinds> by_evidence{};  // node observations kept, per kind
+};
 
 class RendezvousCollector {
  public:
-  // Reads node `node`'s completed, successful, ungrouped collective and init calls from the
-  // nccl_events table of `db` (a bundle's schema; timestamps in the node's own clock).
+  // Reads node `node`'s records of collectives and inits from `db` (a bundle's schema;
+  // timestamps in the node's own clock): completed, successful, ungrouped NCCL calls; the
+  // blocking sync calls after them (cuda_events); device times (gpu_ops, where the bundle has
+  // the table).
   rs::Result<void> AddNode(rs::Db& db, int node);
-  // Adds every observation of `other` (collected for one node) as node `node`.
+  // Adds everything `other` (collected for one node) holds as node `node`.
   void Absorb(const RendezvousCollector& other, int node);
-  // Rendezvous seen on at least two nodes.
+  // Decides each communicator's call mode from every node's records and returns the
+  // rendezvous seen on at least two nodes. Empties the collector.
   std::vector<Rendezvous> Take();
-  // Calls read so far (all nodes).
+  // Calls and device spans read so far (all nodes).
   int64_t calls() const { return calls_; }
+  // Filled by Take.
+  const RendezvousSummary& summary() const { return summary_; }
 
  private:
   using Key = std::tuple<int64_t, int64_t, std::string>;  // comm_id_hash, seq, init op
-  std::map<Key, size_t> index_;
-  std::vector<Rendezvous> all_;
+  std::map<Key, std::vector<std::pair<int, NodeRecords>>> records_;
   int64_t calls_ = 0;
+  RendezvousSummary summary_;
 };
 
 // The node's largest kernel sync-error estimate in clock_refs (maxerror_us, plus the read
