@@ -10,33 +10,35 @@
  *     launch (the KernelLaunch event, host time just before the launch), so for the first
  *     channel of an operation launched after it, off <= device_start - launch_host_ns.
  *
- * The estimate is the largest lower bound of a window of the last RS_GPU_CLOCK_WINDOW samples
- * (bounded memory; a window moves with the clocks), and the conversion's error bound is the
- * smallest upper bound minus that estimate. A device time converts to device - estimate: since
- * the estimate never exceeds the true offset, a converted time is never earlier than the true
- * host time of the device event and at most error_ns later. Without an upper bound (profiler
- * API v4 has no launch events, or none was seen yet) the record says so
- * (RS_GPU_CLOCK_UNBOUNDED, clock_error_ns -1): still never earlier than the truth, by an
- * unknown amount later (the delay of NCCL's proxy in noticing the device's progress).
+ * The estimate is the largest lower bound, and the conversion's error bound is the smallest
+ * upper bound minus the estimate. A device time converts to device - estimate: since the
+ * estimate never exceeds the true offset, a converted time is never earlier than the true
+ * host time of the device event, and at most error_ns later. Without an upper bound (profiler
+ * API v4 reports no launches, or none was seen yet) the record says so
+ * (RS_GPU_CLOCK_UNBOUNDED, clock_error_ns -1): still never earlier than the truth, later by
+ * an unknown amount (the delay of NCCL's proxy thread in noticing the device's progress).
  *
- * Drift: the two clocks may run at rates that differ by tens of ppm. Every bound is widened by
- * RS_GPU_CLOCK_DRIFT_PPM of its age (the distance between the time it was taken and the time
- * it is applied to), so the statements above hold as long as the rates differ by less than
- * that; the window's bounds are of the last few operations, so the widening is small while
- * operations are frequent. (Strictly, an estimate is applied at the host time of the callback
- * that reported the device event, which is later than the event itself: the guarantee is off
- * by at most RS_GPU_CLOCK_DRIFT_PPM of that delay, nanoseconds.)
+ * Drift: the two clocks may run at rates that differ by tens of ppm, so a bound taken a while
+ * ago says less about the offset now. Every bound is widened by RS_GPU_CLOCK_DRIFT_PPM of its
+ * age (the distance between the host time it was taken at and the time it is applied to): a
+ * lower bound taken 1 s ago counts 100 us lower. This takes the place of a window of recent
+ * samples: old bounds fade on their own, so only the best bound of each kind, widened to the
+ * time of the newest sample, has to be kept (constant memory, constant time per sample), and
+ * the statements above hold as long as the rates differ by less than RS_GPU_CLOCK_DRIFT_PPM.
+ * (Strictly, the estimate is applied at the host time of the callback that reported the
+ * device event, later than the event itself: the guarantee is off by at most
+ * RS_GPU_CLOCK_DRIFT_PPM of that delay, nanoseconds.)
  *
- * Clock steps: a new bound that contradicts the window (a lower bound above an upper bound,
- * both widened to the new sample's time) means a clock was stepped: both windows are emptied
- * and start again from the new sample. */
+ * Clock steps: a new bound that contradicts the other kind's (a lower bound above the upper
+ * bound, both widened to the new sample's time) means a clock was stepped: both are dropped
+ * and calibration starts again from the new sample. */
 #include "gpu_clock.h"
 
 #include <string.h>
 
+/* RS_GPU_CLOCK_DRIFT_PPM of a duration, rounded up. */
 static int64_t widening(int64_t age_ns) {
   if (age_ns < 0) age_ns = -age_ns;
-  /* age * ppm / 1e6, rounded up, without overflow for any age */
   const int64_t whole = age_ns / 1000000 * RS_GPU_CLOCK_DRIFT_PPM;
   const int64_t part = (age_ns % 1000000 * RS_GPU_CLOCK_DRIFT_PPM + 999999) / 1000000;
   return whole + part;
@@ -51,38 +53,32 @@ static int try_lock(struct rs_gpu_clock* c, int tries) {
 
 static void unlock(struct rs_gpu_clock* c) { __atomic_clear(&c->busy, __ATOMIC_RELEASE); }
 
-static void push(struct rs_gpu_clock_window* w, int64_t offset_ns, int64_t host_ns) {
-  w->samples[w->next].offset_ns = offset_ns;
-  w->samples[w->next].host_ns = host_ns;
-  w->next = (w->next + 1) % RS_GPU_CLOCK_WINDOW;
-  if (w->count < RS_GPU_CLOCK_WINDOW) ++w->count;
+/* The bound as it stands at host_ns: lower bounds widen down (sign -1), upper bounds up. */
+static int64_t at(const struct rs_gpu_clock_bound* b, int64_t host_ns, int sign) {
+  return b->offset_ns + sign * widening(host_ns - b->at_ns);
 }
 
-static void clear_windows(struct rs_gpu_clock* c) {
-  c->lower.count = c->lower.next = 0;
-  c->upper.count = c->upper.next = 0;
+/* Keeps the better of the bound so far and a new sample, at the later of their two times:
+ * widening a bound to another time keeps it true, so both stay valid at any time. */
+static void merge(struct rs_gpu_clock_bound* b, int64_t offset_ns, int64_t host_ns, int sign) {
+  if (!b->known) {
+    b->offset_ns = offset_ns;
+    b->at_ns = host_ns;
+    b->known = 1;
+    return;
+  }
+  const int64_t when = host_ns > b->at_ns ? host_ns : b->at_ns;
+  const int64_t old = at(b, when, sign);
+  const int64_t fresh = offset_ns + sign * widening(when - host_ns);
+  b->offset_ns = sign < 0 ? (fresh > old ? fresh : old) : (fresh < old ? fresh : old);
+  b->at_ns = when;
+}
+
+static void restart(struct rs_gpu_clock* c) {
+  memset(&c->lower, 0, sizeof(c->lower));
+  memset(&c->upper, 0, sizeof(c->upper));
   __atomic_store_n(&c->has_lower, 0, __ATOMIC_RELAXED);
   __atomic_fetch_add(&c->resets, 1, __ATOMIC_RELAXED);
-}
-
-/* The largest lower bound, each widened to host_ns; 0 when there is none. */
-static int max_lower(const struct rs_gpu_clock_window* w, int64_t host_ns, int64_t* out) {
-  for (uint32_t i = 0; i < w->count; ++i) {
-    const struct rs_gpu_clock_sample* s = &w->samples[i];
-    const int64_t v = s->offset_ns - widening(host_ns - s->host_ns);
-    if (i == 0 || v > *out) *out = v;
-  }
-  return w->count > 0;
-}
-
-/* The smallest upper bound, each widened to host_ns; 0 when there is none. */
-static int min_upper(const struct rs_gpu_clock_window* w, int64_t host_ns, int64_t* out) {
-  for (uint32_t i = 0; i < w->count; ++i) {
-    const struct rs_gpu_clock_sample* s = &w->samples[i];
-    const int64_t v = s->offset_ns + widening(host_ns - s->host_ns);
-    if (i == 0 || v < *out) *out = v;
-  }
-  return w->count > 0;
 }
 
 void rs_gpu_clock_init(struct rs_gpu_clock* c) { memset(c, 0, sizeof(*c)); }
@@ -90,9 +86,8 @@ void rs_gpu_clock_init(struct rs_gpu_clock* c) { memset(c, 0, sizeof(*c)); }
 void rs_gpu_clock_device_before(struct rs_gpu_clock* c, uint64_t device_ns, int64_t host_ns) {
   const int64_t bound = (int64_t)device_ns - host_ns;
   if (!try_lock(c, 1)) return; /* busy: one sample fewer */
-  int64_t upper = 0;
-  if (min_upper(&c->upper, host_ns, &upper) && bound > upper) clear_windows(c);
-  push(&c->lower, bound, host_ns);
+  if (c->upper.known && bound > at(&c->upper, host_ns, +1)) restart(c);
+  merge(&c->lower, bound, host_ns, -1);
   __atomic_store_n(&c->newest_lower, bound, __ATOMIC_RELAXED);
   __atomic_store_n(&c->has_lower, 1, __ATOMIC_RELEASE);
   unlock(c);
@@ -101,23 +96,25 @@ void rs_gpu_clock_device_before(struct rs_gpu_clock* c, uint64_t device_ns, int6
 void rs_gpu_clock_device_after(struct rs_gpu_clock* c, uint64_t device_ns, int64_t host_ns) {
   const int64_t bound = (int64_t)device_ns - host_ns;
   if (!try_lock(c, 1)) return;
-  int64_t lower = 0;
-  if (max_lower(&c->lower, host_ns, &lower) && bound < lower) clear_windows(c);
-  push(&c->upper, bound, host_ns);
+  if (c->lower.known && bound < at(&c->lower, host_ns, -1)) restart(c);
+  merge(&c->upper, bound, host_ns, +1);
   unlock(c);
 }
 
 struct rs_gpu_clock_estimate rs_gpu_clock_at(struct rs_gpu_clock* c, int64_t host_ns) {
   struct rs_gpu_clock_estimate e = {0, 0, 0, -1};
   if (try_lock(c, 256)) {
-    e.valid = max_lower(&c->lower, host_ns, &e.offset_ns);
-    int64_t upper = 0;
-    if (e.valid && min_upper(&c->upper, host_ns, &upper)) {
-      e.bounded = 1;
-      e.error_ns = upper > e.offset_ns ? upper - e.offset_ns : 0;
+    if (c->lower.known) {
+      e.valid = 1;
+      e.offset_ns = at(&c->lower, host_ns, -1);
+      if (c->upper.known) {
+        const int64_t upper = at(&c->upper, host_ns, +1);
+        e.bounded = 1;
+        e.error_ns = upper > e.offset_ns ? upper - e.offset_ns : 0;
+      }
     }
     unlock(c);
-    if (e.valid) return e;
+    return e;
   }
   /* Busy for long (its holder lost its CPU): the newest lower bound alone. */
   if (__atomic_load_n(&c->has_lower, __ATOMIC_ACQUIRE)) {

@@ -1,8 +1,8 @@
 /* Device -> host clock calibration of one communicator (see gpu_clock.c for the method and
  * its bound). Samples come from NCCL's events; estimates are asked for when an operation is
- * written. Thread-safe: adding a sample never waits (a sample that finds the calibration busy
- * is dropped), asking for an estimate waits at most a few hundred nanoseconds and otherwise
- * answers with the newest lower bound, unbounded. */
+ * written. Constant time and memory. Thread-safe: adding a sample never waits (a sample that
+ * finds the calibration busy is dropped), asking for an estimate waits at most a few hundred
+ * nanoseconds and otherwise answers with the newest lower bound, unbounded. */
 #ifndef RANKSCOPE_GPU_CLOCK_H_
 #define RANKSCOPE_GPU_CLOCK_H_
 
@@ -12,23 +12,18 @@
 extern "C" {
 #endif
 
-#define RS_GPU_CLOCK_WINDOW 64     /* samples kept per kind of bound */
 #define RS_GPU_CLOCK_DRIFT_PPM 100 /* assumed bound of the clocks' rate difference */
 
-struct rs_gpu_clock_sample {
-  int64_t offset_ns; /* a bound of device - host */
-  int64_t host_ns;   /* when it was taken (host clock) */
-};
-
-struct rs_gpu_clock_window {
-  struct rs_gpu_clock_sample samples[RS_GPU_CLOCK_WINDOW];
-  uint32_t count; /* samples held, at most RS_GPU_CLOCK_WINDOW */
-  uint32_t next;  /* where the next sample goes */
+/* The best bound of one kind so far, as it stands at host time at_ns (gpu_clock.c). */
+struct rs_gpu_clock_bound {
+  int64_t offset_ns;
+  int64_t at_ns;
+  int known;
 };
 
 struct rs_gpu_clock {
   char busy; /* the lock (test-and-set) */
-  struct rs_gpu_clock_window lower, upper;
+  struct rs_gpu_clock_bound lower, upper;
   uint64_t resets;      /* contradictions seen (a clock step), atomic */
   int64_t newest_lower; /* the newest lower bound, atomic; valid once has_lower */
   int has_lower;        /* atomic */

@@ -1,0 +1,198 @@
+// Benchmark (run by hand): what rankscope's NCCL profiler plugin costs per operation. It calls
+// the ncclProfiler_v5 table as NCCL 2.28 does for one collective:
+//   host:   GroupApi start, CollApi start/stop, KernelLaunch start, Group start, Coll start/stop
+//   device: KernelCh start, its KernelChStop state and stop; one ProxyOp with two ProxySteps
+//           (each with NCCL's three send states) -- only when the mask asks for them
+// without a reader (the base mask: NCCL sends only the host events, the plugin counts) and
+// with one (its heartbeat fresh: every event, a record written per operation), and prints
+// nanoseconds per operation, with the cost of one clock_gettime for scale.
+//
+//   bench_gpu_plugin [operations per round, default 1000000] [rounds, default 5]
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "recorder/gpu_ring_reader.h"
+#include "rscore/nccl_profiler.h"
+
+extern "C" ncclProfiler_v5_t ncclProfiler_v5;
+
+namespace {
+
+int64_t Now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+ncclProfilerEventDescr_v5_t Descr(uint64_t type, void* parent) {
+  ncclProfilerEventDescr_v5_t d;
+  std::memset(&d, 0, sizeof(d));
+  d.type = type;
+  d.parentObj = parent;
+  return d;
+}
+
+struct Bench {
+  const ncclProfiler_v5_t& p = ncclProfiler_v5;
+  void* ctx = nullptr;
+  int mask = 0;
+  uint64_t nccl_seq = 0;
+
+  // One collective, every event the mask NCCL read at the call's start asks for.
+  void Operation() {
+    const int call_mask = __atomic_load_n(&mask, __ATOMIC_RELAXED);
+    void* group_api = nullptr;
+    ncclProfilerEventDescr_v5_t d = Descr(ncclProfileGroupApi, nullptr);
+    d.groupApi.groupDepth = 1;
+    p.startEvent(ctx, &group_api, &d);
+    void* coll_api = nullptr;
+    d = Descr(ncclProfileCollApi, group_api);
+    d.collApi.func = "AllReduce";
+    d.collApi.count = 1 << 20;
+    d.collApi.datatype = "ncclFloat32";
+    p.startEvent(ctx, &coll_api, &d);
+    if (coll_api) p.stopEvent(coll_api);
+    void* launch = nullptr;
+    d = Descr(ncclProfileKernelLaunch, group_api);
+    p.startEvent(ctx, &launch, &d);
+    if (launch) p.stopEvent(launch);
+    void* group = nullptr;
+    d = Descr(ncclProfileGroup, nullptr);
+    p.startEvent(ctx, &group, &d);
+    void* task = nullptr;
+    d = Descr(ncclProfileColl, coll_api);
+    d.coll.seqNumber = nccl_seq++;
+    d.coll.func = "AllReduce";
+    d.coll.count = 1 << 20;
+    d.coll.datatype = "ncclFloat32";
+    d.coll.nChannels = 1;
+    d.coll.algo = "RING";
+    d.coll.proto = "SIMPLE";
+    d.coll.parentGroup = group;
+    p.startEvent(ctx, &task, &d);
+    if (task) p.stopEvent(task);
+    if (group) p.stopEvent(group);
+    if (group_api) p.stopEvent(group_api);
+    if (task == nullptr || !(call_mask & ncclProfileKernelCh)) return;
+    // The device, as NCCL's proxy thread reports it.
+    void* ch = nullptr;
+    d = Descr(ncclProfileKernelCh, task);
+    d.kernelCh.pTimer = static_cast<uint64_t>(Now()) + 1000;
+    p.startEvent(ctx, &ch, &d);
+    void* op = nullptr;
+    d = Descr(ncclProfileProxyOp, task);
+    d.proxyOp.pid = pid;
+    d.proxyOp.peer = 1;
+    d.proxyOp.nSteps = 2;
+    d.proxyOp.isSend = 1;
+    p.startEvent(ctx, &op, &d);
+    for (int s = 0; s < 2; ++s) {
+      void* step = nullptr;
+      d = Descr(ncclProfileProxyStep, op);
+      d.proxyStep.step = s;
+      p.startEvent(ctx, &step, &d);
+      ncclProfilerEventStateArgs_v5_t a;
+      std::memset(&a, 0, sizeof(a));
+      a.proxyStep.transSize = 1 << 19;
+      for (ncclProfilerEventState_t st :
+           {ncclProfilerProxyStepSendGPUWait, ncclProfilerProxyStepSendPeerWait_v4,
+            ncclProfilerProxyStepSendWait}) {
+        if (step) p.recordEventState(step, st, &a);
+      }
+      if (step) p.stopEvent(step);
+    }
+    if (op) p.stopEvent(op);
+    ncclProfilerEventStateArgs_v5_t a;
+    std::memset(&a, 0, sizeof(a));
+    a.kernelCh.pTimer = static_cast<uint64_t>(Now()) + 1000;
+    if (ch) {
+      p.recordEventState(ch, ncclProfilerKernelChStop, &a);
+      p.stopEvent(ch);
+    }
+  }
+  pid_t pid = 0;
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const long n = argc > 1 ? std::atol(argv[1]) : 1000000;
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 5;
+  if (n <= 0 || rounds <= 0) {
+    std::fprintf(stderr, "usage: %s [operations per round] [rounds]\n", argv[0]);
+    return 2;
+  }
+  Bench b;
+  b.pid = getpid();
+  if (b.p.init(&b.ctx, 0xbe9c, &b.mask, "bench", 1, 8, 0, nullptr) != 0) {
+    std::fprintf(stderr, "the plugin's init failed\n");
+    return 1;
+  }
+  auto where = rec::FindGpuRing("/proc", getpid());
+  if (!where.ok() || !where.value()) {
+    std::fprintf(stderr, "no region in /proc/self/fd\n");
+    return 1;
+  }
+  auto reader = rec::GpuRingReader::Open(where.value()->path);
+  if (!reader.ok()) {
+    std::fprintf(stderr, "%s\n", reader.error().message().c_str());
+    return 1;
+  }
+
+  std::vector<double> clock_ns, base_ns, full_ns;
+  for (int r = 0; r < rounds; ++r) {
+    int64_t t0 = Now();
+    int64_t sink = 0;
+    for (long i = 0; i < n; ++i) sink += Now();
+    clock_ns.push_back(static_cast<double>(Now() - t0) / n);
+    if (sink == 42) std::puts("");
+
+    reader->Heartbeat(0);  // no reader: the next call switches the mask back to base
+    b.Operation();
+    t0 = Now();
+    for (long i = 0; i < n; ++i) b.Operation();
+    base_ns.push_back(static_cast<double>(Now() - t0) / n);
+
+    reader->Heartbeat(Now());
+    b.Operation();  // switches the mask to device events
+    const uint64_t head = reader->header().head;
+    t0 = Now();
+    for (long i = 0; i < n; ++i) {
+      if (i % 65536 == 0) reader->Heartbeat(Now());
+      b.Operation();
+    }
+    full_ns.push_back(static_cast<double>(Now() - t0) / n);
+    if (reader->header().head - head != static_cast<uint64_t>(n)) {
+      std::fprintf(stderr, "expected %ld records, the ring got %llu\n", n,
+                   static_cast<unsigned long long>(reader->header().head - head));
+      return 1;
+    }
+  }
+  std::printf("operations per round: %ld, rounds: %d (min / median ns per operation)\n", n, rounds);
+  std::printf("clock_gettime(CLOCK_MONOTONIC): %7.1f / %7.1f\n",
+              *std::min_element(clock_ns.begin(), clock_ns.end()), Median(clock_ns));
+  std::printf("no reader (base mask, counted):  %7.1f / %7.1f\n",
+              *std::min_element(base_ns.begin(), base_ns.end()), Median(base_ns));
+  std::printf("reader (every event, a record):  %7.1f / %7.1f\n",
+              *std::min_element(full_ns.begin(), full_ns.end()), Median(full_ns));
+  const rs_gpu_ring_header& h = reader->header();
+  std::printf("plugin counters: ops %llu, unrecorded %llu, slots full %llu, late %llu\n",
+              static_cast<unsigned long long>(h.ops),
+              static_cast<unsigned long long>(h.ops_unrecorded),
+              static_cast<unsigned long long>(h.drops_slots_full),
+              static_cast<unsigned long long>(h.drops_late_event));
+  b.p.finalize(b.ctx);
+  return 0;
+}
