@@ -226,11 +226,16 @@ static void* task_start(struct rs_gpu_context* ctx, const struct task* t) {
   int64_t api_ns = 0;
   uint32_t flags = 0;
   const uint64_t seq = number_task(ctx, t, &full, &api_ns, &flags);
-  const int64_t now = rs_gpu_now_ns();
-  const int reader = rs_gpu_region_reader_present(now);
-  rs_gpu_mask_want_full(reader);
   struct rs_gpu_ring_header* h = rs_gpu_region_header();
   count(&h->ops);
+  /* v5 looked for a reader at the call's API event just before; v4 has only this one. */
+  int reader = 0;
+  int64_t now = 0;
+  if (full || ctx->api_version < 5) {
+    now = rs_gpu_now_ns();
+    reader = rs_gpu_region_reader_present(now);
+    rs_gpu_mask_want_full(reader);
+  }
   if (!reader || !full || seq == 0) { /* no device events will come for it */
     count(&h->ops_unrecorded);
     return NULL;
@@ -378,8 +383,10 @@ static int start_host_event(struct rs_gpu_context* ctx, void** handle, uint64_t 
     case ncclProfileP2pApi:
       *handle = api_start(ctx, 1);
       break;
-    case ncclProfileKernelLaunch:
-      __atomic_store_n(&ctx->launch_ns, rs_gpu_now_ns(), __ATOMIC_RELAXED);
+    case ncclProfileKernelLaunch: /* needed only for operations recorded */
+      if (rs_gpu_mask_current() & ncclProfileKernelCh) {
+        __atomic_store_n(&ctx->launch_ns, rs_gpu_now_ns(), __ATOMIC_RELAXED);
+      }
       break;
     case ncclProfileGroup:
       if (ctx->api_version < 5) rs_gpu_mask_plan_begin();
