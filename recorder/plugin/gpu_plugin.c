@@ -30,11 +30,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "gpu_clock.h"
 #include "gpu_context.h"
 #include "gpu_handle.h"
 #include "gpu_mask.h"
 #include "gpu_names.h"
+#include "gpu_operation.h"
 #include "gpu_region.h"
 #include "gpu_ring.h"
 #include "gpu_slots.h"
@@ -105,71 +105,6 @@ static int init_common(void** context, int api_version, uint64_t comm_hash, int*
   return NCCL_SUCCESS;
 }
 
-/* Device times on the host clock (gpu_clock.c), and the conversion's bound. */
-static void convert_times(struct rs_gpu_context* ctx, const struct rs_gpu_slot_info* info,
-                          struct rs_gpu_op* rec) {
-  int any = 0, valid = 1, bounded = 1;
-  int64_t error = 0;
-  if (rec->device_start_raw != 0) {
-    const struct rs_gpu_clock_estimate e = rs_gpu_clock_at(&ctx->clock, info->start_cb_ns);
-    any = 1;
-    valid &= e.valid;
-    bounded &= e.bounded;
-    if (e.valid) rec->device_start_ns = (int64_t)rec->device_start_raw - e.offset_ns;
-    if (e.error_ns > error) error = e.error_ns;
-  }
-  if (rec->device_end_raw != 0) {
-    const struct rs_gpu_clock_estimate e = rs_gpu_clock_at(&ctx->clock, info->end_cb_ns);
-    any = 1;
-    valid &= e.valid;
-    bounded &= e.bounded;
-    if (e.valid) rec->device_end_ns = (int64_t)rec->device_end_raw - e.offset_ns;
-    if (e.error_ns > error) error = e.error_ns;
-  }
-  if (!any) return;
-  if (valid && bounded) {
-    rec->clock_error_ns = error;
-  } else {
-    rec->flags |= RS_GPU_CLOCK_UNBOUNDED;
-    rec->clock_error_ns = -1;
-  }
-}
-
-/* Writes the operation in slot `index` (owned by the caller: no references left) to the ring
- * and frees the slot. */
-static void write_and_free(uint32_t index, uint32_t extra_flags) {
-  const struct rs_gpu_slot_info* info = rs_gpu_slot_info(index);
-  struct rs_gpu_op rec;
-  memcpy(&rec, rs_gpu_region_slot(index), sizeof(rec));
-  const uint8_t needed = rec.channels > 0 ? rec.channels : 1;
-  if (rec.channels_stopped >= needed) rec.state = RS_GPU_COMPLETED;
-  rec.flags |= extra_flags;
-  convert_times((struct rs_gpu_context*)info->owner, info, &rec);
-  rs_gpu_region_write(&rec);
-  rs_gpu_slot_free(index);
-}
-
-/* Drops references of the operation a handle names; the last one writes it. */
-static void release(const void* handle, uint32_t n) {
-  const int r = rs_gpu_slot_release(handle, n);
-  if (r == 1) {
-    write_and_free(rs_gpu_handle_slot(handle), 0);
-  } else if (r < 0) {
-    struct rs_gpu_ring_header* h = rs_gpu_region_header();
-    if (h != NULL) count(&h->drops_late_event);
-  }
-}
-
-static void finalize_context(struct rs_gpu_context* ctx) {
-  if (rs_gpu_context_usable(ctx)) {
-    for (uint32_t i = 0; i < RS_GPU_SLOT_COUNT; ++i) {
-      if (rs_gpu_slot_claim(i, ctx)) write_and_free(i, RS_GPU_FINALIZED);
-    }
-    rs_gpu_mask_leave();
-  }
-  rs_gpu_context_free(ctx);
-}
-
 /* ---- host thread: API calls, launches, operations ---- */
 
 static void* api_start(struct rs_gpu_context* ctx, int p2p) {
@@ -180,22 +115,7 @@ static void* api_start(struct rs_gpu_context* ctx, int p2p) {
   return rs_gpu_api_handle(p2p ? RS_GPU_H_P2P_API : RS_GPU_H_COLL_API, number, full);
 }
 
-/* A Coll or P2p event of either API version. */
-struct task {
-  int p2p;
-  const char* func;
-  const char* datatype;
-  const char* algo;
-  const char* proto;
-  uint64_t count;
-  uint64_t nccl_seq;
-  int root;
-  int peer;
-  uint8_t channels;
-  const void* parent; /* v5: the CollApi / P2pApi handle */
-};
-
-static uint64_t number_task(struct rs_gpu_context* ctx, const struct task* t, int* full,
+static uint64_t number_task(struct rs_gpu_context* ctx, const struct rs_gpu_task* t, int* full,
                             int64_t* api_ns, uint32_t* flags) {
   if (t->p2p) {
     const int send = rs_gpu_func_of(t->func) == RS_GPU_SEND;
@@ -221,7 +141,7 @@ static uint64_t number_task(struct rs_gpu_context* ctx, const struct task* t, in
   return __atomic_add_fetch(&ctx->coll_calls, 1, __ATOMIC_RELAXED);
 }
 
-static void* task_start(struct rs_gpu_context* ctx, const struct task* t) {
+static void* task_start(struct rs_gpu_context* ctx, const struct rs_gpu_task* t) {
   int full = 0;
   int64_t api_ns = 0;
   uint32_t flags = 0;
@@ -240,141 +160,13 @@ static void* task_start(struct rs_gpu_context* ctx, const struct task* t) {
     count(&h->ops_unrecorded);
     return NULL;
   }
-  uint32_t index, gen;
-  struct rs_gpu_op* op = rs_gpu_slot_take(ctx, &index, &gen);
-  if (op == NULL) {
-    count(&h->drops_slots_full);
-    return NULL;
-  }
-  const uint8_t func = rs_gpu_func_of(t->func);
-  op->nccl_comm_hash = ctx->comm_hash;
-  op->seq = seq;
-  op->nccl_seq = t->p2p ? UINT64_MAX : t->nccl_seq;
-  op->enqueue_ns = now;
-  op->api_ns = api_ns;
-  op->count = t->count;
-  op->rank = ctx->rank;
-  op->nranks = ctx->nranks;
-  op->peer = t->p2p ? t->peer : (func == RS_GPU_BROADCAST || func == RS_GPU_REDUCE ? t->root : -1);
-  op->tid = thread_id();
-  op->func = func;
-  op->datatype = rs_gpu_datatype_of(t->datatype);
-  op->algo = rs_gpu_algo_of(t->algo);
-  op->proto = rs_gpu_proto_of(t->proto);
-  op->state = RS_GPU_ENQUEUED;
-  op->channels = t->channels;
-  op->flags = flags;
-  rs_gpu_slot_info(index)->launch_ns = __atomic_load_n(&ctx->launch_ns, __ATOMIC_RELAXED);
-  rs_gpu_slot_publish(index, gen);
-  return rs_gpu_slot_handle(RS_GPU_H_TASK, index, gen);
-}
-
-/* ---- NCCL's proxy thread: kernel channels, network work ---- */
-
-static void atomic_min_nonzero(uint64_t* v, uint64_t x) {
-  uint64_t cur = __atomic_load_n(v, __ATOMIC_RELAXED);
-  while ((cur == 0 || x < cur) &&
-         !__atomic_compare_exchange_n(v, &cur, x, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
-}
-
-static void atomic_max(int64_t* v, int64_t x) {
-  int64_t cur = __atomic_load_n(v, __ATOMIC_RELAXED);
-  while (x > cur &&
-         !__atomic_compare_exchange_n(v, &cur, x, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
-}
-
-static void atomic_max_u64(uint64_t* v, uint64_t x) {
-  uint64_t cur = __atomic_load_n(v, __ATOMIC_RELAXED);
-  while (x > cur &&
-         !__atomic_compare_exchange_n(v, &cur, x, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
-}
-
-static void late_event(void) {
-  struct rs_gpu_ring_header* h = rs_gpu_region_header();
-  if (h != NULL) count(&h->drops_late_event);
-}
-
-/* A child event of the operation `parent` names (a reference held until it stops). */
-static void* child_start(const void* parent, enum rs_gpu_handle_kind parent_kind,
-                         enum rs_gpu_handle_kind kind) {
-  if (rs_gpu_handle_kind(parent) != parent_kind) return NULL; /* an unrecorded operation */
-  if (rs_gpu_slot_acquire(parent) == NULL) {
-    late_event();
-    return NULL;
-  }
-  return rs_gpu_slot_handle(kind, rs_gpu_handle_slot(parent), rs_gpu_handle_gen(parent));
-}
-
-/* The first channel start bounds the clock offset from above by the launch before it (v5);
- * every start and stop bounds it from below by the callback's own time. */
-static void* kernel_ch_start(const void* parent, uint64_t ptimer) {
-  void* handle = child_start(parent, RS_GPU_H_TASK, RS_GPU_H_KERNEL_CH);
-  if (handle == NULL) return NULL;
-  const int64_t now = rs_gpu_now_ns();
-  const uint32_t index = rs_gpu_handle_slot(handle);
-  struct rs_gpu_op* op = rs_gpu_region_slot(index);
-  struct rs_gpu_slot_info* info = rs_gpu_slot_info(index);
-  struct rs_gpu_context* ctx = info->owner;
-  if (__atomic_fetch_add(&op->channels_started, 1, __ATOMIC_RELAXED) == 0) {
-    __atomic_store_n(&info->start_cb_ns, now, __ATOMIC_RELAXED);
-    if (info->launch_ns != 0) rs_gpu_clock_device_after(&ctx->clock, ptimer, info->launch_ns);
-  }
-  rs_gpu_clock_device_before(&ctx->clock, ptimer, now);
-  if (ptimer != 0) atomic_min_nonzero(&op->device_start_raw, ptimer);
-  uint8_t enqueued = RS_GPU_ENQUEUED;
-  __atomic_compare_exchange_n(&op->state, &enqueued, RS_GPU_STARTED, 0, __ATOMIC_RELAXED,
-                              __ATOMIC_RELAXED);
-  return handle;
-}
-
-static void kernel_ch_stopped_at(const void* handle, uint64_t ptimer) {
-  struct rs_gpu_op* op = rs_gpu_slot_live(handle);
-  if (op == NULL) {
-    late_event();
-    return;
-  }
-  const int64_t now = rs_gpu_now_ns();
-  struct rs_gpu_slot_info* info = rs_gpu_slot_info(rs_gpu_handle_slot(handle));
-  atomic_max(&info->end_cb_ns, now);
-  atomic_max_u64(&op->device_end_raw, ptimer);
-  rs_gpu_clock_device_before(&((struct rs_gpu_context*)info->owner)->clock, ptimer, now);
-}
-
-/* The channel's own reference, and the device's once as many channels stopped as planned. */
-static void kernel_ch_stop(const void* handle) {
-  struct rs_gpu_op* op = rs_gpu_slot_live(handle);
-  if (op == NULL) {
-    late_event();
-    return;
-  }
-  const uint8_t needed = op->channels > 0 ? op->channels : 1;
-  const uint8_t stopped = __atomic_add_fetch(&op->channels_stopped, 1, __ATOMIC_RELAXED);
-  release(handle, stopped == needed ? 2 : 1);
-}
-
-/* Network bytes: a send step's size when it goes on the network, a receive step's when it
- * arrived (NCCL sets the step's size just before both states; at the receive's later GPU-wait
- * state it may already hold a newer step's size). */
-static void proxy_step_state(const void* handle, ncclProfilerEventState_t state,
-                             const ncclProfilerEventStateArgs_v5_t* args) {
-  const int sent = state == ncclProfilerProxyStepSendWait;
-  if (args == NULL || (!sent && state != ncclProfilerProxyStepRecvFlushWait)) return;
-  struct rs_gpu_op* op = rs_gpu_slot_live(handle);
-  if (op == NULL) {
-    late_event();
-    return;
-  }
-  uint64_t* field = sent ? &op->net_bytes_sent : &op->net_bytes_recv;
-  __atomic_fetch_add(field, (uint64_t)args->proxyStep.transSize, __ATOMIC_RELAXED);
+  return rs_gpu_operation_enqueue(ctx, t, seq, api_ns, now, flags, thread_id());
 }
 
 /* ---- the tables' functions ---- */
 
 static int start_host_event(struct rs_gpu_context* ctx, void** handle, uint64_t type,
-                            const struct task* t) {
+                            const struct rs_gpu_task* t) {
   rs_gpu_mask_enter();
   switch (type) {
     case ncclProfileCollApi:
@@ -406,17 +198,17 @@ static int start_device_event(void** handle, uint64_t type, const void* parent, 
                               pid_t proxy_pid) {
   switch (type) {
     case ncclProfileKernelCh:
-      *handle = kernel_ch_start(parent, ptimer);
+      *handle = rs_gpu_operation_kernel_ch_start(parent, ptimer);
       break;
     case ncclProfileProxyOp: {
       const struct rs_gpu_ring_header* h = rs_gpu_region_header();
       if (h != NULL && proxy_pid == h->pid) { /* another process's parent is no handle of ours */
-        *handle = child_start(parent, RS_GPU_H_TASK, RS_GPU_H_PROXY_OP);
+        *handle = rs_gpu_operation_child_start(parent, RS_GPU_H_TASK, RS_GPU_H_PROXY_OP);
       }
       break;
     }
     case ncclProfileProxyStep:
-      *handle = child_start(parent, RS_GPU_H_PROXY_OP, RS_GPU_H_PROXY_STEP);
+      *handle = rs_gpu_operation_child_start(parent, RS_GPU_H_PROXY_OP, RS_GPU_H_PROXY_STEP);
       break;
     default: /* ProxyCtrl, NetPlugin */
       break;
@@ -433,15 +225,15 @@ static int stop_event(void* handle) {
       break;
     case RS_GPU_H_TASK: /* the host's reference ("enqueued") */
       rs_gpu_mask_enter();
-      release(handle, 1);
+      rs_gpu_operation_release(handle);
       rs_gpu_mask_leave();
       break;
     case RS_GPU_H_KERNEL_CH:
-      kernel_ch_stop(handle);
+      rs_gpu_operation_kernel_ch_stop(handle);
       break;
     case RS_GPU_H_PROXY_OP:
     case RS_GPU_H_PROXY_STEP:
-      release(handle, 1);
+      rs_gpu_operation_release(handle);
       break;
     default:
       break;
@@ -454,11 +246,11 @@ static int record_event_state(void* handle, ncclProfilerEventState_t state,
   switch (rs_gpu_handle_kind(handle)) {
     case RS_GPU_H_KERNEL_CH:
       if (state == ncclProfilerKernelChStop && args != NULL) {
-        kernel_ch_stopped_at(handle, args->kernelCh.pTimer);
+        rs_gpu_operation_kernel_ch_stopped_at(handle, args->kernelCh.pTimer);
       }
       break;
     case RS_GPU_H_PROXY_STEP:
-      proxy_step_state(handle, state, args);
+      rs_gpu_operation_proxy_step_state(handle, state, args);
       break;
     default:
       break;
@@ -467,7 +259,12 @@ static int record_event_state(void* handle, ncclProfilerEventState_t state,
 }
 
 static int finalize(void* context) {
-  finalize_context((struct rs_gpu_context*)context);
+  struct rs_gpu_context* ctx = context;
+  if (rs_gpu_context_usable(ctx)) {
+    rs_gpu_operation_finalize(ctx);
+    rs_gpu_mask_leave();
+  }
+  rs_gpu_context_free(ctx);
   return NCCL_SUCCESS;
 }
 
@@ -483,7 +280,7 @@ static int start_v5(void* context, void** handle, ncclProfilerEventDescr_v5_t* d
   *handle = NULL;
   struct rs_gpu_context* ctx = context;
   if (d == NULL || !rs_gpu_context_usable(ctx)) return NCCL_SUCCESS;
-  struct task t;
+  struct rs_gpu_task t;
   memset(&t, 0, sizeof(t));
   t.parent = d->parentObj;
   switch (d->type) {
@@ -535,7 +332,7 @@ static int start_v4(void* context, void** handle, ncclProfilerEventDescr_v4_t* d
   *handle = NULL;
   struct rs_gpu_context* ctx = context;
   if (d == NULL || !rs_gpu_context_usable(ctx)) return NCCL_SUCCESS;
-  struct task t;
+  struct rs_gpu_task t;
   memset(&t, 0, sizeof(t));
   t.parent = d->parentObj;
   switch (d->type) {

@@ -1,0 +1,207 @@
+#include "gpu_operation.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "gpu_clock.h"
+#include "gpu_names.h"
+#include "gpu_region.h"
+#include "gpu_ring.h"
+#include "gpu_slots.h"
+
+static void count(uint64_t* counter) { __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED); }
+
+static void atomic_min_nonzero(uint64_t* v, uint64_t x) {
+  uint64_t cur = __atomic_load_n(v, __ATOMIC_RELAXED);
+  while ((cur == 0 || x < cur) &&
+         !__atomic_compare_exchange_n(v, &cur, x, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+static void atomic_max(int64_t* v, int64_t x) {
+  int64_t cur = __atomic_load_n(v, __ATOMIC_RELAXED);
+  while (x > cur &&
+         !__atomic_compare_exchange_n(v, &cur, x, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+static void atomic_max_u64(uint64_t* v, uint64_t x) {
+  uint64_t cur = __atomic_load_n(v, __ATOMIC_RELAXED);
+  while (x > cur &&
+         !__atomic_compare_exchange_n(v, &cur, x, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+static void late_event(void) {
+  struct rs_gpu_ring_header* h = rs_gpu_region_header();
+  if (h != NULL) count(&h->drops_late_event);
+}
+
+/* Device times on the host clock (gpu_clock.c), and the conversion's bound. */
+static void convert_times(struct rs_gpu_context* ctx, const struct rs_gpu_slot_info* info,
+                          struct rs_gpu_op* rec) {
+  int any = 0, valid = 1, bounded = 1;
+  int64_t error = 0;
+  if (rec->device_start_raw != 0) {
+    const struct rs_gpu_clock_estimate e = rs_gpu_clock_at(&ctx->clock, info->start_cb_ns);
+    any = 1;
+    valid &= e.valid;
+    bounded &= e.bounded;
+    if (e.valid) rec->device_start_ns = (int64_t)rec->device_start_raw - e.offset_ns;
+    if (e.error_ns > error) error = e.error_ns;
+  }
+  if (rec->device_end_raw != 0) {
+    const struct rs_gpu_clock_estimate e = rs_gpu_clock_at(&ctx->clock, info->end_cb_ns);
+    any = 1;
+    valid &= e.valid;
+    bounded &= e.bounded;
+    if (e.valid) rec->device_end_ns = (int64_t)rec->device_end_raw - e.offset_ns;
+    if (e.error_ns > error) error = e.error_ns;
+  }
+  if (!any) return;
+  if (valid && bounded) {
+    rec->clock_error_ns = error;
+  } else {
+    rec->flags |= RS_GPU_CLOCK_UNBOUNDED;
+    rec->clock_error_ns = -1;
+  }
+}
+
+/* Writes the operation in slot `index` (owned by the caller: no references left) to the ring
+ * and frees the slot. */
+static void write_and_free(uint32_t index, uint32_t extra_flags) {
+  const struct rs_gpu_slot_info* info = rs_gpu_slot_info(index);
+  struct rs_gpu_op rec;
+  memcpy(&rec, rs_gpu_region_slot(index), sizeof(rec));
+  const uint8_t needed = rec.channels > 0 ? rec.channels : 1;
+  if (rec.channels_stopped >= needed) rec.state = RS_GPU_COMPLETED;
+  rec.flags |= extra_flags;
+  convert_times((struct rs_gpu_context*)info->owner, info, &rec);
+  rs_gpu_region_write(&rec);
+  rs_gpu_slot_free(index);
+}
+
+/* Drops references of the operation a handle names; the last one writes it. */
+static void release(const void* handle, uint32_t n) {
+  const int r = rs_gpu_slot_release(handle, n);
+  if (r == 1) {
+    write_and_free(rs_gpu_handle_slot(handle), 0);
+  } else if (r < 0) {
+    late_event();
+  }
+}
+
+void rs_gpu_operation_release(const void* handle) { release(handle, 1); }
+
+void rs_gpu_operation_finalize(struct rs_gpu_context* ctx) {
+  for (uint32_t i = 0; i < RS_GPU_SLOT_COUNT; ++i) {
+    if (rs_gpu_slot_claim(i, ctx)) write_and_free(i, RS_GPU_FINALIZED);
+  }
+}
+
+void* rs_gpu_operation_enqueue(struct rs_gpu_context* ctx, const struct rs_gpu_task* t,
+                               uint64_t seq, int64_t api_ns, int64_t enqueue_ns, uint32_t flags,
+                               int32_t tid) {
+  uint32_t index, gen;
+  struct rs_gpu_op* op = rs_gpu_slot_take(ctx, &index, &gen);
+  if (op == NULL) {
+    struct rs_gpu_ring_header* h = rs_gpu_region_header();
+    if (h != NULL) count(&h->drops_slots_full);
+    return NULL;
+  }
+  const uint8_t func = rs_gpu_func_of(t->func);
+  op->nccl_comm_hash = ctx->comm_hash;
+  op->seq = seq;
+  op->nccl_seq = t->p2p ? UINT64_MAX : t->nccl_seq;
+  op->enqueue_ns = enqueue_ns;
+  op->api_ns = api_ns;
+  op->count = t->count;
+  op->rank = ctx->rank;
+  op->nranks = ctx->nranks;
+  op->peer = t->p2p ? t->peer : (func == RS_GPU_BROADCAST || func == RS_GPU_REDUCE ? t->root : -1);
+  op->tid = tid;
+  op->func = func;
+  op->datatype = rs_gpu_datatype_of(t->datatype);
+  op->algo = rs_gpu_algo_of(t->algo);
+  op->proto = rs_gpu_proto_of(t->proto);
+  op->state = RS_GPU_ENQUEUED;
+  op->channels = t->channels;
+  op->flags = flags;
+  rs_gpu_slot_info(index)->launch_ns = __atomic_load_n(&ctx->launch_ns, __ATOMIC_RELAXED);
+  rs_gpu_slot_publish(index, gen);
+  return rs_gpu_slot_handle(RS_GPU_H_TASK, index, gen);
+}
+
+/* A child event of the operation `parent` names (a reference held until it stops). */
+void* rs_gpu_operation_child_start(const void* parent, enum rs_gpu_handle_kind parent_kind,
+                                   enum rs_gpu_handle_kind kind) {
+  if (rs_gpu_handle_kind(parent) != parent_kind) return NULL; /* an unrecorded operation */
+  if (rs_gpu_slot_acquire(parent) == NULL) {
+    late_event();
+    return NULL;
+  }
+  return rs_gpu_slot_handle(kind, rs_gpu_handle_slot(parent), rs_gpu_handle_gen(parent));
+}
+
+/* The first channel start bounds the clock offset from above by the launch before it (v5);
+ * every start and stop bounds it from below by the callback's own time. */
+void* rs_gpu_operation_kernel_ch_start(const void* parent, uint64_t ptimer) {
+  void* handle = rs_gpu_operation_child_start(parent, RS_GPU_H_TASK, RS_GPU_H_KERNEL_CH);
+  if (handle == NULL) return NULL;
+  const int64_t now = rs_gpu_now_ns();
+  const uint32_t index = rs_gpu_handle_slot(handle);
+  struct rs_gpu_op* op = rs_gpu_region_slot(index);
+  struct rs_gpu_slot_info* info = rs_gpu_slot_info(index);
+  struct rs_gpu_context* ctx = info->owner;
+  if (__atomic_fetch_add(&op->channels_started, 1, __ATOMIC_RELAXED) == 0) {
+    __atomic_store_n(&info->start_cb_ns, now, __ATOMIC_RELAXED);
+    if (info->launch_ns != 0) rs_gpu_clock_device_after(&ctx->clock, ptimer, info->launch_ns);
+  }
+  rs_gpu_clock_device_before(&ctx->clock, ptimer, now);
+  if (ptimer != 0) atomic_min_nonzero(&op->device_start_raw, ptimer);
+  uint8_t enqueued = RS_GPU_ENQUEUED;
+  __atomic_compare_exchange_n(&op->state, &enqueued, RS_GPU_STARTED, 0, __ATOMIC_RELAXED,
+                              __ATOMIC_RELAXED);
+  return handle;
+}
+
+void rs_gpu_operation_kernel_ch_stopped_at(const void* handle, uint64_t ptimer) {
+  struct rs_gpu_op* op = rs_gpu_slot_live(handle);
+  if (op == NULL) {
+    late_event();
+    return;
+  }
+  const int64_t now = rs_gpu_now_ns();
+  struct rs_gpu_slot_info* info = rs_gpu_slot_info(rs_gpu_handle_slot(handle));
+  atomic_max(&info->end_cb_ns, now);
+  atomic_max_u64(&op->device_end_raw, ptimer);
+  rs_gpu_clock_device_before(&((struct rs_gpu_context*)info->owner)->clock, ptimer, now);
+}
+
+/* The channel's own reference, and the device's once as many channels stopped as planned. */
+void rs_gpu_operation_kernel_ch_stop(const void* handle) {
+  struct rs_gpu_op* op = rs_gpu_slot_live(handle);
+  if (op == NULL) {
+    late_event();
+    return;
+  }
+  const uint8_t needed = op->channels > 0 ? op->channels : 1;
+  const uint8_t stopped = __atomic_add_fetch(&op->channels_stopped, 1, __ATOMIC_RELAXED);
+  release(handle, stopped == needed ? 2 : 1);
+}
+
+/* Network bytes: a send step's size when it goes on the network, a receive step's when it
+ * arrived (NCCL sets the step's size just before both states; at the receive's later GPU-wait
+ * state it may already hold a newer step's size). */
+void rs_gpu_operation_proxy_step_state(const void* handle, ncclProfilerEventState_t state,
+                                       const ncclProfilerEventStateArgs_v5_t* args) {
+  const int sent = state == ncclProfilerProxyStepSendWait;
+  if (args == NULL || (!sent && state != ncclProfilerProxyStepRecvFlushWait)) return;
+  struct rs_gpu_op* op = rs_gpu_slot_live(handle);
+  if (op == NULL) {
+    late_event();
+    return;
+  }
+  uint64_t* field = sent ? &op->net_bytes_sent : &op->net_bytes_recv;
+  __atomic_fetch_add(field, (uint64_t)args->proxyStep.transSize, __ATOMIC_RELAXED);
+}
