@@ -165,16 +165,33 @@ Result<void> ChromeJsonWriter::Emit(const TraceEvent& ev) {
   String(ev.category);
   Args(ev);
   buf_ += '}';
-  if (ev.flow != FlowRole::kNone) {
-    const char* ph = ev.flow == FlowRole::kStart ? "s" : ev.flow == FlowRole::kStep ? "t" : "f";
-    Open(ph, "collective", ev.ts, t);
-    char id[32];
-    std::snprintf(id, sizeof id, "0x%016" PRIx64, ev.flow_id);
-    buf_ += ",\"cat\":\"nccl.flow\",\"id\":\"";
-    buf_ += id;
-    buf_ += "\",\"bp\":\"e\"}";
+  for (const FlowLink& f : ev.flows) {
+    if (f.kind == FlowKind::kCollective) {
+      Flow(f.role, f.id, ev.ts, t);
+      continue;
+    }
+    // A host -> device flow is written once both ends are known: its start (a host call whose
+    // operation never ran on the GPU has none) waits for its end.
+    if (f.role == FlowRole::kStart) {
+      enqueue_starts_[f.id] = {ev.ts, ev.track};
+    } else if (auto it = enqueue_starts_.find(f.id); it != enqueue_starts_.end()) {
+      Flow(FlowRole::kStart, f.id, it->second.first, tracks_[it->second.second], /*enqueue=*/true);
+      Flow(FlowRole::kEnd, f.id, ev.ts, t, /*enqueue=*/true);
+      enqueue_starts_.erase(it);
+    }
   }
   return MaybeFlush();
+}
+
+void ChromeJsonWriter::Flow(FlowRole role, uint64_t flow_id, int64_t ts, const Track& t,
+                            bool enqueue) {
+  const char* ph = role == FlowRole::kStart ? "s" : role == FlowRole::kStep ? "t" : "f";
+  Open(ph, enqueue ? "enqueue" : "collective", ts, t);
+  char id[32];
+  std::snprintf(id, sizeof id, "0x%016" PRIx64, flow_id);
+  buf_ += enqueue ? ",\"cat\":\"gpu.flow\",\"id\":\"" : ",\"cat\":\"nccl.flow\",\"id\":\"";
+  buf_ += id;
+  buf_ += "\",\"bp\":\"e\"}";
 }
 
 Result<void> ChromeJsonWriter::Finish() {

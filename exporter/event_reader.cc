@@ -10,7 +10,8 @@ namespace rs::exporter {
 namespace {
 
 constexpr const char* kTableNames[kTableCount] = {
-    "nccl_events", "cuda_events", "tcp_events", "sched_events", "block_events", "process_events",
+    "nccl_events",  "cuda_events",    "tcp_events", "sched_events",
+    "block_events", "process_events", "gpu_ops",
 };
 
 // Each SELECT yields the common columns (id, node, timestamp_ns, duration_ns, pid, tid,
@@ -28,7 +29,16 @@ constexpr const char* kSelect[kTableCount] = {
     " FROM block_events",
     "SELECT id, node, timestamp_ns, 0, pid, pid, event, ppid, comm, filename, exit_code"
     " FROM process_events",
+    "SELECT id, node, timestamp_ns, 0, pid, tid, op, rank, nranks, comm_id_hash, seq, count,"
+    " datatype, bytes, peer, root, algorithm, protocol, channels, device_start_ns, device_end_ns,"
+    " clock_error_ns, net_bytes_sent, net_bytes_recv, state FROM gpu_ops",
 };
+
+// Whether the input has table t: gpu_ops came with a later recorder.
+Result<bool> HasTable(Db& db, int t) {
+  if (t == static_cast<int>(Table::kGpu)) return HasGpuOps(db);
+  return true;
+}
 
 bool HasWindow(const RowFilter& f) { return f.from_ns != INT64_MIN || f.to_ns != INT64_MAX; }
 
@@ -66,10 +76,17 @@ bool IsLinkedCollective(std::string_view op) {
          op != "COMM_ABORT" && op != "GROUP_START" && op != "GROUP_END";
 }
 
+bool RunsOnDevice(std::string_view op) {
+  return op.substr(0, 5) != "COMM_" && op.substr(0, 6) != "GROUP_";
+}
+
 Result<std::optional<int64_t>> FirstEventTimestamp(Db& db) {
   std::optional<int64_t> first;
-  for (const char* t : kTableNames) {
-    ASSIGN_OR_RETURN(Statement st, db.Prepare(std::string("SELECT MIN(timestamp_ns) FROM ") + t));
+  for (int t = 0; t < kTableCount; ++t) {
+    ASSIGN_OR_RETURN(bool present, HasTable(db, t));
+    if (!present) continue;
+    ASSIGN_OR_RETURN(Statement st,
+                     db.Prepare(std::string("SELECT MIN(timestamp_ns) FROM ") + kTableNames[t]));
     ASSIGN_OR_RETURN(bool has, st.Step());
     if (has && !st.IsNull(0)) first = first ? std::min(*first, st.Int(0)) : st.Int(0);
   }
@@ -81,7 +98,10 @@ Result<std::vector<std::string>> ListNodes(Db& db) {
   std::string sql =
       "SELECT node FROM clock_refs UNION SELECT node FROM processes UNION SELECT node FROM "
       "interfaces UNION SELECT node FROM sources";
-  for (const char* t : kTableNames) sql += std::string(" UNION SELECT node FROM ") + t;
+  for (int t = 0; t < kTableCount; ++t) {
+    ASSIGN_OR_RETURN(bool present, HasTable(db, t));
+    if (present) sql += std::string(" UNION SELECT node FROM ") + kTableNames[t];
+  }
   ASSIGN_OR_RETURN(Statement st, db.Prepare(sql));
   while (true) {
     ASSIGN_OR_RETURN(bool has, st.Step());
@@ -95,11 +115,18 @@ Result<InputSummary> Summarize(Db& db, const RowFilter& filter) {
   InputSummary s;
   bool any = false;
   const std::string where = Where(filter);
+  ASSIGN_OR_RETURN(const bool gpu, HasGpuOps(db));
   for (int t = 0; t < kTableCount; ++t) {
-    std::string end_expr =
-        (t == static_cast<int>(Table::kTcp) || t == static_cast<int>(Table::kProcess))
-            ? "timestamp_ns"
-            : "timestamp_ns + COALESCE(duration_ns, 0)";
+    if (t == static_cast<int>(Table::kGpu) && !gpu) continue;
+    std::string end_expr = "timestamp_ns + COALESCE(duration_ns, 0)";
+    if (t == static_cast<int>(Table::kTcp) || t == static_cast<int>(Table::kProcess)) {
+      end_expr = "timestamp_ns";
+    } else if (t == static_cast<int>(Table::kGpu)) {
+      // The device slice: what ran on the GPU, never drawn before the enqueue.
+      end_expr =
+          "MAX(timestamp_ns, COALESCE(device_start_ns, timestamp_ns),"
+          " COALESCE(device_end_ns, timestamp_ns))";
+    }
     ASSIGN_OR_RETURN(Statement st,
                      PrepareFiltered(db,
                                      "SELECT COUNT(*), MIN(timestamp_ns), MAX(" + end_expr +
@@ -113,19 +140,34 @@ Result<InputSummary> Summarize(Db& db, const RowFilter& filter) {
     s.last_ts = any ? std::max(s.last_ts, st.Int(2)) : st.Int(2);
     any = true;
   }
-  ASSIGN_OR_RETURN(
-      Statement coll,
-      PrepareFiltered(db,
-                      "SELECT comm_id_hash, seq, op, COUNT(*) FROM nccl_events" + where +
-                          " AND seq IS NOT NULL AND comm_id_hash IS NOT NULL"
-                          " GROUP BY comm_id_hash, seq, op",
-                      filter));
-  while (true) {
-    ASSIGN_OR_RETURN(bool has, coll.Step());
-    if (!has) break;
-    if (!IsLinkedCollective(coll.Text(2))) continue;
-    s.collective_size[{static_cast<uint64_t>(coll.Int(0)), coll.Int(1)}] +=
-        static_cast<int>(coll.Int(3));
+  if (gpu) {
+    ASSIGN_OR_RETURN(Statement procs,
+                     PrepareFiltered(db, "SELECT DISTINCT node, pid FROM gpu_ops" + where, filter));
+    while (true) {
+      ASSIGN_OR_RETURN(bool has, procs.Step());
+      if (!has) break;
+      s.gpu_processes.emplace(procs.Text(0), procs.Int(1));
+    }
+  }
+  // A collective's participants: host calls of processes without gpu_ops, and device runs.
+  std::string host = "SELECT comm_id_hash, seq, op, COUNT(*) FROM nccl_events" + where +
+                     " AND seq IS NOT NULL AND comm_id_hash IS NOT NULL";
+  if (gpu) host += " AND (node, pid) NOT IN (SELECT node, pid FROM gpu_ops" + where + ")";
+  std::vector<std::string> queries = {host + " GROUP BY comm_id_hash, seq, op"};
+  if (gpu) {
+    queries.push_back("SELECT comm_id_hash, seq, op, COUNT(*) FROM gpu_ops" + where +
+                      " AND seq IS NOT NULL AND comm_id_hash IS NOT NULL"
+                      " AND device_start_ns IS NOT NULL GROUP BY comm_id_hash, seq, op");
+  }
+  for (const std::string& sql : queries) {
+    ASSIGN_OR_RETURN(Statement coll, PrepareFiltered(db, sql, filter));
+    while (true) {
+      ASSIGN_OR_RETURN(bool has, coll.Step());
+      if (!has) break;
+      if (!IsLinkedCollective(coll.Text(2))) continue;
+      s.collective_size[{static_cast<uint64_t>(coll.Int(0)), coll.Int(1)}] +=
+          static_cast<int>(coll.Int(3));
+    }
   }
   return s;
 }
@@ -146,6 +188,12 @@ Result<EventReader> EventReader::Open(Db& db, const RowFilter& filter) {
   EventReader r;
   const std::string where = Where(filter);
   for (int t = 0; t < kTableCount; ++t) {
+    ASSIGN_OR_RETURN(bool present, HasTable(db, t));
+    if (!present) {
+      r.cursors_[t].present = false;
+      r.cursors_[t].started = true;  // never valid
+      continue;
+    }
     // The timestamp index yields (timestamp_ns, id) order without a sort step. Equal
     // starts thus come in id order; the lanes of TrackModel keep them nested regardless.
     std::string select = kSelect[t];

@@ -1,13 +1,17 @@
 // Reads the event tables of a bundle or merged db as one stream in a total, explicit
 // order: timestamp, then longer slices first across tables, then table, then id. One prepared
 // statement per table, merged k-way: memory stays bounded by the number of tables, not rows.
+// gpu_ops rows come in enqueue order (their timestamp_ns); an input of an earlier recorder
+// has no gpu_ops table and its stream is exactly the other six tables'.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -16,8 +20,8 @@
 
 namespace rs::exporter {
 
-enum class Table : uint8_t { kNccl, kCuda, kTcp, kSched, kBlock, kProcess };
-inline constexpr int kTableCount = 6;
+enum class Table : uint8_t { kNccl, kCuda, kTcp, kSched, kBlock, kProcess, kGpu };
+inline constexpr int kTableCount = 7;
 const char* TableName(Table table);
 
 // Column layout of every row (the SELECTs in event_reader.cc produce exactly this).
@@ -44,6 +48,13 @@ inline constexpr int kDev = 7, kRwbs = 8, kBytes = 9, kComm = 10;
 namespace process {
 inline constexpr int kPpid = 7, kComm = 8, kFilename = 9, kExitCode = 10;
 }
+// gpu_ops: kTs is the host enqueue, kDur 0, kTid the enqueuing thread (may be NULL), kName op.
+namespace gpu {
+inline constexpr int kRank = 7, kNranks = 8, kCommIdHash = 9, kSeq = 10, kCount = 11,
+                     kDatatype = 12, kBytes = 13, kPeer = 14, kRoot = 15, kAlgorithm = 16,
+                     kProtocol = 17, kChannels = 18, kDeviceStart = 19, kDeviceEnd = 20,
+                     kClockError = 21, kNetBytesSent = 22, kNetBytesRecv = 23, kState = 24;
+}
 }  // namespace col
 
 // Which rows to export. Timestamps are inclusive bounds on the event's start.
@@ -59,8 +70,13 @@ struct InputSummary {
   int64_t last_ts = 0;   // latest event end (start + duration) in the filter
   int64_t rows = 0;      // rows that pass the filter, all tables
   std::array<int64_t, kTableCount> rows_per_table{};
-  // Participants of every collective (comm_id_hash, seq) that passes the filter.
+  // Where every collective (comm_id_hash, seq) that passes the filter is drawn, counted: the
+  // device slices of its ranks' gpu_ops rows that ran on the GPU, and the host calls of its
+  // ranks without gpu_ops (the flow linking the collective goes through exactly these).
   std::map<std::pair<uint64_t, int64_t>, int> collective_size;
+  // Processes (node, pid) with gpu_ops rows in the filter: their collectives are drawn on
+  // the device track. Empty for an input without gpu_ops.
+  std::set<std::pair<std::string, int64_t>> gpu_processes;
 };
 
 struct ProcessInfo {
@@ -79,6 +95,9 @@ Result<ProcessMap> ReadProcesses(Db& db);
 // Whether a NCCL op is a collective that all ranks of a communicator enter with the same
 // seq (point-to-point SEND / RECV count seq per peer and are not linked).
 bool IsLinkedCollective(std::string_view op);
+// Whether a NCCL call hands work to the GPU (collectives, SEND / RECV; not communicator
+// management or group brackets): the calls gpu_ops rows can belong to.
+bool RunsOnDevice(std::string_view op);
 
 class EventReader {
  public:
@@ -95,6 +114,7 @@ class EventReader {
  private:
   struct Cursor {
     Statement st;
+    bool present = true;  // false: the input has no such table (gpu_ops of old recorders)
     bool valid = false;
     bool started = false;
     int64_t ts = 0, dur_key = 0, id = 0;

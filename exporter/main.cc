@@ -37,5 +37,9 @@ int main(int argc, char** argv) {
                static_cast<long long>(s.instants), static_cast<long long>(s.counter_samples),
                static_cast<long long>(s.flow_events), static_cast<long long>(r->tracks),
                static_cast<long long>(r->bytes));
+  if (s.device_slices > 0) {
+    std::fprintf(stderr, "rankscope-export: %lld of the slices are NCCL operations on GPU tracks\n",
+                 static_cast<long long>(s.device_slices));
+  }
   return 0;
 }

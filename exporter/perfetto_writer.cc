@@ -231,8 +231,10 @@ Result<void> PerfettoWriter::Emit(const TraceEvent& ev) {
         break;
     }
   }
-  if (ev.flow == FlowRole::kStart || ev.flow == FlowRole::kStep) te->add_flow_ids(ev.flow_id);
-  if (ev.flow == FlowRole::kEnd) te->add_terminating_flow_ids(ev.flow_id);
+  for (const FlowLink& f : ev.flows) {
+    if (f.role == FlowRole::kStart || f.role == FlowRole::kStep) te->add_flow_ids(f.id);
+    if (f.role == FlowRole::kEnd) te->add_terminating_flow_ids(f.id);
+  }
   return WritePacket();
 }
 

@@ -22,10 +22,10 @@ namespace rs::exporter {
 // One row of EventReader copied out of SQLite; columns as in namespace col.
 class Row {
  public:
-  static constexpr int kMaxColumns = 20;
+  static constexpr int kMaxColumns = 25;  // gpu_ops has the most
   Table table() const { return table_; }
   bool IsNull(int c) const { return cells_[c].null; }
-  int64_t Int(int c) const { return cells_[c].i; }  // 0 for text columns
+  int64_t Int(int c) const { return cells_[c].i; }              // 0 for text columns
   const std::string& Text(int c) const { return cells_[c].s; }  // "" unless a text column
   void Load(Table table, const Statement& st);
 

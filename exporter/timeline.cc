@@ -10,6 +10,31 @@ namespace {
 
 constexpr int64_t kRateWindowNs = 1'000'000'000;
 
+uint64_t Fnv1a(std::string_view s) {
+  uint64_t h = 14695981039346656037ULL;
+  for (unsigned char ch : s) {
+    h ^= ch;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+// The id of the flow from a host call to its operation's device slice: both rows name the
+// operation by node, pid, communicator, seq and op (and peer: SEND / RECV count seq per peer).
+uint64_t EnqueueFlowId(std::string_view node, int64_t pid, int64_t comm_id_hash, int64_t seq,
+                       std::string_view op, int64_t peer) {
+  uint64_t h = SplitMix64(Fnv1a(node) ^ 0x656e7175657565ULL);  // "enqueue"
+  for (uint64_t v : {static_cast<uint64_t>(pid), static_cast<uint64_t>(comm_id_hash),
+                     static_cast<uint64_t>(seq), Fnv1a(op), static_cast<uint64_t>(peer)}) {
+    h = SplitMix64(h ^ v);
+  }
+  return h | 1;
+}
+
+int64_t PeerKey(std::string_view op, const Row& row, int col) {
+  return (op == "SEND" || op == "RECV") && !row.IsNull(col) ? row.Int(col) : -1;
+}
+
 }  // namespace
 
 Result<void> Timeline::Run(RowPipeline& rows) {
@@ -38,6 +63,8 @@ Result<void> Timeline::OnRow(const Row& row) {
       return Block(row);
     case Table::kProcess:
       return Process(row);
+    case Table::kGpu:
+      return Gpu(row);
   }
   return Ok();
 }
@@ -51,6 +78,13 @@ Result<void> Timeline::FlushUntil(int64_t ts) {
   while (!pending_.empty() && pending_.top().ts <= ts) {
     Pending p = pending_.top();
     pending_.pop();
+    if (p.kind == 2) {
+      auto it = device_pending_.find(p.order);
+      DeviceOp op = std::move(it->second);
+      device_pending_.erase(it);
+      RETURN_IF_ERROR(EmitDevice(std::move(op)));
+      continue;
+    }
     if (p.kind == 0) {
       TraceEvent end;
       end.type = EventType::kSliceEnd;
@@ -81,7 +115,7 @@ Result<void> Timeline::Slice(uint32_t logical, int64_t ts, int64_t end) {
   RETURN_IF_ERROR(sink_.Emit(ev_));
   pending_.push(Pending{end, 0, -(begin_order_++), track});
   ++stats_.slices;
-  if (ev_.flow != FlowRole::kNone) ++stats_.flow_events;
+  stats_.flow_events += static_cast<int64_t>(ev_.flows.size());
   return Ok();
 }
 
@@ -93,6 +127,7 @@ Result<void> Timeline::Instant(uint32_t track, int64_t ts) {
   ev_.track = track;
   ev_.name = name_;
   ++stats_.instants;
+  stats_.flow_events += static_cast<int64_t>(ev_.flows.size());
   return sink_.Emit(ev_);
 }
 
@@ -110,8 +145,7 @@ Result<void> Timeline::CounterSample(uint32_t track, int64_t ts, int64_t value) 
 void Timeline::Reset(std::string_view category) {
   ev_.args.clear();
   ev_.category = category;
-  ev_.flow = FlowRole::kNone;
-  ev_.flow_id = 0;
+  ev_.flows.clear();
 }
 
 void Timeline::ArgInt(std::string_view name, int64_t v) {
@@ -164,21 +198,32 @@ Result<void> Timeline::Nccl(const Row& row) {
     ArgBool("in_flight", true);
     ++stats_.in_flight;
   }
-  if (!row.IsNull(c::kSeq) && !row.IsNull(c::kCommIdHash) && IsLinkedCollective(name_)) {
-    std::pair<uint64_t, int64_t> key{static_cast<uint64_t>(row.Int(c::kCommIdHash)),
-                                     row.Int(c::kSeq)};
-    auto size = summary_.collective_size.find(key);
-    if (size != summary_.collective_size.end() && size->second >= 2) {
-      int seen = flow_seen_[key]++;
-      ev_.flow = seen == 0                  ? FlowRole::kStart
-                 : seen + 1 >= size->second ? FlowRole::kEnd
-                                            : FlowRole::kStep;
-      if (ev_.flow == FlowRole::kEnd) flow_seen_.erase(key);
-      // One id per collective, never 0.
-      ev_.flow_id = SplitMix64(key.first ^ SplitMix64(static_cast<uint64_t>(key.second))) | 1;
+  const bool keyed = !row.IsNull(c::kSeq) && !row.IsNull(c::kCommIdHash);
+  if (!summary_.gpu_processes.empty() && summary_.gpu_processes.count({node, pid})) {
+    // The operation is drawn on the GPU track: the call links to it there.
+    if (keyed && RunsOnDevice(name_)) {
+      const uint64_t id = EnqueueFlowId(node, pid, row.Int(c::kCommIdHash), row.Int(c::kSeq), name_,
+                                        PeerKey(name_, row, c::kPeer));
+      host_calls_.insert(id);
+      ev_.flows.push_back({FlowKind::kEnqueue, FlowRole::kStart, id});
     }
+  } else if (keyed && IsLinkedCollective(name_)) {
+    CollectiveFlow({static_cast<uint64_t>(row.Int(c::kCommIdHash)), row.Int(c::kSeq)});
   }
   return Slice(logical, ts, end);
+}
+
+void Timeline::CollectiveFlow(std::pair<uint64_t, int64_t> key) {
+  auto size = summary_.collective_size.find(key);
+  if (size == summary_.collective_size.end() || size->second < 2) return;
+  int seen = flow_seen_[key]++;
+  const FlowRole role = seen == 0                  ? FlowRole::kStart
+                        : seen + 1 >= size->second ? FlowRole::kEnd
+                                                   : FlowRole::kStep;
+  if (role == FlowRole::kEnd) flow_seen_.erase(key);
+  // One id per collective, never 0.
+  ev_.flows.push_back({FlowKind::kCollective, role,
+                       SplitMix64(key.first ^ SplitMix64(static_cast<uint64_t>(key.second))) | 1});
 }
 
 Result<void> Timeline::Cuda(const Row& row) {
@@ -294,6 +339,93 @@ Result<void> Timeline::Process(const Row& row) {
   if (!row.IsNull(c::kFilename)) ArgString("filename", row.Text(c::kFilename));
   ArgOptInt("exit_code", row, c::kExitCode);
   return Instant(track, row.Int(col::kTs));
+}
+
+void Timeline::GpuArgs(const Row& row) {
+  namespace c = col::gpu;
+  ArgString("op", row.Text(col::kName));
+  ArgOptInt("rank", row, c::kRank);
+  ArgOptInt("nranks", row, c::kNranks);
+  ArgOptInt("comm_id_hash", row, c::kCommIdHash);
+  ArgOptInt("seq", row, c::kSeq);
+  ArgOptInt("count", row, c::kCount);
+  if (!row.IsNull(c::kDatatype)) ArgString("datatype", row.Text(c::kDatatype));
+  ArgOptInt("bytes", row, c::kBytes);
+  ArgOptInt("peer", row, c::kPeer);
+  ArgOptInt("root", row, c::kRoot);
+  if (!row.IsNull(c::kAlgorithm)) ArgString("algorithm", row.Text(c::kAlgorithm));
+  if (!row.IsNull(c::kProtocol)) ArgString("protocol", row.Text(c::kProtocol));
+  ArgOptInt("channels", row, c::kChannels);
+  ArgOptInt("net_bytes_sent", row, c::kNetBytesSent);
+  ArgOptInt("net_bytes_recv", row, c::kNetBytesRecv);
+  ArgString("state", row.Text(c::kState));
+  ArgOptInt("clock_error_ns", row, c::kClockError);
+  // From the enqueue to the device start (negative: the device time converted to the host
+  // clock came out before the enqueue; the slice then starts at the enqueue).
+  if (!row.IsNull(c::kDeviceStart))
+    ArgInt("queued_ns", row.Int(c::kDeviceStart) - row.Int(col::kTs));
+}
+
+Result<void> Timeline::Gpu(const Row& row) {
+  namespace c = col::gpu;
+  const std::string node = row.Text(col::kNode);
+  const int64_t ts = row.Int(col::kTs), pid = row.Int(col::kPid);
+  const std::string& op = row.Text(col::kName);
+  const bool started = !row.IsNull(c::kDeviceStart);
+  const bool keyed = !row.IsNull(c::kCommIdHash) && !row.IsNull(c::kSeq);
+  // The host call that enqueued it came before in the stream (a call enters before it
+  // enqueues; ncclGroupEnd enqueues the calls of its group).
+  uint64_t flow = 0;
+  bool host_call = false;
+  if (keyed) {
+    flow = EnqueueFlowId(node, pid, row.Int(c::kCommIdHash), row.Int(c::kSeq), op,
+                         PeerKey(op, row, c::kPeer));
+    host_call = host_calls_.erase(flow) > 0;
+  }
+  if (!host_call || !started) {
+    // Marks the enqueue on the enqueuing thread: no host call to start the flow from, or an
+    // operation the GPU never started (the GPU track shows only what the device ran).
+    Reset("gpu");
+    name_ = op + (started ? " enqueued" : " not started on GPU");
+    GpuArgs(row);
+    if (started) {
+      if (!keyed) flow = SplitMix64(static_cast<uint64_t>(row.Int(col::kId)) ^ 0x677075ULL) | 1;
+      ev_.flows.push_back({FlowKind::kEnqueue, FlowRole::kStart, flow});
+    }
+    const int64_t tid = row.IsNull(col::kTid) ? pid : row.Int(col::kTid);
+    RETURN_IF_ERROR(Instant(tracks_.Thread(node, pid, tid), ts));
+  }
+  if (!started) return Ok();
+  DeviceOp d;
+  d.node = node;
+  d.pid = pid;
+  d.name = op;
+  d.start = std::max(row.Int(c::kDeviceStart), ts);
+  d.open = row.IsNull(c::kDeviceEnd);
+  d.end = d.open ? std::max(summary_.last_ts, d.start) : row.Int(c::kDeviceEnd);
+  d.enqueue_flow = flow;
+  d.linked = keyed && IsLinkedCollective(op);
+  d.key = {static_cast<uint64_t>(row.Int(c::kCommIdHash)), row.Int(c::kSeq)};
+  Reset("gpu");
+  GpuArgs(row);
+  if (d.open) ArgBool("in_flight", true);
+  d.args = std::move(ev_.args);
+  ev_.args.clear();
+  pending_.push(Pending{d.start, 2, device_order_, 0});
+  device_pending_.emplace(device_order_++, std::move(d));
+  return Ok();
+}
+
+Result<void> Timeline::EmitDevice(DeviceOp op) {
+  Reset("gpu");
+  name_ = std::move(op.name);
+  ev_.args = std::move(op.args);
+  if (op.enqueue_flow != 0)
+    ev_.flows.push_back({FlowKind::kEnqueue, FlowRole::kEnd, op.enqueue_flow});
+  if (op.linked) CollectiveFlow(op.key);
+  if (op.open) ++stats_.in_flight;
+  ++stats_.device_slices;
+  return Slice(tracks_.DeviceTrack(op.node, op.pid), op.start, op.end);
 }
 
 }  // namespace rs::exporter

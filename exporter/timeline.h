@@ -3,6 +3,14 @@
 // run-queue latency and retransmits per second; flows linking one collective across its
 // ranks. Slice ends and counter updates wait in a heap until their time comes, so the
 // sink sees every event in timestamp order.
+//
+// gpu_ops rows (read at their host enqueue) become device slices on the rank's GPU track,
+// which wait in the same heap until their device start: memory grows with the operations
+// enqueued and not yet started at one time, not with the table. A host call of a process
+// with gpu_ops starts a flow that its operation's device slice ends; an enqueue without a
+// host call row, or of an operation that never started on the GPU, is an instant on the
+// enqueuing thread. A collective's flow goes through the device slices of ranks with
+// gpu_ops and the host calls of ranks without.
 #pragma once
 
 #include <array>
@@ -10,6 +18,8 @@
 #include <deque>
 #include <map>
 #include <queue>
+#include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "event_reader.h"
@@ -22,6 +32,7 @@ namespace rs::exporter {
 struct TimelineStats {
   std::array<int64_t, kTableCount> rows{};  // rows consumed per table
   int64_t slices = 0, instants = 0, counter_samples = 0, flow_events = 0, in_flight = 0;
+  int64_t device_slices = 0;  // of slices: on GPU tracks
   int64_t events() const { return 2 * slices + instants + counter_samples; }
 };
 
@@ -37,14 +48,26 @@ class Timeline {
  private:
   struct Pending {
     int64_t ts;
-    int kind;       // 0: slice end, 1: counter decay
-    int64_t order;  // slice ends: later begins end first; counters: creation order
+    int kind;       // 0: slice end, 1: counter decay, 2: device slice begin
+    int64_t order;  // slice ends: later begins end first; counters, device: creation order
     uint32_t track;
     bool operator>(const Pending& o) const {
       if (ts != o.ts) return ts > o.ts;
       if (kind != o.kind) return kind > o.kind;
       return order > o.order;
     }
+  };
+  // A device slice waiting for its start.
+  struct DeviceOp {
+    std::string node;
+    int64_t pid = 0;
+    std::string name;
+    int64_t start = 0, end = 0;
+    bool open = false;          // never completed: runs to the end of the trace
+    uint64_t enqueue_flow = 0;  // ends here; 0: none
+    bool linked = false;        // a collective linked across ranks by `key`
+    std::pair<uint64_t, int64_t> key;
+    std::vector<Annotation> args;
   };
   struct RateWindow {
     std::deque<std::pair<int64_t, int64_t>> hits;  // (ts, segments)
@@ -64,6 +87,10 @@ class Timeline {
   Result<void> Sched(const Row& row);
   Result<void> Block(const Row& row);
   Result<void> Process(const Row& row);
+  Result<void> Gpu(const Row& row);
+  Result<void> EmitDevice(DeviceOp op);
+  void GpuArgs(const Row& row);
+  void CollectiveFlow(std::pair<uint64_t, int64_t> key);
   Result<void> UpdateRate(uint32_t counter, int64_t now);
   void Reset(std::string_view category);
   void ArgInt(std::string_view name, int64_t v);
@@ -80,8 +107,12 @@ class Timeline {
   std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> pending_;
   int64_t begin_order_ = 0;
   std::map<std::pair<uint64_t, int64_t>, int> flow_seen_;
-  std::map<uint32_t, int> runq_active_;  // counter track -> open waits
-  std::map<uint32_t, RateWindow> rate_;  // counter track -> retransmit window
+  std::map<uint32_t, int> runq_active_;         // counter track -> open waits
+  std::map<uint32_t, RateWindow> rate_;         // counter track -> retransmit window
+  std::map<int64_t, DeviceOp> device_pending_;  // by Pending::order
+  int64_t device_order_ = 0;
+  // Host calls of gpu_ops processes whose operation's row has not come yet, by flow id.
+  std::unordered_set<uint64_t> host_calls_;
 };
 
 }  // namespace rs::exporter

@@ -16,7 +16,7 @@ enum class TrackKind {
   kNode,     // grouping track of one node
   kProcess,  // a traced process (a rank)
   kThread,   // a thread of a traced process
-  kSlices,   // a child track holding slices or instants (network, disk, sched, overlap lanes)
+  kSlices,   // a child track holding slices or instants (network, disk, sched, GPU, lanes)
   kCounter,  // a counter track
 };
 
@@ -47,8 +47,18 @@ struct Annotation {
 
 enum class EventType { kSliceBegin, kSliceEnd, kInstant, kCounter };
 
-// Where an event sits in a flow linking the slices of one collective across ranks.
+// Where an event sits in a flow.
 enum class FlowRole { kNone, kStart, kStep, kEnd };
+
+// What a flow links: the slices of one collective across its ranks, or a host call (or the
+// instant of an enqueue without one) to the device slice of the operation it enqueued.
+enum class FlowKind { kCollective, kEnqueue };
+
+struct FlowLink {
+  FlowKind kind = FlowKind::kCollective;
+  FlowRole role = FlowRole::kNone;
+  uint64_t id = 0;  // never 0
+};
 
 struct TraceEvent {
   EventType type = EventType::kInstant;
@@ -58,8 +68,7 @@ struct TraceEvent {
   std::string_view category;
   int64_t end_ts = 0;  // begin only: when the matching end comes
   int64_t counter_value = 0;
-  uint64_t flow_id = 0;
-  FlowRole flow = FlowRole::kNone;
+  std::vector<FlowLink> flows;  // begin / instant: the flows through this event, in order
   std::vector<Annotation> args;
 };
 

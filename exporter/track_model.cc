@@ -106,6 +106,22 @@ uint32_t TrackModel::SchedTrack(std::string_view node, int64_t pid, int64_t tid)
   return idx;
 }
 
+uint32_t TrackModel::DeviceTrack(std::string_view node, int64_t pid) {
+  uint32_t p = Process(node, pid);
+  auto key = std::make_tuple(p, std::string("device:nccl"));
+  auto it = child_.find(key);
+  if (it != child_.end()) return it->second;
+  Track t;
+  t.kind = TrackKind::kSlices;
+  t.parent_uuid = tracks_[p].uuid;
+  t.name = std::string(kDeviceTrackName);
+  t.pid = tracks_[p].pid;
+  t.tid = NextId();
+  uint32_t idx = Add(std::move(t));
+  child_.emplace(key, idx);
+  return idx;
+}
+
 uint32_t TrackModel::Counter(uint32_t owner, std::string_view what, CounterUnit unit) {
   auto key = std::make_tuple(owner, "counter:" + std::string(what));
   auto it = child_.find(key);

@@ -1,6 +1,6 @@
-// The track tree of an exported trace: node -> rank (process) -> thread, plus per-node
-// network / disk / process-event tracks and counters. Tracks are created when first used,
-// so ids follow the (deterministic) event order. Pids and tids are synthesized: every
+// The track tree of an exported trace: node -> rank (process) -> thread and the rank's GPU
+// track, plus per-node network / disk / process-event tracks and counters. Tracks are created when
+// first used, so ids follow the (deterministic) event order. Pids and tids are synthesized: every
 // node has its own pid namespace, so real ids collide across nodes; the real ones are
 // kept in the track names ("node3 / rank 5 (pid 1234)").
 #pragma once
@@ -17,6 +17,8 @@
 
 namespace rs::exporter {
 
+inline constexpr std::string_view kDeviceTrackName = "GPU (NCCL kernels)";
+
 class TrackModel {
  public:
   explicit TrackModel(ProcessMap processes) : processes_(std::move(processes)) {}
@@ -31,6 +33,9 @@ class TrackModel {
   uint32_t NodeChild(std::string_view node, std::string_view what);
   // The scheduler track of one thread, under its process.
   uint32_t SchedTrack(std::string_view node, int64_t pid, int64_t tid);
+  // The GPU track of a process (what its NCCL operations ran on the device), under it beside
+  // its threads: kDeviceTrackName.
+  uint32_t DeviceTrack(std::string_view node, int64_t pid);
   // A counter under the node or process track `owner`.
   uint32_t Counter(uint32_t owner, std::string_view what, CounterUnit unit);
 
