@@ -75,7 +75,12 @@ class WindowMeter {
       if (b <= a) continue;
       ++s.windows;
       s.span += b - a;
-      s.lateness += cur.ts - g.first_entry;
+      // Host entry lateness (what its host side can explain). After a call that only
+      // enqueued, the lateness of that call carries into this one (nothing waited for the
+      // others in between): no more than the window's own length was lost in it.
+      int64_t late = cur.ts - g.first_entry;
+      if (prev.enqueue) late = std::min(late, b - a);
+      s.lateness += late;
       if (runq_it != side_.runq.end()) {
         const std::vector<RunqWait>& waits = runq_it->second;
         auto first = std::lower_bound(waits.begin(), waits.end(), a - longest_wait,
@@ -360,6 +365,7 @@ Straggler IoStraggler(const IoCandidate& c) {
                   {"mean_request_ns", static_cast<double>(c.mean_ns)},
                   {"others_mean_request_ns", static_cast<double>(c.others_mean_ns)}};
   s.cause = cause.kind;
+  s.shape = "host_bound";  // block I/O of its hosts' own processes
   s.summary = c.node + ": its ranks' data reads are slow (" + FormatNs(c.mean_ns) + " vs " +
               FormatNs(c.others_mean_ns) + " elsewhere); its median lateness is " +
               FormatNs(c.lateness_excess_ns) + " above the other nodes'";
@@ -458,6 +464,7 @@ Straggler CpuStraggler(const std::string& node, const RunqShare& cpu,
       "run-queue latency (sched tracepoints) of the ranks' own processes between their "
       "first and last collective; lateness from host-side NCCL call entry times";
   s.cause = "cpu_contention";
+  s.shape = "host_bound";  // its hosts' CPUs
   s.summary = node + ": its ranks are starved of CPU (" + s.causes.front().summary +
               "); its median lateness is " + FormatNs(excess) + " above the other nodes'";
   Evidence e;
@@ -497,6 +504,7 @@ void ExplainByNodeResources(Straggler& s, const IoCandidate& io, const RunqShare
   std::stable_sort(s.causes.begin(), s.causes.end(),
                    [](const Cause& a, const Cause& b) { return a.score > b.score; });
   s.cause = s.causes.front().kind;
+  if (s.cause != "network") s.shape = "host_bound";
   s.summary = s.node + ": its collectives are slowed; top cause " + s.cause + " (" +
               s.causes.front().summary + ")";
 }

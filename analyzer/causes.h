@@ -2,6 +2,8 @@
 // exit and its late entry — ranked by how much of the lost time each explains, measured against
 // the same windows of the other ranks: run-queue waits of its process (cpu_contention), block
 // I/O on its node (io), retransmits touching its node (network), else its own work (compute).
+// The windows and lateness are its host's (NCCL call entries): on a GPU they explain its late
+// enqueues, the host-bound part of its lateness (shape.h weighs them against its device's).
 #pragma once
 
 #include <cstdint>

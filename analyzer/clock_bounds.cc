@@ -28,13 +28,20 @@ rs::Result<std::vector<NodeClock>> LoadClocks(rs::Db& db, bool merged,
   ASSIGN_OR_RETURN(auto ref_bounds, RefBounds(db));
   std::map<std::string, bool> seen;
   if (merged) {
-    ASSIGN_OR_RETURN(rs::Statement st,
-                     db.Prepare("SELECT node, offset_ns, error_bound_ns, method, rendezvous_count"
-                                " FROM clock_alignment ORDER BY node"));
+    // clock_alignment.evidence came with a later merge (nullable, same schema version).
+    ASSIGN_OR_RETURN(int64_t has_evidence,
+                     db.QueryInt("SELECT COUNT(*) FROM pragma_table_info('clock_alignment')"
+                                 " WHERE name = 'evidence'"));
+    ASSIGN_OR_RETURN(
+        rs::Statement st,
+        db.Prepare(std::string("SELECT node, offset_ns, error_bound_ns, method,"
+                               " rendezvous_count, ") +
+                   (has_evidence ? "evidence" : "NULL") + " FROM clock_alignment ORDER BY node"));
     while (true) {
       ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
-      NodeClock c{st.Text(0), st.Int(1), st.Int(2), st.Text(3), st.Int(4)};
+      NodeClock c{st.Text(0), st.Int(1), st.Int(2),
+                  st.Text(3), st.Int(4), st.IsNull(5) ? "" : st.Text(5)};
       seen[c.node] = true;
       out.push_back(std::move(c));
     }
@@ -50,7 +57,7 @@ rs::Result<std::vector<NodeClock>> LoadClocks(rs::Db& db, bool merged,
     std::string node = nodes.Text(0);
     if (seen.count(node)) continue;
     auto it = ref_bounds.find(node);
-    NodeClock c{node, 0, it == ref_bounds.end() ? 0 : it->second, "as_recorded", 0};
+    NodeClock c{node, 0, it == ref_bounds.end() ? 0 : it->second, "as_recorded", 0, ""};
     if (merged) {
       notes.push_back("node " + node +
                       " has no clock_alignment row: its timestamps are compared as recorded");

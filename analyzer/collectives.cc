@@ -5,6 +5,8 @@
 #include <tuple>
 #include <utility>
 
+#include "device_arrival.h"
+
 namespace analyzer {
 
 std::string Participant::Label() const {
@@ -19,6 +21,29 @@ int64_t Quantile(std::vector<int64_t>& v, double q) {
   return v[k];
 }
 
+int32_t AddParticipant(CollectiveData& data, const std::string& node, int64_t pid,
+                       std::optional<int64_t> rank, const std::string& comm) {
+  auto key = std::make_pair(node, pid);
+  auto it = data.participant_index.find(key);
+  if (it != data.participant_index.end()) return it->second;
+  int32_t index = static_cast<int32_t>(data.participants.size());
+  data.participant_index.emplace(std::move(key), index);
+  Participant p;
+  p.node = node;
+  p.pid = pid;
+  p.rank = rank;
+  p.comm = comm;
+  data.participants.push_back(std::move(p));
+  return index;
+}
+
+int64_t ComparedDuration(const Collective& g, const NcclCall& c) {
+  if (g.device_basis) {
+    return c.device && c.device->end_ns ? std::max<int64_t>(0, *c.device->end_ns - c.arrival) : -1;
+  }
+  return c.in_flight() || !c.host_seen ? -1 : c.dur;
+}
+
 rs::Result<CollectiveData> LoadCollectives(rs::Db& db) {
   CollectiveData out;
   // Communicator management and point-to-point calls do not rendezvous by (comm, seq).
@@ -30,22 +55,14 @@ rs::Result<CollectiveData> LoadCollectives(rs::Db& db) {
                  " WHERE e.comm_id_hash IS NOT NULL AND e.seq IS NOT NULL"
                  "   AND e.op NOT IN ('SEND', 'RECV', 'GROUP_START', 'GROUP_END')"
                  "   AND e.op NOT LIKE 'COMM%'"));
-  std::map<std::pair<std::string, int64_t>, int32_t> index;
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
-    std::string node = st.Text(0);
-    int64_t pid = st.Int(1);
-    auto key = std::make_pair(node, pid);
-    auto it = index.find(key);
-    if (it == index.end()) {
-      Participant p{node, pid, st.OptInt(2), st.IsNull(14) ? "" : st.Text(14)};
-      if (!p.rank) p.rank = st.OptInt(3);
-      it = index.emplace(key, static_cast<int32_t>(out.participants.size())).first;
-      out.participants.push_back(std::move(p));
-    }
+    std::optional<int64_t> rank = st.OptInt(2);
+    if (!rank) rank = st.OptInt(3);
     NcclCall c;
-    c.participant = it->second;
+    c.participant =
+        AddParticipant(out, st.Text(0), st.Int(1), rank, st.IsNull(14) ? "" : st.Text(14));
     c.rank = st.OptInt(3);
     c.nranks = st.OptInt(4);
     c.comm = static_cast<uint64_t>(st.Int(5));
@@ -59,6 +76,7 @@ rs::Result<CollectiveData> LoadCollectives(rs::Db& db) {
     c.root = st.OptInt(13);
     out.calls.push_back(std::move(c));
   }
+  RETURN_IF_ERROR(JoinDeviceOps(db, out));
   // Sorted here: ORDER BY would walk an index and fetch every row at random.
   std::stable_sort(out.calls.begin(), out.calls.end(), [](const NcclCall& a, const NcclCall& b) {
     return std::tie(a.comm, a.seq, a.ts) < std::tie(b.comm, b.seq, b.ts);
@@ -85,8 +103,6 @@ rs::Result<CollectiveData> LoadCollectives(rs::Db& db) {
     g.end = kept.size();
     g.first_entry = kept[g.begin].ts;
     g.last_entry = kept[g.end - 1].ts;
-    g.last = kept[g.end - 1].participant;
-    if (g.end - g.begin >= 2 && kept[g.end - 2].ts == g.last_entry) g.last = -1;
     int64_t last_exit = 0;
     for (size_t k = g.begin; k < g.end; ++k) {
       if (kept[k].in_flight()) {
@@ -101,19 +117,22 @@ rs::Result<CollectiveData> LoadCollectives(rs::Db& db) {
     i = j;
   }
   out.calls = std::move(kept);
+  SetArrivals(out);
   return out;
 }
 
 namespace {
 
-ArrivalStats Summarize(std::vector<int64_t>& lateness, std::vector<int64_t>& durations,
-                       int64_t last_count) {
+ArrivalStats Summarize(std::vector<int64_t>& lateness, std::vector<int64_t>& host_lateness,
+                       std::vector<int64_t>& durations, int64_t last_count, int64_t on_device) {
   ArrivalStats s;
   s.collectives = static_cast<int64_t>(lateness.size());
   s.last_count = last_count;
   s.median_lateness_ns = Quantile(lateness, 0.5);
   s.p90_lateness_ns = Quantile(lateness, 0.9);
   s.median_duration_ns = durations.empty() ? -1 : Quantile(durations, 0.5);
+  s.median_host_lateness_ns = Quantile(host_lateness, 0.5);
+  s.device_collectives = on_device;
   return s;
 }
 
@@ -121,20 +140,23 @@ ArrivalStats Summarize(std::vector<int64_t>& lateness, std::vector<int64_t>& dur
 
 std::vector<ArrivalStats> ParticipantStats(const CollectiveData& data) {
   size_t n = data.participants.size();
-  std::vector<std::vector<int64_t>> late(n), durs(n);
-  std::vector<int64_t> last(n, 0);
+  std::vector<std::vector<int64_t>> late(n), host(n), durs(n);
+  std::vector<int64_t> last(n, 0), on_device(n, 0);
   for (const Collective& g : data.collectives) {
     if (!g.matched()) continue;
     for (size_t k = g.begin; k < g.end; ++k) {
       const NcclCall& c = data.calls[k];
-      late[c.participant].push_back(c.ts - g.first_entry);
-      if (!c.in_flight()) durs[c.participant].push_back(c.dur);
+      late[c.participant].push_back(c.arrival - g.first_arrival);
+      host[c.participant].push_back(c.ts - g.first_entry);
+      if (g.device_basis) ++on_device[c.participant];
+      int64_t d = ComparedDuration(g, c);
+      if (d >= 0) durs[c.participant].push_back(d);
     }
     if (g.last >= 0) ++last[g.last];
   }
   std::vector<ArrivalStats> out;
   for (size_t p = 0; p < n; ++p) {
-    ArrivalStats s = Summarize(late[p], durs[p], last[p]);
+    ArrivalStats s = Summarize(late[p], host[p], durs[p], last[p], on_device[p]);
     s.node = data.participants[p].node;
     s.rank = data.participants[p].rank;
     s.pid = data.participants[p].pid;
@@ -148,26 +170,32 @@ std::vector<ArrivalStats> NodeStats(const CollectiveData& data) {
   for (const Participant& p : data.participants) idx.emplace(p.node, 0);
   size_t i = 0;
   for (auto& [node, k] : idx) k = i++;
-  std::vector<std::vector<int64_t>> late(idx.size()), durs(idx.size());
-  std::vector<int64_t> last(idx.size(), 0);
-  std::vector<int64_t> node_late(idx.size());
+  std::vector<std::vector<int64_t>> late(idx.size()), host(idx.size()), durs(idx.size());
+  std::vector<int64_t> last(idx.size(), 0), on_device(idx.size(), 0);
+  std::vector<int64_t> node_late(idx.size()), node_host(idx.size());
   for (const Collective& g : data.collectives) {
     if (!g.matched()) continue;
     std::fill(node_late.begin(), node_late.end(), -1);
+    std::fill(node_host.begin(), node_host.end(), -1);
     for (size_t k = g.begin; k < g.end; ++k) {
       const NcclCall& c = data.calls[k];
       size_t n = idx[data.participants[c.participant].node];
-      node_late[n] = std::max(node_late[n], c.ts - g.first_entry);
-      if (!c.in_flight()) durs[n].push_back(c.dur);
+      node_late[n] = std::max(node_late[n], c.arrival - g.first_arrival);
+      node_host[n] = std::max(node_host[n], c.ts - g.first_entry);
+      int64_t d = ComparedDuration(g, c);
+      if (d >= 0) durs[n].push_back(d);
     }
     for (size_t n = 0; n < idx.size(); ++n) {
-      if (node_late[n] >= 0) late[n].push_back(node_late[n]);
+      if (node_late[n] < 0) continue;
+      late[n].push_back(node_late[n]);
+      host[n].push_back(node_host[n]);
+      if (g.device_basis) ++on_device[n];
     }
     if (g.last >= 0) ++last[idx[data.participants[g.last].node]];
   }
   std::vector<ArrivalStats> out;
   for (auto& [node, n] : idx) {
-    ArrivalStats s = Summarize(late[n], durs[n], last[n]);
+    ArrivalStats s = Summarize(late[n], host[n], durs[n], last[n], on_device[n]);
     s.node = node;
     out.push_back(std::move(s));
   }

@@ -1,10 +1,15 @@
 // NCCL collectives matched across ranks by (comm_id_hash, seq): who arrived when, who was last.
 // Point-to-point calls (per-peer sequence numbers) and communicator management are left out.
+// A rank arrives at a collective when its device starts it where rankscope's NCCL profiler
+// plugin recorded that (gpu_ops, joined in device_arrival.h), else when its host entered the
+// call; one collective is compared on one basis.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "report_model.h"
@@ -17,9 +22,20 @@ namespace analyzer {
 struct Participant {
   std::string node;
   int64_t pid = 0;
-  std::optional<int64_t> rank;  // processes.rank, else the rank of its first communicator
-  std::string comm;             // processes.comm ("" when unknown)
-  std::string Label() const;    // "node1 rank 3" or "node1 pid 4242"
+  std::optional<int64_t> rank;        // processes.rank, else the rank of its first communicator
+  std::string comm;                   // processes.comm ("" when unknown)
+  int64_t device_clock_error_ns = 0;  // largest conversion bound of its device arrivals
+  int64_t device_unbounded = 0;       // device arrivals without a conversion bound
+  std::string Label() const;          // "node1 rank 3" or "node1 pid 4242"
+};
+
+// The device side of one call, from the NCCL profiler plugin (gpu_ops; aligned in a merged db).
+struct DeviceOp {
+  int64_t enqueue_ns = 0;                 // NCCL launched it (host clock)
+  std::optional<int64_t> start_ns;        // the device reached it (first channel started)
+  std::optional<int64_t> end_ns;          // ... finished it
+  std::optional<int64_t> clock_error_ns;  // bound of the device -> host conversion
+  std::string state;                      // 'enqueued' | 'started' | 'completed' at the end
 };
 
 struct NcclCall {
@@ -34,6 +50,12 @@ struct NcclCall {
   std::optional<int64_t> count;
   std::string datatype;
   std::optional<int64_t> root;
+  bool host_seen = true;  // false: only its gpu_ops row saw it (ts = that row's enqueue, dur 0)
+  std::optional<DeviceOp> device;
+  // It returned before its collective completed: an enqueue (device seen, or the recording's
+  // calls shown to enqueue; see call_semantics.h). Its lateness may carry into the next call.
+  bool enqueue = false;
+  int64_t arrival = 0;  // device start where its collective is compared on device, else ts
   bool in_flight() const { return dur < 0; }
 };
 
@@ -42,9 +64,14 @@ struct Collective {
   uint64_t comm = 0;
   int64_t seq = 0;
   size_t begin = 0, end = 0;
-  int64_t first_entry = 0, last_entry = 0;
-  int64_t last_exit = -1;  // -1 when some call is still in flight
-  int32_t last = -1;       // participant that entered last; -1 on a tie
+  int64_t first_entry = 0, last_entry = 0;  // host entries
+  int64_t last_exit = -1;                   // -1 when some call is still in flight
+  // Every call has a device start: arrivals are device starts, completion the last device end.
+  bool device_basis = false;
+  int64_t first_arrival = 0, last_arrival = 0;
+  // Completion: the last device end (device basis; -1 while one has none), else last_exit.
+  int64_t done = -1;
+  int32_t last = -1;  // participant that arrived last; -1 on a tie
   bool matched() const { return end - begin >= 2; }
 };
 
@@ -53,10 +80,24 @@ struct CollectiveData {
   std::vector<NcclCall> calls;          // ordered by (comm, seq, ts)
   std::vector<Collective> collectives;  // every group, in (comm, seq) order
   int64_t matched = 0;                  // groups with >= 2 participants
+  bool gpu_ops_table = false;           // the recording has gpu_ops (rs::HasGpuOps)
+  int64_t device_ops = 0;               // gpu_ops rows of collectives joined to calls
+  int64_t device_only_calls = 0;        // ... of them without an NCCL call recorded
+  int64_t device_collectives = 0;       // matched groups on device basis
+  std::map<std::pair<std::string, int64_t>, int32_t> participant_index;  // (node, pid)
 };
 
-// Loads every collective call (complete or in flight) with a communicator and sequence number.
+// A call's duration as compared across ranks: on the device where its collective is on device
+// basis and it ended there, else the host call's (-1: not finished).
+int64_t ComparedDuration(const Collective& g, const NcclCall& c);
+
+// Loads every collective call (complete or in flight) with a communicator and sequence number,
+// joined with its gpu_ops row where the recording has one.
 rs::Result<CollectiveData> LoadCollectives(rs::Db& db);
+
+// Finds (or adds) the participant (node, pid); `rank` and `comm` fill a new one.
+int32_t AddParticipant(CollectiveData& data, const std::string& node, int64_t pid,
+                       std::optional<int64_t> rank, const std::string& comm);
 
 // Arrival statistics over matched collectives; per_rank is indexed like participants.
 std::vector<ArrivalStats> ParticipantStats(const CollectiveData& data);

@@ -10,12 +10,39 @@
 namespace analyzer {
 namespace {
 
-// A collective every rank entered counts as hung only when it has been in flight this many
-// times longer than the communicator's slowest completed calls (and at least kMinStuckNs):
-// otherwise the recording may simply have ended while it ran.
+// A collective counts as hung only when it has been stuck this many times longer than the
+// communicator's slowest (p99) completed collectives — or, where completion is not seen, its
+// slowest gap between consecutive collectives — and at least kMinStuckNs: otherwise the
+// recording may simply have ended while it ran.
 constexpr int64_t kStuckFactor = 10;
 constexpr int64_t kMinStuckNs = 100'000'000;
 constexpr size_t kMaxMismatches = 20;
+
+enum Level : int { kNotEnqueued = 0, kEnqueued = 1, kStarted = 2, kCompleted = 3 };
+constexpr const char* kLevelNames[] = {"not_enqueued", "enqueued", "started", "completed"};
+
+struct CallState {
+  int level = kNotEnqueued;
+  const char* basis = "none";
+  bool pending = false;  // observably waiting: in flight on its host, or not completed on device
+  int64_t since = 0;     // when it reached this state
+};
+
+CallState StateOf(const NcclCall& c) {
+  if (c.device) {
+    const DeviceOp& d = *c.device;
+    if (d.end_ns || d.state == "completed") {
+      return {kCompleted, "device", false, d.end_ns.value_or(d.start_ns.value_or(d.enqueue_ns))};
+    }
+    if (d.start_ns || d.state == "started") {
+      return {kStarted, "device", true, d.start_ns.value_or(d.enqueue_ns)};
+    }
+    return {kEnqueued, "device", true, d.enqueue_ns};
+  }
+  if (c.in_flight()) return {kStarted, "host_call", true, c.ts};
+  if (c.enqueue) return {kEnqueued, "host_enqueue", false, c.ts};
+  return {kCompleted, "host_call", false, c.ts + c.dur};
+}
 
 bool HasRoot(const std::string& op) { return op == "BROADCAST" || op == "BCAST" || op == "REDUCE"; }
 
@@ -43,67 +70,152 @@ void FindMismatches(const CollectiveData& data, const Collective& g, HangReport&
 struct CommView {
   std::set<int32_t> members;
   int64_t nranks = 0;
-  std::vector<int64_t> completed_durations;
-  const Collective* stuck = nullptr;  // lowest seq with a call in flight
+  std::vector<int64_t> durations;       // completed collectives: blocking calls, device times
+  std::vector<int64_t> gaps;            // between consecutive collectives' first entries
+  const Collective* pending = nullptr;  // lowest seq with a pending call
+  std::map<int32_t, int64_t> last_called;
+  int64_t max_seq = -1;
 };
+
+// The rank of call c waits at the end: its call is in flight, or a blocking CUDA call it made
+// after c is.
+bool Waits(const std::vector<std::vector<CudaWait>>& cuda, const NcclCall& c) {
+  if (c.in_flight()) return true;
+  size_t p = static_cast<size_t>(c.participant);
+  if (p >= cuda.size()) return false;
+  return std::any_of(cuda[p].begin(), cuda[p].end(),
+                     [&](const CudaWait& w) { return w.blocking && w.ts >= c.ts; });
+}
+
+struct Candidate {
+  const Collective* g = nullptr;
+  const CommView* view = nullptr;
+  int64_t stuck_for = -1;
+  bool lagging = false;       // some member's state lags the others' (or ranks were never seen)
+  bool enqueue_only = false;  // found by who enqueued what (nothing pending seen)
+};
+
+// The communicator's stuck collective, if any, and whether it lags.
+Candidate StuckIn(const CollectiveData& data, const std::vector<std::vector<CudaWait>>& cuda,
+                  const CommView& v, const std::vector<const Collective*>& groups, int64_t end_ns) {
+  Candidate out;
+  const Collective* g = v.pending;
+  int64_t since = 0, needed = 0;
+  if (g) {
+    since = end_ns;
+    for (size_t k = g->begin; k < g->end; ++k) {
+      CallState s = StateOf(data.calls[k]);
+      if (s.pending) since = std::min(since, s.since);
+    }
+    std::vector<int64_t> d = v.durations;
+    needed = std::max(kMinStuckNs, kStuckFactor * (d.empty() ? 0 : Quantile(d, 0.99)));
+  } else {
+    // Nothing pending is seen: the first collective some members never enqueued, where ranks
+    // that enqueued it wait at the end.
+    int64_t lowest = -1;
+    for (const auto& [p, last] : v.last_called) {
+      if (last >= v.max_seq) continue;
+      for (const Collective* c : groups) {
+        if (c->seq > last) {
+          if (lowest < 0 || c->seq < lowest) lowest = c->seq;
+          break;
+        }
+      }
+    }
+    if (lowest < 0) return out;
+    for (const Collective* c : groups) {
+      if (c->seq == lowest) g = c;
+    }
+    bool waiting = false;
+    for (size_t k = g->begin; k < g->end; ++k) {
+      const NcclCall& c = data.calls[k];
+      waiting |= c.enqueue && Waits(cuda, c);
+    }
+    if (!waiting) return out;
+    since = g->first_entry;
+    std::vector<int64_t> gaps = v.gaps;
+    needed = std::max(kMinStuckNs, kStuckFactor * (gaps.empty() ? 0 : Quantile(gaps, 0.99)));
+    out.enqueue_only = true;
+  }
+  out.stuck_for = end_ns - since;
+  if (out.stuck_for < needed) return Candidate{};
+  out.g = g;
+  out.view = &v;
+  std::set<int32_t> called;
+  int low = kCompleted, high = kNotEnqueued;
+  for (size_t k = g->begin; k < g->end; ++k) {
+    called.insert(data.calls[k].participant);
+    int level = StateOf(data.calls[k]).level;
+    low = std::min(low, level);
+    high = std::max(high, level);
+  }
+  if (called.size() < v.members.size()) low = kNotEnqueued;
+  out.lagging = low < high || (v.nranks > 0 && static_cast<int64_t>(called.size()) < v.nranks);
+  return out;
+}
+
+std::string Describe(const Activity& a) {
+  if (a.kind == "exit") {
+    return "its process exited" +
+           (a.exit_code ? " with code " + std::to_string(*a.exit_code) : std::string());
+  }
+  std::string out = a.what;
+  if (a.seq) out += " seq " + std::to_string(*a.seq);
+  return out + (a.state == "in_flight" ? " (in flight)" : " (returned)");
+}
+
+std::string JoinLabels(const std::vector<std::string>& labels) {
+  std::string who;
+  for (size_t i = 0; i < labels.size(); ++i) who += (i ? ", " : "") + labels[i];
+  return who.empty() ? "no single rank" : who;
+}
 
 }  // namespace
 
-HangReport AnalyzeHang(const CollectiveData& data, int64_t end_ns) {
+HangReport AnalyzeHang(const CollectiveData& data,
+                       const std::vector<std::vector<CudaWait>>& cuda_in_flight, int64_t end_ns) {
   HangReport out;
   std::map<uint64_t, CommView> comms;
+  std::map<uint64_t, std::vector<const Collective*>> groups;
   for (const Collective& g : data.collectives) {
     CommView& v = comms[g.comm];
-    bool in_flight = false;
+    std::vector<const Collective*>& mine = groups[g.comm];
+    if (!mine.empty()) v.gaps.push_back(g.first_entry - mine.back()->first_entry);
+    mine.push_back(&g);
+    v.max_seq = std::max(v.max_seq, g.seq);
+    bool pending = false;
     for (size_t k = g.begin; k < g.end; ++k) {
       const NcclCall& c = data.calls[k];
       v.members.insert(c.participant);
+      v.last_called[c.participant] = std::max(v.last_called[c.participant], g.seq);
       if (c.nranks) v.nranks = std::max(v.nranks, *c.nranks);
-      if (c.in_flight()) {
-        in_flight = true;
-      } else {
-        v.completed_durations.push_back(c.dur);
+      CallState s = StateOf(c);
+      pending |= s.pending;
+      if (s.level != kCompleted) continue;
+      if (c.device && c.device->start_ns && c.device->end_ns) {
+        v.durations.push_back(*c.device->end_ns - *c.device->start_ns);
+      } else if (!c.device && c.host_seen) {
+        v.durations.push_back(c.dur);
       }
     }
-    if (in_flight && !v.stuck) v.stuck = &g;
+    if (pending && !v.pending) v.pending = &g;
     if (g.matched()) FindMismatches(data, g, out);
   }
-  // Pick the communicator whose stuck collective waits longest with ranks missing.
-  const Collective* best = nullptr;
-  const CommView* best_view = nullptr;
-  std::vector<int32_t> best_missing;
-  int64_t best_stuck_for = -1;
-  bool best_absent = false;
+  // Pick the communicator whose stuck collective lags (ranks missing or behind), then the one
+  // stuck longest.
+  Candidate best;
   for (auto& [comm, v] : comms) {
-    if (!v.stuck) continue;
-    std::set<int32_t> entered;
-    int64_t since = v.stuck->first_entry;
-    for (size_t k = v.stuck->begin; k < v.stuck->end; ++k) {
-      entered.insert(data.calls[k].participant);
-    }
-    std::vector<int32_t> missing;
-    for (int32_t p : v.members) {
-      if (!entered.count(p)) missing.push_back(p);
-    }
-    int64_t stuck_for = end_ns - since;
-    int64_t slowest = v.completed_durations.empty() ? 0 : Quantile(v.completed_durations, 0.99);
-    int64_t needed = std::max(kMinStuckNs, kStuckFactor * slowest);
-    bool ranks_absent =
-        !missing.empty() || (v.nranks > 0 && static_cast<int64_t>(entered.size()) < v.nranks);
-    if (stuck_for < needed) continue;  // may just be the end of the recording
-    if (!best || (ranks_absent && !best_absent) ||
-        (ranks_absent == best_absent && stuck_for > best_stuck_for)) {
-      best = v.stuck;
-      best_view = &v;
-      best_missing = missing;
-      best_stuck_for = stuck_for;
-      best_absent = ranks_absent;
+    Candidate c = StuckIn(data, cuda_in_flight, v, groups[comm], end_ns);
+    if (!c.g) continue;
+    if (!best.g || (c.lagging && !best.lagging) ||
+        (c.lagging == best.lagging && c.stuck_for > best.stuck_for)) {
+      best = c;
     }
   }
-  if (!best) {
-    out.summary = "no hang: no collective was stuck in flight at the end of the recording";
+  if (!best.g) {
+    out.summary = "no hang: no collective was stuck at the end of the recording";
     for (auto& [comm, v] : comms) {
-      if (v.stuck) {
+      if (v.pending) {
         out.summary =
             "no hang: collectives still in flight at the end of the recording had "
             "run too briefly to call them stuck";
@@ -111,77 +223,118 @@ HangReport AnalyzeHang(const CollectiveData& data, int64_t end_ns) {
     }
     return out;
   }
+  const Collective& g = *best.g;
+  const CommView& view = *best.view;
   out.detected = true;
-  out.comm_id_hash = best->comm;
-  out.seq = best->seq;
-  out.op = data.calls[best->begin].op;
-  out.stuck_for_ns = best_stuck_for;
-  std::set<int64_t> entered_ranks;
-  for (size_t k = best->begin; k < best->end; ++k) {
+  out.comm_id_hash = g.comm;
+  out.seq = g.seq;
+  out.op = data.calls[g.begin].op;
+  out.stuck_for_ns = best.stuck_for;
+  // Every member's state there.
+  std::map<int32_t, CallState> state;
+  std::map<int32_t, std::optional<int64_t>> comm_rank;
+  bool device = false, host_pending = false;
+  for (size_t k = g.begin; k < g.end; ++k) {
     const NcclCall& c = data.calls[k];
-    if (c.rank) entered_ranks.insert(*c.rank);
-    if (c.in_flight() && c.rank) out.waiting_ranks.push_back(*c.rank);
+    CallState s = StateOf(c);
+    state[c.participant] = s;
+    device |= c.device.has_value();
+    host_pending |= s.pending;
   }
+  for (const NcclCall& c : data.calls) {
+    if (c.comm == g.comm && c.rank && !comm_rank[c.participant]) comm_rank[c.participant] = c.rank;
+  }
+  out.basis = device ? "device" : host_pending ? "host_call" : "host_enqueue";
+  out.confidence = out.basis == "host_enqueue" ? "medium" : "high";
+  int low = kCompleted, high = kNotEnqueued;
+  for (int32_t p : view.members) {
+    int level = state.count(p) ? state[p].level : kNotEnqueued;
+    low = std::min(low, level);
+    high = std::max(high, level);
+  }
+  std::set<int64_t> seen_ranks;
+  for (const auto& [p, r] : comm_rank) {
+    if (r) seen_ranks.insert(*r);
+  }
+  bool unseen = false;
+  for (int64_t r = 0; r < view.nranks; ++r) unseen |= !seen_ranks.count(r);
+  if (unseen) low = kNotEnqueued;
   std::set<std::string> nodes;
-  for (int32_t p : best_missing) {
-    const Participant& who = data.participants[p];
-    nodes.insert(who.node);
-    out.culprit_labels.push_back(who.Label());
-    // The rank in this communicator, from its earlier calls.
-    for (const NcclCall& c : data.calls) {
-      if (c.participant == p && c.comm == best->comm && c.rank) {
-        out.culprit_ranks.push_back(*c.rank);
-        entered_ranks.insert(*c.rank);
-        break;
+  if (low < high) {
+    for (int32_t p : view.members) {
+      int level = state.count(p) ? state[p].level : kNotEnqueued;
+      std::optional<int64_t> rank = comm_rank[p];
+      if (level == low) {
+        const Participant& who = data.participants[p];
+        nodes.insert(who.node);
+        out.culprit_labels.push_back(who.Label());
+        if (rank) out.culprit_ranks.push_back(*rank);
+      } else if (rank) {
+        out.waiting_ranks.push_back(*rank);
       }
+    }
+  } else {
+    for (int32_t p : view.members) {
+      if (state.count(p) && state[p].pending && comm_rank[p])
+        out.waiting_ranks.push_back(*comm_rank[p]);
     }
   }
   // Ranks that no recording ever saw in this communicator.
-  for (int64_t r = 0; r < best_view->nranks; ++r) {
-    if (entered_ranks.count(r)) continue;
+  for (int64_t r = 0; r < view.nranks; ++r) {
+    if (seen_ranks.count(r)) continue;
     out.culprit_ranks.push_back(r);
     out.culprit_labels.push_back("rank " + std::to_string(r) + " (no recording saw it)");
   }
-  // Every rank entered: the culprit is whoever called something else at that sequence.
+  bool by_mismatch = false;
   if (out.culprit_labels.empty()) {
+    // Every rank alike: the culprit is whoever called something else at that sequence.
     for (const Mismatch& m : out.mismatches) {
-      if (m.comm_id_hash != best->comm || m.seq != best->seq) continue;
+      if (m.comm_id_hash != g.comm || m.seq != g.seq) continue;
       auto minority = std::min_element(
           m.variants.begin(), m.variants.end(),
           [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
       for (const std::string& label : minority->second) out.culprit_labels.push_back(label);
     }
-    for (size_t k = best->begin; k < best->end; ++k) {
+    for (size_t k = g.begin; k < g.end; ++k) {
       const NcclCall& c = data.calls[k];
       const std::string label = data.participants[c.participant].Label();
       if (std::find(out.culprit_labels.begin(), out.culprit_labels.end(), label) !=
           out.culprit_labels.end()) {
         nodes.insert(data.participants[c.participant].node);
         if (c.rank) out.culprit_ranks.push_back(*c.rank);
+        by_mismatch = true;
       }
     }
   }
   out.culprit_nodes.assign(nodes.begin(), nodes.end());
   std::sort(out.waiting_ranks.begin(), out.waiting_ranks.end());
   // Progress of every member of the stuck communicator.
-  for (int32_t p : best_view->members) {
+  for (int32_t p : view.members) {
     RankProgress r;
     const Participant& who = data.participants[p];
     r.node = who.node;
     r.pid = who.pid;
     for (const NcclCall& c : data.calls) {
-      if (c.participant != p || c.comm != best->comm) continue;
+      if (c.participant != p || c.comm != g.comm) continue;
       if (c.rank) r.rank = c.rank;
       r.last_entered_seq = std::max(r.last_entered_seq.value_or(c.seq), c.seq);
-      if (!c.in_flight()) {
+      CallState s = StateOf(c);
+      if (s.level >= kStarted && c.device) {
+        r.last_started_seq = std::max(r.last_started_seq.value_or(c.seq), c.seq);
+      }
+      if (s.level == kCompleted) {
         r.last_completed_seq = std::max(r.last_completed_seq.value_or(c.seq), c.seq);
-      } else if (!r.in_flight_seq || c.seq < *r.in_flight_seq) {
+      }
+      if (c.in_flight() && (!r.in_flight_seq || c.seq < *r.in_flight_seq)) {
         r.in_flight_seq = c.seq;
         r.in_flight_op = c.op;
         r.in_flight_since_ns = c.ts;
       }
     }
     if (!r.rank) r.rank = who.rank;
+    auto it = state.find(p);
+    r.state = kLevelNames[it == state.end() ? kNotEnqueued : it->second.level];
+    r.state_basis = it == state.end() ? "none" : it->second.basis;
     out.progress.push_back(std::move(r));
   }
   std::sort(out.progress.begin(), out.progress.end(),
@@ -189,19 +342,30 @@ HangReport AnalyzeHang(const CollectiveData& data, int64_t end_ns) {
               return std::make_tuple(a.node, a.rank.value_or(-1), a.pid) <
                      std::make_tuple(b.node, b.rank.value_or(-1), b.pid);
             });
-  std::string who = out.culprit_labels.empty() ? "no single rank" : "";
-  for (size_t i = 0; i < out.culprit_labels.size(); ++i) {
-    who += (i ? ", " : "") + out.culprit_labels[i];
+  std::string what = std::to_string(out.waiting_ranks.size()) + " rank(s) stuck in " + out.op +
+                     " seq " + std::to_string(out.seq) + " of communicator " +
+                     FormatHash(out.comm_id_hash) + " for " + FormatNs(out.stuck_for_ns);
+  if (out.basis == "device" && high > kNotEnqueued && low < high) {
+    what += std::string(" (") +
+            (high == kStarted    ? "started on their devices, waiting"
+             : high == kEnqueued ? "enqueued, not started on their devices"
+                                 : "completed on their devices") +
+            ")";
+  } else if (out.basis == "host_enqueue") {
+    what += " (they enqueued it and wait in blocking CUDA calls)";
   }
-  out.summary = std::to_string(out.waiting_ranks.size()) + " rank(s) stuck in " + out.op + " seq " +
-                std::to_string(out.seq) + " of communicator " + FormatHash(out.comm_id_hash) +
-                " for " + FormatNs(out.stuck_for_ns) + "; never entered: " + who;
-  if (best_missing.empty() && !out.culprit_labels.empty()) {
-    out.summary = std::to_string(out.waiting_ranks.size()) + " rank(s) stuck in " + out.op +
-                  " seq " + std::to_string(out.seq) + " of communicator " +
-                  FormatHash(out.comm_id_hash) + " for " + FormatNs(out.stuck_for_ns) +
-                  "; mismatched call by: " + who;
+  std::string verb;
+  if (by_mismatch) {
+    verb = "mismatched call by: ";
+  } else if (low == kEnqueued) {
+    verb = "enqueued, but its device never started it: ";
+  } else if (low == kStarted) {
+    verb = "started on its device, never completed: ";
+  } else {
+    verb = out.basis == "host_call" ? "never entered: " : "never enqueued: ";
   }
+  out.summary = what + "; " + verb + JoinLabels(out.culprit_labels);
+  if (out.basis == "host_enqueue") out.summary += "; device-side state was not seen";
   return out;
 }
 
@@ -217,20 +381,61 @@ Straggler HangStraggler(const HangReport& hang, const CollectiveData& data, size
   }
   if (s.node.empty() && culprit < hang.culprit_ranks.size()) s.rank = hang.culprit_ranks[culprit];
   if (s.rank) s.ranks.push_back(*s.rank);
+  const RankProgress* mine = nullptr;
+  for (const RankProgress& p : hang.progress) {
+    if (!s.node.empty() && p.node == s.node && s.pid && p.pid == *s.pid) mine = &p;
+  }
   s.cause = "hang";
-  s.confidence = "high";
-  s.confidence_score = 1.0;
-  s.basis = "NCCL calls still in flight at the end of the recording (duration NULL)";
-  s.summary = label + " never entered " + hang.op + " seq " + std::to_string(hang.seq) +
-              " that the other ranks are stuck in";
+  s.shape = "hang";
+  s.confidence = hang.confidence.empty() ? "high" : hang.confidence;
+  s.confidence_score = s.confidence == "high" ? 1.0 : 0.65;
+  if (hang.basis == "device") {
+    s.basis =
+        "flight-recorder states from rankscope's NCCL profiler plugin (gpu_ops: enqueued, "
+        "started and completed on each device) at the first collective not completed everywhere";
+  } else if (hang.basis == "host_enqueue") {
+    s.basis =
+        "which ranks enqueued the collective (their NCCL calls only enqueue) while the others sit "
+        "in blocking CUDA calls at the end of the recording; device-side state was not seen";
+  } else {
+    s.basis = "NCCL calls still in flight at the end of the recording (duration NULL)";
+  }
+  std::string state = mine ? mine->state : "not_enqueued";
+  std::string where = hang.op + " seq " + std::to_string(hang.seq);
+  if (state == "enqueued") {
+    s.summary = label + " enqueued " + where +
+                " but its device never started it; the other ranks are stuck in it";
+  } else if (state == "started") {
+    s.summary = label + " started " + where +
+                " on its device but never completed it; the other ranks wait for it";
+  } else if (state == "not_enqueued") {
+    s.summary = label + (hang.basis == "host_call" ? " never entered " : " never enqueued ") +
+                where + " that the other ranks are stuck in";
+  } else {
+    s.summary = label + " called something else at " + where + " than the other ranks";
+  }
+  std::string doing;
+  if (mine) {
+    for (const Activity& a : mine->doing) doing += (doing.empty() ? "" : ", ") + Describe(a);
+  }
+  if (!doing.empty()) s.summary += "; last seen: " + doing;
   Cause c;
   c.kind = "hang";
   c.score = 1.0;
   c.summary = hang.summary;
-  c.remediation = "dump the stacks of " + label +
-                  " (py-spy dump, gdb -p PID, or the framework's flight recorder): it is "
-                  "stuck before the collective, took a different code path, or died; the "
-                  "waiting ranks only time out";
+  if (state == "enqueued" && hang.basis == "device") {
+    c.remediation =
+        "its device is stuck before the collective (a kernel that never finishes, or "
+        "work ordered before it on another stream): check " +
+        label +
+        "'s GPU for Xid errors (dmesg, nvidia-smi -q) and dump its host stacks "
+        "(py-spy dump, gdb -p PID); the waiting ranks only time out";
+  } else {
+    c.remediation = "dump the stacks of " + label +
+                    " (py-spy dump, gdb -p PID, or the framework's flight recorder): it is "
+                    "stuck before the collective, took a different code path, or died; the "
+                    "waiting ranks only time out";
+  }
   c.values = {{"seq", static_cast<double>(hang.seq)},
               {"stuck_for_ns", static_cast<double>(hang.stuck_for_ns)},
               {"waiting_ranks", static_cast<double>(hang.waiting_ranks.size())}};
@@ -240,6 +445,18 @@ Straggler HangStraggler(const HangReport& hang, const CollectiveData& data, size
   e.summary = hang.summary;
   e.values = c.values;
   s.evidence.push_back(std::move(e));
+  if (mine && !mine->doing.empty()) {
+    Evidence d;
+    d.kind = "activity";
+    d.summary = "at the end of the recording: " + doing;
+    for (const Activity& a : mine->doing) {
+      if (!a.stack.empty()) {
+        d.summary += "; " + a.what + " called from " + a.stack.substr(0, a.stack.find('\n'));
+        break;
+      }
+    }
+    s.evidence.push_back(std::move(d));
+  }
   return s;
 }
 

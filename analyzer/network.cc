@@ -1,6 +1,7 @@
 #include "network.h"
 
 #include <algorithm>
+#include <map>
 
 #include "report_format.h"
 
@@ -53,14 +54,52 @@ NetworkCandidate AttributeRetransmits(const SideEvents& side, const CollectiveDa
     if (!r.link_repair()) continue;
     if (r.src == static_cast<int>(k) || r.dst == static_cast<int>(k)) times.push_back(r.ts);
   }
-  std::vector<int64_t> affected, clean;
+  // The time from the last arrival to completion, while the data moves: on the devices where
+  // the profiler plugin saw the collective (device starts and ends), else between host calls.
+  struct Transfer {
+    int64_t ns = 0;
+    std::string size;  // op, count and datatype: collectives of one size move the same data
+    bool hit = false;
+  };
+  std::vector<Transfer> transfers;
   for (const Collective& g : data.collectives) {
-    if (!g.matched() || g.last_exit < 0) continue;
+    if (!g.matched() || g.done < 0) continue;
     ++c.collectives;
-    auto it = std::lower_bound(times.begin(), times.end(), g.last_entry);
-    bool hit = it != times.end() && *it <= g.last_exit;
-    (hit ? affected : clean).push_back(g.last_exit - g.last_entry);
+    if (g.device_basis) ++c.device_collectives;
+    auto it = std::lower_bound(times.begin(), times.end(), g.last_arrival);
+    std::string size;
+    if (g.begin < data.calls.size()) {
+      const NcclCall& first = data.calls[g.begin];
+      size = first.op + "/" + std::to_string(first.count.value_or(-1)) + "/" + first.datatype;
+    }
+    transfers.push_back({g.done - g.last_arrival, size, it != times.end() && *it <= g.done});
   }
+  // What is usual for a size: its median among the collectives without repairs (all of that
+  // size where every one had some).
+  std::map<std::string, std::vector<int64_t>> clean_by_size, all_by_size;
+  std::vector<int64_t> affected, clean;
+  for (const Transfer& t : transfers) {
+    (t.hit ? affected : clean).push_back(t.ns);
+    all_by_size[t.size].push_back(t.ns);
+    if (!t.hit) clean_by_size[t.size].push_back(t.ns);
+  }
+  std::map<std::string, int64_t> usual;
+  for (auto& [size, v] : all_by_size) {
+    auto it = clean_by_size.find(size);
+    usual[size] = std::max<int64_t>(1, Quantile(it != clean_by_size.end() ? it->second : v, 0.5));
+  }
+  std::vector<double> stretch_hit, stretch_clean;
+  for (const Transfer& t : transfers) {
+    (t.hit ? stretch_hit : stretch_clean)
+        .push_back(static_cast<double>(t.ns) / static_cast<double>(usual[t.size]));
+  }
+  auto median = [](std::vector<double>& v) {
+    if (v.empty()) return -1.0;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  c.median_stretch_affected = median(stretch_hit);
+  c.median_stretch_clean = median(stretch_clean);
   c.collectives_affected = static_cast<int64_t>(affected.size());
   if (!affected.empty()) c.median_transfer_affected_ns = Quantile(affected, 0.5);
   if (!clean.empty()) c.median_transfer_clean_ns = Quantile(clean, 0.5);
@@ -133,6 +172,9 @@ Cause NetworkCause(const NetworkCandidate& c) {
     if (c.median_transfer_clean_ns >= 0) {
       cause.summary += " vs " + FormatNs(c.median_transfer_clean_ns) + " without retransmits";
     }
+    if (c.median_stretch_affected >= 0) {
+      cause.summary += " (" + FormatRatio(c.median_stretch_affected) + " the usual for their size)";
+    }
   }
   cause.remediation = "check the NIC, cable and switch port of " + c.node +
                       " (ethtool -S, ip -s link, switch port counters); its inbound or "
@@ -141,7 +183,9 @@ Cause NetworkCause(const NetworkCandidate& c) {
       {"segments_touching_node", static_cast<double>(c.segments_touching)},
       {"collectives_with_retransmits", static_cast<double>(c.collectives_affected)},
       {"median_transfer_with_retransmits_ns", static_cast<double>(c.median_transfer_affected_ns)},
-      {"median_transfer_without_retransmits_ns", static_cast<double>(c.median_transfer_clean_ns)}};
+      {"median_transfer_without_retransmits_ns", static_cast<double>(c.median_transfer_clean_ns)},
+      {"median_stretch_with_retransmits", c.median_stretch_affected},
+      {"device_collectives", static_cast<double>(c.device_collectives)}};
   return cause;
 }
 
@@ -150,10 +194,17 @@ Straggler NetworkStraggler(const NetworkCandidate& c) {
   s.node = c.node;
   s.confidence = c.confidence;
   s.confidence_score = c.score;
+  s.shape = "network";
   s.basis =
       "TCP retransmit tracepoint (repairs: fast or timeout retransmits sent; both endpoints "
-      "mapped to nodes through their recorded interface addresses); collective windows from "
-      "NCCL call times";
+      "mapped to nodes through their recorded interface addresses); collective windows from ";
+  s.basis += c.device_collectives > 0 && c.device_collectives == c.collectives
+                 ? "the last device start to the last device end (rankscope's NCCL profiler "
+                   "plugin)"
+             : c.device_collectives > 0
+                 ? "device times where the profiler plugin saw every rank, NCCL call times "
+                   "elsewhere"
+                 : "NCCL call times";
   Cause cause = NetworkCause(c);
   cause.score = std::max(cause.score, 0.5);  // nothing else is claimed for a network straggler
   s.cause = cause.kind;
@@ -168,10 +219,16 @@ Straggler NetworkStraggler(const NetworkCandidate& c) {
         FormatNs(c.median_transfer_affected_ns) + " with retransmits" +
         (c.median_transfer_clean_ns >= 0 ? ", " + FormatNs(c.median_transfer_clean_ns) + " without"
                                          : std::string(" (every collective had some)"));
+    if (c.median_stretch_affected >= 0) {
+      d.summary += "; with retransmits " + FormatRatio(c.median_stretch_affected) +
+                   " the usual time for their size (op, count, datatype)";
+    }
+    if (c.device_collectives > 0) d.summary += "; on the devices";
     d.values = {
         {"median_transfer_with_retransmits_ns", static_cast<double>(c.median_transfer_affected_ns)},
-        {"median_transfer_without_retransmits_ns",
-         static_cast<double>(c.median_transfer_clean_ns)}};
+        {"median_transfer_without_retransmits_ns", static_cast<double>(c.median_transfer_clean_ns)},
+        {"median_stretch_with_retransmits", c.median_stretch_affected},
+        {"median_stretch_without_retransmits", c.median_stretch_clean}};
     s.evidence.push_back(std::move(d));
   }
   return s;

@@ -1,6 +1,8 @@
 // Network-caused slowness: TCP retransmits concentrated on one node's connections (as sender or
 // as destination — a node whose inbound packets are dropped is the destination of its peers'
-// retransmits), tied to the collectives they slowed down.
+// retransmits), tied to the collectives they slowed down: the time from the last rank's
+// arrival to completion (on the devices where the profiler plugin timed them), against the
+// usual for their size.
 #pragma once
 
 #include <cstdint>
@@ -32,9 +34,13 @@ struct NetworkCandidate {
   double weight = 0, runner_up_weight = 0;  // endpoint share + destination share of repairs (0..2)
   std::string runner_up;
   int64_t collectives = 0;                   // matched, completed collectives
+  int64_t device_collectives = 0;            // ... timed on the devices (gpu_ops)
   int64_t collectives_affected = 0;          // ... with its retransmits while the data moved
   int64_t median_transfer_affected_ns = -1;  // last entry -> last exit
   int64_t median_transfer_clean_ns = -1;
+  // Last arrival -> completion over the median of collectives of the same op, count and
+  // datatype without repairs: how much longer than usual for their size (-1: none).
+  double median_stretch_affected = -1, median_stretch_clean = -1;
   std::string confidence;
   double score = 0;
 };

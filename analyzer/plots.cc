@@ -45,14 +45,15 @@ Plots BuildPlots(const CollectiveData& data, const SideEvents& side, int64_t sta
   std::map<std::string, std::map<int64_t, std::pair<double, int64_t>>> dur;  // sum, n
   for (const Collective& g : data.collectives) {
     if (!g.matched()) continue;
-    int64_t b = bin_of(g.first_entry);
+    int64_t b = bin_of(g.first_arrival);
     for (size_t k = g.begin; k < g.end; ++k) {
       const NcclCall& c = data.calls[k];
       int64_t& cell = p.lateness.cells[row_of[c.participant]][b];
-      cell = std::max(cell, c.ts - g.first_entry);
-      if (!c.in_flight()) {
+      cell = std::max(cell, c.arrival - g.first_arrival);
+      int64_t d = ComparedDuration(g, c);
+      if (d >= 0) {
         auto& acc = dur[data.participants[c.participant].node][b];
-        acc.first += static_cast<double>(c.dur);
+        acc.first += static_cast<double>(d);
         ++acc.second;
       }
     }

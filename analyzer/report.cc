@@ -6,25 +6,72 @@
 #include <set>
 #include <tuple>
 
+#include "call_semantics.h"
 #include "causes.h"
 #include "clock_bounds.h"
 #include "collectives.h"
 #include "hang.h"
+#include "hang_activity.h"
 #include "network.h"
 #include "plots.h"
 #include "report_format.h"
+#include "shape.h"
 #include "side_events.h"
 #include "straggler.h"
 
 namespace analyzer {
 namespace {
 
-constexpr const char* kLatenessBasis =
-    "host-side NCCL call entry times matched by (comm_id_hash, seq); on a GPU these calls "
-    "return at enqueue, so lateness is the host arriving late to issue the collective";
+// Lateness comparisons of enqueues, mixed bases and unbounded device conversions are capped
+// here: below the 0.7 of a high one.
+constexpr double kMediumCeiling = 0.69;
+
+std::string ArrivalBasis(int64_t device, int64_t all) {
+  if (all == 0) return "";
+  return device == all ? "device_start" : device == 0 ? "host_entry" : "mixed";
+}
+
+std::string BasisText(const std::string& arrival, const CallSemantics& sem) {
+  if (arrival == "device_start") {
+    return "device start of each collective per rank (rankscope's NCCL profiler plugin, "
+           "gpu_ops.device_start_ns) matched by (comm_id_hash, seq): where the ranks meet on "
+           "their devices; the bound adds the device-to-host conversion bound (clock_error_ns) to "
+           "the clock alignment's";
+  }
+  if (arrival == "mixed") {
+    return "device starts where the profiler plugin timed every rank of a collective, host-side "
+           "NCCL call entry elsewhere, matched by (comm_id_hash, seq)";
+  }
+  if (sem.kind == "enqueue") {
+    return "host-side NCCL call entry times matched by (comm_id_hash, seq); these calls only "
+           "enqueue (" +
+           sem.evidence +
+           "): this is when each host issued the collective; GPU-side arrival was not seen";
+  }
+  return "host-side NCCL call entry times matched by (comm_id_hash, seq); " +
+         std::string(sem.kind == "blocking"
+                         ? "the calls block until the collective is done (" + sem.evidence +
+                               "), so a late entry is a late "
+                               "arrival"
+                         : "on a GPU these calls return at enqueue, so "
+                           "lateness is the host arriving late to issue the "
+                           "collective");
+}
+
+void CapAtMedium(Straggler& s, const std::string& why) {
+  if (s.confidence == "high") {
+    s.confidence = "medium";
+    s.confidence_score = std::min(s.confidence_score, kMediumCeiling);
+  }
+  Evidence e;
+  e.kind = "confidence";
+  e.summary = "confidence at most medium: " + why;
+  s.evidence.push_back(std::move(e));
+}
 
 Straggler LatenessStraggler(const CollectiveData& data, const std::vector<ArrivalStats>& stats,
-                            const LatenessCandidate& c, const SideEvents& side) {
+                            const LatenessCandidate& c, const SideEvents& side,
+                            const CallSemantics& sem) {
   const Participant& who = data.participants[c.participant];
   const ArrivalStats& me = stats[c.participant];
   Straggler s;
@@ -40,8 +87,12 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
   s.confidence = c.confidence;
   s.confidence_score = c.score;
   s.ordering_determined = c.determined;
+  bool by_mates = !c.node_level && c.same_node_margin_ns > c.noise_ns &&
+                  c.same_node_margin_ns > c.mate_bound_ns;
   s.clock_bound_ns = c.bound_ns;
-  s.basis = kLatenessBasis;
+  s.arrival_basis = ArrivalBasis(me.device_collectives, me.collectives);
+  s.basis = BasisText(s.arrival_basis, sem);
+  const bool on_device = s.arrival_basis != "host_entry";
   std::vector<int64_t> others_late, others_dur;
   for (size_t p = 0; p < stats.size(); ++p) {
     if (static_cast<int32_t>(p) == c.participant || stats[p].collectives == 0) continue;
@@ -50,9 +101,9 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
   }
   Evidence late;
   late.kind = "lateness";
-  late.summary = name + " entered last in " + std::to_string(c.last_count) + " of " +
-                 std::to_string(c.collectives) + " collectives (" + FormatPercent(c.chance) +
-                 " expected by chance); " +
+  late.summary = name + (on_device ? " arrived last on its device" : " entered last") + " in " +
+                 std::to_string(c.last_count) + " of " + std::to_string(c.collectives) +
+                 " collectives (" + FormatPercent(c.chance) + " expected by chance); " +
                  (c.node_level ? "its latest rank " + who.Label() + " has " : "") +
                  "median lateness " + FormatNs(me.median_lateness_ns) + " (p90 " +
                  FormatNs(me.p90_lateness_ns) + ") vs " + FormatNs(Quantile(others_late, 0.5)) +
@@ -69,14 +120,18 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
                  {"others_median_lateness_ns", static_cast<double>(Quantile(others_late, 0.5))},
                  {"margin_ns", static_cast<double>(c.margin_ns)},
                  {"same_node_margin_ns", static_cast<double>(c.same_node_margin_ns)},
-                 {"noise_ns", static_cast<double>(c.noise_ns)}};
+                 {"noise_ns", static_cast<double>(c.noise_ns)},
+                 {"device_arrivals", static_cast<double>(me.device_collectives)},
+                 {"host_arrivals", static_cast<double>(me.collectives - me.device_collectives)},
+                 {"median_host_lateness_ns", static_cast<double>(me.median_host_lateness_ns)}};
   s.evidence.push_back(std::move(late));
   if (me.median_duration_ns >= 0 && !others_dur.empty()) {
     int64_t od = Quantile(others_dur, 0.5);
     Evidence d;
     d.kind = "duration";
-    d.summary = "its median collective duration is " + FormatNs(me.median_duration_ns) + " vs " +
-                FormatNs(od) + " for the others" +
+    d.summary = "its median collective duration" + std::string(on_device ? " on the device" : "") +
+                " is " + FormatNs(me.median_duration_ns) + " vs " + FormatNs(od) +
+                " for the others" +
                 (me.median_duration_ns < od ? " (shortest: the others wait for it)" : "");
     d.values = {{"median_duration_ns", static_cast<double>(me.median_duration_ns)},
                 {"others_median_duration_ns", static_cast<double>(od)}};
@@ -84,19 +139,27 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
   }
   Evidence clock;
   clock.kind = "clock";
-  if (!c.node_level && c.same_node_margin_ns > c.noise_ns) {
+  const std::string conversion =
+      who.device_clock_error_ns > 0 ? " (device conversion bounds included)" : "";
+  if (by_mates) {
     clock.summary = "it is also later than the other ranks on " + who.node + " by " +
-                    FormatNs(c.same_node_margin_ns) + " (same clock: no alignment needed)";
+                    FormatNs(c.same_node_margin_ns) + " (same host clock: no alignment needed" +
+                    (c.mate_bound_ns > 0 ? "; device conversion bound " + FormatNs(c.mate_bound_ns)
+                                         : std::string()) +
+                    ")";
   } else if (c.determined) {
     clock.summary = "lateness margin " + FormatNs(c.margin_ns) +
-                    " exceeds the cross-node clock error bound of " + FormatNs(c.bound_ns);
+                    " exceeds the cross-node clock error bound of " + FormatNs(c.bound_ns) +
+                    conversion;
   } else {
     clock.summary = "lateness margin " + FormatNs(c.margin_ns) +
                     " is inside the cross-node clock error bound of " + FormatNs(c.bound_ns) +
-                    ": the arrival order across nodes is undetermined";
+                    conversion + ": the arrival order across nodes is undetermined";
   }
   clock.values = {{"clock_bound_ns", static_cast<double>(c.bound_ns)},
-                  {"margin_ns", static_cast<double>(c.margin_ns)}};
+                  {"margin_ns", static_cast<double>(c.margin_ns)},
+                  {"same_node_bound_ns", static_cast<double>(c.mate_bound_ns)},
+                  {"device_clock_error_ns", static_cast<double>(who.device_clock_error_ns)}};
   s.evidence.push_back(std::move(clock));
   if (!c.determined) {
     Cause u;
@@ -113,12 +176,60 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
     return s;
   }
   Evidence windows;
-  s.causes = LatenessCauses(data, c.participant, side, windows);
+  std::vector<Cause> host_causes = LatenessCauses(data, c.participant, side, windows);
   s.evidence.push_back(std::move(windows));
-  s.cause = s.causes.front().kind;
-  s.summary = name + " arrives last (median " + FormatNs(me.median_lateness_ns) +
-              " late); top cause: " + s.cause;
+  if (on_device) {
+    ShapeSplit split = SplitLateness(data, stats, c);
+    s.causes = ShapeCauses(split, std::move(host_causes), name);
+    s.shape = split.shape;
+    s.evidence.push_back(ShapeEvidence(split));
+    s.cause = s.causes.front().kind;
+    s.summary =
+        name + " arrives last on its device (median " + FormatNs(me.median_lateness_ns) +
+        " late); " +
+        (s.shape == "host_bound"
+             ? "host-bound: its host enqueued the collectives " + FormatNs(split.host_excess_ns) +
+                   " late (" + FormatPercent(split.host_share) + " of it)"
+             : "device-bound: its host enqueued them on time (" +
+                   FormatNs(std::max<int64_t>(0, split.host_excess_ns)) + ", " +
+                   FormatPercent(split.host_share) + " of it)") +
+        "; top cause: " + s.cause;
+  } else {
+    s.causes = std::move(host_causes);
+    s.cause = s.causes.front().kind;
+    if (sem.kind == "enqueue") {
+      s.shape = "device_unseen";
+      s.summary = name + " enqueues last on its host (median " + FormatNs(me.median_lateness_ns) +
+                  " late; GPU-side arrival was not seen); top cause: " + s.cause;
+    } else {
+      s.shape = "host_entry";
+      s.summary = name + " arrives last (median " + FormatNs(me.median_lateness_ns) +
+                  " late); top cause: " + s.cause;
+    }
+  }
+  if (s.arrival_basis == "host_entry" && sem.kind == "enqueue") {
+    CapAtMedium(s,
+                "its lateness is when its host enqueued the collectives (GPU-side arrival was "
+                "not seen); a device that runs behind or ahead of its host is invisible there");
+  } else if (s.arrival_basis == "mixed") {
+    CapAtMedium(s, std::to_string(me.collectives - me.device_collectives) + " of " +
+                       std::to_string(me.collectives) +
+                       " of its collectives are compared on host entry (not every rank's device "
+                       "start recorded)");
+  } else if (on_device && who.device_unbounded > 0) {
+    CapAtMedium(s, std::to_string(who.device_unbounded) +
+                       " of its device arrivals have no conversion bound (clock_error_ns NULL)");
+  }
   return s;
+}
+
+// The top cause after the causes were re-ranked: `cause` and the summary's "top cause: ".
+void SetTopCause(Straggler& s) {
+  std::stable_sort(s.causes.begin(), s.causes.end(),
+                   [](const Cause& a, const Cause& b) { return a.score > b.score; });
+  s.cause = s.causes.front().kind;
+  size_t at = s.summary.rfind("top cause: ");
+  if (at != std::string::npos) s.summary = s.summary.substr(0, at) + "top cause: " + s.cause;
 }
 
 // A node whose ranks wait for a CPU also sends its ACKs and segments late: the kernel's
@@ -140,11 +251,7 @@ void DiscountNetworkUnderCpu(Straggler& s) {
     changed = true;
   }
   if (!changed) return;
-  std::stable_sort(s.causes.begin(), s.causes.end(),
-                   [](const Cause& a, const Cause& b) { return a.score > b.score; });
-  s.cause = s.causes.front().kind;
-  size_t at = s.summary.rfind("top cause: ");
-  if (at != std::string::npos) s.summary = s.summary.substr(0, at) + "top cause: " + s.cause;
+  SetTopCause(s);
 }
 
 rs::Result<void> AddSourceNotes(rs::Db& db, std::vector<std::string>& notes) {
@@ -179,6 +286,66 @@ rs::Result<void> AddMergeNotes(rs::Db& db, std::vector<std::string>& notes) {
                     "; its ranks are missing from this report");
   }
   return rs::Ok();
+}
+
+// Describes what the hang's culprits and (a few of) the ranks waiting for them were doing.
+rs::Result<void> DescribeHangRanks(rs::Db& db, const CollectiveData& data,
+                                   const std::vector<std::vector<CudaWait>>& cuda_in_flight,
+                                   HangReport& hang) {
+  constexpr size_t kWaitingDescribed = 8;
+  size_t waiting = 0;
+  for (RankProgress& p : hang.progress) {
+    auto it = data.participant_index.find({p.node, p.pid});
+    if (it == data.participant_index.end()) continue;
+    const Participant& who = data.participants[it->second];
+    bool culprit = std::find(hang.culprit_labels.begin(), hang.culprit_labels.end(), who.Label()) !=
+                   hang.culprit_labels.end();
+    if (!culprit && waiting++ >= kWaitingDescribed) continue;
+    RETURN_IF_ERROR(DescribeActivity(db, who, cuda_in_flight[it->second], p));
+  }
+  return rs::Ok();
+}
+
+// What the lateness rests on, and the data gaps the reader should know about.
+void AddTimingNotes(const CollectiveData& data, const CallSemantics& sem, Report& r) {
+  Timing& t = r.timing;
+  t.gpu_ops_table = data.gpu_ops_table;
+  t.device_ops = data.device_ops;
+  t.device_collectives = data.device_collectives;
+  t.host_collectives = data.matched - data.device_collectives;
+  t.arrival_basis = ArrivalBasis(t.device_collectives, data.matched);
+  t.call_semantics = sem.kind;
+  t.semantics_evidence = sem.evidence;
+  if (sem.kind == "enqueue" && t.device_collectives == 0 && data.matched > 0) {
+    r.notes.push_back(
+        "GPU-side arrival was not seen: the NCCL calls here only enqueue (" + sem.evidence +
+        "); lateness is when each host issued a collective, which a slow GPU does not show, so "
+        "no straggler is claimed with high confidence from it" +
+        (data.gpu_ops_table ? std::string()
+                            : std::string(" (the recording has no gpu_ops table: an earlier "
+                                          "recorder)")) +
+        "; record with rankscope's NCCL profiler plugin loaded (NCCL_PROFILER_PLUGIN) to see "
+        "device arrival and device-side hang states");
+  } else if (t.arrival_basis == "mixed") {
+    r.notes.push_back("device arrival for " + std::to_string(t.device_collectives) + " of " +
+                      std::to_string(data.matched) +
+                      " matched collectives (every rank's device start recorded); the other " +
+                      std::to_string(t.host_collectives) +
+                      " are compared on host entry, so conclusions drawn from them are at most "
+                      "medium confidence");
+  }
+  if (data.device_only_calls > 0) {
+    r.notes.push_back(std::to_string(data.device_only_calls) +
+                      " collective calls were seen by the profiler plugin only (no NCCL call "
+                      "recorded): their host entry is the plugin's enqueue time");
+  }
+  int64_t unbounded = 0;
+  for (const Participant& p : data.participants) unbounded += p.device_unbounded;
+  if (unbounded > 0) {
+    r.notes.push_back(std::to_string(unbounded) +
+                      " device arrivals have no device-to-host conversion bound (clock_error_ns "
+                      "NULL): conclusions resting on them are at most medium confidence");
+  }
 }
 
 std::string Verdict(const Report& r, const std::vector<ArrivalStats>& stats) {
@@ -233,8 +400,14 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   r.collectives = data.matched;
   for (const NcclCall& c : data.calls) {
     r.end_ns = std::max(r.end_ns, c.in_flight() ? c.ts : c.ts + c.dur);
+    if (c.device) {
+      r.end_ns = std::max(r.end_ns, c.device->end_ns.value_or(c.device->start_ns.value_or(0)));
+    }
     if (r.start_ns == 0 || c.ts < r.start_ns) r.start_ns = c.ts;
   }
+  ASSIGN_OR_RETURN(CallSemantics sem, DetectCallSemantics(db, data, r.clock));
+  MarkEnqueues(data, sem);
+  AddTimingNotes(data, sem, r);
   std::set<std::string> nodes;
   for (const NodeClock& c : r.clock) nodes.insert(c.node);
   for (const Participant& p : data.participants) nodes.insert(p.node);
@@ -295,15 +468,23 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
            std::make_tuple(b.node, b.rank.value_or(-1), b.pid.value_or(0));
   });
   r.per_node = NodeStats(data);
-  r.hang = AnalyzeHang(data, r.end_ns);
+  ASSIGN_OR_RETURN(auto cuda_in_flight, LoadCudaInFlight(db, data));
+  r.hang = AnalyzeHang(data, cuda_in_flight, r.end_ns);
   if (r.hang.detected) {
+    RETURN_IF_ERROR(DescribeHangRanks(db, data, cuda_in_flight, r.hang));
     for (size_t i = 0; i < r.hang.culprit_labels.size(); ++i) {
       r.stragglers.push_back(HangStraggler(r.hang, data, i));
+    }
+    if (r.hang.basis == "host_enqueue") {
+      r.notes.push_back(
+          "hang found without device-side state (no profiler plugin data): the culprits are the "
+          "ranks that never enqueued the collective the others enqueued and wait for in blocking "
+          "CUDA calls; confidence medium");
     }
   }
   std::vector<Straggler> ranked;
   LatenessCandidate lc = FindLatenessStraggler(data, stats, r.per_node, r.clock);
-  if (lc.participant >= 0) ranked.push_back(LatenessStraggler(data, stats, lc, side));
+  if (lc.participant >= 0) ranked.push_back(LatenessStraggler(data, stats, lc, side, sem));
   NetworkCandidate nc = AttributeRetransmits(side, data);
   IoCandidate ic = AttributeBlockLatency(side, data, r.per_node);
   if (nc.node.empty() && nc.segments_probe > 0) {
@@ -329,9 +510,7 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
       }
       same->causes.push_back(std::move(net));
       same->evidence.push_back(NetworkEvidence(nc));
-      std::stable_sort(same->causes.begin(), same->causes.end(),
-                       [](const Cause& a, const Cause& b) { return a.score > b.score; });
-      same->cause = same->causes.front().kind;
+      SetTopCause(*same);
     } else {
       network_only = NetworkStraggler(nc);
       RunqShare cpu = NodeRunqShare(side, data, nc.node);

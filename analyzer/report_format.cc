@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "report_model.h"
+
 namespace analyzer {
 
 std::string FormatNs(int64_t ns) {
@@ -28,6 +30,38 @@ std::string FormatPercent(double fraction) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.0f%%", fraction * 100.0);
   return buf;
+}
+
+std::string FormatRatio(double ratio) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2gx", ratio);
+  return buf;
+}
+
+std::string Spoken(const std::string& value) {
+  if (value == "device_start") return "device start";
+  if (value == "host_entry") return "host entry";
+  std::string out = value;
+  for (char& c : out) {
+    if (c == '_') c = value == "host_bound" || value == "device_bound" ? '-' : ' ';
+  }
+  return out;
+}
+
+std::string DescribeActivityLine(const Activity& a, int64_t time_zero_ns) {
+  if (a.kind == "exit") {
+    return "process exited" + (a.exit_code ? " with code " + std::to_string(*a.exit_code) : "") +
+           " at +" + FormatNs(a.timestamp_ns - time_zero_ns);
+  }
+  std::string out = a.kind + " " + a.what;
+  if (a.seq) out += " seq " + std::to_string(*a.seq);
+  if (a.state == "in_flight") {
+    out += " in flight since +" + FormatNs(a.timestamp_ns - time_zero_ns);
+  } else {
+    out += " returned at +" + FormatNs(a.timestamp_ns + a.duration_ns.value_or(0) - time_zero_ns);
+  }
+  if (!a.stack.empty()) out += ", called from " + a.stack.substr(0, a.stack.find('\n'));
+  return out;
 }
 
 std::string FormatHash(uint64_t v) {

@@ -10,6 +10,13 @@ namespace analyzer {
 std::string FormatNs(int64_t ns);
 // 0.853 -> "85%".
 std::string FormatPercent(double fraction);
+// 2.43 -> "2.4x".
+std::string FormatRatio(double ratio);
+// "device start" for 'device_start', "host-bound" for 'host_bound': a vocabulary value as people
+// read it ("" stays "").
+std::string Spoken(const std::string& value);
+// One line per thing a rank was doing (hang reports): "cudaMemcpy in flight since ...".
+std::string DescribeActivityLine(const struct Activity& a, int64_t time_zero_ns);
 // Hex spelling of a communicator hash, as users see it in queries: "0x1a2b...".
 std::string FormatHash(uint64_t v);
 

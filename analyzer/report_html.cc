@@ -51,8 +51,9 @@ std::string RenderHtml(const Report& r) {
   if (r.stragglers.empty()) o << "<p>None claimed.</p>";
   for (const Straggler& s : r.stragglers) {
     o << "<div class='straggler'><h3>" << HtmlEscape(StragglerLabel(s)) << " — "
-      << HtmlEscape(s.cause) << " (confidence " << HtmlEscape(s.confidence) << ")</h3><p>"
-      << HtmlEscape(s.summary) << "</p>";
+      << HtmlEscape(s.cause) << " (" << HtmlEscape(s.shape.empty() ? "" : Spoken(s.shape) + ", ")
+      << "confidence " << HtmlEscape(s.confidence) << ")</h3><p>" << HtmlEscape(s.summary)
+      << "</p>";
     std::vector<std::vector<std::string>> rows;
     for (const Cause& c : s.causes) {
       rows.push_back({c.kind, FormatPercent(c.score), c.summary, c.remediation});
@@ -62,20 +63,35 @@ std::string RenderHtml(const Report& r) {
     for (const Evidence& e : s.evidence) {
       o << "<li><b>" << HtmlEscape(e.kind) << "</b>: " << HtmlEscape(e.summary) << "</li>";
     }
-    o << "</ul><p class='note'>Basis: " << HtmlEscape(s.basis) << "</p></div>";
+    o << "</ul><p class='note'>Basis"
+      << HtmlEscape(s.arrival_basis.empty() ? "" : " (arrival: " + Spoken(s.arrival_basis) + ")")
+      << ": " << HtmlEscape(s.basis) << "</p></div>";
   }
   o << "<h2>Hang</h2><p id='hang'>" << (r.hang.detected ? "<b>Detected.</b> " : "")
     << HtmlEscape(r.hang.summary) << "</p>";
+  if (r.hang.detected) {
+    o << "<p>Confidence " << HtmlEscape(r.hang.confidence) << "; states from "
+      << HtmlEscape(Spoken(r.hang.basis)) << ".</p>";
+  }
   if (!r.hang.progress.empty()) {
     std::vector<std::vector<std::string>> rows;
     for (const RankProgress& p : r.hang.progress) {
+      std::string doing;
+      for (const Activity& a : p.doing) {
+        doing += (doing.empty() ? "" : "; ") + DescribeActivityLine(a, r.start_ns);
+      }
       rows.push_back(
-          {p.node, p.rank ? std::to_string(*p.rank) : "?",
+          {p.node, p.rank ? std::to_string(*p.rank) : "?", Spoken(p.state),
            p.last_entered_seq ? std::to_string(*p.last_entered_seq) : "-",
+           p.last_started_seq ? std::to_string(*p.last_started_seq) : "-",
            p.last_completed_seq ? std::to_string(*p.last_completed_seq) : "-",
-           p.in_flight_seq ? p.in_flight_op + " " + std::to_string(*p.in_flight_seq) : "-"});
+           p.in_flight_seq ? p.in_flight_op + " " + std::to_string(*p.in_flight_seq) : "-",
+           doing.empty() ? "-" : doing});
     }
-    Table(o, {"node", "rank", "last entered", "last completed", "in flight"}, rows);
+    Table(o,
+          {"node", "rank", "state", "last entered", "last started", "last completed", "in flight",
+           "doing"},
+          rows);
   }
   o << "<h2>Plots</h2>";
   o << "<h3>Arrival lateness per rank</h3>"
@@ -94,20 +110,29 @@ std::string RenderHtml(const Report& r) {
   std::vector<std::vector<std::string>> rows;
   for (const ArrivalStats& s : r.per_rank) {
     rows.push_back({s.node, s.rank ? std::to_string(*s.rank) : "?", std::to_string(s.collectives),
-                    std::to_string(s.last_count), FormatNs(s.median_lateness_ns),
-                    FormatNs(s.p90_lateness_ns),
+                    std::to_string(s.device_collectives), std::to_string(s.last_count),
+                    FormatNs(s.median_lateness_ns), FormatNs(s.p90_lateness_ns),
+                    FormatNs(s.median_host_lateness_ns),
                     s.median_duration_ns >= 0 ? FormatNs(s.median_duration_ns) : "-"});
   }
-  Table(
-      o,
-      {"node", "rank", "collectives", "last", "median lateness", "p90 lateness", "median duration"},
-      rows);
+  Table(o,
+        {"node", "rank", "collectives", "on device", "last", "median lateness", "p90 lateness",
+         "median host lateness", "median duration"},
+        rows);
+  if (!r.timing.arrival_basis.empty()) {
+    o << "<h2>Timing</h2><p id='timing'>Arrivals from "
+      << HtmlEscape(Spoken(r.timing.arrival_basis)) << " (" << r.timing.device_collectives
+      << " collectives on device, " << r.timing.host_collectives << " on host entry). NCCL calls "
+      << HtmlEscape(r.timing.call_semantics) << ": " << HtmlEscape(r.timing.semantics_evidence)
+      << ".</p>";
+  }
   o << "<h2>Clock</h2>";
   rows.clear();
   for (const NodeClock& c : r.clock) {
-    rows.push_back({c.node, FormatNs(c.offset_ns), FormatNs(c.error_bound_ns), c.method});
+    rows.push_back({c.node, FormatNs(c.offset_ns), FormatNs(c.error_bound_ns), c.method,
+                    c.evidence.empty() ? "-" : c.evidence});
   }
-  Table(o, {"node", "offset applied", "error bound", "method"}, rows);
+  Table(o, {"node", "offset applied", "error bound", "method", "evidence"}, rows);
   if (!r.notes.empty()) {
     o << "<h2>Notes</h2><ul>";
     for (const std::string& n : r.notes) o << "<li>" << HtmlEscape(n) << "</li>";

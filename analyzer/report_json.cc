@@ -38,6 +38,8 @@ void Stats(JsonWriter& w, const std::vector<ArrivalStats>& stats, bool with_rank
     } else {
       w.Null();
     }
+    w.Key("median_host_lateness_ns").Int(s.median_host_lateness_ns);
+    w.Key("device_collectives").Int(s.device_collectives);
     w.EndObject();
   }
   w.EndArray();
@@ -70,18 +72,32 @@ void Hang(JsonWriter& w, const HangReport& h) {
   for (int64_t r : h.waiting_ranks) w.Int(r);
   w.EndArray();
   w.Key("stuck_for_ns").Int(h.stuck_for_ns).Key("summary").String(h.summary);
+  w.Key("confidence").String(h.confidence).Key("basis").String(h.basis);
   w.Key("progress").BeginArray();
   for (const RankProgress& p : h.progress) {
     w.BeginObject().Key("node").String(p.node).Key("rank");
     OptInt(w, p.rank);
-    w.Key("pid").Int(p.pid).Key("last_entered_seq");
+    w.Key("pid").Int(p.pid).Key("state").String(p.state);
+    w.Key("state_basis").String(p.state_basis).Key("last_entered_seq");
     OptInt(w, p.last_entered_seq);
+    w.Key("last_started_seq");
+    OptInt(w, p.last_started_seq);
     w.Key("last_completed_seq");
     OptInt(w, p.last_completed_seq);
     w.Key("in_flight_seq");
     OptInt(w, p.in_flight_seq);
     w.Key("in_flight_op").String(p.in_flight_op);
-    w.EndObject();
+    w.Key("doing").BeginArray();
+    for (const Activity& a : p.doing) {
+      w.BeginObject().Key("kind").String(a.kind).Key("what").String(a.what).Key("seq");
+      OptInt(w, a.seq);
+      w.Key("timestamp_ns").Int(a.timestamp_ns).Key("duration_ns");
+      OptInt(w, a.duration_ns);
+      w.Key("state").String(a.state).Key("exit_code");
+      OptInt(w, a.exit_code);
+      w.Key("stack").String(a.stack).EndObject();
+    }
+    w.EndArray().EndObject();
   }
   w.EndArray().Key("mismatches").BeginArray();
   for (const Mismatch& m : h.mismatches) {
@@ -124,7 +140,8 @@ std::string RenderJson(const Report& r) {
     w.Key("confidence_score").Double(s.confidence_score);
     w.Key("ordering_determined").Bool(s.ordering_determined);
     w.Key("clock_bound_ns").Int(s.clock_bound_ns);
-    w.Key("basis").String(s.basis).Key("summary").String(s.summary);
+    w.Key("basis").String(s.basis).Key("arrival_basis").String(s.arrival_basis);
+    w.Key("shape").String(s.shape).Key("summary").String(s.summary);
     w.Key("causes").BeginArray();
     for (const Cause& c : s.causes) {
       w.BeginObject().Key("kind").String(c.kind).Key("score").Double(c.score);
@@ -147,9 +164,17 @@ std::string RenderJson(const Report& r) {
   for (const NodeClock& c : r.clock) {
     w.Key(c.node).BeginObject().Key("offset_ns").Int(c.offset_ns);
     w.Key("error_bound_ns").Int(c.error_bound_ns).Key("method").String(c.method);
-    w.Key("rendezvous_count").Int(c.rendezvous_count).EndObject();
+    w.Key("rendezvous_count").Int(c.rendezvous_count).Key("evidence").String(c.evidence);
+    w.EndObject();
   }
   w.EndObject();
+  const Timing& t = r.timing;
+  w.Key("timing").BeginObject().Key("arrival_basis").String(t.arrival_basis);
+  w.Key("device_collectives").Int(t.device_collectives);
+  w.Key("host_collectives").Int(t.host_collectives);
+  w.Key("gpu_ops_table").Bool(t.gpu_ops_table).Key("device_ops").Int(t.device_ops);
+  w.Key("call_semantics").String(t.call_semantics);
+  w.Key("semantics_evidence").String(t.semantics_evidence).EndObject();
   w.Key("per_rank");
   Stats(w, r.per_rank, true);
   w.Key("per_node");

@@ -31,8 +31,8 @@ std::string RenderMarkdown(const Report& r) {
   o << "## Stragglers\n\n";
   if (r.stragglers.empty()) o << "None claimed.\n\n";
   for (const Straggler& s : r.stragglers) {
-    o << "### " << StragglerLabel(s) << " — " << s.cause << " (confidence " << s.confidence
-      << ")\n\n"
+    o << "### " << StragglerLabel(s) << " — " << s.cause << " ("
+      << (s.shape.empty() ? "" : Spoken(s.shape) + ", ") << "confidence " << s.confidence << ")\n\n"
       << s.summary << "\n\n";
     o << "| # | cause | score | numbers | remediation |\n|---|---|---|---|---|\n";
     size_t i = 0;
@@ -42,17 +42,28 @@ std::string RenderMarkdown(const Report& r) {
     }
     o << "\nEvidence:\n\n";
     for (const Evidence& e : s.evidence) o << "- *" << e.kind << "*: " << e.summary << "\n";
-    o << "\nBasis: " << s.basis << "\n\n";
+    o << "\nBasis" << (s.arrival_basis.empty() ? "" : " (arrival: " + Spoken(s.arrival_basis) + ")")
+      << ": " << s.basis << "\n\n";
   }
   o << "## Hang\n\n" << (r.hang.detected ? "**Detected.** " : "") << r.hang.summary << "\n\n";
+  if (r.hang.detected) {
+    o << "Confidence " << r.hang.confidence << "; states from " << Spoken(r.hang.basis) << ".\n\n";
+  }
   if (!r.hang.progress.empty()) {
-    o << "| node | rank | last entered | last completed | in flight |\n|---|---|---|---|---|\n";
+    o << "| node | rank | state | last entered | last started | last completed | in flight |"
+         " doing |\n|---|---|---|---|---|---|---|---|\n";
     for (const RankProgress& p : r.hang.progress) {
+      std::string doing;
+      for (const Activity& a : p.doing) {
+        doing += (doing.empty() ? "" : "; ") + DescribeActivityLine(a, r.start_ns);
+      }
       o << "| " << p.node << " | " << (p.rank ? std::to_string(*p.rank) : "?") << " | "
+        << Spoken(p.state) << " | "
         << (p.last_entered_seq ? std::to_string(*p.last_entered_seq) : "-") << " | "
+        << (p.last_started_seq ? std::to_string(*p.last_started_seq) : "-") << " | "
         << (p.last_completed_seq ? std::to_string(*p.last_completed_seq) : "-") << " | "
         << (p.in_flight_seq ? p.in_flight_op + " " + std::to_string(*p.in_flight_seq) : "-")
-        << " |\n";
+        << " | " << Cell(doing.empty() ? "-" : doing) << " |\n";
     }
     o << "\n";
   }
@@ -61,18 +72,27 @@ std::string RenderMarkdown(const Report& r) {
     for (const auto& [value, who] : m.variants) o << " `" << value << "` x" << who.size();
     o << "\n";
   }
-  o << "## Per rank\n\n| node | rank | collectives | last | median lateness | p90 lateness |"
-       " median duration |\n|---|---|---|---|---|---|---|\n";
+  o << "## Per rank\n\n| node | rank | collectives | on device | last | median lateness |"
+       " p90 lateness | median host lateness | median duration |\n"
+       "|---|---|---|---|---|---|---|---|---|\n";
   for (const ArrivalStats& s : r.per_rank) {
     o << "| " << s.node << " | " << (s.rank ? std::to_string(*s.rank) : "?") << " | "
-      << s.collectives << " | " << s.last_count << " | " << FormatNs(s.median_lateness_ns) << " | "
-      << FormatNs(s.p90_lateness_ns) << " | "
+      << s.collectives << " | " << s.device_collectives << " | " << s.last_count << " | "
+      << FormatNs(s.median_lateness_ns) << " | " << FormatNs(s.p90_lateness_ns) << " | "
+      << FormatNs(s.median_host_lateness_ns) << " | "
       << (s.median_duration_ns >= 0 ? FormatNs(s.median_duration_ns) : "-") << " |\n";
   }
-  o << "\n## Clock\n\n| node | offset | error bound | method |\n|---|---|---|---|\n";
+  if (!r.timing.arrival_basis.empty()) {
+    o << "\n## Timing\n\nArrivals from " << Spoken(r.timing.arrival_basis) << " ("
+      << r.timing.device_collectives << " collectives on device, " << r.timing.host_collectives
+      << " on host entry). NCCL calls " << r.timing.call_semantics << ": "
+      << r.timing.semantics_evidence << ".\n";
+  }
+  o << "\n## Clock\n\n| node | offset | error bound | method | evidence |\n"
+       "|---|---|---|---|---|\n";
   for (const NodeClock& c : r.clock) {
     o << "| " << c.node << " | " << FormatNs(c.offset_ns) << " | " << FormatNs(c.error_bound_ns)
-      << " | " << c.method << " |\n";
+      << " | " << c.method << " | " << Cell(c.evidence.empty() ? "-" : c.evidence) << " |\n";
   }
   if (!r.notes.empty()) {
     o << "\n## Notes\n\n";

@@ -17,6 +17,9 @@ struct NodeClock {
   int64_t error_bound_ns = 0;  // |aligned - true| <= error_bound_ns
   std::string method;          // 'reference' | 'rendezvous' | 'wall_clock' | 'as_recorded'
   int64_t rendezvous_count = 0;
+  // What the alignment rests on, kinds of rendezvous with counts ('device 120, comm_init 1');
+  // empty where the merge did not say (an earlier merge, or a single bundle).
+  std::string evidence;
 };
 
 // A number behind a conclusion, e.g. {"median_lateness_ns", 8.1e6}.
@@ -37,6 +40,15 @@ struct Cause {
   std::vector<Value> values;
 };
 
+// Shapes of a straggler (Straggler::shape):
+//  host_bound    its host enqueued the collectives late, so its device idled waiting for work
+//  device_bound  enqueued on time, its device reached the collectives late (slower device work)
+//  network       every device arrived about together, the collectives then took longer than
+//                usual for their size, with repairs on its node's connections
+//  hang          it lags the others at a collective that never completed
+//  host_entry    blocking calls: the host entered late; host and device are one there
+//  device_unseen the calls only enqueue and no device time was recorded: late enqueues are
+//                seen, a late device is not
 struct Straggler {
   std::string node;
   std::optional<int64_t> rank;  // empty: the whole node (network) or rank unknown
@@ -48,6 +60,10 @@ struct Straggler {
   bool ordering_determined = true;  // false: lateness difference inside the clock error bound
   int64_t clock_bound_ns = 0;       // error bound the ordering conclusion rests on
   std::string basis;                // what kind of timestamps the conclusion used
+  // 'device_start' (every arrival a device start), 'host_entry', 'mixed', or '' where the
+  // conclusion rests on other evidence (retransmits, block I/O, run-queue shares).
+  std::string arrival_basis;
+  std::string shape;  // see above; '' where no shape applies
   std::string summary;
   std::vector<Cause> causes;  // ranked, best first
   std::vector<Evidence> evidence;
@@ -62,18 +78,44 @@ struct ArrivalStats {
   int64_t last_count = 0;
   int64_t median_lateness_ns = 0;
   int64_t p90_lateness_ns = 0;
-  int64_t median_duration_ns = -1;  // -1: no completed calls
+  int64_t median_duration_ns = -1;  // -1: no completed calls (device time where seen)
+  // Host-side view of the same collectives: its NCCL call entry (its enqueue, on a GPU) minus
+  // the earliest entry. Equal to median_lateness_ns where no device time was recorded.
+  int64_t median_host_lateness_ns = 0;
+  int64_t device_collectives = 0;  // of `collectives`, those whose arrivals are device starts
+};
+
+// Something a rank was doing at the end of the recording (hang reports).
+struct Activity {
+  std::string kind;            // 'nccl' | 'cuda' | 'exit'
+  std::string what;            // op or API name ('ALL_REDUCE', 'cudaMemcpy'); 'exit' for kind exit
+  std::optional<int64_t> seq;  // nccl
+  int64_t timestamp_ns = 0;
+  std::optional<int64_t> duration_ns;  // empty: in flight at the end of the recording
+  std::string state;                   // 'in_flight' | 'complete' | 'exited'
+  std::optional<int64_t> exit_code;    // kind exit
+  std::string stack;                   // caller frames, one per line ('' when not recorded)
 };
 
 struct RankProgress {
   std::string node;
   std::optional<int64_t> rank;
   int64_t pid = 0;
-  std::optional<int64_t> last_entered_seq;
+  std::optional<int64_t> last_entered_seq;  // last sequence it called (entered or enqueued)
+  std::optional<int64_t> last_started_seq;  // ... its device started (gpu_ops)
+  // ... completed: on its device where seen, else its blocking call returned; empty for
+  // enqueue-only calls without a device view (their completion was not seen)
   std::optional<int64_t> last_completed_seq;
   std::optional<int64_t> in_flight_seq;
   std::string in_flight_op;
   int64_t in_flight_since_ns = 0;
+  // State at the hang's collective, as a flight recorder keeps it: 'not_enqueued' |
+  // 'enqueued' | 'started' | 'completed'; empty without a hang.
+  std::string state;
+  // What the state rests on: 'device' (the profiler plugin's gpu_ops), 'host_call' (a blocking
+  // NCCL call: in flight = started), 'host_enqueue' (an enqueue seen, its device not), 'none'.
+  std::string state_basis;
+  std::vector<Activity> doing;  // hang culprits (and blocked ranks): what they were doing
 };
 
 struct Mismatch {
@@ -94,6 +136,10 @@ struct HangReport {
   std::vector<std::string> culprit_labels;  // "node1 rank 2" (also for ranks without a number)
   std::vector<int64_t> waiting_ranks;
   int64_t stuck_for_ns = 0;  // from the first in-flight entry to the end of the recording
+  std::string confidence;    // 'high' | 'medium' (device-side state not seen); '' without hang
+  // 'device' (gpu_ops states), 'host_call' (blocking calls in flight), 'host_enqueue' (who
+  // enqueued what, the others blocked in CUDA sync calls; device state not seen)
+  std::string basis;
   std::string summary;
   std::vector<RankProgress> progress;  // of the stuck communicator (or every one if no hang)
   std::vector<Mismatch> mismatches;
@@ -119,6 +165,21 @@ struct Plots {
   std::vector<NodeSeries> runq;         // run-queue latency (ns) per bin
 };
 
+// What the recording's timing rests on.
+struct Timing {
+  // Arrivals of the matched collectives: 'device_start' (all), 'host_entry' (none from the
+  // device), 'mixed'; '' without matched collectives.
+  std::string arrival_basis;
+  int64_t device_collectives = 0;  // matched collectives whose arrivals are device starts
+  int64_t host_collectives = 0;    // ... whose arrivals are host entries
+  bool gpu_ops_table = false;      // the recording has the table (a recorder that knows it)
+  int64_t device_ops = 0;          // gpu_ops rows of collectives joined to the calls
+  // 'blocking' (calls return when the collective is done), 'enqueue' (they return at enqueue,
+  // the device completes the work later), 'unknown'.
+  std::string call_semantics;
+  std::string semantics_evidence;  // one sentence: what decided it
+};
+
 struct Report {
   std::string input;
   std::string db_kind;
@@ -134,6 +195,7 @@ struct Report {
   std::vector<ArrivalStats> per_rank;
   std::vector<ArrivalStats> per_node;
   std::vector<std::string> notes;  // data gaps the reader should know about
+  Timing timing;
   Plots plots;
 };
 

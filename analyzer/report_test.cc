@@ -136,10 +136,13 @@ TEST(ReportTest, AWholeNodeLateAlikeIsANodeLevelStraggler) {
   auto path = testing::WriteMergedCluster(spec, dir.path(), kBound);
   ASSERT_TRUE(path.ok()) << path.error().message();
   {
-    // Both ranks of node1 enter every all-reduce 6 ms late (and leave with everyone).
+    // Both ranks of node1 enter every all-reduce 6 ms late and leave with everyone, who waits
+    // for them in the blocking call (nobody leaves before the last rank entered).
     auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
     ASSERT_TRUE(db.ok());
-    ASSERT_TRUE(db->Exec("UPDATE nccl_events SET timestamp_ns = timestamp_ns + 6000000,"
+    ASSERT_TRUE(db->Exec("UPDATE nccl_events SET duration_ns = duration_ns + 6000000"
+                         " WHERE op = 'ALL_REDUCE';"
+                         "UPDATE nccl_events SET timestamp_ns = timestamp_ns + 6000000,"
                          " duration_ns = duration_ns - 6000000"
                          " WHERE node = 'node1' AND op = 'ALL_REDUCE'")
                     .ok());

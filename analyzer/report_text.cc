@@ -16,7 +16,9 @@ std::string RenderText(const Report& r) {
   std::ostringstream o;
   o << r.verdict << "\n\n";
   for (const Straggler& s : r.stragglers) {
-    o << StragglerLabel(s) << ": cause " << s.cause << ", confidence " << s.confidence << "\n";
+    o << StragglerLabel(s) << ": cause " << s.cause;
+    if (!s.shape.empty()) o << ", " << Spoken(s.shape);
+    o << ", confidence " << s.confidence << "\n";
     o << "  " << s.summary << "\n";
     size_t i = 0;
     for (const Cause& c : s.causes) {
@@ -26,17 +28,24 @@ std::string RenderText(const Report& r) {
     }
     o << "  evidence:\n";
     for (const Evidence& e : s.evidence) o << "   - " << e.summary << "\n";
-    o << "  basis: " << s.basis << "\n\n";
+    o << "  basis" << (s.arrival_basis.empty() ? "" : " (arrival: " + Spoken(s.arrival_basis) + ")")
+      << ": " << s.basis << "\n\n";
   }
   o << "hang: " << (r.hang.detected ? "DETECTED" : "none") << " — " << r.hang.summary << "\n";
   if (r.hang.detected) {
+    o << "  confidence " << r.hang.confidence << ", states from " << Spoken(r.hang.basis) << "\n";
     for (const RankProgress& p : r.hang.progress) {
-      o << "  " << p.node << " rank " << (p.rank ? std::to_string(*p.rank) : "?")
-        << ": last entered " << (p.last_entered_seq ? std::to_string(*p.last_entered_seq) : "-")
-        << ", last completed "
+      o << "  " << p.node << " rank " << (p.rank ? std::to_string(*p.rank) : "?") << ": "
+        << Spoken(p.state) << " (" << Spoken(p.state_basis) << "); last entered "
+        << (p.last_entered_seq ? std::to_string(*p.last_entered_seq) : "-");
+      if (p.last_started_seq) o << ", last started " << *p.last_started_seq;
+      o << ", last completed "
         << (p.last_completed_seq ? std::to_string(*p.last_completed_seq) : "-");
       if (p.in_flight_seq) o << ", in flight " << p.in_flight_op << " seq " << *p.in_flight_seq;
       o << "\n";
+      for (const Activity& a : p.doing) {
+        o << "      " << DescribeActivityLine(a, r.start_ns) << "\n";
+      }
     }
   }
   for (const Mismatch& m : r.hang.mismatches) {
@@ -75,10 +84,18 @@ std::string RenderText(const Report& r) {
                           : "pid " + std::to_string(s.pid.value_or(0))));
     }
   }
-  o << "\nclock (offset applied, error bound, method):\n";
+  if (!r.timing.arrival_basis.empty()) {
+    o << "\ntiming: arrivals from " << Spoken(r.timing.arrival_basis) << " ("
+      << r.timing.device_collectives << " collectives on device, " << r.timing.host_collectives
+      << " on host entry); NCCL calls " << r.timing.call_semantics << ": "
+      << r.timing.semantics_evidence << "\n";
+  }
+  o << "\nclock (offset applied, error bound, method, evidence):\n";
   for (const NodeClock& c : r.clock) {
     o << "  " << c.node << ": " << FormatNs(c.offset_ns) << ", +/-" << FormatNs(c.error_bound_ns)
-      << ", " << c.method << "\n";
+      << ", " << c.method;
+    if (!c.evidence.empty()) o << ", " << c.evidence;
+    o << "\n";
   }
   if (!r.notes.empty()) {
     o << "\nnotes:\n";

@@ -32,8 +32,8 @@ CollectiveData TenCollectives() {
     Collective g;
     g.seq = i;
     g.end = 2;  // two participants: matched
-    g.last_entry = i * 1000;
-    g.last_exit = i * 1000 + 500;
+    g.last_entry = g.last_arrival = i * 1000;
+    g.last_exit = g.done = i * 1000 + 500;
     data.collectives.push_back(g);
   }
   return data;

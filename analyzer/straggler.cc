@@ -5,6 +5,7 @@
 #include <map>
 
 #include "clock_bounds.h"
+#include "device_arrival.h"
 
 namespace analyzer {
 namespace {
@@ -55,13 +56,16 @@ LatenessCandidate FindLatenessStraggler(const CollectiveData& data,
     if (!competes(p)) continue;
     ++ranks_total;
     if (static_cast<int32_t>(p) == best) continue;
+    int64_t device = DeviceBound(data, best, static_cast<int32_t>(p));
     if (data.participants[p].node == node) {
       same_node_max = std::max(same_node_max, stats[p].median_lateness_ns);
       mates.push_back(p);
+      c.mate_bound_ns = std::max(c.mate_bound_ns, device);
     } else {
       spread.push_back(Spread(stats[p]));
       cross.push_back(stats[p].median_lateness_ns);
-      c.bound_ns = std::max(c.bound_ns, PairBound(clocks, node, data.participants[p].node));
+      c.bound_ns =
+          std::max(c.bound_ns, PairBound(clocks, node, data.participants[p].node) + device);
     }
   }
   std::vector<int64_t> mate_spread;
@@ -111,8 +115,10 @@ LatenessCandidate FindLatenessStraggler(const CollectiveData& data,
       if (data.participants[p].rank) c.node_ranks.push_back(*data.participants[p].rank);
     }
   }
-  // Ranks on one node share a clock: their ordering needs no alignment.
-  c.determined = rank_vs_mates || c.margin_ns > c.bound_ns;
+  // Ranks on one node share a clock: their ordering needs no alignment (only the device
+  // conversion bounds, where the arrivals are device starts).
+  c.determined =
+      (rank_vs_mates && c.same_node_margin_ns > c.mate_bound_ns) || c.margin_ns > c.bound_ns;
   double frac = c.collectives ? static_cast<double>(c.last_count) / c.collectives : 0;
   if (!c.determined) {
     c.confidence = "undetermined";

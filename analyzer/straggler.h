@@ -2,7 +2,8 @@
 // stand out twice: it is last far more often than chance (binomial z-score) and its median
 // lateness exceeds the other ranks' spread — or its margin alone is several times that spread.
 // Compared across nodes the margin must also exceed the clock error bound; otherwise the
-// ordering is reported as undetermined. Ranks on one node share a clock.
+// ordering is reported as undetermined. Ranks on one node share a host clock; device arrivals
+// add their conversion bounds (clock_error_ns) to either comparison.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,7 @@ struct LatenessCandidate {
   int64_t same_node_margin_ns = -1;  // rank minus the latest other rank on its node (-1: none)
   int64_t noise_ns = 0;              // typical p90 - median lateness of the others
   int64_t bound_ns = 0;              // clock error bound of the cross-node comparison
+  int64_t mate_bound_ns = 0;         // ... of the same-node one (device conversion bounds)
   int64_t collectives = 0;
   int64_t last_count = 0;
   double chance = 0;       // probability of being last by chance (its ranks / all ranks)

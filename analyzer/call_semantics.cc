@@ -1,0 +1,138 @@
+#include "call_semantics.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "clock_bounds.h"
+
+namespace analyzer {
+namespace {
+
+// Early exits needed to call the calls enqueues: a blocking collective cannot produce one, but
+// a single one could be a clock error beyond its bound at one moment; two, outnumbering the
+// waits, are not.
+constexpr int64_t kMinEarlyExits = 2;
+// Waits needed to call the calls blocking (the same reasoning).
+constexpr int64_t kMinWaits = 2;
+
+// Processes that made CUDA runtime calls and passed their NCCL calls a stream.
+rs::Result<int64_t> CudaStreamProcesses(rs::Db& db) {
+  std::set<std::pair<std::string, int64_t>> streams;
+  ASSIGN_OR_RETURN(rs::Statement nccl,
+                   db.Prepare("SELECT DISTINCT node, pid FROM nccl_events WHERE stream IS NOT NULL"
+                              " AND op NOT LIKE 'COMM%'"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, nccl.Step());
+    if (!row) break;
+    streams.emplace(nccl.Text(0), nccl.Int(1));
+  }
+  if (streams.empty()) return 0;
+  int64_t n = 0;
+  ASSIGN_OR_RETURN(rs::Statement cuda, db.Prepare("SELECT DISTINCT node, pid FROM cuda_events"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, cuda.Step());
+    if (!row) break;
+    if (streams.count({cuda.Text(0), cuda.Int(1)})) ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+rs::Result<CallSemantics> DetectCallSemantics(rs::Db& db, const CollectiveData& data,
+                                              const std::vector<NodeClock>& clocks) {
+  CallSemantics s;
+  for (const NcclCall& c : data.calls) {
+    if (!c.host_seen || c.in_flight() || !c.device || !c.device->start_ns) continue;
+    ++s.device_calls;
+    if (c.ts + c.dur < *c.device->start_ns) ++s.returned_before_device;
+  }
+  std::vector<std::pair<std::string, int64_t>> node_latest;  // per collective: node -> entry
+  for (const Collective& g : data.collectives) {
+    if (!g.matched()) continue;
+    node_latest.clear();
+    const NcclCall* first = nullptr;
+    const NcclCall* last = nullptr;
+    for (size_t k = g.begin; k < g.end; ++k) {
+      const NcclCall& c = data.calls[k];
+      if (!c.host_seen) continue;
+      if (!first || c.ts < first->ts) first = &c;
+      if (!last || c.ts > last->ts) last = &c;
+      const std::string& node = data.participants[c.participant].node;
+      auto it = std::find_if(node_latest.begin(), node_latest.end(),
+                             [&](const auto& e) { return e.first == node; });
+      if (it == node_latest.end()) {
+        node_latest.emplace_back(node, c.ts);
+      } else {
+        it->second = std::max(it->second, c.ts);
+      }
+    }
+    if (!first || first == last) continue;
+    const std::string& last_node = data.participants[last->participant].node;
+    bool early = false;
+    for (size_t k = g.begin; k < g.end && !early; ++k) {
+      const NcclCall& c = data.calls[k];
+      if (!c.host_seen || c.in_flight() || &c == last) continue;
+      const std::string& node = data.participants[c.participant].node;
+      int64_t exit = c.ts + c.dur;
+      if (exit + PairBound(clocks, node, last_node) < last->ts) early = true;
+      for (const auto& [n, latest] : node_latest) {
+        if (n == node && exit < latest) early = true;  // one clock: no bound
+      }
+    }
+    if (early) {
+      ++s.early_exits;
+      continue;
+    }
+    const std::string& first_node = data.participants[first->participant].node;
+    if (!first->in_flight() && first->ts + first->dur >= last->ts &&
+        last->ts - first->ts > PairBound(clocks, first_node, last_node)) {
+      ++s.waits;
+    }
+  }
+  ASSIGN_OR_RETURN(s.cuda_stream_processes, CudaStreamProcesses(db));
+  if (s.returned_before_device > 0 && 2 * s.returned_before_device >= s.device_calls) {
+    s.kind = "enqueue";
+    s.evidence = std::to_string(s.returned_before_device) + " of " +
+                 std::to_string(s.device_calls) +
+                 " NCCL calls the profiler plugin saw returned before their device started the "
+                 "collective";
+  } else if (s.early_exits >= kMinEarlyExits && s.early_exits > s.waits) {
+    s.kind = "enqueue";
+    s.evidence = "in " + std::to_string(s.early_exits) +
+                 " collectives a rank's NCCL call returned before another rank's call entered "
+                 "(beyond the clock bound), which a blocking collective cannot do";
+    if (s.waits > 0) {
+      s.evidence += " (" + std::to_string(s.waits) + " looked blocking)";
+    }
+  } else if (s.waits >= kMinWaits && s.waits >= s.early_exits) {
+    s.kind = "blocking";
+    s.evidence = "in " + std::to_string(s.waits) +
+                 " collectives the first rank's NCCL call returned only after the last rank "
+                 "entered";
+    if (s.early_exits > 0) {
+      s.evidence += " (" + std::to_string(s.early_exits) + " had a call return earlier)";
+    }
+  } else if (s.cuda_stream_processes > 0) {
+    s.kind = "enqueue";
+    s.evidence = std::to_string(s.cuda_stream_processes) +
+                 " process(es) made CUDA runtime calls and passed their NCCL calls a stream, "
+                 "and no collective showed a blocking call";
+  } else {
+    s.evidence = "no collective showed whether the NCCL calls block or enqueue";
+  }
+  return s;
+}
+
+void MarkEnqueues(CollectiveData& data, const CallSemantics& s) {
+  for (NcclCall& c : data.calls) {
+    if (c.device && c.device->end_ns && c.host_seen && !c.in_flight()) {
+      c.enqueue = c.ts + c.dur < *c.device->end_ns;
+    } else {
+      c.enqueue = s.kind == "enqueue";
+    }
+  }
+}
+
+}  // namespace analyzer

@@ -1,0 +1,145 @@
+#include "device_arrival.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "rscore/schema.h"
+
+namespace analyzer {
+
+rs::Result<void> JoinDeviceOps(rs::Db& db, CollectiveData& data) {
+  ASSIGN_OR_RETURN(data.gpu_ops_table, rs::HasGpuOps(db));
+  if (!data.gpu_ops_table) return rs::Ok();
+  // (participant, comm, seq) -> its earliest call: the one grouping keeps.
+  std::map<std::tuple<int32_t, uint64_t, int64_t>, size_t> first_call;
+  for (size_t k = 0; k < data.calls.size(); ++k) {
+    const NcclCall& c = data.calls[k];
+    auto [it, added] = first_call.emplace(std::make_tuple(c.participant, c.comm, c.seq), k);
+    if (!added && c.ts < data.calls[it->second].ts) it->second = k;
+  }
+  ASSIGN_OR_RETURN(
+      rs::Statement st,
+      db.Prepare("SELECT g.node, g.pid, p.rank, g.rank, g.nranks, g.comm_id_hash, g.seq, g.op,"
+                 " g.timestamp_ns, g.device_start_ns, g.device_end_ns, g.clock_error_ns, g.state,"
+                 " g.count, g.datatype, g.root, p.comm"
+                 " FROM gpu_ops g LEFT JOIN processes p ON p.node = g.node AND p.pid = g.pid"
+                 " WHERE g.comm_id_hash IS NOT NULL AND g.seq IS NOT NULL"
+                 "   AND g.op NOT IN ('SEND', 'RECV')"));
+  std::vector<NcclCall> device_only;
+  std::map<std::tuple<int32_t, uint64_t, int64_t>, size_t> device_only_index;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    std::optional<int64_t> rank = st.OptInt(2);
+    if (!rank) rank = st.OptInt(3);
+    int32_t p = AddParticipant(data, st.Text(0), st.Int(1), rank, st.IsNull(16) ? "" : st.Text(16));
+    uint64_t comm = static_cast<uint64_t>(st.Int(5));
+    int64_t seq = st.Int(6);
+    DeviceOp op;
+    op.enqueue_ns = st.Int(8);
+    op.start_ns = st.OptInt(9);
+    op.end_ns = st.OptInt(10);
+    op.clock_error_ns = st.OptInt(11);
+    op.state = st.Text(12);
+    // A device time without the start it follows is not a device arrival.
+    if (!op.start_ns) op.end_ns.reset();
+    auto key = std::make_tuple(p, comm, seq);
+    auto it = first_call.find(key);
+    if (it != first_call.end()) {
+      std::optional<DeviceOp>& slot = data.calls[it->second].device;
+      if (!slot || op.enqueue_ns < slot->enqueue_ns) {
+        if (!slot) ++data.device_ops;
+        slot = std::move(op);
+      }
+      continue;
+    }
+    auto dup = device_only_index.find(key);
+    if (dup != device_only_index.end()) {
+      NcclCall& c = device_only[dup->second];
+      if (op.enqueue_ns < c.device->enqueue_ns) {
+        c.ts = op.enqueue_ns;
+        c.device = std::move(op);
+      }
+      continue;
+    }
+    // The plugin saw a collective whose NCCL call the recorder did not (attached later, or
+    // sampled out): it still shows where this rank was.
+    NcclCall c;
+    c.participant = p;
+    c.rank = st.OptInt(3);
+    c.nranks = st.OptInt(4);
+    c.comm = comm;
+    c.seq = seq;
+    c.op = st.Text(7);
+    c.ts = op.enqueue_ns;
+    c.dur = 0;
+    c.count = st.OptInt(13);
+    c.datatype = st.IsNull(14) ? "" : st.Text(14);
+    c.root = st.OptInt(15);
+    c.host_seen = false;
+    c.device = std::move(op);
+    device_only_index.emplace(key, device_only.size());
+    device_only.push_back(std::move(c));
+  }
+  data.device_ops += static_cast<int64_t>(device_only.size());
+  data.device_only_calls = static_cast<int64_t>(device_only.size());
+  for (NcclCall& c : device_only) data.calls.push_back(std::move(c));
+  return rs::Ok();
+}
+
+void SetArrivals(CollectiveData& data) {
+  data.device_collectives = 0;
+  for (Participant& p : data.participants) {
+    p.device_clock_error_ns = 0;
+    p.device_unbounded = 0;
+  }
+  for (Collective& g : data.collectives) {
+    g.device_basis = true;
+    for (size_t k = g.begin; k < g.end; ++k) {
+      const NcclCall& c = data.calls[k];
+      if (!c.device || !c.device->start_ns) g.device_basis = false;
+    }
+    int64_t done = 0;
+    for (size_t k = g.begin; k < g.end; ++k) {
+      NcclCall& c = data.calls[k];
+      c.arrival = g.device_basis ? *c.device->start_ns : c.ts;
+      if (!g.device_basis) continue;
+      if (!c.device->end_ns) {
+        done = -1;
+      } else if (done >= 0) {
+        done = std::max(done, *c.device->end_ns);
+      }
+      Participant& who = data.participants[c.participant];
+      if (c.device->clock_error_ns) {
+        who.device_clock_error_ns = std::max(who.device_clock_error_ns, *c.device->clock_error_ns);
+      } else {
+        ++who.device_unbounded;
+      }
+    }
+    g.done = g.device_basis ? done : g.last_exit;
+    g.first_arrival = data.calls[g.begin].arrival;
+    g.last_arrival = g.first_arrival;
+    g.last = data.calls[g.begin].participant;
+    bool tie = false;
+    for (size_t k = g.begin + 1; k < g.end; ++k) {
+      const NcclCall& c = data.calls[k];
+      g.first_arrival = std::min(g.first_arrival, c.arrival);
+      if (c.arrival > g.last_arrival) {
+        g.last_arrival = c.arrival;
+        g.last = c.participant;
+        tie = false;
+      } else if (c.arrival == g.last_arrival) {
+        tie = true;
+      }
+    }
+    if (tie) g.last = -1;
+    if (g.matched() && g.device_basis) ++data.device_collectives;
+  }
+}
+
+int64_t DeviceBound(const CollectiveData& data, int32_t a, int32_t b) {
+  return data.participants[a].device_clock_error_ns + data.participants[b].device_clock_error_ns;
+}
+
+}  // namespace analyzer

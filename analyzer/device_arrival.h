@@ -1,0 +1,29 @@
+// Device arrival: on a GPU an NCCL collective call only enqueues the work; the device reaches
+// the collective later, and that is where the ranks meet. rankscope's NCCL profiler plugin
+// records it per rank in gpu_ops (host enqueue, device start and end, conversion bound, state).
+// This joins those rows to the NCCL calls by (node, pid, comm_id_hash, seq) and sets every
+// collective's arrivals: device starts where every call of it has one, else host entries, so
+// that one collective is never compared on two clocks of different meaning.
+#pragma once
+
+#include "collectives.h"
+#include "rscore/result.h"
+#include "rscore/sqlite.h"
+
+namespace analyzer {
+
+// Before grouping: attaches each collective's gpu_ops row to its call (the first by entry of
+// that participant at that (comm, seq)); a row without a recorded call becomes a call of its
+// own (host_seen false, entry = its enqueue). Nothing happens where the table is absent (a
+// recording of an earlier recorder).
+rs::Result<void> JoinDeviceOps(rs::Db& db, CollectiveData& data);
+
+// After grouping: each collective's basis, arrivals, last arrival, completion; each
+// participant's device conversion bound; data.device_collectives.
+void SetArrivals(CollectiveData& data);
+
+// The device-side conversion bound of comparing participants a and b (0 where their arrivals
+// are host entries): the larger bound of each side's device arrivals, summed.
+int64_t DeviceBound(const CollectiveData& data, int32_t a, int32_t b);
+
+}  // namespace analyzer

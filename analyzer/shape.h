@@ -1,0 +1,38 @@
+// The shape of a lateness straggler whose arrivals are device starts. Its device cannot start
+// work its host has not issued yet, so the host's own enqueue lateness is the part of the device
+// lateness the host accounts for: host_bound when it is most of it (its device idled waiting
+// for work; the host side's causes apply), device_bound when its host enqueued on time and its
+// device still reached the collectives late (slower device work: a slow or throttled GPU, or a
+// heavier shard).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collectives.h"
+#include "report_model.h"
+#include "straggler.h"
+
+namespace analyzer {
+
+struct ShapeSplit {
+  std::string shape;             // 'host_bound' | 'device_bound'
+  double host_share = 0;         // host_excess / device_excess, clamped to 0..1
+  int64_t device_excess_ns = 0;  // its median device lateness above the reference ranks'
+  int64_t host_excess_ns = 0;    // its median host enqueue lateness above theirs
+  std::string reference;         // whom it was compared with, for people
+};
+
+// stats as for FindLatenessStraggler; c its answer (a participant was found).
+ShapeSplit SplitLateness(const CollectiveData& data, const std::vector<ArrivalStats>& stats,
+                         const LatenessCandidate& c);
+
+// Its causes: the host side's (LatenessCauses of its host windows) weighed by the host share,
+// its device's own work before the collectives (compute) by the rest; ranked, best first.
+std::vector<Cause> ShapeCauses(const ShapeSplit& split, std::vector<Cause> host_causes,
+                               const std::string& label);
+
+Evidence ShapeEvidence(const ShapeSplit& split);
+
+}  // namespace analyzer
