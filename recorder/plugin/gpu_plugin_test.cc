@@ -11,9 +11,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <climits>
+#include <condition_variable>
+#include <deque>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "recorder/plugin/gpu_plugin_testing.h"
@@ -454,6 +462,87 @@ TEST_F(V5, AllSlotsInUseDropsAndCounts) {
   // Counts reconcile: every operation is in the ring, or unrecorded, or dropped.
   const Counters c = Delta();
   EXPECT_EQ(c.ops, c.unrecorded + c.slots_full + r.size());
+}
+
+// Two communicators, each with its host thread and its "proxy" thread, while a third thread
+// makes a recorder come and go every few hundred microseconds: the host's stop races the
+// device's events, mask switches race the calls. Every operation is recorded exactly once or
+// counted, none stays in flight, none is late.
+TEST_F(V5, ConcurrentHostDeviceAndReaderSwitches) {
+  constexpr int kOps = 20000;
+  struct Lane {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<ProfilerDriver::Task> queue;
+    bool done = false;
+  };
+  Lane lanes[2];
+  ProfilerDriver* comms[2] = {Comm(0xd0, 2, 0), Comm(0xd1, 2, 1)};
+  std::atomic<bool> stop_flapping{false};
+  SetReader(true);
+  std::thread flapper([&] {
+    bool present = true;
+    while (!stop_flapping.load()) {
+      present = !present;
+      SetReader(present);
+      std::this_thread::sleep_for(std::chrono::microseconds(300));
+    }
+    SetReader(true);
+  });
+  std::vector<std::thread> threads;
+  for (int c = 0; c < 2; ++c) {
+    threads.emplace_back([&, c] {  // the host
+      ProfilerDriver* d = comms[c];
+      for (int i = 0; i < kOps; ++i) {
+        ProfilerDriver::Task t = d->Launch({d->Collective("AllReduce", 64)}, 1, false)[0];
+        if (t.handle != nullptr && (t.mask & ncclProfileKernelCh)) {
+          std::unique_lock<std::mutex> lock(lanes[c].mu);
+          // NCCL's launches wait when its queues are full: a few hundred in flight at most.
+          lanes[c].cv.wait(lock, [&] { return lanes[c].queue.size() < 256; });
+          lanes[c].queue.push_back(t);
+          lanes[c].cv.notify_all();
+        }
+        d->Stop(t.handle);  // races the device's events
+      }
+      std::lock_guard<std::mutex> lock(lanes[c].mu);
+      lanes[c].done = true;
+      lanes[c].cv.notify_all();
+    });
+    threads.emplace_back([&, c] {  // NCCL's proxy thread
+      for (;;) {
+        ProfilerDriver::Task t;
+        {
+          std::unique_lock<std::mutex> lock(lanes[c].mu);
+          lanes[c].cv.wait(lock, [&] { return lanes[c].done || !lanes[c].queue.empty(); });
+          if (lanes[c].queue.empty()) return;
+          t = lanes[c].queue.front();
+          lanes[c].queue.pop_front();
+          lanes[c].cv.notify_all();
+        }
+        RunOnDevice(comms[c], t, 2, 10);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  stop_flapping = true;
+  flapper.join();
+  EXPECT_TRUE(OwnRing()->InFlight().empty());
+  std::vector<rs_gpu_op> r = Records();
+  const Counters c = Delta();
+  EXPECT_EQ(c.ops, 2u * kOps);
+  EXPECT_EQ(c.late, 0u);
+  EXPECT_EQ(c.slots_full, 0u);
+  EXPECT_EQ(r.size(), c.ops - c.unrecorded);
+  EXPECT_GT(r.size(), 0u);
+  EXPECT_GT(c.unrecorded, 0u);
+  std::map<uint64_t, std::set<uint64_t>> seqs;
+  for (const rs_gpu_op& op : r) {
+    EXPECT_EQ(op.state, RS_GPU_COMPLETED);
+    EXPECT_EQ(op.net_bytes_sent, 20u);
+    EXPECT_EQ(op.net_bytes_recv, 20u);
+    EXPECT_TRUE(seqs[op.nccl_comm_hash].insert(op.seq).second) << "seq written twice";
+    EXPECT_LE(op.seq, static_cast<uint64_t>(kOps));
+  }
 }
 
 // A process that forks: the child forgets the parent's region (closes its descriptor, never

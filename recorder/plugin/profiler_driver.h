@@ -94,8 +94,10 @@ class ProfilerDriver {
     int mask = 0;
   };
   // The group's launch: KernelLaunch (v5), the Group event, each task's Coll / P2p event,
-  // stopped at once ("enqueued"); then the GroupApi event's stop.
-  std::vector<Task> Launch(const std::vector<Call>& calls, uint8_t channels = 1) {
+  // stopped at once ("enqueued") unless the caller stops them itself; then the GroupApi
+  // event's stop.
+  std::vector<Task> Launch(const std::vector<Call>& calls, uint8_t channels = 1,
+                           bool stop_tasks = true) {
     std::vector<Task> tasks;
     if (calls.empty()) return tasks;
     const int mask = calls.front().mask;
@@ -139,7 +141,9 @@ class ProfilerDriver {
       }
       tasks.push_back(t);
     }
-    for (const Task& t : tasks) Stop(t.handle);
+    if (stop_tasks) {
+      for (const Task& t : tasks) Stop(t.handle);
+    }
     Stop(group);
     Stop(calls.front().group_api);
     return tasks;
