@@ -30,7 +30,7 @@
  *
  * Times: CLOCK_MONOTONIC nanoseconds of the host (the recorder's BPF clock). Device times are
  * the GPU's globaltimer (the `*_raw` fields) converted by the plugin to that clock; see
- * gpu_plugin.c for the calibration and `clock_error_ns` for its bound.
+ * gpu_clock.c for the calibration and `clock_error_ns` for its bound.
  *
  * Versioning: RS_GPU_RING_VERSION changes whenever a struct here changes layout or a field its
  * meaning; the recorder reads only the version it was built with (and says so in the bundle).
