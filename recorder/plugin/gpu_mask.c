@@ -9,7 +9,7 @@
 #define MAX_NCCL_LIBS 4 /* NCCL copies in one process that loaded this plugin */
 #define EPOCH_UNSET UINT64_MAX
 
-static int g_base, g_full;
+static int g_base, g_full;               /* atomic: set at every init */
 static int g_current;                    /* atomic: the value NCCL's variables hold */
 static int* g_nccl_masks[MAX_NCCL_LIBS]; /* atomic pointers */
 static uint64_t g_epoch;                 /* atomic: even when stable, odd while switching */
@@ -33,17 +33,16 @@ static void store_all(int value) {
 }
 
 void rs_gpu_mask_init(int* nccl_mask, int api_version) {
-  if (g_base == 0) {
-    const int device = DEVICE_EVENTS;
-    g_base = api_version >= 5 ? (ncclProfileColl | ncclProfileP2p | ncclProfileCollApi |
-                                 ncclProfileP2pApi | ncclProfileKernelLaunch)
-                              : (ncclProfileColl | ncclProfileP2p);
-    g_full = g_base | device;
-  }
-  int current = __atomic_load_n(&g_current, __ATOMIC_SEQ_CST);
-  if (current == 0) {
-    current = g_base;
-    __atomic_store_n(&g_current, current, __ATOMIC_SEQ_CST);
+  /* The same values at every init of a process (its NCCL has one API version). */
+  const int base = api_version >= 5 ? (ncclProfileColl | ncclProfileP2p | ncclProfileCollApi |
+                                       ncclProfileP2pApi | ncclProfileKernelLaunch)
+                                    : (ncclProfileColl | ncclProfileP2p);
+  __atomic_store_n(&g_full, base | DEVICE_EVENTS, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&g_base, base, __ATOMIC_SEQ_CST);
+  int current = 0;
+  if (__atomic_compare_exchange_n(&g_current, &current, base, 0, __ATOMIC_SEQ_CST,
+                                  __ATOMIC_SEQ_CST)) {
+    current = base; /* the first init */
   }
   if (nccl_mask == NULL) return;
   for (int i = 0; i < MAX_NCCL_LIBS; ++i) {
@@ -55,11 +54,17 @@ void rs_gpu_mask_init(int* nccl_mask, int api_version) {
       break;
     }
   }
-  __atomic_store_n(nccl_mask, current, __ATOMIC_SEQ_CST);
+  /* A switch meanwhile may have written its value before this one: write the latest. */
+  for (;;) {
+    __atomic_store_n(nccl_mask, current, __ATOMIC_SEQ_CST);
+    const int latest = __atomic_load_n(&g_current, __ATOMIC_SEQ_CST);
+    if (latest == current) break;
+    current = latest;
+  }
 }
 
 void rs_gpu_mask_want_full(int full) {
-  const int want = full ? g_full : g_base;
+  const int want = __atomic_load_n(full ? &g_full : &g_base, __ATOMIC_SEQ_CST);
   if (want == 0 || __atomic_load_n(&g_current, __ATOMIC_SEQ_CST) == want) return;
   uint64_t epoch = __atomic_load_n(&g_epoch, __ATOMIC_SEQ_CST);
   if ((epoch & 1) || !__atomic_compare_exchange_n(&g_epoch, &epoch, epoch + 1, 0, __ATOMIC_SEQ_CST,
