@@ -308,6 +308,7 @@ rs::Result<RecordingSummary> EventLoop::Run() {
     s.method = started[i] ? probes_[i]->method() : "off";
     s.events = started[i] ? probes_[i]->events() : 0;
     s.drops = started[i] ? probes_[i]->drops() : 0;
+    if (started[i] && s.note.empty()) s.note = probes_[i]->note();
     summary.events += s.events;
     summary.drops += s.drops;
   }

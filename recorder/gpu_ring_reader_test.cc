@@ -1,80 +1,20 @@
-// The GPU ring reader on regions built here by hand: a memfd laid out as gpu_ring.h says,
-// written by this test as the plugin writes it (the ring protocol's writer half).
+// The GPU ring reader on regions built by hand (gpu_ring_fake.h): a memfd laid out as
+// gpu_ring.h says, written as the plugin writes it (the ring protocol's writer half).
 #include "recorder/gpu_ring_reader.h"
 
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <string>
 #include <vector>
+
+#include "recorder/gpu_ring_fake.h"
 
 namespace rec {
 namespace {
 
-// A region in a memfd named as the plugin names it, with the writer's side of the protocol.
-class FakeRegion {
- public:
-  FakeRegion(uint32_t slots, uint32_t records, const char* name = RS_GPU_RING_NAME)
-      : slots_(slots), records_(records) {
-    fd_ = memfd_create(name, MFD_CLOEXEC);
-    EXPECT_GE(fd_, 0);
-    size_ = RS_GPU_REGION_BYTES(slots, records);
-    EXPECT_EQ(ftruncate(fd_, static_cast<off_t>(size_)), 0);
-    base_ = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-    EXPECT_NE(base_, MAP_FAILED);
-    h = static_cast<rs_gpu_ring_header*>(base_);
-    h->magic = RS_GPU_RING_MAGIC;
-    h->version = RS_GPU_RING_VERSION;
-    h->header_bytes = RS_GPU_HEADER_BYTES;
-    h->record_bytes = sizeof(rs_gpu_op);
-    h->slot_count = slots;
-    h->ring_records = records;
-    h->pid = getpid();
-    h->api_version = 5;
-    auto* ops = reinterpret_cast<rs_gpu_op*>(static_cast<char*>(base_) + RS_GPU_HEADER_BYTES);
-    slot = ops;
-    ring = ops + slots;
-  }
-  ~FakeRegion() {
-    munmap(base_, size_);
-    close(fd_);
-  }
-  std::string path() const { return "/proc/self/fd/" + std::to_string(fd_); }
-  int fd() const { return fd_; }
-
-  // writer: i = fetch_add(&head, 1); stamp 0; fields; stamp i + 1. Split in two so that a
-  // test can leave a record half-written.
-  uint64_t Begin() {
-    const uint64_t i = __atomic_fetch_add(&h->head, 1, __ATOMIC_ACQ_REL);
-    __atomic_store_n(&ring[i % records_].stamp, 0, __ATOMIC_RELEASE);
-    return i;
-  }
-  void End(uint64_t i, uint64_t seq) {
-    rs_gpu_op& r = ring[i % records_];
-    r.seq = seq;
-    r.nccl_comm_hash = 0xabc;
-    r.enqueue_ns = static_cast<int64_t>(1000 + seq);
-    r.func = RS_GPU_ALL_REDUCE;
-    __atomic_store_n(&r.stamp, i + 1, __ATOMIC_RELEASE);
-  }
-  void Write(uint64_t seq) { End(Begin(), seq); }
-  void WriteMany(uint64_t first_seq, int n) {
-    for (int k = 0; k < n; ++k) Write(first_seq + static_cast<uint64_t>(k));
-  }
-
-  rs_gpu_ring_header* h = nullptr;
-  rs_gpu_op* slot = nullptr;
-  rs_gpu_op* ring = nullptr;
-
- private:
-  uint32_t slots_, records_;
-  int fd_ = -1;
-  void* base_ = nullptr;
-  size_t size_ = 0;
-};
+using testing::FakeGpuRegion;
 
 std::vector<uint64_t> Seqs(const std::vector<rs_gpu_op>& ops) {
   std::vector<uint64_t> out;
@@ -82,14 +22,14 @@ std::vector<uint64_t> Seqs(const std::vector<rs_gpu_op>& ops) {
   return out;
 }
 
-GpuRingReader MustOpen(const FakeRegion& region) {
+GpuRingReader MustOpen(const FakeGpuRegion& region) {
   auto r = GpuRingReader::Open(region.path());
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
   return std::move(r).value();
 }
 
 TEST(GpuRingReader, ReadsRecordsInRingOrderOnce) {
-  FakeRegion region(4, 8);
+  FakeGpuRegion region(4, 8);
   GpuRingReader reader = MustOpen(region);
   EXPECT_TRUE(reader.Read().empty());
   region.WriteMany(1, 3);
@@ -99,6 +39,7 @@ TEST(GpuRingReader, ReadsRecordsInRingOrderOnce) {
   EXPECT_EQ(first[2].stamp, 3u);
   EXPECT_EQ(first[1].nccl_comm_hash, 0xabcu);
   EXPECT_EQ(first[1].enqueue_ns, 1002);
+  EXPECT_EQ(first[1].state, RS_GPU_COMPLETED);
   EXPECT_TRUE(reader.Read().empty());  // nothing new: nothing twice
   region.WriteMany(4, 6);              // wraps the 8-record ring without overtaking the reader
   EXPECT_EQ(Seqs(reader.Read()), (std::vector<uint64_t>{4, 5, 6, 7, 8, 9}));
@@ -107,7 +48,7 @@ TEST(GpuRingReader, ReadsRecordsInRingOrderOnce) {
 }
 
 TEST(GpuRingReader, ARecordStillBeingWrittenEndsTheRead) {
-  FakeRegion region(4, 8);
+  FakeGpuRegion region(4, 8);
   GpuRingReader reader = MustOpen(region);
   region.Write(1);
   const uint64_t half = region.Begin();  // index 1: claimed, not written yet
@@ -115,13 +56,13 @@ TEST(GpuRingReader, ARecordStillBeingWrittenEndsTheRead) {
   EXPECT_EQ(Seqs(reader.Read()), (std::vector<uint64_t>{1}));
   EXPECT_EQ(reader.read_records(), 1u);
   EXPECT_TRUE(reader.Read().empty());
-  region.End(half, 2);
+  region.End(half, FakeGpuRegion::Op(2));
   EXPECT_EQ(Seqs(reader.Read()), (std::vector<uint64_t>{2, 3}));
   EXPECT_EQ(reader.overruns(), 0u);
 }
 
 TEST(GpuRingReader, RecordsOverwrittenBeforeTheReadAreCountedAsOverruns) {
-  FakeRegion region(4, 8);
+  FakeGpuRegion region(4, 8);
   GpuRingReader reader = MustOpen(region);
   region.WriteMany(1, 3);
   EXPECT_EQ(reader.Read().size(), 3u);
@@ -138,7 +79,7 @@ TEST(GpuRingReader, RecordsOverwrittenBeforeTheReadAreCountedAsOverruns) {
 }
 
 TEST(GpuRingReader, TheFirstReadReturnsWhatIsStillInTheRing) {
-  FakeRegion region(4, 8);
+  FakeGpuRegion region(4, 8);
   region.WriteMany(1, 12);  // before any reader: the ring keeps the last 8
   GpuRingReader reader = MustOpen(region);
   EXPECT_EQ(Seqs(reader.Read()), (std::vector<uint64_t>{5, 6, 7, 8, 9, 10, 11, 12}));
@@ -147,17 +88,17 @@ TEST(GpuRingReader, TheFirstReadReturnsWhatIsStillInTheRing) {
 }
 
 TEST(GpuRingReader, InFlightReturnsTheUsedSlotsOldestFirst) {
-  FakeRegion region(4, 8);
-  region.slot[0].stamp = 7;
-  region.slot[0].enqueue_ns = 300;
-  region.slot[0].seq = 3;
-  region.slot[0].state = RS_GPU_STARTED;
-  region.slot[2].stamp = 1;
-  region.slot[2].enqueue_ns = 100;
-  region.slot[2].seq = 1;
-  region.slot[2].state = RS_GPU_ENQUEUED;
-  region.slot[3].enqueue_ns = 50;  // stamp 0: free, whatever it holds
-  region.slot[3].seq = 99;
+  FakeGpuRegion region(4, 8);
+  rs_gpu_op started = FakeGpuRegion::Op(3), enqueued = FakeGpuRegion::Op(1),
+            free = FakeGpuRegion::Op(99);
+  started.enqueue_ns = 300;
+  started.state = RS_GPU_STARTED;
+  enqueued.enqueue_ns = 100;
+  enqueued.state = RS_GPU_ENQUEUED;
+  free.enqueue_ns = 50;
+  region.Hold(0, started, 7);
+  region.Hold(2, enqueued, 1);
+  region.Hold(3, free, 0);  // stamp 0: free, whatever it holds
   GpuRingReader reader = MustOpen(region);
   auto in_flight = reader.InFlight();
   ASSERT_EQ(Seqs(in_flight), (std::vector<uint64_t>{1, 3}));
@@ -168,7 +109,7 @@ TEST(GpuRingReader, InFlightReturnsTheUsedSlotsOldestFirst) {
 }
 
 TEST(GpuRingReader, HeartbeatIsWrittenAndTheHeaderIsLive) {
-  FakeRegion region(4, 8);
+  FakeGpuRegion region(4, 8);
   GpuRingReader reader = MustOpen(region);
   EXPECT_EQ(region.h->reader_heartbeat_ns, 0);
   reader.Heartbeat(123456789);
@@ -181,7 +122,7 @@ TEST(GpuRingReader, HeartbeatIsWrittenAndTheHeaderIsLive) {
 }
 
 TEST(GpuRingReader, MovedReaderKeepsItsPlace) {
-  FakeRegion region(4, 8);
+  FakeGpuRegion region(4, 8);
   GpuRingReader a = MustOpen(region);
   region.WriteMany(1, 2);
   EXPECT_EQ(a.Read().size(), 2u);
@@ -199,19 +140,19 @@ std::string OpenError(const std::string& path) {
 
 TEST(GpuRingReader, RefusesRegionsOfAnotherLayoutSayingWhy) {
   {
-    FakeRegion region(4, 8);
+    FakeGpuRegion region(4, 8);
     region.h->magic = 0x1234;
     const std::string e = OpenError(region.path());
     EXPECT_NE(e.find(region.path()), std::string::npos) << e;
     EXPECT_NE(e.find("not a rankscope GPU ring"), std::string::npos) << e;
   }
   {
-    FakeRegion region(4, 8);
+    FakeGpuRegion region(4, 8);
     region.h->magic = 0;  // the plugin has not written its header yet
     EXPECT_NE(OpenError(region.path()).find("not initialized yet"), std::string::npos);
   }
   {
-    FakeRegion region(4, 8);
+    FakeGpuRegion region(4, 8);
     region.h->version = RS_GPU_RING_VERSION + 1;
     const std::string e = OpenError(region.path());
     EXPECT_NE(e.find("GPU ring version " + std::to_string(RS_GPU_RING_VERSION + 1) +
@@ -220,27 +161,27 @@ TEST(GpuRingReader, RefusesRegionsOfAnotherLayoutSayingWhy) {
         << e;
   }
   {
-    FakeRegion region(4, 8);
+    FakeGpuRegion region(4, 8);
     region.h->record_bytes = sizeof(rs_gpu_op) + 8;
     EXPECT_NE(OpenError(region.path()).find("another layout"), std::string::npos);
   }
   {
-    FakeRegion region(4, 8);
+    FakeGpuRegion region(4, 8);
     region.h->header_bytes = 2048;
     EXPECT_NE(OpenError(region.path()).find("another layout"), std::string::npos);
   }
   {
-    FakeRegion region(4, 8);
+    FakeGpuRegion region(4, 8);
     region.h->ring_records = 9;  // one record more than the file holds
     EXPECT_NE(OpenError(region.path()).find("does not fit"), std::string::npos);
   }
   {
-    FakeRegion region(4, 8);
+    FakeGpuRegion region(4, 8);
     region.h->slot_count = 0;
     EXPECT_NE(OpenError(region.path()).find("does not fit"), std::string::npos);
   }
   {
-    FakeRegion region(4, 8);
+    FakeGpuRegion region(4, 8);
     ASSERT_EQ(ftruncate(region.fd(), 100), 0);  // created, not sized yet
     EXPECT_NE(OpenError(region.path()).find("shorter than its header"), std::string::npos);
   }
@@ -249,8 +190,8 @@ TEST(GpuRingReader, RefusesRegionsOfAnotherLayoutSayingWhy) {
 }
 
 TEST(FindGpuRing, FindsTheRegionAmongTheProcessFds) {
-  FakeRegion other(4, 8, "something-else");
-  FakeRegion region(4, 8);
+  FakeGpuRegion other(4, 8, "something-else");
+  FakeGpuRegion region(4, 8);
   auto found = FindGpuRing("/proc", getpid());
   ASSERT_TRUE(found.ok()) << found.error().message();
   ASSERT_TRUE(found->has_value());
@@ -268,7 +209,7 @@ TEST(FindGpuRing, FindsTheRegionAmongTheProcessFds) {
 }
 
 TEST(FindGpuRing, NoRegionIsNotAnError) {
-  FakeRegion other(4, 8, "something-else");
+  FakeGpuRegion other(4, 8, "something-else");
   auto none = FindGpuRing("/proc", getpid());
   ASSERT_TRUE(none.ok()) << none.error().message();
   EXPECT_FALSE(none->has_value());

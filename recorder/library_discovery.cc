@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "recorder/plugin/gpu_ring.h"
 #include "recorder/process_table.h"
 #include "recorder/symbolize.h"
 
@@ -33,6 +34,10 @@ bool IsPidDir(const char* name) {
   }
   return true;
 }
+
+// How the plugin's memfd shows in a maps line: "/memfd:rankscope-gpu (deleted)".
+constexpr std::string_view kGpuRingMapping = "/memfd:" RS_GPU_RING_NAME;
+constexpr std::string_view kGpuRingMappingDeleted = "/memfd:" RS_GPU_RING_NAME " (deleted)";
 
 int64_t MonotonicMs() {
   timespec ts{};
@@ -96,16 +101,26 @@ const ProcLibraryMaps::Process& ProcLibraryMaps::Get(int pid, int64_t now_ms, bo
   std::string line;
   while (std::getline(in, line)) {
     // Cheap pre-filter: most processes map none of these libraries.
-    if (line.find("libnccl") == std::string::npos && line.find("libcuda") == std::string::npos) {
+    if (line.find("libnccl") == std::string::npos && line.find("libcuda") == std::string::npos &&
+        line.find(kGpuRingMapping) == std::string::npos) {
       continue;
     }
     for (const Mapping& m : ParseMaps(line)) {
+      if (m.path == kGpuRingMapping || m.path == kGpuRingMappingDeleted) p.gpu_ring = true;
       if (m.path.empty() || m.path[0] != '/' || m.path.ends_with(" (deleted)")) continue;
       if (ClassifyLibrary(m.path)) paths.insert(m.path);
     }
   }
   p.paths.assign(paths.begin(), paths.end());
   return p;
+}
+
+std::vector<int> ProcLibraryMaps::GpuRingPids() const {
+  std::vector<int> out;
+  for (const auto& [pid, entry] : processes_) {
+    if (entry.second.gpu_ring) out.push_back(pid);
+  }
+  return out;
 }
 
 LibraryDiscovery::LibraryDiscovery(std::string proc_root, std::set<LibraryKind> kinds,

@@ -40,6 +40,8 @@ struct LibraryCopy {
 // The NCCL / CUDA library paths every process maps, read from <proc_root>/PID/maps. One
 // reading is shared by every discovery that asks within kMaxAgeMs: the NCCL and the CUDA
 // probes rescan in the same loop tick, so /proc is read once per rescan, not once per probe.
+// The same reading notes the processes that map rankscope's NCCL profiler plugin region
+// (recorder/plugin/gpu_ring.h), which the gpu probe then opens.
 class ProcLibraryMaps {
  public:
   explicit ProcLibraryMaps(std::string proc_root, int64_t max_age_ms = kMaxAgeMs)
@@ -49,6 +51,7 @@ class ProcLibraryMaps {
     bool readable = false;           // false: exited, or a kernel thread we may not read
     std::optional<uint64_t> netns;   // network namespace inode
     std::vector<std::string> paths;  // absolute, not deleted, classified by ClassifyLibrary
+    bool gpu_ring = false;           // maps /memfd:rankscope-gpu (the plugin's region)
   };
   // Every numeric entry of <proc_root>, and one process; read again when older than
   // max_age_ms, or (`fresh`) always: the process was just seen mapping a library.
@@ -57,6 +60,10 @@ class ProcLibraryMaps {
   const Process& Get(int pid, int64_t now_ms, bool fresh = false);
   const std::string& proc_root() const { return proc_root_; }
   uint64_t reads() const { return reads_; }  // maps files read (for tests)
+  // When Pids last listed every process (CLOCK_MONOTONIC ms; -1: never).
+  int64_t listed_at_ms() const { return pids_at_ms_; }
+  // The processes whose latest reading maps the plugin's region, by pid; no file is read.
+  std::vector<int> GpuRingPids() const;
 
   static constexpr int64_t kMaxAgeMs = 20;
 

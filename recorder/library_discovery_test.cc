@@ -151,6 +151,34 @@ TEST_F(FakeProc, NcclAndCudaDiscoveriesShareOneReadingOfProc) {
   EXPECT_EQ(expired.reads(), 6u);
 }
 
+// The same reading notes processes that map rankscope's NCCL profiler plugin region.
+TEST_F(FakeProc, NotesProcessesThatMapThePluginRegion) {
+  File("host", "/opt/lib/libnccl.so.2");
+  const std::string region =
+      "7f1000000000-7f1000250000 rw-s 00000000 00:01 3181 /memfd:rankscope-gpu (deleted)\n";
+  Process(50, "host", Line("/opt/lib/libnccl.so.2") + region);
+  Process(51, "host",
+          "7f1000000000-7f1000250000 rw-s 00000000 00:01 3182 /memfd:rankscope-gpux (deleted)\n"
+          "7f2000000000-7f2000001000 rw-s 00000000 00:01 3183 /memfd:other (deleted)\n" +
+              Line("/dev/shm/rankscope-gpu"));
+  Process(52, "host", region);  // a forked child: the same region, no library of its own
+  Process(53, "host", Line("/usr/lib/x86_64-linux-gnu/libc.so.6"));
+  ProcLibraryMaps maps(proc(), /*max_age_ms=*/600'000);
+  EXPECT_EQ(maps.listed_at_ms(), -1);
+  EXPECT_TRUE(maps.GpuRingPids().empty());  // nothing read yet
+  LibraryDiscovery nccl(proc(), {LibraryKind::kNccl}, {}, 0, &maps);
+  ASSERT_EQ(nccl.Scan().size(), 1u);  // the region is not a library
+  EXPECT_GE(maps.listed_at_ms(), 0);
+  EXPECT_EQ(maps.GpuRingPids(), (std::vector<int>{50, 52}));
+  EXPECT_TRUE(maps.Get(50, 0).gpu_ring);
+  EXPECT_FALSE(maps.Get(51, 0).gpu_ring);
+  EXPECT_EQ(maps.reads(), 4u);  // one reading for both questions
+  // An exec'd image without the plugin: noted at the next reading of that process.
+  std::ofstream(dir_ / "proc/50/maps") << Line("/usr/lib/x86_64-linux-gnu/libc.so.6");
+  EXPECT_FALSE(maps.Get(50, 0, /*fresh=*/true).gpu_ring);
+  EXPECT_EQ(maps.GpuRingPids(), (std::vector<int>{52}));
+}
+
 TEST_F(FakeProc, ScopeNetnsScansOnlyProcessesOfThatNamespace) {
   File("host", "/opt/lib/libnccl.so.2");
   File("other", "/opt/lib/libnccl.so.2");

@@ -1,5 +1,7 @@
 #include "recorder/nccl_decode.h"
 
+#include <iterator>
+
 #include "rscore/comm_hash.h"
 #include "rscore/nccl_comm_hash.h"
 
@@ -11,23 +13,28 @@ constexpr int64_t kNcclInProgress = 7;  // non-blocking communicators: the call 
 int32_t I32(uint64_t reg) { return static_cast<int32_t>(reg); }  // an `int` argument
 int64_t S64(uint64_t v) { return static_cast<int64_t>(v); }
 
+// nccl_events.op of the operations, by NCCL's ncclFunc_t number (the profiler's numbering).
+enum NcclFunc { kBroadcast = 0, kReduce, kAllGather, kReduceScatter, kAllReduce, kSend = 6, kRecv };
+constexpr const char* kFuncOps[] = {"BROADCAST",  "REDUCE", "ALL_GATHER", "REDUCE_SCATTER",
+                                    "ALL_REDUCE", nullptr,  "SEND",       "RECV"};
+
 const char* OpName(uint16_t fn) {
   switch (fn) {
     case NCCL_FN_ALL_REDUCE:
-      return "ALL_REDUCE";
+      return kFuncOps[kAllReduce];
     case NCCL_FN_ALL_GATHER:
-      return "ALL_GATHER";
+      return kFuncOps[kAllGather];
     case NCCL_FN_REDUCE_SCATTER:
-      return "REDUCE_SCATTER";
+      return kFuncOps[kReduceScatter];
     case NCCL_FN_BROADCAST:
     case NCCL_FN_BCAST:
-      return "BROADCAST";
+      return kFuncOps[kBroadcast];
     case NCCL_FN_REDUCE:
-      return "REDUCE";
+      return kFuncOps[kReduce];
     case NCCL_FN_SEND:
-      return "SEND";
+      return kFuncOps[kSend];
     case NCCL_FN_RECV:
-      return "RECV";
+      return kFuncOps[kRecv];
     case NCCL_FN_GROUP_START:
       return "GROUP_START";
     case NCCL_FN_GROUP_END:
@@ -92,6 +99,11 @@ uint64_t InitAllHash(int pid, uint64_t first_comm, uint64_t entry_ns) {
 }
 
 }  // namespace
+
+const char* NcclFuncOpName(int func) {
+  if (func < 0 || func >= static_cast<int>(std::size(kFuncOps))) return nullptr;
+  return kFuncOps[func];
+}
 
 std::optional<std::string> NcclDatatypeName(int32_t dt) {
   static const char* kNames[] = {"int8",    "uint8",    "int32",      "uint32",

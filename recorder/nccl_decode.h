@@ -52,6 +52,9 @@ struct NcclInitInfo {
   int64_t rank = 0, nranks = 0;
 };
 
+// nccl_events.op of an operation by NCCL's ncclFunc_t number (0 BROADCAST ... 4 ALL_REDUCE,
+// 6 SEND, 7 RECV; the numbering of NCCL's profiler events); nullptr for any other number.
+const char* NcclFuncOpName(int func);
 std::optional<std::string> NcclDatatypeName(int32_t dt);  // 'float32', ...
 std::optional<int64_t> NcclDatatypeSize(int32_t dt);
 std::string NcclRedOpName(int32_t op);  // 'sum', ..., 'custom' for >= 5

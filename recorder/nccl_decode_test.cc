@@ -414,6 +414,17 @@ TEST(NcclDecode, DatatypeAndOpNames) {
   EXPECT_EQ(NcclDatatypeSize(9), 2);
   EXPECT_EQ(NcclRedOpName(1), "prod");
   EXPECT_EQ(NcclRedOpName(7), "custom");
+  // By ncclFunc_t, as NCCL's profiler numbers operations: the names of the calls' rows.
+  EXPECT_STREQ(NcclFuncOpName(0), "BROADCAST");
+  EXPECT_STREQ(NcclFuncOpName(1), "REDUCE");
+  EXPECT_STREQ(NcclFuncOpName(2), "ALL_GATHER");
+  EXPECT_STREQ(NcclFuncOpName(3), "REDUCE_SCATTER");
+  EXPECT_STREQ(NcclFuncOpName(4), "ALL_REDUCE");
+  EXPECT_EQ(NcclFuncOpName(5), nullptr);  // ncclFuncSendRecv: never an operation's own
+  EXPECT_STREQ(NcclFuncOpName(6), "SEND");
+  EXPECT_STREQ(NcclFuncOpName(7), "RECV");
+  EXPECT_EQ(NcclFuncOpName(8), nullptr);
+  EXPECT_EQ(NcclFuncOpName(-1), nullptr);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ enum LongOnly {
   kOptCudaLib,
   kOptCudaSample,
   kOptNoLoadTracepoint,
+  kOptNoGpu,
   kOptHelp,
   kOptVersion,
 };
@@ -39,6 +40,7 @@ const option kLongOptions[] = {
     {"cuda-lib", required_argument, nullptr, kOptCudaLib},
     {"cuda-launch-sample", required_argument, nullptr, kOptCudaSample},
     {"no-load-tracepoint", no_argument, nullptr, kOptNoLoadTracepoint},
+    {"no-gpu", no_argument, nullptr, kOptNoGpu},
     {"verbose", no_argument, nullptr, 'v'},
     {"help", no_argument, nullptr, kOptHelp},
     {"version", no_argument, nullptr, kOptVersion},
@@ -150,6 +152,9 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
       case kOptNoLoadTracepoint:
         o.load_tracepoint = false;
         break;
+      case kOptNoGpu:
+        o.gpu = false;
+        break;
       case 'v':
         o.verbose = true;
         break;
@@ -213,6 +218,8 @@ activity on this node into a zstd-compressed SQLite bundle. Needs root.
       --no-load-tracepoint    find libraries loaded later by rescans only (every 500 ms and
                               after an exec), not at once: saves about 40 ns on every system
                               call of the node, costs up to about 150 ms of calls per late load
+      --no-gpu                do not read rankscope's NCCL profiler plugin (table gpu_ops: when
+                              the GPU ran each collective); the plugin then records nothing
   -v, --verbose               log every attachment
       --help                  show this help
       --version               show the version

@@ -33,6 +33,9 @@ struct RecorderOptions {
   // --no-load-tracepoint: find later library loads by rescans only (the library-load
   // tracepoint puts every task of the node on the traced system-call path).
   bool load_tracepoint = true;
+  // --no-gpu: leave rankscope's NCCL profiler plugin unread (the gpu source; without a
+  // reader the plugin records nothing and asks NCCL for no device-side events).
+  bool gpu = true;
   bool verbose = false;  // -v
   bool help = false;     // --help
   bool version = false;  // --version

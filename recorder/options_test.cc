@@ -45,6 +45,7 @@ TEST(ParseOptions, EveryFlag) {
                                  "--cuda-launch-sample",
                                  "16",
                                  "--no-load-tracepoint",
+                                 "--no-gpu",
                                  "-v"});
   EXPECT_EQ(o.out, "/tmp/n.rsb");
   ASSERT_TRUE(o.duration_ns);
@@ -59,6 +60,7 @@ TEST(ParseOptions, EveryFlag) {
   EXPECT_EQ(o.cuda_libs, (std::vector<std::string>{"/b/libcudart.so", "/c/libcuda.so"}));
   EXPECT_EQ(o.cuda_launch_sample, 16);
   EXPECT_FALSE(o.load_tracepoint);
+  EXPECT_FALSE(o.gpu);
   EXPECT_TRUE(o.verbose);
 }
 
@@ -73,6 +75,7 @@ TEST(ParseOptions, DefaultsAndEqualsForm) {
   EXPECT_EQ(o.scope, Scope::kHost);
   EXPECT_EQ(o.cuda_launch_sample, 1);
   EXPECT_TRUE(o.load_tracepoint);
+  EXPECT_TRUE(o.gpu);
   EXPECT_EQ(o.simulate_clock_offset_ns, 0);
   EXPECT_FALSE(o.verbose);
   EXPECT_EQ(MustParse({"-o", "y.rsb", "-d", "2m"}).duration_ns.value_or(0), 120'000'000'000);
@@ -116,8 +119,8 @@ TEST(ParseOptions, UsageNamesEveryOptionAndMarksTestingOnes) {
   std::string u = UsageText();
   for (const char* flag :
        {"--out", "--duration", "--node", "--config", "--pid", "--scope", "--nccl-lib", "--cuda-lib",
-        "--cuda-launch-sample", "--verbose", "--help", "--version", "--simulate-clock-offset",
-        "--simulate-clock-drift"}) {
+        "--cuda-launch-sample", "--no-load-tracepoint", "--no-gpu", "--verbose", "--help",
+        "--version", "--simulate-clock-offset", "--simulate-clock-drift"}) {
     EXPECT_NE(u.find(flag), std::string::npos) << flag;
   }
   EXPECT_LT(u.find("Testing only"), u.find("--simulate-clock-offset"));

@@ -69,6 +69,8 @@ class Probe {
   virtual std::string method() const = 0;  // 'tp_btf', 'tracepoint', 'uprobe', 'off'
   virtual uint64_t events() const = 0;     // rows written
   virtual uint64_t drops() const = 0;      // reserve failures + entries lost (per-CPU stats map)
+  // sources.note of a source that started (e.g. why it recorded nothing); "" for none.
+  virtual std::string note() const { return ""; }
 };
 
 }  // namespace rec

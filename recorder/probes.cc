@@ -2,6 +2,7 @@
 
 #include "recorder/block_probe.h"
 #include "recorder/cuda_probe.h"
+#include "recorder/gpu_probe.h"
 #include "recorder/nccl_probe.h"
 #include "recorder/process_probe.h"
 #include "recorder/sched_probe.h"
@@ -19,6 +20,9 @@ std::vector<std::unique_ptr<Probe>> MakeProbes(const RecorderOptions& opts) {
   // User-space calls: NCCL and CUDA (uprobes on every discovered library copy).
   probes.push_back(MakeNcclProbe(opts));
   probes.push_back(MakeCudaProbe(opts));
+  // After them: its region discovery reuses their rescans' readings of /proc (same tick), and
+  // at Finish it looks up the NCCL rows they wrote.
+  probes.push_back(MakeGpuProbe(opts));
   return probes;
 }
 

@@ -100,6 +100,14 @@ rs::Result<void> ProcessTable::SetNcclRank(int pid, int64_t rank, int64_t nranks
   return Write(p);
 }
 
+rs::Result<void> ProcessTable::SetNcclProfilerApi(int pid, int64_t api_version) {
+  if (!IsTraced(pid)) RETURN_IF_ERROR(Trace(pid));
+  ProcessInfo& p = procs_[pid];
+  if (p.nccl_profiler_api == api_version) return rs::Ok();
+  p.nccl_profiler_api = api_version;
+  return Write(p);
+}
+
 const ProcessInfo* ProcessTable::Find(int pid) const {
   auto it = procs_.find(pid);
   return it == procs_.end() ? nullptr : &it->second;
@@ -125,8 +133,8 @@ rs::Result<void> ProcessTable::Write(const ProcessInfo& p) {
                                 "env_local_world_size, env_group_rank, env_role_rank, "
                                 "torchelastic_run_id, slurm_procid, slurm_localid, "
                                 "slurm_nodeid, slurm_job_id, nccl_rank, nccl_nranks, rank, "
-                                "rank_conflict) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                                "?, ?, ?, ?, ?, ?, ?, ?)"));
+                                "rank_conflict, nccl_profiler_api) VALUES (?, ?, ?, ?, ?, ?, ?, "
+                                "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   std::optional<int64_t> netns;
   if (p.netns) netns = static_cast<int64_t>(*p.netns);
   std::optional<std::string> comm, exe, conflict;
@@ -139,6 +147,7 @@ rs::Result<void> ProcessTable::Write(const ProcessInfo& p) {
   st.Bind(13, p.env.torchelastic_run_id).Bind(14, p.env.slurm_procid);
   st.Bind(15, p.env.slurm_localid).Bind(16, p.env.slurm_nodeid).Bind(17, p.env.slurm_job_id);
   st.Bind(18, p.nccl_rank).Bind(19, p.nccl_nranks).Bind(20, p.rank).Bind(21, conflict);
+  st.Bind(22, p.nccl_profiler_api);
   return st.Run();
 }
 

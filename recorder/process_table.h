@@ -24,6 +24,7 @@ struct ProcessInfo {
   std::optional<uint64_t> netns;
   rs::RankEnv env;  // only the rank variables, never the rest of the environment
   std::optional<int64_t> nccl_rank, nccl_nranks;
+  std::optional<int64_t> nccl_profiler_api;  // rankscope's plugin in it: NCCL's profiler API
   std::optional<int64_t> rank;  // best known global rank; NULL while the sources disagree
   std::string rank_conflict;    // set when they disagree
 };
@@ -45,6 +46,9 @@ class ProcessTable {
   // Traces the pid if needed. A disagreement with the environment's rank is stored in
   // rank_conflict, never resolved silently.
   rs::Result<void> SetNcclRank(int pid, int64_t rank, int64_t nranks);
+  // The profiler API version NCCL uses with rankscope's plugin in this process (the gpu
+  // probe reads it from the plugin's region). Traces the pid if needed.
+  rs::Result<void> SetNcclProfilerApi(int pid, int64_t api_version);
   bool IsTraced(int pid) const { return procs_.count(pid) != 0; }
   const ProcessInfo* Find(int pid) const;
   std::vector<int> TracedPids() const;

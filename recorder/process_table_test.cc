@@ -119,6 +119,24 @@ TEST(ProcessTable, RankConflictIsStoredNeverResolved) {
   EXPECT_EQ(t.Int("SELECT nccl_rank FROM processes"), 1);
 }
 
+TEST(ProcessTable, NcclProfilerApiOfThePluginTracesTheProcessAndKeepsTheRest) {
+  FakeProc proc;
+  proc.Add(75, "trainer", 1, Env({"RANK=2"}));
+  proc.Add(76, "other", 1, Env({}));
+  TestDb t;
+  ProcessTable table(&t.db, "n1", proc.root(), 0, nullptr);
+  ASSERT_TRUE(table.SetNcclRank(75, 2, 4).ok());
+  ASSERT_TRUE(table.SetNcclProfilerApi(75, 5).ok());
+  EXPECT_EQ(t.Text("SELECT nccl_profiler_api || ' ' || nccl_rank || ' ' || rank FROM processes"
+                   " WHERE pid = 75"),
+            "5 2 2");
+  ASSERT_TRUE(table.SetNcclProfilerApi(76, 4).ok());  // traces on first sight
+  EXPECT_TRUE(table.IsTraced(76));
+  EXPECT_EQ(t.Int("SELECT nccl_profiler_api FROM processes WHERE pid = 76"), 4);
+  EXPECT_EQ(t.Int("SELECT COUNT(*) FROM processes WHERE nccl_profiler_api IS NULL"), 0);
+  EXPECT_FALSE(table.SetNcclProfilerApi(77, 5).ok());  // no such process
+}
+
 TEST(ProcessTable, NcclRankWithoutEnvironmentAndSlurmFallback) {
   FakeProc proc;
   proc.Add(80, "a", 1, Env({"PATH=/bin"}));

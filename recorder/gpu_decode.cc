@@ -1,0 +1,106 @@
+#include "recorder/gpu_decode.h"
+
+#include <cstdint>
+
+#include "recorder/nccl_decode.h"
+
+namespace rec {
+namespace {
+
+std::optional<int64_t> Positive(int64_t v) {
+  return v > 0 ? std::optional<int64_t>(v) : std::nullopt;
+}
+std::optional<int64_t> NonNegative(int32_t v) {
+  return v >= 0 ? std::optional<int64_t>(v) : std::nullopt;
+}
+std::optional<std::string> Text(const char* s) {
+  return s ? std::optional<std::string>(s) : std::nullopt;
+}
+
+}  // namespace
+
+const char* GpuAlgorithmName(uint8_t algo) {
+  switch (algo) {
+    case RS_GPU_ALGO_TREE:
+      return "TREE";
+    case RS_GPU_ALGO_RING:
+      return "RING";
+    case RS_GPU_ALGO_COLLNET_DIRECT:
+      return "COLLNET_DIRECT";
+    case RS_GPU_ALGO_COLLNET_CHAIN:
+      return "COLLNET_CHAIN";
+    case RS_GPU_ALGO_NVLS:
+      return "NVLS";
+    case RS_GPU_ALGO_NVLS_TREE:
+      return "NVLS_TREE";
+    case RS_GPU_ALGO_PAT:
+      return "PAT";
+    default:
+      return nullptr;
+  }
+}
+
+const char* GpuProtocolName(uint8_t proto) {
+  switch (proto) {
+    case RS_GPU_PROTO_LL:
+      return "LL";
+    case RS_GPU_PROTO_LL128:
+      return "LL128";
+    case RS_GPU_PROTO_SIMPLE:
+      return "SIMPLE";
+    default:
+      return nullptr;
+  }
+}
+
+const char* GpuStateName(uint8_t state) {
+  switch (state) {
+    case RS_GPU_ENQUEUED:
+      return "enqueued";
+    case RS_GPU_STARTED:
+      return "started";
+    case RS_GPU_COMPLETED:
+      return "completed";
+    default:
+      return nullptr;
+  }
+}
+
+std::optional<GpuOpRow> DecodeGpuOp(const rs_gpu_op& op) {
+  const char* name = NcclFuncOpName(op.func);
+  const char* state = GpuStateName(op.state);
+  if (!name || !state || op.enqueue_ns <= 0) return std::nullopt;
+  const bool p2p = op.func == RS_GPU_SEND || op.func == RS_GPU_RECV;
+  GpuOpRow row;
+  row.enqueue_mono_ns = op.enqueue_ns;
+  if (op.tid > 0) row.tid = op.tid;
+  row.op = name;
+  row.rank = NonNegative(op.rank);
+  row.nranks = Positive(op.nranks);
+  if (op.nccl_comm_hash != 0) row.nccl_comm_hash = op.nccl_comm_hash;
+  if (op.seq != 0) row.seq = static_cast<int64_t>(op.seq);
+  if (!p2p && op.nccl_seq != UINT64_MAX) row.nccl_seq = static_cast<int64_t>(op.nccl_seq);
+  row.count = static_cast<int64_t>(op.count);
+  row.datatype = NcclDatatypeName(op.datatype);
+  if (auto size = NcclDatatypeSize(op.datatype)) row.bytes = *row.count * *size;
+  if (p2p) {
+    row.peer = NonNegative(op.peer);
+  } else if (op.func == RS_GPU_BROADCAST || op.func == RS_GPU_REDUCE) {
+    row.root = NonNegative(op.peer);
+  }
+  row.algorithm = Text(GpuAlgorithmName(op.algo));
+  row.protocol = Text(GpuProtocolName(op.proto));
+  if (op.channels != 0) row.channels = op.channels;
+  row.device_start_mono_ns = Positive(op.device_start_ns);
+  row.device_end_mono_ns = Positive(op.device_end_ns);
+  if (!(op.flags & RS_GPU_CLOCK_UNBOUNDED) &&
+      (row.device_start_mono_ns || row.device_end_mono_ns)) {
+    row.clock_error_ns = op.clock_error_ns;
+  }
+  row.net_bytes_sent = static_cast<int64_t>(op.net_bytes_sent);
+  row.net_bytes_recv = static_cast<int64_t>(op.net_bytes_recv);
+  row.state = state;
+  return row;
+}
+
+}  // namespace rec

@@ -1,0 +1,42 @@
+// rankscope's NCCL profiler plugin records (recorder/plugin/gpu_ring.h) -> gpu_ops rows. Pure
+// bookkeeping, no mapping and no database, so it is tested on hand-made records: names as
+// nccl_events spells them (NcclFuncOpName, NcclDatatypeName), bytes from the count and the
+// datatype, peer or root by operation, zero and "none" values as NULL. Times stay on the
+// host's monotonic clock here; the gpu probe converts them to the wall clock.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "recorder/plugin/gpu_ring.h"
+
+namespace rec {
+
+struct GpuOpRow {
+  int64_t enqueue_mono_ns = 0;  // timestamp_ns, before conversion
+  std::optional<int64_t> tid;
+  std::string op;  // 'ALL_REDUCE', ..., 'SEND', 'RECV'
+  std::optional<int64_t> rank, nranks;
+  std::optional<uint64_t> nccl_comm_hash;
+  std::optional<int64_t> seq, nccl_seq;
+  std::optional<int64_t> count;
+  std::optional<std::string> datatype;
+  std::optional<int64_t> bytes, peer, root;
+  std::optional<std::string> algorithm, protocol;
+  std::optional<int64_t> channels;
+  std::optional<int64_t> device_start_mono_ns, device_end_mono_ns;  // NULL: not started / ended
+  std::optional<int64_t> clock_error_ns;  // NULL: unbounded, or no device time to bound
+  int64_t net_bytes_sent = 0, net_bytes_recv = 0;
+  std::string state;  // 'enqueued' | 'started' | 'completed'
+};
+
+// nullopt for a record this recorder cannot read: an operation or state it does not know, or
+// no enqueue time (counted as undecodable by the probe).
+std::optional<GpuOpRow> DecodeGpuOp(const rs_gpu_op& op);
+
+const char* GpuAlgorithmName(uint8_t algo);  // 'RING', 'TREE', ...; nullptr: unknown
+const char* GpuProtocolName(uint8_t proto);  // 'LL', 'LL128', 'SIMPLE'; nullptr: unknown
+const char* GpuStateName(uint8_t state);     // 'enqueued', ...; nullptr: unknown
+
+}  // namespace rec

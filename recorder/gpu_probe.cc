@@ -1,0 +1,369 @@
+#include "recorder/gpu_probe.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "recorder/attach_log.h"
+#include "recorder/library_attacher.h"
+#include "recorder/options.h"
+#include "recorder/process_table.h"
+
+namespace rec {
+namespace {
+
+int64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Whether `pid` (as this recorder sees pids) is the process whose own pid, in its namespace,
+// is `own_pid` (the region header's pid): the last NSpid of /proc/PID/status.
+bool IsPid(const std::string& proc_root, int pid, int own_pid) {
+  std::ifstream in(proc_root + "/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("NSpid:", 0) != 0) continue;
+    std::istringstream fields(line.substr(6));
+    int innermost = -1;
+    for (int v; fields >> v;) innermost = v;
+    return innermost == own_pid;
+  }
+  return pid == own_pid;  // no NSpid line (Linux < 4.1): one namespace
+}
+
+bool Alive(const std::string& proc_root, int pid) {
+  return access((proc_root + "/" + std::to_string(pid)).c_str(), F_OK) == 0;
+}
+
+}  // namespace
+
+rs::Result<rs::Statement> PrepareGpuInsert(rs::Db& db) {
+  return db.Prepare(
+      "INSERT INTO gpu_ops(id, node, timestamp_ns, pid, tid, op, rank, nranks, nccl_comm_hash,"
+      " seq, nccl_seq, count, datatype, bytes, peer, root, algorithm, protocol, channels,"
+      " device_start_ns, device_end_ns, clock_error_ns, net_bytes_sent, net_bytes_recv, state)"
+      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+}
+
+rs::Result<void> WriteGpuRow(rs::Statement& st, const GpuOpRow& row, const std::string& node,
+                             int64_t id, int pid, const rs::MonoToWall* clock) {
+  auto wall = [clock](int64_t mono) {
+    return clock && !clock->empty() ? clock->Convert(mono) : mono;
+  };
+  auto wall_opt = [&wall](std::optional<int64_t> mono) {
+    return mono ? std::optional<int64_t>(wall(*mono)) : std::nullopt;
+  };
+  st.Bind(1, id).Bind(2, node).Bind(3, wall(row.enqueue_mono_ns)).Bind(4, pid).Bind(5, row.tid);
+  st.Bind(6, row.op).Bind(7, row.rank).Bind(8, row.nranks).Bind(9, row.nccl_comm_hash);
+  st.Bind(10, row.seq).Bind(11, row.nccl_seq).Bind(12, row.count).Bind(13, row.datatype);
+  st.Bind(14, row.bytes).Bind(15, row.peer).Bind(16, row.root).Bind(17, row.algorithm);
+  st.Bind(18, row.protocol).Bind(19, row.channels).Bind(20, wall_opt(row.device_start_mono_ns));
+  st.Bind(21, wall_opt(row.device_end_mono_ns)).Bind(22, row.clock_error_ns);
+  st.Bind(23, row.net_bytes_sent).Bind(24, row.net_bytes_recv).Bind(25, row.state);
+  return st.Run();
+}
+
+rs::Result<int64_t> FillGpuCommIdHash(rs::Db& db, const std::string& node) {
+  // One pass over nccl_events into a small map, then one UPDATE joined with it.
+  RETURN_IF_ERROR(db.Exec(
+      "DROP TABLE IF EXISTS temp.gpu_comm_map;"
+      " CREATE TEMP TABLE gpu_comm_map(pid INTEGER, nccl_comm_hash INTEGER, comm_id_hash INTEGER,"
+      " PRIMARY KEY (pid, nccl_comm_hash)) WITHOUT ROWID"));
+  ASSIGN_OR_RETURN(rs::Statement fill,
+                   db.Prepare("INSERT INTO temp.gpu_comm_map"
+                              " SELECT pid, nccl_comm_hash, MIN(comm_id_hash) FROM nccl_events"
+                              " WHERE node = ?1 AND nccl_comm_hash IS NOT NULL"
+                              " AND comm_id_hash IS NOT NULL GROUP BY pid, nccl_comm_hash"
+                              " HAVING COUNT(DISTINCT comm_id_hash) = 1"));
+  RETURN_IF_ERROR(fill.Bind(1, node).Run());
+  ASSIGN_OR_RETURN(
+      rs::Statement update,
+      db.Prepare("UPDATE gpu_ops SET comm_id_hash = m.comm_id_hash"
+                 " FROM temp.gpu_comm_map AS m WHERE gpu_ops.node = ?1"
+                 " AND m.pid = gpu_ops.pid AND m.nccl_comm_hash = gpu_ops.nccl_comm_hash"));
+  RETURN_IF_ERROR(update.Bind(1, node).Run());
+  ASSIGN_OR_RETURN(int64_t changed, db.QueryInt("SELECT changes()"));
+  RETURN_IF_ERROR(db.Exec("DROP TABLE temp.gpu_comm_map"));
+  return changed;
+}
+
+GpuProbe::GpuProbe() = default;
+GpuProbe::~GpuProbe() = default;
+
+rs::Result<void> GpuProbe::Start(RecorderContext& ctx) {
+  enabled_ = !ctx.options || ctx.options->gpu;
+  started_ = true;
+  if (!enabled_) return rs::Ok();
+  if (!ctx.library_maps) own_maps_ = std::make_unique<ProcLibraryMaps>(ctx.proc_root);
+  ASSIGN_OR_RETURN(insert_, PrepareGpuInsert(*ctx.db));
+  Tick(ctx);  // regions of processes already running: heartbeat at once
+  return rs::Ok();
+}
+
+bool GpuProbe::Selected(RecorderContext& ctx, int pid) const {
+  if (ctx.options && !ctx.options->pids.empty()) {
+    // --pid: the chosen processes (and those the NCCL / CUDA probes traced within them).
+    if (ctx.processes) return ctx.processes->IsTraced(pid);
+    for (int p : ctx.options->pids) {
+      if (p == pid) return true;
+    }
+    return false;
+  }
+  if (ctx.scope_netns != 0) return ReadNetnsInode(ctx.proc_root, pid) == ctx.scope_netns;
+  return true;
+}
+
+void GpuProbe::Discover(RecorderContext& ctx, int64_t now_ms) {
+  ProcLibraryMaps& maps = ctx.library_maps ? *ctx.library_maps : *own_maps_;
+  if (ctx.options && !ctx.options->pids.empty()) {
+    // Only the selected processes' maps, at the rescans' pace.
+    if (now_ms >= next_pid_scan_ms_) {
+      next_pid_scan_ms_ = now_ms + kLibraryRescanMs;
+      std::vector<int> pids = ctx.processes ? ctx.processes->TracedPids() : ctx.options->pids;
+      for (int pid : pids) {
+        if (!pid_region_.count(pid)) (void)maps.Get(pid, now_ms);
+      }
+    }
+  } else if (maps.listed_at_ms() < 0 || now_ms - maps.listed_at_ms() > 2 * kLibraryRescanMs) {
+    // No NCCL / CUDA rescan read /proc lately (those probes are not running): read it here.
+    for (int pid : maps.Pids(now_ms)) (void)maps.Get(pid, now_ms);
+  }
+  for (int pid : maps.GpuRingPids()) {
+    if (pid_region_.count(pid) || given_up_.count(pid)) continue;
+    if (auto it = retry_at_ms_.find(pid); it != retry_at_ms_.end() && now_ms < it->second) continue;
+    if (!Selected(ctx, pid)) {
+      retry_at_ms_[pid] = INT64_MAX;  // out of the selection for good (until it execs)
+      continue;
+    }
+    Consider(ctx, pid, now_ms);
+  }
+}
+
+void GpuProbe::Consider(RecorderContext& ctx, int pid, int64_t now_ms) {
+  auto found = FindGpuRing(ctx.proc_root, pid);
+  if (!found.ok()) return Failed(ctx, pid, now_ms, found.error().message());
+  if (!found->has_value()) {
+    // Its maps showed the region (or did until it exited): look again at the rescans' pace.
+    retry_at_ms_[pid] = now_ms + kLibraryRescanMs;
+    return;
+  }
+  const GpuRingLocation& loc = **found;
+  const Key key{loc.dev, loc.ino};
+  if (auto it = regions_.find(key); it != regions_.end()) {
+    Region& r = *it->second;  // a forked child (or its parent) of a process already read
+    r.pids.insert(pid);
+    pid_region_[pid] = key;
+    if (!r.creator && IsPid(ctx.proc_root, pid, r.reader.header().pid)) {
+      r.pid = pid;
+      r.creator = true;
+      r.api_written = false;
+    }
+    return;
+  }
+  auto reader = GpuRingReader::Open(loc.path);
+  if (!reader.ok()) return Failed(ctx, pid, now_ms, reader.error().message());
+  auto region = std::make_unique<Region>(std::move(reader).value());
+  const rs_gpu_ring_header& h = region->reader.header();
+  region->pid = pid;
+  region->creator = IsPid(ctx.proc_root, pid, h.pid);
+  region->pids.insert(pid);
+  region->slots_full_at_open = h.drops_slots_full;
+  region->late_event_at_open = h.drops_late_event;
+  regions_.emplace(key, std::move(region));
+  pid_region_[pid] = key;
+  failures_.erase(pid);
+  retry_at_ms_.erase(pid);
+  ++regions_read_;
+  if (ctx.attach_log) ctx.attach_log->Record("gpu", "pid " + std::to_string(pid), "", true);
+}
+
+void GpuProbe::Failed(RecorderContext& ctx, int pid, int64_t now_ms, const std::string& error) {
+  Failure& f = failures_[pid];
+  if (f.first_ms == 0) f.first_ms = now_ms;
+  f.error = error;
+  if (now_ms - f.first_ms < kOpenGraceMs) {
+    retry_at_ms_[pid] = now_ms;  // the next tick
+    return;
+  }
+  LogFailure(ctx, pid, error);
+  failures_.erase(pid);
+}
+
+void GpuProbe::LogFailure(RecorderContext& ctx, int pid, const std::string& error) {
+  given_up_.insert(pid);
+  if (ctx.attach_log) ctx.attach_log->Record("gpu", "pid " + std::to_string(pid), "", false, error);
+}
+
+void GpuProbe::Write(RecorderContext& ctx, const Region& r, const rs_gpu_op& op) {
+  std::optional<GpuOpRow> row = DecodeGpuOp(op);
+  if (!row) {
+    ++closed_.undecodable;
+    return;
+  }
+  const int64_t id = ctx.ids ? ctx.ids->Next() : static_cast<int64_t>(events_ + 1);
+  auto written = WriteGpuRow(insert_, *row, ctx.node, id, r.pid, ctx.clock);
+  if (written.ok()) {
+    ++events_;
+    return;
+  }
+  ++write_errors_;
+  if (first_error_.empty()) {
+    first_error_ = written.error().message();
+    std::fprintf(stderr, "rankscope-record: gpu: cannot write a row: %s\n", first_error_.c_str());
+  }
+}
+
+void GpuProbe::Drain(RecorderContext& ctx, Region& r) {
+  for (const rs_gpu_op& op : r.reader.Read()) Write(ctx, r, op);
+  if (!r.api_written && r.reader.header().api_version > 0 && ctx.processes) {
+    // A process with a region is traced (it may have exited meanwhile: not an error).
+    r.api_written = ctx.processes->SetNcclProfilerApi(r.pid, r.reader.header().api_version).ok();
+  }
+}
+
+void GpuProbe::ReadAll(RecorderContext& ctx, int64_t now_ms) {
+  const int64_t now_ns = MonotonicNs();
+  for (auto& [key, r] : regions_) {
+    r->reader.Heartbeat(now_ns);
+    Drain(ctx, *r);
+  }
+  if (now_ms < next_liveness_ms_) return;
+  next_liveness_ms_ = now_ms + kLibraryRescanMs;
+  std::vector<Key> gone;
+  for (auto& [key, r] : regions_) {
+    for (auto it = r->pids.begin(); it != r->pids.end();) {
+      if (Alive(ctx.proc_root, *it)) {
+        ++it;
+        continue;
+      }
+      pid_region_.erase(*it);
+      it = r->pids.erase(it);
+    }
+    if (r->pids.empty()) gone.push_back(key);
+  }
+  for (const Key& key : gone) Close(ctx, key);
+}
+
+// Its processes are gone (or recording ends): the last records, then the operations still in
+// its slots, with the state they reached.
+void GpuProbe::Close(RecorderContext& ctx, const Key& key) {
+  auto it = regions_.find(key);
+  if (it == regions_.end()) return;
+  Region& r = *it->second;
+  Drain(ctx, r);
+  for (const rs_gpu_op& op : r.reader.InFlight()) {
+    Write(ctx, r, op);
+    ++in_flight_;
+  }
+  const rs_gpu_ring_header& h = r.reader.header();
+  closed_.overrun += r.reader.overruns();
+  closed_.slots_full += h.drops_slots_full - r.slots_full_at_open;
+  closed_.late_event += h.drops_late_event - r.late_event_at_open;
+  unrecorded_closed_ += h.ops_unrecorded;
+  for (int pid : r.pids) pid_region_.erase(pid);
+  regions_.erase(it);
+}
+
+void GpuProbe::Tick(RecorderContext& ctx) {
+  if (!enabled_ || finished_) return;
+  const int64_t now_ms = MonotonicNs() / 1'000'000;
+  Discover(ctx, now_ms);
+  ReadAll(ctx, now_ms);
+}
+
+void GpuProbe::OnProcessTraced(RecorderContext& /*ctx*/, int pid) {
+  retry_at_ms_.erase(pid);  // --pid: newly within the selection
+}
+
+void GpuProbe::OnProcessExec(RecorderContext& ctx, int pid) {
+  if (!enabled_ || finished_) return;
+  // The new image may load the plugin again (a new region); the old one is no longer its.
+  retry_at_ms_.erase(pid);
+  given_up_.erase(pid);
+  failures_.erase(pid);
+  auto it = pid_region_.find(pid);
+  if (it == pid_region_.end()) return;
+  const Key key = it->second;
+  pid_region_.erase(it);
+  auto r = regions_.find(key);
+  if (r == regions_.end()) return;
+  r->second->pids.erase(pid);
+  if (r->second->pids.empty()) Close(ctx, key);
+}
+
+GpuProbe::Drops GpuProbe::drop_counts() const {
+  Drops d = closed_;
+  for (const auto& [key, r] : regions_) {
+    const rs_gpu_ring_header& h = r->reader.header();
+    d.overrun += r->reader.overruns();
+    d.slots_full += h.drops_slots_full - r->slots_full_at_open;
+    d.late_event += h.drops_late_event - r->late_event_at_open;
+  }
+  return d;
+}
+
+uint64_t GpuProbe::drops() const {
+  const Drops d = drop_counts();
+  return d.overrun + d.slots_full + d.late_event + d.undecodable;
+}
+
+uint64_t GpuProbe::ops_unrecorded() const {
+  uint64_t n = unrecorded_closed_;
+  for (const auto& [key, r] : regions_) n += r->reader.header().ops_unrecorded;
+  return n;
+}
+
+std::string GpuProbe::note() const {
+  if (!enabled_) return "--no-gpu";
+  if (regions_read_ == 0) {
+    return "no process loaded rankscope's NCCL profiler plugin"
+           " (NCCL_PROFILER_PLUGIN=libnccl-profiler-rankscope.so)";
+  }
+  return "";
+}
+
+rs::Result<void> GpuProbe::Finish(RecorderContext& ctx) {
+  if (finished_ || !started_) return rs::Ok();
+  finished_ = true;
+  if (!enabled_) return rs::Ok();
+  std::vector<Key> keys;
+  for (const auto& [key, r] : regions_) keys.push_back(key);
+  for (const Key& key : keys) Close(ctx, key);
+  for (const auto& [pid, f] : failures_) LogFailure(ctx, pid, f.error);
+  failures_.clear();
+  if (!ctx.db) return rs::Ok();
+  auto filled = FillGpuCommIdHash(*ctx.db, ctx.node);
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   ctx.db->Prepare("INSERT OR REPLACE INTO metadata(key, value) VALUES (?, ?)"));
+  const Drops d = drop_counts();
+  const std::pair<const char*, uint64_t> counts[] = {
+      {"gpu_drops_overrun", d.overrun},
+      {"gpu_drops_slots_full", d.slots_full},
+      {"gpu_drops_late_event", d.late_event},
+      {"gpu_drops_undecodable", d.undecodable},
+      // Not drops: operations launched while no recorder read (before recording started, or
+      // before this recorder found the region).
+      {"gpu_ops_unrecorded", ops_unrecorded()},
+      {"gpu_in_flight", in_flight_},
+      {"gpu_regions", regions_read_},
+      {"gpu_ring_version", RS_GPU_RING_VERSION},
+  };
+  for (const auto& [key, n] : counts) {
+    RETURN_IF_ERROR(st.Bind(1, key).Bind(2, std::to_string(n)).Run());
+  }
+  if (!filled.ok()) return filled.error().Wrap("gpu: filling comm_id_hash");
+  if (!first_error_.empty()) return rs::Error("gpu: " + first_error_);
+  return rs::Ok();
+}
+
+std::unique_ptr<Probe> MakeGpuProbe(const RecorderOptions& /*opts*/) {
+  return std::make_unique<GpuProbe>();
+}
+
+}  // namespace rec
