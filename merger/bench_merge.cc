@@ -1,5 +1,6 @@
 // Merge throughput on synthetic cluster bundles (numbers go to tests/bench/merge.md).
 //   bench_merge [--nodes N] [--steps S] [--extra-sched K] [--repeat R] [--keep DIR] [--ab 1]
+//               [--collectives sync|async]
 // --ab 1: every round merges twice, event tables spliced and transferred by SQL (the order
 // alternating from round to round), and prints the ratio of the two times per round.
 #include <chrono>
@@ -37,6 +38,8 @@ int main(int argc, char** argv) {
       keep = argv[i + 1];
     else if (!std::strcmp(argv[i], "--ab"))
       ab = std::atoi(argv[i + 1]) != 0;
+    else if (!std::strcmp(argv[i], "--collectives"))
+      spec.collectives = argv[i + 1];  // async: GPU nodes (cuda_events, gpu_ops)
     else {
       std::fprintf(stderr, "bench_merge: unknown option %s\n", argv[i]);
       return 1;
@@ -59,10 +62,10 @@ int main(int argc, char** argv) {
   int64_t bundle_bytes = 0;
   for (const std::string& p : paths.value()) bundle_bytes += merge::testing::FileSize(p);
   std::printf(
-      "inputs: %d nodes x %d ranks, %d steps, %lld events, %.1f MiB of bundles "
+      "inputs: %d nodes x %d ranks, %d steps (%s), %lld events, %.1f MiB of bundles "
       "(generated in %.1f s)\n",
-      spec.nodes, spec.ranks_per_node, spec.steps, static_cast<long long>(events),
-      bundle_bytes / 1048576.0, gen_s);
+      spec.nodes, spec.ranks_per_node, spec.steps, spec.collectives.c_str(),
+      static_cast<long long>(events), bundle_bytes / 1048576.0, gen_s);
   // One merge; its wall time in seconds, or a negative number on failure.
   auto run = [&](int r, bool splice) -> double {
     merge::MergeOptions opt;

@@ -1,7 +1,6 @@
 #include "rendezvous.h"
 
 #include <algorithm>
-#include <set>
 #include <unordered_map>
 #include <utility>
 
@@ -49,19 +48,33 @@ constexpr const char* kSyncQuery =
     " AND state = 'complete' AND duration_ns IS NOT NULL AND duration_ns >= 0"
     " AND (ret IS NULL OR ret = 0) ORDER BY pid, timestamp_ns";
 
-// Processes that made CUDA calls, or whose NCCL ran rankscope's profiler plugin.
-rs::Result<std::set<int64_t>> GpuProcesses(rs::Db& db, bool has_gpu_ops) {
-  std::set<int64_t> out;
-  ASSIGN_OR_RETURN(rs::Statement st,
-                   db.Prepare(std::string("SELECT DISTINCT pid FROM cuda_events") +
-                              (has_gpu_ops ? " UNION SELECT DISTINCT pid FROM gpu_ops" : "")));
-  for (;;) {
-    ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    out.insert(st.Int(0));
+// Whether a process made CUDA calls or its NCCL ran rankscope's profiler plugin, asked once
+// per process (a GPU process's first CUDA call comes early: the scan stops there).
+class GpuProcesses {
+ public:
+  static rs::Result<GpuProcesses> Prepare(rs::Db& db, bool has_gpu_ops) {
+    GpuProcesses g;
+    ASSIGN_OR_RETURN(
+        g.query_,
+        db.Prepare(std::string("SELECT EXISTS (SELECT 1 FROM cuda_events WHERE pid = ?1)") +
+                   (has_gpu_ops ? " OR EXISTS (SELECT 1 FROM gpu_ops WHERE pid = ?1)" : "")));
+    return g;
   }
-  return out;
-}
+  rs::Result<bool> Contains(int64_t pid) {
+    auto it = known_.find(pid);
+    if (it != known_.end()) return it->second;
+    query_.Reset();
+    query_.Bind(1, pid);
+    ASSIGN_OR_RETURN(bool row, query_.Step());
+    const bool gpu = row && query_.Int(0) != 0;
+    known_[pid] = gpu;
+    return gpu;
+  }
+
+ private:
+  rs::Statement query_;
+  std::unordered_map<int64_t, bool> known_;
+};
 
 rs::Result<std::unordered_map<int64_t, std::vector<SyncCall>>> SyncCalls(rs::Db& db) {
   std::unordered_map<int64_t, std::vector<SyncCall>> out;
@@ -80,7 +93,7 @@ rs::Result<std::unordered_map<int64_t, std::vector<SyncCall>>> SyncCalls(rs::Db&
 
 rs::Result<void> RendezvousCollector::AddNode(rs::Db& db, int node) {
   ASSIGN_OR_RETURN(bool has_gpu_ops, rs::HasGpuOps(db));
-  ASSIGN_OR_RETURN(std::set<int64_t> gpu_processes, GpuProcesses(db, has_gpu_ops));
+  ASSIGN_OR_RETURN(GpuProcesses gpu_processes, GpuProcesses::Prepare(db, has_gpu_ops));
   ASSIGN_OR_RETURN(auto syncs, SyncCalls(db));
   const std::vector<SyncCall> none;
   // This node's records, by key; added to records_ at the end.
@@ -97,7 +110,7 @@ rs::Result<void> RendezvousCollector::AddNode(rs::Db& db, int node) {
     c.entry_ns = calls.Int(3);
     c.exit_ns = calls.Int(4);
     const int64_t pid = calls.Int(5);
-    c.gpu_process = gpu_processes.count(pid) > 0;
+    ASSIGN_OR_RETURN(c.gpu_process, gpu_processes.Contains(pid));
     if (!init) {
       auto s = syncs.find(pid);
       c.sync_exit_ns =
