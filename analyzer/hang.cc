@@ -451,7 +451,7 @@ Straggler HangStraggler(const HangReport& hang, const CollectiveData& data, size
     d.summary = "at the end of the recording: " + doing;
     for (const Activity& a : mine->doing) {
       if (!a.stack.empty()) {
-        d.summary += "; " + a.what + " called from " + a.stack.substr(0, a.stack.find('\n'));
+        d.summary += "; " + a.what + " called from " + CallerFrame(a.stack);
         break;
       }
     }

@@ -125,7 +125,9 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
                  {"host_arrivals", static_cast<double>(me.collectives - me.device_collectives)},
                  {"median_host_lateness_ns", static_cast<double>(me.median_host_lateness_ns)}};
   s.evidence.push_back(std::move(late));
-  if (me.median_duration_ns >= 0 && !others_dur.empty()) {
+  // An enqueue's duration says nothing of its collective's.
+  const bool durations = on_device || sem.kind != "enqueue";
+  if (durations && me.median_duration_ns >= 0 && !others_dur.empty()) {
     int64_t od = Quantile(others_dur, 0.5);
     Evidence d;
     d.kind = "duration";
@@ -177,6 +179,7 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
   }
   Evidence windows;
   std::vector<Cause> host_causes = LatenessCauses(data, c.participant, side, windows);
+  if (on_device) windows.summary = "host side: " + windows.summary;
   s.evidence.push_back(std::move(windows));
   if (on_device) {
     ShapeSplit split = SplitLateness(data, stats, c);

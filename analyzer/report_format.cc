@@ -48,6 +48,24 @@ std::string Spoken(const std::string& value) {
   return out;
 }
 
+std::string CallerFrame(const std::string& stack) {
+  size_t at = 0;
+  std::string first;
+  while (at < stack.size()) {
+    size_t nl = stack.find('\n', at);
+    if (nl == std::string::npos) nl = stack.size();
+    std::string frame = stack.substr(at, nl - at);
+    at = nl + 1;
+    if (first.empty()) first = frame;
+    size_t file = frame.find(" (");
+    std::string in = file == std::string::npos ? "" : frame.substr(file + 2);
+    size_t slash = in.rfind('/', in.find('@'));
+    if (slash != std::string::npos) in = in.substr(slash + 1);
+    if (in.rfind("libcuda", 0) != 0 && in.rfind("libnccl", 0) != 0) return frame;
+  }
+  return first;
+}
+
 std::string DescribeActivityLine(const Activity& a, int64_t time_zero_ns) {
   if (a.kind == "exit") {
     return "process exited" + (a.exit_code ? " with code " + std::to_string(*a.exit_code) : "") +
@@ -60,7 +78,7 @@ std::string DescribeActivityLine(const Activity& a, int64_t time_zero_ns) {
   } else {
     out += " returned at +" + FormatNs(a.timestamp_ns + a.duration_ns.value_or(0) - time_zero_ns);
   }
-  if (!a.stack.empty()) out += ", called from " + a.stack.substr(0, a.stack.find('\n'));
+  if (!a.stack.empty()) out += ", called from " + CallerFrame(a.stack);
   return out;
 }
 

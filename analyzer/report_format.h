@@ -15,6 +15,9 @@ std::string FormatRatio(double ratio);
 // "device start" for 'device_start', "host-bound" for 'host_bound': a vocabulary value as people
 // read it ("" stays "").
 std::string Spoken(const std::string& value);
+// The first frame of a stack ('symbol+0xoff (file@build_id+0xoff)' per line) outside the CUDA
+// and NCCL libraries: the application's caller ("" for an empty stack).
+std::string CallerFrame(const std::string& stack);
 // One line per thing a rank was doing (hang reports): "cudaMemcpy in flight since ...".
 std::string DescribeActivityLine(const struct Activity& a, int64_t time_zero_ns);
 // Hex spelling of a communicator hash, as users see it in queries: "0x1a2b...".

@@ -1,0 +1,234 @@
+// The report on GPU jobs (gpu_job_fixture.h): lateness from device arrival, the three shapes a
+// user must tell apart (host-bound, device-bound, network), and what is said where the device
+// was not seen (no plugin rows, a recording without the gpu_ops table, blocking calls).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "gpu_job_fixture.h"
+#include "report.h"
+#include "report_render.h"
+#include "report_test_util.h"
+#include "rscore/bundle.h"
+#include "synth_bundle.h"
+
+namespace analyzer {
+namespace {
+
+using testing::GpuJob;
+using testing::ScratchDir;
+
+Report OpenReport(const std::string& path) {
+  auto opened = rs::OpenRankscopeFile(path);
+  EXPECT_TRUE(opened.ok()) << opened.error().message();
+  auto r = BuildReport(*opened);
+  EXPECT_TRUE(r.ok()) << r.error().message();
+  return std::move(r).value();
+}
+
+Report JobReport(const GpuJob& job) {
+  ScratchDir dir;
+  auto path = testing::WriteGpuJob(job, dir.path());
+  EXPECT_TRUE(path.ok()) << path.error().message();
+  return OpenReport(*path);
+}
+
+const ArrivalStats& RankStats(const Report& r, int64_t rank) {
+  auto it = std::find_if(r.per_rank.begin(), r.per_rank.end(),
+                         [&](const ArrivalStats& s) { return s.rank == rank; });
+  EXPECT_NE(it, r.per_rank.end());
+  return *it;
+}
+
+bool HasNote(const Report& r, const std::string& text) {
+  return std::any_of(r.notes.begin(), r.notes.end(),
+                     [&](const std::string& n) { return n.find(text) != std::string::npos; });
+}
+
+bool Confident(const Straggler& s) { return s.confidence == "high" || s.confidence == "medium"; }
+
+TEST(DeviceArrivalTest, HostBoundRankEnqueuesLateAndItsCpuIsTaken) {
+  GpuJob job;
+  job.host_late_rank = 3;
+  Report r = JobReport(job);
+  SCOPED_TRACE(RenderText(r));
+  EXPECT_EQ(r.timing.arrival_basis, "device_start");
+  EXPECT_EQ(r.timing.call_semantics, "enqueue");
+  ASSERT_FALSE(r.stragglers.empty());
+  const Straggler& top = r.stragglers.front();
+  EXPECT_EQ(top.node, "node1");
+  EXPECT_EQ(top.rank, std::optional<int64_t>(3));
+  EXPECT_EQ(top.arrival_basis, "device_start");
+  EXPECT_EQ(top.shape, "host_bound");
+  EXPECT_EQ(top.cause, "cpu_contention");
+  EXPECT_EQ(top.confidence, "high");
+  EXPECT_NE(top.causes.front().remediation.find("burner"), std::string::npos);
+  EXPECT_NE(top.summary.find("host-bound"), std::string::npos);
+  // Its host enqueue lateness accounts for its device lateness.
+  const ArrivalStats& me = RankStats(r, 3);
+  EXPECT_GT(me.median_host_lateness_ns, me.median_lateness_ns / 2);
+  EXPECT_EQ(me.device_collectives, me.collectives);
+}
+
+TEST(DeviceArrivalTest, DeviceBoundRankIsLateOnItsDeviceOnly) {
+  GpuJob job;
+  job.device_late_rank = 4;
+  Report r = JobReport(job);
+  SCOPED_TRACE(RenderText(r));
+  ASSERT_FALSE(r.stragglers.empty());
+  const Straggler& top = r.stragglers.front();
+  EXPECT_EQ(top.node, "node2");
+  EXPECT_EQ(top.rank, std::optional<int64_t>(4));
+  EXPECT_EQ(top.shape, "device_bound");
+  EXPECT_EQ(top.cause, "compute");
+  EXPECT_EQ(top.confidence, "high");
+  EXPECT_EQ(top.arrival_basis, "device_start");
+  EXPECT_NE(top.causes.front().remediation.find("GPU"), std::string::npos);
+  EXPECT_NE(top.summary.find("device-bound"), std::string::npos);
+  // Its host issues on time: host entry shows nothing.
+  const ArrivalStats& me = RankStats(r, 4);
+  EXPECT_GT(me.median_lateness_ns, job.delay_ns / 4);
+  EXPECT_LT(me.median_host_lateness_ns, job.delay_ns / 20);
+  // The same job seen from the host only: nobody is named with confidence (the slow device is
+  // invisible there), and the report says why.
+  job.gpu_ops = false;
+  Report host = JobReport(job);
+  SCOPED_TRACE(RenderText(host));
+  EXPECT_EQ(host.timing.arrival_basis, "host_entry");
+  for (const Straggler& s : host.stragglers) {
+    EXPECT_FALSE(s.rank == std::optional<int64_t>(4) && Confident(s)) << s.summary;
+  }
+  EXPECT_TRUE(HasNote(host, "GPU-side arrival was not seen"));
+}
+
+TEST(DeviceArrivalTest, NetworkSlowsCollectivesAfterEveryDeviceArrived) {
+  GpuJob job;
+  job.lossy_node = 2;
+  Report r = JobReport(job);
+  SCOPED_TRACE(RenderText(r));
+  ASSERT_FALSE(r.stragglers.empty());
+  const Straggler& top = r.stragglers.front();
+  EXPECT_EQ(top.node, "node2");
+  EXPECT_FALSE(top.rank.has_value());
+  EXPECT_EQ(top.shape, "network");
+  EXPECT_EQ(top.cause, "network");
+  EXPECT_EQ(top.confidence, "high");
+  EXPECT_NE(top.basis.find("device"), std::string::npos) << top.basis;
+  // The collectives took three times the usual for their size after the last arrival.
+  double stretch = -1;
+  for (const Evidence& e : top.evidence) {
+    for (const auto& [k, v] : e.values) {
+      if (k == "median_stretch_with_retransmits") stretch = v;
+    }
+  }
+  EXPECT_GT(stretch, 2.5);
+  EXPECT_LT(stretch, 3.5);
+  // Nobody arrived late.
+  for (const Straggler& s : r.stragglers) {
+    if (s.shape == "host_bound" || s.shape == "device_bound") {
+      EXPECT_FALSE(Confident(s)) << s.summary;
+    }
+  }
+}
+
+TEST(DeviceArrivalTest, NoFaultNoStraggler) {
+  for (uint64_t seed : {1, 2, 3}) {
+    GpuJob job;
+    job.seed = seed;
+    Report r = JobReport(job);
+    SCOPED_TRACE(RenderText(r));
+    for (const Straggler& s : r.stragglers) EXPECT_FALSE(Confident(s)) << s.summary;
+    EXPECT_FALSE(r.hang.detected);
+    EXPECT_EQ(r.verdict.rfind("NO STRAGGLER", 0), 0u) << r.verdict;
+    EXPECT_EQ(r.timing.device_collectives, r.collectives);
+  }
+}
+
+TEST(DeviceArrivalTest, EnqueuesWithoutDeviceTimesAreNeverHighConfidence) {
+  GpuJob job;
+  job.host_late_rank = 3;
+  job.gpu_ops = false;
+  Report r = JobReport(job);
+  SCOPED_TRACE(RenderText(r));
+  EXPECT_EQ(r.timing.call_semantics, "enqueue");
+  EXPECT_EQ(r.timing.arrival_basis, "host_entry");
+  EXPECT_TRUE(r.timing.gpu_ops_table);
+  EXPECT_TRUE(HasNote(r, "GPU-side arrival was not seen"));
+  ASSERT_FALSE(r.stragglers.empty());
+  const Straggler& top = r.stragglers.front();
+  // Late enqueues are still seen (and their host causes), but at most with medium confidence.
+  EXPECT_EQ(top.rank, std::optional<int64_t>(3));
+  EXPECT_EQ(top.shape, "device_unseen");
+  EXPECT_EQ(top.arrival_basis, "host_entry");
+  EXPECT_EQ(top.confidence, "medium");
+  EXPECT_NE(top.basis.find("GPU-side arrival was not seen"), std::string::npos);
+  for (const Straggler& s : r.stragglers) EXPECT_NE(s.confidence, "high");
+}
+
+TEST(DeviceArrivalTest, OneRankPerNodeEnqueuesAreToldFromCrossNodeExits) {
+  GpuJob job;
+  job.nodes = 4;
+  job.ranks_per_node = 1;
+  job.gpu_ops = false;
+  Report r = JobReport(job);
+  EXPECT_EQ(r.timing.call_semantics, "enqueue") << r.timing.semantics_evidence;
+  EXPECT_NE(r.timing.semantics_evidence.find("returned before another rank's call entered"),
+            std::string::npos)
+      << r.timing.semantics_evidence;
+}
+
+TEST(DeviceArrivalTest, RecordingWithoutTheGpuOpsTableStillReports) {
+  GpuJob job;
+  job.host_late_rank = 3;
+  job.gpu_ops_table = false;
+  Report r = JobReport(job);
+  SCOPED_TRACE(RenderText(r));
+  EXPECT_FALSE(r.timing.gpu_ops_table);
+  EXPECT_EQ(r.timing.device_ops, 0);
+  EXPECT_TRUE(HasNote(r, "no gpu_ops table"));
+  ASSERT_FALSE(r.stragglers.empty());
+  EXPECT_EQ(r.stragglers.front().rank, std::optional<int64_t>(3));
+  EXPECT_NE(r.stragglers.front().confidence, "high");
+  for (const NodeClock& c : r.clock) EXPECT_EQ(c.evidence, "");
+  for (ReportFormat f :
+       {ReportFormat::kText, ReportFormat::kJson, ReportFormat::kMarkdown, ReportFormat::kHtml}) {
+    EXPECT_FALSE(Render(r, f).empty());
+  }
+}
+
+TEST(DeviceArrivalTest, BlockingCallsKeepHostEntryLateness) {
+  ScratchDir dir;
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  spec.fault = "slow";
+  spec.fault_node = 2;
+  spec.cuda_calls = true;  // CUDA calls and NCCL streams, but the calls block
+  std::cout << "seed " << spec.seed << "\n";
+  auto path = testing::WriteMergedCluster(spec, dir.path(), 50'000);
+  ASSERT_TRUE(path.ok()) << path.error().message();
+  Report r = OpenReport(*path);
+  SCOPED_TRACE(RenderText(r));
+  EXPECT_EQ(r.timing.call_semantics, "blocking") << r.timing.semantics_evidence;
+  EXPECT_EQ(r.timing.arrival_basis, "host_entry");
+  EXPECT_FALSE(HasNote(r, "GPU-side arrival was not seen"));
+  ASSERT_FALSE(r.stragglers.empty());
+  const Straggler& top = r.stragglers.front();
+  EXPECT_EQ(top.node, "node2");
+  EXPECT_EQ(top.shape, "host_entry");
+  EXPECT_EQ(top.confidence, "high");
+}
+
+TEST(DeviceArrivalTest, JsonCarriesShapeBasisAndTiming) {
+  GpuJob job;
+  job.device_late_rank = 4;
+  std::string json = RenderJson(JobReport(job));
+  for (const char* key :
+       {"\"shape\":\"device_bound\"", "\"arrival_basis\":\"device_start\"",
+        "\"timing\":", "\"call_semantics\":\"enqueue\"",
+        "\"median_host_lateness_ns\":", "\"evidence\":\"device 40, comm_init 1\""}) {
+    EXPECT_NE(json.find(key), std::string::npos) << key << "\n" << json;
+  }
+}
+
+}  // namespace
+}  // namespace analyzer

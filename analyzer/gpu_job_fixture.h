@@ -1,0 +1,52 @@
+// Test support: a small GPU training job as a merged database, written row by row with SQL so
+// the report's device-side analyses can be tested without the recorder, the plugin or the merge.
+// Per step every rank's host loads and preprocesses data, issues its device work and enqueues
+// one AllReduce per bucket (the NCCL call returns in microseconds), then blocks in a cudaMemcpy
+// until its device is done. Each device starts a collective once its own work before it is done
+// and the call enqueued it, and finishes it a transfer time after the last device started.
+// The profiler plugin's gpu_ops rows carry the device times (clocks aligned, offsets 0).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "rscore/result.h"
+
+namespace analyzer::testing {
+
+struct GpuJob {
+  int nodes = 3;
+  int ranks_per_node = 2;
+  int steps = 30;
+  int buckets = 2;  // AllReduces per step
+  uint64_t seed = 1;
+  bool gpu_ops = true;              // the profiler plugin's rows
+  bool gpu_ops_table = true;        // false: an earlier recorder and merge (no gpu_ops table, no
+                                    // clock_alignment.evidence)
+  int64_t host_ns = 4'000'000;      // host work per step before the first enqueue
+  int64_t device_ns = 20'000'000;   // device work before the step's collectives
+  int64_t transfer_ns = 2'000'000;  // device time of a collective once every device is in it
+  int64_t jitter_ns = 200'000;
+  int64_t clock_error_ns = 2'000;   // gpu_ops.clock_error_ns
+  int64_t error_bound_ns = 50'000;  // clock_alignment.error_bound_ns of every node
+  // Faults from step steps / 3 on (global ranks and node indices; -1: none).
+  int host_late_rank = -1;    // its host is starved of CPU (run-queue waits behind 'burner'):
+                              // it enqueues late, its device idles waiting for the work
+  int device_late_rank = -1;  // its device's work takes longer (a slow GPU); host on time
+  int64_t delay_ns = 8'000'000;
+  int lossy_node = -1;  // repairs on its connections; collectives take 3x their transfer time
+  int hang_rank = -1;   // stops at hang_step; the others enqueue the step and block
+  int hang_step = 20;
+  bool hang_enqueues = false;  // the hung rank enqueues the step's first collective, but its
+                               // device never starts it (false: it never enqueues it)
+  int64_t hang_recorded_ns = 3'000'000'000;  // recorded after the hang step's last call
+};
+
+// Global rank g runs on node g / ranks_per_node as pid 1000 + 100 * node + local rank.
+std::string JobNode(int node);
+int64_t JobPid(const GpuJob& job, int rank);
+
+// Writes dir/job.rsdb and returns its path.
+rs::Result<std::string> WriteGpuJob(const GpuJob& job, const std::string& dir);
+
+}  // namespace analyzer::testing
