@@ -1,7 +1,7 @@
 #!/bin/bash
-# End to end: rankscope-export on a synthetic merged db and bundle, output decoded with
-# protoc against the project's .proto, Chrome JSON parsed and checked with python3,
-# determinism by byte comparison, CLI errors.
+# End to end: rankscope-export on a synthetic merged db and bundle (and one with gpu_ops),
+# output decoded with protoc against the project's .proto, Chrome JSON parsed and checked
+# with python3, determinism by byte comparison, CLI errors.
 # usage: export_e2e_test.sh RANKSCOPE_EXPORT TESTDATA_TOOL PROTO PROTOC CHECK_JSON_PY [MERGE]
 set -euo pipefail
 EXPORT=$1 TESTDATA=$2 PROTO=$3 PROTOC=$4 CHECK_JSON=$5 MERGE=${6:-}
@@ -86,6 +86,39 @@ if [ -n "$MERGE" ]; then
     "$(basename "$PROTO")" < "$dir/real.pftrace" > "$dir/real.txt" || fail "protoc real"
   [ "$(grep -c 'type: TYPE_SLICE_BEGIN' "$dir/real.txt")" -eq "$begins" ] || fail "real slices"
 fi
+
+# gpu_ops (the NCCL profiler plugin's rows): GPU tracks, host -> device flows, collective
+# flows on device time; the JSON checked against the db, the protobuf decoded by protoc.
+mkdir "$dir/gpu"
+"$TESTDATA" "$dir/gpu" hang gpu
+gdb=$dir/gpu/merged.rsdb
+"$EXPORT" "$gdb" -o "$dir/gpu/a.json"
+"$EXPORT" "$gdb" -o "$dir/gpu/b.json"
+cmp "$dir/gpu/a.json" "$dir/gpu/b.json" || fail "two gpu JSON runs differ"
+python3 "$CHECK_JSON" "$dir/gpu/a.json" "$gdb" || fail "gpu chrome json check"
+"$EXPORT" "$gdb" -o "$dir/gpu/a.pftrace" --compression none
+"$PROTOC" --proto_path="$(dirname "$PROTO")" --decode=perfetto.protos.Trace \
+  "$(basename "$PROTO")" < "$dir/gpu/a.pftrace" > "$dir/gpu/a.txt" || fail "protoc gpu"
+gpu_tracks=$(grep -c 'name: "GPU (NCCL kernels)"' "$dir/gpu/a.txt" || true)
+gpu_procs=$(python3 -c "
+import sqlite3,sys
+db=sqlite3.connect(sys.argv[1])
+print(db.execute('SELECT COUNT(DISTINCT node || pid) FROM gpu_ops WHERE device_start_ns IS NOT NULL').fetchone()[0])" "$gdb")
+[ "$gpu_tracks" -eq "$gpu_procs" ] || fail "$gpu_tracks GPU tracks for $gpu_procs ranks with gpu_ops"
+[ "$gpu_procs" -eq 5 ] || fail "test data: $gpu_procs ranks with gpu_ops, expected 5"
+gbegins=$(grep -c 'type: TYPE_SLICE_BEGIN' "$dir/gpu/a.txt")
+gends=$(grep -c 'type: TYPE_SLICE_END' "$dir/gpu/a.txt")
+[ "$gbegins" -eq "$gends" ] || fail "gpu: $gbegins slice begins but $gends ends"
+grep -q 'name: "queued_ns"' "$dir/gpu/a.txt" || fail "no queued_ns annotation"
+grep -q 'name: "ALL_REDUCE not started on GPU"' "$dir/gpu/a.txt" || fail "no not-started instant"
+# The same db without its gpu_ops table (an earlier recorder): the trace of before.
+cp "$gdb" "$dir/gpu/old.rsdb"
+python3 -c "
+import sqlite3,sys
+db=sqlite3.connect(sys.argv[1]); db.execute('DROP TABLE gpu_ops'); db.commit()" "$dir/gpu/old.rsdb"
+"$EXPORT" "$dir/gpu/old.rsdb" -o "$dir/gpu/old.json"
+python3 "$CHECK_JSON" "$dir/gpu/old.json" "$dir/gpu/old.rsdb" || fail "no-gpu_ops json check"
+if grep -q 'GPU (NCCL kernels)' "$dir/gpu/old.json"; then fail "GPU track without gpu_ops"; fi
 
 # Windows relative to the first event.
 "$EXPORT" "$db" -o "$dir/w.pftrace" --from +100ms --to +200ms --nodes node0

@@ -24,19 +24,8 @@ namespace {
 using testing::DecodedTrace;
 using testing::DecodePerfettoTrace;
 
-std::string MakeTempDir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/rs-export-test-XXXXXX";
-  char* d = mkdtemp(tmpl.data());
-  return d ? std::string(d) : "";
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::MakeTempDir;
+std::string ReadAll(const std::string& path) { return testing::ReadFile(path); }
 
 // Which table a trace event came from, by the names the exporter gives them.
 std::string TableOf(const testing::DecodedEvent& e, const std::set<std::string>& nccl_ops,

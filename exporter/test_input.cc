@@ -2,6 +2,10 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
 #include "rscore/bundle.h"
 #include "rscore/schema.h"
 
@@ -80,6 +84,59 @@ Result<void> AddGpuOps(const std::string& merged_path, const GpuOpsSpec& spec) {
                    db.Prepare("DELETE FROM nccl_events WHERE rank = ?1 AND seq % 5 = 0"
                               " AND op NOT LIKE 'COMM\\_%' ESCAPE '\\'"));
   return del.Bind(1, spec.hostless_rank).Run();
+}
+
+Result<void> WriteSmallGpuDb(const std::string& path, bool with_gpu_ops) {
+  ::unlink(path.c_str());
+  ASSIGN_OR_RETURN(Db db, Db::Open(path, Db::Mode::kCreate));
+  RETURN_IF_ERROR(CreateSchema(db, DbKind::kMerged));
+  RETURN_IF_ERROR(db.Exec(R"sql(
+INSERT INTO processes(node, pid, comm, rank) VALUES
+  ('a', 10, 'trainer', 0), ('a', 11, 'trainer', 1), ('b', 20, 'trainer', 2);
+INSERT INTO nccl_events(id, node, timestamp_ns, duration_ns, pid, tid, op, rank, nranks,
+                        comm_id_hash, seq, count, datatype, bytes, peer, state) VALUES
+  (1, 'a', 1000, 20, 10, 10, 'ALL_REDUCE', 0, 3, 42, 7, 1024, 'float32', 4096, NULL, 'complete'),
+  (2, 'a', 1100, 20, 11, 12, 'ALL_REDUCE', 1, 3, 42, 7, 1024, 'float32', 4096, NULL, 'complete'),
+  (3, 'b', 1050, 2000, 20, 20, 'ALL_REDUCE', 2, 3, 42, 7, 1024, 'float32', 4096, NULL,
+   'complete'),
+  (4, 'a', 4000, 10, 10, 10, 'ALL_REDUCE', 0, 3, 42, 8, 1024, 'float32', 4096, NULL, 'complete'),
+  (5, 'a', 4000, 10, 11, 12, 'ALL_REDUCE', 1, 3, 42, 8, 1024, 'float32', 4096, NULL, 'complete'),
+  (6, 'b', 4050, NULL, 20, 20, 'ALL_REDUCE', 2, 3, 42, 8, 1024, 'float32', 4096, NULL,
+   'in_flight'),
+  (7, 'a', 5000, 10, 11, 12, 'RECV', 1, 3, 42, 1, 1024, 'float32', 4096, 0, 'complete');
+)sql"));
+  if (!with_gpu_ops) return db.Exec("DROP TABLE gpu_ops");
+  return db.Exec(R"sql(
+INSERT INTO gpu_ops(id, node, timestamp_ns, pid, tid, op, rank, nranks, comm_id_hash, seq, count,
+                    datatype, bytes, peer, algorithm, protocol, channels, device_start_ns,
+                    device_end_ns, clock_error_ns, net_bytes_sent, net_bytes_recv, state) VALUES
+  (101, 'a', 1010, 10, 10, 'ALL_REDUCE', 0, 3, 42, 7, 1024, 'float32', 4096, NULL, 'RING', 'LL',
+   4, 1500, 3000, 50, 100, 200, 'completed'),
+  (102, 'a', 1110, 11, 12, 'ALL_REDUCE', 1, 3, 42, 7, 1024, 'float32', 4096, NULL, 'RING', 'LL',
+   4, 1300, 3000, 50, 100, 200, 'completed'),
+  (103, 'a', 4005, 10, 10, 'ALL_REDUCE', 0, 3, 42, 8, 1024, 'float32', 4096, NULL, 'RING',
+   'SIMPLE', 2, 4100, NULL, NULL, 0, 0, 'started'),
+  (104, 'a', 4005, 11, 12, 'ALL_REDUCE', 1, 3, 42, 8, 1024, 'float32', 4096, NULL, NULL, NULL,
+   NULL, NULL, NULL, NULL, 0, 0, 'enqueued'),
+  (105, 'a', 5000, 10, 10, 'SEND', 0, 3, 42, 1, 1024, 'float32', 4096, 1, 'RING', 'SIMPLE', 1,
+   5100, 5200, 50, 4096, 0, 'completed'),
+  (106, 'a', 5002, 11, 12, 'RECV', 1, 3, 42, 1, 1024, 'float32', 4096, 0, 'RING', 'SIMPLE', 1,
+   4990, 5200, 50, 0, 4096, 'completed');
+)sql");
+}
+
+std::string MakeTempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/rs-export-test-XXXXXX";
+  char* d = mkdtemp(tmpl.data());
+  return d ? std::string(d) : "";
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 }  // namespace rs::exporter::testing
