@@ -56,6 +56,13 @@ TEST_F(MergeCli, AllMergedExitsZero) {
   EXPECT_NE(r.output.find("2 input(s) merged, 0 skipped"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("nccl_events"), std::string::npos) << r.output;  // per-table counts
   EXPECT_NE(r.output.find("clock node1: rendezvous"), std::string::npos) << r.output;
+  // What the alignment rests on, and how the communicator's calls were judged.
+  EXPECT_NE(r.output.find("(12 rendezvous: blocking_call 11, comm_init 1)"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(": calls block (no call returned before another rank of its node"
+                          " entered, 22 collectives checked)"),
+            std::string::npos)
+      << r.output;
   auto opened = rs::OpenRankscopeFile(out);
   ASSERT_TRUE(opened.ok()) << opened.error().message();
   EXPECT_EQ(opened->info().db_kind, "merged");
