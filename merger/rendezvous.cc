@@ -29,13 +29,16 @@ std::string CallQuery() {
          " ORDER BY comm_id_hash, seq, op";
 }
 
-// Completed collectives with both device times.
+// Completed collectives with both device times: by (comm_id_hash, seq) where the recorder saw
+// the communicator's init; else by NCCL's own commHash and seqNumber (the same on every rank of a
+// communicator, counted per op), with the op in the key's third part.
 std::string DeviceQuery() {
-  return "SELECT comm_id_hash, seq, device_start_ns, device_end_ns, clock_error_ns FROM gpu_ops"
-         " WHERE state = 'completed' AND comm_id_hash IS NOT NULL AND seq IS NOT NULL"
-         " AND device_start_ns IS NOT NULL AND device_end_ns IS NOT NULL"
+  return "SELECT comm_id_hash IS NOT NULL AND seq IS NOT NULL, comm_id_hash, seq, nccl_comm_hash,"
+         " nccl_seq, op, device_start_ns, device_end_ns, clock_error_ns FROM gpu_ops"
+         " WHERE state = 'completed' AND device_start_ns IS NOT NULL AND device_end_ns IS NOT NULL"
          " AND device_end_ns >= device_start_ns AND (clock_error_ns IS NULL OR clock_error_ns >= 0)"
-         " AND op IN (" +
+         " AND ((comm_id_hash IS NOT NULL AND seq IS NOT NULL) OR"
+         " (nccl_comm_hash IS NOT NULL AND nccl_seq IS NOT NULL)) AND op IN (" +
          OpList() + ")";
 }
 
@@ -124,8 +127,9 @@ rs::Result<void> RendezvousCollector::AddNode(rs::Db& db, int node) {
     for (;;) {
       ASSIGN_OR_RETURN(bool row, dev.Step());
       if (!row) break;
-      mine[Key{dev.Int(0), dev.Int(1), std::string()}].device.push_back(
-          DeviceSpan{dev.Int(2), dev.Int(3), dev.OptInt(4)});
+      const Key key = dev.Int(0) ? Key{dev.Int(1), dev.Int(2), std::string()}
+                                 : Key{dev.Int(3), dev.Int(4), "nccl " + dev.Text(5)};
+      mine[key].device.push_back(DeviceSpan{dev.Int(6), dev.Int(7), dev.OptInt(8)});
       ++calls_;
     }
   }
@@ -145,9 +149,10 @@ std::vector<Rendezvous> RendezvousCollector::Take() {
   summary_ = RendezvousSummary{};
   std::map<int64_t, SameNodeCheck> checks;
   for (const auto& [key, list] : records_) {
-    if (!std::get<2>(key).empty()) continue;  // inits always block
-    SameNodeCheck& check = checks[std::get<0>(key)];
-    for (const auto& [node, r] : list) CheckSameNode(r, &check);
+    if (!std::get<2>(key).empty()) continue;  // an init (always blocks) or device times only
+    for (const auto& [node, r] : list) {
+      if (!r.calls.empty()) CheckSameNode(r, &checks[std::get<0>(key)]);
+    }
   }
   std::map<int64_t, CallMode> modes;
   for (const auto& [comm, check] : checks) {

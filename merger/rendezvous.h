@@ -1,6 +1,7 @@
 // Extraction of rendezvous points from node recordings: what each node recorded of every
-// collective (matched by comm_id_hash, seq) and communicator init (matched by comm_id_hash),
-// turned into observations by the rules of evidence.h once every node is read.
+// collective (matched by comm_id_hash, seq; device times of a communicator whose init the
+// recorder missed by NCCL's own commHash and seqNumber) and communicator init (matched by
+// comm_id_hash), turned into observations by the rules of evidence.h once every node is read.
 #pragma once
 
 #include <cstdint>
@@ -51,7 +52,10 @@ class RendezvousCollector {
   const RendezvousSummary& summary() const { return summary_; }
 
  private:
-  using Key = std::tuple<int64_t, int64_t, std::string>;  // comm_id_hash, seq, init op
+  // comm_id_hash, seq, "" for a collective; comm_id_hash, -1, its op for an init; NCCL's
+  // commHash, seqNumber, "nccl " + op for device times of a communicator whose init was not
+  // recorded.
+  using Key = std::tuple<int64_t, int64_t, std::string>;
   std::map<Key, std::vector<std::pair<int, NodeRecords>>> records_;
   int64_t calls_ = 0;
   RendezvousSummary summary_;

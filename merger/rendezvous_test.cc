@@ -225,6 +225,36 @@ TEST(RendezvousCollector, CompletedDeviceTimesOfCollectivesAreDeviceEvidence) {
   EXPECT_EQ(rz.size(), 0u);
 }
 
+TEST(RendezvousCollector, DeviceTimesOfAnUnrecordedCommunicatorMatchByNcclsOwnIds) {
+  // The recorder started after the communicator's init: no comm_id_hash, no seq, no NCCL
+  // calls of it; the plugin's rows still carry NCCL's commHash and seqNumber (per op).
+  std::vector<rs::Db> dbs;
+  dbs.push_back(Bundle());
+  dbs.push_back(Bundle());
+  for (int n = 0; n < 2; ++n) {
+    for (int64_t s = 0; s < 3; ++s) {
+      for (const char* op : {"ALL_REDUCE", "ALL_GATHER"}) {
+        Exec(dbs[n],
+             "INSERT INTO gpu_ops(node, timestamp_ns, pid, op, nccl_comm_hash, nccl_seq,"
+             " device_start_ns, device_end_ns, clock_error_ns, state) VALUES ('n', 0, 1, '" +
+                 std::string(op) + "', 555, " + std::to_string(s) + ", " +
+                 std::to_string(1000 * s + 10 * n) + ", " + std::to_string(1000 * s + 500) +
+                 ", 0, 'completed')");
+      }
+    }
+  }
+  RendezvousSummary summary;
+  std::vector<Rendezvous> rz = Collect(dbs, &summary);
+  EXPECT_TRUE(summary.communicators.empty());  // no calls to judge
+  ASSERT_EQ(rz.size(), 6u);                    // 3 seqNumbers of each op
+  for (const Rendezvous& r : rz) {
+    ASSERT_TRUE(Of(r, 0) && Of(r, 1));
+    EXPECT_EQ(Of(r, 1)->evidence, Evidence::kDevice);
+    EXPECT_EQ(Of(r, 1)->max_entry_ns - Of(r, 0)->max_entry_ns, 10);
+    EXPECT_EQ(Of(r, 1)->min_exit_ns, Of(r, 0)->min_exit_ns);
+  }
+}
+
 TEST(RendezvousCollector, AnObservationThatContradictsItselfIsDropped) {
   // cudaEventSynchronize on an event recorded before the collective (an assumption the
   // recording cannot check) returns before another rank of the node even enqueued.
