@@ -8,8 +8,11 @@
  * them until the communicator ends), so the plugin must know which value NCCL read. It knows
  * it exactly: every switch moves an epoch (odd while switching), every host-thread callback
  * notes the epoch it saw, and if the epoch did not move between the callback before NCCL's
- * read and the callback after it, NCCL read the value the plugin has now. If it moved, the
- * operation is counted as unrecorded (the first one of a thread after a switch, at most). */
+ * read and the callback that learns what the read was for (v5: the call's CollApi / P2pApi
+ * event; v4: the launch's Group event), NCCL read the value the plugin has now. No callback
+ * in between may note the epoch (v5's GroupApi event comes between: it is left out). If the
+ * epoch moved, the operation is counted as unrecorded (the first one of a thread after a
+ * switch, at most). */
 #ifndef RANKSCOPE_GPU_MASK_H_
 #define RANKSCOPE_GPU_MASK_H_
 
@@ -18,7 +21,7 @@
 void rs_gpu_mask_init(int* nccl_mask, int api_version);
 /* Host paths: switch to full (a reader is present) or back to base. Never waits. */
 void rs_gpu_mask_want_full(int full);
-/* First and last thing of every callback NCCL makes on a host thread. */
+/* First and last thing of every callback NCCL makes on a host thread (but v5's GroupApi). */
 void rs_gpu_mask_enter(void);
 void rs_gpu_mask_leave(void);
 /* v5, at CollApi / P2pApi start: the mask NCCL read for this call had the device events. */

@@ -167,6 +167,10 @@ static void* task_start(struct rs_gpu_context* ctx, const struct rs_gpu_task* t)
 
 static int start_host_event(struct rs_gpu_context* ctx, void** handle, uint64_t type,
                             const struct rs_gpu_task* t) {
+  /* NCCL reads the mask for a call just before its GroupApi event and the plugin learns what
+   * it read only at the CollApi / P2pApi event after it: the GroupApi event must not count as
+   * a callback in between (gpu_mask.h), or a switch during it would go unnoticed. */
+  if (type == ncclProfileGroupApi) return NCCL_SUCCESS;
   rs_gpu_mask_enter();
   switch (type) {
     case ncclProfileCollApi:
@@ -187,7 +191,7 @@ static int start_host_event(struct rs_gpu_context* ctx, void** handle, uint64_t 
     case ncclProfileP2p:
       *handle = task_start(ctx, t);
       break;
-    default: /* GroupApi */
+    default:
       break;
   }
   rs_gpu_mask_leave();

@@ -56,8 +56,8 @@ struct RankReport {
               std::fwrite(&done_ns, sizeof(done_ns), 1, f) == 1 &&
               std::fwrite(&header, sizeof(header), 1, f) == 1 &&
               std::fwrite(&n, sizeof(n), 1, f) == 1 && std::fwrite(&m, sizeof(m), 1, f) == 1 &&
-              std::fwrite(records.data(), sizeof(rs_gpu_op), n, f) == n &&
-              std::fwrite(in_flight.data(), sizeof(rs_gpu_op), m, f) == m;
+              (n == 0 || std::fwrite(records.data(), sizeof(rs_gpu_op), n, f) == n) &&
+              (m == 0 || std::fwrite(in_flight.data(), sizeof(rs_gpu_op), m, f) == m);
     return std::fclose(f) == 0 && ok;
   }
   static std::optional<RankReport> Load(const std::string& path) {
@@ -73,8 +73,8 @@ struct RankReport {
     if (ok) {
       r.records.resize(n);
       r.in_flight.resize(m);
-      ok = std::fread(r.records.data(), sizeof(rs_gpu_op), n, f) == n &&
-           std::fread(r.in_flight.data(), sizeof(rs_gpu_op), m, f) == m;
+      ok = (n == 0 || std::fread(r.records.data(), sizeof(rs_gpu_op), n, f) == n) &&
+           (m == 0 || std::fread(r.in_flight.data(), sizeof(rs_gpu_op), m, f) == m);
     }
     std::fclose(f);
     if (!ok) return std::nullopt;
