@@ -134,7 +134,21 @@ void GpuProbe::Discover(RecorderContext& ctx, int64_t now_ms) {
     // No NCCL / CUDA rescan read /proc lately (those probes are not running): read it here.
     for (int pid : maps.Pids(now_ms)) (void)maps.Get(pid, now_ms);
   }
-  for (int pid : maps.GpuRingPids()) {
+  const std::vector<int> ring_pids = maps.GpuRingPids();
+  // What was decided about processes that no longer map a region (exited, exec'd) goes; a
+  // failure still within its grace is logged now.
+  const std::set<int> current(ring_pids.begin(), ring_pids.end());
+  for (auto it = failures_.begin(); it != failures_.end();) {
+    if (current.count(it->first)) {
+      ++it;
+      continue;
+    }
+    LogFailure(ctx, it->first, it->second.error);
+    it = failures_.erase(it);
+  }
+  std::erase_if(retry_at_ms_, [&](const auto& e) { return !current.count(e.first); });
+  std::erase_if(given_up_, [&](int pid) { return !current.count(pid); });
+  for (int pid : ring_pids) {
     if (pid_region_.count(pid) || given_up_.count(pid)) continue;
     if (auto it = retry_at_ms_.find(pid); it != retry_at_ms_.end() && now_ms < it->second) continue;
     if (!Selected(ctx, pid)) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -40,6 +41,7 @@ class LinkedProc {
   void Add(int pid) {
     fs::create_directory_symlink("/proc/" + std::to_string(pid), dir_ / std::to_string(pid));
   }
+  void Remove(int pid) { fs::remove(dir_ / std::to_string(pid)); }  // as /proc after an exit
   std::string root() const { return dir_.string(); }
 
  private:
@@ -53,7 +55,7 @@ class Env {
       : log_file_(std::tmpfile()),
         log_(&t.db, "n1", /*verbose=*/false, log_file_),
         processes_(&t.db, "n1", proc_root, netns, [] { return int64_t{1}; }),
-        maps_(proc_root) {
+        maps(proc_root) {
     opts.out = "x.rsb";
     opts.pids = std::move(pids);
     for (int pid : opts.pids) EXPECT_TRUE(processes_.Trace(pid).ok());
@@ -66,7 +68,7 @@ class Env {
     ctx.proc_root = proc_root;
     ctx.attach_log = &log_;
     ctx.processes = &processes_;
-    ctx.library_maps = &maps_;
+    ctx.library_maps = &maps;
   }
   ~Env() { std::fclose(log_file_); }
   std::string LogText() {
@@ -90,7 +92,9 @@ class Env {
   FILE* log_file_;
   AttachLog log_;
   ProcessTable processes_;
-  ProcLibraryMaps maps_;
+
+ public:
+  ProcLibraryMaps maps;  // the readings the NCCL / CUDA rescans would share
 };
 
 std::string Pid(int pid) { return std::to_string(pid); }
@@ -356,6 +360,32 @@ TEST(GpuProbe, ARegionThatCannotBeOpenedIsLoggedOnceWithThePidAndIsNotFatal) {
       << error;
   const std::string log = env.LogText();
   EXPECT_NE(log.find("gpu pid " + Pid(getpid())), std::string::npos) << log;
+}
+
+TEST(GpuProbe, AFailureOfAProcessThatExitsWithinTheGraceIsLoggedThen) {
+  Child child([] {
+    static FakeGpuRegion* region = new FakeGpuRegion(4, 8);
+    region->h->version = RS_GPU_RING_VERSION + 1;
+  });
+  const int pid = child.pid();
+  LinkedProc proc;
+  proc.Add(pid);
+  Env env(proc.root());
+  GpuProbe probe;
+  ASSERT_TRUE(probe.Start(env.ctx).ok());
+  EXPECT_EQ(env.Int("SELECT COUNT(*) FROM attachments"), 0);  // within the grace: retried
+  child.Exit();
+  proc.Remove(pid);
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  (void)env.maps.Pids(now.tv_sec * 1000 + 1000);  // a rescan lists the processes: it is gone
+  probe.Tick(env.ctx);
+  EXPECT_EQ(env.Int("SELECT COUNT(*) FROM attachments WHERE kind = 'gpu' AND ok = 0 AND"
+                    " target = 'pid " +
+                    Pid(pid) + "' AND error LIKE '%version%'"),
+            1);
+  ASSERT_TRUE(probe.Finish(env.ctx).ok());
+  EXPECT_EQ(env.Int("SELECT COUNT(*) FROM attachments"), 1);  // once
 }
 
 TEST(GpuProbe, NoGpuLeavesThePluginUnread) {
