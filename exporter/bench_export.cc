@@ -1,6 +1,7 @@
 // Throughput and size of rankscope-export on a synthetic cluster recording.
-//   bench_export [NODES RANKS_PER_NODE STEPS SCHED_PER_STEP]
-// Prints rows/s and bytes per row / per TracePacket for both output formats.
+//   bench_export [NODES RANKS_PER_NODE STEPS SCHED_PER_STEP [gpu]]
+// Prints rows/s and bytes per row / per TracePacket for both output formats. With gpu, the
+// input also has a gpu_ops row per NCCL call (testing::AddGpuOps, every rank with the plugin).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   spec.steps = argc > 3 ? std::atoi(argv[3]) : 200;
   spec.extra_sched_per_step = argc > 4 ? std::atoi(argv[4]) : 40;
   spec.fault = "loss";
+  const bool gpu = argc > 5 && std::string(argv[5]) == "gpu";
   char tmpl[] = "/tmp/rs-export-bench-XXXXXX";
   const char* dir = mkdtemp(tmpl);
   if (!dir) return 1;
@@ -42,10 +44,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", in.error().message().c_str());
     return 1;
   }
+  if (gpu) {
+    auto g = rs::exporter::testing::AddGpuOps(merged, {});
+    if (!g.ok()) {
+      std::fprintf(stderr, "%s\n", g.error().message().c_str());
+      return 1;
+    }
+  }
   auto t1 = std::chrono::steady_clock::now();
-  std::printf("input: %d nodes x %d ranks, %d steps, %d sched rows/rank/step (built in %.1f s)\n",
+  std::printf("input: %d nodes x %d ranks, %d steps, %d sched rows/rank/step%s (built in %.1f s)\n",
               spec.nodes, spec.ranks_per_node, spec.steps, spec.extra_sched_per_step,
-              Seconds(t0, t1));
+              gpu ? ", gpu_ops" : "", Seconds(t0, t1));
   for (auto format : {rs::exporter::Format::kPerfetto, rs::exporter::Format::kChromeJson}) {
     const bool pb = format == rs::exporter::Format::kPerfetto;
     rs::exporter::ExportOptions o;
@@ -71,13 +80,14 @@ int main(int argc, char** argv) {
       const double rows = static_cast<double>(r->summary.rows);
       const double events = static_cast<double>(r->stats.events());
       std::printf(
-          "%-11s run %d: %lld rows -> %lld trace events (%lld slices x2, %lld instants, %lld "
-          "counter samples): %.3f s wall, %.3f s cpu (writer %.3f, reader %.3f); rows/s: %.2f M "
+          "%-11s run %d: %lld rows -> %lld trace events (%lld slices x2 (%lld on GPU tracks), "
+          "%lld instants, %lld counter samples): %.3f s wall, %.3f s cpu (writer %.3f, reader "
+          "%.3f); rows/s: %.2f M "
           "wall, %.2f M by slower stage cpu; trace events/s: %.2f M wall, %.2f M by stage cpu; "
           "%lld bytes = %.1f bytes/row, %.1f bytes/trace event\n",
           pb ? "perfetto" : "chrome-json", run, static_cast<long long>(r->summary.rows),
           static_cast<long long>(r->stats.events()), static_cast<long long>(r->stats.slices),
-          static_cast<long long>(r->stats.instants),
+          static_cast<long long>(r->stats.device_slices), static_cast<long long>(r->stats.instants),
           static_cast<long long>(r->stats.counter_samples), s, cpu, main_cpu, cpu - main_cpu,
           rows / s / 1e6, rows / stage / 1e6, events / s / 1e6, events / stage / 1e6,
           static_cast<long long>(r->bytes), r->bytes / rows, r->bytes / events);
