@@ -111,7 +111,8 @@ class Timeline {
   std::map<uint32_t, RateWindow> rate_;         // counter track -> retransmit window
   std::map<int64_t, DeviceOp> device_pending_;  // by Pending::order
   int64_t device_order_ = 0;
-  // Host calls of gpu_ops processes whose operation's row has not come yet, by flow id.
+  // Host calls of gpu_ops processes whose operation's row has not come yet, by flow id. A call
+  // whose row never comes (lost by the plugin, or enqueued after --to) stays to the end.
   std::unordered_set<uint64_t> host_calls_;
 };
 
