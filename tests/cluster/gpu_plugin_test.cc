@@ -75,6 +75,37 @@ TEST(GpuPluginTestbed, FoundByPathByNameAndAsTheDefaultLibrary) {
   EXPECT_EQ(ChildFindsPlugin("none"), 0);
 }
 
+// NCCL unloads the plugin with its last communicator and loads it again for the next one; the
+// plugin stays (-z nodelete): one region per process, its counters going on.
+TEST(GpuPluginTestbed, RegionOutlivesTheLastCommunicator) {
+  UsePlugin(Env("RS_GPU_PLUGIN"));
+  pid_t pid = fork();
+  if (pid == 0) {
+    uint64_t ino[2] = {0, 0};
+    for (int i = 0; i < 2; ++i) {
+      ncclUniqueId id;
+      ncclComm_t comm = nullptr;
+      if (ncclGetUniqueId(&id) != ncclSuccess) _exit(10);
+      if (ncclCommInitRank(&comm, 1, id, 0) != ncclSuccess) _exit(11);
+      auto where = rec::FindGpuRing("/proc", getpid());
+      if (!where.ok() || !where.value()) _exit(12);
+      ino[i] = where.value()->ino;
+      float x = 1;
+      if (ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess) _exit(13);
+      if (cudaStreamSynchronize(nullptr) != cudaSuccess) _exit(14);
+      if (ncclCommDestroy(comm) != ncclSuccess) _exit(15);
+    }
+    std::optional<rec::GpuRingReader> ring = OpenOwnRing();
+    if (!ring || ino[0] != ino[1]) _exit(16);
+    if (ring->header().comms != 2 || ring->header().ops != 2) _exit(17);
+    _exit(PluginMapped() ? 0 : 18);
+  }
+  int st = 0;
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0);
+}
+
 // What a rank does after its region exists: a reader appears, one call switches NCCL's mask
 // to device events (that call itself is not recorded), then the calls under test.
 int Attach(std::optional<rec::GpuRingReader>* ring, ncclComm_t comm, cudaStream_t s) {
