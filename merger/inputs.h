@@ -33,8 +33,9 @@ struct Input {
   // Learned while validating.
   rs::BundleInfo info;
   FileStamp stamp;
-  int64_t maxerror_ns = -1;        // see NodeMaxErrorNs
-  RendezvousCollector rendezvous;  // this input's rendezvous calls, as node 0
+  int64_t maxerror_ns = -1;  // see NodeMaxErrorNs
+  RendezvousCollector
+      rendezvous;  // this input's records of rendezvous, as node 0 (moved out by the merge)
   std::vector<std::pair<std::string, int64_t>> table_rows;  // rows per table (for duplicates)
   int duplicate_of = 0;  // input id of the same recording, for a duplicate
   std::string recording_id;

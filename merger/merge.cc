@@ -273,7 +273,7 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
   int reference = -1;
   for (size_t i = 0; i < merged.size(); ++i) {
     Input& in = *merged[i];
-    collector.Absorb(in.rendezvous, static_cast<int>(i));
+    collector.Absorb(std::move(in.rendezvous), static_cast<int>(i));
     clocks.push_back(NodeClock{in.node, in.info.start_ns, in.maxerror_ns});
     if (in.node == opt.reference_node) reference = static_cast<int>(i);
   }

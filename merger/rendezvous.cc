@@ -137,12 +137,13 @@ rs::Result<void> RendezvousCollector::AddNode(rs::Db& db, int node) {
   return rs::Ok();
 }
 
-void RendezvousCollector::Absorb(const RendezvousCollector& other, int node) {
-  for (const auto& [key, list] : other.records_) {
+void RendezvousCollector::Absorb(RendezvousCollector&& other, int node) {
+  for (auto& [key, list] : other.records_) {
     auto& mine = records_[key];
-    for (const auto& [n, r] : list) mine.emplace_back(node, r);
+    for (auto& [n, r] : list) mine.emplace_back(node, std::move(r));
   }
   calls_ += other.calls_;
+  other = RendezvousCollector();
 }
 
 std::vector<Rendezvous> RendezvousCollector::Take() {

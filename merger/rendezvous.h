@@ -41,8 +41,8 @@ class RendezvousCollector {
   // blocking sync calls after them (cuda_events); device times (gpu_ops, where the bundle has
   // the table).
   rs::Result<void> AddNode(rs::Db& db, int node);
-  // Adds everything `other` (collected for one node) holds as node `node`.
-  void Absorb(const RendezvousCollector& other, int node);
+  // Moves everything `other` (collected for one node) holds here, as node `node`.
+  void Absorb(RendezvousCollector&& other, int node);
   // Decides each communicator's call mode from every node's records and returns the
   // rendezvous seen on at least two nodes. Empties the collector.
   std::vector<Rendezvous> Take();

@@ -69,7 +69,7 @@ std::vector<Rendezvous> Collect(std::vector<rs::Db>& dbs, RendezvousSummary* sum
     RendezvousCollector one;
     auto r = one.AddNode(dbs[i], 0);
     EXPECT_TRUE(r.ok()) << r.error().message();
-    all.Absorb(one, static_cast<int>(i));
+    all.Absorb(std::move(one), static_cast<int>(i));
   }
   std::vector<Rendezvous> out = all.Take();
   *summary = all.summary();
