@@ -93,7 +93,7 @@ std::optional<GpuOpRow> DecodeGpuOp(const rs_gpu_op& op) {
   if (op.channels != 0) row.channels = op.channels;
   row.device_start_mono_ns = Positive(op.device_start_ns);
   row.device_end_mono_ns = Positive(op.device_end_ns);
-  if (!(op.flags & RS_GPU_CLOCK_UNBOUNDED) &&
+  if (!(op.flags & RS_GPU_CLOCK_UNBOUNDED) && op.clock_error_ns >= 0 &&
       (row.device_start_mono_ns || row.device_end_mono_ns)) {
     row.clock_error_ns = op.clock_error_ns;
   }

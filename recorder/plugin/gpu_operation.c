@@ -158,7 +158,17 @@ void* rs_gpu_operation_kernel_ch_start(const void* parent, uint64_t ptimer) {
     if (info->launch_ns != 0) rs_gpu_clock_device_after(&ctx->clock, ptimer, info->launch_ns);
   }
   rs_gpu_clock_device_before(&ctx->clock, ptimer, now);
-  if (ptimer != 0) atomic_min_nonzero(&op->device_start_raw, ptimer);
+  if (ptimer != 0) {
+    atomic_min_nonzero(&op->device_start_raw, ptimer);
+    /* Converted now too, so that an operation that never completes (a hang) shows its device
+     * start in a snapshot of the slots; the record written later converts it again. */
+    const struct rs_gpu_clock_estimate e = rs_gpu_clock_at(&ctx->clock, now);
+    if (e.valid) {
+      const uint64_t raw = __atomic_load_n(&op->device_start_raw, __ATOMIC_RELAXED);
+      __atomic_store_n(&op->device_start_ns, (int64_t)raw - e.offset_ns, __ATOMIC_RELAXED);
+      __atomic_store_n(&op->clock_error_ns, e.bounded ? e.error_ns : -1, __ATOMIC_RELAXED);
+    }
+  }
   uint8_t enqueued = RS_GPU_ENQUEUED;
   __atomic_compare_exchange_n(&op->state, &enqueued, RS_GPU_STARTED, 0, __ATOMIC_RELAXED,
                               __ATOMIC_RELAXED);

@@ -234,11 +234,10 @@ TEST_F(GpuCapture, AHangLeavesItsOperationsInFlightWithTheirState) {
                  " gpu_ops WHERE pid = " +
                  pid1 + " ORDER BY seq)"),
             "2 completed");
-  // (The plugin converts device times when it writes a record: an operation still in its slot
-  // has only the device's raw start, so its device_start_ns is NULL too.)
+  // The started operation still in its slot has its device start (converted when its first
+  // channel started), no end.
   EXPECT_EQ(Int("SELECT COUNT(*) FROM gpu_ops WHERE pid = " + pid0 +
-                " AND seq = 3 AND device_end_ns IS NULL AND (device_start_ns IS NULL OR"
-                " device_start_ns >= timestamp_ns)"),
+                " AND seq = 3 AND device_end_ns IS NULL AND device_start_ns >= timestamp_ns"),
             1);
   EXPECT_EQ(Int("SELECT COUNT(*) FROM gpu_ops WHERE pid = " + pid0 +
                 " AND seq = 4 AND device_start_ns IS NULL AND device_end_ns IS NULL"),
