@@ -12,6 +12,9 @@
 namespace rec {
 namespace {
 
+// Per-call functions first, then communicator setup and teardown (kSetupFirst on): the
+// part --nccl-calls setup keeps. Setup rows give each communicator its rank, nranks and hashes,
+// which the plugin's gpu_ops rows are joined through.
 constexpr ProbedFunction kNcclFunctions[] = {
     {"ncclAllReduce", NCCL_FN_ALL_REDUCE},
     {"ncclAllGather", NCCL_FN_ALL_GATHER},
@@ -23,6 +26,7 @@ constexpr ProbedFunction kNcclFunctions[] = {
     {"ncclRecv", NCCL_FN_RECV},
     {"ncclGroupStart", NCCL_FN_GROUP_START},
     {"ncclGroupEnd", NCCL_FN_GROUP_END},
+    // setup and teardown
     {"ncclCommInitRank", NCCL_FN_COMM_INIT_RANK | NCCL_READ_UNIQUE_ID | NCCL_OUT_ARG0},
     {"ncclCommInitRankConfig", NCCL_FN_COMM_INIT_RANK_CONFIG | NCCL_READ_UNIQUE_ID | NCCL_OUT_ARG0},
     {"ncclCommInitAll", NCCL_FN_COMM_INIT_ALL | NCCL_OUT_ARG0_ARRAY},
@@ -33,9 +37,16 @@ constexpr ProbedFunction kNcclFunctions[] = {
     {"ncclCommCount", NCCL_FN_COMM_COUNT | NCCL_OUT_ARG1_INT},
 };
 
+constexpr size_t kSetupFirst = 10;
+static_assert(kNcclFunctions[kSetupFirst].cookie ==
+              (NCCL_FN_COMM_INIT_RANK | NCCL_READ_UNIQUE_ID | NCCL_OUT_ARG0));
+
 }  // namespace
 
-std::span<const ProbedFunction> NcclFunctions() { return kNcclFunctions; }
+std::span<const ProbedFunction> NcclFunctions(bool setup_only) {
+  std::span<const ProbedFunction> all(kNcclFunctions);
+  return setup_only ? all.subspan(kSetupFirst) : all;
+}
 
 rs::Result<rs::Statement> PrepareNcclInsert(rs::Db& db) {
   return db.Prepare(
@@ -126,11 +137,13 @@ rs::Result<void> NcclProbe::WriteMetadata(RecorderContext& ctx, uint64_t in_flig
   RETURN_IF_ERROR(
       st.Bind(1, "nccl_unknown_comms").Bind(2, std::to_string(decoder_.unknown_comms())).Run());
   RETURN_IF_ERROR(st.Bind(1, "nccl_in_flight").Bind(2, std::to_string(in_flight)).Run());
+  // Which calls were probed (--nccl-calls): 'all', or 'setup' (no per-call rows).
+  RETURN_IF_ERROR(st.Bind(1, "nccl_calls").Bind(2, setup_only_ ? "setup" : "all").Run());
   return rs::Ok();
 }
 
-std::unique_ptr<Probe> MakeNcclProbe(const RecorderOptions& /*opts*/) {
-  return std::make_unique<NcclProbe>();
+std::unique_ptr<Probe> MakeNcclProbe(const RecorderOptions& opts) {
+  return std::make_unique<NcclProbe>(opts.nccl_calls_setup_only);
 }
 
 }  // namespace rec

@@ -18,8 +18,9 @@ struct nccl_bpf;
 
 namespace rec {
 
-// The probed NCCL functions and their cookies (function id | what to read).
-std::span<const ProbedFunction> NcclFunctions();
+// The probed NCCL functions and their cookies (function id | what to read): every one, or
+// (`setup_only`, --nccl-calls setup) communicator setup and teardown only.
+std::span<const ProbedFunction> NcclFunctions(bool setup_only = false);
 
 // INSERT of one nccl_events row.
 rs::Result<rs::Statement> PrepareNcclInsert(rs::Db& db);
@@ -28,6 +29,7 @@ rs::Result<void> WriteNcclRow(rs::Statement& st, const NcclRow& row, const std::
 
 class NcclProbe : public CallProbe {
  public:
+  explicit NcclProbe(bool setup_only = false) : setup_only_(setup_only) {}
   ~NcclProbe() override;
   std::string_view source() const override { return "nccl"; }
   const NcclDecoder& decoder() const { return decoder_; }
@@ -36,7 +38,9 @@ class NcclProbe : public CallProbe {
   rs::Result<Skeleton> Load(RecorderContext& ctx, const LoadOptions& opts) override;
   void Unload() override;
   std::set<LibraryKind> Kinds() const override { return {LibraryKind::kNccl}; }
-  std::span<const ProbedFunction> Functions(LibraryKind) const override { return NcclFunctions(); }
+  std::span<const ProbedFunction> Functions(LibraryKind) const override {
+    return NcclFunctions(setup_only_);
+  }
   std::vector<std::string> ExplicitLibraries(const RecorderOptions& opts) const override;
   void OnEvent(const void* data, size_t size, bool in_flight) override;
   size_t MinEventSize() const override { return offsetof(nccl_event, unique_id); }
@@ -47,6 +51,7 @@ class NcclProbe : public CallProbe {
   uint64_t decode_drops() const override { return decoder_.abi_mismatches(); }
 
  private:
+  bool setup_only_;
   nccl_bpf* skel_ = nullptr;
   NcclDecoder decoder_;
   rs::Statement insert_;

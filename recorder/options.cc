@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "rscore/duration.h"
@@ -23,6 +24,7 @@ enum LongOnly {
   kOptCudaSample,
   kOptNoLoadTracepoint,
   kOptNoGpu,
+  kOptNcclCalls,
   kOptHelp,
   kOptVersion,
 };
@@ -41,6 +43,7 @@ const option kLongOptions[] = {
     {"cuda-launch-sample", required_argument, nullptr, kOptCudaSample},
     {"no-load-tracepoint", no_argument, nullptr, kOptNoLoadTracepoint},
     {"no-gpu", no_argument, nullptr, kOptNoGpu},
+    {"nccl-calls", required_argument, nullptr, kOptNcclCalls},
     {"verbose", no_argument, nullptr, 'v'},
     {"help", no_argument, nullptr, kOptHelp},
     {"version", no_argument, nullptr, kOptVersion},
@@ -155,6 +158,15 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
       case kOptNoGpu:
         o.gpu = false;
         break;
+      case kOptNcclCalls:
+        if (std::strcmp(arg, "all") == 0) {
+          o.nccl_calls_setup_only = false;
+        } else if (std::strcmp(arg, "setup") == 0) {
+          o.nccl_calls_setup_only = true;
+        } else {
+          return rs::Error(std::string("--nccl-calls '") + arg + "': use all or setup" + kHint);
+        }
+        break;
       case 'v':
         o.verbose = true;
         break;
@@ -218,6 +230,12 @@ activity on this node into a zstd-compressed SQLite bundle. Needs root.
       --no-load-tracepoint    find libraries loaded later by rescans only (every 500 ms and
                               after an exec), not at once: saves about 40 ns on every system
                               call of the node, costs up to about 150 ms of calls per late load
+      --nccl-calls all|setup  which NCCL calls to probe: all (default) or only communicator
+                              setup and teardown; with setup, collectives, sends, receives
+                              and group calls cost no probe (about 1-8 us each on the calling
+                              thread) and leave no nccl_events rows: the plugin's gpu_ops
+                              still have them, joined through the setup calls, but without
+                              return codes, callers or failed calls
       --no-gpu                do not read rankscope's NCCL profiler plugin (table gpu_ops: when
                               the GPU ran each collective); the plugin then records nothing
   -v, --verbose               log every attachment

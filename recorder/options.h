@@ -36,6 +36,9 @@ struct RecorderOptions {
   // --no-gpu: leave rankscope's NCCL profiler plugin unread (the gpu source; without a
   // reader the plugin records nothing and asks NCCL for no device-side events).
   bool gpu = true;
+  // --nccl-calls setup: probe only communicator setup and teardown (init, split, destroy,
+  // abort), not every collective / send / receive / group call (see UsageText).
+  bool nccl_calls_setup_only = false;
   bool verbose = false;  // -v
   bool help = false;     // --help
   bool version = false;  // --version

@@ -46,6 +46,8 @@ TEST(ParseOptions, EveryFlag) {
                                  "16",
                                  "--no-load-tracepoint",
                                  "--no-gpu",
+                                 "--nccl-calls",
+                                 "setup",
                                  "-v"});
   EXPECT_EQ(o.out, "/tmp/n.rsb");
   ASSERT_TRUE(o.duration_ns);
@@ -61,6 +63,7 @@ TEST(ParseOptions, EveryFlag) {
   EXPECT_EQ(o.cuda_launch_sample, 16);
   EXPECT_FALSE(o.load_tracepoint);
   EXPECT_FALSE(o.gpu);
+  EXPECT_TRUE(o.nccl_calls_setup_only);
   EXPECT_TRUE(o.verbose);
 }
 
@@ -115,12 +118,25 @@ TEST(ParseOptions, ErrorsAreOneLineAndNameTheFlag) {
   }
 }
 
+TEST(ParseOptions, NcclCallsIsAllOrSetup) {
+  auto d = ParseOptions({"--out", "x.rsb"});
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->nccl_calls_setup_only);
+  auto all = ParseOptions({"--out", "x.rsb", "--nccl-calls", "all"});
+  ASSERT_TRUE(all.ok());
+  EXPECT_FALSE(all->nccl_calls_setup_only);
+  auto bad = ParseOptions({"--out", "x.rsb", "--nccl-calls", "some"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("--nccl-calls 'some': use all or setup"), std::string::npos)
+      << bad.error().message();
+}
+
 TEST(ParseOptions, UsageNamesEveryOptionAndMarksTestingOnes) {
   std::string u = UsageText();
   for (const char* flag :
        {"--out", "--duration", "--node", "--config", "--pid", "--scope", "--nccl-lib", "--cuda-lib",
-        "--cuda-launch-sample", "--no-load-tracepoint", "--no-gpu", "--verbose", "--help",
-        "--version", "--simulate-clock-offset", "--simulate-clock-drift"}) {
+        "--cuda-launch-sample", "--no-load-tracepoint", "--no-gpu", "--nccl-calls", "--verbose",
+        "--help", "--version", "--simulate-clock-offset", "--simulate-clock-drift"}) {
     EXPECT_NE(u.find(flag), std::string::npos) << flag;
   }
   EXPECT_LT(u.find("Testing only"), u.find("--simulate-clock-offset"));

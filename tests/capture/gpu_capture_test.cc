@@ -73,13 +73,15 @@ class GpuCapture : public ::testing::Test {
                               "needs iproute2 (apt-get install iproute2)");
     ASSERT_TRUE(ns_.ok()) << "could not create the test's network namespace";
     bundle_ = dir_.File("gpu.rsb");
-    auto rec = RecorderProcess::Start({"--out", bundle_, "--node", "gpunode", "--scope", "netns",
-                                       "--nccl-lib", Env("CAPTURE_NCCL_CPU_LIB")},
-                                      ns_.name());
+    std::vector<std::string> args = {"--out",   bundle_, "--node",     "gpunode",
+                                     "--scope", "netns", "--nccl-lib", Env("CAPTURE_NCCL_CPU_LIB")};
+    for (const std::string& a : ExtraArgs()) args.push_back(a);
+    auto rec = RecorderProcess::Start(args, ns_.name());
     ASSERT_TRUE(rec.ok()) << rec.error().message();
     recorder_.emplace(std::move(rec).value());
     ASSERT_TRUE(recorder_->WaitReady()) << recorder_->stderr_text();
   }
+  virtual std::vector<std::string> ExtraArgs() const { return {}; }
   void StopAndOpen() {
     ASSERT_EQ(recorder_->Stop(SIGINT), 0) << recorder_->stderr_text();
     auto opened = rs::OpenRankscopeFile(bundle_);
@@ -248,6 +250,44 @@ TEST_F(GpuCapture, AHangLeavesItsOperationsInFlightWithTheirState) {
   EXPECT_EQ(Text("SELECT method || ' ' || events || ' ' || drops FROM sources WHERE source ="
                  " 'gpu'"),
             "plugin 4 0");
+}
+
+// --nccl-calls setup: only communicator setup and teardown are probed. No per-call rows, and
+// still every operation of the plugin joins its communicator (rank, hashes) through the setup
+// rows: what the cheaper mode keeps.
+class GpuCaptureSetupOnly : public GpuCapture {
+ protected:
+  std::vector<std::string> ExtraArgs() const override { return {"--nccl-calls", "setup"}; }
+};
+
+TEST_F(GpuCaptureSetupOnly, OperationsKeepTheirCommunicatorWithoutPerCallProbes) {
+  constexpr int kRanks = 4;
+  const std::string log = dir_.File("ops.log");
+  const int rc = Sh(ScenarioCommand(ns_, "ops " + std::to_string(kRanks), log));
+  StopAndOpen();
+  ASSERT_EQ(rc, 0) << ShOut("cat " + log);
+  auto values = ReadValues(log);
+  int launched = 0;
+  for (int r = 0; r < kRanks; ++r)
+    launched += std::stoi(values["rank" + std::to_string(r) + "_ops"]);
+  ASSERT_EQ(launched, kRanks * 12);
+  EXPECT_EQ(Meta("nccl_calls"), "setup");
+  EXPECT_EQ(Int(std::string("SELECT COUNT(*) FROM nccl_events WHERE op IN ") + kOps +
+                " OR op LIKE 'GROUP%'"),
+            0);
+  // Setup rows: one root communicator and one split child per rank.
+  EXPECT_EQ(Int("SELECT COUNT(*) FROM nccl_events WHERE op IN ('COMM_INIT', 'COMM_SPLIT') AND"
+                " ret = 0"),
+            2 * kRanks);
+  EXPECT_EQ(Int("SELECT COUNT(*) FROM gpu_ops"), launched);
+  EXPECT_EQ(Int("SELECT COUNT(*) FROM gpu_ops WHERE comm_id_hash IS NULL OR rank IS NULL"), 0);
+  // The root communicator and the two split children, as with every call probed.
+  EXPECT_EQ(Int("SELECT COUNT(DISTINCT comm_id_hash) FROM gpu_ops"), 3);
+  EXPECT_EQ(Int("SELECT COUNT(DISTINCT comm_id_hash) FROM gpu_ops WHERE nranks = 2"), 2);
+  EXPECT_EQ(Int("SELECT COUNT(*) FROM (SELECT comm_id_hash, seq, op, COUNT(DISTINCT pid) AS n,"
+                " MIN(nranks) AS lo FROM gpu_ops WHERE op NOT IN ('SEND', 'RECV') GROUP BY"
+                " comm_id_hash, seq, op) WHERE n != lo"),
+            0);
 }
 
 }  // namespace
