@@ -143,7 +143,7 @@ std::vector<ArrivalStats> ParticipantStats(const CollectiveData& data) {
   std::vector<std::vector<int64_t>> late(n), host(n), durs(n);
   std::vector<int64_t> last(n, 0), on_device(n, 0);
   for (const Collective& g : data.collectives) {
-    if (!g.matched()) continue;
+    if (!g.compared()) continue;
     for (size_t k = g.begin; k < g.end; ++k) {
       const NcclCall& c = data.calls[k];
       late[c.participant].push_back(c.arrival - g.first_arrival);
@@ -174,7 +174,7 @@ std::vector<ArrivalStats> NodeStats(const CollectiveData& data) {
   std::vector<int64_t> last(idx.size(), 0), on_device(idx.size(), 0);
   std::vector<int64_t> node_late(idx.size()), node_host(idx.size());
   for (const Collective& g : data.collectives) {
-    if (!g.matched()) continue;
+    if (!g.compared()) continue;
     std::fill(node_late.begin(), node_late.end(), -1);
     std::fill(node_host.begin(), node_host.end(), -1);
     for (size_t k = g.begin; k < g.end; ++k) {

@@ -71,8 +71,10 @@ struct Collective {
   int64_t first_arrival = 0, last_arrival = 0;
   // Completion: the last device end (device basis; -1 while one has none), else last_exit.
   int64_t done = -1;
-  int32_t last = -1;  // participant that arrived last; -1 on a tie
+  int32_t last = -1;      // participant that arrived last; -1 on a tie
+  bool excluded = false;  // left out of lateness (ExcludeEnqueueEntries)
   bool matched() const { return end - begin >= 2; }
+  bool compared() const { return matched() && !excluded; }  // in the lateness statistics
 };
 
 struct CollectiveData {
@@ -84,6 +86,7 @@ struct CollectiveData {
   int64_t device_ops = 0;               // gpu_ops rows of collectives joined to calls
   int64_t device_only_calls = 0;        // ... of them without an NCCL call recorded
   int64_t device_collectives = 0;       // matched groups on device basis
+  int64_t excluded_collectives = 0;     // matched groups left out of lateness
   std::map<std::pair<std::string, int64_t>, int32_t> participant_index;  // (node, pid)
 };
 

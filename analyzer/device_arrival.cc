@@ -138,8 +138,24 @@ void SetArrivals(CollectiveData& data) {
   }
 }
 
-int64_t DeviceBound(const CollectiveData& data, int32_t a, int32_t b) {
-  return data.participants[a].device_clock_error_ns + data.participants[b].device_clock_error_ns;
+int64_t DeviceBound(const CollectiveData& data, int32_t later) {
+  return data.participants[later].device_clock_error_ns;
+}
+
+int64_t ExcludeEnqueueEntries(CollectiveData& data) {
+  int64_t excluded = 0;
+  if (data.device_collectives == 0) return 0;
+  for (Collective& g : data.collectives) {
+    if (!g.matched() || g.device_basis) continue;
+    bool enqueues = false;
+    for (size_t k = g.begin; k < g.end; ++k) enqueues |= data.calls[k].enqueue;
+    if (!enqueues) continue;
+    g.excluded = true;
+    g.last = -1;
+    ++excluded;
+  }
+  data.excluded_collectives = excluded;
+  return excluded;
 }
 
 }  // namespace analyzer

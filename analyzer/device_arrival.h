@@ -22,8 +22,16 @@ rs::Result<void> JoinDeviceOps(rs::Db& db, CollectiveData& data);
 // participant's device conversion bound; data.device_collectives.
 void SetArrivals(CollectiveData& data);
 
-// The device-side conversion bound of comparing participants a and b (0 where their arrivals
-// are host entries): the larger bound of each side's device arrivals, summed.
-int64_t DeviceBound(const CollectiveData& data, int32_t a, int32_t b);
+// The device-side bound of a claim that participant `later` arrived after another one. The
+// plugin's converted device times are never earlier than the truth and at most clock_error_ns
+// later (libnccl-profiler-rankscope(7)), so a later converted arrival is truly later by at least
+// the difference minus the later one's bound: the earlier one's bound does not count. 0 where
+// its arrivals are host entries.
+int64_t DeviceBound(const CollectiveData& data, int32_t later);
+
+// After MarkEnqueues: where the recording has device arrivals, a collective without every
+// rank's device start whose calls only enqueue is left out of the lateness comparison (an
+// enqueue's entry is no arrival, and the others are compared on device). Returns how many.
+int64_t ExcludeEnqueueEntries(CollectiveData& data);
 
 }  // namespace analyzer

@@ -131,6 +131,43 @@ TEST(DeviceArrivalTest, NetworkSlowsCollectivesAfterEveryDeviceArrived) {
   }
 }
 
+// Converted device times are never early and at most clock_error_ns late: a rank 8 ms late
+// behind a 6 ms bound is late by at least 2 ms whatever the others' bounds.
+TEST(DeviceArrivalTest, ConversionBoundCountsOnTheLateSideOnly) {
+  GpuJob job;
+  job.host_late_rank = 3;
+  job.clock_error_ns = 6'000'000;
+  Report r = JobReport(job);
+  SCOPED_TRACE(RenderText(r));
+  ASSERT_FALSE(r.stragglers.empty());
+  const Straggler& top = r.stragglers.front();
+  EXPECT_EQ(top.rank, std::optional<int64_t>(3));
+  EXPECT_TRUE(top.ordering_determined);
+  EXPECT_EQ(top.confidence, "high");
+  // Cross-node: both alignment bounds and its own conversion bound, not the others'.
+  EXPECT_GE(top.clock_bound_ns, 2 * job.error_bound_ns + job.clock_error_ns * 9 / 10);
+  EXPECT_LE(top.clock_bound_ns, 2 * job.error_bound_ns + job.clock_error_ns);
+}
+
+// The plugin's rows start with its recorder: earlier collectives have host entries of enqueues
+// only, which are no arrival; they are left out, not mixed in.
+TEST(DeviceArrivalTest, CollectivesBeforeThePluginRecordedAreLeftOut) {
+  GpuJob job;
+  job.device_late_rank = 4;
+  job.device_from_step = 2;
+  Report r = JobReport(job);
+  SCOPED_TRACE(RenderText(r));
+  EXPECT_EQ(r.timing.excluded_collectives, 2 * job.buckets);
+  EXPECT_EQ(r.timing.arrival_basis, "device_start");
+  EXPECT_TRUE(HasNote(r, "left out of lateness"));
+  ASSERT_FALSE(r.stragglers.empty());
+  const Straggler& top = r.stragglers.front();
+  EXPECT_EQ(top.rank, std::optional<int64_t>(4));
+  EXPECT_EQ(top.arrival_basis, "device_start");
+  EXPECT_EQ(top.confidence, "high");
+  EXPECT_EQ(RankStats(r, 4).collectives, r.collectives - 2 * job.buckets);
+}
+
 TEST(DeviceArrivalTest, NoFaultNoStraggler) {
   for (uint64_t seed : {1, 2, 3}) {
     GpuJob job;

@@ -22,7 +22,9 @@ std::string Address(int node) { return "10.88.0." + std::to_string(node + 1); }
 
 class Writer {
  public:
-  Writer(const GpuJob& job, rs::Db& db) : job_(job), db_(db), rng_(job.seed) {}
+  Writer(const GpuJob& job, rs::Db& db) : job_(job), db_(db), rng_(job.seed) {
+    for (int g = 0; g < Ranks(); ++g) error_share_.push_back(U(101));
+  }
 
   rs::Result<void> Prepare() {
     ASSIGN_OR_RETURN(nccl_, db_.Prepare("INSERT INTO nccl_events(node, timestamp_ns, duration_ns,"
@@ -57,6 +59,7 @@ class Writer {
     for (int g = 0; g < W; ++g) host[g] = kStart + U(job_.jitter_ns);
     int64_t seq = 0;
     for (int step = 0; step < job_.steps; ++step) {
+      step_ = step;
       const bool fault = step >= job_.steps / 3;
       if (step == job_.hang_step && job_.hang_rank >= 0) return Hang(host, device_free, seq);
       std::vector<int64_t> issue(W), device_start(W);
@@ -140,9 +143,10 @@ class Writer {
                           std::optional<int64_t> end, const char* state) {
     if (!job_.gpu_ops || !job_.gpu_ops_table) return rs::Ok();
     const int64_t pid = JobPid(job_, g);
-    // A device time reads at most clock_error_ns late after its conversion to the host clock.
-    if (start) *start += U(job_.clock_error_ns);
-    if (end) *end += U(job_.clock_error_ns);
+    if (step_ < job_.device_from_step) return rs::Ok();
+    // A device time reads late by its rank's share of clock_error_ns after its conversion.
+    if (start) *start += error_share_[g] * job_.clock_error_ns / 100;
+    if (end) *end += error_share_[g] * job_.clock_error_ns / 100;
     gpu_.Bind(1, JobNode(Node(g))).Bind(2, enqueue).Bind(3, pid).Bind(4, pid).Bind(5, g);
     gpu_.Bind(6, Ranks()).Bind(7, kComm).Bind(8, seq).Bind(9, kCount).Bind(10, 4 * kCount);
     gpu_.Bind(11, start).Bind(12, end).Bind(13, job_.clock_error_ns).Bind(14, state);
@@ -218,6 +222,8 @@ class Writer {
   const GpuJob& job_;
   rs::Db& db_;
   std::mt19937_64 rng_;
+  std::vector<int64_t> error_share_;  // per rank, percent of clock_error_ns
+  int step_ = 0;
   rs::Statement nccl_, gpu_, cuda_, sched_, tcp_;
 };
 

@@ -63,7 +63,7 @@ NetworkCandidate AttributeRetransmits(const SideEvents& side, const CollectiveDa
   };
   std::vector<Transfer> transfers;
   for (const Collective& g : data.collectives) {
-    if (!g.matched() || g.done < 0) continue;
+    if (!g.compared() || g.done < 0) continue;
     ++c.collectives;
     if (g.device_basis) ++c.device_collectives;
     auto it = std::lower_bound(times.begin(), times.end(), g.last_arrival);

@@ -44,7 +44,7 @@ Plots BuildPlots(const CollectiveData& data, const SideEvents& side, int64_t sta
   p.lateness.cells.assign(order.size(), std::vector<int64_t>(kPlotBins, -1));
   std::map<std::string, std::map<int64_t, std::pair<double, int64_t>>> dur;  // sum, n
   for (const Collective& g : data.collectives) {
-    if (!g.matched()) continue;
+    if (!g.compared()) continue;
     int64_t b = bin_of(g.first_arrival);
     for (size_t k = g.begin; k < g.end; ++k) {
       const NcclCall& c = data.calls[k];

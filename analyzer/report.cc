@@ -10,6 +10,7 @@
 #include "causes.h"
 #include "clock_bounds.h"
 #include "collectives.h"
+#include "device_arrival.h"
 #include "hang.h"
 #include "hang_activity.h"
 #include "network.h"
@@ -90,6 +91,9 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
   bool by_mates = !c.node_level && c.same_node_margin_ns > c.noise_ns &&
                   c.same_node_margin_ns > c.mate_bound_ns;
   s.clock_bound_ns = c.bound_ns;
+  if (by_mates && c.margin_ns <= c.bound_ns && me.device_collectives > 0) {
+    s.clock_bound_ns = c.mate_bound_ns;  // decided among its node-mates on device arrivals
+  }
   s.arrival_basis = ArrivalBasis(me.device_collectives, me.collectives);
   s.basis = BasisText(s.arrival_basis, sem);
   const bool on_device = s.arrival_basis != "host_entry";
@@ -315,8 +319,9 @@ void AddTimingNotes(const CollectiveData& data, const CallSemantics& sem, Report
   t.gpu_ops_table = data.gpu_ops_table;
   t.device_ops = data.device_ops;
   t.device_collectives = data.device_collectives;
-  t.host_collectives = data.matched - data.device_collectives;
-  t.arrival_basis = ArrivalBasis(t.device_collectives, data.matched);
+  t.excluded_collectives = data.excluded_collectives;
+  t.host_collectives = data.matched - data.device_collectives - data.excluded_collectives;
+  t.arrival_basis = ArrivalBasis(t.device_collectives, t.device_collectives + t.host_collectives);
   t.call_semantics = sem.kind;
   t.semantics_evidence = sem.evidence;
   if (sem.kind == "enqueue" && t.device_collectives == 0 && data.matched > 0) {
@@ -336,6 +341,13 @@ void AddTimingNotes(const CollectiveData& data, const CallSemantics& sem, Report
                       std::to_string(t.host_collectives) +
                       " are compared on host entry, so conclusions drawn from them are at most "
                       "medium confidence");
+  }
+  if (data.excluded_collectives > 0) {
+    r.notes.push_back(std::to_string(data.excluded_collectives) + " of " +
+                      std::to_string(data.matched) +
+                      " matched collectives lack some rank's device start (before the profiler "
+                      "plugin recorded, or rows lost) and are left out of lateness: their calls "
+                      "only enqueue, so their entries are no arrival");
   }
   if (data.device_only_calls > 0) {
     r.notes.push_back(std::to_string(data.device_only_calls) +
@@ -410,6 +422,7 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   }
   ASSIGN_OR_RETURN(CallSemantics sem, DetectCallSemantics(db, data, r.clock));
   MarkEnqueues(data, sem);
+  ExcludeEnqueueEntries(data);
   AddTimingNotes(data, sem, r);
   std::set<std::string> nodes;
   for (const NodeClock& c : r.clock) nodes.insert(c.node);

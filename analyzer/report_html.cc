@@ -122,7 +122,8 @@ std::string RenderHtml(const Report& r) {
   if (!r.timing.arrival_basis.empty()) {
     o << "<h2>Timing</h2><p id='timing'>Arrivals from "
       << HtmlEscape(Spoken(r.timing.arrival_basis)) << " (" << r.timing.device_collectives
-      << " collectives on device, " << r.timing.host_collectives << " on host entry). NCCL calls "
+      << " collectives on device, " << r.timing.host_collectives << " on host entry, "
+      << r.timing.excluded_collectives << " left out). NCCL calls "
       << HtmlEscape(r.timing.call_semantics) << ": " << HtmlEscape(r.timing.semantics_evidence)
       << ".</p>";
   }

@@ -172,6 +172,7 @@ std::string RenderJson(const Report& r) {
   w.Key("timing").BeginObject().Key("arrival_basis").String(t.arrival_basis);
   w.Key("device_collectives").Int(t.device_collectives);
   w.Key("host_collectives").Int(t.host_collectives);
+  w.Key("excluded_collectives").Int(t.excluded_collectives);
   w.Key("gpu_ops_table").Bool(t.gpu_ops_table).Key("device_ops").Int(t.device_ops);
   w.Key("call_semantics").String(t.call_semantics);
   w.Key("semantics_evidence").String(t.semantics_evidence).EndObject();

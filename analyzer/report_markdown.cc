@@ -85,8 +85,8 @@ std::string RenderMarkdown(const Report& r) {
   if (!r.timing.arrival_basis.empty()) {
     o << "\n## Timing\n\nArrivals from " << Spoken(r.timing.arrival_basis) << " ("
       << r.timing.device_collectives << " collectives on device, " << r.timing.host_collectives
-      << " on host entry). NCCL calls " << r.timing.call_semantics << ": "
-      << r.timing.semantics_evidence << ".\n";
+      << " on host entry, " << r.timing.excluded_collectives << " left out). NCCL calls "
+      << r.timing.call_semantics << ": " << r.timing.semantics_evidence << ".\n";
   }
   o << "\n## Clock\n\n| node | offset | error bound | method | evidence |\n"
        "|---|---|---|---|---|\n";

@@ -172,8 +172,11 @@ struct Timing {
   std::string arrival_basis;
   int64_t device_collectives = 0;  // matched collectives whose arrivals are device starts
   int64_t host_collectives = 0;    // ... whose arrivals are host entries
-  bool gpu_ops_table = false;      // the recording has the table (a recorder that knows it)
-  int64_t device_ops = 0;          // gpu_ops rows of collectives joined to the calls
+  // ... left out of lateness: some rank's device start is missing and the calls only enqueue
+  // (compared on device elsewhere, their entries are no arrival)
+  int64_t excluded_collectives = 0;
+  bool gpu_ops_table = false;  // the recording has the table (a recorder that knows it)
+  int64_t device_ops = 0;      // gpu_ops rows of collectives joined to the calls
   // 'blocking' (calls return when the collective is done), 'enqueue' (they return at enqueue,
   // the device completes the work later), 'unknown'.
   std::string call_semantics;

@@ -87,8 +87,8 @@ std::string RenderText(const Report& r) {
   if (!r.timing.arrival_basis.empty()) {
     o << "\ntiming: arrivals from " << Spoken(r.timing.arrival_basis) << " ("
       << r.timing.device_collectives << " collectives on device, " << r.timing.host_collectives
-      << " on host entry); NCCL calls " << r.timing.call_semantics << ": "
-      << r.timing.semantics_evidence << "\n";
+      << " on host entry, " << r.timing.excluded_collectives << " left out); NCCL calls "
+      << r.timing.call_semantics << ": " << r.timing.semantics_evidence << "\n";
   }
   o << "\nclock (offset applied, error bound, method, evidence):\n";
   for (const NodeClock& c : r.clock) {

@@ -56,7 +56,7 @@ LatenessCandidate FindLatenessStraggler(const CollectiveData& data,
     if (!competes(p)) continue;
     ++ranks_total;
     if (static_cast<int32_t>(p) == best) continue;
-    int64_t device = DeviceBound(data, best, static_cast<int32_t>(p));
+    int64_t device = DeviceBound(data, best);
     if (data.participants[p].node == node) {
       same_node_max = std::max(same_node_max, stats[p].median_lateness_ns);
       mates.push_back(p);

@@ -3,7 +3,8 @@
 // lateness exceeds the other ranks' spread — or its margin alone is several times that spread.
 // Compared across nodes the margin must also exceed the clock error bound; otherwise the
 // ordering is reported as undetermined. Ranks on one node share a host clock; device arrivals
-// add their conversion bounds (clock_error_ns) to either comparison.
+// add the late rank's conversion bound (clock_error_ns, one-sided: see DeviceBound) to either
+// comparison.
 #pragma once
 
 #include <cstdint>
