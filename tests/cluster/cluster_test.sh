@@ -2,9 +2,11 @@
 # Cluster tests: run the harness for one scenario and check the recorded bundles for the
 # physical trace of the injected fault, on the faulty node and not elsewhere.
 #   cluster_test.sh BUILD_DIR SOURCE_DIR SCENARIO
-# SCENARIO: none | loss | cpu | io | slow | hang | crash | interrupt | clock (the test bed in
-# sync mode: blocking collectives), async_none | async_hang | async_crash (async mode: a GPU
-# job), entry_lateness (the slow fault in both modes: what host-side entry times can show).
+# SCENARIO: none | loss | cpu | io | slow | hang | crash (the test bed as GPU nodes run:
+# collectives enqueued, run later on each rank's device, NCCL's profiler plugin loaded),
+# sync_none | sync_slow | sync_hang (the same with blocking collectives, a CPU framework),
+# interrupt, clock (merge's clock alignment in both modes, with and without the plugin),
+# entry_lateness (the slow fault in both modes: what host-side entry times can show).
 # Exit 77 = skipped (not root and CI unset). With CI set, a missing prerequisite fails.
 set -euo pipefail
 
@@ -54,7 +56,8 @@ snapshot() {
 }
 BEFORE=$(snapshot)
 
-MODE=sync
+MODE=async
+BUCKETS=2  # the harness's default in async mode (1 in sync mode)
 run_harness() {  # fault [extra args]: bounded in time; the harness must finish by itself
   local fault=$1
   shift
@@ -119,14 +122,28 @@ check_own_ranks() {
   done
 }
 
+# All nodes' gpu_ops in one view `gp`, and cuda_events in `cu` (like `ev` for nccl_events).
+qview() {  # table view sql
+  local k attach="" sql=""
+  for ((k = 0; k < NODES; k++)); do
+    attach+="ATTACH '$OUT/node$k.db' AS n$k; "
+    [[ -n "$sql" ]] && sql+=" UNION ALL "
+    sql+="SELECT '$k' AS node_index, * FROM n$k.$1"
+  done
+  sqlite3 -batch -noheader ":memory:" "$attach CREATE TEMP VIEW $2 AS $sql; $3"
+}
+qgpu() { qview gpu_ops gp "$1"; }
+qcuda() { qview cuda_events cu "$1"; }
+
 scenario_none() {
   # Clock skew and drift on two nodes: the bundles' contents must not depend on them.
   run_harness none --skew node1=5000000,node2=-3000000 --drift node2=50
   ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
+  grep -q "\"collectives\": \"$MODE\"" "$OUT/run/truth.json" || fail "truth.json does not say $MODE"
   open_bundles
   check_own_ranks
-  # Same (comm_id_hash, seq) sequence on every rank of every node, same op at each seq.
-  local expected=$((STEPS + STEPS / 10 + STEPS / 25))
+  local buckets=$([[ $MODE == async ]] && echo $BUCKETS || echo 1)
+  local expected=$((STEPS * buckets + STEPS / 10 + STEPS / 25))
   local got
   got=$(qall "SELECT COUNT(DISTINCT comm_id_hash || ':' || seq) FROM ev WHERE $COLL")
   [[ "$got" == "$expected" ]] || fail "expected $expected distinct collectives, found $got"
@@ -138,15 +155,60 @@ scenario_none() {
   [[ "$got" == "$NODES" ]] || fail "collectives from $got of $NODES nodes"
   got=$(qall "SELECT COUNT(*) FROM ev WHERE $COLL AND (state != 'complete' OR duration_ns IS NULL)")
   [[ "$got" == 0 ]] || fail "$got collectives not complete after a clean run"
-  # The skewed node's clock really is shifted: a blocking collective completes at nearly the
-  # same instant on every rank, so node1's completion times sit ~5 ms after node0's.
-  got=$(qall "SELECT CAST(AVG(d) / 100000 AS INTEGER) FROM (SELECT
-              AVG(CASE WHEN node_index = '1' THEN timestamp_ns + duration_ns END) -
-              AVG(CASE WHEN node_index = '0' THEN timestamp_ns + duration_ns END) AS d
-              FROM ev WHERE op = 'ALL_REDUCE' GROUP BY comm_id_hash, seq)")
+  if [[ $MODE == sync ]]; then
+    # The skewed node's clock really is shifted: a blocking collective completes at nearly the
+    # same instant on every rank, so node1's completion times sit ~5 ms after node0's.
+    got=$(qall "SELECT CAST(AVG(d) / 100000 AS INTEGER) FROM (SELECT
+                AVG(CASE WHEN node_index = '1' THEN timestamp_ns + duration_ns END) -
+                AVG(CASE WHEN node_index = '0' THEN timestamp_ns + duration_ns END) AS d
+                FROM ev WHERE op = 'ALL_REDUCE' GROUP BY comm_id_hash, seq)")
+  else
+    check_async_pattern "$expected"
+    # The same on the devices: every rank's device finishes a collective at nearly the same
+    # instant, recorded on its node's (skewed) host clock.
+    got=$(qgpu "SELECT CAST(AVG(d) / 100000 AS INTEGER) FROM (SELECT
+                AVG(CASE WHEN node_index = '1' THEN device_end_ns END) -
+                AVG(CASE WHEN node_index = '0' THEN device_end_ns END) AS d
+                FROM gp WHERE op = 'ALL_REDUCE' AND state = 'completed' GROUP BY comm_id_hash, seq)")
+  fi
   echo "node1 - node0 mean completion time: ${got}00 us (skew 5 ms)"
   ((got >= 30 && got <= 80)) || fail "the --skew of node1 does not show in its timestamps"
-  echo "ok: $expected collectives matched across $WORLD ranks on $NODES nodes"
+  echo "ok: $expected collectives matched across $WORLD ranks on $NODES nodes ($MODE)"
+}
+
+# A GPU job's recording (async mode): the CUDA probes see the trainer's call pattern exactly,
+# NCCL calls only enqueue, and the profiler plugin's gpu_ops join every rank's calls.
+check_async_pattern() {  # expected collectives
+  local expected=$1 got launches copies nccl_ms sync_ms
+  # Per rank and step one blocking loss copy (the sync point), 3 forward + $BUCKETS backward +
+  # 1 optimizer launches, $BUCKETS + 1 stream waits.
+  got=$(qcuda "SELECT COUNT(DISTINCT pid) FROM cu WHERE api = 'cudaMemcpy'")
+  [[ "$got" == "$WORLD" ]] || fail "cudaMemcpy recorded for $got of $WORLD ranks"
+  copies=$(qcuda "SELECT COUNT(*) FROM cu WHERE api = 'cudaMemcpy'")
+  launches=$(qcuda "SELECT COALESCE(SUM(sample_weight), 0) FROM cu WHERE api = 'cudaLaunchKernel'")
+  echo "cuda_events: $copies blocking copies, $launches kernel launches for $WORLD ranks x $STEPS steps"
+  ((copies == WORLD * STEPS)) || fail "expected $((WORLD * STEPS)) cudaMemcpy rows, found $copies"
+  ((launches == WORLD * STEPS * (4 + BUCKETS))) ||
+    fail "expected $((WORLD * STEPS * (4 + BUCKETS))) kernel launches, found $launches"
+  got=$(qcuda "SELECT COUNT(*) FROM cu WHERE api = 'cudaStreamWaitEvent'")
+  ((got == WORLD * STEPS * (BUCKETS + 1))) || fail "expected $((WORLD * STEPS * (BUCKETS + 1))) cudaStreamWaitEvent rows, found $got"
+  # Host-side NCCL calls only enqueue: together they take a small fraction of the time the
+  # hosts spend blocked in their step-end copies (the device time they wait for).
+  nccl_ms=$(qall "SELECT COALESCE(SUM(duration_ns), 0) / 1000000 FROM ev WHERE $COLL")
+  sync_ms=$(qcuda "SELECT COALESCE(SUM(duration_ns), 0) / 1000000 FROM cu WHERE api = 'cudaMemcpy'")
+  echo "host time in NCCL calls ${nccl_ms} ms, blocked in the step-end copies ${sync_ms} ms"
+  ((nccl_ms * 20 < sync_ms)) || fail "NCCL calls took ${nccl_ms} ms against ${sync_ms} ms of syncs: not asynchronous"
+  # The plugin: every process seen with profiler API 5, one completed operation per rank and
+  # collective (but the first: launched before the recorders read), device times in order.
+  got=$(qview processes pr "SELECT COUNT(*) FROM pr WHERE comm = 'rankscope-train' AND nccl_profiler_api = 5")
+  [[ "$got" == "$WORLD" ]] || fail "the plugin was seen in $got of $WORLD ranks"
+  got=$(qgpu "SELECT COUNT(*) FROM (SELECT comm_id_hash, seq FROM gp WHERE $COLL AND state = 'completed'
+              AND timestamp_ns <= device_start_ns AND device_start_ns <= device_end_ns
+              GROUP BY comm_id_hash, seq HAVING COUNT(DISTINCT rank) = $WORLD)")
+  echo "gpu_ops: $got of $expected collectives completed on every rank's device"
+  ((got >= expected - 2)) || fail "only $got of $expected collectives have every rank's device times"
+  got=$(qgpu "SELECT COUNT(*) FROM gp WHERE state != 'completed'")
+  [[ "$got" == 0 ]] || fail "$got operations not completed after a clean run"
 }
 
 # Merges the run's bundles and checks every node's clock alignment against what was injected:
@@ -189,22 +251,34 @@ check_alignment() {
 }
 
 scenario_clock() {
-  # Real recordings, one rank per node and small collectives (exits then cluster within tens
-  # of microseconds on this machine; with more ranks per ring the bias grows, see
-  # tests/bench/merge.md). Skews of +50 ms and -50 ms.
-  NODES=3 RPN=1 STEPS=150
-  run_harness none --grad-mb 0.004 --compute-ms 20 --skew node1=50000000,node2=-50000000
-  ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
-  check_alignment "0 50000000 -50000000" "0 0 0" 50000
-  # Drift: 100 ppm on node2 over a run of ~8 s (its offset moves by ~0.8 ms); node1 keeps
-  # its clock. The drift must be recovered within 10 ppm; the offsets (at each node's start)
-  # within their bounds and 150 us: a slope error of a few ppm moves the offset at the start
-  # by tens of microseconds (62 us seen once on a busy machine), tests/bench/merge.md.
+  # Skew and drift on every node but one (offsets of tens of ms of either sign, +-20 ppm), 3
+  # nodes x 2 ranks: the offsets within 50 us of the truth and inside their stated bounds, the
+  # drift within 10 ppm: on a GPU job with the profiler plugin (device rendezvous), without it
+  # (the blocking syncs after the enqueues), and with blocking collectives.
+  local skew="0 37000000 -41000000" drift="0 20 -20" mode plugin evidence
+  # 300 steps of ~30 ms: a drift of 20 ppm moves the offset by ~0.2 ms over the recording,
+  # several times the noise of the device ends' differences (tens of microseconds).
   STEPS=300
-  run_harness none --grad-mb 0.004 --compute-ms 20 --drift node2=100
-  ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
-  check_alignment "0 0 0" "0 0 100" 150000
-  echo "ok: skewed offsets within 50 us, all inside their bounds, drift recovered"
+  for run in "async on" "async off" "sync on"; do
+    read -r mode plugin <<<"$run"
+    MODE=$mode
+    rm -rf "$OUT/run" "$OUT/merged.rsdb"
+    run_harness none --grad-mb 0.004 --compute-ms 20 --plugin "$plugin" \
+      --skew node1=37000000,node2=-41000000 --drift node1=20,node2=-20
+    ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
+    echo "-- $mode collectives, plugin $plugin:"
+    check_alignment "$skew" "$drift" 50000
+    evidence=$(sqlite3 -batch -noheader "$OUT/merged.rsdb" "SELECT group_concat(node || ': ' || evidence, '; ')
+               FROM clock_alignment WHERE method = 'rendezvous'")
+    echo "evidence: $evidence"
+    case "$mode $plugin" in
+      "async on") [[ "$evidence" == *device* ]] || fail "a GPU job with the plugin aligned without device times" ;;
+      "async off") [[ "$evidence" == *sync_after* && "$evidence" != *device* ]] ||
+        fail "a GPU job without the plugin must align on the syncs after its enqueues" ;;
+      "sync on") [[ "$evidence" == *blocking_call* ]] || fail "blocking collectives were not used" ;;
+    esac
+  done
+  echo "ok: offsets within 50 us and inside their bounds, drift within 10 ppm, in all three runs"
 }
 
 scenario_loss() {
@@ -283,11 +357,18 @@ scenario_io() {
     fail "node$FAULT_NODE's read latency does not stand out (${lat[*]})"
 }
 
-# Mean gap (ns) between a rank's collectives: its compute time between them.
-gap_sql() {
-  echo "SELECT CAST(AVG(gap) AS INTEGER) FROM (SELECT LEAD(timestamp_ns) OVER (ORDER BY seq)
-        - (timestamp_ns + duration_ns) AS gap, seq FROM nccl_events WHERE op = 'ALL_REDUCE'
-        AND rank = $1) WHERE seq > $2 AND gap IS NOT NULL"
+# Mean gap (ns) between a rank's AllReduces, its compute between them: on the host between
+# blocking calls (sync), on its device between the collectives' kernels (async, gpu_ops).
+gap_sql() {  # rank first_seq
+  if [[ $MODE == sync ]]; then
+    echo "SELECT CAST(AVG(gap) AS INTEGER) FROM (SELECT LEAD(timestamp_ns) OVER (ORDER BY seq)
+          - (timestamp_ns + duration_ns) AS gap, seq FROM nccl_events WHERE op = 'ALL_REDUCE'
+          AND rank = $1) WHERE seq > $2 AND gap IS NOT NULL"
+  else
+    echo "SELECT CAST(AVG(gap) AS INTEGER) FROM (SELECT LEAD(device_start_ns) OVER (ORDER BY seq)
+          - device_end_ns AS gap, seq FROM gpu_ops WHERE op = 'ALL_REDUCE' AND rank = $1
+          AND state = 'completed') WHERE seq > $2 AND gap IS NOT NULL"
+  fi
 }
 
 scenario_slow() {
@@ -295,8 +376,9 @@ scenario_slow() {
   ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
   open_bundles
   check_own_ranks
-  local slow=$((FAULT_NODE * RPN)) from=$((STEPS / 3 + STEPS / 10 + 2)) k r g gaps=() max_other=0
-  local slow_gap=0
+  local buckets=$([[ $MODE == async ]] && echo $BUCKETS || echo 1)
+  local slow=$((FAULT_NODE * RPN)) from=$(((STEPS / 3) * buckets + STEPS / 10 + 2)) k r g gaps=()
+  local max_other=0 slow_gap=0
   for ((k = 0; k < NODES; k++)); do
     for ((r = k * RPN; r < (k + 1) * RPN; r++)); do
       g=$(q $k "$(gap_sql $r $from)")
@@ -305,7 +387,7 @@ scenario_slow() {
       ((r == slow)) && slow_gap=${g:-0}
     done
   done
-  echo "mean compute gap between AllReduces (ns) per rank: ${gaps[*]}"
+  echo "mean compute gap between AllReduces (ns) per rank, $([[ $MODE == sync ]] && echo host || echo device): ${gaps[*]}"
   ((slow_gap * 10 >= 16 * max_other)) || fail "rank $slow's longer compute does not show (${gaps[*]})"
 }
 
@@ -314,25 +396,57 @@ scenario_hang() {
   ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
   grep -q '"end": "hang"' "$OUT/run/truth.json" || fail "the harness did not see the hang"
   open_bundles
-  local hung=$((FAULT_NODE * RPN)) stuck got
-  # The stuck collective: the highest seq any rank entered. All but the hung rank are in it.
+  local hung=$((FAULT_NODE * RPN)) stuck got waiting states
   stuck=$(qall "SELECT MAX(seq) FROM ev WHERE $COLL")
-  got=$(qall "SELECT COUNT(*) FROM ev WHERE $COLL AND seq = $stuck AND state = 'in_flight'
-              AND duration_ns IS NULL")
-  [[ "$got" == $((WORLD - 1)) ]] || fail "expected $((WORLD - 1)) ranks in flight at seq $stuck, found $got"
   got=$(qall "SELECT COUNT(*) FROM ev WHERE rank = $hung AND seq = $stuck")
   [[ "$got" == 0 ]] || fail "the hung rank $hung has an entry for the stuck collective"
   got=$(qall "SELECT MAX(seq) FROM ev WHERE rank = $hung AND $COLL AND state = 'complete'")
   [[ "$got" == $((stuck - 1)) ]] || fail "the hung rank's last collective is $got, not $((stuck - 1))"
-  echo "ok: $((WORLD - 1)) ranks in flight at seq $stuck; rank $hung never entered it"
+  if [[ $MODE == sync ]]; then
+    # The stuck collective: the highest seq any rank entered. All but the hung rank are in it.
+    got=$(qall "SELECT COUNT(*) FROM ev WHERE $COLL AND seq = $stuck AND state = 'in_flight'
+                AND duration_ns IS NULL")
+    [[ "$got" == $((WORLD - 1)) ]] || fail "expected $((WORLD - 1)) ranks in flight at seq $stuck, found $got"
+    echo "ok: $((WORLD - 1)) ranks in flight at seq $stuck; rank $hung never entered it"
+    return
+  fi
+  # A GPU job: no NCCL call is left in flight on any host (the stuck collective was enqueued
+  # and returned); the waiting ranks sit in their step-end sync, a blocking copy in flight.
+  got=$(qall "SELECT COUNT(*) FROM ev WHERE state != 'complete'")
+  [[ "$got" == 0 ]] || fail "$got NCCL calls in flight on the hosts (an async job leaves none)"
+  got=$(qall "SELECT COUNT(DISTINCT rank) FROM ev WHERE $COLL AND seq = $stuck")
+  [[ "$got" == $((WORLD - 1)) ]] || fail "expected $((WORLD - 1)) ranks to have enqueued seq $stuck, found $got"
+  waiting=$(qcuda "SELECT COUNT(DISTINCT pid) FROM cu WHERE api = 'cudaMemcpy' AND state = 'in_flight'")
+  [[ "$waiting" == $((WORLD - 1)) ]] || fail "expected $((WORLD - 1)) ranks blocked in cudaMemcpy, found $waiting"
+  # The plugin's states: the first collective the others did not complete is one the hung
+  # rank never enqueued; the others' devices reached it (started) or queued behind it.
+  local first
+  first=$(qgpu "SELECT MIN(seq) FROM gp WHERE $COLL AND state != 'completed'")
+  [[ -n "$first" ]] || fail "no operation left in flight in gpu_ops"
+  got=$(qgpu "SELECT COUNT(*) FROM gp WHERE rank = $hung AND seq >= $first")
+  [[ "$got" == 0 ]] || fail "the hung rank has $got gpu_ops rows at or after seq $first"
+  got=$(qgpu "SELECT MAX(seq) FROM gp WHERE rank = $hung AND state = 'completed'")
+  [[ "$got" == $((first - 1)) ]] || fail "the hung rank's last completed operation is $got, not $((first - 1))"
+  states=$(qgpu "SELECT group_concat(state || ' ' || n, ', ') FROM (SELECT state, COUNT(*) AS n FROM gp
+                 WHERE seq = $first GROUP BY state ORDER BY state)")
+  got=$(qgpu "SELECT COUNT(*) FROM gp WHERE seq = $first AND state = 'started' AND device_start_ns IS NOT NULL
+              AND device_end_ns IS NULL")
+  echo "seq $stuck enqueued by $((WORLD - 1)) ranks, NCCL calls in flight: 0, ranks blocked in cudaMemcpy: $waiting; gpu_ops at seq $first: $states"
+  [[ "$got" == $((WORLD - 1)) ]] || fail "expected $((WORLD - 1)) ranks' devices started at seq $first ($states)"
 }
 
-scenario_crash() {  # a rank dies mid-run: the run ends by itself and nothing is left behind
+scenario_crash() {  # a rank dies: the run ends by itself and nothing is left behind
   run_harness crash --no-record
   check_no_leftovers
   grep -q "ranks that failed" "$OUT/run/harness.log" || fail "the harness did not notice the failed ranks"
   grep -q "dies at step" "$OUT/run/harness.log" || fail "the crash was not injected"
-  echo "ok: crash handled, nothing left behind"
+  # A GPU job: the others' device work fails; their watchdogs end them.
+  local k n=0
+  for ((k = 0; k < WORLD; k++)); do
+    grep -q "NCCL asynchronous error" "$OUT/run/logs/rank$k.log" 2>/dev/null && n=$((n + 1))
+  done
+  echo "ranks ended by their watchdog after the asynchronous error: $n of $((WORLD - 1))"
+  ((n == WORLD - 1)) || fail "expected $((WORLD - 1)) ranks to report the asynchronous error, found $n"
 }
 
 scenario_interrupt() {  # Ctrl-C on the harness mid-run: everything is cleaned up
@@ -354,88 +468,6 @@ scenario_interrupt() {  # Ctrl-C on the harness mid-run: everything is cleaned u
   wait "$pid" || true
   check_no_leftovers
   echo "ok: interrupted run cleaned up"
-}
-
-# ---- async mode: the test bed behaves like a GPU node ----------------------------------------
-BUCKETS=2  # the harness's default in async mode
-
-# All nodes' cuda_events in one view `cu` (like `ev` for nccl_events).
-qcuda() {
-  local k attach="" sql=""
-  for ((k = 0; k < NODES; k++)); do
-    attach+="ATTACH '$OUT/node$k.db' AS n$k; "
-    [[ -n "$sql" ]] && sql+=" UNION ALL "
-    sql+="SELECT '$k' AS node_index, * FROM n$k.cuda_events"
-  done
-  sqlite3 -batch -noheader ":memory:" "$attach CREATE TEMP VIEW cu AS $sql; $1"
-}
-
-scenario_async_none() {
-  MODE=async
-  run_harness none
-  ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
-  grep -q '"collectives": "async"' "$OUT/run/truth.json" || fail "truth.json does not say async"
-  open_bundles
-  check_own_ranks
-  local expected=$((STEPS * BUCKETS + STEPS / 10 + STEPS / 25)) got launches copies
-  got=$(qall "SELECT COUNT(*) FROM (SELECT comm_id_hash, seq FROM ev WHERE $COLL
-              GROUP BY comm_id_hash, seq HAVING COUNT(DISTINCT rank) = $WORLD AND COUNT(*) = $WORLD
-              AND COUNT(DISTINCT op) = 1)")
-  [[ "$got" == "$expected" ]] || fail "expected $expected collectives matched by all $WORLD ranks, found $got"
-  # The recorder's CUDA probes see the trainer's real pattern, exactly: per rank and step one
-  # blocking loss copy (the sync point), 3 forward + $BUCKETS backward + 1 optimizer launches.
-  got=$(qcuda "SELECT COUNT(DISTINCT pid) FROM cu WHERE api = 'cudaMemcpy'")
-  [[ "$got" == "$WORLD" ]] || fail "cudaMemcpy recorded for $got of $WORLD ranks"
-  copies=$(qcuda "SELECT COUNT(*) FROM cu WHERE api = 'cudaMemcpy'")
-  launches=$(qcuda "SELECT COALESCE(SUM(sample_weight), 0) FROM cu WHERE api = 'cudaLaunchKernel'")
-  echo "cuda_events: $copies blocking copies, $launches kernel launches for $WORLD ranks x $STEPS steps"
-  ((copies == WORLD * STEPS)) || fail "expected $((WORLD * STEPS)) cudaMemcpy rows, found $copies"
-  ((launches == WORLD * STEPS * (4 + BUCKETS))) ||
-    fail "expected $((WORLD * STEPS * (4 + BUCKETS))) kernel launches, found $launches"
-  got=$(qcuda "SELECT COUNT(*) FROM cu WHERE api = 'cudaStreamWaitEvent'")
-  ((got == WORLD * STEPS * (BUCKETS + 1))) || fail "expected $((WORLD * STEPS * (BUCKETS + 1))) cudaStreamWaitEvent rows, found $got"
-  # Host-side NCCL calls only enqueue: together they take a small fraction of the time the
-  # hosts spend blocked in their step-end copies (the device time they wait for).
-  local nccl_ms sync_ms
-  nccl_ms=$(qall "SELECT COALESCE(SUM(duration_ns), 0) / 1000000 FROM ev WHERE $COLL")
-  sync_ms=$(qcuda "SELECT COALESCE(SUM(duration_ns), 0) / 1000000 FROM cu WHERE api = 'cudaMemcpy'")
-  echo "host time in NCCL calls ${nccl_ms} ms, blocked in the step-end copies ${sync_ms} ms"
-  ((nccl_ms * 20 < sync_ms)) || fail "NCCL calls took ${nccl_ms} ms against ${sync_ms} ms of syncs: not asynchronous"
-  echo "ok: async run recorded, $expected collectives matched"
-}
-
-scenario_async_hang() {
-  MODE=async
-  run_harness hang
-  ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
-  grep -q '"end": "hang"' "$OUT/run/truth.json" || fail "the harness did not see the hang"
-  open_bundles
-  local hung=$((FAULT_NODE * RPN)) stuck got waiting
-  # No NCCL call is left in flight on any host: the stuck collective was enqueued and returned.
-  got=$(qall "SELECT COUNT(*) FROM ev WHERE state != 'complete'")
-  [[ "$got" == 0 ]] || fail "$got NCCL calls in flight on the hosts (an async job leaves none)"
-  stuck=$(qall "SELECT MAX(seq) FROM ev WHERE $COLL")
-  got=$(qall "SELECT COUNT(DISTINCT rank) FROM ev WHERE $COLL AND seq = $stuck")
-  [[ "$got" == $((WORLD - 1)) ]] || fail "expected $((WORLD - 1)) ranks to have enqueued seq $stuck, found $got"
-  got=$(qall "SELECT COUNT(*) FROM ev WHERE rank = $hung AND seq = $stuck")
-  [[ "$got" == 0 ]] || fail "the hung rank $hung enqueued the stuck collective"
-  # The waiting ranks sit in their step-end sync: a blocking copy in flight, one per rank.
-  waiting=$(qcuda "SELECT COUNT(DISTINCT pid) FROM cu WHERE api = 'cudaMemcpy' AND state = 'in_flight'")
-  echo "seq $stuck enqueued by $((WORLD - 1)) ranks, NCCL calls in flight: 0, ranks blocked in cudaMemcpy: $waiting"
-  [[ "$waiting" == $((WORLD - 1)) ]] || fail "expected $((WORLD - 1)) ranks blocked in cudaMemcpy, found $waiting"
-}
-
-scenario_async_crash() {  # a rank dies: the others' device work fails; their watchdogs end them
-  MODE=async
-  run_harness crash --no-record
-  check_no_leftovers
-  grep -q "ranks that failed" "$OUT/run/harness.log" || fail "the harness did not notice the failed ranks"
-  local k n=0
-  for ((k = 0; k < WORLD; k++)); do
-    grep -q "NCCL asynchronous error" "$OUT/run/logs/rank$k.log" 2>/dev/null && n=$((n + 1))
-  done
-  echo "ranks ended by their watchdog after the asynchronous error: $n of $((WORLD - 1))"
-  ((n == WORLD - 1)) || fail "expected $((WORLD - 1)) ranks to report the asynchronous error, found $n"
 }
 
 # Host-side entry lateness of the slow rank, in both modes. Per collective of the run's second
@@ -482,8 +514,8 @@ scenario_entry_lateness() {
 }
 
 case "$SCENARIO" in
-  none | loss | cpu | io | slow | hang | crash | interrupt | clock | async_none | async_hang | \
-    async_crash | entry_lateness) "scenario_$SCENARIO" ;;
+  none | loss | cpu | io | slow | hang | crash | interrupt | clock | entry_lateness) "scenario_$SCENARIO" ;;
+  sync_none | sync_slow | sync_hang) MODE=sync BUCKETS=1; "scenario_${SCENARIO#sync_}" ;;
   *) fail "unknown scenario" ;;
 esac
 check_no_leftovers

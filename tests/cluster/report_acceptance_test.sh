@@ -4,8 +4,9 @@
 # injected kind as its cause; without a fault it claims no straggler with high confidence.
 #   report_acceptance_test.sh BUILD_DIR SOURCE_DIR [FAULT...]
 # RANKSCOPE_TEST_SEED=N repeats a run's choice of fault nodes (the seed is printed).
-# RANKSCOPE_TEST_COLLECTIVES=async runs the test bed in async mode (a GPU job); the default,
-# sync, is what the suite checks (see async_acceptance.sh for the async measurement).
+# The test bed runs as GPU nodes do (async collectives, rankscope's NCCL profiler plugin
+# loaded); RANKSCOPE_TEST_COLLECTIVES=sync runs it with blocking collectives (a CPU framework)
+# and RANKSCOPE_TEST_PLUGIN=off without the plugin. The suite checks async and sync.
 # Exit 77 = skipped (not root and CI unset). With CI set, a missing prerequisite fails.
 set -euo pipefail
 
@@ -18,7 +19,8 @@ HARNESS="$SRC/tests/cluster/run-cluster"
 NODES=3
 RPN=2
 STEPS=30
-MODE=${RANKSCOPE_TEST_COLLECTIVES:-sync}
+MODE=${RANKSCOPE_TEST_COLLECTIVES:-async}
+PLUGIN=${RANKSCOPE_TEST_PLUGIN:-on}
 
 skip_or_fail() {
   if [[ -n "${CI:-}" ]]; then
@@ -84,7 +86,7 @@ for fault in "${FAULTS[@]}"; do
   start=$SECONDS
   rc=0
   args=(--build "$BUILD" --out "$dir" --nodes "$NODES" --ranks-per-node "$RPN"
-        --steps "$STEPS" --fault "$fault" --timeout 120 --collectives "$MODE")
+        --steps "$STEPS" --fault "$fault" --timeout 120 --collectives "$MODE" --plugin "$PLUGIN")
   [[ "$fault" != none ]] && args+=(--fault-node "$k")
   timeout -s INT 240 "$HARNESS" "${args[@]}" >"$OUT/$fault.out" 2>&1 || rc=$?
   took=$((SECONDS - start))
@@ -99,7 +101,7 @@ for fault in "${FAULTS[@]}"; do
   [[ "$line" == ok:* ]] || failed+=("$fault")
 done
 
-echo "---- summary (seed $SEED, $NODES nodes x $RPN ranks, $STEPS steps, $MODE collectives) ----"
+echo "---- summary (seed $SEED, $NODES nodes x $RPN ranks, $STEPS steps, $MODE collectives, plugin $PLUGIN) ----"
 printf '%s\n' "${summary[@]}"
 if ((${#failed[@]})); then
   echo "FAIL: ${failed[*]}"

@@ -122,6 +122,7 @@ rs::Result<void> Train(const TrainerOptions& o) {
   const size_t batch_bytes = static_cast<size_t>(o.data_kb_per_step) * 1024;
   ASSIGN_OR_RETURN(Gpu g, SetUpGpu(o, count, batch_bytes));
   ASSIGN_OR_RETURN(ncclComm_t comm, InitWorld(o));
+  if (o.warmup_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.warmup_ms));
   std::unique_ptr<Watchdog> watchdog;
   if (o.async) watchdog = std::make_unique<Watchdog>(comm, e.rank);
   std::printf("rank %d/%d (node %d, local rank %d): ready, %s collectives, %.0f work units/ms\n",

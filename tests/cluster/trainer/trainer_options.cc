@@ -52,6 +52,7 @@ serves it at MASTER_ADDR:MASTER_PORT); the device is LOCAL_RANK.
   --bcast-every N       Broadcast every N steps, 0 = never (25)
   --rendezvous-timeout-s N   (60)
   --startup-ms N        wait before joining the job, like a framework's import time (0)
+  --warmup-ms N         wait after the communicator is made, like building the model (0)
 fault hooks (also from RANKSCOPE_TRAINER_FAULTS="name=value,..."):
   --slow-factor F       device kernels F times longer (a slower GPU; the host is not) ...
   --slow-from-step N    ... from step N on (0)
@@ -156,6 +157,8 @@ rs::Result<TrainerOptions> ParseOptions(const std::vector<std::string>& argv,
       RETURN_IF_ERROR(integer(&o.rendezvous_timeout_s, 1, 86400));
     } else if (name == "startup-ms") {
       RETURN_IF_ERROR(integer(&o.startup_ms, 0, 600000));
+    } else if (name == "warmup-ms") {
+      RETURN_IF_ERROR(integer(&o.warmup_ms, 0, 600000));
     } else if (name == "slow-factor") {
       RETURN_IF_ERROR(dbl(&o.slow_factor, 0.0, 1000.0));
     } else if (name == "slow-from-step") {

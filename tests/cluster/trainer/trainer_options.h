@@ -38,6 +38,7 @@ struct TrainerOptions {
   int bcast_every = 25;        // Broadcast every N steps (0: never)
   int rendezvous_timeout_s = 60;
   int startup_ms = 0;  // sleep before the NCCL init (a framework's import time)
+  int warmup_ms = 0;   // sleep after it, before the first step (building the model)
   // Fault hooks.
   double slow_factor = 1.0;  // the device's kernels take this many times longer ...
   int slow_from_step = 0;    // ... from this step on

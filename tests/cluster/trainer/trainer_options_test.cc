@@ -16,8 +16,9 @@ const char* FakeGetenv(const char* name) {
 
 TEST(TrainerOptions, FlagsAndDefaults) {
   bool help = false;
-  auto o = ParseOptions({"--steps", "7", "--grad-mb=0.5", "--direct", "--data-dir", "/d"}, nullptr,
-                        &help);
+  auto o = ParseOptions(
+      {"--steps", "7", "--grad-mb=0.5", "--direct", "--data-dir", "/d", "--warmup-ms", "800"},
+      nullptr, &help);
   ASSERT_TRUE(o.ok()) << o.error().message();
   EXPECT_EQ(o->steps, 7);
   EXPECT_DOUBLE_EQ(o->grad_mb, 0.5);
@@ -27,6 +28,8 @@ TEST(TrainerOptions, FlagsAndDefaults) {
   EXPECT_DOUBLE_EQ(o->slow_factor, 1.0);
   EXPECT_TRUE(o->async);
   EXPECT_EQ(o->buckets, 1);
+  EXPECT_EQ(o->warmup_ms, 800);
+  EXPECT_EQ(o->startup_ms, 0);
 }
 
 TEST(TrainerOptions, CollectivesModeAndBuckets) {
