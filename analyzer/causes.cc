@@ -350,7 +350,8 @@ Straggler IoStraggler(const IoCandidate& c) {
   s.confidence_score = c.score;
   s.basis =
       "block request issue/complete tracepoints of the ranks' own processes, between their "
-      "first and last collective; lateness from host-side NCCL call entry times";
+      "first and last collective; lateness from " +
+      c.lateness_basis;
   Cause cause;
   cause.kind = "io";
   cause.score = std::min(1.0, 1.0 - static_cast<double>(c.others_mean_ns) /
@@ -437,7 +438,8 @@ Cause CpuStarvationCause(const std::string& node, const RunqShare& cpu) {
 }
 
 Straggler CpuStraggler(const std::string& node, const RunqShare& cpu,
-                       const std::vector<ArrivalStats>& node_stats) {
+                       const std::vector<ArrivalStats>& node_stats,
+                       const std::string& lateness_basis) {
   Straggler s;
   s.node = node;
   s.causes.push_back(CpuStarvationCause(node, cpu));
@@ -462,7 +464,8 @@ Straggler CpuStraggler(const std::string& node, const RunqShare& cpu,
   }
   s.basis =
       "run-queue latency (sched tracepoints) of the ranks' own processes between their "
-      "first and last collective; lateness from host-side NCCL call entry times";
+      "first and last collective; lateness from " +
+      lateness_basis;
   s.cause = "cpu_contention";
   s.shape = "host_bound";  // its hosts' CPUs
   s.summary = node + ": its ranks are starved of CPU (" + s.causes.front().summary +

@@ -33,8 +33,11 @@ struct IoCandidate {
   int64_t lateness_excess_ns = 0;  // its median lateness above the other nodes' median
   std::string confidence;
   double score = 0;
+  std::string lateness_basis = "host-side NCCL call entry times";  // of lateness_excess_ns
 };
 
+// node_stats: the per-node lateness to weigh the node by (NodeStats, or on device recordings
+// its clock-free view AsWaitStats; its basis is named by `lateness_basis`).
 IoCandidate AttributeBlockLatency(const SideEvents& side, const CollectiveData& data,
                                   const std::vector<ArrivalStats>& node_stats);
 Straggler IoStraggler(const IoCandidate& c);
@@ -51,7 +54,8 @@ RunqShare NodeRunqShare(const SideEvents& side, const CollectiveData& data,
 // A CPU-starved node (cpu.stands_out) named where the lateness statistics alone did not single
 // it out; confidence medium when its ranks are also later than the other nodes', else low.
 Straggler CpuStraggler(const std::string& node, const RunqShare& cpu,
-                       const std::vector<ArrivalStats>& node_stats);
+                       const std::vector<ArrivalStats>& node_stats,
+                       const std::string& lateness_basis = "host-side NCCL call entry times");
 
 // A node-level straggler named for its retransmits (no lateness straggler on its node) whose
 // own resources explain them: slow block I/O of its ranks (`io`, when io.node is that node) or

@@ -123,40 +123,78 @@ rs::Result<CollectiveData> LoadCollectives(rs::Db& db) {
 
 namespace {
 
-ArrivalStats Summarize(std::vector<int64_t>& lateness, std::vector<int64_t>& host_lateness,
-                       std::vector<int64_t>& durations, int64_t last_count, int64_t on_device) {
+// One participant's (or node's) samples over the compared collectives.
+struct Samples {
+  std::vector<int64_t> late, host, durs, wait;
+  int64_t last = 0, on_device = 0, wait_last = 0;
+};
+
+ArrivalStats Summarize(Samples& m) {
   ArrivalStats s;
-  s.collectives = static_cast<int64_t>(lateness.size());
-  s.last_count = last_count;
-  s.median_lateness_ns = Quantile(lateness, 0.5);
-  s.p90_lateness_ns = Quantile(lateness, 0.9);
-  s.median_duration_ns = durations.empty() ? -1 : Quantile(durations, 0.5);
-  s.median_host_lateness_ns = Quantile(host_lateness, 0.5);
-  s.device_collectives = on_device;
+  s.collectives = static_cast<int64_t>(m.late.size());
+  s.last_count = m.last;
+  s.median_lateness_ns = Quantile(m.late, 0.5);
+  s.p90_lateness_ns = Quantile(m.late, 0.9);
+  s.median_duration_ns = m.durs.empty() ? -1 : Quantile(m.durs, 0.5);
+  s.median_host_lateness_ns = Quantile(m.host, 0.5);
+  s.device_collectives = m.on_device;
+  s.wait_collectives = static_cast<int64_t>(m.wait.size());
+  if (!m.wait.empty()) {
+    s.median_wait_lateness_ns = Quantile(m.wait, 0.5);
+    s.p90_wait_lateness_ns = Quantile(m.wait, 0.9);
+  }
+  s.wait_last_count = m.wait_last;
   return s;
+}
+
+// Device durations of a collective timed on every device: the longest, and the participant
+// with the unique shortest (-1: a tie, or the collective is not timed everywhere).
+struct Waits {
+  int64_t longest = -1;
+  int32_t least = -1;
+};
+
+Waits WaitsOf(const CollectiveData& data, const Collective& g) {
+  Waits w;
+  if (!g.device_basis || g.done < 0) return w;
+  int64_t shortest = -1;
+  for (size_t k = g.begin; k < g.end; ++k) {
+    int64_t d = ComparedDuration(g, data.calls[k]);
+    w.longest = std::max(w.longest, d);
+    if (shortest < 0 || d < shortest) {
+      shortest = d;
+      w.least = data.calls[k].participant;
+    } else if (d == shortest) {
+      w.least = -1;
+    }
+  }
+  return w;
 }
 
 }  // namespace
 
 std::vector<ArrivalStats> ParticipantStats(const CollectiveData& data) {
   size_t n = data.participants.size();
-  std::vector<std::vector<int64_t>> late(n), host(n), durs(n);
-  std::vector<int64_t> last(n, 0), on_device(n, 0);
+  std::vector<Samples> m(n);
   for (const Collective& g : data.collectives) {
     if (!g.compared()) continue;
+    Waits w = WaitsOf(data, g);
     for (size_t k = g.begin; k < g.end; ++k) {
       const NcclCall& c = data.calls[k];
-      late[c.participant].push_back(c.arrival - g.first_arrival);
-      host[c.participant].push_back(c.ts - g.first_entry);
-      if (g.device_basis) ++on_device[c.participant];
+      Samples& mine = m[c.participant];
+      mine.late.push_back(c.arrival - g.first_arrival);
+      mine.host.push_back(c.ts - g.first_entry);
+      if (g.device_basis) ++mine.on_device;
       int64_t d = ComparedDuration(g, c);
-      if (d >= 0) durs[c.participant].push_back(d);
+      if (d >= 0) mine.durs.push_back(d);
+      if (w.longest >= 0) mine.wait.push_back(w.longest - d);
     }
-    if (g.last >= 0) ++last[g.last];
+    if (g.last >= 0) ++m[g.last].last;
+    if (w.least >= 0) ++m[w.least].wait_last;
   }
   std::vector<ArrivalStats> out;
   for (size_t p = 0; p < n; ++p) {
-    ArrivalStats s = Summarize(late[p], host[p], durs[p], last[p], on_device[p]);
+    ArrivalStats s = Summarize(m[p]);
     s.node = data.participants[p].node;
     s.rank = data.participants[p].rank;
     s.pid = data.participants[p].pid;
@@ -170,36 +208,51 @@ std::vector<ArrivalStats> NodeStats(const CollectiveData& data) {
   for (const Participant& p : data.participants) idx.emplace(p.node, 0);
   size_t i = 0;
   for (auto& [node, k] : idx) k = i++;
-  std::vector<std::vector<int64_t>> late(idx.size()), host(idx.size()), durs(idx.size());
-  std::vector<int64_t> last(idx.size(), 0), on_device(idx.size(), 0);
-  std::vector<int64_t> node_late(idx.size()), node_host(idx.size());
+  std::vector<Samples> m(idx.size());
+  std::vector<int64_t> node_late(idx.size()), node_host(idx.size()), node_wait(idx.size());
   for (const Collective& g : data.collectives) {
     if (!g.compared()) continue;
+    Waits w = WaitsOf(data, g);
     std::fill(node_late.begin(), node_late.end(), -1);
     std::fill(node_host.begin(), node_host.end(), -1);
+    std::fill(node_wait.begin(), node_wait.end(), -1);
     for (size_t k = g.begin; k < g.end; ++k) {
       const NcclCall& c = data.calls[k];
       size_t n = idx[data.participants[c.participant].node];
       node_late[n] = std::max(node_late[n], c.arrival - g.first_arrival);
       node_host[n] = std::max(node_host[n], c.ts - g.first_entry);
       int64_t d = ComparedDuration(g, c);
-      if (d >= 0) durs[n].push_back(d);
+      if (d >= 0) m[n].durs.push_back(d);
+      if (w.longest >= 0) node_wait[n] = std::max(node_wait[n], w.longest - d);
     }
     for (size_t n = 0; n < idx.size(); ++n) {
       if (node_late[n] < 0) continue;
-      late[n].push_back(node_late[n]);
-      host[n].push_back(node_host[n]);
-      if (g.device_basis) ++on_device[n];
+      m[n].late.push_back(node_late[n]);
+      m[n].host.push_back(node_host[n]);
+      if (node_wait[n] >= 0) m[n].wait.push_back(node_wait[n]);
+      if (g.device_basis) ++m[n].on_device;
     }
-    if (g.last >= 0) ++last[idx[data.participants[g.last].node]];
+    if (g.last >= 0) ++m[idx[data.participants[g.last].node]].last;
+    if (w.least >= 0) ++m[idx[data.participants[w.least].node]].wait_last;
   }
   std::vector<ArrivalStats> out;
   for (auto& [node, n] : idx) {
-    ArrivalStats s = Summarize(late[n], host[n], durs[n], last[n], on_device[n]);
+    ArrivalStats s = Summarize(m[n]);
     s.node = node;
     out.push_back(std::move(s));
   }
   return out;
+}
+
+std::vector<ArrivalStats> AsWaitStats(std::vector<ArrivalStats> stats) {
+  for (ArrivalStats& s : stats) {
+    s.collectives = s.wait_collectives;
+    s.device_collectives = s.wait_collectives;
+    s.median_lateness_ns = std::max<int64_t>(0, s.median_wait_lateness_ns);
+    s.p90_lateness_ns = std::max<int64_t>(0, s.p90_wait_lateness_ns);
+    s.last_count = s.wait_last_count;
+  }
+  return stats;
 }
 
 }  // namespace analyzer

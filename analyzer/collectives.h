@@ -106,6 +106,10 @@ int32_t AddParticipant(CollectiveData& data, const std::string& node, int64_t pi
 std::vector<ArrivalStats> ParticipantStats(const CollectiveData& data);
 std::vector<ArrivalStats> NodeStats(const CollectiveData& data);
 
+// The same statistics on the clock-free wait lateness (ArrivalStats::median_wait_lateness_ns):
+// lateness, p90 and last count replaced by their wait counterparts.
+std::vector<ArrivalStats> AsWaitStats(std::vector<ArrivalStats> stats);
+
 // Quantile q (0..1) of v by nearest rank; v is reordered. Returns 0 for an empty v.
 int64_t Quantile(std::vector<int64_t>& v, double q);
 

@@ -158,4 +158,37 @@ int64_t ExcludeEnqueueEntries(CollectiveData& data) {
   return excluded;
 }
 
+WaitOrdering OrderByWaits(const CollectiveData& data, int32_t late, bool other_nodes) {
+  WaitOrdering out;
+  const std::string& node = data.participants[late].node;
+  std::vector<int64_t> bounds, own, others;
+  std::vector<int64_t> theirs;
+  for (const Collective& g : data.collectives) {
+    if (!g.compared() || !g.device_basis || g.done < 0) continue;
+    int64_t mine = -1;
+    theirs.clear();
+    for (size_t k = g.begin; k < g.end; ++k) {
+      const NcclCall& c = data.calls[k];
+      int64_t d = *c.device->end_ns - *c.device->start_ns;
+      if (c.participant == late) {
+        mine = d;
+      } else if (!other_nodes || data.participants[c.participant].node != node) {
+        theirs.push_back(d);
+      }
+    }
+    if (mine < 0 || theirs.empty()) continue;
+    int64_t them = Quantile(theirs, 0.5);
+    own.push_back(mine);
+    others.push_back(them);
+    bounds.push_back(them - 2 * mine);  // their wait - its wait - the end-spread allowance
+  }
+  out.collectives = static_cast<int64_t>(bounds.size());
+  if (bounds.empty()) return out;
+  out.own_wait_ns = Quantile(own, 0.5);
+  out.others_wait_ns = Quantile(others, 0.5);
+  out.late_at_least_ns = Quantile(bounds, 0.5);
+  out.determined = out.late_at_least_ns > 0;
+  return out;
+}
+
 }  // namespace analyzer

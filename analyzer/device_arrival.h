@@ -34,4 +34,23 @@ int64_t DeviceBound(const CollectiveData& data, int32_t later);
 // enqueue's entry is no arrival, and the others are compared on device). Returns how many.
 int64_t ExcludeEnqueueEntries(CollectiveData& data);
 
+// Arrival order from device waits, free of clocks: a rank's device duration in a collective
+// (device end - device start) is read on its own device clock, so neither the conversion nor
+// the alignment error enters it. Ranks that arrived early wait inside the collective for the
+// late one: start_p - start_q = (d_q - d_p) - (end_q - end_p), and every rank ends a collective
+// within about one transfer after the last arrival, which is the last arrival's own duration.
+// So the late rank arrived at least d_q - 2 d_p later. This rests on how collectives end (a
+// model, not a measured bound; the test bed's ends agree within a fraction of that).
+struct WaitOrdering {
+  bool determined = false;       // the median lower bound below is positive
+  int64_t collectives = 0;       // compared: on device, ended everywhere
+  int64_t own_wait_ns = 0;       // the late rank's median device duration
+  int64_t others_wait_ns = 0;    // median over collectives of the others' median duration
+  int64_t late_at_least_ns = 0;  // median over collectives of others - own - allowance
+};
+
+// `late` is the late rank (a node-level straggler's latest rank); the others are every other
+// participant, or with `other_nodes` those on other nodes (its node-mates are late too).
+WaitOrdering OrderByWaits(const CollectiveData& data, int32_t late, bool other_nodes);
+
 }  // namespace analyzer

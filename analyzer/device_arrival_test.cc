@@ -168,6 +168,59 @@ TEST(DeviceArrivalTest, CollectivesBeforeThePluginRecordedAreLeftOut) {
   EXPECT_EQ(RankStats(r, 4).collectives, r.collectives - 2 * job.buckets);
 }
 
+// One rank per node (no node-mates to compare with) and alignment bounds wider than the
+// lateness: the device starts cannot order the ranks, the device waits (each on one device
+// clock) can, at medium confidence.
+TEST(DeviceArrivalTest, WideClockBoundsLeaveTheOrderToTheDeviceWaits) {
+  GpuJob job;
+  job.nodes = 4;
+  job.ranks_per_node = 1;
+  job.device_late_rank = 2;
+  job.error_bound_ns = 30'000'000;
+  Report r = JobReport(job);
+  SCOPED_TRACE(RenderText(r));
+  ASSERT_FALSE(r.stragglers.empty());
+  const Straggler& top = r.stragglers.front();
+  EXPECT_EQ(top.rank, std::optional<int64_t>(2));
+  EXPECT_EQ(top.arrival_basis, "device_waits");
+  EXPECT_TRUE(top.ordering_determined);
+  EXPECT_EQ(top.confidence, "medium");
+  EXPECT_EQ(top.shape, "device_bound");
+  EXPECT_EQ(top.cause, "compute");
+  EXPECT_TRUE(std::any_of(top.evidence.begin(), top.evidence.end(),
+                          [](const Evidence& e) { return e.kind == "waits"; }));
+  EXPECT_GT(RankStats(r, 2).median_wait_lateness_ns, job.delay_ns / 4);
+  // With tight bounds the device starts decide, at high confidence.
+  job.error_bound_ns = 50'000;
+  Report tight = JobReport(job);
+  ASSERT_FALSE(tight.stragglers.empty());
+  EXPECT_EQ(tight.stragglers.front().arrival_basis, "device_start");
+  EXPECT_EQ(tight.stragglers.front().confidence, "high");
+}
+
+// A node whose alignment is 10 ms off (inside its 15 ms bound) looks late on device starts;
+// the slow device is the one whose waits are shortest.
+TEST(DeviceArrivalTest, AMisalignedNodeDoesNotHideTheSlowDevice) {
+  GpuJob job;
+  job.nodes = 4;
+  job.ranks_per_node = 1;
+  job.device_late_rank = 0;
+  job.skewed_node = 1;
+  job.skew_ns = 10'000'000;
+  job.error_bound_ns = 15'000'000;
+  Report r = JobReport(job);
+  SCOPED_TRACE(RenderText(r));
+  EXPECT_GT(RankStats(r, 1).median_lateness_ns, RankStats(r, 0).median_lateness_ns);
+  ASSERT_FALSE(r.stragglers.empty());
+  const Straggler& top = r.stragglers.front();
+  EXPECT_EQ(top.rank, std::optional<int64_t>(0));
+  EXPECT_EQ(top.arrival_basis, "device_waits");
+  EXPECT_EQ(top.cause, "compute");
+  for (const Straggler& s : r.stragglers) {
+    EXPECT_FALSE(s.node == "node1" && Confident(s)) << s.summary;
+  }
+}
+
 TEST(DeviceArrivalTest, NoFaultNoStraggler) {
   for (uint64_t seed : {1, 2, 3}) {
     GpuJob job;

@@ -277,6 +277,19 @@ rs::Result<std::string> WriteGpuJob(const GpuJob& job, const std::string& dir) {
   ASSIGN_OR_RETURN(int64_t end, w.Run());
   RETURN_IF_ERROR(db.Exec("INSERT INTO metadata VALUES ('start_ns', '" + std::to_string(kStart) +
                           "'), ('end_ns', '" + std::to_string(end) + "')"));
+  if (job.skewed_node >= 0) {
+    const std::string shift = " + " + std::to_string(job.skew_ns),
+                      where = " WHERE node = '" + JobNode(job.skewed_node) + "'";
+    for (const char* t : {"nccl_events", "cuda_events", "sched_events", "tcp_events"}) {
+      RETURN_IF_ERROR(
+          db.Exec(std::string("UPDATE ") + t + " SET timestamp_ns = timestamp_ns" + shift + where));
+    }
+    if (job.gpu_ops_table) {
+      RETURN_IF_ERROR(db.Exec("UPDATE gpu_ops SET timestamp_ns = timestamp_ns" + shift +
+                              ", device_start_ns = device_start_ns" + shift +
+                              ", device_end_ns = device_end_ns" + shift + where));
+    }
+  }
   RETURN_IF_ERROR(db.Exec("COMMIT"));
   if (job.gpu_ops_table) {
     RETURN_IF_ERROR(rs::CreateIndexes(db));

@@ -32,6 +32,10 @@ struct GpuJob {
   int64_t clock_error_ns = 2'000;
   int device_from_step = 0;         // the plugin records from this step on (no rows before)
   int64_t error_bound_ns = 50'000;  // clock_alignment.error_bound_ns of every node
+  // The merge's alignment of this node off by skew_ns (inside its bound, as it may be): every
+  // time it recorded reads that much later.
+  int skewed_node = -1;
+  int64_t skew_ns = 0;
   // Faults from step steps / 3 on (global ranks and node indices; -1: none).
   int host_late_rank = -1;    // its host is starved of CPU (run-queue waits behind 'burner'):
                               // it enqueues late, its device idles waiting for the work

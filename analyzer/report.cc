@@ -39,6 +39,13 @@ std::string BasisText(const std::string& arrival, const CallSemantics& sem) {
            "their devices; the bound adds the device-to-host conversion bound (clock_error_ns) to "
            "the clock alignment's";
   }
+  if (arrival == "device_waits") {
+    return "device durations of each collective per rank (rankscope's NCCL profiler plugin: "
+           "device end - device start, both on that rank's device clock), matched by "
+           "(comm_id_hash, seq): the longest wait minus its own is how late it arrived, where "
+           "every rank ends the collective together; the clocks' bounds were too wide to order "
+           "device starts across nodes";
+  }
   if (arrival == "mixed") {
     return "device starts where the profiler plugin timed every rank of a collective, host-side "
            "NCCL call entry elsewhere, matched by (comm_id_hash, seq)";
@@ -94,7 +101,8 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
   if (by_mates && c.margin_ns <= c.bound_ns && me.device_collectives > 0) {
     s.clock_bound_ns = c.mate_bound_ns;  // decided among its node-mates on device arrivals
   }
-  s.arrival_basis = ArrivalBasis(me.device_collectives, me.collectives);
+  s.arrival_basis =
+      c.by_waits ? "device_waits" : ArrivalBasis(me.device_collectives, me.collectives);
   s.basis = BasisText(s.arrival_basis, sem);
   const bool on_device = s.arrival_basis != "host_entry";
   std::vector<int64_t> others_late, others_dur;
@@ -105,8 +113,11 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
   }
   Evidence late;
   late.kind = "lateness";
-  late.summary = name + (on_device ? " arrived last on its device" : " entered last") + " in " +
-                 std::to_string(c.last_count) + " of " + std::to_string(c.collectives) +
+  late.summary = name +
+                 (c.by_waits  ? " waited least inside the collective on its device"
+                  : on_device ? " arrived last on its device"
+                              : " entered last") +
+                 " in " + std::to_string(c.last_count) + " of " + std::to_string(c.collectives) +
                  " collectives (" + FormatPercent(c.chance) + " expected by chance); " +
                  (c.node_level ? "its latest rank " + who.Label() + " has " : "") +
                  "median lateness " + FormatNs(me.median_lateness_ns) + " (p90 " +
@@ -153,6 +164,10 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
                     (c.mate_bound_ns > 0 ? "; device conversion bound " + FormatNs(c.mate_bound_ns)
                                          : std::string()) +
                     ")";
+  } else if (c.by_waits) {
+    clock.summary = "lateness margin " + FormatNs(c.margin_ns) +
+                    " is inside the cross-node clock error bound of " + FormatNs(c.bound_ns) +
+                    conversion + ": the order is taken from the device waits instead";
   } else if (c.determined) {
     clock.summary = "lateness margin " + FormatNs(c.margin_ns) +
                     " exceeds the cross-node clock error bound of " + FormatNs(c.bound_ns) +
@@ -167,6 +182,24 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
                   {"same_node_bound_ns", static_cast<double>(c.mate_bound_ns)},
                   {"device_clock_error_ns", static_cast<double>(who.device_clock_error_ns)}};
   s.evidence.push_back(std::move(clock));
+  if (c.by_waits) {
+    Evidence w;
+    w.kind = "waits";
+    w.summary = "in " + std::to_string(c.waits.collectives) + " collectives its device waited " +
+                FormatNs(c.waits.own_wait_ns) + " inside each (median) and the others' " +
+                FormatNs(c.waits.others_wait_ns) +
+                ", each read on its own device clock (no conversion or alignment error); as "
+                "every rank ends a collective within about the last arrival's transfer time, "
+                "it arrived at least " +
+                FormatNs(c.waits.late_at_least_ns) +
+                " later (median). Confidence at most medium: this rests on how collectives "
+                "end, not on a measured bound";
+    w.values = {{"collectives", static_cast<double>(c.waits.collectives)},
+                {"own_wait_ns", static_cast<double>(c.waits.own_wait_ns)},
+                {"others_wait_ns", static_cast<double>(c.waits.others_wait_ns)},
+                {"late_at_least_ns", static_cast<double>(c.waits.late_at_least_ns)}};
+    s.evidence.push_back(std::move(w));
+  }
   if (!c.determined) {
     Cause u;
     u.kind = "unknown";
@@ -192,8 +225,8 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
     s.evidence.push_back(ShapeEvidence(split));
     s.cause = s.causes.front().kind;
     s.summary =
-        name + " arrives last on its device (median " + FormatNs(me.median_lateness_ns) +
-        " late); " +
+        name + " arrives last on its device" + (c.by_waits ? ", by its device waits" : "") +
+        " (median " + FormatNs(me.median_lateness_ns) + " late); " +
         (s.shape == "host_bound"
              ? "host-bound: its host enqueued the collectives " + FormatNs(split.host_excess_ns) +
                    " late (" + FormatPercent(split.host_share) + " of it)"
@@ -500,9 +533,40 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   }
   std::vector<Straggler> ranked;
   LatenessCandidate lc = FindLatenessStraggler(data, stats, r.per_node, r.clock);
-  if (lc.participant >= 0) ranked.push_back(LatenessStraggler(data, stats, lc, side, sem));
+  std::vector<ArrivalStats> wait_stats;
+  const std::vector<ArrivalStats>* lateness_stats = &stats;
+  if (!lc.determined && data.device_collectives > 0) {
+    // The clocks cannot decide (or nobody stands out on them): the device waits, read on each
+    // device's own clock, may.
+    wait_stats = AsWaitStats(stats);
+    LatenessCandidate wc = FindLatenessStraggler(data, wait_stats, AsWaitStats(r.per_node), {},
+                                                 /*clock_free=*/true);
+    if (wc.participant >= 0) {
+      wc.waits = OrderByWaits(data, wc.participant, wc.node_level);
+      wc.by_waits = true;
+      wc.determined = wc.waits.determined;
+      wc.bound_ns = lc.participant >= 0 ? lc.bound_ns : 0;
+      RateCandidate(wc);
+      if (wc.determined) {
+        lc = wc;
+        lateness_stats = &wait_stats;
+      }
+    }
+  }
+  if (lc.participant >= 0) {
+    ranked.push_back(LatenessStraggler(data, *lateness_stats, lc, side, sem));
+  }
   NetworkCandidate nc = AttributeRetransmits(side, data);
-  IoCandidate ic = AttributeBlockLatency(side, data, r.per_node);
+  // Node-level lateness behind the resource stragglers: on device recordings the clock-free
+  // device waits (alignment and conversion bounds there are often wider than the lateness).
+  const bool waits_view = data.device_collectives > 0;
+  const std::vector<ArrivalStats> node_view = waits_view ? AsWaitStats(r.per_node) : r.per_node;
+  const std::string view_basis =
+      waits_view ? "device waits (the longest device duration in a collective minus its own, "
+                   "each on one device clock)"
+                 : "host-side NCCL call entry times";
+  IoCandidate ic = AttributeBlockLatency(side, data, node_view);
+  ic.lateness_basis = view_basis;
   if (nc.node.empty() && nc.segments_probe > 0) {
     r.notes.push_back(std::to_string(nc.segments_probe) +
                       " retransmitted segments between nodes were all tail-loss probes (sent "
@@ -533,7 +597,7 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
       ExplainByNodeResources(*network_only, ic, cpu);
       if (network_only->cause == "cpu_contention") {
         // As confident as the CPU starvation alone would make it.
-        Straggler alone = CpuStraggler(nc.node, cpu, r.per_node);
+        Straggler alone = CpuStraggler(nc.node, cpu, node_view, view_basis);
         if (alone.confidence_score > network_only->confidence_score) {
           network_only->confidence = alone.confidence;
           network_only->confidence_score = alone.confidence_score;
@@ -559,7 +623,7 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   }
   if (!starved.empty() && std::none_of(ranked.begin(), ranked.end(),
                                        [&](const Straggler& s) { return s.node == starved; })) {
-    ranked.push_back(CpuStraggler(starved, starved_share, r.per_node));
+    ranked.push_back(CpuStraggler(starved, starved_share, node_view, view_basis));
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const Straggler& a, const Straggler& b) {
     return a.confidence_score > b.confidence_score;

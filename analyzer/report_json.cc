@@ -40,6 +40,14 @@ void Stats(JsonWriter& w, const std::vector<ArrivalStats>& stats, bool with_rank
     }
     w.Key("median_host_lateness_ns").Int(s.median_host_lateness_ns);
     w.Key("device_collectives").Int(s.device_collectives);
+    w.Key("wait_collectives").Int(s.wait_collectives);
+    w.Key("median_wait_lateness_ns");
+    if (s.median_wait_lateness_ns >= 0) {
+      w.Int(s.median_wait_lateness_ns);
+    } else {
+      w.Null();
+    }
+    w.Key("wait_last_count").Int(s.wait_last_count);
     w.EndObject();
   }
   w.EndArray();

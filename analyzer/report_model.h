@@ -60,8 +60,9 @@ struct Straggler {
   bool ordering_determined = true;  // false: lateness difference inside the clock error bound
   int64_t clock_bound_ns = 0;       // error bound the ordering conclusion rests on
   std::string basis;                // what kind of timestamps the conclusion used
-  // 'device_start' (every arrival a device start), 'host_entry', 'mixed', or '' where the
-  // conclusion rests on other evidence (retransmits, block I/O, run-queue shares).
+  // 'device_start' (every arrival a device start), 'host_entry', 'mixed', 'device_waits'
+  // (the clocks could not decide; device durations did), or '' where the conclusion rests on
+  // other evidence (retransmits, block I/O, run-queue shares).
   std::string arrival_basis;
   std::string shape;  // see above; '' where no shape applies
   std::string summary;
@@ -83,6 +84,13 @@ struct ArrivalStats {
   // the earliest entry. Equal to median_lateness_ns where no device time was recorded.
   int64_t median_host_lateness_ns = 0;
   int64_t device_collectives = 0;  // of `collectives`, those whose arrivals are device starts
+  // Clock-free view of device arrivals: in each collective timed on every device, the longest
+  // device duration minus its own (early ranks wait inside for the late one; each duration is
+  // read on one device clock). -1: no such collective.
+  int64_t wait_collectives = 0;
+  int64_t median_wait_lateness_ns = -1;
+  int64_t p90_wait_lateness_ns = -1;
+  int64_t wait_last_count = 0;  // collectives in which it waited least
 };
 
 // Something a rank was doing at the end of the recording (hang reports).

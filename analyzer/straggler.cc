@@ -29,7 +29,7 @@ double BinomialZ(int64_t hits, int64_t n, double p) {
 LatenessCandidate FindLatenessStraggler(const CollectiveData& data,
                                         const std::vector<ArrivalStats>& stats,
                                         const std::vector<ArrivalStats>& node_stats,
-                                        const std::vector<NodeClock>& clocks) {
+                                        const std::vector<NodeClock>& clocks, bool clock_free) {
   LatenessCandidate c;
   int64_t most = 0;
   for (const ArrivalStats& s : stats) most = std::max(most, s.collectives);
@@ -56,7 +56,7 @@ LatenessCandidate FindLatenessStraggler(const CollectiveData& data,
     if (!competes(p)) continue;
     ++ranks_total;
     if (static_cast<int32_t>(p) == best) continue;
-    int64_t device = DeviceBound(data, best);
+    int64_t device = clock_free ? 0 : DeviceBound(data, best);
     if (data.participants[p].node == node) {
       same_node_max = std::max(same_node_max, stats[p].median_lateness_ns);
       mates.push_back(p);
@@ -119,21 +119,25 @@ LatenessCandidate FindLatenessStraggler(const CollectiveData& data,
   // conversion bounds, where the arrivals are device starts).
   c.determined =
       (rank_vs_mates && c.same_node_margin_ns > c.mate_bound_ns) || c.margin_ns > c.bound_ns;
+  RateCandidate(c);
+  return c;
+}
+
+void RateCandidate(LatenessCandidate& c) {
   double frac = c.collectives ? static_cast<double>(c.last_count) / c.collectives : 0;
   if (!c.determined) {
     c.confidence = "undetermined";
     c.score = 0.1 * frac;
-  } else if (c.z >= 4 && c.collectives >= 5) {
+  } else if (c.z >= 4 && c.collectives >= 5 && !c.by_waits) {
     c.confidence = "high";
     c.score = 0.7 + 0.3 * frac;
   } else if (c.z >= 2) {
-    c.confidence = "medium";
+    c.confidence = "medium";  // also from waits where the z-score would make it high
     c.score = 0.4 + 0.3 * frac;
   } else {
     c.confidence = "low";
     c.score = 0.2 + 0.2 * frac;
   }
-  return c;
 }
 
 }  // namespace analyzer

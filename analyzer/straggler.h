@@ -4,7 +4,7 @@
 // Compared across nodes the margin must also exceed the clock error bound; otherwise the
 // ordering is reported as undetermined. Ranks on one node share a host clock; device arrivals
 // add the late rank's conversion bound (clock_error_ns, one-sided: see DeviceBound) to either
-// comparison.
+// comparison. Where the clocks cannot decide, the caller may look again on device waits.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "collectives.h"
+#include "device_arrival.h"
 #include "report_model.h"
 
 namespace analyzer {
@@ -32,13 +33,23 @@ struct LatenessCandidate {
   double z = 0;            // (last_count - collectives * chance) / binomial sd
   std::string confidence;  // high | medium | low | undetermined
   double score = 0;
+  // Undetermined by the clocks, the straggler was found on the device waits (AsWaitStats) and
+  // ordered by OrderByWaits: confidence at most medium.
+  bool by_waits = false;
+  WaitOrdering waits;
 };
 
 // stats is indexed like data.participants (ParticipantStats); node_stats is NodeStats(data).
+// clock_free: stats of a clock-free lateness (AsWaitStats): no clock or conversion bound (pass
+// no clocks); the caller decides the ordering (OrderByWaits) and rates it again.
 LatenessCandidate FindLatenessStraggler(const CollectiveData& data,
                                         const std::vector<ArrivalStats>& stats,
                                         const std::vector<ArrivalStats>& node_stats,
-                                        const std::vector<NodeClock>& clocks);
+                                        const std::vector<NodeClock>& clocks,
+                                        bool clock_free = false);
+
+// Sets confidence and score from determined, z, collectives, last_count and by_waits.
+void RateCandidate(LatenessCandidate& c);
 
 // Binomial z-score of `hits` in `n` trials of probability p.
 double BinomialZ(int64_t hits, int64_t n, double p);
