@@ -309,7 +309,10 @@ PairEstimate EstimatePair(std::vector<PairConstraint> cs, int64_t anchor_ns,
   const double hi_i = drift ? lines.G(line.slope) : hi_min;
   std::string how = "exit cluster";
   const bool inside = line.intercept > lo_i && line.intercept < hi_i;
-  if (!points || !inside || spread > opt.exit_estimate_spread_ratio * (hi_i - lo_i)) {
+  // Standard error of a median of normal residuals: 1.25 sigma / sqrt(n), sigma = 1.4826 MAD.
+  const double exit_se =
+      points ? 1.25 * 1.4826 * spread / std::sqrt(static_cast<double>(pt.size())) : 0;
+  if (!points || !inside || exit_se > opt.exit_estimate_spread_ratio * (hi_i - lo_i)) {
     line.intercept = (lo_i + hi_i) / 2;
     how = "interval centre";
   }
