@@ -1,0 +1,263 @@
+#include "lateness_straggler.h"
+
+#include <algorithm>
+
+#include "causes.h"
+#include "report_format.h"
+#include "shape.h"
+
+namespace analyzer {
+namespace {
+
+// Lateness comparisons of enqueues, mixed bases and unbounded device conversions are capped
+// here: below the 0.7 of a high one.
+constexpr double kMediumCeiling = 0.69;
+
+std::string BasisText(const std::string& arrival, const CallSemantics& sem) {
+  if (arrival == "device_start") {
+    return "device start of each collective per rank (rankscope's NCCL profiler plugin, "
+           "gpu_ops.device_start_ns) matched by (comm_id_hash, seq): where the ranks meet on "
+           "their devices; the bound adds the device-to-host conversion bound (clock_error_ns) to "
+           "the clock alignment's";
+  }
+  if (arrival == "device_waits") {
+    return "device durations of each collective per rank (rankscope's NCCL profiler plugin: "
+           "device end - device start, both on that rank's device clock), matched by "
+           "(comm_id_hash, seq): the longest wait minus its own is how late it arrived, where "
+           "every rank ends the collective together; the clocks' bounds were too wide to order "
+           "device starts across nodes";
+  }
+  if (arrival == "mixed") {
+    return "device starts where the profiler plugin timed every rank of a collective, host-side "
+           "NCCL call entry elsewhere, matched by (comm_id_hash, seq)";
+  }
+  if (sem.kind == "enqueue") {
+    return "host-side NCCL call entry times matched by (comm_id_hash, seq); these calls only "
+           "enqueue (" +
+           sem.evidence +
+           "): this is when each host issued the collective; GPU-side arrival was not seen";
+  }
+  return "host-side NCCL call entry times matched by (comm_id_hash, seq); " +
+         std::string(sem.kind == "blocking"
+                         ? "the calls block until the collective is done (" + sem.evidence +
+                               "), so a late entry is a late "
+                               "arrival"
+                         : "on a GPU these calls return at enqueue, so "
+                           "lateness is the host arriving late to issue the "
+                           "collective");
+}
+
+void CapAtMedium(Straggler& s, const std::string& why) {
+  if (s.confidence == "high") {
+    s.confidence = "medium";
+    s.confidence_score = std::min(s.confidence_score, kMediumCeiling);
+  }
+  Evidence e;
+  e.kind = "confidence";
+  e.summary = "confidence at most medium: " + why;
+  s.evidence.push_back(std::move(e));
+}
+
+}  // namespace
+
+std::string ArrivalBasis(int64_t device, int64_t all) {
+  if (all == 0) return "";
+  return device == all ? "device_start" : device == 0 ? "host_entry" : "mixed";
+}
+
+Straggler LatenessStraggler(const CollectiveData& data, const std::vector<ArrivalStats>& stats,
+                            const LatenessCandidate& c, const SideEvents& side,
+                            const CallSemantics& sem) {
+  const Participant& who = data.participants[c.participant];
+  const ArrivalStats& me = stats[c.participant];
+  Straggler s;
+  s.node = who.node;
+  if (c.node_level) {
+    s.ranks = c.node_ranks;
+  } else {
+    s.rank = who.rank;
+    s.pid = who.pid;
+    if (who.rank) s.ranks.push_back(*who.rank);
+  }
+  const std::string name = c.node_level ? who.node : who.Label();
+  s.confidence = c.confidence;
+  s.confidence_score = c.score;
+  s.ordering_determined = c.determined;
+  bool by_mates = !c.node_level && c.same_node_margin_ns > c.noise_ns &&
+                  c.same_node_margin_ns > c.mate_bound_ns;
+  s.clock_bound_ns = c.bound_ns;
+  if (by_mates && c.margin_ns <= c.bound_ns && me.device_collectives > 0) {
+    s.clock_bound_ns = c.mate_bound_ns;  // decided among its node-mates on device arrivals
+  }
+  s.arrival_basis =
+      c.by_waits ? "device_waits" : ArrivalBasis(me.device_collectives, me.collectives);
+  s.basis = BasisText(s.arrival_basis, sem);
+  const bool on_device = s.arrival_basis != "host_entry";
+  std::vector<int64_t> others_late, others_dur;
+  for (size_t p = 0; p < stats.size(); ++p) {
+    if (static_cast<int32_t>(p) == c.participant || stats[p].collectives == 0) continue;
+    others_late.push_back(stats[p].median_lateness_ns);
+    if (stats[p].median_duration_ns >= 0) others_dur.push_back(stats[p].median_duration_ns);
+  }
+  Evidence late;
+  late.kind = "lateness";
+  late.summary = name +
+                 (c.by_waits  ? " waited least inside the collective on its device"
+                  : on_device ? " arrived last on its device"
+                              : " entered last") +
+                 " in " + std::to_string(c.last_count) + " of " + std::to_string(c.collectives) +
+                 " collectives (" + FormatPercent(c.chance) + " expected by chance); " +
+                 (c.node_level ? "its latest rank " + who.Label() + " has " : "") +
+                 "median lateness " + FormatNs(me.median_lateness_ns) + " (p90 " +
+                 FormatNs(me.p90_lateness_ns) + ") vs " + FormatNs(Quantile(others_late, 0.5)) +
+                 " for the other ranks";
+  if (c.node_level) {
+    late.summary += "; every rank of " + who.node + " is late alike (the node is the straggler)";
+  }
+  late.values = {{"collectives", static_cast<double>(c.collectives)},
+                 {"last_count", static_cast<double>(c.last_count)},
+                 {"last_by_chance", c.chance},
+                 {"last_z_score", c.z},
+                 {"median_lateness_ns", static_cast<double>(me.median_lateness_ns)},
+                 {"p90_lateness_ns", static_cast<double>(me.p90_lateness_ns)},
+                 {"others_median_lateness_ns", static_cast<double>(Quantile(others_late, 0.5))},
+                 {"margin_ns", static_cast<double>(c.margin_ns)},
+                 {"same_node_margin_ns", static_cast<double>(c.same_node_margin_ns)},
+                 {"noise_ns", static_cast<double>(c.noise_ns)},
+                 {"device_arrivals", static_cast<double>(me.device_collectives)},
+                 {"host_arrivals", static_cast<double>(me.collectives - me.device_collectives)},
+                 {"median_host_lateness_ns", static_cast<double>(me.median_host_lateness_ns)}};
+  s.evidence.push_back(std::move(late));
+  // An enqueue's duration says nothing of its collective's.
+  const bool durations = on_device || sem.kind != "enqueue";
+  if (durations && me.median_duration_ns >= 0 && !others_dur.empty()) {
+    int64_t od = Quantile(others_dur, 0.5);
+    Evidence d;
+    d.kind = "duration";
+    d.summary = "its median collective duration" + std::string(on_device ? " on the device" : "") +
+                " is " + FormatNs(me.median_duration_ns) + " vs " + FormatNs(od) +
+                " for the others" +
+                (me.median_duration_ns < od ? " (shortest: the others wait for it)" : "");
+    d.values = {{"median_duration_ns", static_cast<double>(me.median_duration_ns)},
+                {"others_median_duration_ns", static_cast<double>(od)}};
+    s.evidence.push_back(std::move(d));
+  }
+  Evidence clock;
+  clock.kind = "clock";
+  const std::string conversion =
+      who.device_clock_error_ns > 0 ? " (device conversion bounds included)" : "";
+  if (by_mates) {
+    clock.summary = "it is also later than the other ranks on " + who.node + " by " +
+                    FormatNs(c.same_node_margin_ns) + " (same host clock: no alignment needed" +
+                    (c.mate_bound_ns > 0 ? "; device conversion bound " + FormatNs(c.mate_bound_ns)
+                                         : std::string()) +
+                    ")";
+  } else if (c.by_waits) {
+    clock.summary = "lateness margin " + FormatNs(c.margin_ns) +
+                    " is inside the cross-node clock error bound of " + FormatNs(c.bound_ns) +
+                    conversion + ": the order is taken from the device waits instead";
+  } else if (c.determined) {
+    clock.summary = "lateness margin " + FormatNs(c.margin_ns) +
+                    " exceeds the cross-node clock error bound of " + FormatNs(c.bound_ns) +
+                    conversion;
+  } else {
+    clock.summary = "lateness margin " + FormatNs(c.margin_ns) +
+                    " is inside the cross-node clock error bound of " + FormatNs(c.bound_ns) +
+                    conversion + ": the arrival order across nodes is undetermined";
+  }
+  clock.values = {{"clock_bound_ns", static_cast<double>(c.bound_ns)},
+                  {"margin_ns", static_cast<double>(c.margin_ns)},
+                  {"same_node_bound_ns", static_cast<double>(c.mate_bound_ns)},
+                  {"device_clock_error_ns", static_cast<double>(who.device_clock_error_ns)}};
+  s.evidence.push_back(std::move(clock));
+  if (c.by_waits) {
+    Evidence w;
+    w.kind = "waits";
+    w.summary = "in " + std::to_string(c.waits.collectives) + " collectives its device waited " +
+                FormatNs(c.waits.own_wait_ns) + " inside each (median) and the others' " +
+                FormatNs(c.waits.others_wait_ns) +
+                ", each read on its own device clock (no conversion or alignment error); as "
+                "every rank ends a collective within about the last arrival's transfer time, "
+                "it arrived at least " +
+                FormatNs(c.waits.late_at_least_ns) +
+                " later (median). Confidence at most medium: this rests on how collectives "
+                "end, not on a measured bound";
+    w.values = {{"collectives", static_cast<double>(c.waits.collectives)},
+                {"own_wait_ns", static_cast<double>(c.waits.own_wait_ns)},
+                {"others_wait_ns", static_cast<double>(c.waits.others_wait_ns)},
+                {"late_at_least_ns", static_cast<double>(c.waits.late_at_least_ns)}};
+    s.evidence.push_back(std::move(w));
+  }
+  if (!c.determined) {
+    Cause u;
+    u.kind = "unknown";
+    u.summary = "ordering undetermined: the lateness difference is inside the clock error bound";
+    u.remediation =
+        "improve clock sync on the nodes (chrony/PTP) or record longer so "
+        "rankscope-merge can align clocks on more rendezvous points";
+    s.causes.push_back(std::move(u));
+    s.cause = "unknown";
+    s.summary = name + " appears " + FormatNs(c.margin_ns) +
+                " late, but that is inside the clock error bound of " + FormatNs(c.bound_ns) +
+                ": the ordering is undetermined";
+    return s;
+  }
+  Evidence windows;
+  std::vector<Cause> host_causes = LatenessCauses(data, c.participant, side, windows);
+  if (on_device) windows.summary = "host side: " + windows.summary;
+  s.evidence.push_back(std::move(windows));
+  if (on_device) {
+    ShapeSplit split = SplitLateness(data, stats, c);
+    s.causes = ShapeCauses(split, std::move(host_causes), name);
+    s.shape = split.shape;
+    s.evidence.push_back(ShapeEvidence(split));
+    s.cause = s.causes.front().kind;
+    s.summary =
+        name + " arrives last on its device" + (c.by_waits ? ", by its device waits" : "") +
+        " (median " + FormatNs(me.median_lateness_ns) + " late); " +
+        (s.shape == "host_bound"
+             ? "host-bound: its host enqueued the collectives " + FormatNs(split.host_excess_ns) +
+                   " late (" + FormatPercent(split.host_share) + " of it)"
+             : "device-bound: its host enqueued them on time (" +
+                   FormatNs(std::max<int64_t>(0, split.host_excess_ns)) + ", " +
+                   FormatPercent(split.host_share) + " of it)") +
+        "; top cause: " + s.cause;
+  } else {
+    s.causes = std::move(host_causes);
+    s.cause = s.causes.front().kind;
+    if (sem.kind == "enqueue") {
+      s.shape = "device_unseen";
+      s.summary = name + " enqueues last on its host (median " + FormatNs(me.median_lateness_ns) +
+                  " late; GPU-side arrival was not seen); top cause: " + s.cause;
+    } else {
+      s.shape = "host_entry";
+      s.summary = name + " arrives last (median " + FormatNs(me.median_lateness_ns) +
+                  " late); top cause: " + s.cause;
+    }
+  }
+  if (s.arrival_basis == "host_entry" && sem.kind == "enqueue") {
+    CapAtMedium(s,
+                "its lateness is when its host enqueued the collectives (GPU-side arrival was "
+                "not seen); a device that runs behind or ahead of its host is invisible there");
+  } else if (s.arrival_basis == "mixed") {
+    CapAtMedium(s, std::to_string(me.collectives - me.device_collectives) + " of " +
+                       std::to_string(me.collectives) +
+                       " of its collectives are compared on host entry (not every rank's device "
+                       "start recorded)");
+  } else if (on_device && who.device_unbounded > 0) {
+    CapAtMedium(s, std::to_string(who.device_unbounded) +
+                       " of its device arrivals have no conversion bound (clock_error_ns NULL)");
+  }
+  return s;
+}
+
+// The top cause after the causes were re-ranked: `cause` and the summary's "top cause: ".
+void SetTopCause(Straggler& s) {
+  std::stable_sort(s.causes.begin(), s.causes.end(),
+                   [](const Cause& a, const Cause& b) { return a.score > b.score; });
+  s.cause = s.causes.front().kind;
+  size_t at = s.summary.rfind("top cause: ");
+  if (at != std::string::npos) s.summary = s.summary.substr(0, at) + "top cause: " + s.cause;
+}
+
+}  // namespace analyzer

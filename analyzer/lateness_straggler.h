@@ -1,0 +1,27 @@
+// The straggler entry for the lateness straggler (straggler.h): its evidence, the basis its
+// lateness rests on, its shape and causes, and the confidence ceilings of weaker bases.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "call_semantics.h"
+#include "collectives.h"
+#include "report_model.h"
+#include "side_events.h"
+#include "straggler.h"
+
+namespace analyzer {
+
+// 'device_start' (every arrival a device start), 'host_entry' (none), 'mixed'; '' for none.
+std::string ArrivalBasis(int64_t device, int64_t all);
+
+// stats: those the candidate was found on (ParticipantStats, or AsWaitStats where c.by_waits).
+Straggler LatenessStraggler(const CollectiveData& data, const std::vector<ArrivalStats>& stats,
+                            const LatenessCandidate& c, const SideEvents& side,
+                            const CallSemantics& sem);
+
+// Re-ranks the causes after a change: `cause` and the summary's "top cause: ".
+void SetTopCause(Straggler& s);
+
+}  // namespace analyzer
