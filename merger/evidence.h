@@ -45,7 +45,8 @@ inline constexpr const char* kRendezvousOps[] = {"ALL_REDUCE", "ALL_GATHER", "RE
 // group (a grouped call's work starts only at ncclGroupEnd).
 struct HostCall {
   int64_t entry_ns = 0, exit_ns = 0;
-  bool gpu_process = false;  // its process made CUDA runtime/driver calls or has gpu_ops rows
+  bool gpu_process = false;  // its process made CUDA runtime/driver calls or has gpu_ops rows,
+                             // and ran without CUDA_LAUNCH_BLOCKING=1: its calls enqueue
   std::optional<int64_t> sync_exit_ns;  // see FirstSyncExit; nullopt: none waited for it
 };
 

@@ -322,6 +322,18 @@ TEST_F(MergeEvidence, BlockingCallsRecoverEveryClock) {
   }
 }
 
+TEST_F(MergeEvidence, CudaLaunchBlockingMakesAGpuProcessesCallsBlock) {
+  // One rank per node: no node can show how the calls behave; the processes make CUDA calls
+  // but ran with CUDA_LAUNCH_BLOCKING=1, so their NCCL calls block (taking them as enqueues
+  // would give sync_after evidence here).
+  synth::ClusterSpec spec = SkewedCluster("sync", 4);
+  spec.cuda_calls = true;
+  spec.ranks_per_node = 1;
+  Merged m = WriteAndMerge(spec);
+  ExpectEvidence(m, "blocking_call");
+  Report("blocking_call, one rank per node", 4, ExpectRecovered(spec, m));
+}
+
 TEST_F(MergeEvidence, AnEnqueuesEntryAndExitAreNeverARendezvous) {
   // GPU nodes without device times and without any sync after their collectives (the loss
   // copies removed): the enqueues bound nothing, only the init aligns the clocks. Taking the

@@ -51,16 +51,24 @@ constexpr const char* kSyncQuery =
     " AND state = 'complete' AND duration_ns IS NOT NULL AND duration_ns >= 0"
     " AND (ret IS NULL OR ret = 0) ORDER BY pid, timestamp_ns";
 
-// Whether a process made CUDA calls or its NCCL ran rankscope's profiler plugin, asked once
-// per process (a GPU process's first CUDA call comes early: the scan stops there).
+// Whether a process made CUDA calls or its NCCL ran rankscope's profiler plugin, and did not
+// run with CUDA_LAUNCH_BLOCKING=1 (then every kernel launch, NCCL's too, returns when the
+// kernel is done), asked once per process (a GPU process's first CUDA call comes early: the
+// scan stops there).
 class GpuProcesses {
  public:
   static rs::Result<GpuProcesses> Prepare(rs::Db& db, bool has_gpu_ops) {
     GpuProcesses g;
+    ASSIGN_OR_RETURN(int64_t has_blocking,
+                     db.QueryInt("SELECT COUNT(*) FROM pragma_table_info('processes')"
+                                 " WHERE name = 'cuda_launch_blocking'"));
     ASSIGN_OR_RETURN(
         g.query_,
-        db.Prepare(std::string("SELECT EXISTS (SELECT 1 FROM cuda_events WHERE pid = ?1)") +
-                   (has_gpu_ops ? " OR EXISTS (SELECT 1 FROM gpu_ops WHERE pid = ?1)" : "")));
+        db.Prepare(std::string("SELECT (EXISTS (SELECT 1 FROM cuda_events WHERE pid = ?1)") +
+                   (has_gpu_ops ? " OR EXISTS (SELECT 1 FROM gpu_ops WHERE pid = ?1)" : "") + ")" +
+                   (has_blocking ? " AND NOT EXISTS (SELECT 1 FROM processes WHERE pid = ?1"
+                                   " AND cuda_launch_blocking = 1)"
+                                 : "")));
     return g;
   }
   rs::Result<bool> Contains(int64_t pid) {

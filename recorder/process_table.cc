@@ -133,8 +133,9 @@ rs::Result<void> ProcessTable::Write(const ProcessInfo& p) {
                                 "env_local_world_size, env_group_rank, env_role_rank, "
                                 "torchelastic_run_id, slurm_procid, slurm_localid, "
                                 "slurm_nodeid, slurm_job_id, nccl_rank, nccl_nranks, rank, "
-                                "rank_conflict, nccl_profiler_api) VALUES (?, ?, ?, ?, ?, ?, ?, "
-                                "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                                "rank_conflict, nccl_profiler_api, cuda_launch_blocking) VALUES "
+                                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                                "?, ?)"));
   std::optional<int64_t> netns;
   if (p.netns) netns = static_cast<int64_t>(*p.netns);
   std::optional<std::string> comm, exe, conflict;
@@ -147,7 +148,7 @@ rs::Result<void> ProcessTable::Write(const ProcessInfo& p) {
   st.Bind(13, p.env.torchelastic_run_id).Bind(14, p.env.slurm_procid);
   st.Bind(15, p.env.slurm_localid).Bind(16, p.env.slurm_nodeid).Bind(17, p.env.slurm_job_id);
   st.Bind(18, p.nccl_rank).Bind(19, p.nccl_nranks).Bind(20, p.rank).Bind(21, conflict);
-  st.Bind(22, p.nccl_profiler_api);
+  st.Bind(22, p.nccl_profiler_api).Bind(23, p.env.cuda_launch_blocking);
   return st.Run();
 }
 

@@ -48,7 +48,7 @@ TEST(ProcessTable, TraceReadsProcOnceAndStoresOnlyRankVariables) {
   FakeProc proc;
   proc.Add(41, "trainer", 4026532000,
            Env({"PATH=/bin", "RANK=3", "LOCAL_RANK=1", "WORLD_SIZE=8", "SECRET_TOKEN=hunter2",
-                "SLURM_JOB_ID=991"}));
+                "SLURM_JOB_ID=991", "CUDA_LAUNCH_BLOCKING=1"}));
   TestDb t;
   ProcessTable table(&t.db, "n1", proc.root(), 0, [] { return int64_t{123}; });
   auto r = table.Trace(41);
@@ -70,6 +70,7 @@ TEST(ProcessTable, TraceReadsProcOnceAndStoresOnlyRankVariables) {
                    "slurm_job_id FROM processes"),
             "3,1,8,991");
   EXPECT_EQ(t.Int("SELECT rank FROM processes"), 3);
+  EXPECT_EQ(t.Int("SELECT cuda_launch_blocking FROM processes"), 1);
   EXPECT_EQ(t.Int("SELECT COUNT(*) FROM processes WHERE rank_conflict IS NULL"), 1);
   // Nothing but the rank variables reaches the bundle.
   EXPECT_EQ(t.Int("SELECT COUNT(*) FROM processes WHERE comm || exe || "

@@ -253,11 +253,13 @@ rs::Result<std::vector<std::string>> WriteClusterBundles(const ClusterSpec& spec
       int g = n * R + l;
       RETURN_IF_ERROR(db.Exec(
           "INSERT INTO processes(node, pid, comm, exe, env_rank, env_local_rank, env_world_size,"
-          " nccl_rank, nccl_nranks, rank) VALUES ('" +
+          " nccl_rank, nccl_nranks, rank, cuda_launch_blocking) VALUES ('" +
           w.node + "', " + std::to_string(10000 + 100 * n + l) +
           ", 'trainer', '/usr/bin/trainer', " + std::to_string(g) + ", " + std::to_string(l) +
           ", " + std::to_string(spec.nodes * R) + ", " + std::to_string(g) + ", " +
-          std::to_string(spec.nodes * R) + ", " + std::to_string(g) + ")"));
+          std::to_string(spec.nodes * R) + ", " + std::to_string(g) + ", " +
+          // the trainer's sync mode with its CUDA calls: CUDA_LAUNCH_BLOCKING=1
+          (spec.collectives == "sync" && spec.cuda_calls ? "1" : "NULL") + ")"));
     }
     for (const char* src : {"tcp", "sched", "block", "process", "nccl", "cuda"}) {
       RETURN_IF_ERROR(db.Exec("INSERT INTO sources(node, source, method, events, drops) VALUES ('" +

@@ -149,6 +149,8 @@ RankEnv ParseRankEnv(std::string_view block) {
       env.slurm_nodeid = ToInt(v);
     else if (k == "SLURM_JOB_ID")
       env.slurm_job_id = std::string(v);
+    else if (k == "CUDA_LAUNCH_BLOCKING")
+      env.cuda_launch_blocking = v == "1" ? 1 : 0;
   }
   return env;
 }

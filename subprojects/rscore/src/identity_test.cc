@@ -39,6 +39,14 @@ TEST(Identity, ConfigParsing) {
   EXPECT_FALSE(ParseConfig("colour = red\n", "x.conf").ok());
 }
 
+TEST(Identity, CudaLaunchBlockingIsOneOnlyForOne) {
+  using namespace std::string_literals;
+  EXPECT_EQ(ParseRankEnv("CUDA_LAUNCH_BLOCKING=1\0"s).cuda_launch_blocking, 1);
+  EXPECT_EQ(ParseRankEnv("CUDA_LAUNCH_BLOCKING=0\0"s).cuda_launch_blocking, 0);
+  EXPECT_EQ(ParseRankEnv("CUDA_LAUNCH_BLOCKING=yes\0RANK=1\0"s).cuda_launch_blocking, 0);
+  EXPECT_FALSE(ParseRankEnv("CUDA_LAUNCH_BLOCKING=1\0"s).any());  // not a rank variable
+}
+
 TEST(Identity, RankEnvKeepsOnlyKnownVariables) {
   std::string block;
   for (const char* kv :
@@ -58,6 +66,7 @@ TEST(Identity, RankEnvKeepsOnlyKnownVariables) {
   EXPECT_FALSE(e.local_world_size.has_value());
   EXPECT_EQ(e.global_rank(), 5);
   EXPECT_TRUE(e.any());
+  EXPECT_FALSE(e.cuda_launch_blocking.has_value());
   RankEnv none = ParseRankEnv(std::string("RANK=x\0HOME=/root\0", 17));
   EXPECT_FALSE(none.rank.has_value());
   EXPECT_FALSE(none.any());

@@ -70,6 +70,8 @@ CREATE TABLE processes (
   nccl_nranks          INTEGER,
   rank                 INTEGER,   -- best known global rank
   rank_conflict        TEXT,      -- set when the sources above disagree; never resolved silently
+  cuda_launch_blocking INTEGER,   -- CUDA_LAUNCH_BLOCKING in its environment: 1 = "1" (kernel
+                                  -- launches, NCCL's too, return when done), 0 = other; NULL unset
   nccl_profiler_api    INTEGER,   -- rankscope's NCCL profiler plugin seen in this process: the
                                   -- profiler API version NCCL used with it (5, 4); NULL: not seen
   PRIMARY KEY (node, pid)

@@ -39,6 +39,10 @@ struct RankEnv {
   std::optional<std::string> torchelastic_run_id;
   std::optional<int64_t> slurm_procid, slurm_localid, slurm_nodeid;
   std::optional<std::string> slurm_job_id;
+  // CUDA_LAUNCH_BLOCKING: 1 when it is "1" (every kernel launch, NCCL's included, returns when
+  // the kernel is done: the process's NCCL calls block), 0 when set to anything else. Not a
+  // rank variable: any() ignores it.
+  std::optional<int64_t> cuda_launch_blocking;
   bool any() const;
   // RANK, else SLURM_PROCID.
   std::optional<int64_t> global_rank() const;
