@@ -102,9 +102,9 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
   Evidence late;
   late.kind = "lateness";
   late.summary = name +
-                 (c.by_waits  ? " waited least inside the collective on its device"
-                  : on_device ? " arrived last on its device"
-                              : " entered last") +
+                 (c.found_on_waits ? " waited least inside the collective on its device"
+                  : on_device      ? " arrived last on its device"
+                                   : " entered last") +
                  " in " + std::to_string(c.last_count) + " of " + std::to_string(c.collectives) +
                  " collectives (" + FormatPercent(c.chance) + " expected by chance); " +
                  (c.node_level ? "its latest rank " + who.Label() + " has " : "") +

@@ -286,15 +286,25 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   LatenessCandidate lc = FindLatenessStraggler(data, stats, r.per_node, r.clock);
   std::vector<ArrivalStats> wait_stats;
   const std::vector<ArrivalStats>* lateness_stats = &stats;
+  if (!lc.determined && lc.participant >= 0 && data.device_collectives > 0) {
+    // Device starts single it out but cannot order it within their bounds: the device waits,
+    // read on each device's own clock, may.
+    LatenessCandidate ordered = lc;
+    ordered.waits = OrderByWaits(data, lc.participant, lc.node_level);
+    ordered.by_waits = true;
+    ordered.determined = ordered.waits.determined;
+    RateCandidate(ordered);
+    if (ordered.determined) lc = ordered;
+  }
   if (!lc.determined && data.device_collectives > 0) {
-    // The clocks cannot decide (or nobody stands out on them): the device waits, read on each
-    // device's own clock, may.
+    // Nobody stands out on device starts, or the waits deny the one who does (a node aligned
+    // off inside its bound looks late there): look for the straggler on the waits themselves.
     wait_stats = AsWaitStats(stats);
     LatenessCandidate wc = FindLatenessStraggler(data, wait_stats, AsWaitStats(r.per_node), {},
                                                  /*clock_free=*/true);
     if (wc.participant >= 0) {
       wc.waits = OrderByWaits(data, wc.participant, wc.node_level);
-      wc.by_waits = true;
+      wc.by_waits = wc.found_on_waits = true;
       wc.determined = wc.waits.determined;
       wc.bound_ns = lc.participant >= 0 ? lc.bound_ns : 0;
       RateCandidate(wc);

@@ -33,9 +33,10 @@ struct LatenessCandidate {
   double z = 0;            // (last_count - collectives * chance) / binomial sd
   std::string confidence;  // high | medium | low | undetermined
   double score = 0;
-  // Undetermined by the clocks, the straggler was found on the device waits (AsWaitStats) and
-  // ordered by OrderByWaits: confidence at most medium.
+  // Undetermined by the clocks, the straggler was ordered by its device waits (OrderByWaits):
+  // confidence at most medium.
   bool by_waits = false;
+  bool found_on_waits = false;  // ... and found there too (its stats are AsWaitStats')
   WaitOrdering waits;
 };
 
