@@ -116,9 +116,10 @@ Evidence ShapeEvidence(const ShapeSplit& split) {
   Evidence e;
   e.kind = "shape";
   e.summary = std::string(split.shape == "host_bound" ? "host-bound" : "device-bound") +
-              ": its device arrivals are " + FormatNs(split.device_excess_ns) + " later than " +
-              split.reference + "'s, its host enqueues " + FormatNs(split.host_excess_ns) +
-              " later (" + FormatPercent(split.host_share) + " of it; host-bound from 50%)";
+              ": its device arrivals are " + FormatNs(split.device_excess_ns) +
+              " later than those of " + split.reference + ", its host enqueues " +
+              FormatNs(split.host_excess_ns) + " later (" + FormatPercent(split.host_share) +
+              " of it; host-bound from 50%)";
   e.values = {{"host_share", split.host_share},
               {"device_excess_ns", static_cast<double>(split.device_excess_ns)},
               {"host_excess_ns", static_cast<double>(split.host_excess_ns)}};
