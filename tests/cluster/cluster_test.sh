@@ -400,37 +400,38 @@ scenario_hang() {
   ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
   grep -q '"end": "hang"' "$OUT/run/truth.json" || fail "the harness did not see the hang"
   open_bundles
-  local hung=$((FAULT_NODE * RPN)) stuck got waiting states
-  stuck=$(qall "SELECT MAX(seq) FROM ev WHERE $COLL")
-  got=$(qall "SELECT COUNT(*) FROM ev WHERE rank = $hung AND seq = $stuck")
-  [[ "$got" == 0 ]] || fail "the hung rank $hung has an entry for the stuck collective"
-  got=$(qall "SELECT MAX(seq) FROM ev WHERE rank = $hung AND $COLL AND state = 'complete'")
-  [[ "$got" == $((stuck - 1)) ]] || fail "the hung rank's last collective is $got, not $((stuck - 1))"
+  local hung=$((FAULT_NODE * RPN)) stuck got waiting states first
   if [[ $MODE == sync ]]; then
     # The stuck collective: the highest seq any rank entered. All but the hung rank are in it.
+    stuck=$(qall "SELECT MAX(seq) FROM ev WHERE $COLL")
+    got=$(qall "SELECT COUNT(*) FROM ev WHERE rank = $hung AND seq = $stuck")
+    [[ "$got" == 0 ]] || fail "the hung rank $hung has an entry for the stuck collective"
+    got=$(qall "SELECT MAX(seq) FROM ev WHERE rank = $hung AND $COLL AND state = 'complete'")
+    [[ "$got" == $((stuck - 1)) ]] || fail "the hung rank's last collective is $got, not $((stuck - 1))"
     got=$(qall "SELECT COUNT(*) FROM ev WHERE $COLL AND seq = $stuck AND state = 'in_flight'
                 AND duration_ns IS NULL")
     [[ "$got" == $((WORLD - 1)) ]] || fail "expected $((WORLD - 1)) ranks in flight at seq $stuck, found $got"
     echo "ok: $((WORLD - 1)) ranks in flight at seq $stuck; rank $hung never entered it"
     return
   fi
-  # A GPU job: no NCCL call is left in flight on any host (the stuck collective was enqueued
-  # and returned); the waiting ranks sit in their step-end sync, a blocking copy in flight.
-  got=$(qall "SELECT COUNT(*) FROM ev WHERE state != 'complete'")
-  [[ "$got" == 0 ]] || fail "$got NCCL calls in flight on the hosts (an async job leaves none)"
+  # A GPU job: the others enqueued the collectives of the step the hung rank never issued (one
+  # per bucket); no NCCL call is left in flight on any host (each was enqueued and returned);
+  # the waiting ranks sit in their step-end sync, a blocking copy in flight.
+  stuck=$(($(qall "SELECT MAX(seq) FROM ev WHERE rank = $hung AND $COLL AND state = 'complete'") + 1))
+  got=$(qall "SELECT COUNT(*) FROM ev WHERE rank = $hung AND seq >= $stuck")
+  [[ "$got" == 0 ]] || fail "the hung rank $hung has calls after its last collective $((stuck - 1))"
   got=$(qall "SELECT COUNT(DISTINCT rank) FROM ev WHERE $COLL AND seq = $stuck")
   [[ "$got" == $((WORLD - 1)) ]] || fail "expected $((WORLD - 1)) ranks to have enqueued seq $stuck, found $got"
+  got=$(qall "SELECT COUNT(*) FROM ev WHERE state != 'complete'")
+  [[ "$got" == 0 ]] || fail "$got NCCL calls in flight on the hosts (an async job leaves none)"
   waiting=$(qcuda "SELECT COUNT(DISTINCT pid) FROM cu WHERE api = 'cudaMemcpy' AND state = 'in_flight'")
   [[ "$waiting" == $((WORLD - 1)) ]] || fail "expected $((WORLD - 1)) ranks blocked in cudaMemcpy, found $waiting"
-  # The plugin's states: the first collective the others did not complete is one the hung
-  # rank never enqueued; the others' devices reached it (started) or queued behind it.
-  local first
+  # The plugin's states: the first collective the others did not complete is the one the hung
+  # rank never enqueued; the others' devices reached it (started) and wait there.
   first=$(qgpu "SELECT MIN(seq) FROM gp WHERE $COLL AND state != 'completed'")
-  [[ -n "$first" ]] || fail "no operation left in flight in gpu_ops"
+  [[ "$first" == "$stuck" ]] || fail "the first operation not completed is seq '$first', not $stuck"
   got=$(qgpu "SELECT COUNT(*) FROM gp WHERE rank = $hung AND seq >= $first")
   [[ "$got" == 0 ]] || fail "the hung rank has $got gpu_ops rows at or after seq $first"
-  got=$(qgpu "SELECT MAX(seq) FROM gp WHERE rank = $hung AND state = 'completed'")
-  [[ "$got" == $((first - 1)) ]] || fail "the hung rank's last completed operation is $got, not $((first - 1))"
   states=$(qgpu "SELECT group_concat(state || ' ' || n, ', ') FROM (SELECT state, COUNT(*) AS n FROM gp
                  WHERE seq = $first GROUP BY state ORDER BY state)")
   got=$(qgpu "SELECT COUNT(*) FROM gp WHERE seq = $first AND state = 'started' AND device_start_ns IS NOT NULL
