@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Measures which of the report acceptance checks (report_acceptance_test.sh) today's analyzer
-# passes when the test bed runs as a GPU job (async collectives), over several rounds with
-# fault nodes chosen at random. A measurement, not a test: failures are expected until the
-# analyses use device-side evidence. Prints each round's lines and a table per fault kind.
+# Repeats the report acceptance checks (report_acceptance_test.sh) with the test bed as a GPU
+# job (async collectives) over several rounds with fault nodes chosen at random, and prints a
+# table per fault kind. RANKSCOPE_TEST_PLUGIN=off runs it without rankscope's NCCL profiler
+# plugin (no device-side evidence: the slow device cannot be seen). A measurement, not a test.
 #   sudo tests/cluster/async_acceptance.sh BUILD_DIR [ROUNDS] [FAULT...]
 set -euo pipefail
 BUILD=${1:?usage: async_acceptance.sh BUILD_DIR [ROUNDS] [FAULT...]}
