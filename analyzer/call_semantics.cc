@@ -45,8 +45,12 @@ rs::Result<CallSemantics> DetectCallSemantics(rs::Db& db, const CollectiveData& 
   CallSemantics s;
   for (const NcclCall& c : data.calls) {
     if (!c.host_seen || c.in_flight() || !c.device || !c.device->start_ns) continue;
+    if (!c.device->clock_error_ns) continue;  // unbounded: the order with its exit is unknown
     ++s.device_calls;
-    if (c.ts + c.dur < *c.device->start_ns) ++s.returned_before_device;
+    // The converted start is at most clock_error_ns after the true one.
+    if (c.ts + c.dur < *c.device->start_ns - *c.device->clock_error_ns) {
+      ++s.returned_before_device;
+    }
   }
   std::vector<std::pair<std::string, int64_t>> node_latest;  // per collective: node -> entry
   for (const Collective& g : data.collectives) {
@@ -127,10 +131,15 @@ rs::Result<CallSemantics> DetectCallSemantics(rs::Db& db, const CollectiveData& 
 
 void MarkEnqueues(CollectiveData& data, const CallSemantics& s) {
   for (NcclCall& c : data.calls) {
-    if (c.device && c.device->end_ns && c.host_seen && !c.in_flight()) {
-      c.enqueue = c.ts + c.dur < *c.device->end_ns;
-    } else {
-      c.enqueue = s.kind == "enqueue";
+    c.enqueue = s.kind == "enqueue";
+    if (!c.device || !c.device->end_ns || !c.host_seen || c.in_flight()) continue;
+    // Its own device times decide where they can: converted ends are never early and at most
+    // clock_error_ns late.
+    int64_t exit = c.ts + c.dur, end = *c.device->end_ns;
+    if (exit >= end) {
+      c.enqueue = false;  // returned after its device finished
+    } else if (c.device->clock_error_ns && exit < end - *c.device->clock_error_ns) {
+      c.enqueue = true;  // returned before its device finished
     }
   }
 }

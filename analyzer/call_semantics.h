@@ -3,7 +3,7 @@
 // means "arrived late" only for the first; for enqueues it is when the host issued the work,
 // which a slow device does not show. Decided from evidence, never from names:
 //  - the profiler plugin's device times: a call that returned before its device started the
-//    collective was an enqueue;
+//    collective (before the converted start minus its conversion bound) was an enqueue;
 //  - an early exit: a call returned before another rank's call of the same collective entered
 //    (by more than the two nodes' clock bound; ranks on one node share a clock). No rank can
 //    leave a blocking collective before the last rank entered it;
