@@ -272,6 +272,37 @@ static int finalize(void* context) {
   return NCCL_SUCCESS;
 }
 
+/* The events v5 and v4 describe with the same members (their descriptors are different types,
+ * hence a macro: case labels of start_v5's and start_v4's switch on d->type): device events
+ * start here; a Coll or P2p event's description goes into the task t. */
+#define START_COMMON_EVENTS                                                          \
+  case ncclProfileKernelCh:                                                          \
+    return start_device_event(handle, d->type, d->parentObj, d->kernelCh.pTimer, 0); \
+  case ncclProfileProxyOp:                                                           \
+    return start_device_event(handle, d->type, d->parentObj, 0, d->proxyOp.pid);     \
+  case ncclProfileProxyStep:                                                         \
+  case ncclProfileProxyCtrl:                                                         \
+  case ncclProfileNetPlugin:                                                         \
+    return start_device_event(handle, d->type, d->parentObj, 0, 0);                  \
+  case ncclProfileColl:                                                              \
+    t.func = d->coll.func;                                                           \
+    t.datatype = d->coll.datatype;                                                   \
+    t.algo = d->coll.algo;                                                           \
+    t.proto = d->coll.proto;                                                         \
+    t.count = d->coll.count;                                                         \
+    t.nccl_seq = d->coll.seqNumber;                                                  \
+    t.root = d->coll.root;                                                           \
+    t.channels = d->coll.nChannels;                                                  \
+    break;                                                                           \
+  case ncclProfileP2p:                                                               \
+    t.p2p = 1;                                                                       \
+    t.func = d->p2p.func;                                                            \
+    t.datatype = d->p2p.datatype;                                                    \
+    t.count = d->p2p.count;                                                          \
+    t.peer = d->p2p.peer;                                                            \
+    t.channels = d->p2p.nChannels;                                                   \
+    break;
+
 /* ---- version 5 ---- */
 
 static int init_v5(void** context, uint64_t comm_id, int* mask, const char* name, int n_nodes,
@@ -288,32 +319,7 @@ static int start_v5(void* context, void** handle, ncclProfilerEventDescr_v5_t* d
   memset(&t, 0, sizeof(t));
   t.parent = d->parentObj;
   switch (d->type) {
-    case ncclProfileKernelCh:
-      return start_device_event(handle, d->type, d->parentObj, d->kernelCh.pTimer, 0);
-    case ncclProfileProxyOp:
-      return start_device_event(handle, d->type, d->parentObj, 0, d->proxyOp.pid);
-    case ncclProfileProxyStep:
-    case ncclProfileProxyCtrl:
-    case ncclProfileNetPlugin:
-      return start_device_event(handle, d->type, d->parentObj, 0, 0);
-    case ncclProfileColl:
-      t.func = d->coll.func;
-      t.datatype = d->coll.datatype;
-      t.algo = d->coll.algo;
-      t.proto = d->coll.proto;
-      t.count = d->coll.count;
-      t.nccl_seq = d->coll.seqNumber;
-      t.root = d->coll.root;
-      t.channels = d->coll.nChannels;
-      break;
-    case ncclProfileP2p:
-      t.p2p = 1;
-      t.func = d->p2p.func;
-      t.datatype = d->p2p.datatype;
-      t.count = d->p2p.count;
-      t.peer = d->p2p.peer;
-      t.channels = d->p2p.nChannels;
-      break;
+    START_COMMON_EVENTS
     default:
       break;
   }
@@ -340,32 +346,7 @@ static int start_v4(void* context, void** handle, ncclProfilerEventDescr_v4_t* d
   memset(&t, 0, sizeof(t));
   t.parent = d->parentObj;
   switch (d->type) {
-    case ncclProfileKernelCh:
-      return start_device_event(handle, d->type, d->parentObj, d->kernelCh.pTimer, 0);
-    case ncclProfileProxyOp:
-      return start_device_event(handle, d->type, d->parentObj, 0, d->proxyOp.pid);
-    case ncclProfileProxyStep:
-    case ncclProfileProxyCtrl:
-    case ncclProfileNetPlugin:
-      return start_device_event(handle, d->type, d->parentObj, 0, 0);
-    case ncclProfileColl:
-      t.func = d->coll.func;
-      t.datatype = d->coll.datatype;
-      t.algo = d->coll.algo;
-      t.proto = d->coll.proto;
-      t.count = d->coll.count;
-      t.nccl_seq = d->coll.seqNumber;
-      t.root = d->coll.root;
-      t.channels = d->coll.nChannels;
-      break;
-    case ncclProfileP2p:
-      t.p2p = 1;
-      t.func = d->p2p.func;
-      t.datatype = d->p2p.datatype;
-      t.count = d->p2p.count;
-      t.peer = d->p2p.peer;
-      t.channels = d->p2p.nChannels;
-      break;
+    START_COMMON_EVENTS
     case ncclProfileGroup:
       break;
     default:
