@@ -218,8 +218,8 @@ class ProfilerDriver {
       v5_->startEvent(ctx_, &h, &copy);
       return h;
     }
-    if (d.type >= ncclProfileGroupApi) return nullptr;  // v4 has no API events
-    ncclProfilerEventDescr_v4_t o = ToV4(d);
+    ncclProfilerEventDescr_v4_t o;
+    if (!rs::NcclProfilerDescrV4(d, &o)) return nullptr;  // v4 has no API events
     v4_->startEvent(ctx_, &h, &o);
     return h;
   }
@@ -244,52 +244,6 @@ class ProfilerDriver {
     }
     return 5;
   }
-  static ncclProfilerEventDescr_v4_t ToV4(const ncclProfilerEventDescr_v5_t& d) {
-    ncclProfilerEventDescr_v4_t o;
-    std::memset(&o, 0, sizeof(o));
-    o.type = static_cast<uint8_t>(d.type);
-    o.parentObj = d.parentObj;
-    o.rank = d.rank;
-    switch (d.type) {
-      case ncclProfileColl:
-        o.coll.seqNumber = d.coll.seqNumber;
-        o.coll.func = d.coll.func;
-        o.coll.count = d.coll.count;
-        o.coll.root = d.coll.root;
-        o.coll.datatype = d.coll.datatype;
-        o.coll.nChannels = d.coll.nChannels;
-        o.coll.nWarps = d.coll.nWarps;
-        o.coll.algo = d.coll.algo;
-        o.coll.proto = d.coll.proto;
-        o.parentObj = d.coll.parentGroup;
-        break;
-      case ncclProfileP2p:
-        o.p2p.func = d.p2p.func;
-        o.p2p.count = d.p2p.count;
-        o.p2p.datatype = d.p2p.datatype;
-        o.p2p.peer = d.p2p.peer;
-        o.p2p.nChannels = d.p2p.nChannels;
-        o.parentObj = d.p2p.parentGroup;
-        break;
-      case ncclProfileProxyOp:
-        o.proxyOp.pid = d.proxyOp.pid;
-        o.proxyOp.peer = d.proxyOp.peer;
-        o.proxyOp.nSteps = d.proxyOp.nSteps;
-        o.proxyOp.chunkSize = d.proxyOp.chunkSize;
-        o.proxyOp.isSend = d.proxyOp.isSend;
-        break;
-      case ncclProfileProxyStep:
-        o.proxyStep.step = d.proxyStep.step;
-        break;
-      case ncclProfileKernelCh:
-        o.kernelCh.pTimer = d.kernelCh.pTimer;
-        break;
-      default:
-        break;
-    }
-    return o;
-  }
-
   void ApiCall(Call* c, uint64_t type, int group_depth) {
     c->mask = mask();  // NCCL reads the mask once per call
     if (v5_ == nullptr) return;

@@ -109,62 +109,6 @@ void Unload() {
   g_lib = nullptr;  // a later communicator loads it again, as NCCL does
 }
 
-// NCCL's v4 adapter: only these types are passed, Coll/P2p with the Group event as parent.
-void StartV4(const ncclProfiler_v4_t* v4, void* ctx, void** handle,
-             const ncclProfilerEventDescr_v5_t& d) {
-  ncclProfilerEventDescr_v4_t o;
-  std::memset(&o, 0, sizeof(o));
-  o.type = static_cast<uint8_t>(d.type);
-  o.parentObj = d.parentObj;
-  o.rank = d.rank;
-  switch (d.type) {
-    case ncclProfileGroup:
-    case ncclProfileProxyCtrl:
-      break;
-    case ncclProfileColl:
-      o.coll.seqNumber = d.coll.seqNumber;
-      o.coll.func = d.coll.func;
-      o.coll.sendBuff = d.coll.sendBuff;
-      o.coll.recvBuff = d.coll.recvBuff;
-      o.coll.count = d.coll.count;
-      o.coll.root = d.coll.root;
-      o.coll.datatype = d.coll.datatype;
-      o.coll.nChannels = d.coll.nChannels;
-      o.coll.nWarps = d.coll.nWarps;
-      o.coll.algo = d.coll.algo;
-      o.coll.proto = d.coll.proto;
-      o.parentObj = d.coll.parentGroup;
-      break;
-    case ncclProfileP2p:
-      o.p2p.func = d.p2p.func;
-      o.p2p.buff = d.p2p.buff;
-      o.p2p.count = d.p2p.count;
-      o.p2p.datatype = d.p2p.datatype;
-      o.p2p.peer = d.p2p.peer;
-      o.p2p.nChannels = d.p2p.nChannels;
-      o.parentObj = d.p2p.parentGroup;
-      break;
-    case ncclProfileProxyOp:
-      o.proxyOp.pid = d.proxyOp.pid;
-      o.proxyOp.channelId = d.proxyOp.channelId;
-      o.proxyOp.peer = d.proxyOp.peer;
-      o.proxyOp.nSteps = d.proxyOp.nSteps;
-      o.proxyOp.chunkSize = d.proxyOp.chunkSize;
-      o.proxyOp.isSend = d.proxyOp.isSend;
-      break;
-    case ncclProfileProxyStep:
-      o.proxyStep.step = d.proxyStep.step;
-      break;
-    case ncclProfileKernelCh:
-      o.kernelCh.channelId = d.kernelCh.channelId;
-      o.kernelCh.pTimer = d.kernelCh.pTimer;
-      break;
-    default:
-      return;  // API events do not exist in v4
-  }
-  v4->startEvent(ctx, handle, &o);
-}
-
 // startEvent through whichever version is loaded; *handle stays null when nothing started.
 void Start(void* ctx, void** handle, ncclProfilerEventDescr_v5_t* d) {
   *handle = nullptr;
@@ -172,7 +116,8 @@ void Start(void* ctx, void** handle, ncclProfilerEventDescr_v5_t* d) {
   if (const ncclProfiler_v5_t* v5 = g_v5.load()) {
     v5->startEvent(ctx, handle, d);
   } else if (const ncclProfiler_v4_t* v4 = g_v4.load()) {
-    StartV4(v4, ctx, handle, *d);
+    ncclProfilerEventDescr_v4_t o;  // NCCL's v4 adapter: only these types are passed
+    if (rs::NcclProfilerDescrV4(*d, &o)) v4->startEvent(ctx, handle, &o);
   }
 }
 

@@ -237,6 +237,75 @@ typedef struct {
 
 #ifdef __cplusplus
 } /* extern "C" */
+
+#include <cstring>
+
+namespace rs {
+
+// A v5 event as NCCL's v4 adapter passes it to a v4 plugin: the same members, Coll's and P2p's
+// parent is their Group event; false for the API events (GroupApi, CollApi, P2pApi,
+// KernelLaunch), which v4 does not have.
+inline bool NcclProfilerDescrV4(const ncclProfilerEventDescr_v5_t& d,
+                                ncclProfilerEventDescr_v4_t* out) {
+  ncclProfilerEventDescr_v4_t o;
+  std::memset(&o, 0, sizeof(o));
+  o.type = static_cast<uint8_t>(d.type);
+  o.parentObj = d.parentObj;
+  o.rank = d.rank;
+  switch (d.type) {
+    case ncclProfileGroup:
+    case ncclProfileProxyCtrl:
+      break;
+    case ncclProfileColl:
+      o.coll.seqNumber = d.coll.seqNumber;
+      o.coll.func = d.coll.func;
+      o.coll.sendBuff = d.coll.sendBuff;
+      o.coll.recvBuff = d.coll.recvBuff;
+      o.coll.count = d.coll.count;
+      o.coll.root = d.coll.root;
+      o.coll.datatype = d.coll.datatype;
+      o.coll.nChannels = d.coll.nChannels;
+      o.coll.nWarps = d.coll.nWarps;
+      o.coll.algo = d.coll.algo;
+      o.coll.proto = d.coll.proto;
+      o.parentObj = d.coll.parentGroup;
+      break;
+    case ncclProfileP2p:
+      o.p2p.func = d.p2p.func;
+      o.p2p.buff = d.p2p.buff;
+      o.p2p.count = d.p2p.count;
+      o.p2p.datatype = d.p2p.datatype;
+      o.p2p.peer = d.p2p.peer;
+      o.p2p.nChannels = d.p2p.nChannels;
+      o.parentObj = d.p2p.parentGroup;
+      break;
+    case ncclProfileProxyOp:
+      o.proxyOp.pid = d.proxyOp.pid;
+      o.proxyOp.channelId = d.proxyOp.channelId;
+      o.proxyOp.peer = d.proxyOp.peer;
+      o.proxyOp.nSteps = d.proxyOp.nSteps;
+      o.proxyOp.chunkSize = d.proxyOp.chunkSize;
+      o.proxyOp.isSend = d.proxyOp.isSend;
+      break;
+    case ncclProfileProxyStep:
+      o.proxyStep.step = d.proxyStep.step;
+      break;
+    case ncclProfileKernelCh:
+      o.kernelCh.channelId = d.kernelCh.channelId;
+      o.kernelCh.pTimer = d.kernelCh.pTimer;
+      break;
+    case ncclProfileNetPlugin:
+      o.netPlugin.id = d.netPlugin.id;
+      o.netPlugin.data = d.netPlugin.data;
+      break;
+    default:
+      return false;  // API events do not exist in v4
+  }
+  *out = o;
+  return true;
+}
+
+}  // namespace rs
 #endif
 
 #endif /* RSCORE_NCCL_PROFILER_H_ */
