@@ -2,6 +2,9 @@
 # Recorder overhead on the test bed: trainer steps/s with and without rankscope-record on
 # every node, alternating runs (fault none). Prints one line per run and the medians.
 #   sudo tests/cluster/bench_overhead.sh BUILD_DIR [PAIRS] [STEPS] [run-cluster options...]
+# RANKSCOPE_BENCH_A / RANKSCOPE_BENCH_B: the run-cluster options of the two sides (default
+# '--no-record' and ''), e.g. A='--plugin off' B='--plugin on' for what the NCCL profiler
+# plugin and its capture add to a recorded run.
 set -euo pipefail
 BUILD=${1:?usage: bench_overhead.sh BUILD_DIR [PAIRS] [STEPS]}
 PAIRS=${2:-3}
@@ -24,15 +27,17 @@ run() {  # label extra-args... -> prints mean steps/s over ranks
   echo "$sps"
 }
 
+read -r -a A_ARGS <<<"${RANKSCOPE_BENCH_A---no-record}"
+read -r -a B_ARGS <<<"${RANKSCOPE_BENCH_B-}"
 base=()
 rec=()
 for ((i = 0; i < PAIRS; i++)); do
-  base+=("$(run "norecord$i" --no-record)")
-  rec+=("$(run "record$i")")
+  base+=("$(run "a$i" "${A_ARGS[@]}")")
+  rec+=("$(run "b$i" "${B_ARGS[@]}")")
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 mb=$(median "${base[@]}")
 mr=$(median "${rec[@]}")
-echo "without recorders: ${base[*]} (median $mb steps/s)"
-echo "with recorders:    ${rec[*]} (median $mr steps/s)"
+echo "A (${A_ARGS[*]:-as given}): ${base[*]} (median $mb steps/s)"
+echo "B (${B_ARGS[*]:-as given}): ${rec[*]} (median $mr steps/s)"
 awk -v b="$mb" -v r="$mr" 'BEGIN {printf "overhead: %.2f%% (median vs median)\n", (b - r) / b * 100}'
