@@ -88,14 +88,14 @@ rs::Result<void> JoinDeviceOps(rs::Db& db, CollectiveData& data) {
   return rs::Ok();
 }
 
-void SetArrivals(CollectiveData& data) {
+void SetArrivals(CollectiveData& data, bool device) {
   data.device_collectives = 0;
   for (Participant& p : data.participants) {
     p.device_clock_error_ns = 0;
     p.device_unbounded = 0;
   }
   for (Collective& g : data.collectives) {
-    g.device_basis = true;
+    g.device_basis = device;
     for (size_t k = g.begin; k < g.end; ++k) {
       const NcclCall& c = data.calls[k];
       if (!c.device || !c.device->start_ns) g.device_basis = false;

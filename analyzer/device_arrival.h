@@ -19,8 +19,10 @@ namespace analyzer {
 rs::Result<void> JoinDeviceOps(rs::Db& db, CollectiveData& data);
 
 // After grouping: each collective's basis, arrivals, last arrival, completion; each
-// participant's device conversion bound; data.device_collectives.
-void SetArrivals(CollectiveData& data);
+// participant's device conversion bound; data.device_collectives. Without `device` every
+// collective is compared on host entries (blocking calls: an entry is an arrival there, free of
+// the conversion bound).
+void SetArrivals(CollectiveData& data, bool device = true);
 
 // The device-side bound of a claim that participant `later` arrived after another one. The
 // plugin's converted device times are never earlier than the truth and at most clock_error_ns

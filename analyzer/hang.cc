@@ -362,7 +362,10 @@ HangReport AnalyzeHang(const CollectiveData& data,
   } else if (low == kStarted) {
     verb = "started on its device, never completed: ";
   } else {
-    verb = out.basis == "host_call" ? "never entered: " : "never enqueued: ";
+    // Blocking calls are entered; enqueues (device seen or not) enqueued.
+    bool enqueues = false;
+    for (size_t k = g.begin; k < g.end; ++k) enqueues |= data.calls[k].enqueue;
+    verb = enqueues ? "never enqueued: " : "never entered: ";
   }
   out.summary = what + "; " + verb + JoinLabels(out.culprit_labels);
   if (out.basis == "host_enqueue") out.summary += "; device-side state was not seen";
@@ -409,8 +412,9 @@ Straggler HangStraggler(const HangReport& hang, const CollectiveData& data, size
     s.summary = label + " started " + where +
                 " on its device but never completed it; the other ranks wait for it";
   } else if (state == "not_enqueued") {
-    s.summary = label + (hang.basis == "host_call" ? " never entered " : " never enqueued ") +
-                where + " that the other ranks are stuck in";
+    bool entered = hang.summary.find("never entered") != std::string::npos;
+    s.summary = label + (entered ? " never entered " : " never enqueued ") + where +
+                " that the other ranks are stuck in";
   } else {
     s.summary = label + " called something else at " + where + " than the other ranks";
   }

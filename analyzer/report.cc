@@ -206,6 +206,13 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   }
   ASSIGN_OR_RETURN(CallSemantics sem, DetectCallSemantics(db, data, r.clock));
   MarkEnqueues(data, sem);
+  if (sem.kind == "blocking" && data.device_collectives > 0) {
+    SetArrivals(data, /*device=*/false);
+    r.notes.push_back(
+        "the NCCL calls here block until their collective is done: arrivals are host entries "
+        "(the profiler plugin's device times were recorded too, but a blocking call's entry is "
+        "the arrival, free of the device clock's conversion bound)");
+  }
   ExcludeEnqueueEntries(data);
   AddTimingNotes(data, sem, r);
   std::set<std::string> nodes;
