@@ -308,6 +308,29 @@ TEST(DeviceArrivalTest, BlockingCallsKeepHostEntryLateness) {
   EXPECT_EQ(top.confidence, "high");
 }
 
+// Blocking calls with the plugin loaded (the test bed's sync mode): the calls' entries are the
+// arrivals, as without the plugin; the device times do not change the verdict.
+TEST(DeviceArrivalTest, BlockingCallsWithDeviceTimesKeepHostEntries) {
+  GpuJob job;
+  job.blocking = true;
+  job.device_late_rank = 4;
+  job.clock_error_ns = 20'000'000;  // as loose as the test bed's
+  Report r = JobReport(job);
+  SCOPED_TRACE(RenderText(r));
+  EXPECT_EQ(r.timing.call_semantics, "blocking") << r.timing.semantics_evidence;
+  EXPECT_EQ(r.timing.arrival_basis, "host_entry");
+  EXPECT_GT(r.timing.device_ops, 0);
+  EXPECT_TRUE(HasNote(r, "block until their collective is done"));
+  EXPECT_FALSE(HasNote(r, "GPU-side arrival was not seen"));
+  ASSERT_FALSE(r.stragglers.empty());
+  const Straggler& top = r.stragglers.front();
+  EXPECT_EQ(top.rank, std::optional<int64_t>(4));
+  EXPECT_EQ(top.shape, "host_entry");
+  EXPECT_EQ(top.arrival_basis, "host_entry");
+  EXPECT_EQ(top.confidence, "high");
+  EXPECT_EQ(top.cause, "compute");
+}
+
 TEST(DeviceArrivalTest, JsonCarriesShapeBasisAndTiming) {
   GpuJob job;
   job.device_late_rank = 4;

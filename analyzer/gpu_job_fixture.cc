@@ -70,7 +70,7 @@ class Writer {
         RETURN_IF_ERROR(Cuda(g, issue[g] - 20'000, 4'000, "cudaLaunchKernel"));
         device_start[g] = std::max(issue[g], device_free[g]);
       }
-      std::vector<int64_t> end(W);
+      std::vector<int64_t> end(W), call_exit(issue);
       for (int b = 0; b < job_.buckets; ++b) {
         std::vector<int64_t> enqueue(W), start(W);
         int64_t last = 0;
@@ -78,7 +78,8 @@ class Writer {
           int64_t slow = fault && g == job_.device_late_rank ? job_.delay_ns : 0;
           int64_t ready = device_start[g] + (job_.device_ns + slow) * (b + 1) / job_.buckets +
                           U(job_.jitter_ns / 4);
-          enqueue[g] = issue[g] + (b + 1) * 15'000;
+          enqueue[g] =
+              job_.blocking ? std::max(ready, call_exit[g]) + 10'000 : issue[g] + (b + 1) * 15'000;
           start[g] = std::max({enqueue[g] + 5'000, ready, comm_free[g]});
           last = std::max(last, start[g]);
         }
@@ -87,7 +88,10 @@ class Writer {
         for (int g = 0; g < W; ++g) {
           end[g] = last + transfer + U(5'000);
           comm_free[g] = end[g];
-          RETURN_IF_ERROR(Call(g, seq, enqueue[g], 8'000 + U(4'000)));
+          int64_t call =
+              job_.blocking ? end[g] + 10'000 + U(20'000) - enqueue[g] : 8'000 + U(4'000);
+          call_exit[g] = enqueue[g] + call;
+          RETURN_IF_ERROR(Call(g, seq, enqueue[g], call));
           RETURN_IF_ERROR(Device(g, seq, enqueue[g], start[g], end[g], "completed"));
         }
         if (lossy) RETURN_IF_ERROR(Repairs(last, transfer));
@@ -96,7 +100,8 @@ class Writer {
       for (int g = 0; g < W; ++g) {
         // The loss copy: returns once the optimizer after the reductions is done.
         device_free[g] = end[g] + 150'000;
-        int64_t entry = issue[g] + (job_.buckets + 1) * 15'000;
+        int64_t entry =
+            job_.blocking ? call_exit[g] + 10'000 : issue[g] + (job_.buckets + 1) * 15'000;
         int64_t exit = std::max(entry, device_free[g]) + 10'000 + U(20'000);
         RETURN_IF_ERROR(Cuda(g, entry, exit - entry, "cudaMemcpy"));
         host[g] = exit + 30'000 + U(20'000);

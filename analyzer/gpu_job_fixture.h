@@ -20,7 +20,11 @@ struct GpuJob {
   int steps = 30;
   int buckets = 2;  // AllReduces per step
   uint64_t seed = 1;
-  bool gpu_ops = true;              // the profiler plugin's rows
+  bool gpu_ops = true;  // the profiler plugin's rows
+  // Blocking calls and launches (the test bed's sync mode, CUDA_LAUNCH_BLOCKING): a rank calls
+  // each collective once its device work before it is done, and the call returns when the
+  // collective is.
+  bool blocking = false;
   bool gpu_ops_table = true;        // false: an earlier recorder and merge (no gpu_ops table, no
                                     // clock_alignment.evidence)
   int64_t host_ns = 4'000'000;      // host work per step before the first enqueue
