@@ -48,6 +48,22 @@ std::string Spoken(const std::string& value) {
   return out;
 }
 
+namespace {
+
+// 'main+0x19 (/path/to/trainer@buildid+0x5b26)' -> 'main+0x19 (trainer)'.
+std::string ShortFrame(const std::string& frame) {
+  size_t open = frame.find(" (");
+  if (open == std::string::npos) return frame;
+  std::string file = frame.substr(open + 2);
+  size_t end = file.find_first_of("@)");
+  if (end != std::string::npos) file = file.substr(0, end);
+  size_t slash = file.rfind('/');
+  if (slash != std::string::npos) file = file.substr(slash + 1);
+  return frame.substr(0, open) + " (" + file + ")";
+}
+
+}  // namespace
+
 std::string CallerFrame(const std::string& stack) {
   size_t at = 0;
   std::string first;
@@ -61,9 +77,9 @@ std::string CallerFrame(const std::string& stack) {
     std::string in = file == std::string::npos ? "" : frame.substr(file + 2);
     size_t slash = in.rfind('/', in.find('@'));
     if (slash != std::string::npos) in = in.substr(slash + 1);
-    if (in.rfind("libcuda", 0) != 0 && in.rfind("libnccl", 0) != 0) return frame;
+    if (in.rfind("libcuda", 0) != 0 && in.rfind("libnccl", 0) != 0) return ShortFrame(frame);
   }
-  return first;
+  return ShortFrame(first);
 }
 
 std::string DescribeActivityLine(const Activity& a, int64_t time_zero_ns) {

@@ -16,7 +16,7 @@ std::string FormatRatio(double ratio);
 // read it ("" stays "").
 std::string Spoken(const std::string& value);
 // The first frame of a stack ('symbol+0xoff (file@build_id+0xoff)' per line) outside the CUDA
-// and NCCL libraries: the application's caller ("" for an empty stack).
+// and NCCL libraries: the application's caller, as 'symbol+0xoff (file name)' ("" for none).
 std::string CallerFrame(const std::string& stack);
 // One line per thing a rank was doing (hang reports): "cudaMemcpy in flight since ...".
 std::string DescribeActivityLine(const struct Activity& a, int64_t time_zero_ns);
