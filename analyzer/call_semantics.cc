@@ -95,7 +95,6 @@ rs::Result<CallSemantics> DetectCallSemantics(rs::Db& db, const CollectiveData& 
       ++s.waits;
     }
   }
-  ASSIGN_OR_RETURN(s.cuda_stream_processes, CudaStreamProcesses(db));
   if (s.returned_before_device > 0 && 2 * s.returned_before_device >= s.device_calls) {
     s.kind = "enqueue";
     s.evidence = std::to_string(s.returned_before_device) + " of " +
@@ -118,13 +117,17 @@ rs::Result<CallSemantics> DetectCallSemantics(rs::Db& db, const CollectiveData& 
     if (s.early_exits > 0) {
       s.evidence += " (" + std::to_string(s.early_exits) + " had a call return earlier)";
     }
-  } else if (s.cuda_stream_processes > 0) {
-    s.kind = "enqueue";
-    s.evidence = std::to_string(s.cuda_stream_processes) +
-                 " process(es) made CUDA runtime calls and passed their NCCL calls a stream, "
-                 "and no collective showed a blocking call";
   } else {
-    s.evidence = "no collective showed whether the NCCL calls block or enqueue";
+    // Only now: the scan of cuda_events it needs is the costliest part.
+    ASSIGN_OR_RETURN(s.cuda_stream_processes, CudaStreamProcesses(db));
+    if (s.cuda_stream_processes > 0) {
+      s.kind = "enqueue";
+      s.evidence = std::to_string(s.cuda_stream_processes) +
+                   " process(es) made CUDA runtime calls and passed their NCCL calls a stream, "
+                   "and no collective showed a blocking call";
+    } else {
+      s.evidence = "no collective showed whether the NCCL calls block or enqueue";
+    }
   }
   return s;
 }
