@@ -41,6 +41,8 @@ rs::Result<void> JoinDeviceOps(rs::Db& db, CollectiveData& data) {
     op.start_ns = st.OptInt(9);
     op.end_ns = st.OptInt(10);
     op.clock_error_ns = st.OptInt(11);
+    // NULL is unbounded; so is the plugin's own -1, should a row carry it.
+    if (op.clock_error_ns && *op.clock_error_ns < 0) op.clock_error_ns.reset();
     op.state = st.Text(12);
     // A device time without the start it follows is not a device arrival.
     if (!op.start_ns) op.end_ns.reset();

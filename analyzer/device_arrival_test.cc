@@ -221,6 +221,22 @@ TEST(DeviceArrivalTest, AMisalignedNodeDoesNotHideTheSlowDevice) {
   }
 }
 
+// Device times without a conversion bound still order the ranks, but nothing resting on them
+// is high confidence.
+TEST(DeviceArrivalTest, UnboundedDeviceTimesAreAtMostMedium) {
+  GpuJob job;
+  job.device_late_rank = 4;
+  job.clock_error_ns = -1;
+  Report r = JobReport(job);
+  SCOPED_TRACE(RenderText(r));
+  EXPECT_TRUE(HasNote(r, "no device-to-host conversion bound"));
+  ASSERT_FALSE(r.stragglers.empty());
+  const Straggler& top = r.stragglers.front();
+  EXPECT_EQ(top.rank, std::optional<int64_t>(4));
+  EXPECT_EQ(top.arrival_basis, "device_start");
+  EXPECT_EQ(top.confidence, "medium");
+}
+
 TEST(DeviceArrivalTest, NoFaultNoStraggler) {
   for (uint64_t seed : {1, 2, 3}) {
     GpuJob job;

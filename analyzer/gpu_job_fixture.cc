@@ -150,11 +150,14 @@ class Writer {
     const int64_t pid = JobPid(job_, g);
     if (step_ < job_.device_from_step) return rs::Ok();
     // A device time reads late by its rank's share of clock_error_ns after its conversion.
-    if (start) *start += error_share_[g] * job_.clock_error_ns / 100;
-    if (end) *end += error_share_[g] * job_.clock_error_ns / 100;
+    const int64_t late = std::max<int64_t>(0, job_.clock_error_ns) * error_share_[g] / 100;
+    if (start) *start += late;
+    if (end) *end += late;
+    std::optional<int64_t> bound;
+    if (job_.clock_error_ns >= 0) bound = job_.clock_error_ns;
     gpu_.Bind(1, JobNode(Node(g))).Bind(2, enqueue).Bind(3, pid).Bind(4, pid).Bind(5, g);
     gpu_.Bind(6, Ranks()).Bind(7, kComm).Bind(8, seq).Bind(9, kCount).Bind(10, 4 * kCount);
-    gpu_.Bind(11, start).Bind(12, end).Bind(13, job_.clock_error_ns).Bind(14, state);
+    gpu_.Bind(11, start).Bind(12, end).Bind(13, bound).Bind(14, state);
     return gpu_.Run();
   }
 

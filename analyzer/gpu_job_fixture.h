@@ -32,7 +32,8 @@ struct GpuJob {
   int64_t transfer_ns = 2'000'000;  // device time of a collective once every device is in it
   int64_t jitter_ns = 200'000;
   // gpu_ops.clock_error_ns. As with the plugin, converted device times are never early and at
-  // most this late; the error is systematic: a fixed fraction of the bound per rank.
+  // most this late; the error is systematic: a fixed fraction of the bound per rank. -1: NULL
+  // (no bound: the plugin had seen no launch yet, or NCCL used profiler API v4).
   int64_t clock_error_ns = 2'000;
   int device_from_step = 0;         // the plugin records from this step on (no rows before)
   int64_t error_bound_ns = 50'000;  // clock_alignment.error_bound_ns of every node

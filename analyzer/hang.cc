@@ -91,8 +91,7 @@ struct Candidate {
   const Collective* g = nullptr;
   const CommView* view = nullptr;
   int64_t stuck_for = -1;
-  bool lagging = false;       // some member's state lags the others' (or ranks were never seen)
-  bool enqueue_only = false;  // found by who enqueued what (nothing pending seen)
+  bool lagging = false;  // some member's state lags the others' (or ranks were never seen)
 };
 
 // The communicator's stuck collective, if any, and whether it lags.
@@ -135,7 +134,6 @@ Candidate StuckIn(const CollectiveData& data, const std::vector<std::vector<Cuda
     since = g->first_entry;
     std::vector<int64_t> gaps = v.gaps;
     needed = std::max(kMinStuckNs, kStuckFactor * (gaps.empty() ? 0 : Quantile(gaps, 0.99)));
-    out.enqueue_only = true;
   }
   out.stuck_for = end_ns - since;
   if (out.stuck_for < needed) return Candidate{};
