@@ -19,5 +19,5 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 echo "== checks passed per fault kind (async collectives, $ROUNDS rounds) =="
 cat "$LOGS"/round*.log | sed -n '/^---- summary/,/^PASS\|^FAIL/p' |
-  awk '$1 ~ /^(loss|cpu|io|slow|hang|none)$/ {n[$1]++; if ($5 == "ok:") ok[$1]++}
+  awk '$1 ~ /^(loss|cpu|io|slow|hang|none)$/ {n[$1]++; if ($7 == "ok:") ok[$1]++}
        END {for (f in n) printf "%-5s %d of %d\n", f, ok[f], n[f]}' | sort

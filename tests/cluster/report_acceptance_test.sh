@@ -80,13 +80,25 @@ EOF
 
 failed=()
 summary=()
+# Each scenario on 3 or 4 nodes, with every node's clock but node0's skewed by up to +-50 ms
+# and one of them drifting by +-20 ppm (the merge must align them first), chosen by the seed.
+clocks() {  # nodes -> "--skew ... --drift ..."
+  local n=$1 k skew=()
+  for ((k = 1; k < n; k++)); do
+    skew+=("node$k=$(((RANDOM % 2 ? 1 : -1) * (5000 + RANDOM % 45000) * 1000))")
+  done
+  echo "--skew $(IFS=,; echo "${skew[*]}") --drift node$((1 + RANDOM % (n - 1)))=$((RANDOM % 2 ? 20 : -20))"
+}
 for fault in "${FAULTS[@]}"; do
-  k=$((RANDOM % NODES))
+  nodes=$((NODES + RANDOM % 2))
+  k=$((RANDOM % nodes))
+  read -r -a clock_args <<<"$(clocks "$nodes")"
   dir="$OUT/$fault"
   start=$SECONDS
   rc=0
-  args=(--build "$BUILD" --out "$dir" --nodes "$NODES" --ranks-per-node "$RPN"
-        --steps "$STEPS" --fault "$fault" --timeout 120 --collectives "$MODE" --plugin "$PLUGIN")
+  args=(--build "$BUILD" --out "$dir" --nodes "$nodes" --ranks-per-node "$RPN"
+        --steps "$STEPS" --fault "$fault" --timeout 120 --collectives "$MODE" --plugin "$PLUGIN"
+        "${clock_args[@]}")
   [[ "$fault" != none ]] && args+=(--fault-node "$k")
   timeout -s INT 240 "$HARNESS" "${args[@]}" >"$OUT/$fault.out" 2>&1 || rc=$?
   took=$((SECONDS - start))
@@ -96,12 +108,14 @@ for fault in "${FAULTS[@]}"; do
     line=$(check_report "$fault" "$dir") || true
   fi
   where=$([[ "$fault" == none ]] && echo "-" || echo "node$k")
-  summary+=("$(printf '%-5s %-6s %3d s  %s' "$fault" "$where" "$took" "$line")")
+  summary+=("$(printf '%-5s %-6s %d nodes %3d s  %s' "$fault" "$where" "$nodes" "$took" "$line")")
+  echo "  clocks: ${clock_args[*]}"
+  grep -h "clock node" "$dir/harness.log" 2>/dev/null | sed 's/^ */  /' || true
   echo "${summary[-1]}"
   [[ "$line" == ok:* ]] || failed+=("$fault")
 done
 
-echo "---- summary (seed $SEED, $NODES nodes x $RPN ranks, $STEPS steps, $MODE collectives, plugin $PLUGIN) ----"
+echo "---- summary (seed $SEED, 3-4 nodes x $RPN ranks, $STEPS steps, $MODE collectives, plugin $PLUGIN, skewed clocks) ----"
 printf '%s\n' "${summary[@]}"
 if ((${#failed[@]})); then
   echo "FAIL: ${failed[*]}"
