@@ -16,12 +16,21 @@ constexpr int64_t kMinEarlyExits = 2;
 // Waits needed to call the calls blocking (the same reasoning).
 constexpr int64_t kMinWaits = 2;
 
-// Processes that made CUDA runtime calls and passed their NCCL calls a stream.
+// Processes that made CUDA runtime calls and passed their NCCL calls a stream, and did not run
+// with CUDA_LAUNCH_BLOCKING=1 (then every kernel launch, NCCL's too, returns when the kernel is
+// done: the calls block).
 rs::Result<int64_t> CudaStreamProcesses(rs::Db& db) {
   std::set<std::pair<std::string, int64_t>> streams;
-  ASSIGN_OR_RETURN(rs::Statement nccl,
-                   db.Prepare("SELECT DISTINCT node, pid FROM nccl_events WHERE stream IS NOT NULL"
-                              " AND op NOT LIKE 'COMM%'"));
+  ASSIGN_OR_RETURN(int64_t has_blocking,
+                   db.QueryInt("SELECT COUNT(*) FROM pragma_table_info('processes')"
+                               " WHERE name = 'cuda_launch_blocking'"));
+  ASSIGN_OR_RETURN(
+      rs::Statement nccl,
+      db.Prepare(std::string("SELECT DISTINCT node, pid FROM nccl_events e WHERE stream IS NOT NULL"
+                             " AND op NOT LIKE 'COMM%'") +
+                 (has_blocking ? " AND NOT EXISTS (SELECT 1 FROM processes p WHERE p.node ="
+                                 " e.node AND p.pid = e.pid AND p.cuda_launch_blocking = 1)"
+                               : "")));
   while (true) {
     ASSIGN_OR_RETURN(bool row, nccl.Step());
     if (!row) break;

@@ -5,11 +5,13 @@
 
 #include <algorithm>
 
+#include "call_semantics.h"
 #include "gpu_job_fixture.h"
 #include "report.h"
 #include "report_render.h"
 #include "report_test_util.h"
 #include "rscore/bundle.h"
+#include "rscore/schema.h"
 #include "synth_bundle.h"
 
 namespace analyzer {
@@ -281,6 +283,35 @@ TEST(DeviceArrivalTest, OneRankPerNodeEnqueuesAreToldFromCrossNodeExits) {
   EXPECT_NE(r.timing.semantics_evidence.find("returned before another rank's call entered"),
             std::string::npos)
       << r.timing.semantics_evidence;
+}
+
+TEST(DeviceArrivalTest, CudaLaunchBlockingKeepsAGpuProcessesCallsBlocking) {
+  // Nothing in the collectives decides (none matched): a process with CUDA calls whose NCCL
+  // calls name a stream is taken to enqueue, unless it ran with CUDA_LAUNCH_BLOCKING=1.
+  for (const char* blocking : {"NULL", "1"}) {
+    SCOPED_TRACE(blocking);
+    auto db = rs::Db::Open(":memory:", rs::Db::Mode::kCreate);
+    ASSERT_TRUE(db.ok()) << db.error().message();
+    ASSERT_TRUE(rs::CreateSchema(*db, rs::DbKind::kMerged).ok());
+    ASSERT_TRUE(
+        db->Exec("INSERT INTO processes(node, pid, cuda_launch_blocking) VALUES ('n0', 7, " +
+                 std::string(blocking) +
+                 ");"
+                 "INSERT INTO nccl_events(id, node, timestamp_ns, duration_ns, pid, tid, op,"
+                 " stream) VALUES (1, 'n0', 100, 5, 7, 7, 'ALL_REDUCE', 4096);"
+                 "INSERT INTO cuda_events(id, node, timestamp_ns, duration_ns, pid, tid, api,"
+                 " library) VALUES (2, 'n0', 90, 5, 7, 7, 'cudaLaunchKernel', 'cudart');")
+            .ok());
+    auto s = DetectCallSemantics(*db, CollectiveData{}, {});
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    if (std::string(blocking) == "1") {
+      EXPECT_NE(s->kind, "enqueue") << s->evidence;
+      EXPECT_EQ(s->cuda_stream_processes, 0);
+    } else {
+      EXPECT_EQ(s->kind, "enqueue") << s->evidence;
+      EXPECT_EQ(s->cuda_stream_processes, 1);
+    }
+  }
 }
 
 TEST(DeviceArrivalTest, RecordingWithoutTheGpuOpsTableStillReports) {
