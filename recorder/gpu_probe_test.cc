@@ -143,7 +143,7 @@ TEST(GpuProbe, ReadsTheRegionOfAChosenProcessIntoGpuOps) {
   region.h->ops_unrecorded = 3;  // launched before any recorder read
   region.h->drops_slots_full = 5;
   region.h->drops_late_event = 1;
-  region.WriteMany(1, 2);  // already in the ring when recording starts
+  region.WriteMany(1, 2);  // in the ring before this recording: an earlier recording's
   const int self = getpid();
   Env env("/proc", {self});
   GpuProbe probe;
@@ -151,7 +151,7 @@ TEST(GpuProbe, ReadsTheRegionOfAChosenProcessIntoGpuOps) {
   EXPECT_EQ(probe.method(), "plugin");
   EXPECT_EQ(probe.regions_read(), 1u);
   EXPECT_GT(__atomic_load_n(&region.h->reader_heartbeat_ns, __ATOMIC_ACQUIRE), 0);
-  EXPECT_EQ(probe.events(), 2u);
+  EXPECT_EQ(probe.events(), 0u);
 
   rs_gpu_op op = FakeGpuRegion::Op(3);
   op.device_start_ns = 1'500'000'000'000;
@@ -168,7 +168,7 @@ TEST(GpuProbe, ReadsTheRegionOfAChosenProcessIntoGpuOps) {
   region.Write(op);
   region.WriteMany(4, 2);
   probe.Tick(env.ctx);
-  EXPECT_EQ(probe.events(), 5u);
+  EXPECT_EQ(probe.events(), 3u);
   // Two operations in flight when recording ends: one started on the device, one not.
   rs_gpu_op started = FakeGpuRegion::Op(6), enqueued = FakeGpuRegion::Op(7);
   started.state = RS_GPU_STARTED;
@@ -187,15 +187,15 @@ TEST(GpuProbe, ReadsTheRegionOfAChosenProcessIntoGpuOps) {
   auto finished = probe.Finish(env.ctx);
   ASSERT_TRUE(finished.ok()) << finished.error().message();
   probe.Tick(env.ctx);  // nothing after Finish
-  EXPECT_EQ(probe.events(), 7u);
+  EXPECT_EQ(probe.events(), 5u);
 
   const std::string where = " FROM gpu_ops WHERE pid = " + Pid(self);
-  EXPECT_EQ(env.Int("SELECT COUNT(*)" + where), 7);
-  EXPECT_EQ(env.Int("SELECT COUNT(*)" + where + " AND node = 'n1' AND op = 'ALL_REDUCE'"), 7);
+  EXPECT_EQ(env.Int("SELECT COUNT(*)" + where), 5);
+  EXPECT_EQ(env.Int("SELECT COUNT(*)" + where + " AND node = 'n1' AND op = 'ALL_REDUCE'"), 5);
   EXPECT_EQ(env.t.Text("SELECT group_concat(seq || state, ' ') FROM (SELECT seq, state" + where +
                        " ORDER BY id)"),
-            "1completed 2completed 3completed 4completed 5completed 6started 7enqueued");
-  EXPECT_EQ(env.Int("SELECT COUNT(*)" + where + " AND comm_id_hash = 119"), 7);  // 2748 = 0xabc
+            "3completed 4completed 5completed 6started 7enqueued");
+  EXPECT_EQ(env.Int("SELECT COUNT(*)" + where + " AND comm_id_hash = 119"), 5);  // 2748 = 0xabc
   // Every column of the third, times on the wall clock.
   EXPECT_EQ(env.Int("SELECT timestamp_ns" + where + " AND seq = 3"), env.t.clock.Convert(1003));
   EXPECT_EQ(env.Int("SELECT device_start_ns" + where + " AND seq = 3"),
@@ -251,7 +251,6 @@ TEST(GpuProbe, CountsOverrunsAndUndecodableRecordsAsDrops) {
 
 TEST(GpuProbe, AForkedChildSharesItsParentsRegionAndRowsCarryTheCreator) {
   FakeGpuRegion region(4, 8);
-  region.WriteMany(1, 3);
   Child child([] {});  // inherits the memfd and its mapping, as a DataLoader worker does
   LinkedProc proc;
   proc.Add(child.pid());
@@ -261,6 +260,8 @@ TEST(GpuProbe, AForkedChildSharesItsParentsRegionAndRowsCarryTheCreator) {
   ASSERT_TRUE(probe.Start(env.ctx).ok());
   EXPECT_EQ(probe.regions_read(), 1u);
   EXPECT_EQ(probe.open_regions(), 1u);
+  region.WriteMany(1, 3);
+  probe.Tick(env.ctx);
   EXPECT_EQ(probe.events(), 3u);
   EXPECT_EQ(env.Int("SELECT COUNT(*) FROM gpu_ops WHERE pid = " + Pid(getpid())), 3);
   EXPECT_EQ(env.Int("SELECT COUNT(*) FROM attachments WHERE kind = 'gpu'"), 1);
@@ -270,20 +271,32 @@ TEST(GpuProbe, AForkedChildSharesItsParentsRegionAndRowsCarryTheCreator) {
 }
 
 TEST(GpuProbe, ARegionWhoseProcessExitedIsClosedWithItsOperationsInFlight) {
-  // The child creates its own region (the plugin in another process), writes two records and
-  // holds one operation that never completes.
+  // The child creates its own region (the plugin in another process) and, once a reader beats
+  // (the plugin records only then), writes two records and holds one operation that never
+  // completes.
   Child child([] {
     static FakeGpuRegion* region = new FakeGpuRegion(4, 8);
-    region->WriteMany(1, 2);
     rs_gpu_op hung = FakeGpuRegion::Op(3);
     hung.state = RS_GPU_STARTED;
     region->Hold(2, hung);
+    std::thread([] {
+      for (int i = 0;
+           i < 500 && __atomic_load_n(&region->h->reader_heartbeat_ns, __ATOMIC_ACQUIRE) == 0;
+           ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      region->WriteMany(1, 2);
+    }).detach();
   });
   LinkedProc proc;
   proc.Add(child.pid());
   Env env(proc.root());
   GpuProbe probe;
   ASSERT_TRUE(probe.Start(env.ctx).ok());
+  for (int i = 0; i < 500 && probe.events() < 2; ++i) {  // bounded: 5 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    probe.Tick(env.ctx);
+  }
   EXPECT_EQ(probe.events(), 2u);
   const int pid = child.pid();
   child.Exit();
@@ -299,13 +312,13 @@ TEST(GpuProbe, ARegionWhoseProcessExitedIsClosedWithItsOperationsInFlight) {
 
 TEST(GpuProbe, ExecEndsTheOldImagesRegion) {
   FakeGpuRegion region(4, 8);
+  Env env("/proc", {getpid()});
+  GpuProbe probe;
+  ASSERT_TRUE(probe.Start(env.ctx).ok());
   region.WriteMany(1, 1);
   rs_gpu_op held = FakeGpuRegion::Op(2);
   held.state = RS_GPU_ENQUEUED;
   region.Hold(0, held);
-  Env env("/proc", {getpid()});
-  GpuProbe probe;
-  ASSERT_TRUE(probe.Start(env.ctx).ok());
   probe.OnProcessExec(env.ctx, getpid());
   EXPECT_EQ(probe.open_regions(), 0u);
   EXPECT_EQ(probe.events(), 2u);

@@ -131,10 +131,10 @@ rs::Result<GpuRingReader> GpuRingReader::Open(const std::string& path) {
       reinterpret_cast<const rs_gpu_op*>(static_cast<const char*>(r.base_) + RS_GPU_HEADER_BYTES);
   r.slots_ = ops;
   r.ring_ = ops + h.slot_count;
-  // The first Read starts at the oldest record the ring still holds: what was overwritten
-  // before this reader came was never its to read (not an overrun).
-  const uint64_t head = LoadAcquire(h.head);
-  r.tail_ = head > h.ring_records ? head - h.ring_records : 0;
+  // The first Read starts at the head: the plugin records only while a reader's heartbeat is
+  // fresh, and this reader has not beaten yet, so what the ring holds now was recorded for an
+  // earlier reader (an earlier recording: its rows are in that bundle, not this one's).
+  r.tail_ = LoadAcquire(h.head);
   return r;
 }
 

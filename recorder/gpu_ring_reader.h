@@ -21,7 +21,7 @@ namespace rec {
 // "/memfd:rankscope-gpu (deleted)"). nullopt: the process has none; an error: it has one that
 // could not be opened or mapped (the message names the pid and what failed).
 struct GpuRingLocation {
-  std::string path;  // <proc_root>/PID/fd/N
+  std::string path;           // <proc_root>/PID/fd/N
   uint64_t dev = 0, ino = 0;  // identifies the region (a forked child shares its parent's)
 };
 rs::Result<std::optional<GpuRingLocation>> FindGpuRing(const std::string& proc_root, int pid);
@@ -37,8 +37,9 @@ class GpuRingReader {
   GpuRingReader& operator=(const GpuRingReader&) = delete;
   ~GpuRingReader();
 
-  // Records written since the last call (the first call: every record still in the ring), in
-  // ring order; records overwritten before they were read are counted in overruns(). A record still being written ends the read (it is
+  // Records written since the last call (the first call: since Open; what the ring held then
+  // was recorded for an earlier reader), in ring order; records overwritten before they were
+  // read are counted in overruns(). A record still being written ends the read (it is
   // returned by a later call).
   std::vector<rs_gpu_op> Read();
   // A snapshot of the operations in flight (slots in use), oldest enqueue first.

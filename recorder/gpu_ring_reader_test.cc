@@ -78,13 +78,15 @@ TEST(GpuRingReader, RecordsOverwrittenBeforeTheReadAreCountedAsOverruns) {
   EXPECT_EQ(reader.overruns(), 4u);
 }
 
-TEST(GpuRingReader, TheFirstReadReturnsWhatIsStillInTheRing) {
+TEST(GpuRingReader, TheFirstReadStartsWhereTheReaderOpenedTheRegion) {
   FakeGpuRegion region(4, 8);
-  region.WriteMany(1, 12);  // before any reader: the ring keeps the last 8
+  region.WriteMany(1, 12);  // for an earlier reader (an earlier recording): not this one's
   GpuRingReader reader = MustOpen(region);
-  EXPECT_EQ(Seqs(reader.Read()), (std::vector<uint64_t>{5, 6, 7, 8, 9, 10, 11, 12}));
-  EXPECT_EQ(reader.overruns(), 0u);  // lost before this reader came: not its loss
-  EXPECT_EQ(reader.read_records(), 12u);
+  EXPECT_TRUE(reader.Read().empty());
+  region.WriteMany(13, 3);
+  EXPECT_EQ(Seqs(reader.Read()), (std::vector<uint64_t>{13, 14, 15}));
+  EXPECT_EQ(reader.overruns(), 0u);
+  EXPECT_EQ(reader.read_records(), 15u);
 }
 
 TEST(GpuRingReader, InFlightReturnsTheUsedSlotsOldestFirst) {
@@ -202,9 +204,9 @@ TEST(FindGpuRing, FindsTheRegionAmongTheProcessFds) {
   EXPECT_EQ(loc.ino, static_cast<uint64_t>(st.st_ino));
   EXPECT_EQ(loc.path.rfind("/proc/" + std::to_string(getpid()) + "/fd/", 0), 0u) << loc.path;
   // The path it returns opens the same region.
-  region.Write(5);
   auto reader = GpuRingReader::Open(loc.path);
   ASSERT_TRUE(reader.ok()) << reader.error().message();
+  region.Write(5);
   EXPECT_EQ(Seqs(reader->Read()), (std::vector<uint64_t>{5}));
 }
 

@@ -20,7 +20,19 @@ struct rs_gpu_context* rs_gpu_context_new(uint64_t comm_hash, int rank, int nran
   return ctx;
 }
 
-void rs_gpu_context_free(struct rs_gpu_context* ctx) { free(ctx); }
+/* Contexts of finalized communicators, freed only RS_GPU_RETIRED finalizations later: NCCL's
+ * proxy thread may still be inside a KernelCh or ProxyOp callback of the communicator when
+ * finalize runs (it reads the context's clock), and such a callback ends within microseconds.
+ * Bounded: at most RS_GPU_RETIRED contexts wait. */
+#define RS_GPU_RETIRED 16
+static struct rs_gpu_context* g_retired[RS_GPU_RETIRED];
+static uint64_t g_retired_count;
+
+void rs_gpu_context_retire(struct rs_gpu_context* ctx) {
+  if (ctx == NULL) return;
+  const uint64_t i = __atomic_fetch_add(&g_retired_count, 1, __ATOMIC_RELAXED) % RS_GPU_RETIRED;
+  free(__atomic_exchange_n(&g_retired[i], ctx, __ATOMIC_ACQ_REL));
+}
 
 int rs_gpu_context_usable(const struct rs_gpu_context* ctx) {
   return ctx != NULL && ctx->region_generation == rs_gpu_region_generation() &&

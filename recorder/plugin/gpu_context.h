@@ -33,7 +33,9 @@ struct rs_gpu_context {
 /* NULL if out of memory. */
 struct rs_gpu_context* rs_gpu_context_new(uint64_t comm_hash, int rank, int nranks,
                                           int api_version);
-void rs_gpu_context_free(struct rs_gpu_context* ctx);
+/* A finalized communicator's context: freed after RS_GPU_RETIRED more (gpu_context.c), so that
+ * a device callback still running on NCCL's proxy thread reads valid memory. */
+void rs_gpu_context_retire(struct rs_gpu_context* ctx);
 /* Not made for a region a forked child forgot. */
 int rs_gpu_context_usable(const struct rs_gpu_context* ctx);
 

@@ -143,6 +143,17 @@ void* rs_gpu_operation_child_start(const void* parent, enum rs_gpu_handle_kind p
   return rs_gpu_slot_handle(kind, rs_gpu_handle_slot(parent), rs_gpu_handle_gen(parent));
 }
 
+/* A device time converted in the slot as well, so that a snapshot of the slots (an operation
+ * that never completes: a hang) shows it; the record written later converts it again. */
+static void convert_in_slot(struct rs_gpu_context* ctx, int64_t now, const uint64_t* raw,
+                            int64_t* converted, int64_t* error) {
+  const struct rs_gpu_clock_estimate e = rs_gpu_clock_at(&ctx->clock, now);
+  if (!e.valid) return;
+  const uint64_t r = __atomic_load_n(raw, __ATOMIC_RELAXED);
+  __atomic_store_n(converted, (int64_t)r - e.offset_ns, __ATOMIC_RELAXED);
+  __atomic_store_n(error, e.bounded ? e.error_ns : -1, __ATOMIC_RELAXED);
+}
+
 /* The first channel start bounds the clock offset from above by the launch before it (v5);
  * every start and stop bounds it from below by the callback's own time. */
 void* rs_gpu_operation_kernel_ch_start(const void* parent, uint64_t ptimer) {
@@ -153,21 +164,15 @@ void* rs_gpu_operation_kernel_ch_start(const void* parent, uint64_t ptimer) {
   struct rs_gpu_op* op = rs_gpu_region_slot(index);
   struct rs_gpu_slot_info* info = rs_gpu_slot_info(index);
   struct rs_gpu_context* ctx = info->owner;
-  if (__atomic_fetch_add(&op->channels_started, 1, __ATOMIC_RELAXED) == 0) {
-    __atomic_store_n(&info->start_cb_ns, now, __ATOMIC_RELAXED);
-    if (info->launch_ns != 0) rs_gpu_clock_device_after(&ctx->clock, ptimer, info->launch_ns);
-  }
-  rs_gpu_clock_device_before(&ctx->clock, ptimer, now);
-  if (ptimer != 0) {
-    atomic_min_nonzero(&op->device_start_raw, ptimer);
-    /* Converted now too, so that an operation that never completes (a hang) shows its device
-     * start in a snapshot of the slots; the record written later converts it again. */
-    const struct rs_gpu_clock_estimate e = rs_gpu_clock_at(&ctx->clock, now);
-    if (e.valid) {
-      const uint64_t raw = __atomic_load_n(&op->device_start_raw, __ATOMIC_RELAXED);
-      __atomic_store_n(&op->device_start_ns, (int64_t)raw - e.offset_ns, __ATOMIC_RELAXED);
-      __atomic_store_n(&op->clock_error_ns, e.bounded ? e.error_ns : -1, __ATOMIC_RELAXED);
+  const int first = __atomic_fetch_add(&op->channels_started, 1, __ATOMIC_RELAXED) == 0;
+  if (first) __atomic_store_n(&info->start_cb_ns, now, __ATOMIC_RELAXED);
+  if (ptimer != 0) { /* 0: no device time (it would wreck the calibration) */
+    if (first && info->launch_ns != 0) {
+      rs_gpu_clock_device_after(&ctx->clock, ptimer, info->launch_ns);
     }
+    rs_gpu_clock_device_before(&ctx->clock, ptimer, now);
+    atomic_min_nonzero(&op->device_start_raw, ptimer);
+    convert_in_slot(ctx, now, &op->device_start_raw, &op->device_start_ns, &op->clock_error_ns);
   }
   uint8_t enqueued = RS_GPU_ENQUEUED;
   __atomic_compare_exchange_n(&op->state, &enqueued, RS_GPU_STARTED, 0, __ATOMIC_RELAXED,
@@ -184,8 +189,11 @@ void rs_gpu_operation_kernel_ch_stopped_at(const void* handle, uint64_t ptimer) 
   const int64_t now = rs_gpu_now_ns();
   struct rs_gpu_slot_info* info = rs_gpu_slot_info(rs_gpu_handle_slot(handle));
   atomic_max(&info->end_cb_ns, now);
+  if (ptimer == 0) return; /* no device time */
+  struct rs_gpu_context* ctx = info->owner;
   atomic_max_u64(&op->device_end_raw, ptimer);
-  rs_gpu_clock_device_before(&((struct rs_gpu_context*)info->owner)->clock, ptimer, now);
+  rs_gpu_clock_device_before(&ctx->clock, ptimer, now);
+  convert_in_slot(ctx, now, &op->device_end_raw, &op->device_end_ns, &op->clock_error_ns);
 }
 
 /* The channel's own reference, and the device's once as many channels stopped as planned. */
@@ -197,6 +205,9 @@ void rs_gpu_operation_kernel_ch_stop(const void* handle) {
   }
   const uint8_t needed = op->channels > 0 ? op->channels : 1;
   const uint8_t stopped = __atomic_add_fetch(&op->channels_stopped, 1, __ATOMIC_RELAXED);
+  /* The slot says so too: a snapshot taken while its network work or host stop is still open
+   * must not show a finished kernel as running. */
+  if (stopped == needed) __atomic_store_n(&op->state, RS_GPU_COMPLETED, __ATOMIC_RELAXED);
   release(handle, stopped == needed ? 2 : 1);
 }
 

@@ -268,7 +268,7 @@ static int finalize(void* context) {
     rs_gpu_operation_finalize(ctx);
     rs_gpu_mask_leave();
   }
-  rs_gpu_context_free(ctx);
+  rs_gpu_context_retire(ctx);
   return NCCL_SUCCESS;
 }
 

@@ -349,8 +349,9 @@ TEST_F(V5, WrittenOnlyAfterEveryPartStopped) {
   EXPECT_TRUE(Records().empty());  // the proxy operation is open
   std::vector<rs_gpu_op> flight = OwnRing()->InFlight();
   ASSERT_EQ(flight.size(), 1u);
-  EXPECT_EQ(flight[0].state, RS_GPU_STARTED);
+  EXPECT_EQ(flight[0].state, RS_GPU_COMPLETED);  // the kernel is done: the slot says so
   EXPECT_EQ(flight[0].channels_stopped, 2);
+  EXPECT_GT(flight[0].device_end_ns, 0);
   d->ProxyStep(op, 0, true, 77);
   d->Stop(op);
   std::vector<rs_gpu_op> r = Records();
