@@ -336,7 +336,8 @@ PairEstimate EstimatePair(std::vector<PairConstraint> cs, int64_t anchor_ns,
       (drift ? "linear drift fitted; " : "constant offset (bound allows undetected drift); ") + how;
   if (est.device_clock_unbounded > 0) {
     est.note += "; " + std::to_string(est.device_clock_unbounded) +
-                " rendezvous rest on device times without a conversion bound, taken as exact";
+                " rendezvous rest on device times without a conversion bound (their ends only: a"
+                " converted start may be late by any amount)";
   }
   return est;
 }

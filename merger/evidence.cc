@@ -66,7 +66,10 @@ std::optional<NodeObservation> Observe(const NodeRecords& records, CallMode mode
   auto entry = [&](int64_t t) { o.max_entry_ns = std::max(o.max_entry_ns, t); };
   std::vector<int64_t> exits[kEvidenceKinds];
   for (const DeviceSpan& d : records.device) {
-    entry(d.clock_error_ns ? d.start_ns - *d.clock_error_ns : d.start_ns);
+    // A converted device time is never early, and at most clock_error_ns late: its start minus
+    // the bound is a valid entry. Without a bound it may be late by any amount: no entry (the
+    // host's call, recorded before it, gives one); its end is still a valid exit.
+    if (d.clock_error_ns) entry(d.start_ns - *d.clock_error_ns);
     o.device_clock_unbounded |= !d.clock_error_ns;
     exits[static_cast<int>(Evidence::kDevice)].push_back(d.end_ns);
   }
@@ -86,6 +89,9 @@ std::optional<NodeObservation> Observe(const NodeRecords& records, CallMode mode
     for (int64_t x : kind) o.min_exit_ns = std::min(o.min_exit_ns, x), any = true;
   }
   if (!any) return std::nullopt;  // entries alone bound nothing
+  // Nor do exits alone (an unbounded device span without its host call): one side of every
+  // constraint would be unbounded.
+  if (o.max_entry_ns == std::numeric_limits<int64_t>::min()) return std::nullopt;
   for (Evidence e :
        {Evidence::kDevice, Evidence::kBlockingCall, Evidence::kSyncAfter, Evidence::kCommInit}) {
     const std::vector<int64_t>& kind = exits[static_cast<int>(e)];

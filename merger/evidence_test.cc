@@ -136,12 +136,18 @@ TEST(Observe, DeviceTimesArePreferredAndTheirConversionBoundWidensTheEntry) {
   EXPECT_EQ(o->min_exit_ns, 1500);        // the tightest exit of every kind
   EXPECT_EQ(o->mid_exit_ns, 1510);
   EXPECT_FALSE(o->device_clock_unbounded);
-  // Without a bound the converted start is taken as it is, and said so.
+  // Without a bound the converted start may be late by any amount: no entry from it (the host
+  // calls' entries remain), its end still an exit, and said so.
   r.device[1].clock_error_ns.reset();
   o = Observe(r, CallMode::kEnqueue, 1);
   ASSERT_TRUE(o);
-  EXPECT_EQ(o->max_entry_ns, 1200);
+  EXPECT_EQ(o->max_entry_ns, 1000 - 20);
+  EXPECT_EQ(o->min_exit_ns, 1500);
   EXPECT_TRUE(o->device_clock_unbounded);
+  // Unbounded device spans alone (no host call recorded) give no entry: no observation.
+  NodeRecords alone;
+  alone.device = {DeviceSpan{1000, 1500, std::nullopt}};
+  EXPECT_FALSE(Observe(alone, CallMode::kEnqueue, 1));
 }
 
 TEST(Observe, ATighterExitOfAnotherKindIsUsedButTheMedianKeepsItsKind) {
