@@ -89,6 +89,7 @@ void rs_gpu_clock_device_before(struct rs_gpu_clock* c, uint64_t device_ns, int6
   if (c->upper.known && bound > at(&c->upper, host_ns, +1)) restart(c);
   merge(&c->lower, bound, host_ns, -1);
   __atomic_store_n(&c->newest_lower, bound, __ATOMIC_RELAXED);
+  __atomic_store_n(&c->newest_lower_at, host_ns, __ATOMIC_RELAXED);
   __atomic_store_n(&c->has_lower, 1, __ATOMIC_RELEASE);
   unlock(c);
 }
@@ -116,10 +117,14 @@ struct rs_gpu_clock_estimate rs_gpu_clock_at(struct rs_gpu_clock* c, int64_t hos
     unlock(c);
     return e;
   }
-  /* Busy for long (its holder lost its CPU): the newest lower bound alone. */
+  /* Busy for long (its holder lost its CPU): the newest lower bound alone, widened to host_ns
+   * like every bound (the two fields may come from two samples: each widening is still true of
+   * its own, and the samples are moments apart). */
   if (__atomic_load_n(&c->has_lower, __ATOMIC_ACQUIRE)) {
     e.valid = 1;
-    e.offset_ns = __atomic_load_n(&c->newest_lower, __ATOMIC_RELAXED);
+    const int64_t newest_at = __atomic_load_n(&c->newest_lower_at, __ATOMIC_RELAXED);
+    e.offset_ns =
+        __atomic_load_n(&c->newest_lower, __ATOMIC_RELAXED) - widening(host_ns - newest_at);
   }
   return e;
 }

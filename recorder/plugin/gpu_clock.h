@@ -24,9 +24,10 @@ struct rs_gpu_clock_bound {
 struct rs_gpu_clock {
   char busy; /* the lock (test-and-set) */
   struct rs_gpu_clock_bound lower, upper;
-  uint64_t resets;      /* contradictions seen (a clock step), atomic */
-  int64_t newest_lower; /* the newest lower bound, atomic; valid once has_lower */
-  int has_lower;        /* atomic */
+  uint64_t resets;         /* contradictions seen (a clock step), atomic */
+  int64_t newest_lower;    /* the newest lower bound, atomic; valid once has_lower */
+  int64_t newest_lower_at; /* the host time of that sample, atomic */
+  int has_lower;           /* atomic */
 };
 
 struct rs_gpu_clock_estimate {
