@@ -233,12 +233,14 @@ void GpuProbe::Write(RecorderContext& ctx, const Region& r, const rs_gpu_op& op)
   }
 }
 
-void GpuProbe::Drain(RecorderContext& ctx, Region& r) {
-  for (const rs_gpu_op& op : r.reader.Read()) Write(ctx, r, op);
+std::vector<rs_gpu_op> GpuProbe::Drain(RecorderContext& ctx, Region& r) {
+  std::vector<rs_gpu_op> read = r.reader.Read();
+  for (const rs_gpu_op& op : read) Write(ctx, r, op);
   if (!r.api_written && r.reader.header().api_version > 0 && ctx.processes) {
     // A process with a region is traced (it may have exited meanwhile: not an error).
     r.api_written = ctx.processes->SetNcclProfilerApi(r.pid, r.reader.header().api_version).ok();
   }
+  return read;
 }
 
 void GpuProbe::ReadAll(RecorderContext& ctx, int64_t now_ms) {
@@ -270,8 +272,19 @@ void GpuProbe::Close(RecorderContext& ctx, const Key& key) {
   auto it = regions_.find(key);
   if (it == regions_.end()) return;
   Region& r = *it->second;
-  Drain(ctx, r);
-  for (const rs_gpu_op& op : r.reader.InFlight()) {
+  // The slots first, then the ring: an operation that completes in between leaves its slot
+  // after the snapshot and reaches the ring before the last read, so it is in one of the two
+  // (in both: its ring record wins). The other order could miss it in both.
+  std::vector<rs_gpu_op> in_flight = r.reader.InFlight();
+  const std::vector<rs_gpu_op> last = Drain(ctx, r);
+  auto same = [](const rs_gpu_op& a, const rs_gpu_op& b) {
+    return a.nccl_comm_hash == b.nccl_comm_hash && a.func == b.func && a.seq == b.seq &&
+           a.peer == b.peer;
+  };
+  for (const rs_gpu_op& op : in_flight) {
+    bool written = false;
+    for (const rs_gpu_op& done : last) written = written || same(op, done);
+    if (written) continue;
     Write(ctx, r, op);
     ++in_flight_;
   }

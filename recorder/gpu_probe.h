@@ -92,7 +92,8 @@ class GpuProbe : public Probe {
   void Failed(RecorderContext& ctx, int pid, int64_t now_ms, const std::string& error);
   void LogFailure(RecorderContext& ctx, int pid, const std::string& error);
   void ReadAll(RecorderContext& ctx, int64_t now_ms);
-  void Drain(RecorderContext& ctx, Region& r);
+  // Reads the records written since the last read into rows; returns them.
+  std::vector<rs_gpu_op> Drain(RecorderContext& ctx, Region& r);
   void Close(RecorderContext& ctx, const Key& key);
   void Write(RecorderContext& ctx, const Region& r, const rs_gpu_op& op);
   bool Selected(RecorderContext& ctx, int pid) const;

@@ -310,6 +310,24 @@ TEST(GpuProbe, ARegionWhoseProcessExitedIsClosedWithItsOperationsInFlight) {
   EXPECT_EQ(env.Meta("gpu_in_flight"), "1");
 }
 
+TEST(GpuProbe, AnOperationBothInItsSlotAndInTheRingAtTheEndIsWrittenOnce) {
+  // It completed while recording ended: the slot snapshot (taken first) still has it, and so
+  // does the ring's last read; the ring's record, completed, is the one written.
+  FakeGpuRegion region(4, 8);
+  Env env("/proc", {getpid()});
+  GpuProbe probe;
+  ASSERT_TRUE(probe.Start(env.ctx).ok());
+  rs_gpu_op running = FakeGpuRegion::Op(6);
+  running.state = RS_GPU_STARTED;
+  region.Hold(1, running);
+  rs_gpu_op done = FakeGpuRegion::Op(6);
+  done.state = RS_GPU_COMPLETED;
+  region.Write(done);
+  ASSERT_TRUE(probe.Finish(env.ctx).ok());
+  EXPECT_EQ(env.t.Text("SELECT group_concat(state) FROM gpu_ops WHERE seq = 6"), "completed");
+  EXPECT_EQ(env.Meta("gpu_in_flight"), "0");
+}
+
 TEST(GpuProbe, ExecEndsTheOldImagesRegion) {
   FakeGpuRegion region(4, 8);
   Env env("/proc", {getpid()});
