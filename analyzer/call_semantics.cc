@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "clock_bounds.h"
+#include "rscore/schema.h"
 
 namespace analyzer {
 namespace {
@@ -21,9 +22,7 @@ constexpr int64_t kMinWaits = 2;
 // done: the calls block).
 rs::Result<int64_t> CudaStreamProcesses(rs::Db& db) {
   std::set<std::pair<std::string, int64_t>> streams;
-  ASSIGN_OR_RETURN(int64_t has_blocking,
-                   db.QueryInt("SELECT COUNT(*) FROM pragma_table_info('processes')"
-                               " WHERE name = 'cuda_launch_blocking'"));
+  ASSIGN_OR_RETURN(bool has_blocking, rs::HasColumn(db, "processes", "cuda_launch_blocking"));
   ASSIGN_OR_RETURN(
       rs::Statement nccl,
       db.Prepare(std::string("SELECT DISTINCT node, pid FROM nccl_events e WHERE stream IS NOT NULL"

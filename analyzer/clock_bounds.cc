@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "rscore/schema.h"
+
 namespace analyzer {
 namespace {
 
@@ -29,9 +31,7 @@ rs::Result<std::vector<NodeClock>> LoadClocks(rs::Db& db, bool merged,
   std::map<std::string, bool> seen;
   if (merged) {
     // clock_alignment.evidence came with a later merge (nullable, same schema version).
-    ASSIGN_OR_RETURN(int64_t has_evidence,
-                     db.QueryInt("SELECT COUNT(*) FROM pragma_table_info('clock_alignment')"
-                                 " WHERE name = 'evidence'"));
+    ASSIGN_OR_RETURN(bool has_evidence, rs::HasColumn(db, "clock_alignment", "evidence"));
     ASSIGN_OR_RETURN(
         rs::Statement st,
         db.Prepare(std::string("SELECT node, offset_ns, error_bound_ns, method,"

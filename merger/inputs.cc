@@ -31,10 +31,7 @@ rs::Result<std::optional<std::pair<int64_t, int64_t>>> KeyRange(rs::Db& db) {
   std::optional<std::pair<int64_t, int64_t>> range;
   for (std::string_view t : rs::kEventTables) {
     // A table that came with a later recorder (gpu_ops) is absent from older bundles.
-    ASSIGN_OR_RETURN(int64_t present,
-                     db.QueryInt("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND"
-                                 " name = '" +
-                                 std::string(t) + "'"));
+    ASSIGN_OR_RETURN(bool present, rs::HasTable(db, t));
     if (!present) continue;
     // Two subqueries: SQLite answers a lone MIN or MAX of the rowid from the b-tree's ends,
     // but scans the whole table for MIN and MAX in one SELECT.

@@ -59,9 +59,7 @@ class GpuProcesses {
  public:
   static rs::Result<GpuProcesses> Prepare(rs::Db& db, bool has_gpu_ops) {
     GpuProcesses g;
-    ASSIGN_OR_RETURN(int64_t has_blocking,
-                     db.QueryInt("SELECT COUNT(*) FROM pragma_table_info('processes')"
-                                 " WHERE name = 'cuda_launch_blocking'"));
+    ASSIGN_OR_RETURN(bool has_blocking, rs::HasColumn(db, "processes", "cuda_launch_blocking"));
     ASSIGN_OR_RETURN(
         g.query_,
         db.Prepare(std::string("SELECT (EXISTS (SELECT 1 FROM cuda_events WHERE pid = ?1)") +

@@ -293,16 +293,28 @@ CREATE INDEX IF NOT EXISTS process_events_ts ON process_events(timestamp_ns);
 }
 
 Result<std::string> TcpCaStateErrColumns(Db& db) {
-  ASSIGN_OR_RETURN(int64_t have, db.QueryInt("SELECT COUNT(*) FROM pragma_table_info('tcp_events')"
-                                             " WHERE name IN ('ca_state', 'err')"));
-  return std::string(have == 2 ? "ca_state, err" : "NULL, NULL");
+  ASSIGN_OR_RETURN(bool ca_state, HasColumn(db, "tcp_events", "ca_state"));
+  ASSIGN_OR_RETURN(bool err, HasColumn(db, "tcp_events", "err"));
+  return std::string(ca_state && err ? "ca_state, err" : "NULL, NULL");
 }
 
-Result<bool> HasGpuOps(Db& db) {
-  ASSIGN_OR_RETURN(int64_t n, db.QueryInt("SELECT COUNT(*) FROM sqlite_master"
-                                          " WHERE type = 'table' AND name = 'gpu_ops'"));
-  return n > 0;
+Result<bool> HasTable(Db& db, std::string_view table) {
+  ASSIGN_OR_RETURN(Statement st, db.Prepare("SELECT COUNT(*) FROM sqlite_master"
+                                            " WHERE type = 'table' AND name = ?1"));
+  st.Bind(1, std::string(table));
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  return row && st.Int(0) > 0;
 }
+
+Result<bool> HasColumn(Db& db, std::string_view table, std::string_view column) {
+  ASSIGN_OR_RETURN(Statement st,
+                   db.Prepare("SELECT COUNT(*) FROM pragma_table_info(?1) WHERE name = ?2"));
+  st.Bind(1, std::string(table)).Bind(2, std::string(column));
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  return row && st.Int(0) > 0;
+}
+
+Result<bool> HasGpuOps(Db& db) { return HasTable(db, "gpu_ops"); }
 
 Result<int> CheckSchemaVersion(Db& db) {
   auto v = db.QueryText("SELECT value FROM metadata WHERE key = 'schema_version'");

@@ -26,6 +26,24 @@ TEST(Schema, MergedAddsLocalTimestampAndMergeTables) {
   EXPECT_TRUE(db->Exec("SELECT rows_in FROM merge_counts").ok());
 }
 
+TEST(Schema, HasTableAndHasColumnSeeWhatAnEarlierVersionLacks) {
+  auto db = Db::Open(":memory:", Db::Mode::kCreate);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(CreateSchema(*db, DbKind::kBundle).ok());
+  EXPECT_TRUE(*HasTable(*db, "gpu_ops"));
+  EXPECT_TRUE(*HasGpuOps(*db));
+  EXPECT_TRUE(*HasColumn(*db, "processes", "cuda_launch_blocking"));
+  EXPECT_FALSE(*HasColumn(*db, "processes", "no_such_column"));
+  EXPECT_FALSE(*HasColumn(*db, "no_such_table", "pid"));
+  EXPECT_EQ(*TcpCaStateErrColumns(*db), "ca_state, err");
+  // A bundle of an earlier recorder: no gpu_ops, tcp_events without err.
+  ASSERT_TRUE(db->Exec("DROP TABLE gpu_ops; ALTER TABLE tcp_events DROP COLUMN err").ok());
+  EXPECT_FALSE(*HasTable(*db, "gpu_ops"));
+  EXPECT_FALSE(*HasGpuOps(*db));
+  EXPECT_TRUE(*HasColumn(*db, "tcp_events", "ca_state"));
+  EXPECT_EQ(*TcpCaStateErrColumns(*db), "NULL, NULL");
+}
+
 TEST(Schema, RejectsNewerOrMissingVersion) {
   auto db = Db::Open(":memory:", Db::Mode::kCreate);
   EXPECT_FALSE(CheckSchemaVersion(*db).ok());

@@ -23,7 +23,7 @@ inline constexpr int kSchemaVersion = 1;
 // Event tables: every row has id (node-namespaced, see event_id.h), node, timestamp_ns
 // (CLOCK_REALTIME nanoseconds; aligned in a merged db).
 inline constexpr std::string_view kEventTables[] = {
-    "nccl_events", "cuda_events",  "tcp_events",     "sched_events",
+    "nccl_events",  "cuda_events",    "tcp_events", "sched_events",
     "block_events", "process_events", "gpu_ops",
 };
 
@@ -63,6 +63,10 @@ Result<int> CheckSchemaVersion(Db& db);
 // "ca_state, err" for a SELECT list where the table has them, "NULL, NULL" where it does not.
 Result<std::string> TcpCaStateErrColumns(Db& db);
 
+// Whether `db` has a table / a table has a column: tables and nullable columns that came with a
+// later version (same schema version) are absent from earlier bundles and merged dbs.
+Result<bool> HasTable(Db& db, std::string_view table);
+Result<bool> HasColumn(Db& db, std::string_view table, std::string_view column);
 // gpu_ops came with a later recorder (same schema version, a new table): whether `db` has it.
 Result<bool> HasGpuOps(Db& db);
 
