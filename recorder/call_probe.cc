@@ -1,7 +1,5 @@
 #include "recorder/call_probe.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -15,17 +13,9 @@
 #include "recorder/process_table.h"
 #include "recorder/ring_poller.h"
 #include "recorder/uprobe_multi.h"
+#include "rscore/clock.h"
 
 namespace rec {
-namespace {
-
-int64_t MonotonicMs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-}  // namespace
 
 CallProbe::~CallProbe() { Shutdown(); }
 
@@ -140,13 +130,13 @@ void CallProbe::Consume() {
 
 void CallProbe::Tick(RecorderContext& ctx) {
   if (!attacher_) return;
-  attacher_->Tick(ctx, MonotonicMs());
+  attacher_->Tick(ctx, rs::MonotonicNowNs() / 1'000'000);
   Consume();  // the BPF side wakes the poller only when much is pending
 }
 
 void CallProbe::OnProcessExec(RecorderContext& /*ctx*/, int pid) {
   if (!attacher_) return;
-  attacher_->Watch(pid, MonotonicMs());
+  attacher_->Watch(pid, rs::MonotonicNowNs() / 1'000'000);
   Consume();  // rows of the old image first; then forget its state and mappings
   ForgetProcess(pid);
   symbolizer_->Forget(pid);
@@ -170,7 +160,8 @@ int CallProbe::LibMapThunk(void* self, void* data, size_t size) {
   }
   const auto* e = static_cast<const call_lib_map*>(data);
   ++probe->library_loads_;
-  probe->attacher_->ScanNow(*probe->ctx_, static_cast<int>(e->pid), MonotonicMs());
+  probe->attacher_->ScanNow(*probe->ctx_, static_cast<int>(e->pid),
+                            rs::MonotonicNowNs() / 1'000'000);
   return 0;
 }
 

@@ -2,7 +2,6 @@
 
 #include <signal.h>
 #include <sys/utsname.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -25,12 +24,6 @@ namespace {
 std::atomic<int> g_stop_signal{0};
 
 extern "C" void OnStopSignal(int signo) { g_stop_signal.store(signo); }
-
-int64_t MonoNowNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 std::string Hostname() {
   char buf[256] = {};
@@ -247,7 +240,7 @@ rs::Result<RecordingSummary> EventLoop::Run() {
     std::fprintf(stderr, "rankscope-record: %s; reading the rings on the main thread\n",
                  r.error().message().c_str());
   }
-  const int64_t t0 = MonoNowNs();
+  const int64_t t0 = rs::MonotonicNowNs();
   int64_t last_tick = t0, last_ref = t0, last_commit = t0;
   uint64_t rows_at_commit = 0;
   for (;;) {
@@ -255,7 +248,7 @@ rs::Result<RecordingSummary> EventLoop::Run() {
       summary.stop_reason = g_stop_signal.load() == SIGTERM ? "SIGTERM" : "SIGINT";
       break;
     }
-    int64_t now = MonoNowNs();
+    int64_t now = rs::MonotonicNowNs();
     if (opts_.duration_ns && now - t0 >= *opts_.duration_ns) {
       summary.stop_reason = "duration";
       break;
@@ -267,7 +260,7 @@ rs::Result<RecordingSummary> EventLoop::Run() {
     }
     poller.WaitAndDispatch(timeout);
     fan_out();
-    now = MonoNowNs();
+    now = rs::MonotonicNowNs();
     if (now - last_tick >= config_.tick_period_ns) {
       last_tick = now;
       for (size_t i = 0; i < probes_.size(); ++i) {

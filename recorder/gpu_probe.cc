@@ -1,6 +1,5 @@
 #include "recorder/gpu_probe.h"
 
-#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,15 +11,10 @@
 #include "recorder/library_attacher.h"
 #include "recorder/options.h"
 #include "recorder/process_table.h"
+#include "rscore/clock.h"
 
 namespace rec {
 namespace {
-
-int64_t MonotonicNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 // Whether `pid` (as this recorder sees pids) is the process whose own pid, in its namespace,
 // is `own_pid` (the region header's pid): the last NSpid of /proc/PID/status.
@@ -244,7 +238,7 @@ std::vector<rs_gpu_op> GpuProbe::Drain(RecorderContext& ctx, Region& r) {
 }
 
 void GpuProbe::ReadAll(RecorderContext& ctx, int64_t now_ms) {
-  const int64_t now_ns = MonotonicNs();
+  const int64_t now_ns = rs::MonotonicNowNs();
   for (auto& [key, r] : regions_) {
     r->reader.Heartbeat(now_ns);
     Drain(ctx, *r);
@@ -299,7 +293,7 @@ void GpuProbe::Close(RecorderContext& ctx, const Key& key) {
 
 void GpuProbe::Tick(RecorderContext& ctx) {
   if (!enabled_ || finished_) return;
-  const int64_t now_ms = MonotonicNs() / 1'000'000;
+  const int64_t now_ms = rs::MonotonicNowNs() / 1'000'000;
   Discover(ctx, now_ms);
   ReadAll(ctx, now_ms);
 }

@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include <cerrno>
 #include <cstring>
@@ -12,6 +11,7 @@
 #include "recorder/plugin/gpu_ring.h"
 #include "recorder/process_table.h"
 #include "recorder/symbolize.h"
+#include "rscore/clock.h"
 
 namespace rec {
 namespace {
@@ -38,12 +38,6 @@ bool IsPidDir(const char* name) {
 // How the plugin's memfd shows in a maps line: "/memfd:rankscope-gpu (deleted)".
 constexpr std::string_view kGpuRingMapping = "/memfd:" RS_GPU_RING_NAME;
 constexpr std::string_view kGpuRingMappingDeleted = "/memfd:" RS_GPU_RING_NAME " (deleted)";
-
-int64_t MonotonicMs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
-}
 
 }  // namespace
 
@@ -134,7 +128,7 @@ LibraryDiscovery::LibraryDiscovery(std::string proc_root, std::set<LibraryKind> 
       maps_(maps ? maps : own_maps_.get()) {}
 
 void LibraryDiscovery::ScanInto(int pid, std::vector<LibraryCopy>& out, bool fresh) {
-  const ProcLibraryMaps::Process& p = maps_->Get(pid, MonotonicMs(), fresh);
+  const ProcLibraryMaps::Process& p = maps_->Get(pid, rs::MonotonicNowNs() / 1'000'000, fresh);
   if (!p.readable) return;
   if (scope_netns_ != 0 && p.netns != scope_netns_) return;
   for (const std::string& path : p.paths) {
@@ -155,7 +149,7 @@ std::vector<LibraryCopy> LibraryDiscovery::Scan() {
     for (int pid : pids_) ScanInto(pid, out);
     return out;
   }
-  for (int pid : maps_->Pids(MonotonicMs())) ScanInto(pid, out);
+  for (int pid : maps_->Pids(rs::MonotonicNowNs() / 1'000'000)) ScanInto(pid, out);
   return out;
 }
 

@@ -1,4 +1,5 @@
 #include "recorder/ring_poller.h"
+#include "rscore/clock.h"
 
 #include <signal.h>
 #include <sys/epoll.h>
@@ -33,12 +34,6 @@ static_assert(sizeof(RecordHeader) == 8);
 constexpr size_t Padded(size_t n) { return (n + 7) & ~size_t{7}; }
 
 thread_local bool tl_on_drain_thread = false;
-
-int64_t MonoNowNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 }  // namespace
 
@@ -114,7 +109,7 @@ void RingPoller::DrainMain() {
   tl_on_drain_thread = true;
   filling_.reserve(kBatchBytes + 4096);
   epoll_event events[2];
-  int64_t last_publish = MonoNowNs();
+  int64_t last_publish = rs::MonotonicNowNs();
   uint64_t published_request = 0;
   for (;;) {
     int n = epoll_wait(epoll_fd_, events, 2, kDrainPeriodMs);
@@ -131,7 +126,7 @@ void RingPoller::DrainMain() {
       request = flush_requested_;  // every record submitted before this request is read below
     }
     ring_buffer__consume(rb_);
-    const int64_t now = MonoNowNs();
+    const int64_t now = rs::MonotonicNowNs();
     if (request != published_request || urgent_filled_ ||
         now - last_publish >= publish_period_ns_) {
       Publish(/*flushed_up_to_request=*/true, request);

@@ -1,21 +1,15 @@
 #include "recorder/sched_probe.h"
 
 #include <bpf/bpf.h>
-#include <time.h>
 
 #include <cstdio>
 #include <cstring>
 
+#include "rscore/clock.h"
 #include "sched.skel.h"
 
 namespace rec {
 namespace {
-
-int64_t MonoNowNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 std::string CommOf(const char (&comm)[RS_COMM_LEN]) {
   return std::string(comm, strnlen(comm, RS_COMM_LEN));
@@ -115,7 +109,7 @@ rs::Result<void> SchedProbe::Start(RecorderContext& ctx) {
   RETURN_IF_ERROR(AttachAll(ctx));
   RETURN_IF_ERROR(AddRingBuffer(ctx, skel->maps.sched_rb));
   ASSIGN_OR_RETURN(last_, ReadCpuStats());
-  last_mono_ns_ = MonoNowNs();
+  last_mono_ns_ = rs::MonotonicNowNs();
   return rs::Ok();
 }
 
@@ -153,7 +147,7 @@ rs::Result<std::vector<SchedCpuSample>> SchedProbe::ReadCpuStats() {
 
 rs::Result<void> SchedProbe::Summarize(RecorderContext& ctx) {
   ASSIGN_OR_RETURN(std::vector<SchedCpuSample> now, ReadCpuStats());
-  int64_t mono = MonoNowNs();
+  int64_t mono = rs::MonotonicNowNs();
   RETURN_IF_ERROR(summary_.Write(ctx.clock->Convert(mono), mono - last_mono_ns_, last_, now));
   last_ = std::move(now);
   last_mono_ns_ = mono;
@@ -161,7 +155,7 @@ rs::Result<void> SchedProbe::Summarize(RecorderContext& ctx) {
 }
 
 void SchedProbe::Tick(RecorderContext& ctx) {
-  if (cpu_stats_fd_ < 0 || MonoNowNs() - last_mono_ns_ < kSummaryPeriodNs) return;
+  if (cpu_stats_fd_ < 0 || rs::MonotonicNowNs() - last_mono_ns_ < kSummaryPeriodNs) return;
   auto r = Summarize(ctx);
   if (!r.ok() && !summary_error_logged_) {
     summary_error_logged_ = true;

@@ -15,6 +15,12 @@ int64_t ReadClock(clockid_t id) {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 
+}  // namespace
+
+int64_t MonotonicNowNs() { return ReadClock(CLOCK_MONOTONIC); }
+
+namespace {
+
 class RealClock : public ClockSource {
  public:
   int64_t MonotonicNs() override { return ReadClock(CLOCK_MONOTONIC); }

@@ -32,6 +32,9 @@ class ClockSource {
 
 ClockSource& SystemClock();
 
+// CLOCK_MONOTONIC now, in ns (the clock BPF timestamps use).
+int64_t MonotonicNowNs();
+
 // Takes reference pairs. For testing clock alignment a recorder may shift its view of
 // the wall clock by a fixed offset and a linear drift (relative to the first reading).
 // The shift is applied to every wall-clock reading and is never written anywhere.
