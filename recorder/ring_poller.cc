@@ -1,5 +1,4 @@
 #include "recorder/ring_poller.h"
-#include "rscore/clock.h"
 
 #include <signal.h>
 #include <sys/epoll.h>
@@ -11,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+
+#include "rscore/clock.h"
 
 namespace rec {
 namespace {
