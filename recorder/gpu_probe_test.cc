@@ -21,6 +21,7 @@
 #include "recorder/options.h"
 #include "recorder/process_table.h"
 #include "recorder/test_db.h"
+#include "rscore/clock.h"
 
 namespace rec {
 namespace {
@@ -407,9 +408,9 @@ TEST(GpuProbe, AFailureOfAProcessThatExitsWithinTheGraceIsLoggedThen) {
   EXPECT_EQ(env.Int("SELECT COUNT(*) FROM attachments"), 0);  // within the grace: retried
   child.Exit();
   proc.Remove(pid);
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  (void)env.maps.Pids(now.tv_sec * 1000 + 1000);  // a rescan lists the processes: it is gone
+  // A rescan lists the processes: it is gone. (A second ahead of now, in ms with the ns part:
+  // a whole-second value could fall within the listing's 20 ms reuse of the one Start made.)
+  (void)env.maps.Pids(rs::MonotonicNowNs() / 1'000'000 + 1000);
   probe.Tick(env.ctx);
   EXPECT_EQ(env.Int("SELECT COUNT(*) FROM attachments WHERE kind = 'gpu' AND ok = 0 AND"
                     " target = 'pid " +
