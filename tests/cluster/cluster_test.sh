@@ -318,8 +318,10 @@ scenario_cpu() {
   open_bundles
   check_own_ranks
   local k wait=() behind=() max_other=0 max_behind_other=0 sel
+  # The ranks' main threads (tid = pid: data loading, preprocessing, issuing the step): their
+  # stream workers, mostly asleep, wait on every node alike and would drown the fault.
   sel="FROM sched_events s JOIN processes p ON p.pid = s.pid
-       WHERE p.comm = 'rankscope-train' AND s.event = 'runq_latency'"
+       WHERE p.comm = 'rankscope-train' AND s.tid = s.pid AND s.event = 'runq_latency'"
   for ((k = 0; k < NODES; k++)); do
     # Run-queue wait of the node's ranks (woken or preempted -> running again), in ms.
     wait+=("$(q $k "SELECT COALESCE(SUM(s.duration_ns), 0) / 1000000 $sel")")
@@ -328,7 +330,7 @@ scenario_cpu() {
     ((k != FAULT_NODE && wait[k] > max_other)) && max_other=${wait[k]}
     ((k != FAULT_NODE && behind[k] > max_behind_other)) && max_behind_other=${behind[k]}
   done
-  echo "run-queue wait of the ranks per node (ms): ${wait[*]}; directly behind the competitor: ${behind[*]}"
+  echo "run-queue wait of the ranks' main threads per node (ms): ${wait[*]}; directly behind the competitor: ${behind[*]}"
   [[ $(q $FAULT_NODE "SELECT COUNT(*) FROM sched_events WHERE other_comm = 'rankscope-burn'") -gt 0 ]] ||
     fail "node$FAULT_NODE: the competitor never shows in its scheduler events"
   # All nodes share this machine's CPUs, so every node's ranks also wait behind other nodes'
