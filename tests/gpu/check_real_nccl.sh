@@ -1,0 +1,92 @@
+#!/bin/bash
+# Checks rankscope on a GPU node against the real NCCL and CUDA runtime of PyTorch: builds the
+# NCCL profiler plugin with the node's C compiler, starts rankscope-record, runs
+# real_nccl_job.py (two ranks on GPU 0, the plugin loaded by path through NCCL_PROFILER_PLUGIN),
+# stops the recorder while rank 0 is stuck in a collective rank 1 never joins, and keeps the
+# bundle, the job's log and NCCL's log in OUTDIR for check_real_nccl.py (run on a workstation).
+#
+#   tests/gpu/check_real_nccl.sh OUTDIR [KIT]
+#
+# KIT: a folder holding rankscope-record and, under lib/, the shared libraries it needs that
+# the node lacks (tests/gpu/pack_recorder.sh makes one on the build machine); default: the
+# rankscope-record on PATH. Needs root (the recorder), python3 with torch, a GPU.
+set -u
+OUTDIR=${1:?usage: check_real_nccl.sh OUTDIR [KIT]}
+KIT=${2:-}
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/../.." && pwd)
+mkdir -p "$OUTDIR"
+exec > >(tee "$OUTDIR/check.log") 2>&1
+step() { echo "== $*"; }
+
+step "node"
+uname -r
+nvidia-smi -L || { echo "no GPU"; exit 1; }
+python3 -c 'import torch; print("torch", torch.__version__, "nccl", ".".join(map(str, torch.cuda.nccl.version())))'
+NCCL_SO=$(python3 - <<'PY'
+import glob, os, nvidia
+for d in nvidia.__path__:
+    for p in glob.glob(os.path.join(d, "nccl", "lib", "libnccl.so*")):
+        print(os.path.realpath(p)); break
+PY
+)
+echo "libnccl: ${NCCL_SO:-not found in the nvidia wheels}"
+ls -l /sys/kernel/btf/vmlinux 2>&1
+find / -xdev \( -name 'profiler_v5.h' -o -name 'nccl_profiler.h' \) 2>/dev/null | head -3 |
+  sed 's/^/NCCL profiler header: /'
+
+step "plugin built here"
+PLUGIN_DIR="$OUTDIR/plugin"
+mkdir -p "$PLUGIN_DIR"
+cc -std=c11 -O2 -fPIC -shared -fvisibility=hidden -Wl,-z,nodelete -Wall \
+  -DRANKSCOPE_VERSION='"gpu-check"' -I"$SRC/subprojects/rscore/include" \
+  "$SRC"/recorder/plugin/gpu_{clock,context,mask,names,operation,plugin,region,slots}.c \
+  -o "$PLUGIN_DIR/libnccl-profiler-rankscope.so" -lpthread || { echo "plugin build failed"; exit 1; }
+nm -D --defined-only "$PLUGIN_DIR/libnccl-profiler-rankscope.so" | grep -i ncclProfiler
+PLUGIN="$PLUGIN_DIR/libnccl-profiler-rankscope.so"
+
+step "recorder"
+if [[ -n "$KIT" ]]; then
+  RECORD=("env" "LD_LIBRARY_PATH=$KIT/lib" "$KIT/rankscope-record")
+else
+  RECORD=(rankscope-record)
+fi
+"${RECORD[@]}" --version
+"${RECORD[@]}" --node gpunode --out "$OUTDIR/gpunode.rsb" -v >"$OUTDIR/record.log" 2>&1 &
+REC=$!
+for ((i = 0; i < 300; i++)); do
+  grep -q "recording node" "$OUTDIR/record.log" && break
+  kill -0 $REC 2>/dev/null || { echo "recorder exited:"; tail -n 20 "$OUTDIR/record.log"; exit 1; }
+  sleep 0.1
+done
+grep "recording node" "$OUTDIR/record.log" || echo "no readiness line; going on"
+
+step "job"
+rm -f "$OUTDIR/hang.marker"
+JOB=()
+for r in 0 1; do
+  NCCL_PROFILER_PLUGIN="$PLUGIN" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,NET,PROFILE \
+    NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 PYTHONUNBUFFERED=1 \
+    setsid python3 "$HERE/real_nccl_job.py" --rank $r --log "$OUTDIR/job_rank$r.jsonl" \
+    --hang-marker "$OUTDIR/hang.marker" >"$OUTDIR/job_rank$r.log" 2>&1 &
+  JOB+=($!)
+done
+for ((i = 0; i < 1800; i++)); do
+  [[ -e "$OUTDIR/hang.marker" ]] && break
+  for p in "${JOB[@]}"; do
+    kill -0 "$p" 2>/dev/null || { echo "rank pid $p exited early"; break 2; }
+  done
+  sleep 0.1
+done
+[[ -e "$OUTDIR/hang.marker" ]] && echo "rank 0 is in the collective rank 1 never joins"
+sleep 2
+step "stop the recorder while the job hangs"
+kill -INT $REC
+wait $REC
+echo "recorder exit: $?"
+tail -n 30 "$OUTDIR/record.log"
+# setsid may have forked: the ranks are found by their command line.
+pkill -KILL -f "$HERE/real_nccl_job.py"
+for p in "${JOB[@]}"; do wait "$p" 2>/dev/null; done
+grep -h -i -E "profiler|NCCL version" "$OUTDIR"/job_rank*.log | sort | uniq -c | head -20
+ls -l "$OUTDIR"
