@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -93,6 +94,7 @@ GpuProbe::~GpuProbe() = default;
 rs::Result<void> GpuProbe::Start(RecorderContext& ctx) {
   enabled_ = !ctx.options || ctx.options->gpu;
   started_ = true;
+  start_ns_ = rs::MonotonicNowNs();
   if (!enabled_) return rs::Ok();
   if (!ctx.library_maps) own_maps_ = std::make_unique<ProcLibraryMaps>(ctx.proc_root);
   ASSIGN_OR_RETURN(insert_, PrepareGpuInsert(*ctx.db));
@@ -209,6 +211,13 @@ void GpuProbe::LogFailure(RecorderContext& ctx, int pid, const std::string& erro
 }
 
 void GpuProbe::Write(RecorderContext& ctx, const Region& r, const rs_gpu_op& op) {
+  // A record of a startup window read from its beginning: kept only if the operation was
+  // still going when the recording started.
+  if (r.reader.from_start() &&
+      std::max({op.enqueue_ns, op.device_start_ns, op.device_end_ns}) < start_ns_) {
+    ++before_start_;
+    return;
+  }
   std::optional<GpuOpRow> row = DecodeGpuOp(op);
   if (!row) {
     ++closed_.undecodable;
@@ -335,7 +344,7 @@ uint64_t GpuProbe::drops() const {
 }
 
 uint64_t GpuProbe::ops_unrecorded() const {
-  uint64_t n = unrecorded_closed_;
+  uint64_t n = unrecorded_closed_ + before_start_;
   for (const auto& [key, r] : regions_) n += r->reader.header().ops_unrecorded;
   return n;
 }
@@ -369,7 +378,8 @@ rs::Result<void> GpuProbe::Finish(RecorderContext& ctx) {
       {"gpu_drops_late_event", d.late_event},
       {"gpu_drops_undecodable", d.undecodable},
       // Not drops: operations launched while no recorder read (before recording started, or
-      // before this recorder found the region).
+      // before this recorder found the region after the plugin's startup window), and those
+      // of a startup window that ended before the recording started.
       {"gpu_ops_unrecorded", ops_unrecorded()},
       {"gpu_in_flight", in_flight_},
       {"gpu_regions", regions_read_},

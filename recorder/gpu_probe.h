@@ -110,6 +110,10 @@ class GpuProbe : public Probe {
   int64_t next_liveness_ms_ = 0;
   Drops closed_;  // of regions already closed
   uint64_t unrecorded_closed_ = 0;
+  // Records of a startup window (gpu_ring.h) that ended before the recording started: not
+  // written, counted with the operations launched while no recorder read.
+  uint64_t before_start_ = 0;
+  int64_t start_ns_ = 0;  // the recording's start, CLOCK_MONOTONIC
   uint64_t regions_read_ = 0;
   uint64_t in_flight_ = 0;
   uint64_t events_ = 0;

@@ -250,6 +250,38 @@ TEST(GpuProbe, CountsOverrunsAndUndecodableRecordsAsDrops) {
   EXPECT_EQ(probe.drops(), 5u);
 }
 
+// A startup window's records read from the ring's beginning: those of operations over
+// before the recording started are not this recording's (counted as unrecorded); one that
+// was still running when it started is kept.
+TEST(GpuProbe, StartupRecordsOverBeforeTheRecordingAreCountedNotWritten) {
+  FakeGpuRegion region(4, 8);
+  region.h->startup_until_ns = rs::MonotonicNowNs() + 5'000'000'000;
+  const int64_t long_ago = rs::MonotonicNowNs() - 1'000'000'000;
+  rs_gpu_op over = FakeGpuRegion::Op(1), running = FakeGpuRegion::Op(2);
+  over.enqueue_ns = long_ago;
+  over.device_start_ns = long_ago + 10;
+  over.device_end_ns = long_ago + 20;
+  running.enqueue_ns = long_ago + 30;
+  running.device_start_ns = long_ago + 40;
+  running.device_end_ns = rs::MonotonicNowNs() + 1'000'000'000;  // after Start below
+  region.Write(over);
+  region.Write(running);
+  Env env("/proc", {getpid()});
+  GpuProbe probe;
+  ASSERT_TRUE(probe.Start(env.ctx).ok());
+  rs_gpu_op later = FakeGpuRegion::Op(3);
+  later.enqueue_ns = rs::MonotonicNowNs();
+  region.Write(later);
+  probe.Tick(env.ctx);
+  ASSERT_TRUE(probe.Finish(env.ctx).ok());
+  EXPECT_EQ(env.t.Text("SELECT group_concat(seq, ' ') FROM (SELECT seq FROM gpu_ops ORDER BY"
+                       " seq)"),
+            "2 3");
+  EXPECT_EQ(probe.events(), 2u);
+  EXPECT_EQ(probe.drops(), 0u);
+  EXPECT_EQ(env.Meta("gpu_ops_unrecorded"), "1");
+}
+
 TEST(GpuProbe, AForkedChildSharesItsParentsRegionAndRowsCarryTheCreator) {
   FakeGpuRegion region(4, 8);
   Child child([] {});  // inherits the memfd and its mapping, as a DataLoader worker does

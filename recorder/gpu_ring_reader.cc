@@ -31,6 +31,9 @@ bool IsRingLink(std::string_view link) {
 uint64_t LoadAcquire(const uint64_t& v) {
   return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(v)).load(std::memory_order_acquire);
 }
+int64_t LoadAcquire(const int64_t& v) {
+  return std::atomic_ref<int64_t>(const_cast<int64_t&>(v)).load(std::memory_order_acquire);
+}
 uint64_t LoadRelaxed(const uint64_t& v) {
   return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(v)).load(std::memory_order_relaxed);
 }
@@ -131,10 +134,13 @@ rs::Result<GpuRingReader> GpuRingReader::Open(const std::string& path) {
       reinterpret_cast<const rs_gpu_op*>(static_cast<const char*>(r.base_) + RS_GPU_HEADER_BYTES);
   r.slots_ = ops;
   r.ring_ = ops + h.slot_count;
-  // The first Read starts at the head: the plugin records only while a reader's heartbeat is
-  // fresh, and this reader has not beaten yet, so what the ring holds now was recorded for an
-  // earlier reader (an earlier recording: its rows are in that bundle, not this one's).
-  r.tail_ = LoadAcquire(h.head);
+  // Where the first Read starts. A region some reader has read: at the head (the plugin
+  // records only while a reader's heartbeat is fresh, and this one has not beaten yet, so
+  // what the ring holds was recorded for an earlier reader, whose bundle has it). A region no
+  // reader has read yet: at the beginning, the records of its startup window (gpu_ring.h);
+  // the caller keeps those of its recording's window.
+  r.from_start_ = LoadAcquire(h.reader_heartbeat_ns) == 0 && h.startup_until_ns != 0;
+  r.tail_ = r.from_start_ ? 0 : LoadAcquire(h.head);
   return r;
 }
 
@@ -150,6 +156,7 @@ GpuRingReader& GpuRingReader::operator=(GpuRingReader&& other) noexcept {
   slots_ = std::exchange(other.slots_, nullptr);
   ring_ = std::exchange(other.ring_, nullptr);
   tail_ = std::exchange(other.tail_, 0);
+  from_start_ = std::exchange(other.from_start_, false);
   overruns_ = std::exchange(other.overruns_, 0);
   return *this;
 }

@@ -37,8 +37,8 @@ class GpuRingReader {
   GpuRingReader& operator=(const GpuRingReader&) = delete;
   ~GpuRingReader();
 
-  // Records written since the last call (the first call: since Open; what the ring held then
-  // was recorded for an earlier reader), in ring order; records overwritten before they were
+  // Records written since the last call (the first call: since Open, or, where no reader had
+  // read the region yet, since its creation: its startup window), in ring order; records overwritten before they were
   // read are counted in overruns(). A record still being written ends the read (it is
   // returned by a later call).
   std::vector<rs_gpu_op> Read();
@@ -50,6 +50,9 @@ class GpuRingReader {
   const rs_gpu_ring_header& header() const { return *header_; }  // live: fields change
   uint64_t overruns() const { return overruns_; }  // records lost to the ring wrapping
   uint64_t read_records() const { return tail_; }  // next record index to read
+  // Reading began at the ring's first record (a startup window no reader had read), not at
+  // the head as it was at Open.
+  bool from_start() const { return from_start_; }
 
  private:
   GpuRingReader() = default;
@@ -63,6 +66,7 @@ class GpuRingReader {
   const rs_gpu_op* ring_ = nullptr;
   uint64_t tail_ = 0;
   uint64_t overruns_ = 0;
+  bool from_start_ = false;
 };
 
 }  // namespace rec

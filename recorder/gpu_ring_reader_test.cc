@@ -89,6 +89,24 @@ TEST(GpuRingReader, TheFirstReadStartsWhereTheReaderOpenedTheRegion) {
   EXPECT_EQ(reader.read_records(), 15u);
 }
 
+// A region with a startup window that no reader has read yet: its records were made for
+// whichever recorder finds it first, which reads them from the ring's beginning.
+TEST(GpuRingReader, ANewRegionsStartupRecordsAreReadFromTheBeginning) {
+  FakeGpuRegion region(4, 8);
+  region.h->startup_until_ns = 1;
+  region.WriteMany(1, 3);
+  GpuRingReader reader = MustOpen(region);
+  EXPECT_TRUE(reader.from_start());
+  EXPECT_EQ(Seqs(reader.Read()), (std::vector<uint64_t>{1, 2, 3}));
+  // Once a reader beat, the next reader starts at the head (those records were the first's).
+  reader.Heartbeat(5);
+  region.WriteMany(4, 2);
+  GpuRingReader second = MustOpen(region);
+  EXPECT_FALSE(second.from_start());
+  EXPECT_TRUE(second.Read().empty());
+  EXPECT_EQ(Seqs(reader.Read()), (std::vector<uint64_t>{4, 5}));
+}
+
 TEST(GpuRingReader, InFlightReturnsTheUsedSlotsOldestFirst) {
   FakeGpuRegion region(4, 8);
   rs_gpu_op started = FakeGpuRegion::Op(3), enqueued = FakeGpuRegion::Op(1),

@@ -15,7 +15,8 @@
  * its parent handle; v4 has no API events and counts Coll events (launch order,
  * RS_GPU_SEQ_LAUNCH_ORDER). Sends and receives count per peer and direction at their P2p
  * event. Numbering goes on whether or not a recorder reads (the base mask of gpu_mask.h).
- * Records are made only while a recorder reads (its heartbeat in the header is fresh):
+ * Records are made only while a recorder reads (its heartbeat in the header is fresh), or
+ * while none ever did in the startup window after the region was made (gpu_ring.h):
  * otherwise an operation is counted (ops, ops_unrecorded) and nothing else happens.
  *
  * Rules kept everywhere: no allocation after init (handles are values, gpu_handle.h; slots
@@ -93,6 +94,9 @@ static int init_common(void** context, int api_version, uint64_t comm_hash, int*
   __atomic_store_n(&h->api_version, api_version, __ATOMIC_RELEASE);
   count(&h->comms);
   rs_gpu_mask_init(mask, api_version);
+  /* In the startup window: device events from the first call on (a recorder that comes
+   * later switches them on at the next call, which goes unrecorded: gpu_mask.h). */
+  if (rs_gpu_region_in_startup_window(rs_gpu_now_ns())) rs_gpu_mask_want_full(1);
   rs_gpu_mask_leave();
   if (log != NULL) {
     log(NCCL_LOG_INFO, NCCL_LOG_INIT, __FILE__, __LINE__,

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -29,6 +30,20 @@ int64_t rs_gpu_now_ns(void) {
 
 static struct rs_gpu_op* ops(void) {
   return (struct rs_gpu_op*)((char*)g_base + RS_GPU_HEADER_BYTES);
+}
+
+/* RS_GPU_STARTUP_WINDOW_MS, or the process's RANKSCOPE_PLUGIN_STARTUP_MS (whole milliseconds,
+ * at most a day; anything else is ignored). */
+static int64_t startup_window_ns(void) {
+  int64_t ms = RS_GPU_STARTUP_WINDOW_MS;
+  const char* env = getenv("RANKSCOPE_PLUGIN_STARTUP_MS");
+  if (env != NULL && *env != '\0') {
+    char* end = NULL;
+    errno = 0;
+    const long long v = strtoll(env, &end, 10);
+    if (errno == 0 && end != NULL && *end == '\0' && v >= 0 && v <= 86400000LL) ms = v;
+  }
+  return ms * 1000000;
 }
 
 /* memfd, size, mapping, header; the magic is written last, so a reader that maps the region
@@ -57,6 +72,9 @@ static struct rs_gpu_ring_header* create(void) {
   h->ring_records = RS_GPU_RING_RECORDS;
   h->pid = (int32_t)getpid();
   strncpy(h->plugin_version, "rankscope " RANKSCOPE_VERSION, sizeof(h->plugin_version) - 1);
+  h->created_ns = rs_gpu_now_ns();
+  const int64_t window = startup_window_ns();
+  h->startup_until_ns = window > 0 ? h->created_ns + window : 0;
   __atomic_store_n(&h->magic, RS_GPU_RING_MAGIC, __ATOMIC_RELEASE);
   g_fd = fd;
   g_base = base;
@@ -109,7 +127,14 @@ int rs_gpu_region_reader_present(int64_t now_ns) {
   const struct rs_gpu_ring_header* h = rs_gpu_region_header();
   if (h == NULL) return 0;
   const int64_t beat = __atomic_load_n(&h->reader_heartbeat_ns, __ATOMIC_ACQUIRE);
-  return beat != 0 && now_ns - beat < RS_GPU_READER_TIMEOUT_NS;
+  if (beat == 0) return now_ns < h->startup_until_ns; /* no reader yet: the startup window */
+  return now_ns - beat < RS_GPU_READER_TIMEOUT_NS;
+}
+
+int rs_gpu_region_in_startup_window(int64_t now_ns) {
+  const struct rs_gpu_ring_header* h = rs_gpu_region_header();
+  return h != NULL && __atomic_load_n(&h->reader_heartbeat_ns, __ATOMIC_ACQUIRE) == 0 &&
+         now_ns < h->startup_until_ns;
 }
 
 void rs_gpu_region_forget(void) {

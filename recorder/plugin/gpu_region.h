@@ -22,8 +22,11 @@ uint64_t rs_gpu_region_generation(void);
 struct rs_gpu_op* rs_gpu_region_slot(uint32_t i);
 /* Copies op (all but its stamp) into the ring: never waits, may overwrite the oldest record. */
 void rs_gpu_region_write(const struct rs_gpu_op* op);
-/* A recorder read the region within RS_GPU_READER_TIMEOUT_NS of now_ns. */
+/* A recorder read the region within RS_GPU_READER_TIMEOUT_NS of now_ns, or none ever did
+ * and now_ns is in the startup window (gpu_ring.h). */
 int rs_gpu_region_reader_present(int64_t now_ns);
+/* No recorder ever read the region and now_ns is in its startup window. */
+int rs_gpu_region_in_startup_window(int64_t now_ns);
 /* In the child after fork: unmaps and closes the parent's region without touching it. */
 void rs_gpu_region_forget(void);
 

@@ -46,13 +46,21 @@ extern "C" {
 
 #define RS_GPU_RING_NAME "rankscope-gpu"
 #define RS_GPU_RING_MAGIC 0x53504f5550475352ULL /* "RSGPUOPS" little-endian */
-#define RS_GPU_RING_VERSION 1
+#define RS_GPU_RING_VERSION 2
 #define RS_GPU_HEADER_BYTES 4096
 #define RS_GPU_SLOT_COUNT 1024    /* operations in flight per process */
 #define RS_GPU_RING_RECORDS 8192  /* finished records kept for the reader */
 /* A recorder whose heartbeat is older than this is gone: device-side events are switched
  * off again. */
 #define RS_GPU_READER_TIMEOUT_NS 2000000000LL
+/* The startup window: from the region's creation (the process's first communicator) until
+ * the header's startup_until_ns, the plugin records as if a reader were present, as long as
+ * none ever was. A recorder started with the job finds the region only at its next rescan
+ * (every 500 ms); a short job, or the first steps of a long one, would otherwise go unseen.
+ * A reader that opens a region no reader has read yet starts at the ring's beginning and
+ * keeps what the recording window saw. Milliseconds; the environment variable
+ * RANKSCOPE_PLUGIN_STARTUP_MS of the training process overrides it (0: no window). */
+#define RS_GPU_STARTUP_WINDOW_MS 5000
 
 /* The operation: NCCL's ncclFunc_t numbering (0-4 collectives, 6 send, 7 receive). */
 enum rs_gpu_func {
@@ -151,6 +159,8 @@ struct rs_gpu_ring_header {
   uint64_t drops_late_event; /* device events for an operation already written */
   uint64_t comms;        /* communicators initialized */
   char plugin_version[32]; /* the plugin's own version string */
+  int64_t created_ns;    /* when the plugin made the region */
+  int64_t startup_until_ns; /* end of the startup window (RS_GPU_STARTUP_WINDOW_MS); 0: none */
 };
 
 #define RS_GPU_REGION_BYTES(slots, records)                                       \

@@ -140,13 +140,14 @@ TEST_F(GpuCapture, EveryOperationJoinsItsCallOnEveryRank) {
     EXPECT_EQ(Text("SELECT group_concat(op || ' ' || n, ', ') FROM (SELECT op, COUNT(*) AS n"
                    " FROM gpu_ops WHERE pid = " +
                    pid + " GROUP BY op ORDER BY op)"),
-              "ALL_GATHER 1, ALL_REDUCE 4, BROADCAST 1, RECV 2, REDUCE 1, REDUCE_SCATTER 1, "
-              "SEND 2");
+              "ALL_GATHER 1, ALL_REDUCE 5, BROADCAST 1, RECV 2, REDUCE 1, REDUCE_SCATTER 1, "
+              "SEND 2");  // the warm-up AllReduce too: the plugin's startup window
     EXPECT_EQ(Int("SELECT COUNT(DISTINCT comm_id_hash) FROM gpu_ops WHERE pid = " + pid), 2);
   }
-  ASSERT_EQ(launched, kRanks * 12);
+  ASSERT_EQ(launched, kRanks * 12);  // after the warm-up
+  launched += kRanks;                // and the warm-ups
   const std::string ranks = " pid IN (" + pids + ")";
-  // Every operation launched after the warm-up, once; nothing from other processes.
+  // Every operation launched, once; nothing from other processes.
   EXPECT_EQ(Int("SELECT COUNT(*) FROM gpu_ops"), launched);
   EXPECT_EQ(Int("SELECT COUNT(*) FROM gpu_ops WHERE" + ranks), launched);
   // Each joins exactly one call of its rank (communicator, seq, op, peer; rank, size and
@@ -156,20 +157,21 @@ TEST_F(GpuCapture, EveryOperationJoinsItsCallOnEveryRank) {
             0);
   EXPECT_EQ(Int(std::string("SELECT COUNT(*) FROM gpu_ops g WHERE ") + kCallsOfRow + " = 1"),
             launched);
-  // Every operation call of the ranks has its row, but the warm-ups: counted by the plugin,
-  // not recorded (NCCL had read the mask without device events for them).
+  // Every operation call of the ranks has its row, the warm-ups too: the region was new, so
+  // its startup window had the device events on from the communicator's init (without the
+  // window, NCCL would have read the mask without them for the first call).
   EXPECT_EQ(
       Int(std::string("SELECT COUNT(*) FROM nccl_events e WHERE op IN ") + kOps + " AND" + ranks +
           " AND NOT EXISTS (SELECT 1 FROM gpu_ops g WHERE g.pid = e.pid AND"
           " g.comm_id_hash = e.comm_id_hash AND g.seq = e.seq AND g.op = e.op AND"
           " g.peer IS e.peer)"),
-      kRanks);
+      0);
   EXPECT_EQ(Int(std::string("SELECT COUNT(*) FROM nccl_events WHERE op = 'ALL_REDUCE' AND seq = 1"
                             " AND comm_id_hash IN (SELECT comm_id_hash FROM nccl_events WHERE"
                             " op = 'COMM_INIT') AND") +
                 ranks),
             kRanks);
-  EXPECT_EQ(Meta("gpu_ops_unrecorded"), std::to_string(kRanks));
+  EXPECT_EQ(Meta("gpu_ops_unrecorded"), "0");
   // One collective, every member: the same (comm_id_hash, seq) on all ranks of a
   // communicator, the root's (4 ranks) and each child's (2).
   EXPECT_EQ(Int("SELECT COUNT(*) FROM (SELECT comm_id_hash, seq, op, COUNT(DISTINCT pid) AS n,"
@@ -226,16 +228,16 @@ TEST_F(GpuCapture, AHangLeavesItsOperationsInFlightWithTheirState) {
   auto values = ReadValues(log);
   const std::string pid0 = values["rank0_pid"], pid1 = values["rank1_pid"];
   ASSERT_FALSE(pid0.empty() || pid1.empty()) << ShOut("cat " + log);
-  // seq 1 was the warm-up (unrecorded); 2 ran on both ranks; rank 0's 3 started and waits for
-  // rank 1, its 4 waits behind it.
+  // seq 1 was the warm-up (recorded: the startup window); 2 ran on both ranks; rank 0's 3
+  // started and waits for rank 1, its 4 waits behind it.
   EXPECT_EQ(Text("SELECT group_concat(seq || ' ' || state, ', ') FROM (SELECT seq, state FROM"
                  " gpu_ops WHERE pid = " +
                  pid0 + " ORDER BY seq)"),
-            "2 completed, 3 started, 4 enqueued");
+            "1 completed, 2 completed, 3 started, 4 enqueued");
   EXPECT_EQ(Text("SELECT group_concat(seq || ' ' || state, ', ') FROM (SELECT seq, state FROM"
                  " gpu_ops WHERE pid = " +
                  pid1 + " ORDER BY seq)"),
-            "2 completed");
+            "1 completed, 2 completed");
   // The started operation still in its slot has its device start (converted when its first
   // channel started), no end.
   EXPECT_EQ(Int("SELECT COUNT(*) FROM gpu_ops WHERE pid = " + pid0 +
@@ -245,11 +247,11 @@ TEST_F(GpuCapture, AHangLeavesItsOperationsInFlightWithTheirState) {
                 " AND seq = 4 AND device_start_ns IS NULL AND device_end_ns IS NULL"),
             1);
   // The calls returned (enqueued); the operations did not finish: the rows still join them.
-  EXPECT_EQ(Int(std::string("SELECT COUNT(*) FROM gpu_ops g WHERE ") + kCallsOfRow + " = 1"), 4);
+  EXPECT_EQ(Int(std::string("SELECT COUNT(*) FROM gpu_ops g WHERE ") + kCallsOfRow + " = 1"), 6);
   EXPECT_EQ(Meta("gpu_in_flight"), "2");
   EXPECT_EQ(Text("SELECT method || ' ' || events || ' ' || drops FROM sources WHERE source ="
                  " 'gpu'"),
-            "plugin 4 0");
+            "plugin 6 0");
 }
 
 // --nccl-calls setup: only communicator setup and teardown are probed. No per-call rows, and
@@ -279,7 +281,7 @@ TEST_F(GpuCaptureSetupOnly, OperationsKeepTheirCommunicatorWithoutPerCallProbes)
   EXPECT_EQ(Int("SELECT COUNT(*) FROM nccl_events WHERE op IN ('COMM_INIT', 'COMM_SPLIT') AND"
                 " ret = 0"),
             2 * kRanks);
-  EXPECT_EQ(Int("SELECT COUNT(*) FROM gpu_ops"), launched);
+  EXPECT_EQ(Int("SELECT COUNT(*) FROM gpu_ops"), launched + kRanks);  // and the warm-ups
   EXPECT_EQ(Int("SELECT COUNT(*) FROM gpu_ops WHERE comm_id_hash IS NULL OR rank IS NULL"), 0);
   // The root communicator and the two split children, as with every call probed.
   EXPECT_EQ(Int("SELECT COUNT(DISTINCT comm_id_hash) FROM gpu_ops"), 3);

@@ -387,6 +387,71 @@ TEST(GpuPluginTestbed, WithoutAReaderOnlyCountingThenConsistentNumbers) {
   }
 }
 
+// The startup window (gpu_ring.h): before any recorder ever read the region, the plugin
+// records from the first call on (device events included) until the window ends; after that,
+// only counting. A recorder that finds the region then reads the window's records from the
+// ring's beginning.
+TEST(GpuPluginTestbed, StartupWindowRecordsFromTheFirstCallUntilItEnds) {
+  UsePlugin(Env("RS_GPU_PLUGIN"));
+  const std::string before = Env("RANKSCOPE_PLUGIN_STARTUP_MS");
+  setenv("RANKSCOPE_PLUGIN_STARTUP_MS", "700", 1);  // the ranks' regions are made with it
+  ReportDir dir;
+  auto status = RunRanks(
+      kRanks,
+      [&dir](int rank, ncclComm_t comm) -> int {
+        const int64_t t0 = NowNs();
+        cudaStream_t s = nullptr;
+        CHILD_CHECK(cudaStreamCreate(&s) == cudaSuccess);
+        std::vector<float> a(30, 1.0f);
+        for (int i = 0; i < 3; ++i) {
+          CHILD_CHECK(ncclAllReduce(a.data(), a.data(), 30, ncclFloat32, ncclSum, comm, s) ==
+                      ncclSuccess);
+        }
+        CHILD_CHECK(cudaStreamSynchronize(s) == cudaSuccess);
+        CHILD_CHECK(NowNs() - t0 < 600'000'000);  // still inside the window
+        // Past the window, no reader ever: counted only.
+        usleep(800'000);
+        for (int i = 0; i < 2; ++i) {
+          CHILD_CHECK(ncclAllReduce(a.data(), a.data(), 30, ncclFloat32, ncclSum, comm, s) ==
+                      ncclSuccess);
+        }
+        CHILD_CHECK(cudaStreamSynchronize(s) == cudaSuccess);
+        std::optional<rec::GpuRingReader> ring = OpenOwnRing();
+        CHILD_CHECK(ring.has_value() && ring->from_start());
+        RankReport rep;
+        rep.pid = getpid();
+        rep.done_ns = NowNs();
+        rep.records = ring->Read();
+        rep.in_flight = ring->InFlight();
+        rep.header = ring->header();
+        CHILD_CHECK(rep.Save(dir.Rank(rank)));
+        CHILD_CHECK(ncclCommDestroy(comm) == ncclSuccess);
+        return 0;
+      },
+      60, false);
+  if (before.empty()) {
+    unsetenv("RANKSCOPE_PLUGIN_STARTUP_MS");
+  } else {
+    setenv("RANKSCOPE_PLUGIN_STARTUP_MS", before.c_str(), 1);
+  }
+  ExpectAllZero(status);
+  for (const RankReport& rep : dir.LoadAll(kRanks)) {
+    EXPECT_EQ(rep.header.ops, 5u);
+    EXPECT_EQ(rep.header.ops_unrecorded, 2u);
+    EXPECT_EQ(rep.header.startup_until_ns - rep.header.created_ns, 700'000'000);
+    EXPECT_TRUE(rep.in_flight.empty());
+    ASSERT_EQ(rep.records.size(), 3u);
+    for (uint64_t i = 0; i < 3; ++i) {
+      const rs_gpu_op& op = rep.records[i];
+      EXPECT_EQ(op.seq, i + 1);  // the very first call too
+      EXPECT_EQ(op.state, RS_GPU_COMPLETED);
+      EXPECT_GE(op.device_start_ns, op.enqueue_ns);
+      EXPECT_GE(op.device_end_ns, op.device_start_ns);
+      EXPECT_LT(op.device_end_ns, rep.header.startup_until_ns);
+    }
+  }
+}
+
 // Through the library's v4 path (NCCL 2.27's interface, gpu_plugin_v4_shim.c): numbered in
 // launch order, and no upper bound of the clock offset (v4 reports no launches).
 TEST(GpuPluginTestbed, V4NumbersInLaunchOrderWithAnUnboundedClock) {

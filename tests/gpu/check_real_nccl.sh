@@ -61,6 +61,19 @@ for ((i = 0; i < 300; i++)); do
 done
 grep "recording node" "$OUTDIR/record.log" || echo "no readiness line; going on"
 
+step "short job, the plugin found by its default name on the library path"
+ln -sf libnccl-profiler-rankscope.so "$PLUGIN_DIR/libnccl-profiler.so"
+SHORT=()
+for r in 0 1; do
+  env -u NCCL_PROFILER_PLUGIN LD_LIBRARY_PATH="$PLUGIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 \
+    timeout 180 python3 "$HERE/real_nccl_job.py" --rank $r --port 29544 --steps 3 --no-hang \
+    --log "$OUTDIR/short_rank$r.jsonl" >"$OUTDIR/short_rank$r.log" 2>&1 &
+  SHORT+=($!)
+done
+for p in "${SHORT[@]}"; do wait "$p"; echo "short rank exit: $?"; done
+grep -h "PROFILER/Plugin\|rankscope profiler" "$OUTDIR"/short_rank*.log | head -4
+
 step "job"
 rm -f "$OUTDIR/hang.marker"
 JOB=()

@@ -32,7 +32,8 @@ def main():
     ap.add_argument("--slow-steps", default="20-24", help="steps on which rank 1's GPU sleeps first")
     ap.add_argument("--slow-ms", type=float, default=20.0)
     ap.add_argument("--log", required=True)
-    ap.add_argument("--hang-marker", required=True, help="file rank 0 creates once the hang is enqueued")
+    ap.add_argument("--hang-marker", help="file rank 0 creates once the hang is enqueued")
+    ap.add_argument("--no-hang", action="store_true", help="end cleanly after the split communicator")
     a = ap.parse_args()
 
     os.environ.setdefault("NCCL_HOSTID", "rankscope-gpu-check-%d" % a.rank)
@@ -59,8 +60,8 @@ def main():
         t2 = now()
         try:
             dur = work.get_duration()
-        except Exception:  # timing not enabled in this torch
-            dur = None
+        except Exception as e:  # timing not enabled in this torch
+            dur = repr(e)[:80]
         rec = {"rank": a.rank, "pid": os.getpid(), "step": step, "op": op,
                "t0_real": t0[0], "t0_mono": t0[1], "t1_real": t1[0], "t1_mono": t1[1],
                "t2_real": t2[0], "t2_mono": t2[1], "torch_ms": dur}
@@ -98,6 +99,10 @@ def main():
 
     dist.barrier()
     torch.cuda.synchronize()
+    if a.no_hang:
+        out.close()
+        dist.destroy_process_group()
+        return 0
     if a.rank == 0:
         t0 = now()
         dist.all_reduce(x, async_op=True)  # rank 1 never joins
