@@ -72,7 +72,10 @@ std::optional<GpuOpRow> DecodeGpuOp(const rs_gpu_op& op) {
   if (!name || !state || op.enqueue_ns <= 0) return std::nullopt;
   const bool p2p = op.func == RS_GPU_SEND || op.func == RS_GPU_RECV;
   GpuOpRow row;
-  row.enqueue_mono_ns = op.enqueue_ns;
+  // The API call where the plugin saw it (v5): NCCL 2.28 starts a task's Coll / P2p event
+  // only after it launched the kernel (or later, in a host-stream callback), so the device
+  // may start before that event (seen on an H100: 18 us before); the call precedes the launch.
+  row.enqueue_mono_ns = op.api_ns > 0 && op.api_ns <= op.enqueue_ns ? op.api_ns : op.enqueue_ns;
   if (op.tid > 0) row.tid = op.tid;
   row.op = name;
   row.rank = NonNegative(op.rank);

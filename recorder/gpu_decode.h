@@ -14,7 +14,8 @@
 namespace rec {
 
 struct GpuOpRow {
-  int64_t enqueue_mono_ns = 0;  // timestamp_ns, before conversion
+  int64_t enqueue_mono_ns = 0;  // timestamp_ns, before conversion: the API call (v5), else
+                                // the task's Coll / P2p event
   std::optional<int64_t> tid;
   std::string op;  // 'ALL_REDUCE', ..., 'SEND', 'RECV'
   std::optional<int64_t> rank, nranks;

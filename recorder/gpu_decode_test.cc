@@ -40,7 +40,7 @@ rs_gpu_op Record(uint8_t func) {
 TEST(GpuDecode, CompletedCollectiveHasEveryColumn) {
   auto row = DecodeGpuOp(Record(RS_GPU_ALL_REDUCE));
   ASSERT_TRUE(row);
-  EXPECT_EQ(row->enqueue_mono_ns, 5'000'000);
+  EXPECT_EQ(row->enqueue_mono_ns, 4'999'000);  // the API call, before the task's event
   EXPECT_EQ(row->tid, 4711);
   EXPECT_EQ(row->op, "ALL_REDUCE");
   EXPECT_EQ(row->rank, 2);
@@ -62,6 +62,15 @@ TEST(GpuDecode, CompletedCollectiveHasEveryColumn) {
   EXPECT_EQ(row->net_bytes_sent, 2048);
   EXPECT_EQ(row->net_bytes_recv, 4096);
   EXPECT_EQ(row->state, "completed");
+}
+
+// Without an API event (profiler API v4), or one that does not come first, the task's.
+TEST(GpuDecode, EnqueueIsTheTasksEventWithoutAnEarlierApiCall) {
+  rs_gpu_op op = Record(RS_GPU_ALL_REDUCE);
+  op.api_ns = 0;
+  EXPECT_EQ(DecodeGpuOp(op)->enqueue_mono_ns, 5'000'000);
+  op.api_ns = 5'000'001;
+  EXPECT_EQ(DecodeGpuOp(op)->enqueue_mono_ns, 5'000'000);
 }
 
 TEST(GpuDecode, SendAndRecvHaveAPeerAndNoNcclSeq) {

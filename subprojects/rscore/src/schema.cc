@@ -129,7 +129,7 @@ CREATE TABLE cuda_events (
 CREATE TABLE gpu_ops (
   id              INTEGER PRIMARY KEY,
   node            TEXT NOT NULL,
-  timestamp_ns    INTEGER NOT NULL,  -- the host enqueued it (NCCL launched the task), wall clock
+  timestamp_ns    INTEGER NOT NULL,  -- the host enqueued it (its API call; v4: the task), wall clock
   pid             INTEGER NOT NULL,
   tid             INTEGER,           -- the enqueuing thread
   op              TEXT NOT NULL,     -- as nccl_events.op: 'ALL_REDUCE', ..., 'SEND', 'RECV'
