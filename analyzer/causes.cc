@@ -440,8 +440,7 @@ int64_t NodeLatenessExcess(const std::vector<ArrivalStats>& node_stats, const st
 }
 
 std::vector<Competitor> CpuCompetitors(const SideEvents& side, const CollectiveData& data,
-                                       const std::string& node,
-                                       const std::vector<int64_t>& pids) {
+                                       const std::string& node, const std::vector<int64_t>& pids) {
   std::map<std::pair<int32_t, int64_t>, int64_t> ran;  // (comm, pid) -> ns
   for (int64_t pid : pids) {
     auto p = data.participant_index.find({node, pid});
@@ -546,9 +545,9 @@ void ExplainByNodeResources(Straggler& s, const IoCandidate& io, const RunqShare
                    [](const Cause& a, const Cause& b) { return a.score > b.score; });
   s.cause = s.causes.front().kind;
   if (s.cause != "network") s.shape = "host_bound";
-  s.summary = s.node + (slowed ? ": its collectives are slowed" : ": retransmits on its connections") +
-              "; top cause " + s.cause + " (" +
-              s.causes.front().summary + ")";
+  s.summary = s.node +
+              (slowed ? ": its collectives are slowed" : ": retransmits on its connections") +
+              "; top cause " + s.cause + " (" + s.causes.front().summary + ")";
 }
 
 }  // namespace analyzer

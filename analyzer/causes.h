@@ -62,8 +62,7 @@ Straggler CpuStraggler(const std::string& node, const RunqShare& cpu,
 // a CPU-starved node, whose late ACKs expire its peers' retransmission timers without loss. The
 // resource becomes the top cause; the network cause keeps only the share it leaves unexplained.
 // slowed: its retransmits came with slower collectives (NetworkCandidate::slowed).
-void ExplainByNodeResources(Straggler& s, const IoCandidate& io, const RunqShare& cpu,
-                            bool slowed);
+void ExplainByNodeResources(Straggler& s, const IoCandidate& io, const RunqShare& cpu, bool slowed);
 
 // A node's median lateness above the median of the other nodes' (node_stats: NodeStats or its
 // clock-free view); 0 without other nodes.

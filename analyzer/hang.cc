@@ -441,7 +441,7 @@ Straggler HangStraggler(const HangReport& hang, const CollectiveData& data, size
       if (a.state == "exited") exited = Describe(a);
     }
     facts += "; at the end of the recording: " +
-             (!exited.empty()       ? exited
+             (!exited.empty()      ? exited
               : !in_flight.empty() ? "in " + in_flight
                                    : std::string("no NCCL or CUDA call in flight (its process "
                                                  "did other work, or waited outside them)"));
@@ -460,8 +460,7 @@ Straggler HangStraggler(const HangReport& hang, const CollectiveData& data, size
     c.remediation =
         "its device is stuck before the collective (a kernel that never finishes, or "
         "work ordered before it on another stream): check " +
-        label +
-        "'s GPU for Xid errors (dmesg, nvidia-smi -q) and dump its host stacks (" + dump +
+        label + "'s GPU for Xid errors (dmesg, nvidia-smi -q) and dump its host stacks (" + dump +
         ")" + facts + "; the waiting ranks only time out";
   } else {
     c.remediation = "dump the stacks of " + label + " (" + dump +

@@ -71,7 +71,7 @@ struct Straggler {
   // Error bound the ordering conclusion rests on; a node-level finding at least its node's own
   // alignment bound (NodeClock::error_bound_ns).
   int64_t clock_bound_ns = 0;
-  std::string basis;                // what kind of timestamps the conclusion used
+  std::string basis;  // what kind of timestamps the conclusion used
   // 'device_start' (every arrival a device start), 'host_entry', 'mixed', 'device_waits'
   // (the clocks could not decide; device durations did), or '' where the conclusion rests on
   // other evidence (retransmits, block I/O, run-queue shares).

@@ -54,8 +54,8 @@ std::string StragglerWho(const Straggler& s) {
 std::string CompetitorsLine(const Straggler& s) {
   std::string o;
   for (const Competitor& c : s.competitors) {
-    o += (o.empty() ? "" : ", ") + std::string("'") + (c.comm.empty() ? "?" : c.comm) +
-         "' (pid " + std::to_string(c.pid) + ") ran " + FormatNs(c.ran_ns);
+    o += (o.empty() ? "" : ", ") + std::string("'") + (c.comm.empty() ? "?" : c.comm) + "' (pid " +
+         std::to_string(c.pid) + ") ran " + FormatNs(c.ran_ns);
   }
   return o;
 }

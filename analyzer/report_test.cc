@@ -429,12 +429,13 @@ TEST(ReportTest, HangAdviceNamesTheCulpritsPidLastCallAndCaller) {
   {
     auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
     ASSERT_TRUE(db.ok());
-    ASSERT_TRUE(db->Exec("INSERT INTO stacks(id, frames) VALUES (77,"
-                         " 'ncclAllReduce+0x10 (libnccl.so.2@ab+0x10)' || char(10) ||"
-                         " 'train_step+0x1c (trainer@cd+0x1c)' || char(10) ||"
-                         " 'main+0x20 (trainer@cd+0x20)');"
-                         "UPDATE nccl_events SET stack_id = 77 WHERE node = 'node1' AND pid = 10100")
-                    .ok());
+    ASSERT_TRUE(
+        db->Exec("INSERT INTO stacks(id, frames) VALUES (77,"
+                 " 'ncclAllReduce+0x10 (libnccl.so.2@ab+0x10)' || char(10) ||"
+                 " 'train_step+0x1c (trainer@cd+0x1c)' || char(10) ||"
+                 " 'main+0x20 (trainer@cd+0x20)');"
+                 "UPDATE nccl_events SET stack_id = 77 WHERE node = 'node1' AND pid = 10100")
+            .ok());
   }
   Report r = ReportOf(*path);
   SCOPED_TRACE(RenderText(r));
