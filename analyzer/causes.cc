@@ -17,6 +17,8 @@ constexpr double kEvidenceShare = 0.25;
 constexpr int64_t kIoFactor = 3;
 constexpr int64_t kIoMinExcessNs = 1'000'000;
 constexpr int64_t kIoMinRequests = 5;
+// Processes named as taking a finding's CPUs.
+constexpr size_t kCompetitorsListed = 5;
 
 struct WindowSums {
   int64_t windows = 0;
@@ -424,6 +426,49 @@ RunqShare NodeRunqShare(const SideEvents& side, const CollectiveData& data,
   return r;
 }
 
+int64_t NodeLatenessExcess(const std::vector<ArrivalStats>& node_stats, const std::string& node) {
+  std::vector<int64_t> other_late;
+  int64_t mine = 0;
+  for (const ArrivalStats& a : node_stats) {
+    if (a.collectives == 0) continue;
+    if (a.node == node)
+      mine = a.median_lateness_ns;
+    else
+      other_late.push_back(a.median_lateness_ns);
+  }
+  return other_late.empty() ? 0 : mine - Quantile(other_late, 0.5);
+}
+
+std::vector<Competitor> CpuCompetitors(const SideEvents& side, const CollectiveData& data,
+                                       const std::string& node, const std::vector<int64_t>& pids) {
+  std::map<std::pair<int32_t, int64_t>, int64_t> ran;  // (comm, pid) -> ns
+  for (int64_t pid : pids) {
+    auto p = data.participant_index.find({node, pid});
+    auto it = side.runq.find({node, pid});
+    if (p == data.participant_index.end() || it == side.runq.end()) continue;
+    int64_t first = -1, last = -1;
+    for (const NcclCall& k : data.calls) {
+      if (k.participant != p->second) continue;
+      if (first < 0 || k.ts < first) first = k.ts;
+      last = std::max(last, k.ts);
+    }
+    for (const RunqWait& w : it->second) {
+      int64_t o = std::min(last, w.end) - std::max(first, w.start);
+      if (o > 0) ran[{w.other_comm, w.other_pid}] += o;
+    }
+  }
+  std::vector<Competitor> out;
+  for (const auto& [who, ns] : ran) {
+    // The ranks' own processes wait for each other's CPU too: those are no competitor.
+    if (std::find(pids.begin(), pids.end(), who.second) != pids.end()) continue;
+    out.push_back({side.comms[who.first], who.second, ns});
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Competitor& a, const Competitor& b) { return a.ran_ns > b.ran_ns; });
+  if (out.size() > kCompetitorsListed) out.resize(kCompetitorsListed);
+  return out;
+}
+
 Cause CpuStarvationCause(const std::string& node, const RunqShare& cpu) {
   Cause c;
   c.kind = "cpu_contention";
@@ -443,16 +488,7 @@ Straggler CpuStraggler(const std::string& node, const RunqShare& cpu,
   Straggler s;
   s.node = node;
   s.causes.push_back(CpuStarvationCause(node, cpu));
-  std::vector<int64_t> other_late;
-  int64_t mine = 0;
-  for (const ArrivalStats& a : node_stats) {
-    if (a.collectives == 0) continue;
-    if (a.node == node)
-      mine = a.median_lateness_ns;
-    else
-      other_late.push_back(a.median_lateness_ns);
-  }
-  int64_t excess = other_late.empty() ? 0 : mine - Quantile(other_late, 0.5);
+  int64_t excess = NodeLatenessExcess(node_stats, node);
   // Never high: the lateness statistics did not single the node out on their own.
   double share = s.causes.front().score;
   if (excess > 0) {
@@ -480,7 +516,8 @@ Straggler CpuStraggler(const std::string& node, const RunqShare& cpu,
   return s;
 }
 
-void ExplainByNodeResources(Straggler& s, const IoCandidate& io, const RunqShare& cpu) {
+void ExplainByNodeResources(Straggler& s, const IoCandidate& io, const RunqShare& cpu,
+                            bool slowed) {
   Cause c;
   if (io.node == s.node) {
     c = IoStraggler(io).causes.front();
@@ -508,8 +545,9 @@ void ExplainByNodeResources(Straggler& s, const IoCandidate& io, const RunqShare
                    [](const Cause& a, const Cause& b) { return a.score > b.score; });
   s.cause = s.causes.front().kind;
   if (s.cause != "network") s.shape = "host_bound";
-  s.summary = s.node + ": its collectives are slowed; top cause " + s.cause + " (" +
-              s.causes.front().summary + ")";
+  s.summary = s.node +
+              (slowed ? ": its collectives are slowed" : ": retransmits on its connections") +
+              "; top cause " + s.cause + " (" + s.causes.front().summary + ")";
 }
 
 }  // namespace analyzer

@@ -61,6 +61,17 @@ Straggler CpuStraggler(const std::string& node, const RunqShare& cpu,
 // own resources explain them: slow block I/O of its ranks (`io`, when io.node is that node) or
 // a CPU-starved node, whose late ACKs expire its peers' retransmission timers without loss. The
 // resource becomes the top cause; the network cause keeps only the share it leaves unexplained.
-void ExplainByNodeResources(Straggler& s, const IoCandidate& io, const RunqShare& cpu);
+// slowed: its retransmits came with slower collectives (NetworkCandidate::slowed).
+void ExplainByNodeResources(Straggler& s, const IoCandidate& io, const RunqShare& cpu, bool slowed);
+
+// A node's median lateness above the median of the other nodes' (node_stats: NodeStats or its
+// clock-free view); 0 without other nodes.
+int64_t NodeLatenessExcess(const std::vector<ArrivalStats>& node_stats, const std::string& node);
+
+// The processes that had a CPU while the given processes of `node` waited in its run queue,
+// between each one's first and last collective: by name and pid, the longest first (the
+// processes themselves left out).
+std::vector<Competitor> CpuCompetitors(const SideEvents& side, const CollectiveData& data,
+                                       const std::string& node, const std::vector<int64_t>& pids);
 
 }  // namespace analyzer

@@ -425,18 +425,48 @@ Straggler HangStraggler(const HangReport& hang, const CollectiveData& data, size
   c.kind = "hang";
   c.score = 1.0;
   c.summary = hang.summary;
+  // Where to look: its processes, its last completed call, what it was in instead, its caller.
+  std::string dump = s.pid ? "py-spy dump --pid " + std::to_string(*s.pid) + ", gdb -p " +
+                                 std::to_string(*s.pid) + " on " + s.node
+                           : "py-spy dump, gdb -p with its pid (no recording of it names one)";
+  std::string facts;
+  if (mine) {
+    const std::optional<Activity>& last = mine->last_completed_call;
+    facts += "; its last completed call: " +
+             (last ? last->what + (last->seq ? " seq " + std::to_string(*last->seq) : "")
+                   : std::string("none recorded"));
+    std::string in_flight, exited;
+    for (const Activity& a : mine->doing) {
+      if (a.state == "in_flight") in_flight += (in_flight.empty() ? "" : ", ") + Describe(a);
+      if (a.state == "exited") exited = Describe(a);
+    }
+    facts += "; at the end of the recording: " +
+             (!exited.empty()      ? exited
+              : !in_flight.empty() ? "in " + in_flight
+                                   : std::string("no NCCL or CUDA call in flight (its process "
+                                                 "did other work, or waited outside them)"));
+    std::string caller;
+    for (const Activity& a : mine->doing) {
+      if (caller.empty() && a.state == "in_flight" && !a.stack.empty()) {
+        caller = a.what + " called from " + CallerFrame(a.stack);
+      }
+    }
+    if (caller.empty() && last && !last->stack.empty()) {
+      caller = "its last completed call was made from " + CallerFrame(last->stack);
+    }
+    if (!caller.empty()) facts += "; " + caller;
+  }
   if (state == "enqueued" && hang.basis == "device") {
     c.remediation =
         "its device is stuck before the collective (a kernel that never finishes, or "
         "work ordered before it on another stream): check " +
-        label +
-        "'s GPU for Xid errors (dmesg, nvidia-smi -q) and dump its host stacks "
-        "(py-spy dump, gdb -p PID); the waiting ranks only time out";
+        label + "'s GPU for Xid errors (dmesg, nvidia-smi -q) and dump its host stacks (" + dump +
+        ")" + facts + "; the waiting ranks only time out";
   } else {
-    c.remediation = "dump the stacks of " + label +
-                    " (py-spy dump, gdb -p PID, or the framework's flight recorder): it is "
-                    "stuck before the collective, took a different code path, or died; the "
-                    "waiting ranks only time out";
+    c.remediation = "dump the stacks of " + label + " (" + dump +
+                    ", or the framework's flight recorder): it is stuck before the collective, "
+                    "took a different code path, or died" +
+                    facts + "; the waiting ranks only time out";
   }
   c.values = {{"seq", static_cast<double>(hang.seq)},
               {"stuck_for_ns", static_cast<double>(hang.stuck_for_ns)},

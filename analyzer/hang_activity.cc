@@ -116,6 +116,26 @@ rs::Result<void> DescribeActivity(rs::Db& db, const Participant& who,
   }
   {
     ASSIGN_OR_RETURN(rs::Statement st,
+                     db.Prepare("SELECT op, seq, timestamp_ns, duration_ns, stack_id"
+                                " FROM nccl_events WHERE node = ? AND pid = ?"
+                                " AND duration_ns IS NOT NULL AND state = 'complete'"
+                                " ORDER BY timestamp_ns DESC LIMIT 1"));
+    st.Bind(1, who.node).Bind(2, who.pid);
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (row) {
+      Activity a;
+      a.kind = "nccl";
+      a.what = st.Text(0);
+      a.seq = st.OptInt(1);
+      a.timestamp_ns = st.Int(2);
+      a.duration_ns = st.OptInt(3);
+      a.state = "complete";
+      ASSIGN_OR_RETURN(a.stack, StackFrames(db, st.OptInt(4)));
+      progress.last_completed_call = std::move(a);
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(rs::Statement st,
                      db.Prepare("SELECT timestamp_ns, exit_code FROM process_events"
                                 " WHERE node = ? AND pid = ? AND event = 'exit'"
                                 " ORDER BY timestamp_ns DESC LIMIT 1"));

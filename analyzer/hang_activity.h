@@ -32,7 +32,8 @@ rs::Result<std::vector<std::vector<CudaWait>>> LoadCudaInFlight(rs::Db& db,
                                                                 const CollectiveData& data);
 
 // Fills `progress.doing` for `who`: its CUDA calls in flight (else its last CUDA call), its last
-// NCCL call of any kind, its exit if recorded; stacks of the calls that have one.
+// NCCL call of any kind, its exit if recorded; stacks of the calls that have one. Also
+// `progress.last_completed_call`: its last NCCL call that completed.
 rs::Result<void> DescribeActivity(rs::Db& db, const Participant& who,
                                   const std::vector<CudaWait>& in_flight, RankProgress& progress);
 

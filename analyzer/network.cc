@@ -6,6 +6,12 @@
 #include "report_format.h"
 
 namespace analyzer {
+namespace {
+
+// Collectives with repairs must take this much longer than those without to be called slowed.
+constexpr double kSlowerBy = 1.1;
+
+}  // namespace
 
 NetworkCandidate AttributeRetransmits(const SideEvents& side, const CollectiveData& data) {
   NetworkCandidate c;
@@ -88,10 +94,11 @@ NetworkCandidate AttributeRetransmits(const SideEvents& side, const CollectiveDa
     auto it = clean_by_size.find(size);
     usual[size] = std::max<int64_t>(1, Quantile(it != clean_by_size.end() ? it->second : v, 0.5));
   }
-  std::vector<double> stretch_hit, stretch_clean;
+  std::vector<double> stretch_hit, stretch_clean, stretch_hit_comparable;
   for (const Transfer& t : transfers) {
-    (t.hit ? stretch_hit : stretch_clean)
-        .push_back(static_cast<double>(t.ns) / static_cast<double>(usual[t.size]));
+    double stretch = static_cast<double>(t.ns) / static_cast<double>(usual[t.size]);
+    (t.hit ? stretch_hit : stretch_clean).push_back(stretch);
+    if (t.hit && clean_by_size.count(t.size)) stretch_hit_comparable.push_back(stretch);
   }
   auto median = [](std::vector<double>& v) {
     if (v.empty()) return -1.0;
@@ -100,6 +107,12 @@ NetworkCandidate AttributeRetransmits(const SideEvents& side, const CollectiveDa
   };
   c.median_stretch_affected = median(stretch_hit);
   c.median_stretch_clean = median(stretch_clean);
+  if (!stretch_hit_comparable.empty()) {
+    c.slowed = median(stretch_hit_comparable) > kSlowerBy * c.median_stretch_clean;
+  } else if (!affected.empty() && !clean.empty()) {
+    c.slowed = static_cast<double>(Quantile(affected, 0.5)) >
+               kSlowerBy * static_cast<double>(Quantile(clean, 0.5));
+  }
   c.collectives_affected = static_cast<int64_t>(affected.size());
   if (!affected.empty()) c.median_transfer_affected_ns = Quantile(affected, 0.5);
   if (!clean.empty()) c.median_transfer_clean_ns = Quantile(clean, 0.5);
@@ -176,6 +189,9 @@ Cause NetworkCause(const NetworkCandidate& c) {
       cause.summary += " (" + FormatRatio(c.median_stretch_affected) + " the usual for their size)";
     }
   }
+  if (c.collectives_affected > 0 && !c.slowed) {
+    cause.summary += "; they took no longer than the collectives without";
+  }
   cause.remediation = "check the NIC, cable and switch port of " + c.node +
                       " (ethtool -S, ip -s link, switch port counters); its inbound or "
                       "outbound packets are being lost";
@@ -208,7 +224,18 @@ Straggler NetworkStraggler(const NetworkCandidate& c) {
   Cause cause = NetworkCause(c);
   cause.score = std::max(cause.score, 0.5);  // nothing else is claimed for a network straggler
   s.cause = cause.kind;
-  s.summary = c.node + ": collectives slowed by packet loss on its connections";
+  if (c.slowed) {
+    s.summary = c.node + ": collectives slowed by packet loss on its connections";
+  } else {
+    s.summary = c.node + ": fast or timeout retransmits on its connections during " +
+                std::to_string(c.collectives_affected) + " of " + std::to_string(c.collectives) +
+                " collectives, which took no longer than those without";
+    if (c.median_transfer_affected_ns >= 0 && c.median_transfer_clean_ns >= 0) {
+      s.summary += " (median " + FormatNs(c.median_transfer_affected_ns) + " vs " +
+                   FormatNs(c.median_transfer_clean_ns) + ")";
+    }
+    s.summary += ": no lateness is explained by them";
+  }
   s.causes.push_back(std::move(cause));
   s.evidence.push_back(NetworkEvidence(c));
   if (c.median_transfer_affected_ns >= 0) {

@@ -41,6 +41,10 @@ struct NetworkCandidate {
   // Last arrival -> completion over the median of collectives of the same op, count and
   // datatype without repairs: how much longer than usual for their size (-1: none).
   double median_stretch_affected = -1, median_stretch_clean = -1;
+  // The collectives with its repairs took longer than those without, by more than a tenth:
+  // compared within a size (op, count, datatype) where both kinds occur, else over all sizes.
+  // Without it the retransmits are no cause of anything measured (an observation).
+  bool slowed = false;
   std::string confidence;
   double score = 0;
 };

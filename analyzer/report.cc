@@ -147,6 +147,35 @@ void AddTimingNotes(const CollectiveData& data, const CallSemantics& sem, Report
   }
 }
 
+// Who a finding is about: a node-level one lists its node's ranks and processes and carries at
+// least its node's clock bound; a rank-level one its process. Where a cause is CPU contention,
+// the processes that took the CPUs.
+void NameWho(Straggler& s, const CollectiveData& data, const SideEvents& side,
+             const std::vector<NodeClock>& clocks) {
+  if (s.node.empty()) return;  // a hang culprit no recording saw: nothing known of it
+  if (s.pid) {
+    s.pids = {*s.pid};
+  } else if (!s.rank) {
+    std::vector<std::pair<int64_t, int64_t>> mine;  // (rank or -1, pid)
+    for (const Participant& p : data.participants) {
+      if (p.node == s.node) mine.push_back({p.rank.value_or(-1), p.pid});
+    }
+    std::sort(mine.begin(), mine.end());
+    s.pids.clear();
+    bool ranks_given = !s.ranks.empty();
+    for (const auto& [rank, pid] : mine) {
+      s.pids.push_back(pid);
+      if (!ranks_given && rank >= 0) s.ranks.push_back(rank);
+    }
+    for (const NodeClock& c : clocks) {
+      if (c.node == s.node) s.clock_bound_ns = std::max(s.clock_bound_ns, c.error_bound_ns);
+    }
+  }
+  bool cpu = std::any_of(s.causes.begin(), s.causes.end(),
+                         [](const Cause& c) { return c.kind == "cpu_contention"; });
+  if (cpu) s.competitors = CpuCompetitors(side, data, s.node, s.pids);
+}
+
 std::string Verdict(const Report& r, const std::vector<ArrivalStats>& stats) {
   if (r.hang.detected) return "HANG: " + r.hang.summary;
   if (r.nccl_calls == 0) {
@@ -341,13 +370,33 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
                       "because an ACK was late: a busy receiver causes them as well as a lost "
                       "packet); without fast or timeout retransmits no node's link is blamed");
   }
+  // Findings that explain no measured lateness: shown apart (Report::observations).
+  std::vector<Straggler> observed;
+  auto named = [&](const std::string& node) {
+    auto on = [&](const Straggler& s) { return s.node == node; };
+    return std::any_of(ranked.begin(), ranked.end(), on) ||
+           std::any_of(observed.begin(), observed.end(), on);
+  };
   std::optional<Straggler> network_only;
   if (!nc.node.empty()) {
     auto same = std::find_if(ranked.begin(), ranked.end(), [&](const Straggler& s) {
       return s.node == nc.node && s.ordering_determined;
     });
-    if (same != ranked.end()) {
+    if (same == ranked.end()) {
+      network_only = NetworkStraggler(nc);
+      RunqShare cpu = NodeRunqShare(side, data, nc.node);
+      ExplainByNodeResources(*network_only, ic, cpu, nc.slowed);
+      if (network_only->cause == "cpu_contention") {
+        // As confident as the CPU starvation alone would make it.
+        Straggler alone = CpuStraggler(nc.node, cpu, node_view, view_basis);
+        if (alone.confidence_score > network_only->confidence_score) {
+          network_only->confidence = alone.confidence;
+          network_only->confidence_score = alone.confidence_score;
+        }
+      }
+    } else if (nc.slowed) {
       // One network cause: the stronger of the windows' view and the retransmit attribution.
+      // (Retransmits in collectives no slower than the others explain none of its lateness.)
       Cause net = NetworkCause(nc);
       auto old = std::find_if(same->causes.begin(), same->causes.end(),
                               [](const Cause& c) { return c.kind == "network"; });
@@ -359,25 +408,14 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
       same->causes.push_back(std::move(net));
       same->evidence.push_back(NetworkEvidence(nc));
       SetTopCause(*same);
-    } else {
-      network_only = NetworkStraggler(nc);
-      RunqShare cpu = NodeRunqShare(side, data, nc.node);
-      ExplainByNodeResources(*network_only, ic, cpu);
-      if (network_only->cause == "cpu_contention") {
-        // As confident as the CPU starvation alone would make it.
-        Straggler alone = CpuStraggler(nc.node, cpu, node_view, view_basis);
-        if (alone.confidence_score > network_only->confidence_score) {
-          network_only->confidence = alone.confidence;
-          network_only->confidence_score = alone.confidence_score;
-        }
-      }
     }
   }
   for (Straggler& s : ranked) DiscountNetworkUnderCpu(s);  // the lateness straggler
-  if (network_only) ranked.push_back(std::move(*network_only));
-  if (!ic.node.empty() && std::none_of(ranked.begin(), ranked.end(),
-                                       [&](const Straggler& s) { return s.node == ic.node; })) {
-    ranked.push_back(IoStraggler(ic));
+  // A network finding is a verdict where the collectives with its repairs were slower.
+  if (network_only) (nc.slowed ? ranked : observed).push_back(std::move(*network_only));
+  // Resource findings are verdicts where their node is also later than the others.
+  if (!ic.node.empty() && !named(ic.node)) {
+    (ic.lateness_excess_ns > 0 ? ranked : observed).push_back(IoStraggler(ic));
   }
   // The most CPU-starved node, where nothing above names it.
   std::string starved;
@@ -389,14 +427,20 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
       starved_share = cpu;
     }
   }
-  if (!starved.empty() && std::none_of(ranked.begin(), ranked.end(),
-                                       [&](const Straggler& s) { return s.node == starved; })) {
-    ranked.push_back(CpuStraggler(starved, starved_share, node_view, view_basis));
+  if (!starved.empty() && !named(starved)) {
+    (NodeLatenessExcess(node_view, starved) > 0 ? ranked : observed)
+        .push_back(CpuStraggler(starved, starved_share, node_view, view_basis));
   }
-  std::stable_sort(ranked.begin(), ranked.end(), [](const Straggler& a, const Straggler& b) {
-    return a.confidence_score > b.confidence_score;
-  });
+  for (std::vector<Straggler>* findings : {&ranked, &observed}) {
+    std::stable_sort(findings->begin(), findings->end(),
+                     [](const Straggler& a, const Straggler& b) {
+                       return a.confidence_score > b.confidence_score;
+                     });
+    for (Straggler& s : *findings) NameWho(s, data, side, r.clock);
+  }
+  for (Straggler& s : r.stragglers) NameWho(s, data, side, r.clock);  // hang culprits
   for (Straggler& s : ranked) r.stragglers.push_back(std::move(s));
+  r.observations = std::move(observed);
   r.plots = BuildPlots(data, side, r.start_ns, std::max(r.end_ns, r.start_ns + 1));
   r.verdict = Verdict(r, stats);
   return r;

@@ -47,13 +47,17 @@ std::string RenderHtml(const Report& r) {
   o << "<p>Input <code>" << HtmlEscape(r.input) << "</code> (" << HtmlEscape(r.db_kind)
     << "): " << r.nodes.size() << " node(s), " << r.ranks << " rank(s), " << r.collectives
     << " matched collectives.</p>";
-  o << "<h2>Stragglers</h2>";
-  if (r.stragglers.empty()) o << "<p>None claimed.</p>";
-  for (const Straggler& s : r.stragglers) {
-    o << "<div class='straggler'><h3>" << HtmlEscape(StragglerLabel(s)) << " — "
+  auto finding = [&](const Straggler& s, const char* cls) {
+    o << "<div class='" << cls << "'><h3>" << HtmlEscape(StragglerLabel(s)) << " — "
       << HtmlEscape(s.cause) << " (" << HtmlEscape(s.shape.empty() ? "" : Spoken(s.shape) + ", ")
       << "confidence " << HtmlEscape(s.confidence) << ")</h3><p>" << HtmlEscape(s.summary)
       << "</p>";
+    if (std::string who = StragglerWho(s); !who.empty()) {
+      o << "<p>Who: " << HtmlEscape(who) << ".</p>";
+    }
+    if (!s.competitors.empty()) {
+      o << "<p>Competing for its CPUs: " << HtmlEscape(CompetitorsLine(s)) << ".</p>";
+    }
     std::vector<std::vector<std::string>> rows;
     for (const Cause& c : s.causes) {
       rows.push_back({c.kind, FormatPercent(c.score), c.summary, c.remediation});
@@ -66,6 +70,14 @@ std::string RenderHtml(const Report& r) {
     o << "</ul><p class='note'>Basis"
       << HtmlEscape(s.arrival_basis.empty() ? "" : " (arrival: " + Spoken(s.arrival_basis) + ")")
       << ": " << HtmlEscape(s.basis) << "</p></div>";
+  };
+  o << "<h2>Stragglers</h2>";
+  if (r.stragglers.empty()) o << "<p>None claimed.</p>";
+  for (const Straggler& s : r.stragglers) finding(s, "straggler");
+  if (!r.observations.empty()) {
+    o << "<h2>Observations</h2><p class='note'>No measured lateness behind these; they are not "
+         "verdicts.</p>";
+    for (const Straggler& s : r.observations) finding(s, "observation");
   }
   o << "<h2>Hang</h2><p id='hang'>" << (r.hang.detected ? "<b>Detected.</b> " : "")
     << HtmlEscape(r.hang.summary) << "</p>";
@@ -139,6 +151,8 @@ std::string RenderHtml(const Report& r) {
     for (const std::string& n : r.notes) o << "<li>" << HtmlEscape(n) << "</li>";
     o << "</ul>";
   }
+  o << "<h2>Reading this report</h2><p id='reading' class='note'>" << HtmlEscape(ReadingGuide())
+    << "</p>";
   o << "</body></html>\n";
   return o.str();
 }

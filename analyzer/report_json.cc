@@ -53,6 +53,48 @@ void Stats(JsonWriter& w, const std::vector<ArrivalStats>& stats, bool with_rank
   w.EndArray();
 }
 
+// Verdicts and observations alike.
+void Findings(JsonWriter& w, const std::vector<Straggler>& findings) {
+  w.BeginArray();
+  for (const Straggler& s : findings) {
+    w.BeginObject().Key("node").String(s.node).Key("rank");
+    OptInt(w, s.rank);
+    w.Key("pid");
+    OptInt(w, s.pid);
+    w.Key("ranks").BeginArray();
+    for (int64_t rank : s.ranks) w.Int(rank);
+    w.EndArray().Key("pids").BeginArray();
+    for (int64_t pid : s.pids) w.Int(pid);
+    w.EndArray();
+    w.Key("cause").String(s.cause).Key("confidence").String(s.confidence);
+    w.Key("confidence_score").Double(s.confidence_score);
+    w.Key("ordering_determined").Bool(s.ordering_determined);
+    w.Key("clock_bound_ns").Int(s.clock_bound_ns);
+    w.Key("basis").String(s.basis).Key("arrival_basis").String(s.arrival_basis);
+    w.Key("shape").String(s.shape).Key("summary").String(s.summary);
+    w.Key("causes").BeginArray();
+    for (const Cause& c : s.causes) {
+      w.BeginObject().Key("kind").String(c.kind).Key("score").Double(c.score);
+      w.Key("summary").String(c.summary).Key("remediation").String(c.remediation);
+      Values(w, c.values);
+      w.EndObject();
+    }
+    w.EndArray().Key("evidence").BeginArray();
+    for (const Evidence& e : s.evidence) {
+      w.BeginObject().Key("kind").String(e.kind).Key("summary").String(e.summary);
+      Values(w, e.values);
+      w.EndObject();
+    }
+    w.EndArray().Key("competitors").BeginArray();
+    for (const Competitor& c : s.competitors) {
+      w.BeginObject().Key("comm").String(c.comm).Key("pid").Int(c.pid);
+      w.Key("ran_ns").Int(c.ran_ns).EndObject();
+    }
+    w.EndArray().EndObject();
+  }
+  w.EndArray();
+}
+
 void Hang(JsonWriter& w, const HangReport& h) {
   w.BeginObject().Key("detected").Bool(h.detected);
   w.Key("comm_id_hash");
@@ -135,37 +177,10 @@ std::string RenderJson(const Report& r) {
   w.EndArray();
   w.Key("ranks").Int(r.ranks).Key("collectives").Int(r.collectives);
   w.Key("nccl_calls").Int(r.nccl_calls);
-  w.Key("stragglers").BeginArray();
-  for (const Straggler& s : r.stragglers) {
-    w.BeginObject().Key("node").String(s.node).Key("rank");
-    OptInt(w, s.rank);
-    w.Key("pid");
-    OptInt(w, s.pid);
-    w.Key("ranks").BeginArray();
-    for (int64_t rank : s.ranks) w.Int(rank);
-    w.EndArray();
-    w.Key("cause").String(s.cause).Key("confidence").String(s.confidence);
-    w.Key("confidence_score").Double(s.confidence_score);
-    w.Key("ordering_determined").Bool(s.ordering_determined);
-    w.Key("clock_bound_ns").Int(s.clock_bound_ns);
-    w.Key("basis").String(s.basis).Key("arrival_basis").String(s.arrival_basis);
-    w.Key("shape").String(s.shape).Key("summary").String(s.summary);
-    w.Key("causes").BeginArray();
-    for (const Cause& c : s.causes) {
-      w.BeginObject().Key("kind").String(c.kind).Key("score").Double(c.score);
-      w.Key("summary").String(c.summary).Key("remediation").String(c.remediation);
-      Values(w, c.values);
-      w.EndObject();
-    }
-    w.EndArray().Key("evidence").BeginArray();
-    for (const Evidence& e : s.evidence) {
-      w.BeginObject().Key("kind").String(e.kind).Key("summary").String(e.summary);
-      Values(w, e.values);
-      w.EndObject();
-    }
-    w.EndArray().EndObject();
-  }
-  w.EndArray();
+  w.Key("stragglers");
+  Findings(w, r.stragglers);
+  w.Key("observations");
+  Findings(w, r.observations);
   w.Key("hang");
   Hang(w, r.hang);
   w.Key("clock").BeginObject();

@@ -28,12 +28,14 @@ std::string RenderMarkdown(const Report& r) {
   o << "# rankscope report\n\n**" << Cell(r.verdict) << "**\n\n";
   o << "Input `" << r.input << "` (" << r.db_kind << "): " << r.nodes.size() << " node(s), "
     << r.ranks << " rank(s), " << r.collectives << " matched collectives.\n\n";
-  o << "## Stragglers\n\n";
-  if (r.stragglers.empty()) o << "None claimed.\n\n";
-  for (const Straggler& s : r.stragglers) {
+  auto finding = [&](const Straggler& s) {
     o << "### " << StragglerLabel(s) << " — " << s.cause << " ("
       << (s.shape.empty() ? "" : Spoken(s.shape) + ", ") << "confidence " << s.confidence << ")\n\n"
       << s.summary << "\n\n";
+    if (std::string who = StragglerWho(s); !who.empty()) o << "Who: " << who << ".\n\n";
+    if (!s.competitors.empty()) {
+      o << "Competing for its CPUs: " << Cell(CompetitorsLine(s)) << ".\n\n";
+    }
     o << "| # | cause | score | numbers | remediation |\n|---|---|---|---|---|\n";
     size_t i = 0;
     for (const Cause& c : s.causes) {
@@ -44,6 +46,13 @@ std::string RenderMarkdown(const Report& r) {
     for (const Evidence& e : s.evidence) o << "- *" << e.kind << "*: " << e.summary << "\n";
     o << "\nBasis" << (s.arrival_basis.empty() ? "" : " (arrival: " + Spoken(s.arrival_basis) + ")")
       << ": " << s.basis << "\n\n";
+  };
+  o << "## Stragglers\n\n";
+  if (r.stragglers.empty()) o << "None claimed.\n\n";
+  for (const Straggler& s : r.stragglers) finding(s);
+  if (!r.observations.empty()) {
+    o << "## Observations\n\nNo measured lateness behind these; they are not verdicts.\n\n";
+    for (const Straggler& s : r.observations) finding(s);
   }
   o << "## Hang\n\n" << (r.hang.detected ? "**Detected.** " : "") << r.hang.summary << "\n\n";
   if (r.hang.detected) {
@@ -98,6 +107,7 @@ std::string RenderMarkdown(const Report& r) {
     o << "\n## Notes\n\n";
     for (const std::string& n : r.notes) o << "- " << n << "\n";
   }
+  o << "\n## Reading this report\n\n" << ReadingGuide() << "\n";
   return o.str();
 }
 

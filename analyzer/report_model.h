@@ -40,6 +40,15 @@ struct Cause {
   std::vector<Value> values;
 };
 
+// A process that held a CPU while the ranks of a finding waited for one (sched_events: the
+// run-queue waits of the ranks' processes between their first and last collective, by the task
+// that had the CPU, other_comm and other_pid).
+struct Competitor {
+  std::string comm;
+  int64_t pid = -1;
+  int64_t ran_ns = 0;  // its time on the CPU while the ranks waited in the run queue
+};
+
 // Shapes of a straggler (Straggler::shape):
 //  host_bound    its host enqueued the collectives late, so its device idled waiting for work
 //  device_bound  enqueued on time, its device reached the collectives late (slower device work)
@@ -54,12 +63,15 @@ struct Straggler {
   std::optional<int64_t> rank;  // empty: the whole node (network) or rank unknown
   std::optional<int64_t> pid;
   std::vector<int64_t> ranks;  // the late ranks it stands for (node-level: all of its node's)
+  std::vector<int64_t> pids;   // their processes (node-level: every recorded one of its node)
   std::string cause;           // kind of causes[0]
   std::string confidence;      // 'high' | 'medium' | 'low' | 'undetermined'
   double confidence_score = 0;
   bool ordering_determined = true;  // false: lateness difference inside the clock error bound
-  int64_t clock_bound_ns = 0;       // error bound the ordering conclusion rests on
-  std::string basis;                // what kind of timestamps the conclusion used
+  // Error bound the ordering conclusion rests on; a node-level finding at least its node's own
+  // alignment bound (NodeClock::error_bound_ns).
+  int64_t clock_bound_ns = 0;
+  std::string basis;  // what kind of timestamps the conclusion used
   // 'device_start' (every arrival a device start), 'host_entry', 'mixed', 'device_waits'
   // (the clocks could not decide; device durations did), or '' where the conclusion rests on
   // other evidence (retransmits, block I/O, run-queue shares).
@@ -68,6 +80,7 @@ struct Straggler {
   std::string summary;
   std::vector<Cause> causes;  // ranked, best first
   std::vector<Evidence> evidence;
+  std::vector<Competitor> competitors;  // the busiest first; where a cause is cpu_contention
 };
 
 // Per rank (or per node) arrival statistics over matched collectives.
@@ -124,6 +137,8 @@ struct RankProgress {
   // NCCL call: in flight = started), 'host_enqueue' (an enqueue seen, its device not), 'none'.
   std::string state_basis;
   std::vector<Activity> doing;  // hang culprits (and blocked ranks): what they were doing
+  // ... and the last NCCL call they completed (kind 'nccl', state 'complete'; empty: none)
+  std::optional<Activity> last_completed_call;
 };
 
 struct Mismatch {
@@ -200,7 +215,12 @@ struct Report {
   int64_t collectives = 0;  // matched across >= 2 ranks
   int64_t nccl_calls = 0;   // rows considered
   std::string verdict;      // first line of every format
+  // Verdicts: findings that explain measured lateness (of a rank, a node, or collectives
+  // slowed while data moved) or a hang, best first.
   std::vector<Straggler> stragglers;
+  // Findings without measured lateness (a node's retransmits, CPU or disk that slowed nothing
+  // measured): shown apart, never in the verdict.
+  std::vector<Straggler> observations;
   HangReport hang;
   std::vector<NodeClock> clock;
   std::vector<ArrivalStats> per_rank;

@@ -1,5 +1,7 @@
 #include "report_render.h"
 
+#include "report_format.h"
+
 namespace analyzer {
 
 rs::Result<ReportFormat> ParseReportFormat(const std::string& name) {
@@ -28,6 +30,47 @@ std::string StragglerLabel(const Straggler& s) {
   std::string rank = s.rank ? "rank " + std::to_string(*s.rank) : "";
   if (s.node.empty()) return rank.empty() ? "unknown rank" : rank;
   return rank.empty() ? s.node : s.node + " " + rank;
+}
+
+namespace {
+
+std::string List(const std::vector<int64_t>& v) {
+  std::string o;
+  for (int64_t x : v) o += (o.empty() ? "" : ", ") + std::to_string(x);
+  return o;
+}
+
+}  // namespace
+
+std::string StragglerWho(const Straggler& s) {
+  std::string o;
+  auto add = [&](const std::string& part) { o += (o.empty() ? "" : "; ") + part; };
+  if (!s.ranks.empty()) add((s.ranks.size() == 1 ? "rank " : "ranks ") + List(s.ranks));
+  if (!s.pids.empty()) add((s.pids.size() == 1 ? "pid " : "pids ") + List(s.pids));
+  if (s.clock_bound_ns > 0) add("clock bound +/-" + FormatNs(s.clock_bound_ns));
+  return o;
+}
+
+std::string CompetitorsLine(const Straggler& s) {
+  std::string o;
+  for (const Competitor& c : s.competitors) {
+    o += (o.empty() ? "" : ", ") + std::string("'") + (c.comm.empty() ? "?" : c.comm) + "' (pid " +
+         std::to_string(c.pid) + ") ran " + FormatNs(c.ran_ns);
+  }
+  return o;
+}
+
+std::string ReadingGuide() {
+  return "Verdicts are findings that explain measured lateness (a rank or node arriving late, "
+         "or collectives taking longer while data moved) or a hang; observations are findings "
+         "without measured lateness, shown for completeness. Confidence says how sure the "
+         "report is that a verdict names the right rank or node: high (ordering beyond the "
+         "clock error bound and last far more often than chance), medium (weaker evidence or "
+         "a weaker timing basis), low (a hint only), undetermined (the lateness is inside the "
+         "clock error bound). A cause's share (its score, the percentage beside it) is the part "
+         "of the lost time that the cause's own numbers explain, against the other ranks (a "
+         "count such as retransmits at half weight); it ranks the causes, it is no "
+         "probability, and the shares need not add up to 100%.";
 }
 
 }  // namespace analyzer

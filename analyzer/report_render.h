@@ -21,5 +21,11 @@ std::string Render(const Report& r, ReportFormat f);
 
 // "node1 rank 3", "node1" (node-level), or "rank 3".
 std::string StragglerLabel(const Straggler& s);
+// "ranks 2, 3; pids 10100, 10101; clock bound +/-4.34 ms" ("" where nothing is known).
+std::string StragglerWho(const Straggler& s);
+// "'burner' (pid 31337) ran 120 ms, ..." while the finding's ranks waited for a CPU ("" none).
+std::string CompetitorsLine(const Straggler& s);
+// What verdicts, observations, confidence and a cause's share mean: said once per report.
+std::string ReadingGuide();
 
 }  // namespace analyzer

@@ -193,6 +193,145 @@ TEST(ReportTest, SingleBundleComparesRanksOnTheNode) {
   EXPECT_NE(r.stragglers.front().causes.front().remediation.find("burner"), std::string::npos);
 }
 
+// Retransmits on node3's connections while node1 is the CPU-starved straggler: the repairs fall
+// in the collectives that completed fastest, so they slowed nothing and node3 was not late.
+TEST(ReportTest, RetransmitsThatSlowedNothingAreAnObservation) {
+  ScratchDir dir;
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  spec.fault = "cpu";
+  spec.fault_node = 1;
+  std::cout << "seed " << spec.seed << "\n";
+  auto path = testing::WriteMergedCluster(spec, dir.path(), kBound);
+  ASSERT_TRUE(path.ok()) << path.error().message();
+  {
+    auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
+    ASSERT_TRUE(db.ok());
+    // One repair (state Loss) from node0 to node3 just after the last arrival of each of the
+    // 14 all-reduces with the shortest time from last arrival to completion.
+    ASSERT_TRUE(
+        db->Exec("INSERT INTO tcp_events(id, node, timestamp_ns, event, family, saddr, daddr,"
+                 " sport, dport, seq, segments, state, netns, ca_state, err)"
+                 " SELECT (SELECT MAX(id) FROM tcp_events) + 1000 + ROW_NUMBER() OVER (), 'node0',"
+                 " last_arrival + 1000, 'tcp_retransmit_skb', 'ipv4', '10.77.0.1', '10.77.0.4',"
+                 " 40000, 29500, seq * 7919, 1, 'ESTABLISHED', 4026531840, 'Loss', 0 FROM"
+                 " (SELECT seq, MAX(timestamp_ns) AS last_arrival,"
+                 "  MAX(timestamp_ns + duration_ns) - MAX(timestamp_ns) AS transfer"
+                 "  FROM nccl_events WHERE op = 'ALL_REDUCE' GROUP BY seq"
+                 "  ORDER BY transfer LIMIT 14)")
+            .ok());
+  }
+  Report r = ReportOf(*path);
+  std::string text = RenderText(r);
+  SCOPED_TRACE(text);
+  ASSERT_FALSE(r.stragglers.empty());
+  EXPECT_EQ(r.stragglers.front().node, "node1");
+  EXPECT_EQ(r.stragglers.front().cause, "cpu_contention");
+  for (const Straggler& s : r.stragglers) EXPECT_NE(s.node, "node3") << s.summary;
+  auto net = std::find_if(r.observations.begin(), r.observations.end(),
+                          [](const Straggler& s) { return s.node == "node3"; });
+  ASSERT_NE(net, r.observations.end());
+  EXPECT_EQ(net->cause, "network");
+  // Its numbers show the collectives with repairs were not slower: no slowdown is claimed.
+  EXPECT_EQ(net->summary.find("slowed"), std::string::npos) << net->summary;
+  for (const Cause& c : net->causes) {
+    EXPECT_EQ(c.summary.find("slowed"), std::string::npos) << c.summary;
+  }
+  // Rendered apart from the verdicts, in every format.
+  size_t observations = text.find("observations");
+  ASSERT_NE(observations, std::string::npos);
+  EXPECT_GT(text.find("node3: cause network"), observations);
+  std::string md = RenderMarkdown(r);
+  size_t md_obs = md.find("## Observations");
+  ASSERT_NE(md_obs, std::string::npos);
+  EXPECT_GT(md.find("### node3"), md_obs);
+  std::string html = RenderHtml(r);
+  size_t html_obs = html.find("<h2>Observations</h2>");
+  ASSERT_NE(html_obs, std::string::npos);
+  EXPECT_GT(html.find("<h3>node3"), html_obs);
+  std::string json = RenderJson(r);
+  size_t json_obs = json.find("\"observations\"");
+  ASSERT_NE(json_obs, std::string::npos);
+  EXPECT_GT(json.find("\"node\":\"node3\""), json_obs);
+}
+
+// The meaning of confidence and of a cause's share is stated once in every human format.
+TEST(ReportTest, ConfidenceAndShareAreExplainedOnce) {
+  ScratchDir dir;
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  spec.fault = "io";
+  auto path = testing::WriteMergedCluster(spec, dir.path(), kBound);
+  ASSERT_TRUE(path.ok()) << path.error().message();
+  Report r = ReportOf(*path);
+  for (ReportFormat f : {ReportFormat::kText, ReportFormat::kMarkdown, ReportFormat::kHtml}) {
+    std::string out = Render(r, f);
+    size_t at = out.find("Confidence says");
+    ASSERT_NE(at, std::string::npos) << out;
+    EXPECT_EQ(out.find("Confidence says", at + 1), std::string::npos);
+    EXPECT_NE(out.find("share (its score"), std::string::npos) << out;
+  }
+}
+
+// A node-level verdict names the node's ranks and processes, its clock bound and the processes
+// that took its CPUs.
+TEST(ReportTest, NodeLevelVerdictNamesRanksPidsClockAndCompetitors) {
+  ScratchDir dir;
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  std::cout << "seed " << spec.seed << "\n";
+  auto path = testing::WriteMergedCluster(spec, dir.path(), kBound);
+  ASSERT_TRUE(path.ok()) << path.error().message();
+  {
+    // Both ranks of node2 enter every all-reduce 6 ms late (everyone waits for them in the
+    // blocking call), having waited 4 ms of it for a CPU held by one of two 'burner' processes;
+    // node2's clock is aligned within 4.34 ms, the others within 50 us.
+    auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Exec("UPDATE nccl_events SET duration_ns = duration_ns + 6000000"
+                         " WHERE op = 'ALL_REDUCE';"
+                         "UPDATE nccl_events SET timestamp_ns = timestamp_ns + 6000000,"
+                         " duration_ns = duration_ns - 6000000"
+                         " WHERE node = 'node2' AND op = 'ALL_REDUCE';"
+                         "INSERT INTO sched_events(id, node, timestamp_ns, duration_ns, event, pid,"
+                         " tid, cpu, other_pid, other_tid, other_comm)"
+                         " SELECT (SELECT MAX(id) FROM sched_events) + ROW_NUMBER() OVER (),"
+                         " n.node, n.timestamp_ns - 5000000, 4000000, 'runq_latency', n.pid,"
+                         " n.tid, 0, 31337 + (n.pid % 2), 31337 + (n.pid % 2), 'burner'"
+                         " FROM nccl_events n WHERE n.node = 'node2' AND n.op = 'ALL_REDUCE';"
+                         "UPDATE clock_alignment SET error_bound_ns = 4340000"
+                         " WHERE node = 'node2'")
+                    .ok());
+  }
+  Report r = ReportOf(*path);
+  SCOPED_TRACE(RenderText(r));
+  auto it = std::find_if(r.stragglers.begin(), r.stragglers.end(), [](const Straggler& s) {
+    return s.node == "node2" && !s.rank.has_value();
+  });
+  ASSERT_NE(it, r.stragglers.end());
+  EXPECT_EQ(it->cause, "cpu_contention");
+  std::vector<int64_t> ranks = it->ranks, pids = it->pids;
+  std::sort(ranks.begin(), ranks.end());
+  std::sort(pids.begin(), pids.end());
+  EXPECT_EQ(ranks, (std::vector<int64_t>{4, 5}));
+  EXPECT_EQ(pids, (std::vector<int64_t>{10200, 10201}));
+  // Compared with the other nodes across node2's clock bound.
+  EXPECT_GE(it->clock_bound_ns, 4'340'000);
+  // The two burners first (the node's kernel workers took far less).
+  ASSERT_GE(it->competitors.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const Competitor& c = it->competitors[i];
+    EXPECT_EQ(c.comm, "burner");
+    EXPECT_TRUE(c.pid == 31337 || c.pid == 31338) << c.pid;
+    // 4 ms before each of its rank's all-reduces.
+    EXPECT_GE(c.ran_ns, 4'000'000 * 30);
+  }
+  EXPECT_NE(it->competitors[0].pid, it->competitors[1].pid);
+  std::string json = RenderJson(r);
+  EXPECT_NE(json.find("\"competitors\":[{\"comm\":\"burner\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"pids\":["), std::string::npos);
+}
+
 TEST(ReportTest, NoCollectivesIsSaidClearly) {
   ScratchDir dir;
   std::string path = dir.path() + "/empty.rsb";
@@ -273,6 +412,49 @@ TEST(ReportTest, MismatchedCountAtOneSequenceIsReported) {
     if (value == "7") found = who == std::vector<std::string>{"node1 rank 3"};
   }
   EXPECT_TRUE(found);
+}
+
+// The hang advice names the culprit's process, its last completed call, what it did instead and
+// where it was called from.
+TEST(ReportTest, HangAdviceNamesTheCulpritsPidLastCallAndCaller) {
+  ScratchDir dir;
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  spec.fault = "hang";
+  spec.fault_node = 1;
+  spec.fault_local_rank = 0;
+  std::cout << "seed " << spec.seed << "\n";
+  auto path = testing::WriteMergedCluster(spec, dir.path(), kBound);
+  ASSERT_TRUE(path.ok()) << path.error().message();
+  {
+    auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(
+        db->Exec("INSERT INTO stacks(id, frames) VALUES (77,"
+                 " 'ncclAllReduce+0x10 (libnccl.so.2@ab+0x10)' || char(10) ||"
+                 " 'train_step+0x1c (trainer@cd+0x1c)' || char(10) ||"
+                 " 'main+0x20 (trainer@cd+0x20)');"
+                 "UPDATE nccl_events SET stack_id = 77 WHERE node = 'node1' AND pid = 10100")
+            .ok());
+  }
+  Report r = ReportOf(*path);
+  SCOPED_TRACE(RenderText(r));
+  ASSERT_TRUE(r.hang.detected);
+  ASSERT_FALSE(r.stragglers.empty());
+  const Straggler& s = r.stragglers.front();
+  EXPECT_EQ(s.cause, "hang");
+  EXPECT_EQ(s.pids, std::vector<int64_t>{10100});
+  ASSERT_FALSE(s.causes.empty());
+  const std::string& advice = s.causes.front().remediation;
+  EXPECT_EQ(advice.find("gdb -p PID"), std::string::npos) << advice;
+  EXPECT_NE(advice.find("gdb -p 10100"), std::string::npos) << advice;
+  EXPECT_NE(advice.find("py-spy dump --pid 10100"), std::string::npos) << advice;
+  // Its last completed call is the all-reduce before the one it never entered.
+  EXPECT_NE(advice.find("last completed call: ALL_REDUCE seq " + std::to_string(r.hang.seq - 1)),
+            std::string::npos)
+      << advice;
+  EXPECT_NE(advice.find("train_step+0x1c"), std::string::npos) << advice;
+  EXPECT_NE(advice.find("no NCCL or CUDA call in flight"), std::string::npos) << advice;
 }
 
 TEST(ReportTest, HangCulpritWithoutAnyRecordingIsNamedByRank) {

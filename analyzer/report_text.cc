@@ -15,11 +15,15 @@ constexpr size_t kTextRanks = 8;
 std::string RenderText(const Report& r) {
   std::ostringstream o;
   o << r.verdict << "\n\n";
-  for (const Straggler& s : r.stragglers) {
+  auto finding = [&](const Straggler& s) {
     o << StragglerLabel(s) << ": cause " << s.cause;
     if (!s.shape.empty()) o << ", " << Spoken(s.shape);
     o << ", confidence " << s.confidence << "\n";
     o << "  " << s.summary << "\n";
+    if (std::string who = StragglerWho(s); !who.empty()) o << "  who: " << who << "\n";
+    if (!s.competitors.empty()) {
+      o << "  competing for its CPUs: " << CompetitorsLine(s) << "\n";
+    }
     size_t i = 0;
     for (const Cause& c : s.causes) {
       o << "  " << ++i << ". " << c.kind << " (" << FormatPercent(c.score) << "): " << c.summary
@@ -30,6 +34,11 @@ std::string RenderText(const Report& r) {
     for (const Evidence& e : s.evidence) o << "   - " << e.summary << "\n";
     o << "  basis" << (s.arrival_basis.empty() ? "" : " (arrival: " + Spoken(s.arrival_basis) + ")")
       << ": " << s.basis << "\n\n";
+  };
+  for (const Straggler& s : r.stragglers) finding(s);
+  if (!r.observations.empty()) {
+    o << "observations (no measured lateness behind them; not verdicts):\n\n";
+    for (const Straggler& s : r.observations) finding(s);
   }
   o << "hang: " << (r.hang.detected ? "DETECTED" : "none") << " — " << r.hang.summary << "\n";
   if (r.hang.detected) {
@@ -101,6 +110,7 @@ std::string RenderText(const Report& r) {
     o << "\nnotes:\n";
     for (const std::string& n : r.notes) o << "  - " << n << "\n";
   }
+  o << "\nreading this report: " << ReadingGuide() << "\n";
   return o.str();
 }
 
