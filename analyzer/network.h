@@ -45,6 +45,7 @@ struct NetworkCandidate {
   // compared within a size (op, count, datatype) where both kinds occur, else over all sizes.
   // Without it the retransmits are no cause of anything measured (an observation).
   bool slowed = false;
+  bool too_few_to_tell = false;  // slower, but in fewer collectives than a finding needs
   std::string confidence;
   double score = 0;
 };

@@ -6,6 +6,8 @@
 #include <charconv>
 #include <sstream>
 
+#include "rscore/cli.h"
+#include "rscore/cli_help.h"
 #include "rscore/duration.h"
 
 namespace rs::exporter {
@@ -13,19 +15,21 @@ namespace {
 
 namespace po = boost::program_options;
 
-constexpr const char* kUsageHead =
-    "Usage: rankscope-export INPUT -o OUT [--format perfetto|chrome-json]\n"
-    "                        [--from T] [--to T] [--nodes NODE[,NODE...]]\n"
-    "                        [--compression deflate|none]\n"
-    "\n"
-    "Writes a merged db (.rsdb) or one node bundle (.rsb) as a Perfetto trace\n"
-    "(native protobuf, open it in ui.perfetto.dev) or as Chrome trace JSON.\n"
-    "\n"
-    "T is absolute wall-clock nanoseconds (1760000000123456789) or an offset from the\n"
-    "first event of INPUT: +1.5s, +250ms, +0. Events whose start lies in [from, to]\n"
-    "are exported.\n"
-    "\n"
-    "Options";
+const rs::cli::HelpText kHelp = {
+    .usage = "rankscope-export INPUT -o OUT [--format perfetto|chrome-json] [--from T] [--to T]\n"
+             "       [--nodes NODE[,NODE...]] [--compression deflate|none]",
+    .about = "Writes a merged database (.rsdb) or one node bundle (.rsb) as a Perfetto trace\n"
+             "(native protobuf: open it in ui.perfetto.dev) or as Chrome trace JSON.\n"
+             "\n"
+             "T is absolute wall-clock nanoseconds (1760000000123456789) or an offset from the\n"
+             "first event of INPUT: +1.5s, +250ms, +0. Events whose start lies in [from, to]\n"
+             "are exported.",
+    .examples = {{"rankscope-export job.rsdb -o job.pftrace", "the whole recording, for ui.perfetto.dev"},
+                 {"rankscope-export job.rsdb -o slow.pftrace --from +40s --to +45s --nodes node3",
+                  "five seconds of one node"},
+                 {"rankscope-export job.rsdb -o - --compression none | protoc --decode_raw",
+                  "the trace on standard output"}},
+    .man_page = "rankscope-export(1)"};
 
 std::vector<std::string> SplitNodes(const std::vector<std::string>& values) {
   std::vector<std::string> out;
@@ -76,29 +80,30 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   CommandLine cl;
   std::string format, from, to, compression = "deflate";
   std::vector<std::string> nodes;
-  po::options_description opts(kUsageHead);
-  opts.add_options()                                                                      //
-      ("help,h", "show this help")                                                        //
-      ("version", "show the version")                                                     //
-      ("output,o", po::value<std::string>(&cl.options.output), "output file (required)")  //
-      ("format,f", po::value<std::string>(&format),
+  std::string output_alias;
+  po::options_description opts;
+  opts.add_options()                               //
+      ("help,h", "show this help")                 //
+      ("version", "show the version")              //
+      ("out,o", po::value<std::string>(&cl.options.output)->value_name("OUT"),
+       "trace file to write (required); - writes it to standard output")  //
+      ("format,f", po::value<std::string>(&format)->value_name("FORMAT"),
        "perfetto (default; .pftrace) or chrome-json (default when OUT ends in .json)")  //
-      ("from", po::value<std::string>(&from), "first event start to export (T)")        //
-      ("to", po::value<std::string>(&to), "last event start to export (T)")             //
-      ("nodes", po::value<std::vector<std::string>>(&nodes)->composing(),
+      ("from", po::value<std::string>(&from)->value_name("T"), "first event start to export")  //
+      ("to", po::value<std::string>(&to)->value_name("T"), "last event start to export")       //
+      ("nodes", po::value<std::vector<std::string>>(&nodes)->composing()->value_name("NODES"),
        "only these nodes (comma-separated, repeatable)")  //
-      ("compression", po::value<std::string>(&compression),
+      ("compression", po::value<std::string>(&compression)->value_name("KIND"),
        "perfetto: deflate (default; packets compressed as Perfetto's own tracer does) or "
        "none (plain packets, e.g. for protoc --decode)");
   po::options_description hidden;
-  hidden.add_options()("input", po::value<std::vector<std::string>>(), "input");
+  hidden.add_options()("input", po::value<std::vector<std::string>>(), "input")  //
+      ("output", po::value<std::string>(&output_alias), "the old spelling of --out");
   po::options_description all;
   all.add(opts).add(hidden);
   po::positional_options_description pos;
   pos.add("input", -1);
-  std::ostringstream usage;
-  usage << opts;
-  cl.usage = usage.str();
+  cl.usage = rs::cli::FormatHelp(kHelp, opts);
 
   po::variables_map vm;
   try {
@@ -122,6 +127,12 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
                  " (merge bundles first with rankscope-merge)");
   }
   cl.options.input = inputs[0];
+  if (!output_alias.empty()) {
+    if (!cl.options.output.empty() && cl.options.output != output_alias) {
+      return Error("-o/--out and --output name two files: give one");
+    }
+    cl.options.output = output_alias;
+  }
   if (cl.options.output.empty()) return Error("missing -o OUT: the trace file to write");
   if (format.empty()) {
     format = EndsWith(cl.options.output, ".json") ? "chrome-json" : "perfetto";

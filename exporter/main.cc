@@ -1,8 +1,12 @@
 // rankscope-export: a merged db or node bundle -> Perfetto protobuf trace or Chrome JSON.
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "export_options.h"
 #include "exporter.h"
+#include "rscore/cli.h"
+#include "rscore/clock.h"
 
 #ifndef RANKSCOPE_VERSION
 #define RANKSCOPE_VERSION "unknown"
@@ -10,36 +14,57 @@
 
 int main(int argc, char** argv) {
   using namespace rs::exporter;
+  using namespace rs::cli;
+  const int64_t started = rs::MonotonicNowNs();
   auto cl = ParseCommandLine(argc, argv);
   if (!cl.ok()) {
     std::fprintf(stderr, "rankscope-export: %s\n", cl.error().message().c_str());
-    return 2;
+    return kExitUsage;
   }
   if (cl->help) {
     std::printf("%s", cl->usage.c_str());
-    return 0;
+    return kExitOk;
   }
   if (cl->version) {
     std::printf("rankscope-export %s\n", RANKSCOPE_VERSION);
-    return 0;
+    return kExitOk;
+  }
+  // -o -: written to a file of its own, then sent to standard output.
+  const bool to_stdout = IsStdio(cl->options.output);
+  const std::string shown = to_stdout ? "standard output" : cl->options.output;
+  if (to_stdout) {
+    auto staged = StdoutStagingPath("rankscope-export");
+    if (!staged.ok()) {
+      std::fprintf(stderr, "rankscope-export: %s\n", staged.error().message().c_str());
+      return kExitError;
+    }
+    cl->options.output = *staged;
   }
   auto r = Export(cl->options);
   if (!r.ok()) {
     std::fprintf(stderr, "rankscope-export: %s\n", r.error().message().c_str());
-    return 1;
+    if (to_stdout) unlink(cl->options.output.c_str());
+    return kExitError;
+  }
+  if (to_stdout) {
+    if (auto sent = CopyToStdout(cl->options.output); !sent.ok()) {
+      std::fprintf(stderr, "rankscope-export: %s\n", sent.error().message().c_str());
+      return kExitError;
+    }
   }
   const TimelineStats& s = r->stats;
-  std::fprintf(stderr,
-               "rankscope-export: wrote %s: %lld rows -> %lld slices (%lld in flight), %lld "
-               "instants, %lld counter samples, %lld flow events on %lld tracks, %lld bytes\n",
-               cl->options.output.c_str(), static_cast<long long>(r->summary.rows),
-               static_cast<long long>(s.slices), static_cast<long long>(s.in_flight),
-               static_cast<long long>(s.instants), static_cast<long long>(s.counter_samples),
-               static_cast<long long>(s.flow_events), static_cast<long long>(r->tracks),
-               static_cast<long long>(r->bytes));
   if (s.device_slices > 0) {
     std::fprintf(stderr, "rankscope-export: %lld of the slices are NCCL operations on GPU tracks\n",
                  static_cast<long long>(s.device_slices));
   }
-  return 0;
+  std::fprintf(stderr,
+               "rankscope-export: wrote %s: %lld rows -> %lld slices (%lld in flight), %lld "
+               "instants, %lld counter samples, %lld flow events on %lld tracks, %lld bytes in "
+               "%s\n",
+               shown.c_str(), static_cast<long long>(r->summary.rows),
+               static_cast<long long>(s.slices), static_cast<long long>(s.in_flight),
+               static_cast<long long>(s.instants), static_cast<long long>(s.counter_samples),
+               static_cast<long long>(s.flow_events), static_cast<long long>(r->tracks),
+               static_cast<long long>(r->bytes), FormatElapsed(rs::MonotonicNowNs() - started).c_str());
+  return kExitOk;
 }

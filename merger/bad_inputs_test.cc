@@ -90,7 +90,7 @@ TEST_F(BadInputs, EachBadFileSkippedWithItsReasonAndTheRestMerged) {
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->merged, 4);  // 3 good + the valid bundle without events
   EXPECT_EQ(r->skipped, 6);
-  EXPECT_EQ(r->exit_code(), 2);
+  EXPECT_EQ(r->exit_code(), rs::cli::kExitPartial);
   std::map<std::string, std::string> reason;
   for (const InputSummary& in : r->inputs) reason[in.file] = in.status + ": " + in.reason;
   EXPECT_NE(reason[truncated].find("skipped"), std::string::npos);
@@ -282,7 +282,7 @@ TEST_F(BadInputs, InputThatFailsToCopyLeavesNothingBehind) {
                                           : "copy (3 direct, 0 parts; 0 by pages)");
     EXPECT_EQ(r->merged, 2);
     EXPECT_EQ(r->skipped, 1);
-    EXPECT_EQ(r->exit_code(), 2);
+    EXPECT_EQ(r->exit_code(), rs::cli::kExitPartial);
     EXPECT_EQ(r->inputs[1].status, "skipped");
     EXPECT_NE(r->inputs[1].reason.find("copy failed"), std::string::npos) << r->inputs[1].reason;
     EXPECT_NE(log.str().find("skipping " + old_schema), std::string::npos);

@@ -1,53 +1,88 @@
 // rankscope-merge: node bundles -> one validated, clock-aligned SQLite database.
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 
 #include "merge.h"
 #include "options.h"
+#include "rscore/cli.h"
+#include "rscore/clock.h"
 
 #ifndef RANKSCOPE_VERSION
 #define RANKSCOPE_VERSION "unknown"
 #endif
 
 int main(int argc, char** argv) {
+  using namespace rs::cli;
+  const int64_t started = rs::MonotonicNowNs();
   merge::ConfigureSqlite();
   auto cl = merge::ParseCommandLine(argc, argv);
   if (!cl.ok()) {
     std::cerr << "rankscope-merge: " << cl.error().message() << "\n";
-    return 1;
+    return kExitUsage;
   }
   if (cl->help) {
     std::cout << cl->help_text;
-    return 0;
+    return kExitOk;
   }
   if (cl->version) {
     std::cout << "rankscope-merge " << RANKSCOPE_VERSION << "\n";
-    return 0;
+    return kExitOk;
   }
-  cl->merge.progress = cl->merge.progress || isatty(STDERR_FILENO);
+  const bool tty = isatty(STDERR_FILENO);
+  cl->merge.progress = !cl->quiet && (tty || cl->progress_forced);
+  cl->merge.progress_plain = !tty;
+  // -o -: merged into a file of its own, then sent to standard output.
+  const bool to_stdout = IsStdio(cl->merge.out_path);
+  const std::string shown = to_stdout ? "standard output" : cl->merge.out_path;
+  if (to_stdout) {
+    auto staged = StdoutStagingPath("rankscope-merge");
+    if (!staged.ok()) {
+      std::cerr << "rankscope-merge: " << staged.error().message() << "\n";
+      return kExitError;
+    }
+    unlink(staged->c_str());  // the merge refuses to overwrite; the name stays unique enough
+    cl->merge.out_path = *staged;
+  }
   std::ostringstream quiet_sink;
   std::ostream& log = cl->quiet ? static_cast<std::ostream&>(quiet_sink) : std::cerr;
   auto result = merge::Merge(cl->merge, log);
   if (!result.ok()) {
     if (cl->quiet) std::cerr << quiet_sink.str();
     std::cerr << "rankscope-merge: " << result.error().message() << "\n";
-    return 1;
+    if (to_stdout) unlink(cl->merge.out_path.c_str());
+    return kExitError;
+  }
+  if (to_stdout) {
+    if (auto sent = CopyToStdout(cl->merge.out_path); !sent.ok()) {
+      std::cerr << "rankscope-merge: " << sent.error().message() << "\n";
+      return kExitError;
+    }
   }
   const merge::MergeResult& r = *result;
-  std::cerr << "rankscope-merge: wrote " << cl->merge.out_path << ": " << r.merged
-            << " input(s) merged, " << r.skipped << " skipped, " << r.duplicates
-            << " duplicate(s); " << r.event_rows << " event rows\n";
-  for (const merge::NodeAlignment& a : r.alignment) {
-    std::cerr << "  clock " << a.node << ": " << a.method << " offset " << a.offset_ns << " ns +- "
-              << a.error_bound_ns << " ns";
-    if (a.drift_ppm != 0) std::cerr << ", drift " << a.drift_ppm << " ppm";
-    std::cerr << " (" << a.rendezvous_count << " rendezvous"
-              << (a.evidence.empty() ? "" : ": " + a.evidence) << ")\n";
+  std::vector<const merge::NodeAlignment*> nodes;
+  for (const merge::NodeAlignment& a : r.alignment) nodes.push_back(&a);
+  std::sort(nodes.begin(), nodes.end(), [](const auto* a, const auto* b) {
+    return NaturalLess(a->node, b->node);
+  });
+  if (!cl->quiet) {
+    for (const merge::NodeAlignment* a : nodes) {
+      std::cerr << "  clock " << a->node << ": " << a->method << " offset " << a->offset_ns
+                << " ns +- " << a->error_bound_ns << " ns";
+      if (a->drift_ppm != 0) std::cerr << ", drift " << a->drift_ppm << " ppm";
+      std::cerr << " (" << a->rendezvous_count << " rendezvous"
+                << (a->evidence.empty() ? "" : ": " + a->evidence) << ")\n";
+    }
   }
   for (const merge::InputSummary& in : r.inputs) {
-    if (in.status == "skipped") std::cerr << "  SKIPPED " << in.file << ": " << in.reason << "\n";
+    if (in.status == "skipped") {
+      std::cerr << "rankscope-merge: warning: skipped " << in.file << ": " << in.reason << "\n";
+    }
   }
+  std::cerr << "rankscope-merge: wrote " << shown << ": " << r.merged << " input(s) merged, "
+            << r.skipped << " skipped, " << r.duplicates << " duplicate(s); " << r.event_rows
+            << " event rows in " << FormatElapsed(rs::MonotonicNowNs() - started) << "\n";
   return r.exit_code();
 }

@@ -63,16 +63,22 @@ rs::Result<void> MoveIntoPlace(const std::string& from, const std::string& to) {
 
 class Progress {
  public:
-  Progress(bool on, std::ostream& log) : on_(on), log_(log) {}
+  // On a terminal one line redrawn in place; elsewhere (a log) plain lines.
+  Progress(bool on, bool plain, std::ostream& log) : on_(on), plain_(plain), log_(log) {}
   void Show(const std::string& line) {
-    if (on_) log_ << "\r\033[K" << line << std::flush;
+    if (!on_) return;
+    if (plain_) {
+      log_ << line << "\n" << std::flush;
+    } else {
+      log_ << "\r\033[K" << line << std::flush;
+    }
   }
   void Done() {
-    if (on_) log_ << "\r\033[K" << std::flush;
+    if (on_ && !plain_) log_ << "\r\033[K" << std::flush;
   }
 
  private:
-  bool on_;
+  bool on_, plain_;
   std::ostream& log_;
 };
 
@@ -243,7 +249,7 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
     return rs::Error("no inputs: give node bundles (NODE.rsb) or a directory holding them");
   }
   ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandInputs(opt.inputs));
-  Progress progress(opt.progress, log);
+  Progress progress(opt.progress, opt.progress_plain, log);
   progress.Show("validating " + std::to_string(files.size()) + " inputs...");
   std::vector<Input> inputs = PlanInputs(files, log);
   progress.Done();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "clock_alignment.h"
+#include "rscore/cli.h"
 #include "rscore/result.h"
 
 namespace merge {
@@ -19,6 +20,7 @@ struct MergeOptions {
   std::optional<std::string> bundle_path;  // also write a zstd-compressed copy here
   std::string reference_node;              // node whose clock is the reference; empty: automatic
   bool progress = false;                   // progress lines (for a terminal)
+  bool progress_plain = false;             // as plain lines, not redrawn (not a terminal)
   AlignOptions align;
   // Threads that copy inputs into parts (the output's writer waits meanwhile); -1: one per
   // core; 0: none, the writer copies every input itself.
@@ -45,7 +47,7 @@ struct MergeResult {
   std::vector<NodeAlignment> alignment;
   std::vector<PhaseTime> phases;
   // Exit status: 0 all merged, 2 merged with some inputs skipped (1 is an Error).
-  int exit_code() const { return skipped > 0 ? 2 : 0; }
+  int exit_code() const { return skipped > 0 ? rs::cli::kExitPartial : rs::cli::kExitOk; }
 };
 
 // Process-wide SQLite settings that make a merge faster; call before SQLite is first used

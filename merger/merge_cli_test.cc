@@ -71,12 +71,13 @@ TEST_F(MergeCli, AllMergedExitsZero) {
   EXPECT_EQ(sb.st_mode & 0777, 0600u);
 }
 
-TEST_F(MergeCli, SkippedInputExitsTwo) {
+TEST_F(MergeCli, SkippedInputExitsThreeWithAWarningQuietDoesNotHide) {
   std::string bad = dir_.File("bad.rsb");
   ASSERT_TRUE(testing::WriteText(bad, "").ok());
   CliRun r = Merge("-q -o " + dir_.File("m.rsdb") + " " + dir_.path());
-  EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_NE(r.output.find("SKIPPED " + bad + ": empty file"), std::string::npos) << r.output;
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_NE(r.output.find("warning: skipped " + bad + ": empty file"), std::string::npos)
+      << r.output;
   EXPECT_EQ(r.output.find("nccl_events"), std::string::npos) << "quiet prints no counts";
 }
 
@@ -91,11 +92,51 @@ TEST_F(MergeCli, StrictAndNothingMergedExitOne) {
   r = Merge("-o " + out + " " + bad);
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("nothing merged"), std::string::npos) << r.output;
-  r = Merge("-o " + out);
-  EXPECT_EQ(r.status, 1) << r.output;
+}
+
+// The shared convention (rscore/cli.h): usage errors exit 2, --help is laid out like every
+// tool's, '-' is standard output, the last line says how long it took.
+TEST_F(MergeCli, UsageErrorsExitTwo) {
+  std::string out = dir_.File("m.rsdb");
+  CliRun r = Merge("-o " + out);
+  EXPECT_EQ(r.status, 2) << r.output;
   r = Merge("--no-such-flag -o " + out + " " + bundles_[0]);
-  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find("no-such-flag"), std::string::npos) << r.output;
+  r = Merge("--bundle -o - " + bundles_[0]);
+  EXPECT_EQ(r.status, 2) << r.output;
+}
+
+TEST_F(MergeCli, HelpHasTheSharedLayout) {
+  CliRun r = Merge("-h");
+  EXPECT_EQ(r.status, 0) << r.output;
+  size_t at = 0;
+  for (const char* part : {"usage: rankscope-merge -o OUT.rsdb INPUT...", "\noptions:\n",
+                           "  -o, --out FILE", "      --strict", "\nexamples:\n",
+                           "  rankscope-merge -o job.rsdb bundles/", "\nexit status: 0 done",
+                           "See rankscope-merge(1)."}) {
+    size_t next = r.output.find(part, at);
+    EXPECT_NE(next, std::string::npos) << "missing or out of order: " << part << "\n" << r.output;
+    if (next != std::string::npos) at = next;
+  }
+  EXPECT_EQ(r.output.find("[ --"), std::string::npos) << "Boost's raw layout: " << r.output;
+}
+
+TEST_F(MergeCli, DashWritesTheDatabaseToStandardOutput) {
+  const std::string db = dir_.File("piped.rsdb");
+  const std::string err = dir_.File("err.txt");
+  const int rc = std::system((bin_ + " -o - " + bundles_[0] + " " + bundles_[1] + " > " + db +
+                              " 2> " + err).c_str());
+  ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
+  EXPECT_FALSE(std::filesystem::exists("-"));
+  auto opened = rs::OpenRankscopeFile(db);
+  ASSERT_TRUE(opened.ok()) << opened.error().message();
+  EXPECT_EQ(opened->info().db_kind, "merged");
+  EXPECT_GT(opened->db().QueryInt("SELECT COUNT(*) FROM nccl_events").value(), 0);
+  std::ifstream f(err);
+  std::string log((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(log.find("wrote standard output: 2 input(s) merged"), std::string::npos) << log;
+  EXPECT_EQ(log.find("\r"), std::string::npos) << "no terminal: no redrawn progress";
 }
 
 TEST_F(MergeCli, BundleCopyIsReadable) {

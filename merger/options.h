@@ -14,6 +14,7 @@ struct CommandLine {
   bool help = false;
   bool version = false;
   bool quiet = false;
+  bool progress_forced = false;  // --progress: plain lines also when stderr is no terminal
   std::string help_text;
 };
 

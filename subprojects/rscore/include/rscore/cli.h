@@ -1,0 +1,50 @@
+// The command-line convention the four tools share (README "Command line", each man page):
+//   exit status  0 done; 1 error (nothing written); 2 usage (a flag or argument is wrong);
+//                3 partial (done, with some inputs skipped: each named on stderr);
+//                4 `report --fail-on`: the report found what was asked for
+//   -o/--out FILE  where the result goes; '-' is standard output (an input '-' is standard
+//                input where a tool reads text, e.g. query's SQL)
+//   -h/--help      usage, options, EXAMPLES, exit status, laid out alike (cli_help.h)
+//   -q/--quiet     no progress or summaries; warnings and errors are always printed
+//   progress       only on a terminal; a final line with the elapsed time
+// This header has no dependencies beyond the standard library (the recorder uses it too).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "rscore/result.h"
+
+namespace rs::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitPartial = 3;
+inline constexpr int kExitFound = 4;
+
+// One line for every --help: what the exit codes mean.
+inline constexpr const char* kExitStatusHelp =
+    "exit status: 0 done, 1 error, 2 usage error, 3 partial (some inputs skipped),\n"
+    "4 report --fail-on found what was asked for.";
+
+// Natural order of names: digit runs compare as numbers (node2 < node10), the rest as text.
+bool NaturalLess(std::string_view a, std::string_view b);
+
+// '-' as a file name: standard input or output.
+inline bool IsStdio(std::string_view path) { return path == "-"; }
+
+// For a tool that writes its result to a file by name (atomically, by rename): a new empty
+// file in $TMPDIR (else /tmp) to write instead of '-', which CopyToStdout then sends to
+// standard output and removes.
+rs::Result<std::string> StdoutStagingPath(std::string_view tool);
+rs::Result<void> CopyToStdout(const std::string& path);
+
+// All of standard input (e.g. SQL), at most max_bytes.
+rs::Result<std::string> ReadStdin(size_t max_bytes);
+
+// "1.23 s", "850 ms": the elapsed time of a final line.
+std::string FormatElapsed(int64_t ns);
+
+}  // namespace rs::cli

@@ -1,0 +1,118 @@
+#include "rscore/cli.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace rs::cli {
+
+namespace {
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+std::string Errno() { return std::strerror(errno); }
+
+}  // namespace
+
+bool NaturalLess(std::string_view a, std::string_view b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (IsDigit(a[i]) && IsDigit(b[j])) {
+      size_t ie = i, je = j;
+      while (ie < a.size() && IsDigit(a[ie])) ++ie;
+      while (je < b.size() && IsDigit(b[je])) ++je;
+      // Compare the numbers without converting (any length): skip leading zeros, then the
+      // longer run is larger, then digit by digit.
+      size_t iz = i, jz = j;
+      while (iz + 1 < ie && a[iz] == '0') ++iz;
+      while (jz + 1 < je && b[jz] == '0') ++jz;
+      if (ie - iz != je - jz) return ie - iz < je - jz;
+      const int c = a.substr(iz, ie - iz).compare(b.substr(jz, je - jz));
+      if (c != 0) return c < 0;
+      if (ie - i != je - j) return ie - i < je - j;  // node01 before node001: stable, total
+      i = ie;
+      j = je;
+      continue;
+    }
+    if (a[i] != b[j]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]);
+    ++i;
+    ++j;
+  }
+  return a.size() - i < b.size() - j;
+}
+
+rs::Result<std::string> StdoutStagingPath(std::string_view tool) {
+  const char* dir = std::getenv("TMPDIR");
+  std::string path = std::string(dir && *dir ? dir : "/tmp") + "/." + std::string(tool) +
+                     "-stdout.XXXXXX";
+  const int fd = mkstemp(path.data());
+  if (fd < 0) {
+    return rs::Error("cannot make a temporary file for -o - in " + path.substr(0, path.rfind('/')) +
+                     ": " + Errno() + " (set TMPDIR to a writable directory)");
+  }
+  close(fd);
+  return path;
+}
+
+rs::Result<void> CopyToStdout(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return rs::Error("cannot read " + path + ": " + Errno());
+  char buf[1 << 16];
+  std::string error;
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      error = "cannot read " + path + ": " + Errno();
+      break;
+    }
+    if (n == 0) break;
+    for (ssize_t off = 0; off < n;) {
+      const ssize_t w = write(STDOUT_FILENO, buf + off, static_cast<size_t>(n - off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) {
+        error = "cannot write to standard output: " + Errno();
+        break;
+      }
+      off += w;
+    }
+    if (!error.empty()) break;
+  }
+  close(fd);
+  unlink(path.c_str());
+  if (!error.empty()) return rs::Error(error);
+  return rs::Ok();
+}
+
+rs::Result<std::string> ReadStdin(size_t max_bytes) {
+  std::string out;
+  char buf[1 << 14];
+  for (;;) {
+    const ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return rs::Error("cannot read standard input: " + Errno());
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > max_bytes) {
+      return rs::Error("standard input is longer than " + std::to_string(max_bytes) + " bytes");
+    }
+  }
+  return out;
+}
+
+std::string FormatElapsed(int64_t ns) {
+  char buf[32];
+  if (ns < 1'000'000'000) {
+    std::snprintf(buf, sizeof(buf), "%lld ms", static_cast<long long>(ns / 1'000'000));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.2f s", static_cast<double>(ns) / 1e9);
+  }
+  return buf;
+}
+
+}  // namespace rs::cli

@@ -1,0 +1,81 @@
+#include "rscore/cli_help.h"
+
+#include <boost/program_options/cmdline.hpp>
+#include <boost/program_options/value_semantic.hpp>
+#include <sstream>
+
+#include "rscore/cli.h"
+
+namespace rs::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr size_t kNameWidth = 26;
+constexpr size_t kLineWidth = 96;
+
+// `text` wrapped at kLineWidth, every line after the first indented by `indent`.
+std::string Wrap(const std::string& text, size_t indent, size_t first_column) {
+  std::string out, word;
+  size_t column = first_column;
+  std::istringstream words(text);
+  bool first = true;
+  while (words >> word) {
+    if (!first && column + 1 + word.size() > kLineWidth) {
+      out += "\n" + std::string(indent, ' ');
+      column = indent;
+    } else if (!first) {
+      out += ' ';
+      ++column;
+    }
+    out += word;
+    column += word.size();
+    first = false;
+  }
+  return out;
+}
+
+std::string OptionName(const po::option_description& o) {
+  const std::string shown = o.canonical_display_name(po::command_line_style::allow_dash_for_short);
+  const bool has_short = shown.size() == 2 && shown[0] == '-' && shown[1] != '-';
+  std::string name = has_short ? shown + ", " : "    ";
+  name += "--" + o.long_name();
+  if (o.semantic()->max_tokens() > 0) name += " " + o.semantic()->name();
+  return name;
+}
+
+}  // namespace
+
+std::string FormatHelp(const HelpText& text, const po::options_description& options) {
+  std::ostringstream out;
+  std::istringstream usage(text.usage);
+  std::string line;
+  bool first = true;
+  while (std::getline(usage, line)) {
+    out << (first ? "usage: " : "       ") << line << "\n";
+    first = false;
+  }
+  if (!text.about.empty()) out << "\n" << text.about << (text.about.back() == '\n' ? "" : "\n");
+  out << "\noptions:\n";
+  for (const auto& o : options.options()) {
+    std::string name = "  " + OptionName(*o);
+    if (name.size() + 2 > kNameWidth) {
+      out << name << "\n" << std::string(kNameWidth, ' ');
+    } else {
+      out << name << std::string(kNameWidth - name.size(), ' ');
+    }
+    out << Wrap(o->description(), kNameWidth, kNameWidth) << "\n";
+  }
+  if (!text.examples.empty()) {
+    out << "\nexamples:\n";
+    for (const auto& [command, what] : text.examples) {
+      out << "  " << command << "\n      " << Wrap(what, 6, 6) << "\n";
+    }
+  }
+  out << "\n" << kExitStatusHelp << "\n";
+  if (!text.man_page.empty()) out << "See " << text.man_page << ".\n";
+  return out.str();
+}
+
+}  // namespace rs::cli

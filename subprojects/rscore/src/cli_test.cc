@@ -1,0 +1,49 @@
+#include "rscore/cli.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace rs::cli {
+namespace {
+
+TEST(NaturalLess, NumbersInNamesCompareAsNumbers) {
+  std::vector<std::string> v = {"node60", "node7", "node6", "node10", "gpu-a2", "gpu-a10",
+                                "node007", "node", "node6b", "node6a"};
+  std::sort(v.begin(), v.end(), [](const std::string& a, const std::string& b) {
+    return NaturalLess(a, b);
+  });
+  EXPECT_EQ(v, (std::vector<std::string>{"gpu-a2", "gpu-a10", "node", "node6", "node6a",
+                                         "node6b", "node7", "node007", "node10", "node60"}));
+}
+
+TEST(NaturalLess, IsAStrictOrder) {
+  EXPECT_FALSE(NaturalLess("node1", "node1"));
+  EXPECT_TRUE(NaturalLess("node1", "node01"));  // equal numbers: the shorter spelling first
+  EXPECT_FALSE(NaturalLess("node01", "node1"));
+  EXPECT_TRUE(NaturalLess("n99999999999999999999998", "n99999999999999999999999"));
+  EXPECT_TRUE(NaturalLess("a", "b"));
+  EXPECT_TRUE(NaturalLess("", "a"));
+}
+
+TEST(FormatElapsed, MillisecondsThenSeconds) {
+  EXPECT_EQ(FormatElapsed(850'000'000), "850 ms");
+  EXPECT_EQ(FormatElapsed(1'234'000'000), "1.23 s");
+}
+
+TEST(StdoutStaging, AStagedFileIsRemovedOnceCopied) {
+  auto path = StdoutStagingPath("rscore-test");
+  ASSERT_TRUE(path.ok()) << path.error().message();
+  EXPECT_EQ(access(path->c_str(), F_OK), 0);
+  auto copied = CopyToStdout(*path);  // empty: writes nothing
+  EXPECT_TRUE(copied.ok());
+  EXPECT_NE(access(path->c_str(), F_OK), 0);
+  EXPECT_FALSE(CopyToStdout(*path).ok());  // gone
+}
+
+}  // namespace
+}  // namespace rs::cli
