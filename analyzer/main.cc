@@ -11,25 +11,52 @@
 #include "query.h"
 #include "report_command.h"
 #include "rscore/bundle.h"
+#include "rscore/cli.h"
+#include "rscore/cli_help.h"
 
 namespace po = boost::program_options;
 
 namespace {
 
 constexpr const char* kUsage =
-    "usage: rankscope-analyze query INPUT \"SQL\" [--format table|csv|json] [--limit N]\n"
+    "usage: rankscope-analyze query INPUT SQL|- [--format table|csv|json] [--limit N]\n"
     "       rankscope-analyze report INPUT [--format text|json|markdown|html] [-o FILE]\n"
     "\n"
     "INPUT is a node bundle (.rsb) or a merged database (.rsdb).\n"
-    "Run 'rankscope-analyze COMMAND --help' for a command's options; see rankscope-analyze(1).\n";
+    "\n"
+    "examples:\n"
+    "  rankscope-analyze report job.rsdb\n"
+    "      which node held the job back, and why\n"
+    "  rankscope-analyze query job.rsdb \"SELECT node, COUNT(*) FROM tcp_events GROUP BY node\"\n"
+    "      read-only SQL over the recording\n"
+    "\n"
+    "Run 'rankscope-analyze COMMAND --help' for a command's options.\n";
+
+constexpr const char* kExitLine =
+    "exit status: 0 done, 1 error, 2 usage error, 3 partial (some inputs skipped),\n"
+    "4 report --fail-on found what was asked for.\nSee rankscope-analyze(1).\n";
+
+const rs::cli::HelpText kQueryHelp = {
+    .usage = "rankscope-analyze query INPUT SQL|- [--format table|csv|json] [--limit N]",
+    .about = "Runs one read-only SQL statement over a bundle (.rsb) or merged database (.rsdb).\n"
+             "SQL - reads the statement from standard input. INSERT/UPDATE/DELETE, schema\n"
+             "changes, ATTACH and state-changing PRAGMAs are refused.",
+    .examples = {{"rankscope-analyze query job.rsdb \"SELECT rank, COUNT(*) FROM nccl_events GROUP BY "
+                  "rank\"",
+                  "calls per rank"},
+                 {"rankscope-analyze query job.rsdb - --format csv < slow_ranks.sql",
+                  "a query kept in a file, as CSV"}},
+    .man_page = "rankscope-analyze(1)"};
 
 int RunQueryCommand(int argc, char** argv) {
-  po::options_description opts("rankscope-analyze query INPUT \"SQL\" [options]");
+  po::options_description opts;
   std::string format = "table";
   int64_t limit = 10000;
-  opts.add_options()("help,h", "show this help")("format,f", po::value<std::string>(&format),
-                                                 "output format: table (default), csv or json")(
-      "limit,n", po::value<int64_t>(&limit), "print at most N rows (default 10000; 0 = no limit)");
+  opts.add_options()("help,h", "show this help")(
+      "format,f", po::value<std::string>(&format)->value_name("FORMAT"),
+      "output format: table (default), csv or json")(
+      "limit,n", po::value<int64_t>(&limit)->value_name("N"),
+      "print at most N rows (default 10000; 0 = no limit)");
   po::options_description hidden;
   std::vector<std::string> positional;
   hidden.add_options()("args", po::value<std::vector<std::string>>(&positional));
@@ -63,12 +90,11 @@ int RunQueryCommand(int argc, char** argv) {
     positional = std::move(ordered);
   } catch (const po::error& e) {
     std::cerr << "rankscope-analyze query: " << e.what() << "\n(see --help)\n";
-    return 2;
+    return rs::cli::kExitUsage;
   }
   if (vm.count("help")) {
-    std::cout << opts << "\nRead-only: INSERT/UPDATE/DELETE, schema changes, ATTACH and\n"
-              << "state-changing PRAGMAs are refused. One statement per query.\n";
-    return 0;
+    std::cout << rs::cli::FormatHelp(kQueryHelp, opts);
+    return rs::cli::kExitOk;
   }
   if (positional.size() != 2) {
     std::cerr << "rankscope-analyze query: expected INPUT and one SQL string, got "
@@ -84,6 +110,14 @@ int RunQueryCommand(int argc, char** argv) {
   if (limit < 0) {
     std::cerr << "rankscope-analyze query: --limit must be >= 0\n";
     return 2;
+  }
+  if (rs::cli::IsStdio(positional[1])) {  // the statement from standard input
+    auto sql = rs::cli::ReadStdin(1 << 20);
+    if (!sql.ok()) {
+      std::cerr << "rankscope-analyze query: " << sql.error().message() << "\n";
+      return rs::cli::kExitError;
+    }
+    positional[1] = std::move(sql).value();
   }
   auto opened = rs::OpenRankscopeFile(positional[0]);
   if (!opened.ok()) {
@@ -108,8 +142,8 @@ int RunQueryCommand(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    std::cout << kUsage;
-    return argc < 2 ? 2 : 0;
+    (argc < 2 ? std::cerr : std::cout) << kUsage << "\n" << kExitLine;
+    return argc < 2 ? rs::cli::kExitUsage : rs::cli::kExitOk;
   }
   std::string cmd = argv[1];
   if (cmd == "--version") {

@@ -3,6 +3,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -12,6 +13,9 @@
 #include "report.h"
 #include "report_render.h"
 #include "rscore/bundle.h"
+#include "rscore/cli.h"
+#include "rscore/cli_help.h"
+#include "rscore/clock.h"
 
 namespace po = boost::program_options;
 
@@ -21,22 +25,43 @@ struct ReportArgs {
   std::string input;
   std::string format = "text";
   std::string output;
+  std::string fail_on;  // '', 'straggler', 'hang', 'any'
   bool help = false;
   bool skip_integrity = false;
 };
 
+const rs::cli::HelpText kHelp = {
+    .usage = "rankscope-analyze report INPUT [--format text|json|markdown|html] [-o FILE]\n"
+             "       [--fail-on straggler|hang|any]",
+    .about = "INPUT is a merged database (.rsdb, clock-aligned) or one node's bundle (.rsb,\n"
+             "clock as recorded). The report names the straggler rank/node and ranks its\n"
+             "causes (network, cpu_contention, io, compute, hang, unknown), analyses hangs\n"
+             "and gives each conclusion's confidence, evidence and clock error bound.",
+    .examples = {{"rankscope-analyze report job.rsdb", "the report as text on standard output"},
+                 {"rankscope-analyze report job.rsdb --format html -o report.html",
+                  "the report with plots, for a browser"},
+                 {"rankscope-analyze report job.rsdb --format json --fail-on any | jq .stragglers",
+                  "for a script: exit status 4 when a straggler or a hang was found"}},
+    .man_page = "rankscope-analyze(1)"};
+
 // Boost reports bad options by throwing; turned into a Result here.
 rs::Result<ReportArgs> ParseArgs(int argc, char** argv, po::options_description& opts) {
   ReportArgs a;
+  std::string output_alias;
   opts.add_options()("help,h", "show this help")(
-      "format,f", po::value<std::string>(&a.format),
+      "format,f", po::value<std::string>(&a.format)->value_name("FORMAT"),
       "output format: text (default), json, markdown or html")(
-      "output,o", po::value<std::string>(&a.output), "write the report to FILE (default stdout)")(
+      "out,o", po::value<std::string>(&a.output)->value_name("FILE"),
+      "write the report to FILE (default, or -: standard output)")(
+      "fail-on", po::value<std::string>(&a.fail_on)->value_name("WHAT"),
+      "exit with status 4 when the report has a straggler verdict of medium or high "
+      "confidence (straggler), detects a hang (hang), or either (any)")(
       "no-integrity-check", po::bool_switch(&a.skip_integrity),
       "skip SQLite's quick_check of the input (faster on very large databases)");
   po::options_description hidden;
   std::vector<std::string> positional;
-  hidden.add_options()("args", po::value<std::vector<std::string>>(&positional));
+  hidden.add_options()("args", po::value<std::vector<std::string>>(&positional))(
+      "output", po::value<std::string>(&output_alias), "the old spelling of --out");
   po::options_description all;
   all.add(opts).add(hidden);
   po::positional_options_description pos;
@@ -54,8 +79,29 @@ rs::Result<ReportArgs> ParseArgs(int argc, char** argv, po::options_description&
     return rs::Error("expected one INPUT (a .rsb bundle or .rsdb merged database), got " +
                      std::to_string(positional.size()) + " argument(s)");
   }
+  if (!output_alias.empty()) {
+    if (!a.output.empty() && a.output != output_alias) {
+      return rs::Error("-o/--out and --output name two files: give one");
+    }
+    a.output = output_alias;
+  }
+  if (!a.fail_on.empty() && a.fail_on != "straggler" && a.fail_on != "hang" &&
+      a.fail_on != "any") {
+    return rs::Error("--fail-on '" + a.fail_on + "': use straggler, hang or any");
+  }
   a.input = positional[0];
   return a;
+}
+
+// What --fail-on asked for is in the report.
+bool Found(const analyzer::Report& r, const std::string& what) {
+  const bool straggler = std::any_of(r.stragglers.begin(), r.stragglers.end(), [](const auto& s) {
+    return s.confidence == "high" || s.confidence == "medium";
+  });
+  const bool hang = r.hang.detected;
+  if (what == "straggler") return straggler;
+  if (what == "hang") return hang;
+  return what == "any" && (straggler || hang);
 }
 
 rs::Result<void> WriteOutput(const std::string& path, const std::string& text) {
@@ -83,42 +129,43 @@ rs::Result<void> WriteOutput(const std::string& path, const std::string& text) {
 }  // namespace
 
 int RunReportCommand(int argc, char** argv) {
+  using namespace rs::cli;
   const char* kName = "rankscope-analyze report";
-  po::options_description opts(
-      "rankscope-analyze report INPUT [--format text|json|markdown|html] [-o FILE]");
+  const int64_t started = rs::MonotonicNowNs();
+  po::options_description opts;
   auto args = ParseArgs(argc, argv, opts);
   if (!args.ok()) {
     std::cerr << kName << ": " << args.error().message() << "\n";
-    return 2;
+    return kExitUsage;
   }
   if (args->help) {
-    std::cout << opts
-              << "\nINPUT is a merged database (.rsdb, clock-aligned) or one node's bundle (.rsb,"
-                 "\nclock as recorded). The report names the straggler rank/node and ranks its"
-                 "\ncauses (network, cpu_contention, io, compute, hang, unknown), analyses hangs"
-                 "\nand gives each conclusion's confidence, evidence and clock error bound."
-                 "\nSee rankscope-analyze(1).\n";
-    return 0;
+    std::cout << FormatHelp(kHelp, opts);
+    return kExitOk;
   }
   auto format = analyzer::ParseReportFormat(args->format);
   if (!format.ok()) {
     std::cerr << kName << ": " << format.error().message() << "\n";
-    return 2;
+    return kExitUsage;
   }
   auto opened = rs::OpenRankscopeFile(args->input, !args->skip_integrity);
   if (!opened.ok()) {
     std::cerr << kName << ": " << opened.error().message() << "\n";
-    return 1;
+    return kExitError;
   }
   auto report = analyzer::BuildReport(*opened);
   if (!report.ok()) {
     std::cerr << kName << ": " << args->input << ": " << report.error().message() << "\n";
-    return 1;
+    return kExitError;
   }
   auto written = WriteOutput(args->output, analyzer::Render(*report, *format));
   if (!written.ok()) {
     std::cerr << kName << ": " << written.error().message() << "\n";
-    return 1;
+    return kExitError;
   }
-  return 0;
+  if (!args->output.empty() && !IsStdio(args->output)) {
+    std::cerr << kName << ": wrote " << args->output << " in "
+              << FormatElapsed(rs::MonotonicNowNs() - started) << "\n";
+  }
+  if (!args->fail_on.empty() && Found(*report, args->fail_on)) return kExitFound;
+  return kExitOk;
 }

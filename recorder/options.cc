@@ -88,7 +88,7 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
   opterr = 0;  // errors are reported by us, as one line
   for (;;) {
     int idx = 0;
-    int opt = getopt_long(argc, argv, ":o:d:n:c:p:v", kLongOptions, &idx);
+    int opt = getopt_long(argc, argv, ":o:d:n:c:p:vh", kLongOptions, &idx);
     if (opt == -1) break;
     const char* arg = optarg;
     switch (opt) {
@@ -170,6 +170,7 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
       case 'v':
         o.verbose = true;
         break;
+      case 'h':
       case kOptHelp:
         o.help = true;
         break;
@@ -216,6 +217,7 @@ std::string UsageText() {
 Records kernel (TCP retransmits, scheduler, block I/O, process exec/exit), NCCL and CUDA
 activity on this node into a zstd-compressed SQLite bundle. Needs root.
 
+options:
   -o, --out FILE.rsb          bundle to write (written atomically, mode 0600)
   -d, --duration D            stop after D (e.g. 500ms, 30s, 2m); default: until SIGINT/SIGTERM
   -n, --node NAME             node name (else config 'node =', else $RANKSCOPE_NODE, else hostname)
@@ -239,12 +241,22 @@ activity on this node into a zstd-compressed SQLite bundle. Needs root.
       --no-gpu                do not read rankscope's NCCL profiler plugin (table gpu_ops: when
                               the GPU ran each collective); the plugin then records nothing
   -v, --verbose               log every attachment
-      --help                  show this help
+  -h, --help                  show this help
       --version               show the version
 
 Testing only (never use on a real cluster; the values are not stored):
       --simulate-clock-offset NS   shift this recorder's wall clock by NS nanoseconds
       --simulate-clock-drift PPM   let this recorder's wall clock drift by PPM
+
+examples:
+  rankscope-record --out node3.rsb --duration 2m
+      two minutes of this node, while the job is slow
+  rankscope-record --out node3.rsb --nccl-calls setup
+      until Ctrl-C, without a probe on every NCCL call (the profiler plugin times them)
+
+exit status: 0 done, 1 error, 2 usage error, 3 partial (some inputs skipped),
+4 report --fail-on found what was asked for.
+See rankscope-record(8).
 )";
 }
 

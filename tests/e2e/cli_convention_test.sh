@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The command-line convention every tool keeps (rscore/cli.h, README "Command line"): usage
+# errors exit 2, --help and -h print the same layout (usage, options, examples, exit status,
+# man page) in every tool, '-' is standard output for -o and standard input for query's SQL,
+# report --fail-on exits 4 when it finds what was asked for, the final lines say what was
+# written and how long it took, and no tool leaves a file named '-'.
+set -uo pipefail
+build=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+record=$build/recorder/rankscope-record
+merge=$build/merger/rankscope-merge
+analyze=$build/analyzer/rankscope-analyze
+export=$build/exporter/rankscope-export
+
+"$build/tests/support/make-synth-cluster" "$work" --fault loss --fault-node 1 --steps 12 >/dev/null ||
+  { echo "FAIL: make-synth-cluster"; exit 1; }
+
+# --help / -h: one layout (the recorder's help is written by hand in the same shape).
+for cmd in "$record" "$merge" "$export" "$analyze query" "$analyze report"; do
+  for flag in -h --help; do
+    out=$($cmd $flag 2>&1); rc=$?
+    [[ $rc == 0 ]] || fail "$cmd $flag exits $rc"
+    for part in "^usage: " "^options:$" "^examples:$" "^exit status: 0 done, 1 error, 2 usage error" "^See rankscope-"; do
+      grep -q -E "$part" <<<"$out" || fail "$cmd $flag: no '$part' line"
+    done
+    grep -q -F '[ --' <<<"$out" && fail "$cmd $flag: Boost's raw option layout"
+    grep -q -E '^  -o, --out ' <<<"$out" || [[ "$cmd" == *query ]] || fail "$cmd $flag: no '-o, --out'"
+  done
+done
+# Usage errors: exit 2 in every tool.
+for cmd in "$record --no-such-flag" "$merge --no-such-flag -o x.rsdb node0.rsb" "$merge node0.rsb" \
+           "$export --no-such-flag node0.rsb -o x.pftrace" "$export node0.rsb" \
+           "$analyze" "$analyze no-such-command" "$analyze query node0.rsb" \
+           "$analyze query --no-such-flag node0.rsb 'SELECT 1'" "$analyze report" \
+           "$analyze report node0.rsb --fail-on nothing" "$analyze report node0.rsb --format nope"; do
+  $cmd >/dev/null 2>&1; rc=$?
+  [[ $rc == 2 ]] || fail "'$cmd' exits $rc, not 2 (usage)"
+done
+
+# merge -o -: the database on standard output, readable by sqlite3; the last line is the summary.
+"$merge" -o - node*.rsb >piped.rsdb 2>merge.err; rc=$?
+[[ $rc == 0 ]] || fail "merge -o - exits $rc: $(tail -n 2 merge.err)"
+[[ $(sqlite3 piped.rsdb "SELECT COUNT(*) FROM clock_alignment" 2>&1) -gt 0 ]] ||
+  fail "merge -o -: not a database: $(head -c 200 piped.rsdb | od -c | head -2)"
+tail -n 1 merge.err | grep -q -E '^rankscope-merge: wrote standard output: .* in [0-9.]+ (ms|s)$' ||
+  fail "merge: last line is not the summary with the elapsed time: $(tail -n 1 merge.err)"
+grep -q $'\r' merge.err && fail "merge: progress redrawn with \\r although stderr is a file"
+# A skipped input: exit 3, and the warning stays under -q.
+printf 'not a bundle' >bad.rsb
+"$merge" -q -o part.rsdb node*.rsb bad.rsb >/dev/null 2>quiet.err; rc=$?
+[[ $rc == 3 ]] || fail "merge with a skipped input exits $rc, not 3"
+grep -q "warning: skipped .*bad.rsb" quiet.err || fail "merge -q hid the skipped input's warning"
+rm -f bad.rsb
+# Nodes in natural order.
+mkdir -p many
+"$build/tests/support/make-synth-cluster" "$work/many" --nodes 11 --steps 4 >/dev/null ||
+  fail "make-synth-cluster --nodes 11"
+"$merge" -o many.rsdb many/node*.rsb >/dev/null 2>many.err
+order=$(grep -o -E '^  clock node[0-9]+' many.err | awk '{print $2}' | tr '\n' ' ')
+[[ "$order" == "node0 node1 node2 node3 node4 node5 node6 node7 node8 node9 node10 " ]] ||
+  fail "merge's clock lines not in natural order: $order"
+
+# export -o -: the trace on standard output.
+"$export" piped.rsdb -o - --compression none >trace.pb 2>export.err; rc=$?
+[[ $rc == 0 ]] || fail "export -o - exits $rc: $(tail -n 2 export.err)"
+[[ -s trace.pb ]] || fail "export -o -: nothing on standard output"
+if command -v protoc >/dev/null; then
+  protoc --decode_raw <trace.pb >/dev/null 2>&1 || fail "export -o -: protoc --decode_raw fails"
+fi
+tail -n 1 export.err | grep -q -E '^rankscope-export: wrote standard output: .* in [0-9.]+ (ms|s)$' ||
+  fail "export: last line is not the summary with the elapsed time: $(tail -n 1 export.err)"
+"$export" piped.rsdb --output old.pftrace 2>/dev/null && [[ -s old.pftrace ]] ||
+  fail "export: the old spelling --output no longer works"
+
+# query: SQL from standard input.
+out=$(echo "SELECT COUNT(*) AS n FROM clock_alignment" | "$analyze" query piped.rsdb - --format csv)
+[[ "$(tail -n 1 <<<"$out")" -gt 0 ]] 2>/dev/null || fail "query - did not read SQL from stdin: $out"
+
+# report: -o - is standard output; --fail-on any exits 4 on the lossy node, 0 without it.
+"$analyze" report piped.rsdb -o - --format json >report.json || fail "report -o - failed"
+python3 -c "import json,sys; json.load(open('report.json'))" || fail "report -o -: not JSON"
+"$analyze" report piped.rsdb --fail-on any >/dev/null; rc=$?
+[[ $rc == 4 ]] || fail "report --fail-on any on a lossy run exits $rc, not 4"
+"$analyze" report piped.rsdb --fail-on hang >/dev/null; rc=$?
+[[ $rc == 0 ]] || fail "report --fail-on hang without a hang exits $rc, not 0"
+"$analyze" report piped.rsdb --out r.txt 2>report.err && [[ -s r.txt ]] || fail "report --out"
+grep -q -E '^rankscope-analyze report: wrote r.txt in ' report.err || fail "report: no final line"
+
+[[ -e "$work/-" || -e "$build/-" ]] && fail "a file named '-' was created"
+if ((fails)); then echo "$fails failure(s)"; exit 1; fi
+echo "PASS"
