@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
                 << (a->evidence.empty() ? "" : ": " + a->evidence) << ")\n";
     }
   }
+  for (const std::string& w : r.warnings) std::cerr << "rankscope-merge: warning: " << w << "\n";
   for (const merge::InputSummary& in : r.inputs) {
     if (in.status == "skipped") {
       std::cerr << "rankscope-merge: warning: skipped " << in.file << ": " << in.reason << "\n";

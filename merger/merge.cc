@@ -10,6 +10,7 @@
 #include <cstring>
 #include <iomanip>
 #include <map>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -17,6 +18,7 @@
 #include "inputs.h"
 #include "rendezvous.h"
 #include "rscore/bundle.h"
+#include "rscore/duration.h"
 #include "rscore/schema.h"
 #include "rscore/sqlite.h"
 #include "rscore/zstd_file.h"
@@ -272,6 +274,37 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
     return rs::Error("nothing merged: no valid input among " + std::to_string(files.size()) +
                      " file(s)" + skipped_list);
   }
+  // An input that shares no communicator and no time with any other merged input is most
+  // likely another job's (an old bundle a glob picked up): said loudly, refused with --strict.
+  if (merged.size() > 1) {
+    std::vector<std::set<int64_t>> comms;
+    for (Input* in : merged) comms.push_back(in->rendezvous.Communicators());
+    std::string foreign_list;
+    for (size_t i = 0; i < merged.size(); ++i) {
+      bool shares = false;
+      for (size_t j = 0; j < merged.size() && !shares; ++j) {
+        if (i == j) continue;
+        const Input& a = *merged[i];
+        const Input& b = *merged[j];
+        const bool overlap = a.info.start_ns <= b.info.end_ns && b.info.start_ns <= a.info.end_ns;
+        const bool common = std::any_of(comms[i].begin(), comms[i].end(),
+                                        [&](int64_t c) { return comms[j].count(c) > 0; });
+        shares = overlap || common;
+      }
+      if (shares) continue;
+      Input& in = *merged[i];
+      const std::string why = "shares no communicator and no recording time with the other "
+                              "inputs: another job's bundle?";
+      in.reason += (in.reason.empty() ? "" : "; ") + why;
+      result.warnings.push_back(in.file + " (node " + in.node + ") " + why +
+                                " Its lateness is compared with theirs only if it belongs.");
+      foreign_list += "\n  " + in.file + " (node " + in.node + ")";
+    }
+    if (opt.strict && !foreign_list.empty()) {
+      return rs::Error("--strict: input(s) sharing no communicator and no recording time with "
+                       "the others, nothing written:" + foreign_list);
+    }
+  }
 
   // Clock alignment from the rendezvous of all merged inputs.
   RendezvousCollector collector;
@@ -293,6 +326,14 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
   std::vector<Rendezvous> rz = collector.Take();
   result.alignment = AlignClocks(clocks, rz, reference, opt.align);
   progress.Done();
+  for (const NodeAlignment& a : result.alignment) {
+    if (a.method != "wall_clock") continue;
+    result.warnings.push_back("node " + a.node + ": no rendezvous with the other nodes, its clock "
+                              "is aligned by its wall clock only (error up to +-" +
+                              rs::FormatDuration(a.error_bound_ns) +
+                              "): comparisons of its times with other nodes' are uncertain" +
+                              (a.note.empty() ? "" : " (" + a.note + ")"));
+  }
   LogEvidence(log, collector.summary());
 
   // The output, built in a temp file next to it.

@@ -46,7 +46,10 @@ struct MergeResult {
   std::vector<InputSummary> inputs;
   std::vector<NodeAlignment> alignment;
   std::vector<PhaseTime> phases;
-  // Exit status: 0 all merged, 2 merged with some inputs skipped (1 is an Error).
+  // What the user must see even with -q: inputs that look like another job's, nodes whose
+  // clock could only be aligned by its wall clock.
+  std::vector<std::string> warnings;
+  // Exit status: 0 all merged, 3 merged with some inputs skipped (1 is an Error).
   int exit_code() const { return skipped > 0 ? rs::cli::kExitPartial : rs::cli::kExitOk; }
 };
 

@@ -94,6 +94,56 @@ TEST_F(MergeCli, StrictAndNothingMergedExitOne) {
   EXPECT_NE(r.output.find("nothing merged"), std::string::npos) << r.output;
 }
 
+// A stale bundle of another job (another communicator, a day earlier) picked up with the
+// others: a warning that -q does not hide, noted in merge_inputs; --strict refuses it.
+TEST_F(MergeCli, ABundleOfAnotherJobIsAWarningAndRefusedUnderStrict) {
+  synth::ClusterSpec old;
+  old.nodes = 1;
+  old.steps = 5;
+  old.seed = 99;
+  old.start_ns -= 86'400'000'000'000;
+  std::filesystem::create_directories(dir_.File("old"));
+  auto p = synth::WriteClusterBundles(old, dir_.File("old"));
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  const std::string stale = p.value()[0];
+  const std::string out = dir_.File("m.rsdb");
+  CliRun r = Merge("-q -o " + out + " " + bundles_[0] + " " + bundles_[1] + " " + stale);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: " + stale), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("another job's bundle?"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("warning: " + bundles_[0]), std::string::npos) << r.output;
+  auto opened = rs::OpenRankscopeFile(out);
+  ASSERT_TRUE(opened.ok()) << opened.error().message();
+  EXPECT_EQ(opened->db()
+                .QueryInt("SELECT COUNT(*) FROM merge_inputs WHERE reason LIKE '%another job%'")
+                .value(),
+            1);
+  std::filesystem::remove(out);
+  r = Merge("--strict -o " + out + " " + bundles_[0] + " " + bundles_[1] + " " + stale);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find(stale), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// A node with no rendezvous with the others (the same time, other communicators: nothing
+// joins): aligned by its wall clock, said as a warning that -q does not hide.
+TEST_F(MergeCli, ANodeAlignedByItsWallClockIsAWarning) {
+  synth::ClusterSpec other;
+  other.nodes = 2;
+  other.steps = 10;
+  other.seed = 8;  // another communicator
+  std::filesystem::create_directories(dir_.File("other"));
+  auto p = synth::WriteClusterBundles(other, dir_.File("other"));
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  CliRun r = Merge("-q -o " + dir_.File("w.rsdb") + " " + bundles_[0] + " " + p.value()[1]);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: node node1: no rendezvous with the other nodes, its clock is"
+                          " aligned by its wall clock only"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("another job"), std::string::npos) << "same time: not foreign";
+}
+
 // The shared convention (rscore/cli.h): usage errors exit 2, --help is laid out like every
 // tool's, '-' is standard output, the last line says how long it took.
 TEST_F(MergeCli, UsageErrorsExitTwo) {

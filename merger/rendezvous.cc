@@ -143,6 +143,12 @@ rs::Result<void> RendezvousCollector::AddNode(rs::Db& db, int node) {
   return rs::Ok();
 }
 
+std::set<int64_t> RendezvousCollector::Communicators() const {
+  std::set<int64_t> out;
+  for (const auto& [key, list] : records_) out.insert(std::get<0>(key));
+  return out;
+}
+
 void RendezvousCollector::Absorb(RendezvousCollector&& other, int node) {
   for (auto& [key, list] : other.records_) {
     auto& mine = records_[key];

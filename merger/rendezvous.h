@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -48,6 +49,9 @@ class RendezvousCollector {
   std::vector<Rendezvous> Take();
   // Calls and device spans read so far (all nodes).
   int64_t calls() const { return calls_; }
+  // The communicators whose records it holds (comm_id_hash, or NCCL's commHash where only
+  // device times name one).
+  std::set<int64_t> Communicators() const;
   // Filled by Take.
   const RendezvousSummary& summary() const { return summary_; }
 
