@@ -20,6 +20,9 @@
 #include "side_events.h"
 #include "straggler.h"
 
+#include "rscore/duration.h"
+#include "rscore/schema.h"
+
 namespace analyzer {
 namespace {
 
@@ -145,6 +148,55 @@ void AddTimingNotes(const CollectiveData& data, const CallSemantics& sem, Report
                       " device arrivals have no device-to-host conversion bound (clock_error_ns "
                       "NULL): conclusions resting on them are at most medium confidence");
   }
+}
+
+// Clock quality and foreign inputs, at the top of the report. A verdict that compares a
+// wall-clock-aligned node's times with the others' (its arrivals are host entries or device
+// starts on that clock, not the clock-free device waits) says so and drops one confidence
+// step.
+rs::Result<void> AddWarnings(rs::Db& db, bool merged, Report& r) {
+  std::set<std::string> unaligned;
+  for (const NodeClock& c : r.clock) {
+    if (c.method != "wall_clock") continue;
+    unaligned.insert(c.node);
+    r.warnings.push_back("node " + c.node + ": clock aligned by its wall clock only (no "
+                         "rendezvous with the other nodes), error up to +-" +
+                         rs::FormatDuration(c.error_bound_ns) +
+                         ": comparing its times with other nodes' can mislead");
+  }
+  ASSIGN_OR_RETURN(const bool has_inputs, rs::HasTable(db, "merge_inputs"));
+  if (merged && has_inputs) {
+    ASSIGN_OR_RETURN(rs::Statement st,
+                     db.Prepare("SELECT file, COALESCE(node, '?') FROM merge_inputs WHERE"
+                                " status = 'merged' AND reason LIKE '%another job%'"
+                                " ORDER BY input_id"));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      r.warnings.push_back("input " + st.Text(0) + " (node " + st.Text(1) +
+                           ") shares no communicator and no recording time with the others: "
+                           "another job's bundle? Its ranks are counted here.");
+    }
+  }
+  auto lower = [](Straggler& s) {
+    static const char* const kSteps[] = {"high", "medium", "low"};
+    for (int i = 0; i < 2; ++i) {
+      if (s.confidence == kSteps[i]) {
+        s.confidence = kSteps[i + 1];
+        s.confidence_score = std::min(s.confidence_score, i == 0 ? 0.6 : 0.3);
+        return;
+      }
+    }
+  };
+  for (Straggler& s : r.stragglers) {
+    if (!unaligned.count(s.node) || s.arrival_basis.empty() || s.arrival_basis == "device_waits") {
+      continue;
+    }
+    lower(s);
+    s.summary += " (its clock is aligned by wall clock only: this comparison can be off by up "
+                 "to its error bound)";
+  }
+  return rs::Ok();
 }
 
 // Who a finding is about: a node-level one lists its node's ranks and processes and carries at
@@ -441,6 +493,7 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   for (Straggler& s : r.stragglers) NameWho(s, data, side, r.clock);  // hang culprits
   for (Straggler& s : ranked) r.stragglers.push_back(std::move(s));
   r.observations = std::move(observed);
+  RETURN_IF_ERROR(AddWarnings(db, merged, r));
   r.plots = BuildPlots(data, side, r.start_ns, std::max(r.end_ns, r.start_ns + 1));
   r.verdict = Verdict(r, stats);
   return r;

@@ -52,6 +52,27 @@ for f in text markdown html; do
 done
 "$analyze" report "$dir/cpu/node0.rsb" | head -1
 
+# Clock quality and foreign inputs at the top: a node of another communicator at the same time
+# has no rendezvous (wall clock); a bundle of another job a day earlier shares nothing.
+mkdir "$dir/other" "$dir/old"
+"$synth" "$dir/other" --nodes 2 --seed $((seed + 1)) > /dev/null
+"$synth" "$dir/old" --nodes 1 --seed $((seed + 2)) --offset "0=-86400000000000" > /dev/null
+"$merge" -q -o "$dir/mixed.rsdb" "$dir/cpu/node0.rsb" "$dir/cpu/node2.rsb" "$dir/other/node1.rsb" \
+  "$dir/old/node0.rsb" 2> "$dir/mixed.err" || true
+"$analyze" report "$dir/mixed.rsdb" --format json -o "$dir/mixed.json"
+python3 - "$dir/mixed.json" <<'PY' || { cat "$dir/mixed.err"; exit 1; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+w = " | ".join(r["warnings"])
+assert "node1: clock aligned by its wall clock only" in w, w
+assert "another job's bundle?" in w, w
+for s in r["stragglers"]:
+    if r["clock"][s["node"]]["method"] == "wall_clock" and s.get("arrival_basis") not in ("", "device_waits", None):
+        assert s["confidence"] != "high", s
+PY
+"$analyze" report "$dir/mixed.rsdb" | sed -n '3p' | grep -q '^WARNING: ' || { echo "FAIL: no WARNING line at the top of the text report"; exit 1; }
+echo "ok: wall-clock node and another job's bundle warned about"
+
 # Errors: usage (2), unreadable input naming the file (1), unwritable output naming it (1).
 set +e
 "$analyze" report "$dir/cpu.rsdb" --format pdf 2> "$dir/err"; rc=$?

@@ -13,6 +13,7 @@ body { font-family: sans-serif; margin: 24px; color: #222; max-width: 1100px; }
 .verdict { font-size: 1.3em; font-weight: bold; padding: 12px; border-radius: 6px;
            background: #fff3cd; border: 1px solid #e0c060; }
 .verdict.ok { background: #e6f4ea; border-color: #8c8; }
+.warning { background: #fff4e5; border: 1px solid #e0a040; padding: 6px 12px; border-radius: 6px; }
 table { border-collapse: collapse; margin: 8px 0 16px; }
 td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: left; font-size: 0.9em; }
 th { background: #f3f3f3; }
@@ -44,6 +45,9 @@ std::string RenderHtml(const Report& r) {
   o << "<h1>rankscope report</h1>";
   o << "<p id='verdict' class='verdict" << (ok ? " ok" : "") << "'>" << HtmlEscape(r.verdict)
     << "</p>";
+  for (const std::string& w : r.warnings) {
+    o << "<p class='warning'><b>Warning:</b> " << HtmlEscape(w) << "</p>";
+  }
   o << "<p>Input <code>" << HtmlEscape(r.input) << "</code> (" << HtmlEscape(r.db_kind)
     << "): " << r.nodes.size() << " node(s), " << r.ranks << " rank(s), " << r.collectives
     << " matched collectives.</p>";

@@ -172,6 +172,9 @@ std::string RenderJson(const Report& r) {
   w.Key("input").String(r.input).Key("db_kind").String(r.db_kind);
   w.Key("start_ns").Int(r.start_ns).Key("end_ns").Int(r.end_ns);
   w.Key("verdict").String(r.verdict);
+  w.Key("warnings").BeginArray();
+  for (const auto& x : r.warnings) w.String(x);
+  w.EndArray();
   w.Key("nodes").BeginArray();
   for (const auto& n : r.nodes) w.String(n);
   w.EndArray();

@@ -26,6 +26,8 @@ std::string Cell(std::string s) {
 std::string RenderMarkdown(const Report& r) {
   std::ostringstream o;
   o << "# rankscope report\n\n**" << Cell(r.verdict) << "**\n\n";
+  for (const std::string& w : r.warnings) o << "> **Warning:** " << Cell(w) << "\n>\n";
+  if (!r.warnings.empty()) o << "\n";
   o << "Input `" << r.input << "` (" << r.db_kind << "): " << r.nodes.size() << " node(s), "
     << r.ranks << " rank(s), " << r.collectives << " matched collectives.\n\n";
   auto finding = [&](const Straggler& s) {

@@ -225,6 +225,9 @@ struct Report {
   std::vector<NodeClock> clock;
   std::vector<ArrivalStats> per_rank;
   std::vector<ArrivalStats> per_node;
+  // What may make a conclusion wrong, shown at the top: nodes whose clock is aligned by their
+  // wall clock only, inputs that look like another job's.
+  std::vector<std::string> warnings;
   std::vector<std::string> notes;  // data gaps the reader should know about
   Timing timing;
   Plots plots;

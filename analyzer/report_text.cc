@@ -15,6 +15,8 @@ constexpr size_t kTextRanks = 8;
 std::string RenderText(const Report& r) {
   std::ostringstream o;
   o << r.verdict << "\n\n";
+  for (const std::string& w : r.warnings) o << "WARNING: " << w << "\n";
+  if (!r.warnings.empty()) o << "\n";
   auto finding = [&](const Straggler& s) {
     o << StragglerLabel(s) << ": cause " << s.cause;
     if (!s.shape.empty()) o << ", " << Spoken(s.shape);
