@@ -11,17 +11,20 @@
 #include <vector>
 
 #include "report.h"
+#include "report_filter.h"
 #include "report_render.h"
 #include "rscore/bundle.h"
 #include "rscore/cli.h"
 #include "rscore/cli_help.h"
 #include "rscore/clock.h"
+#include "rscore/time_arg.h"
 
 namespace po = boost::program_options;
 
 namespace {
 
 struct ReportArgs {
+  analyzer::ReportFilter filter;
   std::string input;
   std::string format = "text";
   std::string output;
@@ -32,7 +35,8 @@ struct ReportArgs {
 
 const rs::cli::HelpText kHelp = {
     .usage = "rankscope-analyze report INPUT [--format text|json|markdown|html] [-o FILE]\n"
-             "       [--fail-on straggler|hang|any]",
+             "       [--fail-on straggler|hang|any] [--from T] [--to T] [--nodes NODES]\n"
+             "       [--ranks RANKS] [--comm HASH]",
     .about = "INPUT is a merged database (.rsdb, clock-aligned) or one node's bundle (.rsb,\n"
              "clock as recorded). The report names the straggler rank/node and ranks its\n"
              "causes (network, cpu_contention, io, compute, hang, unknown), analyses hangs\n"
@@ -41,13 +45,16 @@ const rs::cli::HelpText kHelp = {
                  {"rankscope-analyze report job.rsdb --format html -o report.html",
                   "the report with plots, for a browser"},
                  {"rankscope-analyze report job.rsdb --format json --fail-on any | jq .stragglers",
-                  "for a script: exit status 4 when a straggler or a hang was found"}},
+                  "for a script: exit status 4 when a straggler or a hang was found"},
+                 {"rankscope-analyze report job.rsdb --from +40s --to +70s --nodes node3,node7",
+                  "thirty seconds of two nodes (+offsets count from the recording's start)"}},
     .man_page = "rankscope-analyze(1)"};
 
 // Boost reports bad options by throwing; turned into a Result here.
 rs::Result<ReportArgs> ParseArgs(int argc, char** argv, po::options_description& opts) {
   ReportArgs a;
-  std::string output_alias;
+  std::string output_alias, from, to, comm;
+  std::vector<std::string> nodes, ranks;
   opts.add_options()("help,h", "show this help")(
       "format,f", po::value<std::string>(&a.format)->value_name("FORMAT"),
       "output format: text (default), json, markdown or html")(
@@ -56,6 +63,16 @@ rs::Result<ReportArgs> ParseArgs(int argc, char** argv, po::options_description&
       "fail-on", po::value<std::string>(&a.fail_on)->value_name("WHAT"),
       "exit with status 4 when the report has a straggler verdict of medium or high "
       "confidence (straggler), detects a hang (hang), or either (any)")(
+      "from", po::value<std::string>(&from)->value_name("T"),
+      "only what starts at or after T: an ISO 8601 UTC time, nanoseconds since the epoch, or "
+      "+OFFSET from the recording's start (+40s)")(
+      "to", po::value<std::string>(&to)->value_name("T"), "only what starts at or before T")(
+      "nodes", po::value<std::vector<std::string>>(&nodes)->composing()->value_name("NODES"),
+      "only these nodes (comma-separated, repeatable)")(
+      "ranks", po::value<std::vector<std::string>>(&ranks)->composing()->value_name("RANKS"),
+      "only these ranks' NCCL, CUDA and GPU rows (0,3 or 4-7; repeatable)")(
+      "comm", po::value<std::string>(&comm)->value_name("HASH"),
+      "only this communicator's NCCL and GPU rows (comm_id_hash: 0x... as printed, or decimal)")(
       "no-integrity-check", po::bool_switch(&a.skip_integrity),
       "skip SQLite's quick_check of the input (faster on very large databases)");
   po::options_description hidden;
@@ -88,6 +105,30 @@ rs::Result<ReportArgs> ParseArgs(int argc, char** argv, po::options_description&
   if (!a.fail_on.empty() && a.fail_on != "straggler" && a.fail_on != "hang" &&
       a.fail_on != "any") {
     return rs::Error("--fail-on '" + a.fail_on + "': use straggler, hang or any");
+  }
+  if (!from.empty()) {
+    ASSIGN_OR_RETURN(a.filter.from, rs::ParseTimeArg(from, "--from"));
+  }
+  if (!to.empty()) {
+    ASSIGN_OR_RETURN(a.filter.to, rs::ParseTimeArg(to, "--to"));
+  }
+  for (const std::string& v : nodes) {
+    size_t start = 0;
+    while (start <= v.size()) {
+      size_t comma = v.find(',', start);
+      if (comma == std::string::npos) comma = v.size();
+      if (comma > start) a.filter.nodes.push_back(v.substr(start, comma - start));
+      start = comma + 1;
+    }
+  }
+  if (!nodes.empty() && a.filter.nodes.empty()) {
+    return rs::Error("--nodes: no node names given (use --nodes node1,node3)");
+  }
+  if (!ranks.empty()) {
+    ASSIGN_OR_RETURN(a.filter.ranks, analyzer::ParseRanks(ranks));
+  }
+  if (!comm.empty()) {
+    ASSIGN_OR_RETURN(a.filter.comm, analyzer::ParseComm(comm));
   }
   a.input = positional[0];
   return a;
@@ -152,11 +193,18 @@ int RunReportCommand(int argc, char** argv) {
     std::cerr << kName << ": " << opened.error().message() << "\n";
     return kExitError;
   }
+  auto filtered = analyzer::ApplyReportFilter(opened->db(), args->filter,
+                                              analyzer::RecordingStartNs(*opened));
+  if (!filtered.ok()) {
+    std::cerr << kName << ": " << args->input << ": " << filtered.error().message() << "\n";
+    return kExitError;
+  }
   auto report = analyzer::BuildReport(*opened);
   if (!report.ok()) {
     std::cerr << kName << ": " << args->input << ": " << report.error().message() << "\n";
     return kExitError;
   }
+  if (!filtered->empty()) report->notes.insert(report->notes.begin(), *filtered);
   auto written = WriteOutput(args->output, analyzer::Render(*report, *format));
   if (!written.ok()) {
     std::cerr << kName << ": " << written.error().message() << "\n";

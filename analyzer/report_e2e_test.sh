@@ -73,6 +73,31 @@ PY
 "$analyze" report "$dir/mixed.rsdb" | sed -n '3p' | grep -q '^WARNING: ' || { echo "FAIL: no WARNING line at the top of the text report"; exit 1; }
 echo "ok: wall-clock node and another job's bundle warned about"
 
+# Filters: a part of the recording, +offsets from its start (the same zero as every tool's).
+"$analyze" report "$dir/cpu.rsdb" --format json -o "$dir/all.json"
+"$analyze" report "$dir/cpu.rsdb" --format json -o "$dir/part.json" --nodes node0,node2 \
+  --ranks 0-5 --from +0 --to +2s
+start=$(python3 -c "import json; print(json.load(open('$dir/all.json'))['start_ns'])")
+python3 - "$dir/all.json" "$dir/part.json" "$start" <<'PY'
+import json, sys
+whole, part, start = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+assert part["nodes"] == ["node0", "node2"], part["nodes"]
+assert {r["rank"] for r in part["per_rank"]} <= {0, 1, 4, 5}, part["per_rank"]
+assert 0 < part["nccl_calls"] < whole["nccl_calls"], (part["nccl_calls"], whole["nccl_calls"])
+assert any(n.startswith("only nodes node0, node2") for n in part["notes"]), part["notes"]
+PY
+set +e
+"$analyze" report "$dir/cpu.rsdb" --nodes node9 2> "$dir/err"; rc=$?
+[[ $rc == 1 ]] && grep -q "no node node9" "$dir/err" || { echo "FAIL: unknown --nodes: rc $rc"; exit 1; }
+"$analyze" report "$dir/cpu.rsdb" --from +1h 2> "$dir/err"; rc=$?
+[[ $rc == 1 ]] && grep -q "calls span 20" "$dir/err" || { echo "FAIL: empty window: rc $rc $(cat "$dir/err")"; exit 1; }
+"$analyze" report "$dir/cpu.rsdb" --from yesterday 2> "$dir/err"; rc=$?
+[[ $rc == 2 ]] && grep -q -- "--from" "$dir/err" || { echo "FAIL: bad --from: rc $rc"; exit 1; }
+"$analyze" report "$dir/cpu.rsdb" --comm 0x1 2> "$dir/err"; rc=$?
+[[ $rc == 1 ]] || { echo "FAIL: unknown --comm: rc $rc"; exit 1; }
+set -e
+echo "ok: report filters"
+
 # Errors: usage (2), unreadable input naming the file (1), unwritable output naming it (1).
 set +e
 "$analyze" report "$dir/cpu.rsdb" --format pdf 2> "$dir/err"; rc=$?

@@ -50,7 +50,7 @@ std::string RenderHtml(const Report& r) {
   }
   o << "<p>Input <code>" << HtmlEscape(r.input) << "</code> (" << HtmlEscape(r.db_kind)
     << "): " << r.nodes.size() << " node(s), " << r.ranks << " rank(s), " << r.collectives
-    << " matched collectives.</p>";
+    << " matched collectives; " << HtmlEscape(RecordingSpan(r)) << ".</p>";
   auto finding = [&](const Straggler& s, const char* cls) {
     o << "<div class='" << cls << "'><h3>" << HtmlEscape(StragglerLabel(s)) << " — "
       << HtmlEscape(s.cause) << " (" << HtmlEscape(s.shape.empty() ? "" : Spoken(s.shape) + ", ")

@@ -29,7 +29,8 @@ std::string RenderMarkdown(const Report& r) {
   for (const std::string& w : r.warnings) o << "> **Warning:** " << Cell(w) << "\n>\n";
   if (!r.warnings.empty()) o << "\n";
   o << "Input `" << r.input << "` (" << r.db_kind << "): " << r.nodes.size() << " node(s), "
-    << r.ranks << " rank(s), " << r.collectives << " matched collectives.\n\n";
+    << r.ranks << " rank(s), " << r.collectives << " matched collectives; " << RecordingSpan(r)
+    << ".\n\n";
   auto finding = [&](const Straggler& s) {
     o << "### " << StragglerLabel(s) << " — " << s.cause << " ("
       << (s.shape.empty() ? "" : Spoken(s.shape) + ", ") << "confidence " << s.confidence << ")\n\n"

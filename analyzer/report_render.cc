@@ -1,6 +1,7 @@
 #include "report_render.h"
 
 #include "report_format.h"
+#include "rscore/time_arg.h"
 
 namespace analyzer {
 
@@ -58,6 +59,11 @@ std::string CompetitorsLine(const Straggler& s) {
          std::to_string(c.pid) + ") ran " + FormatNs(c.ran_ns);
   }
   return o;
+}
+
+std::string RecordingSpan(const Report& r) {
+  return "recording " + rs::FormatUtc(r.start_ns) + " to " + rs::FormatUtc(r.end_ns) +
+         " (UTC; every +offset counts from its start)";
 }
 
 std::string ReadingGuide() {

@@ -27,5 +27,8 @@ std::string StragglerWho(const Straggler& s);
 std::string CompetitorsLine(const Straggler& s);
 // What verdicts, observations, confidence and a cause's share mean: said once per report.
 std::string ReadingGuide();
+// "recording 2026-11-25T11:49:28.362958180Z to ...Z (UTC; every +offset counts from its
+// start)": the one time base of the report, the plots and the other tools.
+std::string RecordingSpan(const Report& r);
 
 }  // namespace analyzer

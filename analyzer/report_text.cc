@@ -69,7 +69,8 @@ std::string RenderText(const Report& r) {
   o << "\n"
     << r.nodes.size() << " node(s), " << r.ranks << " rank(s), " << r.collectives
     << " matched collectives (" << r.nccl_calls << " calls), input " << r.input << " (" << r.db_kind
-    << ")\n";
+    << ")\n"
+    << RecordingSpan(r) << "\n";
   auto line = [&](const ArrivalStats& s, const std::string& who) {
     o << "  " << who << ": " << FormatNs(s.median_lateness_ns) << " / "
       << FormatNs(s.p90_lateness_ns) << ", last " << s.last_count << "/" << s.collectives << ", "

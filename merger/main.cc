@@ -9,6 +9,7 @@
 #include "options.h"
 #include "rscore/cli.h"
 #include "rscore/clock.h"
+#include "rscore/time_arg.h"
 
 #ifndef RANKSCOPE_VERSION
 #define RANKSCOPE_VERSION "unknown"
@@ -81,6 +82,10 @@ int main(int argc, char** argv) {
     if (in.status == "skipped") {
       std::cerr << "rankscope-merge: warning: skipped " << in.file << ": " << in.reason << "\n";
     }
+  }
+  if (!cl->quiet && r.start_ns > 0) {
+    std::cerr << "rankscope-merge: recording from " << rs::FormatUtc(r.start_ns) << " to "
+              << rs::FormatUtc(r.end_ns) << " (the zero of +offsets in every tool)\n";
   }
   std::cerr << "rankscope-merge: wrote " << shown << ": " << r.merged << " input(s) merged, "
             << r.skipped << " skipped, " << r.duplicates << " duplicate(s); " << r.event_rows

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iomanip>
 #include <map>
@@ -139,7 +140,7 @@ rs::Result<void> SetMeta(rs::Db& db, const std::string& key, const std::string& 
 rs::Result<void> WriteMergeTables(rs::Db& out, const std::vector<Input>& inputs,
                                   const std::map<int, std::vector<TableCount>>& counts,
                                   const std::vector<NodeAlignment>& alignment,
-                                  const MergeResult& result) {
+                                  MergeResult& result) {
   ASSIGN_OR_RETURN(rs::Statement ins,
                    out.Prepare("INSERT INTO merge_inputs(input_id, file, recording_id, node,"
                                " original_node, status, reason) VALUES (?,?,?,?,?,?,?)"));
@@ -174,6 +175,8 @@ rs::Result<void> WriteMergeTables(rs::Db& out, const std::vector<Input>& inputs,
                                          "'node.%.local_end_ns'"));
   RETURN_IF_ERROR(SetMeta(out, "start_ns", s.value_or("0")));
   RETURN_IF_ERROR(SetMeta(out, "end_ns", e.value_or("0")));
+  result.start_ns = std::strtoll(s.value_or("0").c_str(), nullptr, 10);
+  result.end_ns = std::strtoll(e.value_or("0").c_str(), nullptr, 10);
   RETURN_IF_ERROR(SetMeta(out, "merged_inputs", std::to_string(result.merged)));
   RETURN_IF_ERROR(SetMeta(out, "skipped_inputs", std::to_string(result.skipped)));
   for (const NodeAlignment& a : alignment) {

@@ -43,6 +43,7 @@ struct PhaseTime {
 struct MergeResult {
   int merged = 0, skipped = 0, duplicates = 0;
   int64_t event_rows = 0;  // event-table rows written
+  int64_t start_ns = 0, end_ns = 0;  // the merged recording's span (metadata start_ns, end_ns)
   std::vector<InputSummary> inputs;
   std::vector<NodeAlignment> alignment;
   std::vector<PhaseTime> phases;

@@ -1,0 +1,189 @@
+#include "report_filter.h"
+
+#include <charconv>
+#include <set>
+
+#include "rscore/cli.h"
+#include "rscore/schema.h"
+
+namespace analyzer {
+
+namespace {
+
+// A string as an SQL literal.
+std::string Quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += '\'';
+    out += c;
+  }
+  return out + "'";
+}
+
+rs::Result<int64_t> ParseInt(std::string_view text, int base, const std::string& what) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, base);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    return rs::Error(what);
+  }
+  return v;
+}
+
+std::string Join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+}  // namespace
+
+int64_t RecordingStartNs(const rs::OpenedDb& opened) {
+  if (opened.info().start_ns > 0) return opened.info().start_ns;
+  auto it = opened.info().metadata.find("start_ns");
+  if (it == opened.info().metadata.end()) return 0;
+  int64_t v = 0;
+  std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  return v;
+}
+
+rs::Result<std::vector<int64_t>> ParseRanks(const std::vector<std::string>& values) {
+  std::set<int64_t> out;
+  for (const std::string& value : values) {
+    size_t start = 0;
+    while (start <= value.size()) {
+      size_t comma = value.find(',', start);
+      if (comma == std::string::npos) comma = value.size();
+      const std::string item = value.substr(start, comma - start);
+      start = comma + 1;
+      if (item.empty()) continue;
+      const std::string bad = "--ranks '" + item + "': use ranks like 0,3 or 4-7";
+      const size_t dash = item.find('-', 1);
+      if (dash == std::string::npos) {
+        ASSIGN_OR_RETURN(int64_t r, ParseInt(item, 10, bad));
+        if (r < 0) return rs::Error(bad);
+        out.insert(r);
+      } else {
+        ASSIGN_OR_RETURN(int64_t lo, ParseInt(item.substr(0, dash), 10, bad));
+        ASSIGN_OR_RETURN(int64_t hi, ParseInt(item.substr(dash + 1), 10, bad));
+        if (lo < 0 || hi < lo || hi - lo > 1'000'000) return rs::Error(bad);
+        for (int64_t r = lo; r <= hi; ++r) out.insert(r);
+      }
+    }
+  }
+  if (out.empty()) return rs::Error("--ranks: no rank given (use e.g. --ranks 0,3 or 4-7)");
+  return std::vector<int64_t>(out.begin(), out.end());
+}
+
+rs::Result<int64_t> ParseComm(const std::string& text) {
+  const std::string bad = "--comm '" + text +
+                          "': a communicator's comm_id_hash, as the report prints it "
+                          "(0x26017f0f7f0ca554) or in decimal";
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    uint64_t v = 0;
+    const char* b = text.data() + 2;
+    auto [end, ec] = std::from_chars(b, text.data() + text.size(), v, 16);
+    if (ec != std::errc() || end != text.data() + text.size()) return rs::Error(bad);
+    return static_cast<int64_t>(v);
+  }
+  return ParseInt(text, 10, bad);
+}
+
+rs::Result<std::string> ApplyReportFilter(rs::Db& db, const ReportFilter& f,
+                                          int64_t recording_start_ns) {
+  if (f.empty()) return std::string();
+  std::vector<std::string> said;
+  std::string node_list;
+  if (!f.nodes.empty()) {
+    std::vector<std::string> quoted, missing;
+    for (const std::string& n : f.nodes) {
+      ASSIGN_OR_RETURN(rs::Statement st,
+                       db.Prepare("SELECT (SELECT COUNT(*) FROM nccl_events WHERE node = ?1) +"
+                                  " (SELECT COUNT(*) FROM metadata WHERE key = 'node' AND"
+                                  " value = ?1) + (SELECT COUNT(*) FROM metadata WHERE key LIKE"
+                                  " 'node.%.node' AND value = ?1)"));
+      st.Bind(1, n);
+      ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row || st.Int(0) == 0) missing.push_back(n);
+      quoted.push_back(Quote(n));
+    }
+    if (!missing.empty()) {
+      return rs::Error("--nodes: no node " + Join(missing, ", ") +
+                       " in this recording (rankscope-analyze query INPUT \"SELECT DISTINCT node "
+                       "FROM nccl_events\" lists them)");
+    }
+    node_list = Join(quoted, ", ");
+    said.push_back("nodes " + Join(f.nodes, ", "));
+  }
+  std::string from_sql, to_sql;
+  if (f.from) {
+    const int64_t t = f.from->Resolve(recording_start_ns);
+    from_sql = std::to_string(t);
+    said.push_back("from " + rs::FormatUtc(t));
+  }
+  if (f.to) {
+    const int64_t t = f.to->Resolve(recording_start_ns);
+    to_sql = std::to_string(t);
+    said.push_back("to " + rs::FormatUtc(t));
+  }
+  std::string rank_list;
+  if (!f.ranks.empty()) {
+    std::vector<std::string> r;
+    for (int64_t x : f.ranks) r.push_back(std::to_string(x));
+    rank_list = Join(r, ", ");
+    said.push_back("ranks " + rank_list);
+  }
+  if (f.comm) {
+    char hex[32];
+    std::snprintf(hex, sizeof(hex), "0x%016llx", static_cast<unsigned long long>(*f.comm));
+    said.push_back("communicator " + std::string(hex));
+  }
+  struct Table {
+    const char* name;
+    bool timed, calls, comm;
+  };
+  const Table tables[] = {
+      {"nccl_events", true, true, true},     {"cuda_events", true, true, false},
+      {"gpu_ops", true, true, true},         {"tcp_events", true, false, false},
+      {"sched_events", true, false, false},  {"sched_summary", false, false, false},
+      {"block_events", true, false, false},  {"process_events", true, false, false},
+      {"clock_alignment", false, false, false}, {"clock_refs", false, false, false},
+      {"interfaces", false, false, false},      {"processes", false, true, false},
+  };
+  for (const Table& t : tables) {
+    ASSIGN_OR_RETURN(bool has, rs::HasTable(db, t.name));
+    if (!has) continue;
+    std::vector<std::string> where;
+    ASSIGN_OR_RETURN(bool has_node, rs::HasColumn(db, t.name, "node"));
+    if (!node_list.empty() && has_node) where.push_back("node IN (" + node_list + ")");
+    if (t.timed && !from_sql.empty()) where.push_back("timestamp_ns >= " + from_sql);
+    if (t.timed && !to_sql.empty()) where.push_back("timestamp_ns <= " + to_sql);
+    if (t.calls && !rank_list.empty()) {
+      where.push_back("(node, pid) IN (SELECT node, pid FROM main.nccl_events WHERE rank IN (" +
+                      rank_list + "))");
+    }
+    if (t.comm && f.comm) where.push_back("comm_id_hash = " + std::to_string(*f.comm));
+    if (where.empty()) continue;
+    RETURN_IF_ERROR(db.Exec("CREATE TEMP VIEW " + std::string(t.name) + " AS SELECT * FROM main." +
+                            t.name + " WHERE " + Join(where, " AND ")));
+  }
+  ASSIGN_OR_RETURN(int64_t calls, db.QueryInt("SELECT COUNT(*) FROM nccl_events"));
+  int64_t ops = 0;
+  ASSIGN_OR_RETURN(bool has_gpu, rs::HasTable(db, "gpu_ops"));
+  if (has_gpu) {
+    ASSIGN_OR_RETURN(ops, db.QueryInt("SELECT COUNT(*) FROM gpu_ops"));
+  }
+  if (calls + ops == 0) {
+    ASSIGN_OR_RETURN(rs::Statement st, db.Prepare("SELECT MIN(timestamp_ns), MAX(timestamp_ns)"
+                                                  " FROM main.nccl_events"));
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    std::string range = row && !st.IsNull(0)
+                            ? rs::FormatUtc(st.Int(0)) + " to " + rs::FormatUtc(st.Int(1))
+                            : "none";
+    return rs::Error("no NCCL call or GPU operation matches " + Join(said, ", ") +
+                     " (the recording's NCCL calls span " + range + ")");
+  }
+  return "only " + Join(said, ", ") + " (report filters): " + std::to_string(calls) +
+         " NCCL calls" + (has_gpu ? ", " + std::to_string(ops) + " GPU operations" : "");
+}
+
+}  // namespace analyzer
