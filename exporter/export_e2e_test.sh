@@ -124,6 +124,30 @@ if grep -q 'GPU (NCCL kernels)' "$dir/gpu/old.json"; then fail "GPU track withou
 "$EXPORT" "$db" -o "$dir/w.pftrace" --from +100ms --to +200ms --nodes node0
 [ -s "$dir/w.pftrace" ] || fail "windowed export empty"
 
+# -o -: the trace on standard output, decodable as it streams, and no file named '-'.
+(cd "$dir" && "$EXPORT" "$db" -o - --compression none) > "$dir/stdout.pftrace" \
+  || fail "-o - failed"
+"$PROTOC" --decode_raw < "$dir/stdout.pftrace" > "$dir/stdout.txt" || fail "protoc --decode_raw"
+[ -s "$dir/stdout.txt" ] || fail "-o -: nothing decoded"
+cmp "$dir/stdout.pftrace" "$dir/plain.pftrace" || fail "-o - differs from the trace written to a file"
+(cd "$dir" && "$EXPORT" "$db" -o - --compression none | "$PROTOC" --decode_raw > /dev/null) \
+  || fail "-o - | protoc --decode_raw"
+[ ! -e "$dir/-" ] || fail "-o - created a file named -"
+
+# A window with no event in it: exit 1, the window and the recording's range named, no file.
+set +e
+out=$("$EXPORT" "$db" -o "$dir/late.pftrace" --from +1h 2>&1); rc=$?
+set -e
+[ $rc -eq 1 ] || fail "empty window: exit $rc"
+echo "$out" | grep -q 'no event' || fail "empty window message: $out"
+echo "$out" | grep -q -- '--from' || fail "empty window message names no window: $out"
+[ ! -e "$dir/late.pftrace" ] || fail "empty window: output written"
+set +e
+out=$(cd "$dir" && "$EXPORT" "$db" -o - --from +1h 2>&1 >/dev/null); rc=$?
+set -e
+[ $rc -eq 1 ] || fail "empty window to stdout: exit $rc"
+[ ! -e "$dir/-" ] || fail "empty window: created a file named -"
+
 # User errors: exit status and a message naming what is wrong.
 set +e
 out=$("$EXPORT" "$db" -o "$dir/x.pftrace" --nodes node42 2>&1); rc=$?
