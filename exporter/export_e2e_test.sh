@@ -4,7 +4,7 @@
 # with python3, determinism by byte comparison, CLI errors.
 # usage: export_e2e_test.sh RANKSCOPE_EXPORT TESTDATA_TOOL PROTO PROTOC CHECK_JSON_PY [MERGE]
 set -euo pipefail
-EXPORT=$1 TESTDATA=$2 PROTO=$3 PROTOC=$4 CHECK_JSON=$5 MERGE=${6:-}
+EXPORT=$(realpath "$1") TESTDATA=$2 PROTO=$3 PROTOC=$4 CHECK_JSON=$5 MERGE=${6:-}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/rs-export-e2e-XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
