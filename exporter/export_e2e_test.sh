@@ -49,6 +49,8 @@ grep -q 'sequence_flags: 1' "$dir/a.txt" || fail "no SEQ_INCREMENTAL_STATE_CLEAR
 grep -q 'is_incremental: true' "$dir/a.txt" || fail "no incremental clock"
 grep -q 'process_name: "node1 / rank 3 (pid 10101)"' "$dir/a.txt" || fail "process names"
 grep -q 'terminating_flow_ids' "$dir/a.txt" || fail "no flows"
+grep -q 'name: "node1 / disk loop0 / lane 0"' "$dir/a.txt" || fail "no named disk lane"
+if grep -q 'disk .*(overlap' "$dir/a.txt"; then fail "disk requests on overlap tracks"; fi
 grep -q 'name: "in_flight"' "$dir/a.txt" || fail "no in-flight annotation"
 begins=$(grep -c 'type: TYPE_SLICE_BEGIN' "$dir/a.txt")
 ends=$(grep -c 'type: TYPE_SLICE_END' "$dir/a.txt")
@@ -85,6 +87,8 @@ if [ -n "$MERGE" ]; then
   "$PROTOC" --proto_path="$(dirname "$PROTO")" --decode=perfetto.protos.Trace \
     "$(basename "$PROTO")" < "$dir/real.pftrace" > "$dir/real.txt" || fail "protoc real"
   [ "$(grep -c 'type: TYPE_SLICE_BEGIN' "$dir/real.txt")" -eq "$begins" ] || fail "real slices"
+  # The device names the recorder wrote (block_devices) come through the merge.
+  grep -q 'name: "node1 / disk loop0"' "$dir/real.txt" || fail "merged db: no device name"
 fi
 
 # gpu_ops (the NCCL profiler plugin's rows): GPU tracks, host -> device flows, collective
