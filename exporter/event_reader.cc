@@ -137,8 +137,9 @@ Result<std::optional<std::pair<int64_t, int64_t>>> EventSpan(Db& db) {
                                               ") FROM " + kTableNames[t]));
     ASSIGN_OR_RETURN(bool has, st.Step());
     if (!has || st.IsNull(0)) continue;
-    span = span ? std::make_pair(std::min(span->first, st.Int(0)), std::max(span->second, st.Int(1)))
-                : std::make_pair(st.Int(0), st.Int(1));
+    span = span
+               ? std::make_pair(std::min(span->first, st.Int(0)), std::max(span->second, st.Int(1)))
+               : std::make_pair(st.Int(0), st.Int(1));
   }
   return span;
 }

@@ -73,17 +73,17 @@ Result<void> EmptyWindow(Db& db, const ExportOptions& o, const RowFilter& f) {
   const int64_t base = first.value_or(0);
   std::string window;
   if (o.from) window += "--from " + TimeAndOffset(f.from_ns, base);
-  if (o.to) window += std::string(window.empty() ? "" : " ") + "--to " + TimeAndOffset(f.to_ns, base);
+  if (o.to)
+    window += std::string(window.empty() ? "" : " ") + "--to " + TimeAndOffset(f.to_ns, base);
   if (!o.nodes.empty()) {
     window += std::string(window.empty() ? "" : " ") + "--nodes ";
     for (size_t i = 0; i < o.nodes.size(); ++i) window += (i ? "," : "") + o.nodes[i];
   }
-  std::string held = span ? "its events run from " + TimeAndOffset(span->first, base) + " to " +
-                                TimeAndOffset(span->second, base) +
-                                " (offsets from its first event)"
-                          : "it holds no events at all";
-  return Error(o.input + ": no event in the window " + window + ": " + held +
-               "; nothing written");
+  std::string held = span
+                         ? "its events run from " + TimeAndOffset(span->first, base) + " to " +
+                               TimeAndOffset(span->second, base) + " (offsets from its first event)"
+                         : "it holds no events at all";
+  return Error(o.input + ": no event in the window " + window + ": " + held + "; nothing written");
 }
 
 Result<void> RunTimeline(Db& db, const std::string& source, const RowFilter& filter,

@@ -479,7 +479,6 @@ TEST_F(ExportTest, ErrorsNameTheInputAndTheNode) {
   EXPECT_NE(access((*dir_ + "/x.pftrace").c_str(), F_OK), 0);  // nothing half-written
 }
 
-
 // A window holding no event is an error that names the window and the recording's range, and
 // leaves no file behind, in both formats.
 TEST_F(ExportTest, EmptyWindowIsAnErrorNamingTheWindowAndTheRecording) {
@@ -498,7 +497,7 @@ TEST_F(ExportTest, EmptyWindowIsAnErrorNamingTheWindowAndTheRecording) {
     const std::string& m = r.error().message();
     EXPECT_NE(m.find("no event"), std::string::npos) << m;
     EXPECT_NE(m.find(std::to_string(**first + 3600'000'000'000)), std::string::npos) << m;
-    EXPECT_NE(m.find("+3600"), std::string::npos) << m;  // the window as an offset
+    EXPECT_NE(m.find("+3600"), std::string::npos) << m;                  // the window as an offset
     EXPECT_NE(m.find(std::to_string(**first)), std::string::npos) << m;  // the recording
     EXPECT_NE(access(o.output.c_str(), F_OK), 0) << "output left behind";
     // The same input without a window still exports.
@@ -577,8 +576,8 @@ TEST_F(ExportTest, NodesAndRanksInNaturalOrder) {
   for (const auto& r : roots) root_names.push_back(r.second);
   for (const auto& r : ranks) rank_names.push_back(r.second);
   EXPECT_EQ(root_names, (std::vector<std::string>{"node1", "node2", "node10"}));
-  EXPECT_EQ(rank_names, (std::vector<std::string>{"node2 / rank 9 (pid 61)",
-                                                  "node2 / rank 10 (pid 60)"}));
+  EXPECT_EQ(rank_names,
+            (std::vector<std::string>{"node2 / rank 9 (pid 61)", "node2 / rank 10 (pid 60)"}));
 
   // Chrome JSON: process_sort_index puts the same tracks in the same order.
   o.format = Format::kChromeJson;
@@ -604,10 +603,9 @@ TEST_F(ExportTest, NodesAndRanksInNaturalOrder) {
   std::sort(json_order.begin(), json_order.end());
   std::vector<std::string> json_names;
   for (const auto& n : json_order) json_names.push_back(n.second);
-  EXPECT_EQ(json_names,
-            (std::vector<std::string>{"node1", "node1 / rank 0 (pid 70)", "node2",
-                                      "node2 / rank 9 (pid 61)", "node2 / rank 10 (pid 60)",
-                                      "node10", "node10 / rank 4 (pid 50)"}));
+  EXPECT_EQ(json_names, (std::vector<std::string>{
+                            "node1", "node1 / rank 0 (pid 70)", "node2", "node2 / rank 9 (pid 61)",
+                            "node2 / rank 10 (pid 60)", "node10", "node10 / rank 4 (pid 50)"}));
 }
 
 // Block requests of a device go on as few lanes as overlap allows (each on the lowest lane
@@ -653,8 +651,7 @@ TEST_F(ExportTest, DiskRequestsPackIntoLanesUnderOneTrackPerDevice) {
                                                       "node1 / disk sda", "node1 / disk sdb"}));
     } else {
       EXPECT_EQ(disk_names, (std::vector<std::string>{"node1 / disk 7:4", "node1 / disk 8:0",
-                                                      "node1 / disk 8:16",
-                                                      "node1 / disk 259:0"}));
+                                                      "node1 / disk 8:16", "node1 / disk 259:0"}));
     }
     const std::string busy = names ? "node1 / disk sdb" : "node1 / disk 8:16";
     ASSERT_TRUE(disk_uuid.count(busy));

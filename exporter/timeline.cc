@@ -315,7 +315,8 @@ Result<void> Timeline::Block(const Row& row) {
   const int64_t ts = row.Int(col::kTs);
   const bool open = row.IsNull(col::kDur);
   // A negative duration is corrupt data: a zero-length request.
-  const int64_t end = open ? std::max(summary_.last_ts, ts) : ts + std::max<int64_t>(row.Int(col::kDur), 0);
+  const int64_t end =
+      open ? std::max(summary_.last_ts, ts) : ts + std::max<int64_t>(row.Int(col::kDur), 0);
   Reset("block");
   name_ = "block " + row.Text(col::kName);
   ArgOptInt("bytes", row, c::kBytes);

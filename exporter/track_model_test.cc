@@ -85,7 +85,7 @@ TEST(TrackModel, DiskRequestsGoOnTheLowestFreeLaneUnderOneDeviceTrack) {
   const uint32_t a = m.DiskLane("node0", "8:0", 0, 100);
   const uint32_t b = m.DiskLane("node0", "8:0", 10, 50);  // overlaps: never nested on a lane
   EXPECT_NE(a, b);
-  EXPECT_EQ(m.DiskLane("node0", "8:0", 50, 60), b);    // lane 1 is free again at 50
+  EXPECT_EQ(m.DiskLane("node0", "8:0", 50, 60), b);       // lane 1 is free again at 50
   const uint32_t c = m.DiskLane("node0", "8:0", 55, 70);  // lanes 0 and 1 busy
   EXPECT_NE(c, a);
   EXPECT_NE(c, b);

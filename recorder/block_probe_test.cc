@@ -92,8 +92,7 @@ class FakeSys {
       std::ofstream(root_ + "/devices/" + name + "/uevent")
           << "MAJOR=259\nMINOR=0\nDEVNAME=" << devname << "\nDEVTYPE=disk\n";
     }
-    EXPECT_EQ(symlink(("../../devices/" + name).c_str(),
-                      (root_ + "/dev/block/" + majmin).c_str()),
+    EXPECT_EQ(symlink(("../../devices/" + name).c_str(), (root_ + "/dev/block/" + majmin).c_str()),
               0);
   }
 
