@@ -94,9 +94,9 @@ Result<void> ChromeJsonWriter::DeclareTrack(const Track& t) {
       buf_ += ",\"args\":{\"name\":";
       String(t.name);
       buf_ += "}}";
-      // Keep the UI order of the trace (nodes before their ranks).
+      // Nodes in natural order, each followed by its ranks in order.
       Open("M", "process_sort_index", INT64_MIN, t);
-      buf_ += ",\"args\":{\"sort_index\":" + std::to_string(t.pid) + "}}";
+      buf_ += ",\"args\":{\"sort_index\":" + std::to_string(t.sort_index) + "}}";
       break;
     case TrackKind::kThread:
     case TrackKind::kSlices:
@@ -105,7 +105,7 @@ Result<void> ChromeJsonWriter::DeclareTrack(const Track& t) {
       String(t.name);
       buf_ += "}}";
       Open("M", "thread_sort_index", INT64_MIN, t);
-      buf_ += ",\"args\":{\"sort_index\":" + std::to_string(t.tid) + "}}";
+      buf_ += ",\"args\":{\"sort_index\":" + std::to_string(t.sort_index) + "}}";
       break;
     case TrackKind::kCounter:
       break;  // counters are named by their "C" events

@@ -111,6 +111,57 @@ Result<std::vector<std::string>> ListNodes(Db& db) {
   return std::vector<std::string>(nodes.begin(), nodes.end());
 }
 
+namespace {
+
+// The end of a row's drawn span.
+std::string EndExpr(int t) {
+  if (t == static_cast<int>(Table::kTcp) || t == static_cast<int>(Table::kProcess)) {
+    return "timestamp_ns";
+  }
+  if (t == static_cast<int>(Table::kGpu)) {
+    // The device slice: what ran on the GPU, never drawn before the enqueue.
+    return "MAX(timestamp_ns, COALESCE(device_start_ns, timestamp_ns),"
+           " COALESCE(device_end_ns, timestamp_ns))";
+  }
+  return "timestamp_ns + COALESCE(duration_ns, 0)";
+}
+
+}  // namespace
+
+Result<std::optional<std::pair<int64_t, int64_t>>> EventSpan(Db& db) {
+  std::optional<std::pair<int64_t, int64_t>> span;
+  for (int t = 0; t < kTableCount; ++t) {
+    ASSIGN_OR_RETURN(bool present, HasTable(db, t));
+    if (!present) continue;
+    ASSIGN_OR_RETURN(Statement st, db.Prepare("SELECT MIN(timestamp_ns), MAX(" + EndExpr(t) +
+                                              ") FROM " + kTableNames[t]));
+    ASSIGN_OR_RETURN(bool has, st.Step());
+    if (!has || st.IsNull(0)) continue;
+    span = span
+               ? std::make_pair(std::min(span->first, st.Int(0)), std::max(span->second, st.Int(1)))
+               : std::make_pair(st.Int(0), st.Int(1));
+  }
+  return span;
+}
+
+Result<std::map<std::pair<std::string, std::string>, std::string>> ReadBlockDevices(Db& db) {
+  std::map<std::pair<std::string, std::string>, std::string> names;
+  ASSIGN_OR_RETURN(const bool named, rs::HasTable(db, "block_devices"));
+  // Every device with requests, named where the recorder could (an earlier recorder's input has
+  // no block_devices table: MAJ:MIN for all).
+  const std::string sql =
+      named ? "SELECT b.node, b.dev, COALESCE(d.name, '') FROM (SELECT DISTINCT node, dev FROM"
+              " block_events) b LEFT JOIN block_devices d ON d.node = b.node AND d.dev = b.dev"
+            : "SELECT DISTINCT node, dev, '' FROM block_events";
+  ASSIGN_OR_RETURN(Statement st, db.Prepare(sql));
+  while (true) {
+    ASSIGN_OR_RETURN(bool has, st.Step());
+    if (!has) break;
+    names[{st.Text(0), st.Text(1)}] = st.Text(2);
+  }
+  return names;
+}
+
 Result<InputSummary> Summarize(Db& db, const RowFilter& filter) {
   InputSummary s;
   bool any = false;
@@ -118,18 +169,9 @@ Result<InputSummary> Summarize(Db& db, const RowFilter& filter) {
   ASSIGN_OR_RETURN(const bool gpu, HasGpuOps(db));
   for (int t = 0; t < kTableCount; ++t) {
     if (t == static_cast<int>(Table::kGpu) && !gpu) continue;
-    std::string end_expr = "timestamp_ns + COALESCE(duration_ns, 0)";
-    if (t == static_cast<int>(Table::kTcp) || t == static_cast<int>(Table::kProcess)) {
-      end_expr = "timestamp_ns";
-    } else if (t == static_cast<int>(Table::kGpu)) {
-      // The device slice: what ran on the GPU, never drawn before the enqueue.
-      end_expr =
-          "MAX(timestamp_ns, COALESCE(device_start_ns, timestamp_ns),"
-          " COALESCE(device_end_ns, timestamp_ns))";
-    }
     ASSIGN_OR_RETURN(Statement st,
                      PrepareFiltered(db,
-                                     "SELECT COUNT(*), MIN(timestamp_ns), MAX(" + end_expr +
+                                     "SELECT COUNT(*), MIN(timestamp_ns), MAX(" + EndExpr(t) +
                                          ") FROM " + kTableNames[t] + where,
                                      filter));
     ASSIGN_OR_RETURN(bool has, st.Step());

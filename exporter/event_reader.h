@@ -90,6 +90,11 @@ Result<std::optional<int64_t>> FirstEventTimestamp(Db& db);
 // Node names present in the input, sorted.
 Result<std::vector<std::string>> ListNodes(Db& db);
 Result<InputSummary> Summarize(Db& db, const RowFilter& filter);
+// Earliest event start and latest event end of the whole input; nullopt: no events.
+Result<std::optional<std::pair<int64_t, int64_t>>> EventSpan(Db& db);
+// The name of every block device with requests in the input, by (node, dev); "" where the
+// input has none (see BlockDeviceNames).
+Result<std::map<std::pair<std::string, std::string>, std::string>> ReadBlockDevices(Db& db);
 Result<ProcessMap> ReadProcesses(Db& db);
 
 // Whether a NCCL op is a collective that all ranks of a communicator enter with the same

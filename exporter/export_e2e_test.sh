@@ -4,7 +4,7 @@
 # with python3, determinism by byte comparison, CLI errors.
 # usage: export_e2e_test.sh RANKSCOPE_EXPORT TESTDATA_TOOL PROTO PROTOC CHECK_JSON_PY [MERGE]
 set -euo pipefail
-EXPORT=$1 TESTDATA=$2 PROTO=$3 PROTOC=$4 CHECK_JSON=$5 MERGE=${6:-}
+EXPORT=$(realpath "$1") TESTDATA=$2 PROTO=$3 PROTOC=$4 CHECK_JSON=$5 MERGE=${6:-}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/rs-export-e2e-XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -49,6 +49,8 @@ grep -q 'sequence_flags: 1' "$dir/a.txt" || fail "no SEQ_INCREMENTAL_STATE_CLEAR
 grep -q 'is_incremental: true' "$dir/a.txt" || fail "no incremental clock"
 grep -q 'process_name: "node1 / rank 3 (pid 10101)"' "$dir/a.txt" || fail "process names"
 grep -q 'terminating_flow_ids' "$dir/a.txt" || fail "no flows"
+grep -q 'name: "node1 / disk loop0 / lane 0"' "$dir/a.txt" || fail "no named disk lane"
+if grep -q 'disk .*(overlap' "$dir/a.txt"; then fail "disk requests on overlap tracks"; fi
 grep -q 'name: "in_flight"' "$dir/a.txt" || fail "no in-flight annotation"
 begins=$(grep -c 'type: TYPE_SLICE_BEGIN' "$dir/a.txt")
 ends=$(grep -c 'type: TYPE_SLICE_END' "$dir/a.txt")
@@ -85,6 +87,8 @@ if [ -n "$MERGE" ]; then
   "$PROTOC" --proto_path="$(dirname "$PROTO")" --decode=perfetto.protos.Trace \
     "$(basename "$PROTO")" < "$dir/real.pftrace" > "$dir/real.txt" || fail "protoc real"
   [ "$(grep -c 'type: TYPE_SLICE_BEGIN' "$dir/real.txt")" -eq "$begins" ] || fail "real slices"
+  # The device names the recorder wrote (block_devices) come through the merge.
+  grep -q 'name: "node1 / disk loop0"' "$dir/real.txt" || fail "merged db: no device name"
 fi
 
 # gpu_ops (the NCCL profiler plugin's rows): GPU tracks, host -> device flows, collective
@@ -123,6 +127,30 @@ if grep -q 'GPU (NCCL kernels)' "$dir/gpu/old.json"; then fail "GPU track withou
 # Windows relative to the first event.
 "$EXPORT" "$db" -o "$dir/w.pftrace" --from +100ms --to +200ms --nodes node0
 [ -s "$dir/w.pftrace" ] || fail "windowed export empty"
+
+# -o -: the trace on standard output, decodable as it streams, and no file named '-'.
+(cd "$dir" && "$EXPORT" "$db" -o - --compression none) > "$dir/stdout.pftrace" \
+  || fail "-o - failed"
+"$PROTOC" --decode_raw < "$dir/stdout.pftrace" > "$dir/stdout.txt" || fail "protoc --decode_raw"
+[ -s "$dir/stdout.txt" ] || fail "-o -: nothing decoded"
+cmp "$dir/stdout.pftrace" "$dir/plain.pftrace" || fail "-o - differs from the trace written to a file"
+(cd "$dir" && "$EXPORT" "$db" -o - --compression none | "$PROTOC" --decode_raw > /dev/null) \
+  || fail "-o - | protoc --decode_raw"
+[ ! -e "$dir/-" ] || fail "-o - created a file named -"
+
+# A window with no event in it: exit 1, the window and the recording's range named, no file.
+set +e
+out=$("$EXPORT" "$db" -o "$dir/late.pftrace" --from +1h 2>&1); rc=$?
+set -e
+[ $rc -eq 1 ] || fail "empty window: exit $rc"
+echo "$out" | grep -q 'no event' || fail "empty window message: $out"
+echo "$out" | grep -q -- '--from' || fail "empty window message names no window: $out"
+[ ! -e "$dir/late.pftrace" ] || fail "empty window: output written"
+set +e
+out=$(cd "$dir" && "$EXPORT" "$db" -o - --from +1h 2>&1 >/dev/null); rc=$?
+set -e
+[ $rc -eq 1 ] || fail "empty window to stdout: exit $rc"
+[ ! -e "$dir/-" ] || fail "empty window: created a file named -"
 
 # User errors: exit status and a message naming what is wrong.
 set +e

@@ -59,11 +59,40 @@ Result<RowFilter> MakeFilter(Db& db, const ExportOptions& o) {
   return f;
 }
 
+// "1760000003600000000 ns (+3600.000 s)": a time and its offset from `base`.
+std::string TimeAndOffset(int64_t ns, int64_t base) {
+  char offset[48];
+  std::snprintf(offset, sizeof offset, "%+.3f s", static_cast<double>(ns - base) * 1e-9);
+  return std::to_string(ns) + " ns (" + offset + ")";
+}
+
+// The error for a window that holds no event: the window, and what the input holds.
+Result<void> EmptyWindow(Db& db, const ExportOptions& o, const RowFilter& f) {
+  ASSIGN_OR_RETURN(auto span, EventSpan(db));
+  ASSIGN_OR_RETURN(std::optional<int64_t> first, FirstEventTimestamp(db));
+  const int64_t base = first.value_or(0);
+  std::string window;
+  if (o.from) window += "--from " + TimeAndOffset(f.from_ns, base);
+  if (o.to)
+    window += std::string(window.empty() ? "" : " ") + "--to " + TimeAndOffset(f.to_ns, base);
+  if (!o.nodes.empty()) {
+    window += std::string(window.empty() ? "" : " ") + "--nodes ";
+    for (size_t i = 0; i < o.nodes.size(); ++i) window += (i ? "," : "") + o.nodes[i];
+  }
+  std::string held = span
+                         ? "its events run from " + TimeAndOffset(span->first, base) + " to " +
+                               TimeAndOffset(span->second, base) + " (offsets from its first event)"
+                         : "it holds no events at all";
+  return Error(o.input + ": no event in the window " + window + ": " + held + "; nothing written");
+}
+
 Result<void> RunTimeline(Db& db, const std::string& source, const RowFilter& filter,
                          const InputSummary& summary, TraceSink& sink, ExportResult& result) {
   ASSIGN_OR_RETURN(ProcessMap processes, ReadProcesses(db));
+  ASSIGN_OR_RETURN(std::vector<std::string> nodes, ListNodes(db));
+  ASSIGN_OR_RETURN(BlockDeviceNames devices, ReadBlockDevices(db));
   ASSIGN_OR_RETURN(EventReader reader, EventReader::Open(db, filter));
-  TrackModel tracks(std::move(processes));
+  TrackModel tracks(std::move(processes), nodes, std::move(devices));
   RETURN_IF_ERROR(sink.Begin(summary.first_ts, summary.last_ts));
   Timeline timeline(tracks, sink, summary);
   RowPipeline rows(std::move(reader), source);
@@ -90,6 +119,10 @@ Result<ExportResult> Export(const ExportOptions& o) {
   auto summary = Summarize(db, filter);
   if (!summary.ok()) return summary.error().Wrap(o.input);
   result.summary = std::move(summary).value();
+  // An empty window is a mistake (a time past the end, a node idle then), not a trace to open.
+  if (result.summary.rows == 0 && (o.from || o.to || !o.nodes.empty())) {
+    RETURN_IF_ERROR(EmptyWindow(db, o, filter));
+  }
 
   TempOutput tmp(o.output + ".tmp." + std::to_string(::getpid()));
   if (o.format == Format::kPerfetto) {

@@ -145,6 +145,8 @@ Result<void> PerfettoWriter::DeclareTrack(const Track& t) {
   d->set_uuid(t.uuid);
   if (t.parent_uuid) d->set_parent_uuid(t.parent_uuid);
   d->set_name(t.name);
+  d->set_sibling_order_rank(t.sort_index);
+  if (t.explicit_child_order) d->set_child_ordering(pb::TrackDescriptor::EXPLICIT);
   switch (t.kind) {
     case TrackKind::kProcess:
       d->mutable_process()->set_pid(t.pid);

@@ -36,7 +36,8 @@ Result<std::vector<std::string>> WriteInputs(const synth::ClusterSpec& spec, con
                               column + " - " + std::to_string(offset) + " WHERE node = '" + node +
                               "' AND " + column + " IS NOT NULL"));
     }
-    for (const char* t : {"processes", "interfaces", "clock_refs", "sources", "stacks"}) {
+    for (const char* t :
+         {"processes", "interfaces", "clock_refs", "sources", "stacks", "block_devices"}) {
       RETURN_IF_ERROR(
           db.Exec(std::string("INSERT OR IGNORE INTO main.") + t + " SELECT * FROM b." + t));
     }

@@ -105,7 +105,10 @@ Result<void> Timeline::FlushUntil(int64_t ts) {
 Result<void> Timeline::Slice(uint32_t logical, int64_t ts, int64_t end) {
   // A negative duration is corrupt data; show it as zero-length rather than break order.
   end = std::max(end, ts);
-  uint32_t track = tracks_.Lane(logical, ts, end);
+  return SliceOn(tracks_.Lane(logical, ts, end), ts, end);
+}
+
+Result<void> Timeline::SliceOn(uint32_t track, int64_t ts, int64_t end) {
   RETURN_IF_ERROR(Declare());
   ev_.type = EventType::kSliceBegin;
   ev_.ts = ts;
@@ -310,10 +313,10 @@ Result<void> Timeline::Block(const Row& row) {
   namespace c = col::block;
   const std::string node = row.Text(col::kNode);
   const int64_t ts = row.Int(col::kTs);
-  const std::string dev = row.Text(c::kDev);
-  uint32_t logical = tracks_.NodeChild(node, "disk " + dev);
   const bool open = row.IsNull(col::kDur);
-  const int64_t end = open ? std::max(summary_.last_ts, ts) : ts + row.Int(col::kDur);
+  // A negative duration is corrupt data: a zero-length request.
+  const int64_t end =
+      open ? std::max(summary_.last_ts, ts) : ts + std::max<int64_t>(row.Int(col::kDur), 0);
   Reset("block");
   name_ = "block " + row.Text(col::kName);
   ArgOptInt("bytes", row, c::kBytes);
@@ -324,7 +327,7 @@ Result<void> Timeline::Block(const Row& row) {
     ArgBool("in_flight", true);
     ++stats_.in_flight;
   }
-  return Slice(logical, ts, end);
+  return SliceOn(tracks_.DiskLane(node, row.Text(c::kDev), ts, end), ts, end);
 }
 
 Result<void> Timeline::Process(const Row& row) {

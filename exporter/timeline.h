@@ -79,6 +79,7 @@ class Timeline {
   Result<void> Declare();
   Result<void> FlushUntil(int64_t ts);
   Result<void> Slice(uint32_t logical, int64_t ts, int64_t end);
+  Result<void> SliceOn(uint32_t track, int64_t ts, int64_t end);
   Result<void> Instant(uint32_t track, int64_t ts);
   Result<void> CounterSample(uint32_t track, int64_t ts, int64_t value);
   Result<void> Nccl(const Row& row);

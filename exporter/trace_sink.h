@@ -33,6 +33,11 @@ struct Track {
   int32_t pid = 0;
   int64_t tid = 0;  // 0 for process, node and counter tracks
   CounterUnit unit = CounterUnit::kNone;
+  // Where the track sorts among its siblings (Perfetto: sibling_order_rank, honoured under a
+  // parent with explicit_child_order and at the top level) and in Chrome JSON
+  // (process_sort_index of node and process tracks, thread_sort_index of the others).
+  int32_t sort_index = 0;
+  bool explicit_child_order = false;  // children shown by sort_index, not by name
 };
 
 struct Annotation {

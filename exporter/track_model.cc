@@ -1,8 +1,90 @@
 #include "track_model.h"
 
+#include <algorithm>
+#include <climits>
+#include <optional>
+#include <set>
 #include <utility>
 
+#include "rscore/cli.h"
+
 namespace rs::exporter {
+namespace {
+
+// Sort indexes of a node's own tracks, after its processes: network, process events and
+// counters, then the block devices (kDiskStride apart, their lanes right after them).
+constexpr int32_t kNodeChildSort = 1 << 29;
+constexpr int32_t kDiskSort = 1 << 30;
+constexpr int32_t kDiskStride = 1 << 12;
+
+int32_t Clamp(int64_t v) { return static_cast<int32_t>(std::clamp<int64_t>(v, 0, INT32_MAX)); }
+
+struct NaturalOrder {
+  bool operator()(const std::string& a, const std::string& b) const {
+    return rs::cli::NaturalLess(a, b);
+  }
+};
+
+}  // namespace
+
+TrackModel::TrackModel(ProcessMap processes, const std::vector<std::string>& nodes,
+                       BlockDeviceNames devices)
+    : processes_(std::move(processes)), devices_(std::move(devices)) {
+  std::set<std::string, NaturalOrder> all(nodes.begin(), nodes.end());
+  std::map<std::string, std::vector<std::pair<std::optional<int64_t>, int64_t>>> ranked;
+  for (const auto& [key, info] : processes_) {
+    all.insert(key.first);
+    ranked[key.first].emplace_back(info.rank, key.second);
+  }
+  std::map<std::string, std::set<std::string, NaturalOrder>> disks;
+  for (const auto& [key, name] : devices_) {
+    all.insert(key.first);
+    disks[key.first].insert(name.empty() ? key.second : name);
+  }
+  size_t most = 0;
+  for (const auto& [node, procs] : ranked) most = std::max(most, procs.size());
+  // The node, its known processes, one slot shared by processes not in the process table.
+  node_stride_ = Clamp(static_cast<int64_t>(most) + 2);
+  int64_t i = 0;
+  for (const std::string& node : all) node_sort_[node] = Clamp(i++ * node_stride_);
+  for (auto& [node, procs] : ranked) {
+    // Ranks in order, then processes without a rank by pid.
+    std::sort(procs.begin(), procs.end(), [](const auto& a, const auto& b) {
+      if (a.first.has_value() != b.first.has_value()) return a.first.has_value();
+      if (a.first != b.first) return *a.first < *b.first;
+      return a.second < b.second;
+    });
+    int64_t k = 0;
+    for (const auto& [rank, pid] : procs) {
+      process_sort_[{node, pid}] = Clamp(node_sort_[node] + 1 + k++);
+    }
+  }
+  for (const auto& [node, names] : disks) {
+    int64_t k = 0;
+    for (const std::string& name : names) {
+      disk_sort_[{node, name}] = Clamp(kDiskSort + k++ * kDiskStride);
+    }
+  }
+}
+
+int32_t TrackModel::NodeSortIndex(std::string_view node) {
+  auto it = node_sort_.find(node);
+  if (it != node_sort_.end()) return it->second;
+  // Not known ahead: after every known node, in order of appearance.
+  const int64_t index = static_cast<int64_t>(node_sort_.size()) + late_nodes_++;
+  return Clamp(index * node_stride_);
+}
+
+int32_t TrackModel::ProcessSortIndex(std::string_view node, int64_t pid) {
+  auto it = process_sort_.find({std::string(node), pid});
+  if (it != process_sort_.end()) return it->second;
+  return Clamp(static_cast<int64_t>(tracks_[Node(node)].sort_index) + node_stride_ - 1);
+}
+
+std::string TrackModel::DiskName(std::string_view node, std::string_view dev) const {
+  auto it = devices_.find({std::string(node), std::string(dev)});
+  return it == devices_.end() || it->second.empty() ? std::string(dev) : it->second;
+}
 
 uint32_t TrackModel::Add(Track t) {
   t.index = static_cast<uint32_t>(tracks_.size());
@@ -25,6 +107,8 @@ uint32_t TrackModel::Node(std::string_view node) {
   t.kind = TrackKind::kNode;
   t.name = std::string(node);
   t.pid = static_cast<int32_t>(NextId());
+  t.sort_index = NodeSortIndex(node);
+  t.explicit_child_order = true;
   uint32_t idx = Add(std::move(t));
   nodes_.emplace(std::string(node), idx);
   return idx;
@@ -51,6 +135,7 @@ uint32_t TrackModel::Process(std::string_view node, int64_t pid) {
   t.parent_uuid = tracks_[n].uuid;
   t.name = std::string(node) + " / " + label + " (pid " + std::to_string(pid) + ")";
   t.pid = static_cast<int32_t>(NextId());
+  t.sort_index = ProcessSortIndex(node, pid);
   uint32_t idx = Add(std::move(t));
   process_.emplace(key, idx);
   return idx;
@@ -70,6 +155,7 @@ uint32_t TrackModel::Thread(std::string_view node, int64_t pid, int64_t tid) {
   // The main thread keeps tid == pid, as on Linux.
   t.tid = tid == pid ? tracks_[p].pid : NextId();
   t.name = (comm.empty() ? "" : comm + " ") + "tid " + std::to_string(tid);
+  t.sort_index = Clamp(t.tid);
   uint32_t idx = Add(std::move(t));
   thread_.emplace(key, idx);
   return idx;
@@ -85,6 +171,7 @@ uint32_t TrackModel::NodeChild(std::string_view node, std::string_view what) {
   t.name = std::string(node) + " / " + std::string(what);
   t.pid = tracks_[n].pid;
   t.tid = NextId();
+  t.sort_index = Clamp(kNodeChildSort + t.tid);
   uint32_t idx = Add(std::move(t));
   child_.emplace(std::make_tuple(n, std::string(what)), idx);
   return idx;
@@ -101,6 +188,7 @@ uint32_t TrackModel::SchedTrack(std::string_view node, int64_t pid, int64_t tid)
   t.name = "scheduler tid " + std::to_string(tid);
   t.pid = tracks_[p].pid;
   t.tid = NextId();
+  t.sort_index = Clamp(t.tid);
   uint32_t idx = Add(std::move(t));
   sched_.emplace(key, idx);
   return idx;
@@ -117,6 +205,7 @@ uint32_t TrackModel::DeviceTrack(std::string_view node, int64_t pid) {
   t.name = std::string(kDeviceTrackName);
   t.pid = tracks_[p].pid;
   t.tid = NextId();
+  t.sort_index = Clamp(t.tid);
   uint32_t idx = Add(std::move(t));
   child_.emplace(key, idx);
   return idx;
@@ -134,6 +223,7 @@ uint32_t TrackModel::Counter(uint32_t owner, std::string_view what, CounterUnit 
            std::string(what);
   t.pid = o.pid;
   t.unit = unit;
+  t.sort_index = Clamp((o.kind == TrackKind::kNode ? kNodeChildSort : 0) + NextId());
   uint32_t idx = Add(std::move(t));
   child_.emplace(key, idx);
   return idx;
@@ -166,10 +256,59 @@ uint32_t TrackModel::Lane(uint32_t logical, int64_t begin, int64_t end) {
   t.name = base.name + " (overlap " + std::to_string(l.tracks.size()) + ")";
   t.pid = base.pid;
   t.tid = NextId();
+  t.sort_index = Clamp(t.tid);
   uint32_t idx = Add(std::move(t));
   l.tracks.push_back(idx);
   l.open_ends.push_back({end});
   return idx;
+}
+
+uint32_t TrackModel::DiskLane(std::string_view node, std::string_view dev, int64_t begin,
+                              int64_t end) {
+  const uint32_t n = Node(node);
+  auto it = disks_.find(std::make_tuple(n, std::string(dev)));
+  if (it == disks_.end()) {
+    const std::string name = DiskName(node, dev);
+    Track t;
+    t.kind = TrackKind::kSlices;
+    t.parent_uuid = tracks_[n].uuid;
+    t.name = std::string(node) + " / disk " + name;
+    t.pid = tracks_[n].pid;
+    t.tid = NextId();
+    t.explicit_child_order = true;
+    auto known = disk_sort_.find({std::string(node), name});
+    if (known != disk_sort_.end()) {
+      t.sort_index = known->second;
+    } else {
+      // Not named ahead: after the node's known devices, in order of appearance.
+      int32_t known_here = 0;
+      for (const auto& [key, index] : disk_sort_) known_here += key.first == node ? 1 : 0;
+      const int64_t k = known_here + late_disks_[std::string(node)]++;
+      t.sort_index = Clamp(kDiskSort + k * kDiskStride);
+    }
+    Disk d;
+    d.track = Add(std::move(t));
+    it = disks_.emplace(std::make_tuple(n, std::string(dev)), std::move(d)).first;
+  }
+  Disk& d = it->second;
+  for (size_t k = 0; k < d.lanes.size(); ++k) {
+    if (d.lane_ends[k] <= begin) {
+      d.lane_ends[k] = std::max(end, begin);
+      return d.lanes[k];
+    }
+  }
+  const Track& disk = tracks_[d.track];
+  const int64_t k = static_cast<int64_t>(d.lanes.size());
+  Track t;
+  t.kind = TrackKind::kSlices;
+  t.parent_uuid = disk.uuid;
+  t.name = disk.name + " / lane " + std::to_string(k);
+  t.pid = disk.pid;
+  t.tid = NextId();
+  t.sort_index = Clamp(disk.sort_index + 1 + std::min<int64_t>(k, kDiskStride - 2));
+  d.lanes.push_back(Add(std::move(t)));
+  d.lane_ends.push_back(std::max(end, begin));
+  return d.lanes.back();
 }
 
 }  // namespace rs::exporter

@@ -3,6 +3,11 @@
 // first used, so ids follow the (deterministic) event order. Pids and tids are synthesized: every
 // node has its own pid namespace, so real ids collide across nodes; the real ones are
 // kept in the track names ("node3 / rank 5 (pid 1234)").
+//
+// The order shown is not the order of creation: nodes sort naturally (node2 before node10), a
+// node's ranks by rank (processes without one after them, by pid), then its network and
+// process-event tracks, then one track per block device (by device name, naturally) holding
+// the device's lanes "lane 0", "lane 1", ... in order.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +24,16 @@ namespace rs::exporter {
 
 inline constexpr std::string_view kDeviceTrackName = "GPU (NCCL kernels)";
 
+// Name of each block device by (node, dev "MAJ:MIN"), as the recorder resolved it on the node;
+// a device without an entry (or with an empty name) is shown by its MAJ:MIN.
+using BlockDeviceNames = std::map<std::pair<std::string, std::string>, std::string>;
+
 class TrackModel {
  public:
-  explicit TrackModel(ProcessMap processes) : processes_(std::move(processes)) {}
+  // `nodes` and `devices` name what the stream will bring, so that tracks sort in their final
+  // order whenever they are created; a node or device not named there sorts after the others.
+  explicit TrackModel(ProcessMap processes, const std::vector<std::string>& nodes = {},
+                      BlockDeviceNames devices = {});
 
   const std::vector<Track>& tracks() const { return tracks_; }
   const Track& track(uint32_t index) const { return tracks_[index]; }
@@ -44,6 +56,11 @@ class TrackModel {
   // every track holds properly nested slices.
   uint32_t Lane(uint32_t logical, int64_t begin, int64_t end);
 
+  // The lane of a block device a request [begin, end] goes on: the lowest-numbered lane whose
+  // last request ended by `begin` (requests come in start order, so no device has more lanes
+  // than requests in flight at once), under the node's one track for the device.
+  uint32_t DiskLane(std::string_view node, std::string_view dev, int64_t begin, int64_t end);
+
   // Tracks created since the last call, parents before children.
   std::vector<uint32_t> TakeNew();
 
@@ -55,10 +72,27 @@ class TrackModel {
     std::vector<uint32_t> tracks;                 // lane 0 = the logical track
     std::vector<std::vector<int64_t>> open_ends;  // per lane: ends of open slices (a stack)
   };
+  struct Disk {
+    uint32_t track = 0;
+    std::vector<uint32_t> lanes;
+    std::vector<int64_t> lane_ends;  // per lane: end of its last request
+  };
   uint32_t Add(Track t);
   int64_t NextId() { return next_id_++; }
+  int32_t NodeSortIndex(std::string_view node);
+  int32_t ProcessSortIndex(std::string_view node, int64_t pid);
+  std::string DiskName(std::string_view node, std::string_view dev) const;
 
   ProcessMap processes_;
+  BlockDeviceNames devices_;
+  // Sort indexes: nodes kNodeStride apart, a node's processes right after it.
+  std::map<std::string, int32_t, std::less<>> node_sort_;
+  std::map<std::pair<std::string, int64_t>, int32_t> process_sort_;
+  std::map<std::pair<std::string, std::string>, int32_t> disk_sort_;  // (node, device name)
+  int32_t node_stride_ = 2;
+  int32_t late_nodes_ = 0;
+  std::map<std::string, int32_t, std::less<>> late_disks_;  // per node: disks not known ahead
+  std::map<std::tuple<uint32_t, std::string>, Disk, std::less<>> disks_;  // (node, dev)
   std::vector<Track> tracks_;
   std::vector<uint32_t> new_;
   std::map<std::string, uint32_t, std::less<>> nodes_;

@@ -80,5 +80,62 @@ TEST(TrackModel, EqualSpansNestAndZeroLengthSlicesFit) {
   EXPECT_EQ(m.Lane(t, 20, 30), t);
 }
 
+TEST(TrackModel, DiskRequestsGoOnTheLowestFreeLaneUnderOneDeviceTrack) {
+  TrackModel m(TwoNodes(), {"node0"}, {{{"node0", "8:0"}, "sda"}, {{"node0", "8:16"}, ""}});
+  const uint32_t a = m.DiskLane("node0", "8:0", 0, 100);
+  const uint32_t b = m.DiskLane("node0", "8:0", 10, 50);  // overlaps: never nested on a lane
+  EXPECT_NE(a, b);
+  EXPECT_EQ(m.DiskLane("node0", "8:0", 50, 60), b);       // lane 1 is free again at 50
+  const uint32_t c = m.DiskLane("node0", "8:0", 55, 70);  // lanes 0 and 1 busy
+  EXPECT_NE(c, a);
+  EXPECT_NE(c, b);
+  EXPECT_EQ(m.DiskLane("node0", "8:0", 100, 110), a);  // lowest free: lane 0, not lane 1
+  EXPECT_EQ(m.track(a).name, "node0 / disk sda / lane 0");
+  EXPECT_EQ(m.track(b).name, "node0 / disk sda / lane 1");
+  EXPECT_EQ(m.track(c).name, "node0 / disk sda / lane 2");
+  // One device track holds the lanes, in lane order.
+  EXPECT_EQ(m.track(a).parent_uuid, m.track(b).parent_uuid);
+  EXPECT_EQ(m.track(a).parent_uuid, m.track(c).parent_uuid);
+  EXPECT_LT(m.track(a).sort_index, m.track(b).sort_index);
+  EXPECT_LT(m.track(b).sort_index, m.track(c).sort_index);
+  const Track* disk = nullptr;
+  for (const Track& t : m.tracks()) {
+    if (t.uuid == m.track(a).parent_uuid) disk = &t;
+  }
+  ASSERT_NE(disk, nullptr);
+  EXPECT_EQ(disk->name, "node0 / disk sda");
+  EXPECT_TRUE(disk->explicit_child_order);
+  EXPECT_EQ(disk->parent_uuid, m.track(m.Node("node0")).uuid);
+  // No name recorded: MAJ:MIN.
+  const uint32_t other = m.DiskLane("node0", "8:16", 0, 10);
+  EXPECT_EQ(m.track(other).name, "node0 / disk 8:16 / lane 0");
+  const uint32_t unknown = m.DiskLane("node0", "259:0", 0, 10);
+  EXPECT_EQ(m.track(unknown).name, "node0 / disk 259:0 / lane 0");
+}
+
+TEST(TrackModel, NodesAndRanksSortNaturally) {
+  ProcessMap p;
+  p[{"node10", 1}] = ProcessInfo{0, "trainer"};
+  p[{"node2", 1}] = ProcessInfo{10, "trainer"};
+  p[{"node2", 2}] = ProcessInfo{9, "trainer"};
+  p[{"node2", 3}] = ProcessInfo{std::nullopt, "python"};
+  TrackModel m(p, {"node10", "node2", "node1"});
+  // Created in another order than the natural one.
+  const uint32_t n10 = m.Node("node10"), n2 = m.Node("node2"), n1 = m.Node("node1");
+  EXPECT_LT(m.track(n1).sort_index, m.track(n2).sort_index);
+  EXPECT_LT(m.track(n2).sort_index, m.track(n10).sort_index);
+  const uint32_t r10 = m.Process("node2", 1), other = m.Process("node2", 3),
+                 r9 = m.Process("node2", 2);
+  EXPECT_LT(m.track(r9).sort_index, m.track(r10).sort_index);
+  EXPECT_LT(m.track(r10).sort_index, m.track(other).sort_index);  // no rank: after the ranks
+  // Chrome JSON sorts nodes and ranks together: a node's ranks follow it, before the next node.
+  EXPECT_LT(m.track(n2).sort_index, m.track(r9).sort_index);
+  EXPECT_LT(m.track(other).sort_index, m.track(n10).sort_index);
+  EXPECT_TRUE(m.track(n2).explicit_child_order);
+  // A node not known beforehand still sorts after the known ones.
+  const uint32_t late = m.Node("node0");
+  EXPECT_GT(m.track(late).sort_index, m.track(m.Process("node10", 1)).sort_index);
+}
+
 }  // namespace
 }  // namespace rs::exporter

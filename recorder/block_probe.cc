@@ -1,6 +1,8 @@
 #include "recorder/block_probe.h"
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "block.skel.h"
 
@@ -35,6 +37,21 @@ std::string FormatDev(uint32_t dev) {
   return std::to_string(dev >> 20) + ":" + std::to_string(dev & 0xfffff);
 }
 
+std::string BlockDeviceName(uint32_t dev, const std::string& sys_root) {
+  const std::string link = sys_root + "/dev/block/" + FormatDev(dev);
+  std::ifstream uevent(link + "/uevent");
+  for (std::string line; std::getline(uevent, line);) {
+    if (line.rfind("DEVNAME=", 0) == 0 && line.size() > 8) {
+      // DEVNAME is relative to /dev ("sda", "mapper/..." has its own directory): keep it whole.
+      return line.substr(8);
+    }
+  }
+  std::error_code ec;
+  const std::filesystem::path target = std::filesystem::read_symlink(link, ec);
+  if (ec) return "";
+  return target.filename().string();
+}
+
 rs::Result<BlockEventWriter> BlockEventWriter::Create(rs::Db& db, std::string node,
                                                       rs::EventIdAllocator* ids,
                                                       const rs::MonoToWall* clock) {
@@ -43,6 +60,7 @@ rs::Result<BlockEventWriter> BlockEventWriter::Create(rs::Db& db, std::string no
                    db.Prepare("INSERT INTO block_events(id, node, timestamp_ns, duration_ns, dev, "
                               "op, rwbs, sector, bytes, pid, comm) VALUES (?, ?, ?, ?, ?, ?, ?, "
                               "?, ?, ?, ?)"));
+  w.db_ = &db;
   w.node_ = std::move(node);
   w.ids_ = ids;
   w.clock_ = clock;
@@ -55,6 +73,7 @@ rs::Result<void> BlockEventWriter::Write(std::span<const uint8_t> data) {
     return rs::Error("block: short record (" + std::to_string(data.size()) + " bytes)");
   }
   std::memcpy(&e, data.data(), sizeof(e));
+  devs_.insert(e.dev);
   std::string rwbs(e.rwbs, strnlen(e.rwbs, sizeof(e.rwbs)));
   std::string comm(e.comm, strnlen(e.comm, sizeof(e.comm)));
   auto& st = insert_;
@@ -71,6 +90,25 @@ rs::Result<void> BlockEventWriter::Write(std::span<const uint8_t> data) {
   else
     st.Bind(11, comm);
   return st.Run();
+}
+
+rs::Result<void> BlockEventWriter::WriteDeviceNames(const std::string& sys_root) {
+  if (devs_.empty()) return rs::Ok();
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db_->Prepare("INSERT OR REPLACE INTO block_devices(node, dev, name)"
+                                " VALUES (?, ?, ?)"));
+  for (uint32_t dev : devs_) {
+    const std::string name = BlockDeviceName(dev, sys_root);
+    if (name.empty()) continue;  // gone, or never a block device here: MAJ:MIN stays
+    RETURN_IF_ERROR(st.Bind(1, node_).Bind(2, FormatDev(dev)).Bind(3, name).Run());
+  }
+  return rs::Ok();
+}
+
+rs::Result<void> BlockProbe::Finish(RecorderContext& ctx) {
+  RETURN_IF_ERROR(FinishKernel(ctx));
+  if (!ctx_) return rs::Ok();  // never started
+  return writer_.WriteDeviceNames();
 }
 
 rs::Result<void> BlockProbe::Start(RecorderContext& ctx) {

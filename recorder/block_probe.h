@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -16,6 +17,10 @@ namespace rec {
 std::string_view BlockOpFromRwbs(std::string_view rwbs);
 // Kernel dev_t (major << 20 | minor) -> "major:minor".
 std::string FormatDev(uint32_t dev);
+// The kernel's name of a block device on this node ("sda", "nvme0n1"): DEVNAME of
+// SYS/dev/block/MAJ:MIN/uevent, else the name of the directory that link points to; "" when
+// the node has no such device (any more).
+std::string BlockDeviceName(uint32_t dev, const std::string& sys_root = "/sys");
 
 class BlockEventWriter {
  public:
@@ -23,8 +28,12 @@ class BlockEventWriter {
                                              rs::EventIdAllocator* ids,
                                              const rs::MonoToWall* clock);
   rs::Result<void> Write(std::span<const uint8_t> data);
+  // Writes block_devices: the name of every device seen so far that has one on this node.
+  rs::Result<void> WriteDeviceNames(const std::string& sys_root = "/sys");
 
  private:
+  rs::Db* db_ = nullptr;
+  std::set<uint32_t> devs_;  // every dev seen
   rs::Statement insert_;
   std::string node_;
   rs::EventIdAllocator* ids_ = nullptr;
@@ -35,7 +44,8 @@ class BlockProbe : public KernelProbe {
  public:
   std::string_view source() const override { return "block"; }
   rs::Result<void> Start(RecorderContext& ctx) override;
-  rs::Result<void> Finish(RecorderContext& ctx) override { return FinishKernel(ctx); }
+  // After the last request is drained: the names of the devices seen (block_devices).
+  rs::Result<void> Finish(RecorderContext& ctx) override;
 
  protected:
   rs::Result<void> OnSample(std::span<const uint8_t> data) override { return writer_.Write(data); }

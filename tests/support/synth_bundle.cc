@@ -249,6 +249,7 @@ rs::Result<std::vector<std::string>> WriteClusterBundles(const ClusterSpec& spec
     }
     RETURN_IF_ERROR(db.Exec("INSERT INTO interfaces VALUES ('" + w.node + "', 'eth0', 'ipv4', '" +
                             NodeAddress(n) + "', 24, 4026531840)"));
+    RETURN_IF_ERROR(db.Exec("INSERT INTO block_devices VALUES ('" + w.node + "', '7:0', 'loop0')"));
     for (int l = 0; l < R; ++l) {
       int g = n * R + l;
       RETURN_IF_ERROR(db.Exec(

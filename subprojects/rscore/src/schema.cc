@@ -208,6 +208,13 @@ CREATE TABLE block_events (
   pid          INTEGER,
   comm         TEXT
 );
+CREATE TABLE block_devices (
+  node  TEXT NOT NULL,
+  dev   TEXT NOT NULL,            -- 'major:minor', as in block_events.dev
+  name  TEXT NOT NULL,            -- the kernel's name on the node ('sda', 'nvme0n1'): DEVNAME
+                                  -- of /sys/dev/block/MAJ:MIN/uevent
+  PRIMARY KEY (node, dev)
+);
 CREATE TABLE process_events (
   id           INTEGER PRIMARY KEY,
   node         TEXT NOT NULL,
