@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <set>
 
 #include "rscore/schema.h"
@@ -91,6 +92,16 @@ Result<std::optional<int64_t>> FirstEventTimestamp(Db& db) {
     if (has && !st.IsNull(0)) first = first ? std::min(*first, st.Int(0)) : st.Int(0);
   }
   return first;
+}
+
+Result<int64_t> RecordingStartNs(Db& db) {
+  ASSIGN_OR_RETURN(auto v, db.QueryText("SELECT value FROM metadata WHERE key = 'start_ns'"));
+  if (v && !v->empty()) {
+    const int64_t start = std::strtoll(v->c_str(), nullptr, 10);
+    if (start > 0) return start;
+  }
+  ASSIGN_OR_RETURN(std::optional<int64_t> first, FirstEventTimestamp(db));
+  return first.value_or(0);
 }
 
 Result<std::vector<std::string>> ListNodes(Db& db) {

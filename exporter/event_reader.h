@@ -85,8 +85,11 @@ struct ProcessInfo {
 };
 using ProcessMap = std::map<std::pair<std::string, int64_t>, ProcessInfo>;
 
-// Earliest event timestamp in the whole input (the base of relative --from/--to).
+// Earliest event timestamp in the whole input.
 Result<std::optional<int64_t>> FirstEventTimestamp(Db& db);
+// The recording's start (metadata start_ns of a bundle or a merged database; the first event
+// where it has none): the zero of relative --from/--to, as in every tool.
+Result<int64_t> RecordingStartNs(Db& db);
 // Node names present in the input, sorted.
 Result<std::vector<std::string>> ListNodes(Db& db);
 Result<InputSummary> Summarize(Db& db, const RowFilter& filter);

@@ -21,9 +21,9 @@ const rs::cli::HelpText kHelp = {
     .about = "Writes a merged database (.rsdb) or one node bundle (.rsb) as a Perfetto trace\n"
              "(native protobuf: open it in ui.perfetto.dev) or as Chrome trace JSON.\n"
              "\n"
-             "T is absolute wall-clock nanoseconds (1760000000123456789) or an offset from the\n"
-             "first event of INPUT: +1.5s, +250ms, +0. Events whose start lies in [from, to]\n"
-             "are exported.",
+             "T is an ISO 8601 UTC time (2026-11-25T11:38:01.5Z), wall-clock nanoseconds\n"
+             "(1760000000123456789) or an offset from the recording's start (+1.5s, +250ms, +0;\n"
+             "the same zero as the report's). Events whose start lies in [from, to] are exported.",
     .examples = {{"rankscope-export job.rsdb -o job.pftrace", "the whole recording, for ui.perfetto.dev"},
                  {"rankscope-export job.rsdb -o slow.pftrace --from +40s --to +45s --nodes node3",
                   "five seconds of one node"},
@@ -55,25 +55,7 @@ bool EndsWith(const std::string& s, std::string_view suffix) {
 }  // namespace
 
 Result<TimePoint> ParseTimePoint(std::string_view text, std::string_view flag) {
-  const std::string shown = std::string(flag) + " '" + std::string(text) + "'";
-  if (text.empty()) return Error(shown + ": empty time (use nanoseconds or +1.5s)");
-  if (text[0] == '+') {
-    std::string_view rest = text.substr(1);
-    if (rest.find_first_not_of("0.") == std::string_view::npos && !rest.empty()) {
-      return TimePoint{true, 0};  // "+0", "+0.0"
-    }
-    auto d = ParseDuration(rest);
-    if (!d.ok()) return d.error().Wrap(shown);
-    return TimePoint{true, *d};
-  }
-  int64_t ns = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ns);
-  if (ec != std::errc() || end != text.data() + text.size() || ns < 0) {
-    return Error(shown +
-                 ": not a time (use absolute nanoseconds like 1760000000123456789, or an "
-                 "offset from the first event like +1.5s)");
-  }
-  return TimePoint{false, ns};
+  return rs::ParseTimeArg(text, flag);
 }
 
 Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {

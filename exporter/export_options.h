@@ -8,19 +8,15 @@
 #include <vector>
 
 #include "rscore/result.h"
+#include "rscore/time_arg.h"
 
 namespace rs::exporter {
 
 enum class Format { kPerfetto, kChromeJson };
 
-// A --from / --to value: absolute wall-clock nanoseconds ("1760000000123456789") or an
-// offset from the first event of the input ("+1.5s", "+250ms", "+0").
-struct TimePoint {
-  bool relative = false;
-  int64_t ns = 0;
-  // The absolute time, given the input's first event timestamp.
-  int64_t Resolve(int64_t first_event_ns) const { return relative ? first_event_ns + ns : ns; }
-};
+// A --from / --to value (rscore/time_arg.h): an ISO 8601 UTC time, wall-clock nanoseconds, or
+// an offset from the recording's start ("+1.5s", "+250ms", "+0"), the zero of every tool.
+using TimePoint = rs::TimeArg;
 
 Result<TimePoint> ParseTimePoint(std::string_view text, std::string_view flag);
 

@@ -11,6 +11,7 @@
 #include "chrome_json_writer.h"
 #include "perfetto_writer.h"
 #include "rscore/bundle.h"
+#include "rscore/time_arg.h"
 #include "track_model.h"
 
 namespace rs::exporter {
@@ -33,8 +34,7 @@ class TempOutput {
 Result<RowFilter> MakeFilter(Db& db, const ExportOptions& o) {
   RowFilter f;
   if (o.from || o.to) {
-    ASSIGN_OR_RETURN(std::optional<int64_t> first, FirstEventTimestamp(db));
-    const int64_t base = first.value_or(0);
+    ASSIGN_OR_RETURN(const int64_t base, RecordingStartNs(db));
     if (o.from) f.from_ns = o.from->Resolve(base);
     if (o.to) f.to_ns = o.to->Resolve(base);
     if (f.from_ns > f.to_ns) {
@@ -59,18 +59,17 @@ Result<RowFilter> MakeFilter(Db& db, const ExportOptions& o) {
   return f;
 }
 
-// "1760000003600000000 ns (+3600.000 s)": a time and its offset from `base`.
+// "2026-11-25T11:38:01.500000000Z (+3600.000 s)": a time and its offset from `base`.
 std::string TimeAndOffset(int64_t ns, int64_t base) {
   char offset[48];
   std::snprintf(offset, sizeof offset, "%+.3f s", static_cast<double>(ns - base) * 1e-9);
-  return std::to_string(ns) + " ns (" + offset + ")";
+  return rs::FormatUtc(ns) + " (" + offset + ")";
 }
 
 // The error for a window that holds no event: the window, and what the input holds.
 Result<void> EmptyWindow(Db& db, const ExportOptions& o, const RowFilter& f) {
   ASSIGN_OR_RETURN(auto span, EventSpan(db));
-  ASSIGN_OR_RETURN(std::optional<int64_t> first, FirstEventTimestamp(db));
-  const int64_t base = first.value_or(0);
+  ASSIGN_OR_RETURN(const int64_t base, RecordingStartNs(db));
   std::string window;
   if (o.from) window += "--from " + TimeAndOffset(f.from_ns, base);
   if (o.to)
@@ -81,7 +80,7 @@ Result<void> EmptyWindow(Db& db, const ExportOptions& o, const RowFilter& f) {
   }
   std::string held = span
                          ? "its events run from " + TimeAndOffset(span->first, base) + " to " +
-                               TimeAndOffset(span->second, base) + " (offsets from its first event)"
+                               TimeAndOffset(span->second, base) + " (offsets from the recording's start)"
                          : "it holds no events at all";
   return Error(o.input + ": no event in the window " + window + ": " + held + "; nothing written");
 }
@@ -119,6 +118,7 @@ Result<ExportResult> Export(const ExportOptions& o) {
   auto summary = Summarize(db, filter);
   if (!summary.ok()) return summary.error().Wrap(o.input);
   result.summary = std::move(summary).value();
+  ASSIGN_OR_RETURN(result.recording_start_ns, RecordingStartNs(db));
   // An empty window is a mistake (a time past the end, a node idle then), not a trace to open.
   if (result.summary.rows == 0 && (o.from || o.to || !o.nodes.empty())) {
     RETURN_IF_ERROR(EmptyWindow(db, o, filter));

@@ -16,6 +16,7 @@ struct ExportResult {
   int64_t tracks = 0;
   int64_t bytes = 0;    // size of the written file
   int64_t packets = 0;  // protobuf only: TracePackets written
+  int64_t recording_start_ns = 0;  // the zero of --from/--to offsets (RecordingStartNs)
 };
 
 Result<ExportResult> Export(const ExportOptions& options);

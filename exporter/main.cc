@@ -7,6 +7,7 @@
 #include "exporter.h"
 #include "rscore/cli.h"
 #include "rscore/clock.h"
+#include "rscore/time_arg.h"
 
 #ifndef RANKSCOPE_VERSION
 #define RANKSCOPE_VERSION "unknown"
@@ -51,6 +52,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "rankscope-export: %s\n", sent.error().message().c_str());
       return kExitError;
     }
+  }
+  if (r->recording_start_ns > 0) {
+    std::fprintf(stderr, "rankscope-export: recording starts %s (the zero of +offsets)\n",
+                 rs::FormatUtc(r->recording_start_ns).c_str());
   }
   const TimelineStats& s = r->stats;
   if (s.device_slices > 0) {

@@ -90,6 +90,24 @@ python3 -c "import json,sys; json.load(open('report.json'))" || fail "report -o 
 "$analyze" report piped.rsdb --out r.txt 2>report.err && [[ -s r.txt ]] || fail "report --out"
 grep -q -E '^rankscope-analyze report: wrote r.txt in ' report.err || fail "report: no final line"
 
+# One time base: the report's start, merge's and export's are the same UTC instant, and
+# --from takes it as ISO 8601, as epoch ns and as +0 alike.
+start_utc=$(python3 -c "import json; print(json.load(open('report.json'))['start_utc'])")
+start_ns=$(python3 -c "import json; print(json.load(open('report.json'))['start_ns'])")
+grep -q "recording from $start_utc" merge.err || fail "merge does not print the start $start_utc"
+grep -q "recording starts $start_utc" export.err || fail "export does not print the start $start_utc"
+for t in "$start_utc" "$start_ns" "+0"; do
+  "$export" piped.rsdb -o "w.json" --from "$t" --to +1s 2>/dev/null || fail "export --from $t"
+  mv w.json "w-${t//[:+]/_}.json" 2>/dev/null
+done
+cmp -s "w-${start_utc//[:+]/_}.json" "w-_0.json" && cmp -s "w-$start_ns.json" "w-_0.json" ||
+  fail "export --from ISO / ns / +0 do not give the same window"
+"$analyze" report piped.rsdb --from "$start_utc" --to +1h --format json -o r1.json &&
+  "$analyze" report piped.rsdb --format json -o r2.json ||
+  fail "report --from ISO"
+[[ $(python3 -c "import json; print(json.load(open('r1.json'))['nccl_calls'] == json.load(open('r2.json'))['nccl_calls'])") == True ]] ||
+  fail "report --from <start> --to +1h is not the whole recording"
+
 [[ -e "$work/-" || -e "$build/-" ]] && fail "a file named '-' was created"
 if ((fails)); then echo "$fails failure(s)"; exit 1; fi
 echo "PASS"
