@@ -20,6 +20,7 @@
 #include "side_events.h"
 #include "straggler.h"
 
+#include "rscore/cli.h"
 #include "rscore/duration.h"
 #include "rscore/schema.h"
 
@@ -494,6 +495,15 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   for (Straggler& s : ranked) r.stragglers.push_back(std::move(s));
   r.observations = std::move(observed);
   RETURN_IF_ERROR(AddWarnings(db, merged, r));
+  // Nodes in natural order (node2 before node10) everywhere they are listed.
+  auto natural = [](const std::string& a, const std::string& b) { return rs::cli::NaturalLess(a, b); };
+  std::stable_sort(r.nodes.begin(), r.nodes.end(), natural);
+  std::stable_sort(r.clock.begin(), r.clock.end(),
+                   [&](const NodeClock& a, const NodeClock& b) { return natural(a.node, b.node); });
+  std::stable_sort(r.per_node.begin(), r.per_node.end(), [&](const ArrivalStats& a,
+                                                             const ArrivalStats& b) {
+    return natural(a.node, b.node);
+  });
   r.plots = BuildPlots(data, side, r.start_ns, std::max(r.end_ns, r.start_ns + 1));
   r.verdict = Verdict(r, stats);
   return r;

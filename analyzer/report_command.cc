@@ -31,6 +31,7 @@ struct ReportArgs {
   std::string fail_on;  // '', 'straggler', 'hang', 'any'
   bool help = false;
   bool skip_integrity = false;
+  bool all_nodes = false;
 };
 
 const rs::cli::HelpText kHelp = {
@@ -73,6 +74,8 @@ rs::Result<ReportArgs> ParseArgs(int argc, char** argv, po::options_description&
       "only these ranks' NCCL, CUDA and GPU rows (0,3 or 4-7; repeatable)")(
       "comm", po::value<std::string>(&comm)->value_name("HASH"),
       "only this communicator's NCCL and GPU rows (comm_id_hash: 0x... as printed, or decimal)")(
+      "all-nodes", po::bool_switch(&a.all_nodes),
+      "list every node in the per-node table (default: the 10 latest when there are more)")(
       "no-integrity-check", po::bool_switch(&a.skip_integrity),
       "skip SQLite's quick_check of the input (faster on very large databases)");
   po::options_description hidden;
@@ -205,6 +208,7 @@ int RunReportCommand(int argc, char** argv) {
     return kExitError;
   }
   if (!filtered->empty()) report->notes.insert(report->notes.begin(), *filtered);
+  if (args->all_nodes) report->node_rows = 0;
   auto written = WriteOutput(args->output, analyzer::Render(*report, *format));
   if (!written.ok()) {
     std::cerr << kName << ": " << written.error().message() << "\n";

@@ -225,6 +225,9 @@ struct Report {
   std::vector<NodeClock> clock;
   std::vector<ArrivalStats> per_rank;
   std::vector<ArrivalStats> per_node;
+  // Rows of the per-node table in text, Markdown and HTML: the latest nodes first, this many
+  // (0: every node, in natural order). JSON always has every node.
+  size_t node_rows = 10;
   // What may make a conclusion wrong, shown at the top: nodes whose clock is aligned by their
   // wall clock only, inputs that look like another job's.
   std::vector<std::string> warnings;

@@ -1,5 +1,7 @@
 #include "report_render.h"
 
+#include <algorithm>
+
 #include "report_format.h"
 #include "rscore/time_arg.h"
 
@@ -64,6 +66,19 @@ std::string CompetitorsLine(const Straggler& s) {
 std::string RecordingSpan(const Report& r) {
   return "recording " + rs::FormatUtc(r.start_ns) + " to " + rs::FormatUtc(r.end_ns) +
          " (UTC; every +offset counts from its start)";
+}
+
+std::vector<const ArrivalStats*> NodeRows(const Report& r, size_t* left_out) {
+  std::vector<const ArrivalStats*> rows;
+  for (const ArrivalStats& s : r.per_node) rows.push_back(&s);
+  *left_out = 0;
+  if (r.node_rows == 0 || rows.size() <= r.node_rows) return rows;
+  std::stable_sort(rows.begin(), rows.end(), [](const ArrivalStats* a, const ArrivalStats* b) {
+    return a->median_lateness_ns > b->median_lateness_ns;
+  });
+  *left_out = rows.size() - r.node_rows;
+  rows.resize(r.node_rows);
+  return rows;
 }
 
 std::string ReadingGuide() {

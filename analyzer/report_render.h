@@ -30,5 +30,8 @@ std::string ReadingGuide();
 // "recording 2026-11-25T11:49:28.362958180Z to ...Z (UTC; every +offset counts from its
 // start)": the one time base of the report, the plots and the other tools.
 std::string RecordingSpan(const Report& r);
+// The per-node table's rows (Report::node_rows): the latest nodes first when cut, else every
+// node in natural order; `left_out` gets how many were cut.
+std::vector<const ArrivalStats*> NodeRows(const Report& r, size_t* left_out);
 
 }  // namespace analyzer

@@ -77,8 +77,14 @@ std::string RenderText(const Report& r) {
       << (s.median_duration_ns >= 0 ? FormatNs(s.median_duration_ns) : "-") << "\n";
   };
   if (!r.per_node.empty()) {
-    o << "\nper node: median / p90 lateness, times last, median duration\n";
-    for (const ArrivalStats& s : r.per_node) line(s, s.node);
+    size_t left_out = 0;
+    std::vector<const ArrivalStats*> rows = NodeRows(r, &left_out);
+    o << "\nper node" << (left_out ? ", the latest " + std::to_string(rows.size()) : std::string())
+      << ": median / p90 lateness, times last, median duration\n";
+    for (const ArrivalStats* s : rows) line(*s, s->node);
+    if (left_out) {
+      o << "  ... " << left_out << " more node(s): --all-nodes lists them (JSON has all)\n";
+    }
   }
   if (!r.per_rank.empty()) {
     // The latest ranks only: the terminal report stays short (all ranks: --format json).
