@@ -3,7 +3,7 @@
 # tables with row counts and meanings, one table's columns, an unknown table (exit 1, the
 # tables listed), usage errors (exit 2), the shared --help layout; query's JSON numbers are the
 # shortest that read back the same; communicators appear as the same hex text in the views and
-# the report; the views give UTC times.
+# the report, merge's output, the trace and the views; the views give UTC times.
 set -uo pipefail
 build=$1
 work=$(mktemp -d)
@@ -58,15 +58,23 @@ done
 if [[ -x $merge ]]; then
   mkdir -p hang
   "$build/tests/support/make-synth-cluster" hang --fault hang --fault-node 2 >/dev/null || fail "make-synth-cluster hang"
-  "$merge" -q -o hang.rsdb hang >/dev/null 2>&1 || fail "merge hang"
+  "$merge" -o hang.rsdb hang >merge.log 2>&1 || fail "merge hang"
   report_hex=$("$analyze" report hang.rsdb --format json 2>/dev/null |
     grep -o -E '"comm_id_hex":"0x[0-9a-f]{16}"' | head -n 1 | cut -d'"' -f4)
   [[ -n $report_hex ]] || fail "no comm_id_hex in the hang report's JSON"
-  "$analyze" report hang.rsdb 2>/dev/null | grep -q "communicator $report_hex" ||
+  "$analyze" report hang.rsdb >report.txt 2>/dev/null
+  grep -q "communicator $report_hex" report.txt ||
     fail "the text report does not name communicator $report_hex"
   n=$("$analyze" query hang.rsdb "SELECT COUNT(*) FROM nccl_events_v WHERE comm_id_hex = '$report_hex'" \
     --format csv | tail -n 1)
   [[ $n -gt 0 ]] || fail "report's comm_id_hex $report_hex is not in nccl_events_v.comm_id_hex"
+  grep -q "communicator $report_hex: " merge.log ||
+    fail "merge's output does not name communicator $report_hex: $(grep -m 1 communicator merge.log)"
+  if [[ -x $build/exporter/rankscope-export ]]; then
+    "$build/exporter/rankscope-export" hang.rsdb -o trace.json >/dev/null 2>&1 || fail "export"
+    grep -q "\"comm_id_hex\": *\"$report_hex\"" trace.json ||
+      fail "the trace's NCCL events have no comm_id_hex $report_hex"
+  fi
 fi
 
 # Usage errors exit 2; help in the shared layout.
