@@ -59,7 +59,8 @@ const rs::cli::HelpText kSchemaHelp = {
              "The views (TABLE_v) add readable UTC times and hex communicator hashes to the\n"
              "event tables, for query.",
     .examples = {{"rankscope-analyze schema job.rsdb", "tables, views and row counts"},
-                 {"rankscope-analyze schema job.rsdb gpu_ops", "what each column of gpu_ops holds"}},
+                 {"rankscope-analyze schema job.rsdb gpu_ops",
+                  "what each column of gpu_ops holds"}},
     .man_page = "rankscope-analyze(1)"};
 
 // Opens INPUT read-only with the query views, and the read-only guard installed.

@@ -220,7 +220,7 @@ rs::Result<std::vector<ColumnInfo>> TableColumns(rs::Db& db, const std::string& 
   return columns;
 }
 
-bool HasColumn(const std::vector<ColumnInfo>& columns, std::string_view name) {
+bool ColumnListed(const std::vector<ColumnInfo>& columns, std::string_view name) {
   return std::any_of(columns.begin(), columns.end(),
                      [&](const ColumnInfo& c) { return c.name == name; });
 }
@@ -228,12 +228,13 @@ bool HasColumn(const std::vector<ColumnInfo>& columns, std::string_view name) {
 std::string ViewName(std::string_view table) { return std::string(table) + "_v"; }
 
 // What the view of `table` adds, given the table's columns.
-std::vector<ViewColumn> ViewColumns(std::string_view table, const std::vector<ColumnInfo>& columns) {
+std::vector<ViewColumn> ViewColumns(std::string_view table,
+                                    const std::vector<ColumnInfo>& columns) {
   std::vector<ViewColumn> added;
   auto time = [&](const std::string& column, const std::string& name) {
-    if (HasColumn(columns, column)) {
-      added.push_back({name, UtcTimeSql(column),
-                       column + " as UTC text: ISO 8601 with nanoseconds"});
+    if (ColumnListed(columns, column)) {
+      added.push_back(
+          {name, UtcTimeSql(column), column + " as UTC text: ISO 8601 with nanoseconds"});
     }
   };
   time("timestamp_ns", "time_utc");
@@ -243,7 +244,7 @@ std::vector<ViewColumn> ViewColumns(std::string_view table, const std::vector<Co
     time(column, column.substr(0, column.size() - 3) + "_utc");  // device_start_ns -> ..._utc
   }
   for (const char* hash : {"comm_id_hash", "nccl_comm_hash"}) {
-    if (!HasColumn(columns, hash)) continue;
+    if (!ColumnListed(columns, hash)) continue;
     std::string column = hash;
     added.push_back({column.substr(0, column.size() - 5) + "_hex", HexSql(column),
                      column + " as 16 hex digits, as the report and the trace show it"});
@@ -289,8 +290,8 @@ void PrintAligned(const std::vector<std::vector<std::string>>& rows, std::ostrea
 // Tables (in creation order) and then the query views of `db`.
 rs::Result<std::vector<std::string>> TableNames(rs::Db& db, const char* type, const char* master) {
   ASSIGN_OR_RETURN(rs::Statement st,
-                   db.Prepare(std::string("SELECT name FROM ") + master + " WHERE type = '" +
-                              type + "' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid"));
+                   db.Prepare(std::string("SELECT name FROM ") + master + " WHERE type = '" + type +
+                              "' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid"));
   std::vector<std::string> names;
   for (;;) {
     ASSIGN_OR_RETURN(bool row, st.Step());
@@ -362,8 +363,8 @@ rs::Result<void> PrintTableSchema(rs::Db& db, const std::string& table, std::ost
       added = ViewColumns(t, columns);
     }
   } else if (std::find(tables.begin(), tables.end(), table) == tables.end()) {
-    return rs::Error("no table or view '" + table + "' in this database; tables: " +
-                     Join(tables) + (views.empty() ? "" : "; views: " + Join(views)));
+    return rs::Error("no table or view '" + table + "' in this database; tables: " + Join(tables) +
+                     (views.empty() ? "" : "; views: " + Join(views)));
   }
   ASSIGN_OR_RETURN(std::vector<ColumnInfo> columns, TableColumns(db, base));
   const rs::TableDoc* doc = rs::FindTableDoc(docs, base);

@@ -137,8 +137,9 @@ TEST(SchemaDocTest, EveryTableAndColumnIsDescribed) {
   auto db = std::move(rs::Db::Open(":memory:", rs::Db::Mode::kCreate).value());
   ASSERT_TRUE(rs::CreateSchema(db, rs::DbKind::kMerged).ok());
   auto tables = rs::DescribeSchema(rs::DbKind::kMerged);
-  auto st = db.Prepare("SELECT m.name, p.name, p.type FROM sqlite_master m, pragma_table_info(m.name) p "
-                       "WHERE m.type = 'table' ORDER BY m.name, p.cid");
+  auto st = db.Prepare(
+      "SELECT m.name, p.name, p.type FROM sqlite_master m, pragma_table_info(m.name) p "
+      "WHERE m.type = 'table' ORDER BY m.name, p.cid");
   ASSERT_TRUE(st.ok());
   int columns = 0;
   while (st->Step().value()) {

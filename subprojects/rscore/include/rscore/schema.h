@@ -86,7 +86,7 @@ struct ColumnDoc {
 struct TableDoc {
   std::string name;
   std::string meaning;
-  std::vector<ColumnDoc> columns;  // in table order
+  std::vector<ColumnDoc> columns;                        // in table order
   const ColumnDoc* Find(std::string_view column) const;  // nullptr: not in this table
 };
 // The tables of a bundle or of a merged db (whose event tables have local_timestamp_ns too).
