@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "report_format.h"
+#include "rscore/comm_hash.h"
 
 namespace analyzer {
 namespace {
@@ -342,7 +343,7 @@ HangReport AnalyzeHang(const CollectiveData& data,
             });
   std::string what = std::to_string(out.waiting_ranks.size()) + " rank(s) stuck in " + out.op +
                      " seq " + std::to_string(out.seq) + " of communicator " +
-                     FormatHash(out.comm_id_hash) + " for " + FormatNs(out.stuck_for_ns);
+                     rs::HashHex(out.comm_id_hash) + " for " + FormatNs(out.stuck_for_ns);
   if (out.basis == "device" && high > kNotEnqueued && low < high) {
     what += std::string(" (") +
             (high == kStarted    ? "started on their devices, waiting"

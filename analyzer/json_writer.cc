@@ -1,5 +1,6 @@
 #include "json_writer.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -87,17 +88,19 @@ JsonWriter& JsonWriter::Int(int64_t v) {
   out_ += std::to_string(v);
   return *this;
 }
+std::string JsonWriter::Number(double v) {
+  if (!std::isfinite(v)) return "null";
+  if (v == std::floor(v) && std::fabs(v) < 9e15) {
+    return std::to_string(static_cast<int64_t>(v));
+  }
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);  // shortest round trip
+  return ec == std::errc() ? std::string(buf, end) : "null";
+}
+
 JsonWriter& JsonWriter::Double(double v) {
   Separate();
-  if (!std::isfinite(v)) {
-    out_ += "null";
-  } else if (v == std::floor(v) && std::fabs(v) < 9e15) {
-    out_ += std::to_string(static_cast<int64_t>(v));
-  } else {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", v);
-    out_ += buf;
-  }
+  out_ += Number(v);
   return *this;
 }
 JsonWriter& JsonWriter::Bool(bool v) {

@@ -24,6 +24,9 @@ class JsonWriter {
   const std::string& str() const { return out_; }
 
   static std::string Quote(std::string_view s);
+  // A double as JSON: whole values below 9e15 as integers, others with the fewest digits that
+  // read back to the same double; NaN / infinity -> null.
+  static std::string Number(double v);
 
  private:
   void Separate();

@@ -1,5 +1,6 @@
 // rankscope-analyze: questions asked of a bundle (.rsb) or merged database (.rsdb).
 //   query INPUT "SQL"   read-only SQL
+//   schema INPUT [TABLE] the tables and views with their meanings, or one table's columns
 //   report INPUT        stragglers, causes, hangs (report_command.h)
 #include <boost/program_options.hpp>
 
@@ -20,6 +21,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: rankscope-analyze query INPUT SQL|- [--format table|csv|json] [--limit N]\n"
+    "       rankscope-analyze schema INPUT [TABLE]\n"
     "       rankscope-analyze report INPUT [--format text|json|markdown|html] [-o FILE]\n"
     "\n"
     "INPUT is a node bundle (.rsb) or a merged database (.rsdb).\n"
@@ -29,6 +31,8 @@ constexpr const char* kUsage =
     "      which node held the job back, and why\n"
     "  rankscope-analyze query job.rsdb \"SELECT node, COUNT(*) FROM tcp_events GROUP BY node\"\n"
     "      read-only SQL over the recording\n"
+    "  rankscope-analyze schema job.rsdb nccl_events\n"
+    "      what each column of a table holds\n"
     "\n"
     "Run 'rankscope-analyze COMMAND --help' for a command's options.\n";
 
@@ -47,6 +51,67 @@ const rs::cli::HelpText kQueryHelp = {
                  {"rankscope-analyze query job.rsdb - --format csv < slow_ranks.sql",
                   "a query kept in a file, as CSV"}},
     .man_page = "rankscope-analyze(1)"};
+
+const rs::cli::HelpText kSchemaHelp = {
+    .usage = "rankscope-analyze schema INPUT [TABLE]",
+    .about = "Lists the tables and views of a bundle (.rsb) or merged database (.rsdb) with their\n"
+             "row counts and what they hold; with TABLE, its columns with type and meaning.\n"
+             "The views (TABLE_v) add readable UTC times and hex communicator hashes to the\n"
+             "event tables, for query.",
+    .examples = {{"rankscope-analyze schema job.rsdb", "tables, views and row counts"},
+                 {"rankscope-analyze schema job.rsdb gpu_ops",
+                  "what each column of gpu_ops holds"}},
+    .man_page = "rankscope-analyze(1)"};
+
+// Opens INPUT read-only with the query views, and the read-only guard installed.
+rs::Result<rs::OpenedDb> OpenForQuery(const std::string& input) {
+  ASSIGN_OR_RETURN(rs::OpenedDb file, rs::OpenRankscopeFile(input));
+  RETURN_IF_ERROR(analyzer::CreateQueryViews(file.db()));
+  analyzer::InstallReadOnlyGuard(file.db());
+  return file;
+}
+
+int RunSchemaCommand(int argc, char** argv) {
+  po::options_description opts;
+  opts.add_options()("help,h", "show this help");
+  po::options_description hidden;
+  std::vector<std::string> positional;
+  hidden.add_options()("args", po::value<std::vector<std::string>>(&positional));
+  po::options_description all;
+  all.add(opts).add(hidden);
+  po::positional_options_description pos;
+  pos.add("args", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "rankscope-analyze schema: " << e.what() << "\n(see --help)\n";
+    return rs::cli::kExitUsage;
+  }
+  if (vm.count("help")) {
+    std::cout << rs::cli::FormatHelp(kSchemaHelp, opts);
+    return rs::cli::kExitOk;
+  }
+  if (positional.empty() || positional.size() > 2) {
+    std::cerr << "rankscope-analyze schema: expected INPUT and at most one TABLE, got "
+              << positional.size() << " argument(s)\n(see --help)\n";
+    return rs::cli::kExitUsage;
+  }
+  auto opened = OpenForQuery(positional[0]);
+  if (!opened.ok()) {
+    std::cerr << "rankscope-analyze schema: " << opened.error().message() << "\n";
+    return rs::cli::kExitError;
+  }
+  auto printed = positional.size() == 1
+                     ? analyzer::PrintSchema(opened->db(), std::cout)
+                     : analyzer::PrintTableSchema(opened->db(), positional[1], std::cout);
+  if (!printed.ok()) {
+    std::cerr << "rankscope-analyze schema: " << printed.error().message() << "\n";
+    return rs::cli::kExitError;
+  }
+  return rs::cli::kExitOk;
+}
 
 int RunQueryCommand(int argc, char** argv) {
   po::options_description opts;
@@ -119,12 +184,11 @@ int RunQueryCommand(int argc, char** argv) {
     }
     positional[1] = std::move(sql).value();
   }
-  auto opened = rs::OpenRankscopeFile(positional[0]);
+  auto opened = OpenForQuery(positional[0]);
   if (!opened.ok()) {
     std::cerr << "rankscope-analyze query: " << opened.error().message() << "\n";
     return 1;
   }
-  analyzer::InstallReadOnlyGuard(opened->db());
   auto stats = analyzer::RunQuery(opened->db(), positional[1], {*fmt, limit}, std::cout);
   if (!stats.ok()) {
     std::cerr << "rankscope-analyze query: " << stats.error().message() << "\n";
@@ -151,6 +215,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "query") return RunQueryCommand(argc - 1, argv + 1);
+  if (cmd == "schema") return RunSchemaCommand(argc - 1, argv + 1);
   if (cmd == "report") return RunReportCommand(argc - 1, argv + 1);
   std::cerr << "rankscope-analyze: unknown command '" << cmd << "'\n" << kUsage;
   return 2;

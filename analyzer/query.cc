@@ -4,9 +4,13 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string_view>
 #include <vector>
+
+#include "json_writer.h"
+#include "rscore/schema.h"
 
 namespace analyzer {
 namespace {
@@ -122,53 +126,16 @@ std::string CsvQuote(const std::string& s) {
   return out + "\"";
 }
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", c);
-          out += b;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
 std::string JsonCell(sqlite3_stmt* st, int col) {
   switch (sqlite3_column_type(st, col)) {
     case SQLITE_NULL:
       return "null";
     case SQLITE_INTEGER:
       return std::to_string(sqlite3_column_int64(st, col));
-    case SQLITE_FLOAT: {
-      double d = sqlite3_column_double(st, col);
-      if (!std::isfinite(d)) return "null";
-      char b[32];
-      std::snprintf(b, sizeof b, "%.17g", d);
-      return b;
-    }
+    case SQLITE_FLOAT:
+      return JsonWriter::Number(sqlite3_column_double(st, col));
     default:
-      return JsonString(CellText(st, col));
+      return JsonWriter::Quote(CellText(st, col));
   }
 }
 
@@ -214,7 +181,202 @@ class TablePrinter {
   bool header_done_ = false;
 };
 
+// Columns the views add to their table's.
+struct ViewColumn {
+  std::string name;
+  std::string sql;  // its value over the table's columns
+  std::string meaning;
+};
+
+constexpr int64_t kNsPerSecond = 1000000000;
+
+// ISO 8601 UTC with nanoseconds of a nanoseconds-since-epoch column; NULL stays NULL.
+std::string UtcTimeSql(const std::string& column) {
+  const std::string ns = std::to_string(kNsPerSecond);
+  const std::string frac = "((" + column + " % " + ns + " + " + ns + ") % " + ns + ")";
+  return "CASE WHEN " + column + " IS NULL THEN NULL ELSE strftime('%Y-%m-%dT%H:%M:%S', (" +
+         column + " - " + frac + ") / " + ns + ", 'unixepoch') || printf('.%09dZ', " + frac +
+         ") END";
+}
+
+// A 64-bit hash column as 16 hex digits of its unsigned value; NULL stays NULL.
+std::string HexSql(const std::string& column) {
+  return "CASE WHEN " + column + " IS NULL THEN NULL ELSE printf('0x%016x', " + column + ") END";
+}
+
+struct ColumnInfo {
+  std::string name, type;
+};
+
+rs::Result<std::vector<ColumnInfo>> TableColumns(rs::Db& db, const std::string& table) {
+  ASSIGN_OR_RETURN(rs::Statement st, db.Prepare("SELECT name, type FROM pragma_table_info(?1)"));
+  st.Bind(1, table);
+  std::vector<ColumnInfo> columns;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    columns.push_back({st.Text(0), st.Text(1)});
+  }
+  return columns;
+}
+
+bool ColumnListed(const std::vector<ColumnInfo>& columns, std::string_view name) {
+  return std::any_of(columns.begin(), columns.end(),
+                     [&](const ColumnInfo& c) { return c.name == name; });
+}
+
+std::string ViewName(std::string_view table) { return std::string(table) + "_v"; }
+
+// What the view of `table` adds, given the table's columns.
+std::vector<ViewColumn> ViewColumns(std::string_view table,
+                                    const std::vector<ColumnInfo>& columns) {
+  std::vector<ViewColumn> added;
+  auto time = [&](const std::string& column, const std::string& name) {
+    if (ColumnListed(columns, column)) {
+      added.push_back(
+          {name, UtcTimeSql(column), column + " as UTC text: ISO 8601 with nanoseconds"});
+    }
+  };
+  time("timestamp_ns", "time_utc");
+  for (const rs::TimeColumn& t : rs::kExtraTimeColumns) {
+    if (t.table != table) continue;
+    std::string column(t.column);
+    time(column, column.substr(0, column.size() - 3) + "_utc");  // device_start_ns -> ..._utc
+  }
+  for (const char* hash : {"comm_id_hash", "nccl_comm_hash"}) {
+    if (!ColumnListed(columns, hash)) continue;
+    std::string column = hash;
+    added.push_back({column.substr(0, column.size() - 5) + "_hex", HexSql(column),
+                     column + " as 16 hex digits, as the report and the trace show it"});
+  }
+  return added;
+}
+
+// The event tables `db` has, with their columns.
+rs::Result<std::vector<std::pair<std::string, std::vector<ColumnInfo>>>> EventTables(rs::Db& db) {
+  std::vector<std::pair<std::string, std::vector<ColumnInfo>>> tables;
+  for (std::string_view t : rs::kEventTables) {
+    ASSIGN_OR_RETURN(bool present, rs::HasTable(db, t));
+    if (!present) continue;
+    ASSIGN_OR_RETURN(auto columns, TableColumns(db, std::string(t)));
+    tables.emplace_back(std::string(t), std::move(columns));
+  }
+  return tables;
+}
+
+// Left-aligned columns, two spaces apart; the last one is not padded.
+void PrintAligned(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
+  if (rows.empty()) return;
+  std::vector<size_t> w(rows[0].size(), 0);
+  for (const auto& r : rows) {
+    for (size_t c = 0; c < r.size(); ++c) w[c] = std::max(w[c], r[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string l;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      l += (c ? "  " : "") + cells[c];
+      if (c + 1 < cells.size()) l += std::string(w[c] - cells[c].size(), ' ');
+    }
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    out << l << '\n';
+  };
+  line(rows[0]);
+  std::vector<std::string> dashes;
+  for (size_t c = 0; c < w.size(); ++c) dashes.push_back(std::string(w[c], '-'));
+  line(dashes);
+  for (size_t i = 1; i < rows.size(); ++i) line(rows[i]);
+}
+
+// Tables (in creation order) and then the query views of `db`.
+rs::Result<std::vector<std::string>> TableNames(rs::Db& db, const char* type, const char* master) {
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare(std::string("SELECT name FROM ") + master + " WHERE type = '" + type +
+                              "' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid"));
+  std::vector<std::string> names;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    names.push_back(st.Text(0));
+  }
+  return names;
+}
+
+std::string QuoteIdentifier(const std::string& name) {
+  std::string q = "\"";
+  for (char c : name) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string Join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
 }  // namespace
+
+rs::Result<void> CreateQueryViews(rs::Db& db) {
+  ASSIGN_OR_RETURN(auto tables, EventTables(db));
+  for (const auto& [table, columns] : tables) {
+    std::string sql = "CREATE TEMP VIEW IF NOT EXISTS " + ViewName(table) + " AS SELECT *";
+    for (const ViewColumn& v : ViewColumns(table, columns)) sql += ", " + v.sql + " AS " + v.name;
+    RETURN_IF_ERROR(db.Exec(sql + " FROM main." + table));
+  }
+  return rs::Ok();
+}
+
+rs::Result<void> PrintSchema(rs::Db& db, std::ostream& out) {
+  const std::vector<rs::TableDoc> docs = rs::DescribeSchema(rs::DbKind::kMerged);
+  ASSIGN_OR_RETURN(std::vector<std::string> tables, TableNames(db, "table", "sqlite_master"));
+  ASSIGN_OR_RETURN(std::vector<std::string> views, TableNames(db, "view", "sqlite_temp_master"));
+  ASSIGN_OR_RETURN(auto event_tables, EventTables(db));
+  std::vector<std::vector<std::string>> rows = {{"table", "rows", "meaning"}};
+  std::map<std::string, std::string> counts;
+  for (const std::string& t : tables) {
+    ASSIGN_OR_RETURN(int64_t n, db.QueryInt("SELECT COUNT(*) FROM main." + QuoteIdentifier(t)));
+    counts[t] = std::to_string(n);
+    const rs::TableDoc* doc = rs::FindTableDoc(docs, t);
+    rows.push_back({t, counts[t], doc ? doc->meaning : ""});
+  }
+  for (const auto& [table, columns] : event_tables) {
+    const std::string view = ViewName(table);
+    if (std::find(views.begin(), views.end(), view) == views.end()) continue;
+    std::vector<std::string> added;
+    for (const ViewColumn& v : ViewColumns(table, columns)) added.push_back(v.name);
+    rows.push_back({view, counts[table], "view: " + table + " with " + Join(added)});
+  }
+  PrintAligned(rows, out);
+  return rs::Ok();
+}
+
+rs::Result<void> PrintTableSchema(rs::Db& db, const std::string& table, std::ostream& out) {
+  const std::vector<rs::TableDoc> docs = rs::DescribeSchema(rs::DbKind::kMerged);
+  ASSIGN_OR_RETURN(std::vector<std::string> tables, TableNames(db, "table", "sqlite_master"));
+  ASSIGN_OR_RETURN(std::vector<std::string> views, TableNames(db, "view", "sqlite_temp_master"));
+  std::string base = table;  // the table whose columns' meanings apply
+  std::vector<ViewColumn> added;
+  if (std::find(views.begin(), views.end(), table) != views.end()) {
+    ASSIGN_OR_RETURN(auto event_tables, EventTables(db));
+    for (const auto& [t, columns] : event_tables) {
+      if (ViewName(t) != table) continue;
+      base = t;
+      added = ViewColumns(t, columns);
+    }
+  } else if (std::find(tables.begin(), tables.end(), table) == tables.end()) {
+    return rs::Error("no table or view '" + table + "' in this database; tables: " + Join(tables) +
+                     (views.empty() ? "" : "; views: " + Join(views)));
+  }
+  ASSIGN_OR_RETURN(std::vector<ColumnInfo> columns, TableColumns(db, base));
+  const rs::TableDoc* doc = rs::FindTableDoc(docs, base);
+  std::vector<std::vector<std::string>> rows = {{"column", "type", "meaning"}};
+  for (const ColumnInfo& c : columns) {
+    const rs::ColumnDoc* cd = doc ? doc->Find(c.name) : nullptr;
+    rows.push_back({c.name, c.type, cd ? cd->meaning : ""});
+  }
+  for (const ViewColumn& v : added) rows.push_back({v.name, "TEXT", v.meaning});
+  PrintAligned(rows, out);
+  return rs::Ok();
+}
 
 rs::Result<OutputFormat> ParseOutputFormat(const std::string& name) {
   if (name == "table") return OutputFormat::kTable;
@@ -286,7 +448,7 @@ rs::Result<QueryStats> RunQuery(rs::Db& db, const std::string& sql, const QueryO
       case OutputFormat::kJson:
         out << (stats.rows > 1 ? ",\n " : "\n ") << "{";
         for (int c = 0; c < ncol; ++c) {
-          out << (c ? ", " : "") << JsonString(names[c]) << ": " << JsonCell(raw, c);
+          out << (c ? ", " : "") << JsonWriter::Quote(names[c]) << ": " << JsonCell(raw, c);
         }
         out << "}";
         break;

@@ -27,6 +27,21 @@ struct QueryStats {
 // that change state, and extension loading are denied with a clear message.
 void InstallReadOnlyGuard(rs::Db& db);
 
+// Views for reading the event tables by eye, created as TEMP views on the (read-only)
+// connection before InstallReadOnlyGuard: TABLE_v for every event table present has TABLE's
+// columns, then time_utc (timestamp_ns as ISO 8601 UTC with nanoseconds,
+// "2026-11-25T12:03:07.123456789Z"), gpu_ops_v device_start_utc / device_end_utc likewise,
+// and comm_id_hex / nccl_comm_hex (the hashes as 16 hex digits, "0x26017f0f7f0ca554", as the
+// report and the trace show communicators).
+rs::Result<void> CreateQueryViews(rs::Db& db);
+
+// `schema`: the tables and views of `db`, each with its row count and meaning
+// (rs::DescribeSchema), as an aligned table.
+rs::Result<void> PrintSchema(rs::Db& db, std::ostream& out);
+// One table's or view's columns with type and meaning. A name that is neither is an error
+// that lists the tables and views.
+rs::Result<void> PrintTableSchema(rs::Db& db, const std::string& table, std::ostream& out);
+
 // Runs exactly one SQL statement and prints its rows. A second statement is an error.
 rs::Result<QueryStats> RunQuery(rs::Db& db, const std::string& sql, const QueryOptions& options,
                                 std::ostream& out);

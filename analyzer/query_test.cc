@@ -16,10 +16,16 @@ class QueryTest : public ::testing::Test {
     ASSERT_TRUE(rs::CreateSchema(db_, rs::DbKind::kBundle).ok());
     ASSERT_TRUE(db_.Exec("INSERT INTO nccl_events(id, node, timestamp_ns, duration_ns, pid, tid, "
                          "op, rank, nranks, comm_id_hash) VALUES "
-                         "(1, 'n0', 1000, 60000000, 7, 7, 'ALL_REDUCE', 3, 4, -5),"
+                         "(1, 'n0', 1764072187123456789, 60000000, 7, 7, 'ALL_REDUCE', 3, 4, -5),"
                          "(2, 'n0', 2000, 10, 7, 7, 'ALL_REDUCE', 3, 4, -5),"
                          "(3, 'n0', 3000, NULL, 7, 7, 'SEND', NULL, 4, -5)")
                     .ok());
+    ASSERT_TRUE(db_.Exec("INSERT INTO gpu_ops(id, node, timestamp_ns, pid, op, comm_id_hash, "
+                         "device_start_ns, state) VALUES "
+                         "(9, 'n0', 5, 7, 'ALL_REDUCE', 2738609752950744404, 1000000001, "
+                         "'completed')")
+                    .ok());
+    ASSERT_TRUE(CreateQueryViews(db_).ok());
     InstallReadOnlyGuard(db_);
   }
   rs::Result<QueryStats> Run(const std::string& sql, QueryOptions o = {}) {
@@ -46,6 +52,112 @@ TEST_F(QueryTest, CsvAndJson) {
       Run("SELECT id, rank, 'a\"b' AS s FROM nccl_events WHERE id = 3", {OutputFormat::kJson, 0})
           .ok());
   EXPECT_EQ(out_.str(), "[\n {\"id\": 3, \"rank\": null, \"s\": \"a\\\"b\"}\n]\n");
+}
+
+TEST_F(QueryTest, JsonNumbersAreShortestRoundTrip) {
+  ASSERT_TRUE(Run("SELECT 8.32 AS x, 0.1 + 0.2 AS y, 1e-7 AS z, 3 AS i, duration_ns AS d "
+                  "FROM nccl_events WHERE id = 1",
+                  {OutputFormat::kJson, 0})
+                  .ok());
+  EXPECT_EQ(out_.str(),
+            "[\n {\"x\": 8.32, \"y\": 0.30000000000000004, \"z\": 1e-07, \"i\": 3, "
+            "\"d\": 60000000}\n]\n");
+}
+
+TEST_F(QueryTest, ViewsShowHexCommunicatorAndUtcTimes) {
+  ASSERT_TRUE(Run("SELECT id, comm_id_hex, time_utc FROM nccl_events_v ORDER BY id",
+                  {OutputFormat::kCsv, 0})
+                  .ok());
+  EXPECT_EQ(out_.str(),
+            "id,comm_id_hex,time_utc\n"
+            "1,0xfffffffffffffffb,2025-11-25T12:03:07.123456789Z\n"
+            "2,0xfffffffffffffffb,1970-01-01T00:00:00.000002000Z\n"
+            "3,0xfffffffffffffffb,1970-01-01T00:00:00.000003000Z\n");
+  ASSERT_TRUE(Run("SELECT comm_id_hex, nccl_comm_hex, time_utc, device_start_utc, device_end_utc "
+                  "FROM gpu_ops_v",
+                  {OutputFormat::kCsv, 0})
+                  .ok());
+  EXPECT_EQ(out_.str(),
+            "comm_id_hex,nccl_comm_hex,time_utc,device_start_utc,device_end_utc\n"
+            "0x26017f0f7f0ca554,,1970-01-01T00:00:00.000000005Z,1970-01-01T00:00:01.000000001Z,\n");
+  for (const char* view : {"nccl_events_v", "cuda_events_v", "gpu_ops_v", "tcp_events_v",
+                           "sched_events_v", "block_events_v", "process_events_v"}) {
+    auto r = Run(std::string("SELECT time_utc FROM ") + view);
+    EXPECT_TRUE(r.ok()) << view << ": " << r.error().message();
+  }
+  // The views are as read-only as the tables.
+  EXPECT_FALSE(Run("DELETE FROM nccl_events_v").ok());
+  for (const char* sql : {"DROP VIEW nccl_events_v", "CREATE TEMP VIEW x AS SELECT 1"}) {
+    auto r = Run(sql);
+    ASSERT_FALSE(r.ok()) << sql;
+    EXPECT_NE(r.error().message().find("read-only"), std::string::npos) << r.error().message();
+  }
+}
+
+TEST_F(QueryTest, SchemaListsTablesAndViewsWithRowsAndMeaning) {
+  out_.str("");
+  ASSERT_TRUE(PrintSchema(db_, out_).ok());
+  const std::string s = out_.str();
+  EXPECT_EQ(s.substr(0, 5), "table");
+  auto line = [&](const std::string& name) {
+    size_t p = s.find("\n" + name + " ");
+    return p == std::string::npos ? std::string() : s.substr(p + 1, s.find('\n', p + 1) - p - 1);
+  };
+  EXPECT_NE(line("nccl_events").find(" 3 "), std::string::npos) << s;
+  EXPECT_NE(line("nccl_events").find("NCCL"), std::string::npos) << s;
+  EXPECT_NE(line("gpu_ops").find(" 1 "), std::string::npos) << s;
+  EXPECT_NE(line("nccl_events_v").find("comm_id_hex"), std::string::npos) << s;
+  EXPECT_NE(line("metadata").find(" 3 "), std::string::npos) << s;
+  EXPECT_EQ(line("merge_inputs"), "") << "a bundle has no merge tables";
+}
+
+TEST_F(QueryTest, SchemaOfOneTableGivesColumnsTypesAndMeanings) {
+  out_.str("");
+  ASSERT_TRUE(PrintTableSchema(db_, "nccl_events", out_).ok());
+  const std::string s = out_.str();
+  EXPECT_NE(s.find("comm_id_hash"), std::string::npos) << s;
+  EXPECT_NE(s.find("splitmix64 fold of the ncclUniqueId"), std::string::npos) << s;
+  EXPECT_NE(s.find("INTEGER"), std::string::npos) << s;
+  // A comment continued on the next line is one meaning.
+  EXPECT_NE(s.find("NCCL's commHash, as NCCL's logs and profiler plugins name the communicator"),
+            std::string::npos)
+      << s;
+  out_.str("");
+  ASSERT_TRUE(PrintTableSchema(db_, "nccl_events_v", out_).ok());
+  EXPECT_NE(out_.str().find("time_utc"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("splitmix64"), std::string::npos) << out_.str();
+  auto unknown = PrintTableSchema(db_, "nccl_event", out_);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message().find("nccl_event"), std::string::npos);
+  EXPECT_NE(unknown.error().message().find("tcp_events"), std::string::npos)
+      << unknown.error().message();
+}
+
+TEST(SchemaDocTest, EveryTableAndColumnIsDescribed) {
+  auto db = std::move(rs::Db::Open(":memory:", rs::Db::Mode::kCreate).value());
+  ASSERT_TRUE(rs::CreateSchema(db, rs::DbKind::kMerged).ok());
+  auto tables = rs::DescribeSchema(rs::DbKind::kMerged);
+  auto st = db.Prepare(
+      "SELECT m.name, p.name, p.type FROM sqlite_master m, pragma_table_info(m.name) p "
+      "WHERE m.type = 'table' ORDER BY m.name, p.cid");
+  ASSERT_TRUE(st.ok());
+  int columns = 0;
+  while (st->Step().value()) {
+    std::string table = st->Text(0), column = st->Text(1), type = st->Text(2);
+    const rs::TableDoc* t = rs::FindTableDoc(tables, table);
+    ASSERT_NE(t, nullptr) << table;
+    EXPECT_FALSE(t->meaning.empty()) << table;
+    const rs::ColumnDoc* c = t->Find(column);
+    ASSERT_NE(c, nullptr) << table << "." << column;
+    EXPECT_EQ(c->type, type) << table << "." << column;
+    ++columns;
+  }
+  EXPECT_GT(columns, 150);
+  const rs::TableDoc* merged = rs::FindTableDoc(tables, "gpu_ops");
+  ASSERT_NE(merged, nullptr);
+  ASSERT_NE(merged->Find("local_timestamp_ns"), nullptr);
+  EXPECT_FALSE(merged->Find("local_timestamp_ns")->meaning.empty());
+  EXPECT_EQ(rs::FindTableDoc(rs::DescribeSchema(rs::DbKind::kBundle), "clock_alignment"), nullptr);
 }
 
 TEST_F(QueryTest, RefusesWritesAttachAndPragmaWrites) {

@@ -98,10 +98,4 @@ std::string DescribeActivityLine(const Activity& a, int64_t time_zero_ns) {
   return out;
 }
 
-std::string FormatHash(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 }  // namespace analyzer

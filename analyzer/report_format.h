@@ -20,7 +20,5 @@ std::string Spoken(const std::string& value);
 std::string CallerFrame(const std::string& stack);
 // One line per thing a rank was doing (hang reports): "cudaMemcpy in flight since ...".
 std::string DescribeActivityLine(const struct Activity& a, int64_t time_zero_ns);
-// Hex spelling of a communicator hash, as users see it in queries: "0x1a2b...".
-std::string FormatHash(uint64_t v);
 
 }  // namespace analyzer

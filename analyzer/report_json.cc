@@ -1,6 +1,7 @@
 #include "json_writer.h"
 #include "report_format.h"
 #include "report_render.h"
+#include "rscore/comm_hash.h"
 #include "rscore/time_arg.h"
 
 namespace analyzer {
@@ -105,7 +106,7 @@ void Hang(JsonWriter& w, const HangReport& h) {
   } else {
     w.Null();
   }
-  w.Key("comm_id_hex").String(h.detected ? FormatHash(h.comm_id_hash) : "");
+  w.Key("comm_id_hex").String(h.detected ? rs::HashHex(h.comm_id_hash) : "");
   w.Key("seq");
   if (h.detected) {
     w.Int(h.seq);
@@ -153,6 +154,7 @@ void Hang(JsonWriter& w, const HangReport& h) {
   w.EndArray().Key("mismatches").BeginArray();
   for (const Mismatch& m : h.mismatches) {
     w.BeginObject().Key("comm_id_hash").Int(static_cast<int64_t>(m.comm_id_hash));
+    w.Key("comm_id_hex").String(rs::HashHex(m.comm_id_hash));
     w.Key("seq").Int(m.seq).Key("field").String(m.field).Key("variants").BeginArray();
     for (const auto& [value, who] : m.variants) {
       w.BeginObject().Key("value").String(value).Key("ranks").BeginArray();

@@ -2,6 +2,7 @@
 
 #include "report_format.h"
 #include "report_render.h"
+#include "rscore/comm_hash.h"
 
 namespace analyzer {
 namespace {
@@ -80,7 +81,8 @@ std::string RenderMarkdown(const Report& r) {
     o << "\n";
   }
   for (const Mismatch& m : r.hang.mismatches) {
-    o << "- mismatch at seq " << m.seq << ", " << m.field << ":";
+    o << "- mismatch at seq " << m.seq << " (" << rs::HashHex(m.comm_id_hash) << "), " << m.field
+      << ":";
     for (const auto& [value, who] : m.variants) o << " `" << value << "` x" << who.size();
     o << "\n";
   }

@@ -4,6 +4,7 @@
 
 #include "report_format.h"
 #include "report_render.h"
+#include "rscore/comm_hash.h"
 
 namespace analyzer {
 namespace {
@@ -60,7 +61,7 @@ std::string RenderText(const Report& r) {
     }
   }
   for (const Mismatch& m : r.hang.mismatches) {
-    o << "  mismatch at seq " << m.seq << " (" << FormatHash(m.comm_id_hash) << "): " << m.field;
+    o << "  mismatch at seq " << m.seq << " (" << rs::HashHex(m.comm_id_hash) << "): " << m.field;
     for (const auto& [value, who] : m.variants) {
       o << " [" << value << ": " << who.size() << " rank(s), e.g. " << who.front() << "]";
     }

@@ -153,6 +153,7 @@ TEST_F(GpuExportTest, DeviceTrackPerRankWithTheDeviceSpans) {
                                                       {"clock_error_ns", 50},
                                                       {"queued_ns", 490}}));
   EXPECT_EQ(ar->strings, (std::map<std::string, std::string>{{"op", "ALL_REDUCE"},
+                                                             {"comm_id_hex", "0x000000000000002a"},
                                                              {"datatype", "float32"},
                                                              {"algorithm", "RING"},
                                                              {"protocol", "LL"},

@@ -189,6 +189,9 @@ Result<void> Timeline::Nccl(const Row& row) {
   ArgOptInt("rank", row, c::kRank);
   ArgOptInt("nranks", row, c::kNranks);
   ArgOptInt("comm_id_hash", row, c::kCommIdHash);
+  if (!row.IsNull(c::kCommIdHash)) {
+    ArgString("comm_id_hex", rs::HashHex(static_cast<uint64_t>(row.Int(c::kCommIdHash))));
+  }
   ArgOptInt("seq", row, c::kSeq);
   ArgOptInt("count", row, c::kCount);
   if (!row.IsNull(c::kDatatype)) ArgString("datatype", row.Text(c::kDatatype));
@@ -350,6 +353,9 @@ void Timeline::GpuArgs(const Row& row) {
   ArgOptInt("rank", row, c::kRank);
   ArgOptInt("nranks", row, c::kNranks);
   ArgOptInt("comm_id_hash", row, c::kCommIdHash);
+  if (!row.IsNull(c::kCommIdHash)) {
+    ArgString("comm_id_hex", rs::HashHex(static_cast<uint64_t>(row.Int(c::kCommIdHash))));
+  }
   ArgOptInt("seq", row, c::kSeq);
   ArgOptInt("count", row, c::kCount);
   if (!row.IsNull(c::kDatatype)) ArgString("datatype", row.Text(c::kDatatype));

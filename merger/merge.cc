@@ -19,6 +19,7 @@
 #include "inputs.h"
 #include "rendezvous.h"
 #include "rscore/bundle.h"
+#include "rscore/comm_hash.h"
 #include "rscore/duration.h"
 #include "rscore/schema.h"
 #include "rscore/sqlite.h"
@@ -195,9 +196,7 @@ void LogEvidence(std::ostream& log, const RendezvousSummary& summary) {
           << " more communicators\n";
       break;
     }
-    char hash[32];
-    std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(c.comm_id_hash));
-    log << "rankscope-merge: communicator " << hash << ": ";
+    log << "rankscope-merge: communicator " << rs::HashHex(c.comm_id_hash) << ": ";
     switch (c.mode) {
       case CallMode::kBlocking:
         log << "calls block (no call returned before another rank of its node entered, "

@@ -1,15 +1,19 @@
 #include "rscore/schema.h"
 
+#include <optional>
 #include <string>
+#include <utility>
 
 namespace rs {
 namespace {
 
 constexpr std::string_view kBundleSql = R"sql(
+-- facts about the recording: versions, node, host, start and end, capture settings
 CREATE TABLE metadata (
   key   TEXT PRIMARY KEY,
   value TEXT NOT NULL
 );
+-- monotonic/realtime clock pairs taken at start, every second and at the end
 CREATE TABLE clock_refs (
   node          TEXT NOT NULL,
   seq           INTEGER NOT NULL,
@@ -22,6 +26,7 @@ CREATE TABLE clock_refs (
   clock_state   TEXT,               -- adjtimex return: 'TIME_OK', 'TIME_ERROR', ...
   PRIMARY KEY (node, seq)
 );
+-- one row per capture source: how it was attached, events written and lost
 CREATE TABLE sources (
   node      TEXT NOT NULL,
   source    TEXT NOT NULL,          -- 'tcp', 'sched', 'block', 'process', 'nccl', 'cuda'
@@ -31,6 +36,7 @@ CREATE TABLE sources (
   note      TEXT,
   PRIMARY KEY (node, source)
 );
+-- every probe the recorder tried to attach, and whether it worked
 CREATE TABLE attachments (
   node      TEXT NOT NULL,
   kind      TEXT NOT NULL,          -- 'tracepoint', 'nccl', 'cudart', 'cuda'
@@ -40,6 +46,7 @@ CREATE TABLE attachments (
   error     TEXT,
   build_id  TEXT
 );
+-- the node's network addresses (which TCP peers are other nodes)
 CREATE TABLE interfaces (
   node       TEXT NOT NULL,
   ifname     TEXT NOT NULL,
@@ -48,6 +55,7 @@ CREATE TABLE interfaces (
   prefix_len INTEGER,
   netns      INTEGER
 );
+-- processes seen, with the rank and job identity from their environment and NCCL
 CREATE TABLE processes (
   node                 TEXT NOT NULL,
   pid                  INTEGER NOT NULL,
@@ -76,10 +84,12 @@ CREATE TABLE processes (
                                   -- profiler API version NCCL used with it (5, 4); NULL: not seen
   PRIMARY KEY (node, pid)
 );
+-- symbolized caller stacks, pointed to by the events' stack_id
 CREATE TABLE stacks (
   id     INTEGER PRIMARY KEY,     -- xxh64 of the symbolized frames (as signed 64-bit)
   frames TEXT NOT NULL            -- one frame per line: 'symbol+0xoff (file@build_id+0xoff)'
 );
+-- one row per NCCL API call: collectives, send/recv, communicator set-up
 CREATE TABLE nccl_events (
   id           INTEGER PRIMARY KEY,
   node         TEXT NOT NULL,
@@ -107,6 +117,7 @@ CREATE TABLE nccl_events (
   state        TEXT NOT NULL DEFAULT 'complete',   -- 'complete' | 'in_flight'
   stack_id     INTEGER
 );
+-- CUDA runtime and driver API calls (kernel launches may be sampled)
 CREATE TABLE cuda_events (
   id            INTEGER PRIMARY KEY,
   node          TEXT NOT NULL,
@@ -126,6 +137,7 @@ CREATE TABLE cuda_events (
   sample_weight INTEGER NOT NULL DEFAULT 1,   -- launches sampled 1-in-N carry N
   stack_id      INTEGER
 );
+-- one row per NCCL operation as the GPU ran it (rankscope's NCCL profiler plugin)
 CREATE TABLE gpu_ops (
   id              INTEGER PRIMARY KEY,
   node            TEXT NOT NULL,
@@ -154,6 +166,7 @@ CREATE TABLE gpu_ops (
   net_bytes_recv  INTEGER,
   state           TEXT NOT NULL      -- 'enqueued' | 'started' | 'completed' (at the recording's end)
 );
+-- TCP retransmissions
 CREATE TABLE tcp_events (
   id           INTEGER PRIMARY KEY,
   node         TEXT NOT NULL,
@@ -172,6 +185,7 @@ CREATE TABLE tcp_events (
   ca_state     TEXT,              -- 'Open' | 'Disorder' | 'CWR' | 'Recovery' | 'Loss'
   err          INTEGER            -- 0 = sent, -errno = not sent; NULL: kernel < 6.17 (sent only)
 );
+-- intervals a traced thread was off the CPU or waited in the run queue
 CREATE TABLE sched_events (
   id           INTEGER PRIMARY KEY,
   node         TEXT NOT NULL,
@@ -185,6 +199,7 @@ CREATE TABLE sched_events (
   other_tid    INTEGER,
   other_comm   TEXT
 );
+-- per-CPU scheduler counters, one row per CPU and interval
 CREATE TABLE sched_summary (
   node          TEXT NOT NULL,
   timestamp_ns  INTEGER NOT NULL, -- end of the interval this row summarizes
@@ -195,6 +210,7 @@ CREATE TABLE sched_summary (
   runq_total_ns INTEGER NOT NULL,
   runq_max_ns   INTEGER NOT NULL
 );
+-- block device I/O requests, issue to completion
 CREATE TABLE block_events (
   id           INTEGER PRIMARY KEY,
   node         TEXT NOT NULL,
@@ -208,6 +224,7 @@ CREATE TABLE block_events (
   pid          INTEGER,
   comm         TEXT
 );
+-- each node's block devices by name (block_events.dev -> 'sda', 'nvme0n1')
 CREATE TABLE block_devices (
   node  TEXT NOT NULL,
   dev   TEXT NOT NULL,            -- 'major:minor', as in block_events.dev
@@ -215,6 +232,7 @@ CREATE TABLE block_devices (
                                   -- of /sys/dev/block/MAJ:MIN/uevent
   PRIMARY KEY (node, dev)
 );
+-- process exec and exit
 CREATE TABLE process_events (
   id           INTEGER PRIMARY KEY,
   node         TEXT NOT NULL,
@@ -229,6 +247,7 @@ CREATE TABLE process_events (
 )sql";
 
 constexpr std::string_view kMergedSql = R"sql(
+-- every input the merge was given, and what it did with it
 CREATE TABLE merge_inputs (
   input_id      INTEGER PRIMARY KEY,
   file          TEXT NOT NULL,
@@ -238,6 +257,7 @@ CREATE TABLE merge_inputs (
   status        TEXT NOT NULL,    -- 'merged' | 'skipped' | 'duplicate'
   reason        TEXT
 );
+-- rows read, written and skipped per input and table
 CREATE TABLE merge_counts (
   input_id     INTEGER NOT NULL,
   table_name   TEXT NOT NULL,
@@ -246,6 +266,7 @@ CREATE TABLE merge_counts (
   rows_skipped INTEGER NOT NULL,
   PRIMARY KEY (input_id, table_name)
 );
+-- how each node's clock was aligned to the reference node, with its error bound
 CREATE TABLE clock_alignment (
   node             TEXT PRIMARY KEY,
   offset_ns        INTEGER NOT NULL,  -- how far this node's clock is ahead of the reference
@@ -262,7 +283,113 @@ CREATE TABLE clock_alignment (
 );
 )sql";
 
+// The column a merged db adds to every event table (CreateSchema adds it without the comment).
+constexpr std::string_view kLocalTimestampColumn =
+    "local_timestamp_ns INTEGER  -- timestamp_ns as the node's own clock gave it, before alignment";
+
 const char* KindName(DbKind kind) { return kind == DbKind::kBundle ? "bundle" : "merged"; }
+
+std::string_view Trim(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t");
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
+// The first word of `s` and what follows it.
+std::pair<std::string_view, std::string_view> FirstWord(std::string_view s) {
+  s = Trim(s);
+  size_t e = s.find_first_of(" \t,(");
+  if (e == std::string_view::npos) return {s, {}};
+  return {s.substr(0, e), s.substr(e)};
+}
+
+// "name TYPE ... -- meaning" -> a column; nullopt for a table constraint or a blank line.
+std::optional<ColumnDoc> ParseColumnLine(std::string_view line) {
+  size_t dash = line.find("--");
+  std::string_view def = Trim(line.substr(0, dash));
+  std::string_view comment = dash == std::string_view::npos ? "" : Trim(line.substr(dash + 2));
+  auto [name, rest] = FirstWord(def);
+  if (name.empty()) return std::nullopt;
+  for (std::string_view constraint : {"PRIMARY", "UNIQUE", "FOREIGN", "CHECK", "CONSTRAINT"}) {
+    if (name == constraint) return std::nullopt;
+  }
+  return ColumnDoc{std::string(name), std::string(FirstWord(rest).first), std::string(comment)};
+}
+
+void AppendMeaning(std::string& meaning, std::string_view more) {
+  if (more.empty()) return;
+  if (!meaning.empty()) meaning += ' ';
+  meaning += more;
+}
+
+// The tables of CREATE TABLE statements laid out as above: the comment lines just before a
+// statement give the table's meaning, a column's comment (and comment-only lines under it)
+// the column's.
+void ParseSchemaSql(std::string_view sql, std::vector<TableDoc>& tables) {
+  std::string pending;  // comment lines since the last statement
+  TableDoc* table = nullptr;
+  ColumnDoc* column = nullptr;
+  while (!sql.empty()) {
+    size_t nl = sql.find('\n');
+    std::string_view line = Trim(sql.substr(0, nl));
+    sql = nl == std::string_view::npos ? std::string_view() : sql.substr(nl + 1);
+    const bool comment_only = line.substr(0, 2) == "--";
+    if (table == nullptr) {
+      if (comment_only) {
+        AppendMeaning(pending, Trim(line.substr(2)));
+      } else if (line.substr(0, 13) == "CREATE TABLE ") {
+        tables.push_back({std::string(FirstWord(line.substr(13)).first), pending, {}});
+        table = &tables.back();
+        column = nullptr;
+        pending.clear();
+      }
+    } else if (line.substr(0, 1) == ")") {
+      table = nullptr;
+    } else if (comment_only) {
+      if (column != nullptr) AppendMeaning(column->meaning, Trim(line.substr(2)));
+    } else if (auto c = ParseColumnLine(line)) {
+      table->columns.push_back(std::move(*c));
+      column = &table->columns.back();
+    } else {
+      column = nullptr;
+    }
+  }
+}
+
+}  // namespace
+
+const ColumnDoc* TableDoc::Find(std::string_view column) const {
+  for (const ColumnDoc& c : columns) {
+    if (c.name == column) return &c;
+  }
+  return nullptr;
+}
+
+const TableDoc* FindTableDoc(const std::vector<TableDoc>& tables, std::string_view name) {
+  for (const TableDoc& t : tables) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+std::vector<TableDoc> DescribeSchema(DbKind kind) {
+  std::vector<TableDoc> tables;
+  ParseSchemaSql(kBundleSql, tables);
+  if (kind == DbKind::kMerged) {
+    ParseSchemaSql(kMergedSql, tables);
+    const ColumnDoc local = *ParseColumnLine(kLocalTimestampColumn);
+    for (TableDoc& t : tables) {
+      if (IsEventTable(t.name)) t.columns.push_back(local);
+    }
+  }
+  return tables;
+}
+
+namespace {
+
+std::string LocalTimestampColumnDef() {
+  return std::string(Trim(kLocalTimestampColumn.substr(0, kLocalTimestampColumn.find("--"))));
+}
 
 }  // namespace
 
@@ -274,7 +401,7 @@ Result<void> CreateSchema(Db& db, DbKind kind) {
     RETURN_IF_ERROR(db.Exec(kMergedSql));
     for (std::string_view t : kEventTables) {
       RETURN_IF_ERROR(
-          db.Exec("ALTER TABLE " + std::string(t) + " ADD COLUMN local_timestamp_ns INTEGER"));
+          db.Exec("ALTER TABLE " + std::string(t) + " ADD COLUMN " + LocalTimestampColumnDef()));
     }
   }
   ASSIGN_OR_RETURN(Statement st,

@@ -3,13 +3,24 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 namespace rs {
 
 // Initial fold state: the ASCII bytes "rankscop" read as a big-endian 64-bit number.
 inline constexpr uint64_t kCommHashSeed = 0x72616e6b73636f70ULL;
 inline constexpr int kUniqueIdBytes = 128;  // NCCL_UNIQUE_ID_BYTES
+
+// A communicator hash as people see it everywhere (report, trace, the query views' comm_id_hex):
+// the 16 hex digits of its unsigned value, "0x26017f0f7f0ca554". The tables hold it as a signed
+// 64-bit integer.
+inline std::string HashHex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
 
 // splitmix64 finalizer (Steele, Lea, Flood 2014), the mixing step of the fold.
 constexpr uint64_t SplitMix64(uint64_t x) {

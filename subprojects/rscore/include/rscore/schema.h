@@ -9,6 +9,7 @@
 // and is bumped only when that changes.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -72,5 +73,24 @@ Result<bool> HasGpuOps(Db& db);
 
 // The full CREATE statements of the bundle schema (for docs and tests).
 std::string_view BundleSchemaSql();
+
+// What the tables and columns mean, as the comments in the CREATE statements (schema.cc) say:
+// the comment line before a CREATE TABLE is the table's meaning, a column's trailing comment
+// (with the comment-only lines under it) the column's; empty where there is none. The one
+// source of `rankscope-analyze schema`.
+struct ColumnDoc {
+  std::string name;
+  std::string type;  // as declared: INTEGER, TEXT, REAL
+  std::string meaning;
+};
+struct TableDoc {
+  std::string name;
+  std::string meaning;
+  std::vector<ColumnDoc> columns;                        // in table order
+  const ColumnDoc* Find(std::string_view column) const;  // nullptr: not in this table
+};
+// The tables of a bundle or of a merged db (whose event tables have local_timestamp_ns too).
+std::vector<TableDoc> DescribeSchema(DbKind kind);
+const TableDoc* FindTableDoc(const std::vector<TableDoc>& tables, std::string_view name);
 
 }  // namespace rs
