@@ -451,8 +451,36 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
     }
     counts[id] = std::move(copy.counts);
   }
-  for (const Input& in : inputs) {
-    if (counts.count(in.input_id)) PrintCounts(log, in, counts[in.input_id]);
+  // Per input for a few inputs; beyond that one line per table over all of them (the
+  // per-input counts are in merge_counts): 64 nodes would be a thousand lines.
+  constexpr size_t kInputsListed = 8;
+  if (counts.size() <= kInputsListed) {
+    for (const Input& in : inputs) {
+      if (counts.count(in.input_id)) PrintCounts(log, in, counts[in.input_id]);
+    }
+  } else {
+    std::vector<TableCount> total;
+    for (const auto& [id, list] : counts) {
+      for (const TableCount& c : list) {
+        auto it = std::find_if(total.begin(), total.end(),
+                               [&](const TableCount& t) { return t.table == c.table; });
+        if (it == total.end()) {
+          total.push_back(TableCount{c.table, c.rows_in, c.rows_out, c.rows_skipped, ""});
+        } else {
+          it->rows_in += c.rows_in;
+          it->rows_out += c.rows_out;
+          it->rows_skipped += c.rows_skipped;
+        }
+      }
+    }
+    log << "rankscope-merge: " << counts.size()
+        << " inputs, rows per table over all of them (per input: table merge_counts)\n";
+    for (const TableCount& c : total) {
+      if (c.rows_in == 0 && c.rows_out == 0) continue;
+      log << "  " << std::left << std::setw(16) << c.table << std::right << " in " << std::setw(9)
+          << c.rows_in << "  out " << std::setw(9) << c.rows_out << "  skipped " << std::setw(7)
+          << c.rows_skipped << "\n";
+    }
   }
   if (counts.empty()) return rs::Error("nothing merged: every valid input failed to copy");
   // A repeated recording: its rows are all there once already; counted as skipped.

@@ -63,6 +63,9 @@ mkdir -p many
 order=$(grep -o -E '^  clock node[0-9]+' many.err | awk '{print $2}' | tr '\n' ' ')
 [[ "$order" == "node0 node1 node2 node3 node4 node5 node6 node7 node8 node9 node10 " ]] ||
   fail "merge's clock lines not in natural order: $order"
+# Many inputs: one count line per table, not per input and table.
+grep -q "11 inputs, rows per table over all of them" many.err || fail "merge: no per-table totals"
+(($(wc -l <many.err) < 60)) || fail "merge printed $(wc -l <many.err) lines for 11 inputs"
 
 # export -o -: the trace on standard output.
 "$export" piped.rsdb -o - --compression none >trace.pb 2>export.err; rc=$?
