@@ -191,24 +191,31 @@ int RunReportCommand(int argc, char** argv) {
     std::cerr << kName << ": " << format.error().message() << "\n";
     return kExitUsage;
   }
+  Progress progress(/*quiet=*/false);
+  progress.Show(kName + std::string(": opening ") + args->input + " (decompressing, checking)...");
   auto opened = rs::OpenRankscopeFile(args->input, !args->skip_integrity);
   if (!opened.ok()) {
+    progress.Done();
     std::cerr << kName << ": " << opened.error().message() << "\n";
     return kExitError;
   }
   auto filtered = analyzer::ApplyReportFilter(opened->db(), args->filter,
                                               analyzer::RecordingStartNs(*opened));
   if (!filtered.ok()) {
+    progress.Done();
     std::cerr << kName << ": " << args->input << ": " << filtered.error().message() << "\n";
     return kExitError;
   }
+  progress.Show(kName + std::string(": analysing ") + args->input + "...");
   auto report = analyzer::BuildReport(*opened);
   if (!report.ok()) {
+    progress.Done();
     std::cerr << kName << ": " << args->input << ": " << report.error().message() << "\n";
     return kExitError;
   }
   if (!filtered->empty()) report->notes.insert(report->notes.begin(), *filtered);
   if (args->all_nodes) report->node_rows = 0;
+  progress.Done();
   auto written = WriteOutput(args->output, analyzer::Render(*report, *format));
   if (!written.ok()) {
     std::cerr << kName << ": " << written.error().message() << "\n";

@@ -41,7 +41,10 @@ int main(int argc, char** argv) {
     }
     cl->options.output = *staged;
   }
+  Progress progress(/*quiet=*/false);
+  progress.Show("rankscope-export: exporting " + cl->options.input + "...");
   auto r = Export(cl->options);
+  progress.Done();
   if (!r.ok()) {
     std::fprintf(stderr, "rankscope-export: %s\n", r.error().message().c_str());
     if (to_stdout) unlink(cl->options.output.c_str());

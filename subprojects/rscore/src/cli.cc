@@ -105,6 +105,24 @@ rs::Result<std::string> ReadStdin(size_t max_bytes) {
   return out;
 }
 
+Progress::Progress(bool quiet) : on_(!quiet && isatty(STDERR_FILENO)) {}
+
+Progress::~Progress() { Done(); }
+
+void Progress::Show(const std::string& line) {
+  if (!on_) return;
+  std::fprintf(stderr, "\r\033[K%s", line.c_str());
+  std::fflush(stderr);
+  shown_ = true;
+}
+
+void Progress::Done() {
+  if (!shown_) return;
+  std::fprintf(stderr, "\r\033[K");
+  std::fflush(stderr);
+  shown_ = false;
+}
+
 std::string FormatElapsed(int64_t ns) {
   char buf[32];
   if (ns < 1'000'000'000) {

@@ -47,4 +47,21 @@ rs::Result<std::string> ReadStdin(size_t max_bytes);
 // "1.23 s", "850 ms": the elapsed time of a final line.
 std::string FormatElapsed(int64_t ns);
 
+// What a slow step is doing, on standard error: one line redrawn in place, only when standard
+// error is a terminal and not quiet (a log gets nothing); the line is cleared by Done or
+// when the object goes.
+class Progress {
+ public:
+  explicit Progress(bool quiet);
+  ~Progress();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+  void Show(const std::string& line);
+  void Done();
+
+ private:
+  bool on_;
+  bool shown_ = false;
+};
+
 }  // namespace rs::cli
