@@ -73,6 +73,16 @@ else:
     want = "top straggler %s cause=%s" % (node, expected_cause[fault])
     ok = bool(stragglers) and stragglers[0]["node"] == node and \
         stragglers[0]["cause"] == expected_cause[fault]
+    # Who: the verdict names its ranks and processes; CPU contention names the competitor.
+    if ok and not (stragglers[0].get("ranks") and stragglers[0].get("pids")):
+        ok, want = False, want + " naming its ranks and pids"
+    if ok and fault == "cpu" and "rankscope-burn" not in \
+            [c["comm"] for c in stragglers[0].get("competitors", [])]:
+        ok, want = False, want + " naming the competing process rankscope-burn"
+# Verdicts only where earned: no low-confidence side finding about another node among them.
+side = [s["node"] for s in stragglers if s["confidence"] == "low" and s["node"] != node]
+if ok and side and fault != "none":
+    ok, want = False, want + " and no low-confidence side finding among the verdicts"
 print("%s: expected %s; got %s" % ("ok" if ok else "FAIL", want, got))
 sys.exit(0 if ok else 1)
 EOF
