@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "report_format.h"
 
@@ -18,7 +19,7 @@ constexpr int64_t kIoFactor = 3;
 constexpr int64_t kIoMinExcessNs = 1'000'000;
 constexpr int64_t kIoMinRequests = 5;
 // Processes named as taking a finding's CPUs.
-constexpr size_t kCompetitorsListed = 5;
+constexpr size_t kCompetitorsListed = 8;
 
 struct WindowSums {
   int64_t windows = 0;
@@ -457,10 +458,14 @@ std::vector<Competitor> CpuCompetitors(const SideEvents& side, const CollectiveD
       if (o > 0) ran[{w.other_comm, w.other_pid}] += o;
     }
   }
+  // The job's own ranks (of any node: nodes that share a kernel see each other's) wait for
+  // each other's CPUs too: they are no competitor; what else ran is.
+  std::set<int64_t> job;
+  for (const Participant& p : data.participants) job.insert(p.pid);
   std::vector<Competitor> out;
   for (const auto& [who, ns] : ran) {
-    // The ranks' own processes wait for each other's CPU too: those are no competitor.
     if (std::find(pids.begin(), pids.end(), who.second) != pids.end()) continue;
+    if (job.count(who.second)) continue;
     out.push_back({side.comms[who.first], who.second, ns});
   }
   std::stable_sort(out.begin(), out.end(),
