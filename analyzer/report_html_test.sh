@@ -22,6 +22,7 @@ command -v python3 > /dev/null || skip "python3 is missing"
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/rankscope-report-html-XXXXXX")
 trap 'rm -rf "$dir"' EXIT
+mkdir "$dir/cluster"
 "$synth" "$dir/cluster" --fault cpu --fault-node 1 > /dev/null
 "$merge" -q -o "$dir/m.rsdb" "$dir/cluster"
 "$analyze" report "$dir/m.rsdb" --format html -o "$dir/report.html"
@@ -60,8 +61,11 @@ class Plots(HTMLParser):
         self.tr_class = None
         self.rows = []       # (class, first cell text) of every table row
         self.cell = None
+        self.ids = []        # every plot, drawn or said to have nothing to draw
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
+        if (a.get("id") or "").startswith("plot-"):
+            self.ids.append(a["id"])
         if tag == "svg" and "plot" in (a.get("class") or "").split():
             self.svgs.append([a.get("id"), 0, []])
             self.depth = 1
@@ -100,7 +104,12 @@ class Plots(HTMLParser):
 
 p = Plots()
 p.feed(open(sys.argv[1], encoding="utf-8").read())
-assert len(p.svgs) >= 4, "expected the four plots, found %s" % [s[0] for s in p.svgs]
+want = ["plot-lateness", "plot-durations", "plot-retransmits", "plot-runq"]
+assert sorted(p.ids) == sorted(want), "plots: %s" % p.ids
+drawn = [s[0] for s in p.svgs]
+assert "plot-lateness" in drawn and "plot-durations" in drawn, "plots drawn: %s" % drawn
+print("plots drawn: %s; said to have nothing to draw: %s"
+      % (drawn, [i for i in want if i not in drawn]))
 for sid, marks, titles in p.svgs:
     assert marks > 0, "plot %s draws nothing beyond its axes" % sid
     assert titles and all(titles), "plot %s: marks without a tooltip" % sid

@@ -268,10 +268,21 @@ TEST(PlotsTest, RetransmitSeriesHoldsRepairsBetweenNodesOnly) {
 // and a repair at 45 us lands in the column that holds 45 us.
 TEST(PlotsTest, PlotsSpanTheCollectivesNotTheRecording) {
   CollectiveData data;
+  data.participants = {{"n0", 10, 0, "", 0, 0}, {"n1", 11, 1, "", 0, 0}};
   for (int i = 0; i < 10; ++i) {
     Collective g;
     g.seq = i;
-    g.end = 2;
+    g.begin = data.calls.size();
+    for (int32_t who : {0, 1}) {
+      NcclCall c;
+      c.participant = who;
+      c.seq = i;
+      c.op = "AllReduce";
+      c.ts = c.arrival = 40'000 + i * 1000 + who * 100;
+      c.dur = 500 - who * 100;
+      data.calls.push_back(c);
+    }
+    g.end = data.calls.size();
     g.first_entry = g.first_arrival = 40'000 + i * 1000;
     g.last_entry = g.last_arrival = 40'000 + i * 1000 + 100;
     g.last_exit = g.done = 40'000 + i * 1000 + 500;
