@@ -52,6 +52,11 @@ bool Names(const Straggler& s, const std::string& node, const std::optional<int6
   return s.rank == rank || std::find(s.ranks.begin(), s.ranks.end(), *rank) != s.ranks.end();
 }
 
+bool Drawn(const std::vector<NodeSeries>& series) {
+  return std::any_of(series.begin(), series.end(),
+                     [](const NodeSeries& s) { return !s.points.empty(); });
+}
+
 bool Marked(const Report& r, const std::string& node, const std::optional<int64_t>& rank) {
   return std::any_of(r.stragglers.begin(), r.stragglers.end(),
                      [&](const Straggler& s) { return Names(s, node, rank); });
@@ -159,22 +164,21 @@ std::string RenderHtml(const Report& r) {
   plot("plot-lateness", r.plots.lateness.rows.empty() ? "No ranks' collectives recorded." : "",
        [&] { return LatenessHeatmapSvg(r.plots, marked_rows, "plot-lateness"); });
   o << "<h3>Collective duration per node</h3>";
-  plot("plot-durations", r.plots.durations.empty() ? "No collective durations recorded." : "",
-       [&] {
-         return NodeLinesSvg(r.plots, r.plots.durations, marked_nodes, "plot-durations",
-                             "mean collective duration", true);
-       });
+  plot("plot-durations", !Drawn(r.plots.durations) ? "No collective durations recorded." : "", [&] {
+    return NodeLinesSvg(r.plots, r.plots.durations, marked_nodes, "plot-durations",
+                        "mean collective duration", true);
+  });
   o << "<h3>TCP loss repairs over the network (between nodes, or to peers no recorder saw), "
        "sent or received by each node</h3>";
   plot("plot-retransmits",
-       r.plots.retransmits.empty() ? "None recorded in the collectives' span." : "", [&] {
+       !Drawn(r.plots.retransmits) ? "None recorded in the collectives' span." : "", [&] {
          return NodeBarsSvg(r.plots, r.plots.retransmits, marked_nodes, "plot-retransmits",
                             "repaired segments per bin", "segments repaired");
        });
   o << "<h3>Run-queue latency of the ranks' processes per node</h3>";
-  plot("plot-runq", r.plots.runq.empty() ? "None recorded in the collectives' span." : "", [&] {
-    return NodeLinesSvg(r.plots, r.plots.runq, marked_nodes, "plot-runq",
-                        "run-queue wait per bin", true);
+  plot("plot-runq", !Drawn(r.plots.runq) ? "None recorded in the collectives' span." : "", [&] {
+    return NodeLinesSvg(r.plots, r.plots.runq, marked_nodes, "plot-runq", "run-queue wait per bin",
+                        true);
   });
   o << "<h2>Per rank</h2>";
   std::vector<std::vector<std::string>> rows;

@@ -16,7 +16,7 @@ skip() {
   echo "SKIP: $*"
   exit 77
 }
-chromium=/usr/bin/chromium
+chromium=${RANKSCOPE_CHROMIUM:-/usr/bin/chromium}  # another path only to test the skip
 [[ -x $chromium ]] || skip "$chromium is missing (apt-get install chromium, or .ci/install-deps)"
 command -v python3 > /dev/null || skip "python3 is missing"
 

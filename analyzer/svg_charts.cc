@@ -49,8 +49,8 @@ std::string ColumnCollectives(const Plots& p, int col) {
   if (col < 0 || col >= static_cast<int>(p.columns.size())) return "";
   const BinCollectives& c = p.columns[col];
   if (c.count > 0) {
-    return std::to_string(c.count) + " collective" + (c.count == 1 ? "" : "s") + " began: " +
-           SeqRange(c);
+    return std::to_string(c.count) + " collective" + (c.count == 1 ? "" : "s") +
+           " began: " + SeqRange(c);
   }
   for (int k = col - 1; k >= 0; --k) {
     const BinCollectives& b = p.columns[k];
@@ -129,8 +129,8 @@ void ValueAxis(std::ostringstream& o, int plot_w, int plot_h, const std::vector<
 void Legend(std::ostringstream& o, size_t k, const std::string& node, const char* color,
             bool marked) {
   int x = kLeft + 10 + 110 * static_cast<int>(k % 7), y = 4 + 12 * static_cast<int>(k / 7);
-  o << "<rect class='swatch' x='" << x << "' y='" << y << "' width='10' height='8' fill='"
-    << color << "'/><text x='" << x + 14 << "' y='" << y + 8 << "' font-size='11'"
+  o << "<rect class='swatch' x='" << x << "' y='" << y << "' width='10' height='8' fill='" << color
+    << "'/><text x='" << x + 14 << "' y='" << y + 8 << "' font-size='11'"
     << (marked ? " class='straggler' font-weight='bold' fill='" + std::string(kMarkColor) + "'"
                : "")
     << ">" << (marked ? "&#9654; " : "") << HtmlEscape(node) << "</text>";
@@ -242,9 +242,7 @@ std::string NodeLinesSvg(const Plots& p, const std::vector<NodeSeries>& series,
   }
   if (ymax <= 0) ymax = 1;
   int64_t span = p.bin_ns * p.bins;
-  auto value = [&](double v) {
-    return y_is_ns ? FormatNs(static_cast<int64_t>(v)) : Num(v);
-  };
+  auto value = [&](double v) { return y_is_ns ? FormatNs(static_cast<int64_t>(v)) : Num(v); };
   Open(o, id, height, y_label);
   ValueAxis(o, plot_w, plot_h, {0, ymax / 4, ymax / 2, ymax * 3 / 4, ymax}, ymax, y_label, value);
   TimeAxis(o, p, kLeft, kLeft + plot_w, kTop + plot_h);
@@ -315,8 +313,7 @@ std::string NodeBarsSvg(const Plots& p, const std::vector<NodeSeries>& series,
       int64_t n = std::llround(v);
       o << "<rect class='bar" << (mark ? " straggler" : "") << "' x='" << Num(x) << "' y='"
         << Num(kTop + plot_h - h) << "' width='" << Num(std::max(1.0, bar_w)) << "' height='"
-        << Num(h) << "' fill='" << color << "'"
-        << (mark ? " stroke='" + std::string(kMarkColor) + "'" : "") << "><title>"
+        << Num(h) << "' fill='" << color << "'><title>"
         << HtmlEscape(s.node + ", " + ColumnTime(p, col) + ": " + std::to_string(n) + " " + unit +
                       "; " + ColumnCollectives(p, col))
         << "</title></rect>";

@@ -20,7 +20,7 @@ std::string LatenessHeatmapSvg(const Plots& p, const std::vector<bool>& marked,
                                const std::string& id);
 
 // One line per node over time, a point per bin; y_is_ns formats the axis as durations. The
-// lines of `marked` nodes are drawn thicker and named first in the legend's marker.
+// lines of `marked` nodes are drawn thicker and their legend entries marked.
 std::string NodeLinesSvg(const Plots& p, const std::vector<NodeSeries>& series,
                          const std::set<std::string>& marked, const std::string& id,
                          const std::string& y_label, bool y_is_ns);
