@@ -26,12 +26,13 @@ Plots BuildPlots(const CollectiveData& data, const SideEvents& side, int64_t sta
   Plots p;
   p.time_zero_ns = start_ns;
   // The window the plots span: the matched collectives, from the first entry or arrival to the
-  // last completion; the whole recording where there are none.
+  // last completion, or to the recording's end while one is still in flight (a hang: the stall
+  // is what the plots must show); the whole recording where there are none.
   int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
   for (const Collective& g : data.collectives) {
     if (!g.matched()) continue;
     lo = std::min({lo, g.first_entry, g.first_arrival});
-    hi = std::max({hi, g.last_arrival, g.last_exit, g.done});
+    hi = std::max({hi, g.last_arrival, g.last_exit, g.done, g.last_exit < 0 ? end_ns : hi});
   }
   if (lo >= hi) lo = start_ns, hi = end_ns;
   p.bins = kPlotBins;

@@ -169,8 +169,9 @@ struct HangReport {
 };
 
 // Time series for the plots (time in ns since the report's time zero). The plots span the
-// matched collectives (the first entry or arrival to the last completion), not the recording;
-// events outside that window are not drawn. Tooltips name the collectives behind a mark.
+// matched collectives (the first entry or arrival to the last completion, or to the recording's
+// end while one is in flight), not the recording; events outside that window are not drawn.
+// Tooltips name the collectives behind a mark.
 struct PlotCollective {
   std::string op;
   int64_t seq = -1;   // -1: none

@@ -306,6 +306,35 @@ TEST(PlotsTest, PlotsSpanTheCollectivesNotTheRecording) {
   }
 }
 
+// A collective still in flight at the end (a hang) keeps the span open to the recording's end:
+// the stall is what the plots must show.
+TEST(PlotsTest, AHangKeepsThePlotsOpenToTheRecordingsEnd) {
+  CollectiveData data;
+  data.participants = {{"n0", 10, 0, "", 0, 0}, {"n1", 11, 1, "", 0, 0}};
+  for (int i = 0; i < 3; ++i) {
+    Collective g;
+    g.seq = i;
+    g.begin = data.calls.size();
+    for (int32_t who : {0, 1}) {
+      NcclCall c;
+      c.participant = who;
+      c.seq = i;
+      c.op = "AllReduce";
+      c.ts = c.arrival = 40'000 + i * 1000;
+      c.dur = i < 2 ? 500 : -1;
+      data.calls.push_back(c);
+    }
+    g.end = data.calls.size();
+    g.first_entry = g.first_arrival = g.last_entry = g.last_arrival = 40'000 + i * 1000;
+    g.last_exit = g.done = i < 2 ? 40'000 + i * 1000 + 500 : -1;
+    data.collectives.push_back(g);
+  }
+  Plots p = BuildPlots(data, SideEvents{}, 0, 100'000);
+  EXPECT_LE(p.lateness.column_start_ns.front(), 40'000);
+  EXPECT_GE(p.lateness.column_start_ns.front(), 39'000);
+  EXPECT_GE(p.lateness.column_start_ns.back() + p.bin_ns, 100'000);
+}
+
 // High confidence needs repairs in at least 25% of the collectives: packet loss on a link
 // repeats in the collectives that cross it; the few repairs of a busy host land in a few.
 TEST(NetworkTest, RetransmitsInAFewCollectivesAreNotHighConfidence) {
