@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <set>
 #include <sstream>
 
 #include "plots.h"
@@ -19,19 +21,45 @@ td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: left; font-size: 
 th { background: #f3f3f3; }
 .plot { border: 1px solid #ddd; margin: 6px 0 18px; background: #fff; }
 .note { color: #555; }
+tr.straggler td { background: #fde2e4; font-weight: bold; }
+tr.straggler td:first-child { border-left: 4px solid #b00020; }
 )css";
 
+// Rows whose `marked` entry is true (the verdict's ranks) get class 'straggler' and a marker.
 void Table(std::ostringstream& o, const std::vector<std::string>& head,
-           const std::vector<std::vector<std::string>>& rows) {
+           const std::vector<std::vector<std::string>>& rows,
+           const std::vector<bool>& marked = {}) {
   o << "<table><tr>";
   for (const auto& h : head) o << "<th>" << HtmlEscape(h) << "</th>";
   o << "</tr>";
-  for (const auto& row : rows) {
-    o << "<tr>";
-    for (const auto& c : row) o << "<td>" << HtmlEscape(c) << "</td>";
+  for (size_t r = 0; r < rows.size(); ++r) {
+    bool mark = r < marked.size() && marked[r];
+    o << (mark ? "<tr class='straggler'>" : "<tr>");
+    for (size_t c = 0; c < rows[r].size(); ++c) {
+      o << "<td>" << (mark && c == 0 ? "&#9654; " : "") << HtmlEscape(rows[r][c]) << "</td>";
+    }
     o << "</tr>";
   }
   o << "</table>";
+}
+
+// Whether a verdict (a straggler or a hang culprit) names this rank: its node where it stands
+// for the whole node, else its rank or one of the late ranks it stands for.
+bool Names(const Straggler& s, const std::string& node, const std::optional<int64_t>& rank) {
+  if (s.node != node) return false;
+  if (!s.rank && s.ranks.empty()) return true;
+  if (!rank) return !s.rank;
+  return s.rank == rank || std::find(s.ranks.begin(), s.ranks.end(), *rank) != s.ranks.end();
+}
+
+bool Drawn(const std::vector<NodeSeries>& series) {
+  return std::any_of(series.begin(), series.end(),
+                     [](const NodeSeries& s) { return !s.points.empty(); });
+}
+
+bool Marked(const Report& r, const std::string& node, const std::optional<int64_t>& rank) {
+  return std::any_of(r.stragglers.begin(), r.stragglers.end(),
+                     [&](const Straggler& s) { return Names(s, node, rank); });
 }
 
 }  // namespace
@@ -91,7 +119,9 @@ std::string RenderHtml(const Report& r) {
   }
   if (!r.hang.progress.empty()) {
     std::vector<std::vector<std::string>> rows;
+    std::vector<bool> marked;
     for (const RankProgress& p : r.hang.progress) {
+      marked.push_back(Marked(r, p.node, p.rank));
       std::string doing;
       for (const Activity& a : p.doing) {
         doing += (doing.empty() ? "" : "; ") + DescribeActivityLine(a, r.start_ns);
@@ -107,24 +137,54 @@ std::string RenderHtml(const Report& r) {
     Table(o,
           {"node", "rank", "state", "last entered", "last started", "last completed", "in flight",
            "doing"},
-          rows);
+          rows, marked);
   }
-  o << "<h2>Plots</h2>";
-  o << "<h3>Arrival lateness per rank</h3>"
-    << LatenessHeatmapSvg(r.plots.lateness, r.plots.bin_ns, "plot-lateness");
-  o << "<h3>Collective duration per node</h3>"
-    << NodeLinesSvg(r.plots.durations, r.plots.bin_ns, kPlotBins, "plot-durations",
-                    "mean collective duration", true);
+  std::vector<bool> marked_rows;
+  for (size_t k = 0; k < r.plots.lateness.row_nodes.size(); ++k) {
+    marked_rows.push_back(Marked(r, r.plots.lateness.row_nodes[k], r.plots.lateness.row_ranks[k]));
+  }
+  std::set<std::string> marked_nodes;
+  for (const Straggler& s : r.stragglers) marked_nodes.insert(s.node);
+  o << "<h2>Plots</h2><p class='note'>Time in seconds since the recording's start; the plots span "
+       "the matched collectives, +"
+    << HtmlEscape(FormatNs(r.plots.from_ns)) << " to +"
+    << HtmlEscape(FormatNs(r.plots.from_ns + r.plots.bin_ns * r.plots.bins)) << ", in "
+    << r.plots.bins << " bins of " << HtmlEscape(FormatNs(r.plots.bin_ns))
+    << ". Hover a mark for its time and the collectives (op, seq) behind it"
+    << (marked_nodes.empty() ? "" : "; &#9654; marks the verdict's ranks and nodes") << ".</p>";
+  // A plot with nothing recorded is said so, not drawn as empty axes.
+  auto plot = [&](const std::string& id, const std::string& none, const auto& draw) {
+    if (none.empty()) {
+      o << draw();
+    } else {
+      o << "<p id='" << id << "' class='note plot-none'>" << HtmlEscape(none) << "</p>";
+    }
+  };
+  o << "<h3>Arrival lateness per rank</h3>";
+  plot("plot-lateness", r.plots.lateness.rows.empty() ? "No ranks' collectives recorded." : "",
+       [&] { return LatenessHeatmapSvg(r.plots, marked_rows, "plot-lateness"); });
+  o << "<h3>Collective duration per node</h3>";
+  plot("plot-durations", !Drawn(r.plots.durations) ? "No collective durations recorded." : "", [&] {
+    return NodeLinesSvg(r.plots, r.plots.durations, marked_nodes, "plot-durations",
+                        "mean collective duration", true);
+  });
   o << "<h3>TCP loss repairs over the network (between nodes, or to peers no recorder saw), "
-       "sent or received by each node</h3>"
-    << NodeLinesSvg(r.plots.retransmits, r.plots.bin_ns, kPlotBins, "plot-retransmits",
-                    "repaired segments per bin", false);
-  o << "<h3>Run-queue latency of the ranks' processes per node</h3>"
-    << NodeLinesSvg(r.plots.runq, r.plots.bin_ns, kPlotBins, "plot-runq", "run-queue wait per bin",
-                    true);
+       "sent or received by each node</h3>";
+  plot("plot-retransmits",
+       !Drawn(r.plots.retransmits) ? "None recorded in the collectives' span." : "", [&] {
+         return NodeBarsSvg(r.plots, r.plots.retransmits, marked_nodes, "plot-retransmits",
+                            "repaired segments per bin", "segments repaired");
+       });
+  o << "<h3>Run-queue latency of the ranks' processes per node</h3>";
+  plot("plot-runq", !Drawn(r.plots.runq) ? "None recorded in the collectives' span." : "", [&] {
+    return NodeLinesSvg(r.plots, r.plots.runq, marked_nodes, "plot-runq", "run-queue wait per bin",
+                        true);
+  });
   o << "<h2>Per rank</h2>";
   std::vector<std::vector<std::string>> rows;
+  std::vector<bool> marked;
   for (const ArrivalStats& s : r.per_rank) {
+    marked.push_back(Marked(r, s.node, s.rank));
     rows.push_back({s.node, s.rank ? std::to_string(*s.rank) : "?", std::to_string(s.collectives),
                     std::to_string(s.device_collectives), std::to_string(s.last_count),
                     FormatNs(s.median_lateness_ns), FormatNs(s.p90_lateness_ns),
@@ -134,7 +194,7 @@ std::string RenderHtml(const Report& r) {
   Table(o,
         {"node", "rank", "collectives", "on device", "last", "median lateness", "p90 lateness",
          "median host lateness", "median duration"},
-        rows);
+        rows, marked);
   if (!r.timing.arrival_basis.empty()) {
     o << "<h2>Timing</h2><p id='timing'>Arrivals from "
       << HtmlEscape(Spoken(r.timing.arrival_basis)) << " (" << r.timing.device_collectives

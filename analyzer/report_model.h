@@ -168,11 +168,28 @@ struct HangReport {
   std::vector<Mismatch> mismatches;
 };
 
-// Time series for the plots (time in ns since the report's time zero).
+// Time series for the plots (time in ns since the report's time zero). The plots span the
+// matched collectives (the first entry or arrival to the last completion, or to the recording's
+// end while one is in flight), not the recording; events outside that window are not drawn.
+// Tooltips name the collectives behind a mark.
+struct PlotCollective {
+  std::string op;
+  int64_t seq = -1;   // -1: none
+  int64_t at_ns = 0;  // its first arrival, since the time zero
+};
+// The matched collectives that begin in one column.
+struct BinCollectives {
+  std::string ops;                        // their ops, distinct, joined by '/'
+  int64_t first_seq = -1, last_seq = -1;  // -1: none began in this column
+  int64_t count = 0;
+};
 struct Heatmap {
-  std::vector<std::string> rows;            // participant labels
-  std::vector<int64_t> column_start_ns;     // start of each column (collective bins)
-  std::vector<std::vector<int64_t>> cells;  // [row][col]: max lateness in bin, -1 = none
+  std::vector<std::string> rows;                   // participant labels
+  std::vector<std::string> row_nodes;              // each row's node
+  std::vector<std::optional<int64_t>> row_ranks;   // ... and rank, where known
+  std::vector<int64_t> column_start_ns;            // start of each column (collective bins)
+  std::vector<std::vector<int64_t>> cells;         // [row][col]: max lateness in bin, -1 = none
+  std::vector<std::vector<PlotCollective>> worst;  // [row][col]: the collective of that max
 };
 struct NodeSeries {
   std::string node;
@@ -181,10 +198,13 @@ struct NodeSeries {
 struct Plots {
   int64_t time_zero_ns = 0;
   int64_t bin_ns = 0;
+  int64_t from_ns = 0;                  // start of the first column, since time_zero_ns
+  int bins = 0;                         // columns, from from_ns on
+  std::vector<BinCollectives> columns;  // [col]
   Heatmap lateness;
   std::vector<NodeSeries> durations;    // mean collective duration (ns) per bin
   std::vector<NodeSeries> retransmits;  // segments of repairs between nodes per bin
-                                        // (Retransmit::link_repair) sent or received
+                                        // (Retransmit::link_repair) sent or received; counts
   std::vector<NodeSeries> runq;         // run-queue latency (ns) per bin
 };
 

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "kernel_test.h"
@@ -98,6 +99,83 @@ TEST(ReportRenderTest, TextAndMarkdownLeadWithTheVerdict) {
   std::string md = RenderMarkdown(r);
   EXPECT_EQ(md.rfind("# rankscope report\n\n**STRAGGLER", 0), 0u) << md;
   EXPECT_NE(md.find("| 1 | cpu_contention |"), std::string::npos);
+}
+
+// The HTML marks the verdict's ranks (table rows and heatmap rows), draws counts as bars on an
+// integer axis, and names time, op and seq in the tooltips of the plotted marks.
+TEST(ReportRenderTest, HtmlMarksTheStragglerCountsAsBarsAndTooltipsNameCollectives) {
+  ScratchDir dir;
+  Report r = ClusterReport(dir.path(), "loss", 2);
+  ASSERT_FALSE(r.stragglers.empty());
+  ASSERT_EQ(r.stragglers[0].node, "node2");
+  std::string html = RenderHtml(r);
+  auto section = [&](const std::string& id) {
+    size_t b = html.find("id='" + id + "'");
+    EXPECT_NE(b, std::string::npos) << id;
+    if (b == std::string::npos) return std::string();
+    return html.substr(b, html.find("</svg>", b) - b);
+  };
+  // Per-rank table: node2's rows carry the class, no other node's do.
+  size_t table = html.find("<h2>Per rank</h2>");
+  ASSERT_NE(table, std::string::npos);
+  std::string per_rank = html.substr(table, html.find("</table>", table) - table);
+  std::regex row("<tr([^>]*)><td>([^<]*)</td>");
+  int marked = 0, rows = 0;
+  for (std::sregex_iterator it(per_rank.begin(), per_rank.end(), row), end; it != end; ++it) {
+    ++rows;
+    bool is_marked = (*it)[1].str().find("straggler") != std::string::npos;
+    EXPECT_EQ(is_marked, (*it)[2].str().find("node2") != std::string::npos) << (*it)[0];
+    marked += is_marked;
+  }
+  EXPECT_GT(rows, marked);
+  EXPECT_GT(marked, 0);
+  // Heatmap: node2's row labels are marked.
+  std::string heat = section("plot-lateness");
+  std::regex label("<text class='row-label( straggler)?'[^>]*>([^<]*)</text>");
+  int labels = 0;
+  for (std::sregex_iterator it(heat.begin(), heat.end(), label), end; it != end; ++it) {
+    ++labels;
+    EXPECT_EQ((*it)[1].matched, (*it)[2].str().find("node2") != std::string::npos) << (*it)[0];
+  }
+  EXPECT_EQ(labels, static_cast<int>(r.plots.lateness.rows.size()));
+  // Heatmap cells with a collective name its time, op and seq.
+  std::regex cell("<rect class='cell'[^>]*><title>([^<]*)</title>");
+  int named = 0;
+  for (std::sregex_iterator it(heat.begin(), heat.end(), cell), end; it != end; ++it) {
+    std::string t = (*it)[1];
+    if (t.find("no collective") != std::string::npos) continue;
+    EXPECT_TRUE(std::regex_search(t, std::regex("\\+[0-9.]+ ?s"))) << t;
+    EXPECT_TRUE(std::regex_search(t, std::regex("[A-Za-z]+ seq [0-9]+"))) << t;
+    ++named;
+  }
+  EXPECT_GT(named, 0);
+  // Retransmits: bars, each with a tooltip, on an axis of whole numbers.
+  std::string rt = section("plot-retransmits");
+  std::regex bar("<rect class='bar[^']*'[^>]*><title>([^<]*)</title>");
+  int bars = 0;
+  for (std::sregex_iterator it(rt.begin(), rt.end(), bar), end; it != end; ++it) {
+    EXPECT_TRUE(std::regex_search((*it)[1].str(), std::regex("\\+[0-9.]+"))) << (*it)[1];
+    EXPECT_NE((*it)[1].str().find("seq"), std::string::npos) << (*it)[1];
+    ++bars;
+  }
+  EXPECT_GT(bars, 0) << rt;
+  EXPECT_EQ(rt.find("<polyline"), std::string::npos);
+  std::regex ytick("<text class='ytick'[^>]*>([^<]*)</text>");
+  int ticks = 0;
+  for (std::sregex_iterator it(rt.begin(), rt.end(), ytick), end; it != end; ++it) {
+    EXPECT_TRUE(std::regex_match((*it)[1].str(), std::regex("[0-9]+"))) << (*it)[1];
+    ++ticks;
+  }
+  EXPECT_GE(ticks, 2);
+  // Durations: points with tooltips naming the collectives.
+  std::string dur = section("plot-durations");
+  std::regex point("<circle class='point'[^>]*><title>([^<]*)</title>");
+  int points = 0;
+  for (std::sregex_iterator it(dur.begin(), dur.end(), point), end; it != end; ++it) {
+    EXPECT_NE((*it)[1].str().find("seq"), std::string::npos) << (*it)[1];
+    ++points;
+  }
+  EXPECT_GT(points, 0);
 }
 
 TEST(ReportRenderTest, HtmlRendersOfflineWithPlots) {

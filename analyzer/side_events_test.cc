@@ -263,6 +263,78 @@ TEST(PlotsTest, RetransmitSeriesHoldsRepairsBetweenNodesOnly) {
   EXPECT_EQ(sum["n2"], 3);
 }
 
+// The plots span the collectives, not the whole recording: a recording of 0..100 us whose
+// collectives run from 40 to 49.5 us puts every column inside that window (in recording time),
+// and a repair at 45 us lands in the column that holds 45 us.
+TEST(PlotsTest, PlotsSpanTheCollectivesNotTheRecording) {
+  CollectiveData data;
+  data.participants = {{"n0", 10, 0, "", 0, 0}, {"n1", 11, 1, "", 0, 0}};
+  for (int i = 0; i < 10; ++i) {
+    Collective g;
+    g.seq = i;
+    g.begin = data.calls.size();
+    for (int32_t who : {0, 1}) {
+      NcclCall c;
+      c.participant = who;
+      c.seq = i;
+      c.op = "AllReduce";
+      c.ts = c.arrival = 40'000 + i * 1000 + who * 100;
+      c.dur = 500 - who * 100;
+      data.calls.push_back(c);
+    }
+    g.end = data.calls.size();
+    g.first_entry = g.first_arrival = 40'000 + i * 1000;
+    g.last_entry = g.last_arrival = 40'000 + i * 1000 + 100;
+    g.last_exit = g.done = 40'000 + i * 1000 + 500;
+    data.collectives.push_back(g);
+  }
+  SideEvents side;
+  side.nodes = {"n0", "n1"};
+  side.retransmits = {{45'000, 0, 1, 2}};
+  Plots p = BuildPlots(data, side, 0, 100'000);
+  ASSERT_FALSE(p.lateness.column_start_ns.empty());
+  EXPECT_EQ(p.time_zero_ns, 0);
+  EXPECT_GE(p.lateness.column_start_ns.front(), 39'000);
+  EXPECT_LE(p.lateness.column_start_ns.front(), 40'000);
+  EXPECT_GE(p.lateness.column_start_ns.back() + p.bin_ns, 49'500);
+  EXPECT_LE(p.lateness.column_start_ns.back() + p.bin_ns, 51'000);
+  for (const NodeSeries& s : p.retransmits) {
+    for (const auto& [t, v] : s.points) {
+      EXPECT_LE(t, 45'000) << s.node;
+      EXPECT_GT(t + p.bin_ns, 45'000) << s.node;
+    }
+  }
+}
+
+// A collective still in flight at the end (a hang) keeps the span open to the recording's end:
+// the stall is what the plots must show.
+TEST(PlotsTest, AHangKeepsThePlotsOpenToTheRecordingsEnd) {
+  CollectiveData data;
+  data.participants = {{"n0", 10, 0, "", 0, 0}, {"n1", 11, 1, "", 0, 0}};
+  for (int i = 0; i < 3; ++i) {
+    Collective g;
+    g.seq = i;
+    g.begin = data.calls.size();
+    for (int32_t who : {0, 1}) {
+      NcclCall c;
+      c.participant = who;
+      c.seq = i;
+      c.op = "AllReduce";
+      c.ts = c.arrival = 40'000 + i * 1000;
+      c.dur = i < 2 ? 500 : -1;
+      data.calls.push_back(c);
+    }
+    g.end = data.calls.size();
+    g.first_entry = g.first_arrival = g.last_entry = g.last_arrival = 40'000 + i * 1000;
+    g.last_exit = g.done = i < 2 ? 40'000 + i * 1000 + 500 : -1;
+    data.collectives.push_back(g);
+  }
+  Plots p = BuildPlots(data, SideEvents{}, 0, 100'000);
+  EXPECT_LE(p.lateness.column_start_ns.front(), 40'000);
+  EXPECT_GE(p.lateness.column_start_ns.front(), 39'000);
+  EXPECT_GE(p.lateness.column_start_ns.back() + p.bin_ns, 100'000);
+}
+
 // High confidence needs repairs in at least 25% of the collectives: packet loss on a link
 // repeats in the collectives that cross it; the few repairs of a busy host land in a few.
 TEST(NetworkTest, RetransmitsInAFewCollectivesAreNotHighConfidence) {
