@@ -484,6 +484,18 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
     (NodeLatenessExcess(node_view, starved) > 0 ? ranked : observed)
         .push_back(CpuStraggler(starved, starved_share, node_view, view_basis));
   }
+  // A side finding (not the lateness straggler) of low confidence is a hint, not a verdict:
+  // e.g. a few slower collectives with retransmits on a node that was not late.
+  {
+    const size_t first_side = lc.participant >= 0 ? 1 : 0;
+    std::vector<Straggler> kept(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(
+                                                                      std::min(first_side, ranked.size())));
+    for (size_t i = first_side; i < ranked.size(); ++i) {
+      const bool weak = ranked[i].confidence == "low" || ranked[i].confidence == "undetermined";
+      (weak ? observed : kept).push_back(std::move(ranked[i]));
+    }
+    ranked = std::move(kept);
+  }
   for (std::vector<Straggler>* findings : {&ranked, &observed}) {
     std::stable_sort(findings->begin(), findings->end(),
                      [](const Straggler& a, const Straggler& b) {
