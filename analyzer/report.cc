@@ -465,7 +465,13 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   }
   for (Straggler& s : ranked) DiscountNetworkUnderCpu(s);  // the lateness straggler
   // A network finding is a verdict where the collectives with its repairs were slower.
-  if (network_only) (nc.slowed ? ranked : observed).push_back(std::move(*network_only));
+  // ... and the finding is more than a hint: a few slower collectives with retransmits on a
+  // node that was not late (low confidence) are an observation.
+  if (network_only) {
+    const bool weak =
+        network_only->confidence == "low" || network_only->confidence == "undetermined";
+    (nc.slowed && !weak ? ranked : observed).push_back(std::move(*network_only));
+  }
   // Resource findings are verdicts where their node is also later than the others.
   if (!ic.node.empty() && !named(ic.node)) {
     (ic.lateness_excess_ns > 0 ? ranked : observed).push_back(IoStraggler(ic));
@@ -483,18 +489,6 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   if (!starved.empty() && !named(starved)) {
     (NodeLatenessExcess(node_view, starved) > 0 ? ranked : observed)
         .push_back(CpuStraggler(starved, starved_share, node_view, view_basis));
-  }
-  // A side finding (not the lateness straggler) of low confidence is a hint, not a verdict:
-  // e.g. a few slower collectives with retransmits on a node that was not late.
-  {
-    const size_t first_side = lc.participant >= 0 ? 1 : 0;
-    std::vector<Straggler> kept(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(
-                                                                      std::min(first_side, ranked.size())));
-    for (size_t i = first_side; i < ranked.size(); ++i) {
-      const bool weak = ranked[i].confidence == "low" || ranked[i].confidence == "undetermined";
-      (weak ? observed : kept).push_back(std::move(ranked[i]));
-    }
-    ranked = std::move(kept);
   }
   for (std::vector<Straggler>* findings : {&ranked, &observed}) {
     std::stable_sort(findings->begin(), findings->end(),
