@@ -467,10 +467,14 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   // A network finding is a verdict where the collectives with its repairs were slower.
   // ... and the finding is more than a hint: a few slower collectives with retransmits on a
   // node that was not late (low confidence) are an observation.
+  // A finding whose cause the node's disk or CPU took over rests, like those findings, on the
+  // node being later than the others.
   if (network_only) {
     const bool weak =
         network_only->confidence == "low" || network_only->confidence == "undetermined";
-    (nc.slowed && !weak ? ranked : observed).push_back(std::move(*network_only));
+    const bool resource = network_only->cause != "network" &&
+                          NodeLatenessExcess(node_view, network_only->node) > 0;
+    (resource || (nc.slowed && !weak) ? ranked : observed).push_back(std::move(*network_only));
   }
   // Resource findings are verdicts where their node is also later than the others.
   if (!ic.node.empty() && !named(ic.node)) {
