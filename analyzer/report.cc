@@ -470,8 +470,11 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   // A finding whose cause the node's disk or CPU took over rests, like those findings, on the
   // node being later than the others.
   if (network_only) {
+    // A hint beside another node's lateness verdict; alone, it is the verdict (its
+    // confidence says how sure).
     const bool weak =
-        network_only->confidence == "low" || network_only->confidence == "undetermined";
+        (network_only->confidence == "low" || network_only->confidence == "undetermined") &&
+        lc.participant >= 0;
     const bool resource = network_only->cause != "network" &&
                           NodeLatenessExcess(node_view, network_only->node) > 0;
     (resource || (nc.slowed && !weak) ? ranked : observed).push_back(std::move(*network_only));
