@@ -477,7 +477,12 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
         lc.participant >= 0;
     const bool resource = network_only->cause != "network" &&
                           NodeLatenessExcess(node_view, network_only->node) > 0;
-    (resource || (nc.slowed && !weak) ? ranked : observed).push_back(std::move(*network_only));
+    // With no other verdict, a confident finding stays one: its summary says whether its
+    // collectives were slower.
+    const bool alone = ranked.empty() && r.stragglers.empty() &&
+                       (network_only->confidence == "high" || network_only->confidence == "medium");
+    (resource || alone || (nc.slowed && !weak) ? ranked : observed)
+        .push_back(std::move(*network_only));
   }
   // Resource findings are verdicts where their node is also later than the others.
   if (!ic.node.empty() && !named(ic.node)) {
@@ -496,6 +501,24 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   if (!starved.empty() && !named(starved)) {
     (NodeLatenessExcess(node_view, starved) > 0 ? ranked : observed)
         .push_back(CpuStraggler(starved, starved_share, node_view, view_basis));
+  }
+  // Beside a confident verdict, a low-confidence network finding about another node is a
+  // hint (a few slower collectives with retransmits), not a second verdict.
+  {
+    auto confident = [](const Straggler& x) {
+      return x.confidence == "high" || x.confidence == "medium";
+    };
+    if (std::any_of(ranked.begin(), ranked.end(), confident)) {
+      std::vector<Straggler> kept;
+      for (Straggler& x : ranked) {
+        const bool hint = x.cause == "network" && !confident(x) &&
+                          std::none_of(ranked.begin(), ranked.end(), [&](const Straggler& y) {
+                            return confident(y) && y.node == x.node;
+                          });
+        (hint ? observed : kept).push_back(std::move(x));
+      }
+      ranked = std::move(kept);
+    }
   }
   for (std::vector<Straggler>* findings : {&ranked, &observed}) {
     std::stable_sort(findings->begin(), findings->end(),
