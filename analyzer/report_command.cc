@@ -115,15 +115,7 @@ rs::Result<ReportArgs> ParseArgs(int argc, char** argv, po::options_description&
   if (!to.empty()) {
     ASSIGN_OR_RETURN(a.filter.to, rs::ParseTimeArg(to, "--to"));
   }
-  for (const std::string& v : nodes) {
-    size_t start = 0;
-    while (start <= v.size()) {
-      size_t comma = v.find(',', start);
-      if (comma == std::string::npos) comma = v.size();
-      if (comma > start) a.filter.nodes.push_back(v.substr(start, comma - start));
-      start = comma + 1;
-    }
-  }
+  a.filter.nodes = rs::cli::SplitList(nodes);
   if (!nodes.empty() && a.filter.nodes.empty()) {
     return rs::Error("--nodes: no node names given (use --nodes node1,node3)");
   }

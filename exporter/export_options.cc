@@ -31,22 +31,6 @@ const rs::cli::HelpText kHelp = {
                   "the trace on standard output"}},
     .man_page = "rankscope-export(1)"};
 
-std::vector<std::string> SplitNodes(const std::vector<std::string>& values) {
-  std::vector<std::string> out;
-  for (const std::string& v : values) {
-    std::string cur;
-    for (char c : v + ",") {
-      if (c == ',') {
-        if (!cur.empty()) out.push_back(cur);
-        cur.clear();
-      } else if (!std::isspace(static_cast<unsigned char>(c))) {
-        cur += c;
-      }
-    }
-  }
-  return out;
-}
-
 bool EndsWith(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -141,7 +125,7 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
     ASSIGN_OR_RETURN(TimePoint t, ParseTimePoint(to, "--to"));
     cl.options.to = t;
   }
-  cl.options.nodes = SplitNodes(nodes);
+  cl.options.nodes = rs::cli::SplitList(nodes);
   if (vm.count("nodes") && cl.options.nodes.empty()) {
     return Error("--nodes: no node names given (use --nodes node1,node3)");
   }

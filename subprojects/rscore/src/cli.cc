@@ -46,6 +46,22 @@ bool NaturalLess(std::string_view a, std::string_view b) {
   return a.size() - i < b.size() - j;
 }
 
+std::vector<std::string> SplitList(const std::vector<std::string>& values) {
+  std::vector<std::string> out;
+  for (const std::string& v : values) {
+    std::string cur;
+    for (char c : v + ",") {
+      if (c == ',') {
+        if (!cur.empty()) out.push_back(cur);
+        cur.clear();
+      } else if (c != ' ' && c != '\t' && c != '\n') {
+        cur += c;
+      }
+    }
+  }
+  return out;
+}
+
 rs::Result<std::string> StdoutStagingPath(std::string_view tool) {
   const char* dir = std::getenv("TMPDIR");
   std::string path = std::string(dir && *dir ? dir : "/tmp") + "/." + std::string(tool) +

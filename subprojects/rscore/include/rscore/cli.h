@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "rscore/result.h"
 
@@ -31,6 +32,9 @@ inline constexpr const char* kExitStatusHelp =
 
 // Natural order of names: digit runs compare as numbers (node2 < node10), the rest as text.
 bool NaturalLess(std::string_view a, std::string_view b);
+
+// The values of a repeatable comma-separated option (--nodes a,b --nodes c), blanks dropped.
+std::vector<std::string> SplitList(const std::vector<std::string>& values);
 
 // '-' as a file name: standard input or output.
 inline bool IsStdio(std::string_view path) { return path == "-"; }
