@@ -425,10 +425,38 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   }
   // Findings that explain no measured lateness: shown apart (Report::observations).
   std::vector<Straggler> observed;
+  // A lateness finding whose ordering the clocks could not decide names its node only until a
+  // clock-free resource finding about that node (block latency, run-queue share, retransmits)
+  // takes its place as the verdict; its clock evidence stays with the new verdict.
+  auto undecided = [](const std::string& node) {
+    return [&node](const Straggler& s) { return s.node == node && !s.ordering_determined; };
+  };
   auto named = [&](const std::string& node) {
     auto on = [&](const Straggler& s) { return s.node == node; };
-    return std::any_of(ranked.begin(), ranked.end(), on) ||
+    return std::any_of(ranked.begin(), ranked.end(),
+                       [&](const Straggler& s) { return on(s) && !undecided(node)(s); }) ||
            std::any_of(observed.begin(), observed.end(), on);
+  };
+  auto place = [&](Straggler s, bool verdict) {
+    if (!verdict) {
+      observed.push_back(std::move(s));
+      return;
+    }
+    auto old = std::find_if(ranked.begin(), ranked.end(), undecided(s.node));
+    if (old == ranked.end()) {
+      ranked.push_back(std::move(s));
+      return;
+    }
+    for (Evidence& e : old->evidence) {
+      if (e.kind == "clock") s.evidence.push_back(std::move(e));
+    }
+    if (!waits_view && (s.confidence == "high" || s.confidence == "medium")) {
+      // Its lateness, read from host entries across nodes, is what the clocks left undecided.
+      s.confidence = "low";
+      s.confidence_score = std::min(s.confidence_score, 0.35);
+      s.summary += " (that lateness is inside the cross-node clock error bound)";
+    }
+    *old = std::move(s);
   };
   std::optional<Straggler> network_only;
   if (!nc.node.empty()) {
@@ -481,12 +509,11 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
     // collectives were slower.
     const bool alone = ranked.empty() && r.stragglers.empty() &&
                        (network_only->confidence == "high" || network_only->confidence == "medium");
-    (resource || alone || (nc.slowed && !weak) ? ranked : observed)
-        .push_back(std::move(*network_only));
+    place(std::move(*network_only), resource || alone || (nc.slowed && !weak));
   }
   // Resource findings are verdicts where their node is also later than the others.
   if (!ic.node.empty() && !named(ic.node)) {
-    (ic.lateness_excess_ns > 0 ? ranked : observed).push_back(IoStraggler(ic));
+    place(IoStraggler(ic), ic.lateness_excess_ns > 0);
   }
   // The most CPU-starved node, where nothing above names it.
   std::string starved;
@@ -499,8 +526,8 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
     }
   }
   if (!starved.empty() && !named(starved)) {
-    (NodeLatenessExcess(node_view, starved) > 0 ? ranked : observed)
-        .push_back(CpuStraggler(starved, starved_share, node_view, view_basis));
+    place(CpuStraggler(starved, starved_share, node_view, view_basis),
+          NodeLatenessExcess(node_view, starved) > 0);
   }
   // Beside a confident verdict, a low-confidence network finding about another node is a
   // hint (a few slower collectives with retransmits), not a second verdict.

@@ -256,6 +256,51 @@ TEST(ReportTest, RetransmitsThatSlowedNothingAreAnObservation) {
 }
 
 // The meaning of confidence and of a cause's share is stated once in every human format.
+// A whole node late inside a wide clock bound: the lateness decides nothing, but the slow
+// disk reads of that node's ranks are measured on its own clock. The block-latency finding is
+// the verdict, once, and the clock evidence of the undecided ordering stays with it.
+TEST(ReportTest, ClockFreeResourceFindingReplacesAnUndecidedOrdering) {
+  ScratchDir dir;
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  std::cout << "seed " << spec.seed << "\n";
+  auto path = testing::WriteMergedCluster(spec, dir.path(), /*error_bound_ns=*/1'000'000'000);
+  ASSERT_TRUE(path.ok()) << path.error().message();
+  {
+    // node1's ranks enter every all-reduce 6 ms late, each after a 5 ms read; the others' reads
+    // take 200 us.
+    auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Exec("UPDATE nccl_events SET duration_ns = duration_ns + 6000000"
+                         " WHERE op = 'ALL_REDUCE';"
+                         "UPDATE nccl_events SET timestamp_ns = timestamp_ns + 6000000,"
+                         " duration_ns = duration_ns - 6000000"
+                         " WHERE node = 'node1' AND op = 'ALL_REDUCE';"
+                         "INSERT INTO block_events(node, timestamp_ns, duration_ns, dev, op,"
+                         " bytes, pid, local_timestamp_ns)"
+                         " SELECT node, timestamp_ns - 5500000, "
+                         " CASE node WHEN 'node1' THEN 5000000 ELSE 200000 END,"
+                         " '7:0', 'read', 1048576, pid, timestamp_ns - 5500000"
+                         " FROM nccl_events WHERE op = 'ALL_REDUCE'")
+                    .ok());
+  }
+  Report r = ReportOf(*path);
+  SCOPED_TRACE(RenderText(r));
+  ASSERT_FALSE(r.stragglers.empty());
+  const Straggler& top = r.stragglers.front();
+  EXPECT_EQ(top.node, "node1");
+  EXPECT_EQ(top.cause, "io");
+  int on_node = 0;
+  for (const Straggler& s : r.stragglers) on_node += s.node == top.node;
+  EXPECT_EQ(on_node, 1);
+  EXPECT_TRUE(std::any_of(top.evidence.begin(), top.evidence.end(),
+                          [](const Evidence& e) { return e.kind == "clock"; }));
+  // Its lateness was read from host entries across nodes, which the clocks left undecided.
+  EXPECT_EQ(top.confidence, "low");
+  EXPECT_NE(top.summary.find("inside the cross-node clock error bound"), std::string::npos)
+      << top.summary;
+}
+
 TEST(ReportTest, ConfidenceAndShareAreExplainedOnce) {
   ScratchDir dir;
   synth::ClusterSpec spec;
