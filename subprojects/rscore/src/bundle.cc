@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "rscore/identity.h"
 #include "rscore/zstd_file.h"
 
 namespace rs {
@@ -153,6 +154,8 @@ Result<BundleInfo> ReadBundleInfo(Db& db) {
   if (info.db_kind == "bundle") {
     ASSIGN_OR_RETURN(info.recording_id, need("recording_id"));
     ASSIGN_OR_RETURN(info.node, need("node"));
+    // The one node-name rule of every tool (the recorder's, the merge's).
+    RETURN_IF_ERROR(ValidateNodeName(info.node, "the bundle's metadata"));
     ASSIGN_OR_RETURN(std::string s, need("start_ns"));
     ASSIGN_OR_RETURN(info.start_ns, ToInt64("start_ns", s));
     ASSIGN_OR_RETURN(std::string e, need("end_ns"));
