@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace rs {
@@ -50,8 +51,12 @@ Result<void> CompressFile(const std::string& in_path, const std::string& out_pat
   Fd out;
   ASSIGN_OR_RETURN(out.fd, OpenOut(out_path, mode));
   std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
-  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, level);
-  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 1);
+  if (!cctx) return Error(out_path + ": zstd: cannot create a compression context");
+  for (auto [param, value] : {std::pair{ZSTD_c_compressionLevel, level},
+                              std::pair{ZSTD_c_checksumFlag, 1}}) {
+    size_t rc = ZSTD_CCtx_setParameter(cctx.get(), param, value);
+    if (ZSTD_isError(rc)) return Error(out_path + ": zstd: " + ZSTD_getErrorName(rc));
+  }
   std::vector<char> ibuf(ZSTD_CStreamInSize()), obuf(ZSTD_CStreamOutSize());
   bool last = false;
   while (!last) {
