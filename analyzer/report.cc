@@ -160,7 +160,8 @@ rs::Result<void> AddWarnings(rs::Db& db, bool merged, Report& r) {
   for (const NodeClock& c : r.clock) {
     if (c.method != "wall_clock") continue;
     unaligned.insert(c.node);
-    r.warnings.push_back("node " + c.node + ": clock aligned by its wall clock only (no "
+    r.warnings.push_back("node " + c.node +
+                         ": clock aligned by its wall clock only (no "
                          "rendezvous with the other nodes), error up to +-" +
                          rs::FormatDuration(c.error_bound_ns) +
                          ": comparing its times with other nodes' can mislead");
@@ -194,8 +195,9 @@ rs::Result<void> AddWarnings(rs::Db& db, bool merged, Report& r) {
       continue;
     }
     lower(s);
-    s.summary += " (its clock is aligned by wall clock only: this comparison can be off by up "
-                 "to its error bound)";
+    s.summary +=
+        " (its clock is aligned by wall clock only: this comparison can be off by up "
+        "to its error bound)";
   }
   return rs::Ok();
 }
@@ -535,8 +537,8 @@ std::vector<Straggler> PlaceResourceFindings(const CollectiveData& data, const S
     const bool weak =
         (network_only->confidence == "low" || network_only->confidence == "undetermined") &&
         lc.participant >= 0;
-    const bool resource = network_only->cause != "network" &&
-                          NodeLatenessExcess(node_view, network_only->node) > 0;
+    const bool resource =
+        network_only->cause != "network" && NodeLatenessExcess(node_view, network_only->node) > 0;
     // With no other verdict, a confident finding stays one: its summary says whether its
     // collectives were slower.
     const bool alone = ranked.empty() && r.stragglers.empty() &&
@@ -609,14 +611,15 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   r.observations = std::move(observed);
   RETURN_IF_ERROR(AddWarnings(db, merged, r));
   // Nodes in natural order (node2 before node10) everywhere they are listed.
-  auto natural = [](const std::string& a, const std::string& b) { return rs::cli::NaturalLess(a, b); };
+  auto natural = [](const std::string& a, const std::string& b) {
+    return rs::cli::NaturalLess(a, b);
+  };
   std::stable_sort(r.nodes.begin(), r.nodes.end(), natural);
   std::stable_sort(r.clock.begin(), r.clock.end(),
                    [&](const NodeClock& a, const NodeClock& b) { return natural(a.node, b.node); });
-  std::stable_sort(r.per_node.begin(), r.per_node.end(), [&](const ArrivalStats& a,
-                                                             const ArrivalStats& b) {
-    return natural(a.node, b.node);
-  });
+  std::stable_sort(
+      r.per_node.begin(), r.per_node.end(),
+      [&](const ArrivalStats& a, const ArrivalStats& b) { return natural(a.node, b.node); });
   r.plots = BuildPlots(data, side, r.start_ns, std::max(r.end_ns, r.start_ns + 1));
   r.verdict = Verdict(r, stats);
   return r;

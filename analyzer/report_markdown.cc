@@ -56,8 +56,9 @@ std::string RenderMarkdown(const Report& r) {
     }
     o << "\nEvidence:\n\n";
     for (const Evidence& e : s.evidence) o << "- *" << Md(e.kind) << "*: " << Md(e.summary) << "\n";
-    o << "\nBasis" << Md(s.arrival_basis.empty() ? "" : " (arrival: " + Spoken(s.arrival_basis) + ")")
-      << ": " << Md(s.basis) << "\n\n";
+    o << "\nBasis"
+      << Md(s.arrival_basis.empty() ? "" : " (arrival: " + Spoken(s.arrival_basis) + ")") << ": "
+      << Md(s.basis) << "\n\n";
   };
   o << "## Stragglers\n\n";
   if (r.stragglers.empty()) o << "None claimed.\n\n";
@@ -90,8 +91,8 @@ std::string RenderMarkdown(const Report& r) {
     o << "\n";
   }
   for (const Mismatch& m : r.hang.mismatches) {
-    o << "- mismatch at seq " << m.seq << " (" << rs::HashHex(m.comm_id_hash) << "), " << Md(m.field)
-      << ":";
+    o << "- mismatch at seq " << m.seq << " (" << rs::HashHex(m.comm_id_hash) << "), "
+      << Md(m.field) << ":";
     for (const auto& [value, who] : m.variants) o << " " << Md(value) << " x" << who.size();
     o << "\n";
   }

@@ -82,10 +82,10 @@ void AlignedNs(sqlite3_context* ctx, int, sqlite3_value** argv) {
 }  // namespace
 
 rs::Result<void> RegisterAlignment(rs::Db& db, const NodeAlignment& a) {
-  int rc = sqlite3_create_function_v2(
-      db.raw(), "aligned_ns", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY,
-      new NodeAlignment(a), AlignedNs, nullptr, nullptr,
-      [](void* p) { delete static_cast<NodeAlignment*>(p); });
+  int rc = sqlite3_create_function_v2(db.raw(), "aligned_ns", 1,
+                                      SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY,
+                                      new NodeAlignment(a), AlignedNs, nullptr, nullptr,
+                                      [](void* p) { delete static_cast<NodeAlignment*>(p); });
   if (rc != SQLITE_OK) {
     return rs::Error(std::string("registering aligned_ns(): ") + sqlite3_errmsg(db.raw()));
   }

@@ -9,8 +9,8 @@
 namespace rs {
 
 std::string JsonWriter::Quote(std::string_view s) {
-  return nlohmann::json(std::string(s)).dump(-1, ' ', /*ensure_ascii=*/false,
-                                             nlohmann::json::error_handler_t::replace);
+  return nlohmann::json(std::string(s))
+      .dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
 }
 
 void JsonWriter::Separate() {

@@ -32,11 +32,17 @@ TEST(JsonWriterTest, DoublesAreShortestRoundTrip) {
 // Text cells and recorded names may hold any bytes: multi-byte UTF-8 passes through unchanged,
 // a byte that is not UTF-8 becomes U+FFFD, and the output parses as JSON.
 TEST(JsonWriterTest, Utf8PassesThroughAndInvalidBytesAreReplaced) {
-  EXPECT_EQ(JsonWriter::Quote("n\xC3\xB6" "de \xE6\x97\xA5 \xF0\x9F\x94\xA5"),
-            "\"n\xC3\xB6" "de \xE6\x97\xA5 \xF0\x9F\x94\xA5\"");
+  EXPECT_EQ(JsonWriter::Quote("n\xC3\xB6"
+                              "de \xE6\x97\xA5 \xF0\x9F\x94\xA5"),
+            "\"n\xC3\xB6"
+            "de \xE6\x97\xA5 \xF0\x9F\x94\xA5\"");
   EXPECT_EQ(JsonWriter::Quote("f\xFFo"), "\"f\xEF\xBF\xBDo\"");
   EXPECT_EQ(JsonWriter::Quote("\xC3"), "\"\xEF\xBF\xBD\"");  // truncated sequence
-  EXPECT_EQ(JsonWriter::Quote(std::string("a\0" "b\x7f", 4)), "\"a\\u0000" "b\x7f\"");
+  EXPECT_EQ(JsonWriter::Quote(std::string("a\0"
+                                          "b\x7f",
+                                          4)),
+            "\"a\\u0000"
+            "b\x7f\"");
 }
 
 }  // namespace

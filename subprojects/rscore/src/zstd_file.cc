@@ -52,8 +52,8 @@ Result<void> CompressFile(const std::string& in_path, const std::string& out_pat
   ASSIGN_OR_RETURN(out.fd, OpenOut(out_path, mode));
   std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
   if (!cctx) return Error(out_path + ": zstd: cannot create a compression context");
-  for (auto [param, value] : {std::pair{ZSTD_c_compressionLevel, level},
-                              std::pair{ZSTD_c_checksumFlag, 1}}) {
+  for (auto [param, value] :
+       {std::pair{ZSTD_c_compressionLevel, level}, std::pair{ZSTD_c_checksumFlag, 1}}) {
     size_t rc = ZSTD_CCtx_setParameter(cctx.get(), param, value);
     if (ZSTD_isError(rc)) return Error(out_path + ": zstd: " + ZSTD_getErrorName(rc));
   }
