@@ -78,13 +78,17 @@ rs::Result<void> WriteSources(rs::Db& db, const std::string& node,
 // While recording, only the loop's own COMMITs commit. A write that fails for lack of space
 // rolls the whole batch back; the rows the probes write after it, until the loop notices,
 // would each commit on their own (and be counted neither as written nor as dropped): the
-// commit hook refuses those, so that they fail and are counted by their probe.
+// commit hook refuses those, and the rollback hook tells the probes (writes_failed).
 class CommitGate {
  public:
-  explicit CommitGate(rs::Db& db) : db_(db) {
+  CommitGate(rs::Db& db, bool* writes_failed) : db_(db), writes_failed_(writes_failed) {
     sqlite3_commit_hook(db_.raw(), &CommitGate::OnCommit, this);
+    sqlite3_rollback_hook(db_.raw(), &CommitGate::OnRollback, this);
   }
-  ~CommitGate() { sqlite3_commit_hook(db_.raw(), nullptr, nullptr); }
+  ~CommitGate() {
+    sqlite3_commit_hook(db_.raw(), nullptr, nullptr);
+    sqlite3_rollback_hook(db_.raw(), nullptr, nullptr);
+  }
   CommitGate(const CommitGate&) = delete;
   CommitGate& operator=(const CommitGate&) = delete;
   // Runs `sql` with its commits allowed.
@@ -97,7 +101,12 @@ class CommitGate {
 
  private:
   static int OnCommit(void* self) { return static_cast<CommitGate*>(self)->allow_ ? 0 : 1; }
+  static void OnRollback(void* self) {
+    auto* gate = static_cast<CommitGate*>(self);
+    if (!gate->allow_) *gate->writes_failed_ = true;
+  }
   rs::Db& db_;
+  bool* writes_failed_;
   bool allow_ = false;
 };
 
@@ -214,7 +223,7 @@ rs::Result<RecordingSummary> EventLoop::Record() {
   ctx.processes = &processes;
 
   std::optional<CommitGate> gate;
-  gate.emplace(db);
+  gate.emplace(db, &ctx.writes_failed);
   RETURN_IF_ERROR(db.Exec("BEGIN"));
   std::vector<SourceSummary> sources(probes_.size());
   std::vector<bool> started(probes_.size(), false);
@@ -291,12 +300,19 @@ rs::Result<RecordingSummary> EventLoop::Record() {
   // _write_error). The reserve is released so that the bundle can still be written.
   std::vector<uint64_t> committed(probes_.size(), 0);  // each source's rows at the last commit
   bool writing = true;
+  // `why`: the failed write's error; empty when the disk is nearly full (see SpaceShort).
   auto stop_writing = [&](const std::string& why) {
-    const bool no_space = writer_.NoSpace();
+    const bool no_space = why.empty() || writer_.NoSpace();
     const uint64_t free_bytes = writer_.FreeBytes();
+    std::string what = no_space ? "disk full" : why;
+    if (why.empty()) {
+      what = "disk nearly full, the bundle needs about " +
+             FormatBytes(writer_.BundleBytesNeeded()) + " to be written";
+    }
     if (in_transaction()) (void)db.Exec("ROLLBACK");
     writer_.ReleaseReserve();
     writing = false;
+    ctx.writes_failed = true;
     summary.unwritten_reason = no_space ? "no_space" : "write_error";
     summary.writing_stopped_ns = wall.NowNs();
     uint64_t kept = 0;
@@ -304,7 +320,7 @@ rs::Result<RecordingSummary> EventLoop::Record() {
     std::fprintf(stderr,
                  "rankscope-record: %s: %s (%s free): stopped writing events; the bundle keeps "
                  "the %llu committed until now, later ones are counted as dropped (%s)\n",
-                 writer_.temp_path().c_str(), no_space ? "disk full" : why.c_str(),
+                 writer_.temp_path().c_str(), what.c_str(),
                  FormatBytes(free_bytes).c_str(), static_cast<unsigned long long>(kept),
                  summary.unwritten_reason.c_str());
     (void)db.Exec("BEGIN");
@@ -321,7 +337,12 @@ rs::Result<RecordingSummary> EventLoop::Record() {
       return;
     }
     for (size_t i = 0; i < probes_.size(); ++i) committed[i] = events_of(i);
-    if (auto b = db.Exec("BEGIN"); !b.ok()) stop_writing(b.error().message());
+    if (writer_.SpaceShort()) {
+      (void)db.Exec("BEGIN");
+      stop_writing("");
+    } else if (auto b = db.Exec("BEGIN"); !b.ok()) {
+      stop_writing(b.error().message());
+    }
   };
 
   fan_out();  // --pid processes
@@ -453,7 +474,7 @@ rs::Result<RecordingSummary> EventLoop::Record() {
     }
   }
   gate.reset();  // finalizing commits on its own
-  RETURN_IF_ERROR(writer_.Finalize());
+  RETURN_IF_ERROR(writer_.Finalize(/*with_indexes=*/summary.unwritten_reason != "no_space"));
   return summary;
 }
 

@@ -143,9 +143,15 @@ struct Compressed {
 
 // Indexes (left out when they do not fit), no journal, closed, compressed and moved into place.
 rs::Result<Compressed> FinishAndCompress(rs::Db& db, const std::string& db_path, std::string& out,
-                                         bool force, int level) {
+                                         bool force, int level, bool with_indexes) {
   Compressed c;
-  if (auto ix = rs::CreateIndexes(db); !ix.ok()) {
+  if (!with_indexes) {
+    c.indexes_left_out = true;
+    std::fprintf(stderr,
+                 "rankscope-record: %s: indexes left out (the disk is full: the room is kept for "
+                 "the bundle); the bundle is complete without them, queries on it are slower\n",
+                 db_path.c_str());
+  } else if (auto ix = rs::CreateIndexes(db); !ix.ok()) {
     c.indexes_left_out = true;
     std::fprintf(stderr,
                  "rankscope-record: %s: indexes left out (%s); the bundle is complete without "
@@ -294,6 +300,10 @@ uint64_t RecordingDb::FreeBytes() const {
   return FreeBytesIn(DirOf(temp_path_.empty() ? out_path_ : temp_path_));
 }
 
+uint64_t RecordingDb::BundleBytesNeeded() const { return FileBytes(temp_path_) / 4; }
+
+bool RecordingDb::SpaceShort() const { return FreeBytes() < BundleBytesNeeded(); }
+
 void RecordingDb::ReleaseReserve() {
   if (reserve_path_.empty()) return;
   unlink(reserve_path_.c_str());
@@ -301,10 +311,11 @@ void RecordingDb::ReleaseReserve() {
   reserve_bytes_ = 0;
 }
 
-rs::Result<void> RecordingDb::Finalize() {
+rs::Result<void> RecordingDb::Finalize(bool with_indexes) {
   if (!db_.raw()) return rs::Error(out_path_ + ": bundle already finalized");
   ReleaseReserve();
-  auto c = FinishAndCompress(db_, temp_path_, out_path_, options_.force, options_.zstd_level);
+  auto c = FinishAndCompress(db_, temp_path_, out_path_, options_.force, options_.zstd_level,
+                             with_indexes);
   if (!c.ok()) {
     kept_ = true;
     return rs::Error(KeptMessage(c.error().message(), temp_path_, out_path_));
@@ -450,7 +461,10 @@ rs::Result<RecoverResult> Recover(const std::string& path, const std::string& ou
       if (!r.ok()) return r.error().Wrap(path);
     }
   }
-  auto c = FinishAndCompress(db, path, res.out_path, force, zstd_level);
+  // Indexes only where they leave room for the bundle.
+  const uint64_t db_bytes = FileBytes(path);
+  const bool with_indexes = FreeBytesIn(DirOf(res.out_path)) > db_bytes / 4 + db_bytes / 2;
+  auto c = FinishAndCompress(db, path, res.out_path, force, zstd_level, with_indexes);
   if (!c.ok()) {
     return rs::Error("cannot write the bundle " + res.out_path + ": " + c.error().message() +
                      " (" + FormatBytes(FreeBytesIn(DirOf(res.out_path))) + " free in " +

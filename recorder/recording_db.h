@@ -68,13 +68,19 @@ class RecordingDb {
   // Free bytes on the temporary database's file system (for unprivileged users).
   uint64_t FreeBytes() const;
   uint64_t reserve_bytes() const { return reserve_bytes_; }
+  // About what compressing the database takes (a quarter of its size: bundles measure a
+  // fifth to a sixth), and whether the free space (besides the reserve) has fallen below it:
+  // the writing stops then, so that the bundle can still be written.
+  uint64_t BundleBytesNeeded() const;
+  bool SpaceShort() const;
   // Gives the reserved space back to the file system (for finishing).
   void ReleaseReserve();
 
-  // Builds the indexes (left out when there is no room for them), then compresses into
-  // out_path. When that fails the database is kept (closed, complete) and the error names it
-  // and the --recover command. Call once.
-  rs::Result<void> Finalize();
+  // Builds the indexes (left out when there is no room for them, or not asked for: after a
+  // full disk the room is kept for the bundle), then compresses into out_path. When that
+  // fails the database is kept (closed, complete) and the error names it and the --recover
+  // command. Call once.
+  rs::Result<void> Finalize(bool with_indexes = true);
   // Leaves the temporary database in place (a recording that could not be finished).
   void Keep() { kept_ = true; }
   bool kept() const { return kept_; }
