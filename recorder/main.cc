@@ -4,7 +4,9 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 #include "recorder/event_loop.h"
 #include "recorder/options.h"
@@ -57,6 +59,9 @@ std::string DirOf(const std::string& path) {
 
 // --recover FILE [--out OUT] [--force]
 int RecoverMain(const rec::RecorderOptions& opts) {
+  if (access(opts.recover->c_str(), F_OK) != 0) {
+    return Fail(rs::Error(*opts.recover + ": " + std::strerror(errno)), kExitError);
+  }
   std::string out = opts.out;
   if (out.empty()) {
     auto parsed = rec::ParseTempName(opts.recover->substr(opts.recover->rfind('/') + 1));
