@@ -196,7 +196,7 @@ int64_t CallProbe::NextId() {
 }
 
 void CallProbe::NoteWrite(const rs::Result<void>& r) {
-  if (r.ok()) {
+  if (r.ok() || (ctx_ != nullptr && ctx_->writes_failed)) {  // the loop counts what failed
     ++events_;
     return;
   }

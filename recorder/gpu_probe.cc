@@ -225,7 +225,7 @@ void GpuProbe::Write(RecorderContext& ctx, const Region& r, const rs_gpu_op& op)
   }
   const int64_t id = ctx.ids ? ctx.ids->Next() : static_cast<int64_t>(events_ + 1);
   auto written = WriteGpuRow(insert_, *row, ctx.node, id, r.pid, ctx.clock);
-  if (written.ok()) {
+  if (written.ok() || ctx.writes_failed) {  // the event loop counts what failed
     ++events_;
     return;
   }

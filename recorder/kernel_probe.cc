@@ -129,7 +129,9 @@ void KernelProbe::LogOptionalMissing(RecorderContext& ctx,
 int KernelProbe::SampleThunk(void* self, void* data, size_t size) {
   auto* probe = static_cast<KernelProbe*>(self);
   auto r = probe->OnSample(std::span<const uint8_t>(static_cast<const uint8_t*>(data), size));
-  if (!r.ok()) {
+  if (!r.ok() && probe->ctx_ != nullptr && probe->ctx_->writes_failed) {
+    ++probe->events_;  // the event loop counts it as not written
+  } else if (!r.ok()) {
     ++probe->decode_errors_;
     if (probe->first_decode_error_.empty()) {
       probe->first_decode_error_ = r.error().message();

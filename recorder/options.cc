@@ -27,10 +27,14 @@ enum LongOnly {
   kOptNcclCalls,
   kOptHelp,
   kOptVersion,
+  kOptForce,
+  kOptRecover,
 };
 
 const option kLongOptions[] = {
     {"out", required_argument, nullptr, 'o'},
+    {"force", no_argument, nullptr, kOptForce},
+    {"recover", required_argument, nullptr, kOptRecover},
     {"duration", required_argument, nullptr, 'd'},
     {"node", required_argument, nullptr, 'n'},
     {"config", required_argument, nullptr, 'c'},
@@ -95,6 +99,13 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
       case 'o':
         if (!*arg) return rs::Error(std::string("--out: empty path") + kHint);
         o.out = arg;
+        break;
+      case kOptForce:
+        o.force = true;
+        break;
+      case kOptRecover:
+        if (!*arg) return rs::Error(std::string("--recover: empty path") + kHint);
+        o.recover = arg;
         break;
       case 'd': {
         auto d = rs::ParseDuration(arg);
@@ -194,6 +205,12 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
                      "' (options take the form --name VALUE)" + kHint);
   }
   if (o.help || o.version) return o;
+  if (o.recover) {
+    if (o.duration_ns || o.node || o.config_path || !o.pids.empty()) {
+      return rs::Error(std::string("--recover FILE takes only --out, --force and -v") + kHint);
+    }
+    return o;
+  }
   if (o.out.empty()) {
     return rs::Error("--out FILE.rsb is required (where to write the bundle)" + std::string(kHint));
   }
@@ -213,12 +230,18 @@ rs::Result<RecorderOptions> ParseOptions(const std::vector<std::string>& args) {
 
 std::string UsageText() {
   return R"(usage: rankscope-record --out FILE.rsb [options]
+       rankscope-record --recover FILE [--out FILE.rsb] [--force]
 
 Records kernel (TCP retransmits, scheduler, block I/O, process exec/exit), NCCL and CUDA
 activity on this node into a zstd-compressed SQLite bundle. Needs root.
 
 options:
-  -o, --out FILE.rsb          bundle to write (written atomically, mode 0600)
+  -o, --out FILE.rsb          bundle to write (written atomically, mode 0600); an existing
+                              file is refused unless --force
+      --force                 replace an existing --out
+      --recover FILE          turn the temporary database FILE left behind by a recorder
+                              that died into a bundle (default --out: the bundle that
+                              recorder was writing), then remove FILE
   -d, --duration D            stop after D (e.g. 500ms, 30s, 2m); default: until SIGINT/SIGTERM
   -n, --node NAME             node name (else config 'node =', else $RANKSCOPE_NODE, else hostname)
   -c, --config FILE           config file with 'key = value' lines (known key: node)
@@ -253,6 +276,8 @@ examples:
       two minutes of this node, while the job is slow
   rankscope-record --out node3.rsb --nccl-calls setup
       until Ctrl-C, without a probe on every NCCL call (the profiler plugin times them)
+  rankscope-record --recover .node3.rsb.rec-4242-Ab12Cd.db
+      after a recorder was killed: what it had committed becomes node3.rsb
 
 exit status: 0 done, 1 error, 2 usage error, 3 partial (some inputs skipped),
 4 report --fail-on found what was asked for.

@@ -18,7 +18,10 @@ enum class Scope {
 std::string_view ScopeName(Scope scope);
 
 struct RecorderOptions {
-  std::string out;                         // --out FILE.rsb (required)
+  std::string out;                         // --out FILE.rsb (required, except with --recover)
+  bool force = false;                      // --force: replace an existing --out
+  // --recover FILE: turn a temporary database left behind by a recorder into a bundle.
+  std::optional<std::string> recover;
   std::optional<int64_t> duration_ns;      // --duration; none = until SIGINT/SIGTERM
   std::optional<std::string> node;         // --node
   std::optional<std::string> config_path;  // --config

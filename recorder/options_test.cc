@@ -142,5 +142,21 @@ TEST(ParseOptions, UsageNamesEveryOptionAndMarksTestingOnes) {
   EXPECT_LT(u.find("Testing only"), u.find("--simulate-clock-offset"));
 }
 
+TEST(ParseOptions, ForceAndRecover) {
+  EXPECT_FALSE(MustParse({"--out", "a.rsb"}).force);
+  EXPECT_TRUE(MustParse({"--out", "a.rsb", "--force"}).force);
+  RecorderOptions r = MustParse({"--recover", "/d/.a.rsb.rec-1-abcdef.db"});
+  ASSERT_TRUE(r.recover.has_value());
+  EXPECT_EQ(*r.recover, "/d/.a.rsb.rec-1-abcdef.db");
+  EXPECT_TRUE(r.out.empty()) << "--out is optional with --recover";
+  RecorderOptions ro = MustParse({"--recover", "x.db", "--out", "b.rsb", "--force", "-v"});
+  EXPECT_EQ(ro.out, "b.rsb");
+  EXPECT_TRUE(ro.force);
+  EXPECT_NE(ErrorOf({"--recover", "x.db", "--duration", "1s"}).find("--recover FILE takes only"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf({"--recover", ""}).find("--recover: empty path"), std::string::npos);
+  EXPECT_NE(ErrorOf({"--force"}).find("--out FILE.rsb is required"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace rec
