@@ -244,8 +244,14 @@ rs::Result<RecordingSummary> EventLoop::Record() {
   for (bool s : started) n_started += s;
   // Sources that failed are named one per line only when recording goes ahead; otherwise the
   // single error below says it all.
+  // Sources left out on purpose (--sources) are named once, in the line below.
+  std::string left_out;
   for (size_t i = 0; i < probes_.size() && n_started > 0; ++i) {
     if (started[i]) continue;
+    if (probes_[i]->method() == "off" && sources[i].note == "left out by --sources") {
+      left_out += (left_out.empty() ? "; left out: " : ", ") + sources[i].source;
+      continue;
+    }
     std::fprintf(stderr, "rankscope-record: %s: not recording: %s\n", sources[i].source.c_str(),
                  sources[i].note.c_str());
   }
@@ -254,8 +260,9 @@ rs::Result<RecordingSummary> EventLoop::Record() {
     return rs::Error("no capture source could start (" + start_errors +
                      "); check that the kernel has BTF and tracepoints and that you are root");
   }
-  std::fprintf(stderr, "rankscope-record: recording node %s (%zu of %zu sources) -> %s\n",
-               node_.name.c_str(), n_started, probes_.size(), writer_.out_path().c_str());
+  std::fprintf(stderr, "rankscope-record: recording node %s (%zu of %zu sources%s) -> %s\n",
+               node_.name.c_str(), n_started, probes_.size(), left_out.c_str(),
+               writer_.out_path().c_str());
 
   recording_began_ = true;
 

@@ -1,5 +1,7 @@
 #include "recorder/options.h"
 
+#include <algorithm>
+
 #include <getopt.h>
 
 #include <cerrno>
@@ -29,6 +31,7 @@ enum LongOnly {
   kOptVersion,
   kOptForce,
   kOptRecover,
+  kOptSources,
 };
 
 const option kLongOptions[] = {
@@ -48,6 +51,7 @@ const option kLongOptions[] = {
     {"no-load-tracepoint", no_argument, nullptr, kOptNoLoadTracepoint},
     {"no-gpu", no_argument, nullptr, kOptNoGpu},
     {"nccl-calls", required_argument, nullptr, kOptNcclCalls},
+    {"sources", required_argument, nullptr, kOptSources},
     {"verbose", no_argument, nullptr, 'v'},
     {"help", no_argument, nullptr, kOptHelp},
     {"version", no_argument, nullptr, kOptVersion},
@@ -178,6 +182,25 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
           return rs::Error(std::string("--nccl-calls '") + arg + "': use all or setup" + kHint);
         }
         break;
+      case kOptSources: {
+        o.sources.clear();
+        std::string list(arg);
+        for (size_t b = 0; b <= list.size();) {
+          size_t e = list.find(',', b);
+          if (e == std::string::npos) e = list.size();
+          std::string name = list.substr(b, e - b);
+          b = e + 1;
+          if (name.empty()) continue;
+          if (std::find(std::begin(kSourceNames), std::end(kSourceNames), name) ==
+              std::end(kSourceNames)) {
+            return rs::Error("--sources: unknown source '" + name +
+                             "' (known: process,tcp,sched,block,nccl,cuda,gpu)" + kHint);
+          }
+          o.sources.push_back(name);
+        }
+        if (o.sources.empty()) return rs::Error(std::string("--sources: no source named") + kHint);
+        break;
+      }
       case 'v':
         o.verbose = true;
         break;
@@ -263,6 +286,8 @@ options:
                               return codes, callers or failed calls
       --no-gpu                do not read rankscope's NCCL profiler plugin (table gpu_ops: when
                               the GPU ran each collective); the plugin then records nothing
+      --sources LIST          record only these sources (comma-separated: process, tcp, sched,
+                              block, nccl, cuda, gpu; default all); the others cost nothing
   -v, --verbose               log every attachment
   -h, --help                  show this help
       --version               show the version
@@ -283,6 +308,11 @@ exit status: 0 done, 1 error, 2 usage error, 3 partial (some inputs skipped),
 4 report --fail-on found what was asked for.
 See rankscope-record(8).
 )";
+}
+
+bool SourceSelected(const RecorderOptions& o, std::string_view source) {
+  return o.sources.empty() ||
+         std::find(o.sources.begin(), o.sources.end(), source) != o.sources.end();
 }
 
 }  // namespace rec

@@ -42,6 +42,9 @@ struct RecorderOptions {
   // --nccl-calls setup: probe only communicator setup and teardown (init, split, destroy,
   // abort), not every collective / send / receive / group call (see UsageText).
   bool nccl_calls_setup_only = false;
+  // --sources LIST: the sources to record (process, tcp, sched, block, nccl, cuda, gpu);
+  // empty: all. A source left out costs nothing and is 'off' in the bundle's sources table.
+  std::vector<std::string> sources;
   bool verbose = false;  // -v
   bool help = false;     // --help
   bool version = false;  // --version
@@ -55,5 +58,11 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv);
 rs::Result<RecorderOptions> ParseOptions(const std::vector<std::string>& args);
 
 std::string UsageText();
+
+// Every source the recorder knows, in the order it starts them.
+inline constexpr std::string_view kSourceNames[] = {"process", "tcp",  "sched", "block",
+                                                    "nccl",    "cuda", "gpu"};
+// Whether --sources selects `source` (every source when none was given).
+bool SourceSelected(const RecorderOptions& o, std::string_view source);
 
 }  // namespace rec

@@ -135,11 +135,28 @@ TEST(ParseOptions, UsageNamesEveryOptionAndMarksTestingOnes) {
   std::string u = UsageText();
   for (const char* flag :
        {"--out", "--duration", "--node", "--config", "--pid", "--scope", "--nccl-lib", "--cuda-lib",
-        "--cuda-launch-sample", "--no-load-tracepoint", "--no-gpu", "--nccl-calls", "--verbose",
+        "--cuda-launch-sample", "--no-load-tracepoint", "--no-gpu", "--nccl-calls", "--sources",
+        "--verbose",
         "--help", "--version", "--simulate-clock-offset", "--simulate-clock-drift"}) {
     EXPECT_NE(u.find(flag), std::string::npos) << flag;
   }
   EXPECT_LT(u.find("Testing only"), u.find("--simulate-clock-offset"));
+}
+
+TEST(ParseOptions, SourcesSelectWhatIsRecorded) {
+  auto all = ParseOptions({"--out", "n.rsb"});
+  ASSERT_TRUE(all.ok());
+  for (std::string_view s : kSourceNames) EXPECT_TRUE(SourceSelected(*all, s)) << s;
+  auto some = ParseOptions({"--out", "n.rsb", "--sources", "sched,,nccl"});
+  ASSERT_TRUE(some.ok()) << some.error().message();
+  EXPECT_EQ(some->sources, (std::vector<std::string>{"sched", "nccl"}));
+  EXPECT_TRUE(SourceSelected(*some, "nccl"));
+  EXPECT_FALSE(SourceSelected(*some, "tcp"));
+  auto bad = ParseOptions({"--out", "n.rsb", "--sources", "sched,disk"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("unknown source 'disk'"), std::string::npos)
+      << bad.error().message();
+  EXPECT_FALSE(ParseOptions({"--out", "n.rsb", "--sources", ","}).ok());
 }
 
 TEST(ParseOptions, ForceAndRecover) {
