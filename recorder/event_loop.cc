@@ -13,6 +13,7 @@
 #include "recorder/attach_log.h"
 #include "recorder/interfaces.h"
 #include "recorder/library_discovery.h"
+#include "recorder/log.h"
 #include "recorder/process_table.h"
 #include "recorder/recording_db.h"
 #include "recorder/ring_poller.h"
@@ -252,17 +253,15 @@ rs::Result<RecordingSummary> EventLoop::Record() {
       left_out += (left_out.empty() ? "; left out: " : ", ") + sources[i].source;
       continue;
     }
-    std::fprintf(stderr, "rankscope-record: %s: not recording: %s\n", sources[i].source.c_str(),
-                 sources[i].note.c_str());
+    Log("%s: not recording: %s", sources[i].source.c_str(), sources[i].note.c_str());
   }
   if (n_started == 0) {
     (void)db.Exec("ROLLBACK");  // no bundle: the temporary db is removed with the writer
     return rs::Error("no capture source could start (" + start_errors +
                      "); check that the kernel has BTF and tracepoints and that you are root");
   }
-  std::fprintf(stderr, "rankscope-record: recording node %s (%zu of %zu sources%s) -> %s\n",
-               node_.name.c_str(), n_started, probes_.size(), left_out.c_str(),
-               writer_.out_path().c_str());
+  Log("recording node %s (%zu of %zu sources%s) -> %s", node_.name.c_str(), n_started,
+      probes_.size(), left_out.c_str(), writer_.out_path().c_str());
 
   recording_began_ = true;
 
@@ -324,12 +323,10 @@ rs::Result<RecordingSummary> EventLoop::Record() {
     summary.writing_stopped_ns = wall.NowNs();
     uint64_t kept = 0;
     for (uint64_t n : committed) kept += n;
-    std::fprintf(stderr,
-                 "rankscope-record: %s: %s (%s free): stopped writing events; the bundle keeps "
-                 "the %llu committed until now, later ones are counted as dropped (%s)\n",
-                 writer_.temp_path().c_str(), what.c_str(),
-                 FormatBytes(free_bytes).c_str(), static_cast<unsigned long long>(kept),
-                 summary.unwritten_reason.c_str());
+    Log("%s: %s (%s free): stopped writing events; the bundle keeps "
+        "the %llu committed until now, later ones are counted as dropped (%s)",
+        writer_.temp_path().c_str(), what.c_str(), FormatBytes(free_bytes).c_str(),
+        static_cast<unsigned long long>(kept), summary.unwritten_reason.c_str());
     (void)db.Exec("BEGIN");
   };
   auto commit = [&] {
@@ -356,8 +353,7 @@ rs::Result<RecordingSummary> EventLoop::Record() {
   // From here the kernel rings are emptied by the drain thread; rows are still decoded and
   // inserted on this thread, in WaitAndDispatch.
   if (auto r = poller.StartDrainThread(); !r.ok()) {
-    std::fprintf(stderr, "rankscope-record: %s; reading the rings on the main thread\n",
-                 r.error().message().c_str());
+    Log("%s; reading the rings on the main thread", r.error().message().c_str());
   }
   const int64_t t0 = rs::MonotonicNowNs();
   int64_t last_tick = t0, last_ref = t0, last_commit = t0;
@@ -422,8 +418,7 @@ rs::Result<RecordingSummary> EventLoop::Record() {
     auto r = probes_[i]->Finish(ctx);
     if (!r.ok()) {
       sources[i].note = "finish: " + r.error().message();
-      std::fprintf(stderr, "rankscope-record: %s: %s\n", sources[i].source.c_str(),
-                   r.error().message().c_str());
+      Log("%s: %s", sources[i].source.c_str(), r.error().message().c_str());
     }
   }
   rs::Result<void> end_ref = take_ref("end");
@@ -440,8 +435,7 @@ rs::Result<RecordingSummary> EventLoop::Record() {
     for (size_t i = 0; i < probes_.size(); ++i) {
       SourceSummary& s = summary.sources[i];
       if (!writing) {
-        const uint64_t unwritten =
-            (finish_rows ? before_finish[i] : events_of(i)) - committed[i];
+        const uint64_t unwritten = (finish_rows ? before_finish[i] : events_of(i)) - committed[i];
         s.events -= unwritten;
         s.drops += unwritten;
         summary.unwritten += unwritten;
@@ -462,8 +456,7 @@ rs::Result<RecordingSummary> EventLoop::Record() {
     if (!in_transaction()) return rs::Error("the transaction was rolled back");
     return gate->Exec("COMMIT");
   };
-  rs::Result<void> ended =
-      in_transaction() ? write_end(true) : rs::Error(sqlite3_errmsg(db.raw()));
+  rs::Result<void> ended = in_transaction() ? write_end(true) : rs::Error(sqlite3_errmsg(db.raw()));
   if (!ended.ok()) {
     // Without what finishing wrote: the summary alone (the probes' rows since the last commit
     // are counted as dropped).

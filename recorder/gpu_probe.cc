@@ -10,6 +10,7 @@
 
 #include "recorder/attach_log.h"
 #include "recorder/library_attacher.h"
+#include "recorder/log.h"
 #include "recorder/options.h"
 #include "recorder/process_table.h"
 #include "rscore/clock.h"
@@ -232,7 +233,7 @@ void GpuProbe::Write(RecorderContext& ctx, const Region& r, const rs_gpu_op& op)
   ++write_errors_;
   if (first_error_.empty()) {
     first_error_ = written.error().message();
-    std::fprintf(stderr, "rankscope-record: gpu: cannot write a row: %s\n", first_error_.c_str());
+    Log("gpu: cannot write a row: %s", first_error_.c_str());
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "common.h"
 #include "recorder/attach_log.h"
+#include "recorder/log.h"
 #include "recorder/ring_poller.h"
 
 namespace rec {
@@ -135,8 +136,8 @@ int KernelProbe::SampleThunk(void* self, void* data, size_t size) {
     ++probe->decode_errors_;
     if (probe->first_decode_error_.empty()) {
       probe->first_decode_error_ = r.error().message();
-      std::fprintf(stderr, "rankscope-record: %s: cannot store an event: %s\n",
-                   std::string(probe->source()).c_str(), r.error().message().c_str());
+      Log("%s: cannot store an event: %s", std::string(probe->source()).c_str(),
+          r.error().message().c_str());
     }
   } else {
     ++probe->events_;

@@ -2,13 +2,14 @@
 #include <bpf/libbpf.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
 #include "recorder/event_loop.h"
+#include "recorder/log.h"
 #include "recorder/options.h"
 #include "recorder/preflight.h"
 #include "recorder/probes.h"
@@ -18,6 +19,8 @@
 #include "rscore/sqlite.h"
 
 namespace {
+
+using rec::Log;
 
 constexpr int kExitOk = 0;
 constexpr int kExitError = 1;
@@ -33,7 +36,7 @@ int LibbpfPrint(enum libbpf_print_level level, const char* fmt, va_list args) {
 }
 
 int Fail(const rs::Error& e, int code) {
-  std::fprintf(stderr, "rankscope-record: %s\n", e.message().c_str());
+  Log("%s", e.message().c_str());
   return code;
 }
 
@@ -66,9 +69,9 @@ int RecoverMain(const rec::RecorderOptions& opts) {
   if (out.empty()) {
     auto parsed = rec::ParseTempName(opts.recover->substr(opts.recover->rfind('/') + 1));
     if (!parsed) {
-      return Fail(rs::Error(*opts.recover +
-                            ": not named like a recorder's temporary database; give --out"),
-                  kExitUsage);
+      return Fail(
+          rs::Error(*opts.recover + ": not named like a recorder's temporary database; give --out"),
+          kExitUsage);
     }
     out = (opts.recover->find('/') == std::string::npos ? "" : DirOf(*opts.recover) + "/") +
           parsed->first;
@@ -84,15 +87,13 @@ int RecoverMain(const rec::RecorderOptions& opts) {
     if (n == 0) continue;
     rows += (rows.empty() ? "" : ", ") + table + " " + std::to_string(n);
   }
-  std::fprintf(stderr,
-               "rankscope-record: wrote %s: node %s, %lld events%s%s, %s, %s\n",
-               res->out_path.c_str(), res->node.c_str(), static_cast<long long>(res->events),
-               rows.empty() ? "" : (" (" + rows + ")").c_str(),
-               res->indexes_left_out ? ", without indexes" : "",
-               rs::FormatDuration(res->end_ns - res->start_ns).c_str(),
-               res->finished ? "a finished recording whose bundle had not been written"
-                             : "recovered up to its last committed event (stop_reason "
-                               "'recovered')");
+  Log("wrote %s: node %s, %lld events%s%s, %s, %s", res->out_path.c_str(), res->node.c_str(),
+      static_cast<long long>(res->events), rows.empty() ? "" : (" (" + rows + ")").c_str(),
+      res->indexes_left_out ? ", without indexes" : "",
+      rs::FormatDuration(res->end_ns - res->start_ns).c_str(),
+      res->finished ? "a finished recording whose bundle had not been written"
+                    : "recovered up to its last committed event (stop_reason "
+                      "'recovered')");
   return kExitOk;
 }
 
@@ -132,20 +133,19 @@ int main(int argc, char** argv) {
   }
   // Before any thread starts (they inherit the mount namespace it may make).
   if (auto r = rec::EnsureTracefs(); !r.ok()) {
-    std::fprintf(stderr, "rankscope-record: warning: %s\n", r.error().message().c_str());
+    Log("warning: %s", r.error().message().c_str());
   } else if (g_verbose && !r->empty()) {
-    std::fprintf(stderr, "rankscope-record: %s\n", r->c_str());
+    Log("%s", r->c_str());
   }
 
   // Stop requests during start-up also end in a finalized bundle.
   rec::InstallStopSignalHandlers();
   // Recordings of recorders that died here before: each can still become a bundle.
   for (const rec::LeftBehind& l : rec::FindLeftBehind(DirOf(opts.out))) {
-    std::fprintf(stderr,
-                 "rankscope-record: note: %s (%s) was left behind by recorder %d, which is no "
-                 "longer running; make it a bundle with: %s\n",
-                 l.path.c_str(), rec::FormatBytes(l.bytes).c_str(), static_cast<int>(l.pid),
-                 rec::RecoverCommand(l.path).c_str());
+    Log("note: %s (%s) was left behind by recorder %d, which is no "
+        "longer running; make it a bundle with: %s",
+        l.path.c_str(), rec::FormatBytes(l.bytes).c_str(), static_cast<int>(l.pid),
+        rec::RecoverCommand(l.path).c_str());
   }
   // The output must be writable before anything is loaded into the kernel.
   auto writer = rec::RecordingDb::Create(opts.out, {.force = opts.force});
@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
   // needed one of the recorder's own.
   config.after_start = [] {
     if (auto r = rec::LeaveTracefsNamespace(); !r.ok()) {
-      std::fprintf(stderr, "rankscope-record: warning: %s\n", r.error().message().c_str());
+      Log("warning: %s", r.error().message().c_str());
     }
   };
   rec::EventLoop loop(opts, *node, std::move(*writer), rec::MakeProbes(opts), std::move(config));
@@ -169,14 +169,13 @@ int main(int argc, char** argv) {
                                                          : "after a write error") +
                 ")";
   }
-  std::fprintf(stderr,
-               "rankscope-record: wrote %s: node %s, %llu events, %llu dropped%s%s, %s, stopped "
-               "by %s\n",
-               loop.writer().out_path().c_str(), node->name.c_str(),
-               static_cast<unsigned long long>(summary->events),
-               static_cast<unsigned long long>(summary->drops), unwritten.c_str(),
-               loop.writer().indexes_left_out() ? ", without indexes" : "",
-               rs::FormatDuration(summary->end_ns - summary->start_ns).c_str(),
-               summary->stop_reason.c_str());
+  Log("wrote %s: node %s, %llu events, %llu dropped%s%s, %s, stopped "
+      "by %s",
+      loop.writer().out_path().c_str(), node->name.c_str(),
+      static_cast<unsigned long long>(summary->events),
+      static_cast<unsigned long long>(summary->drops), unwritten.c_str(),
+      loop.writer().indexes_left_out() ? ", without indexes" : "",
+      rs::FormatDuration(summary->end_ns - summary->start_ns).c_str(),
+      summary->stop_reason.c_str());
   return kExitOk;
 }

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "recorder/log.h"
 #include "rscore/schema.h"
 #include "rscore/zstd_file.h"
 
@@ -41,7 +42,8 @@ std::string BaseOf(const std::string& path) {
 }
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 uint64_t FreeBytesIn(const std::string& dir) {
@@ -127,11 +129,12 @@ rs::Result<void> PlaceBundle(const std::string& partial, std::string& out, bool 
       return rs::Error(target + ": cannot move the bundle into place: " + std::strerror(e));
     }
     std::string stem = EndsWith(out, ".rsb") ? out.substr(0, out.size() - 4) : out;
-    target = stem + "-" + std::to_string(getpid()) + (attempt ? "-" + std::to_string(attempt) : "") +
-             ".rsb";
+    target = stem + "-" + std::to_string(getpid()) +
+             (attempt ? "-" + std::to_string(attempt) : "") + ".rsb";
     if (attempt == 0) {
-      std::fprintf(stderr, "rankscope-record: %s appeared while recording; not replacing it "
-                   "(no --force)\n", out.c_str());
+      Log("%s appeared while recording; not replacing it "
+          "(no --force)",
+          out.c_str());
     }
   }
   return rs::Error(out + ": cannot find a free name for the bundle");
@@ -147,16 +150,14 @@ rs::Result<Compressed> FinishAndCompress(rs::Db& db, const std::string& db_path,
   Compressed c;
   if (!with_indexes) {
     c.indexes_left_out = true;
-    std::fprintf(stderr,
-                 "rankscope-record: %s: indexes left out (the disk is full: the room is kept for "
-                 "the bundle); the bundle is complete without them, queries on it are slower\n",
-                 db_path.c_str());
+    Log("%s: indexes left out (the disk is full: the room is kept for "
+        "the bundle); the bundle is complete without them, queries on it are slower",
+        db_path.c_str());
   } else if (auto ix = rs::CreateIndexes(db); !ix.ok()) {
     c.indexes_left_out = true;
-    std::fprintf(stderr,
-                 "rankscope-record: %s: indexes left out (%s); the bundle is complete without "
-                 "them, queries on it are slower\n",
-                 db_path.c_str(), ix.error().message().c_str());
+    Log("%s: indexes left out (%s); the bundle is complete without "
+        "them, queries on it are slower",
+        db_path.c_str(), ix.error().message().c_str());
   }
   (void)db.Exec("PRAGMA journal_mode=DELETE");
   db = rs::Db();  // closed once its last statement is finalized; nothing is pending
@@ -174,10 +175,12 @@ rs::Result<Compressed> FinishAndCompress(rs::Db& db, const std::string& db_path,
 
 std::string KeptMessage(const std::string& why, const std::string& db_path,
                         const std::string& out) {
-  return "cannot write the bundle " + out + ": " + why + " (" + FormatBytes(FreeBytesIn(DirOf(out))) +
-         " free in " + DirOf(out) + "); the recording is kept, uncompressed, in " + db_path + " (" +
-         FormatBytes(FileBytes(db_path)) + "): once there is room, make the bundle with: " +
-         RecoverCommand(db_path) + " --out " + out;
+  return "cannot write the bundle " + out + ": " + why + " (" +
+         FormatBytes(FreeBytesIn(DirOf(out))) + " free in " + DirOf(out) +
+         "); the recording is kept, uncompressed, in " + db_path + " (" +
+         FormatBytes(FileBytes(db_path)) +
+         "): once there is room, make the bundle with: " + RecoverCommand(db_path) + " --out " +
+         out;
 }
 
 }  // namespace
@@ -240,8 +243,8 @@ rs::Result<RecordingDb> RecordingDb::Create(const std::string& out_path,
   buf.push_back('\0');
   int fd = mkostemps(buf.data(), static_cast<int>(std::strlen(kTempSuffix)), O_CLOEXEC);
   if (fd < 0) {
-    return rs::Error(dir + ": cannot create the recording's temporary database: " +
-                     std::strerror(errno));
+    return rs::Error(dir +
+                     ": cannot create the recording's temporary database: " + std::strerror(errno));
   }
   fchmod(fd, 0600);
   close(fd);
@@ -357,8 +360,8 @@ std::vector<LeftBehind> FindLeftBehind(const std::string& dir) {
   const std::string prefix = dir == "/" ? "/" : dir + "/";
   for (const std::string& name : names) {
     const bool reserve = EndsWith(name, kReserveSuffix);
-    auto parsed = ParseTempName(reserve ? name.substr(0, name.size() - std::strlen(kReserveSuffix))
-                                        : name);
+    auto parsed =
+        ParseTempName(reserve ? name.substr(0, name.size() - std::strlen(kReserveSuffix)) : name);
     if (!parsed || parsed->second == getpid() || ProcessAlive(parsed->second)) continue;
     if (reserve) {
       unlink((prefix + name).c_str());  // only held space for a recorder that is gone
@@ -375,9 +378,8 @@ rs::Result<RecoverResult> Recover(const std::string& path, const std::string& ou
   if (stat(path.c_str(), &st) != 0) return rs::Error(path + ": " + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return rs::Error(path + ": not a file");
   auto parsed = ParseTempName(BaseOf(path));
-  RETURN_IF_ERROR(CheckOutPath(out_in.empty() && parsed ? DirOf(path) + "/" + parsed->first
-                                                        : out_in,
-                               force));
+  RETURN_IF_ERROR(
+      CheckOutPath(out_in.empty() && parsed ? DirOf(path) + "/" + parsed->first : out_in, force));
   if (parsed && parsed->second != getpid() && ProcessAlive(parsed->second)) {
     return rs::Error(path + ": recorder " + std::to_string(parsed->second) +
                      " is still writing it; stop that recorder (SIGINT or SIGTERM) and it "
@@ -390,9 +392,8 @@ rs::Result<RecoverResult> Recover(const std::string& path, const std::string& ou
     if (!parsed) {
       return rs::Error(path + ": not named like a recorder's temporary database; give --out");
     }
-    res.out_path = (DirOf(path) == "." && path.find('/') == std::string::npos
-                        ? std::string()
-                        : DirOf(path) + "/") +
+    res.out_path = (DirOf(path) == "." && path.find('/') == std::string::npos ? std::string()
+                                                                              : DirOf(path) + "/") +
                    parsed->first;
   }
   unlink((path + kReserveSuffix).c_str());  // room for the bundle
@@ -427,8 +428,8 @@ rs::Result<RecoverResult> Recover(const std::string& path, const std::string& ou
   res.node = meta["node"];
   res.start_ns = std::strtoll(meta["start_ns"].c_str(), nullptr, 10);
   // Finalized by its recorder, only the bundle could not be written (or recovered before).
-  res.finished = !meta["end_ns"].empty() && !meta["stop_reason"].empty() &&
-                 meta["stop_reason"] != "recovered";
+  res.finished =
+      !meta["end_ns"].empty() && !meta["stop_reason"].empty() && meta["stop_reason"] != "recovered";
   int64_t last = res.start_ns;
   for (std::string_view t : rs::kEventTables) {
     ASSIGN_OR_RETURN(bool has, rs::HasTable(db, t));
@@ -466,8 +467,8 @@ rs::Result<RecoverResult> Recover(const std::string& path, const std::string& ou
   const bool with_indexes = FreeBytesIn(DirOf(res.out_path)) > db_bytes / 4 + db_bytes / 2;
   auto c = FinishAndCompress(db, path, res.out_path, force, zstd_level, with_indexes);
   if (!c.ok()) {
-    return rs::Error("cannot write the bundle " + res.out_path + ": " + c.error().message() +
-                     " (" + FormatBytes(FreeBytesIn(DirOf(res.out_path))) + " free in " +
+    return rs::Error("cannot write the bundle " + res.out_path + ": " + c.error().message() + " (" +
+                     FormatBytes(FreeBytesIn(DirOf(res.out_path))) + " free in " +
                      DirOf(res.out_path) + "); " + path + " is unchanged apart from its " +
                      "metadata: free some space and run the same command again");
   }
