@@ -35,6 +35,29 @@ Report MergedReport(const synth::ClusterSpec& spec, int64_t bound = kBound) {
   return ReportOf(*path);
 }
 
+// The report of a synthetic cluster after `sql` changed its merged database.
+Report EditedReport(const synth::ClusterSpec& spec, const std::string& sql,
+                    int64_t bound = kBound) {
+  ScratchDir dir;
+  auto path = testing::WriteMergedCluster(spec, dir.path(), bound);
+  EXPECT_TRUE(path.ok()) << path.error().message();
+  if (!path.ok()) return Report{};
+  {
+    auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
+    EXPECT_TRUE(db.ok()) << db.error().message();
+    auto edited = db.ok() ? db->Exec(sql) : rs::Result<void>(db.error());
+    EXPECT_TRUE(edited.ok()) << sql << ": " << edited.error().message();
+  }
+  return ReportOf(*path);
+}
+
+// Both ranks of node1 enter every all-reduce 6 ms late and leave with everyone, who waits for
+// them in the blocking call (nobody leaves before the last rank entered).
+constexpr const char* kNode1Late =
+    "UPDATE nccl_events SET duration_ns = duration_ns + 6000000 WHERE op = 'ALL_REDUCE';"
+    "UPDATE nccl_events SET timestamp_ns = timestamp_ns + 6000000,"
+    " duration_ns = duration_ns - 6000000 WHERE node = 'node1' AND op = 'ALL_REDUCE'";
+
 struct FaultCase {
   const char* fault;
   const char* cause;
@@ -129,25 +152,10 @@ TEST(ReportTest, SkewInsideTheClockBoundIsUndetermined) {
 }
 
 TEST(ReportTest, AWholeNodeLateAlikeIsANodeLevelStraggler) {
-  ScratchDir dir;
   synth::ClusterSpec spec;
   spec.seed = testing::TestSeed();
   std::cout << "seed " << spec.seed << "\n";
-  auto path = testing::WriteMergedCluster(spec, dir.path(), kBound);
-  ASSERT_TRUE(path.ok()) << path.error().message();
-  {
-    // Both ranks of node1 enter every all-reduce 6 ms late and leave with everyone, who waits
-    // for them in the blocking call (nobody leaves before the last rank entered).
-    auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
-    ASSERT_TRUE(db.ok());
-    ASSERT_TRUE(db->Exec("UPDATE nccl_events SET duration_ns = duration_ns + 6000000"
-                         " WHERE op = 'ALL_REDUCE';"
-                         "UPDATE nccl_events SET timestamp_ns = timestamp_ns + 6000000,"
-                         " duration_ns = duration_ns - 6000000"
-                         " WHERE node = 'node1' AND op = 'ALL_REDUCE'")
-                    .ok());
-  }
-  Report r = ReportOf(*path);
+  Report r = EditedReport(spec, kNode1Late);
   SCOPED_TRACE(RenderText(r));
   ASSERT_FALSE(r.stragglers.empty());
   const Straggler& top = r.stragglers.front();
@@ -196,32 +204,24 @@ TEST(ReportTest, SingleBundleComparesRanksOnTheNode) {
 // Retransmits on node3's connections while node1 is the CPU-starved straggler: the repairs fall
 // in the collectives that completed fastest, so they slowed nothing and node3 was not late.
 TEST(ReportTest, RetransmitsThatSlowedNothingAreAnObservation) {
-  ScratchDir dir;
   synth::ClusterSpec spec;
   spec.seed = testing::TestSeed();
   spec.fault = "cpu";
   spec.fault_node = 1;
   std::cout << "seed " << spec.seed << "\n";
-  auto path = testing::WriteMergedCluster(spec, dir.path(), kBound);
-  ASSERT_TRUE(path.ok()) << path.error().message();
-  {
-    auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
-    ASSERT_TRUE(db.ok());
-    // One repair (state Loss) from node0 to node3 just after the last arrival of each of the
-    // 14 all-reduces with the shortest time from last arrival to completion.
-    ASSERT_TRUE(
-        db->Exec("INSERT INTO tcp_events(id, node, timestamp_ns, event, family, saddr, daddr,"
-                 " sport, dport, seq, segments, state, netns, ca_state, err)"
-                 " SELECT (SELECT MAX(id) FROM tcp_events) + 1000 + ROW_NUMBER() OVER (), 'node0',"
-                 " last_arrival + 1000, 'tcp_retransmit_skb', 'ipv4', '10.77.0.1', '10.77.0.4',"
-                 " 40000, 29500, seq * 7919, 1, 'ESTABLISHED', 4026531840, 'Loss', 0 FROM"
-                 " (SELECT seq, MAX(timestamp_ns) AS last_arrival,"
-                 "  MAX(timestamp_ns + duration_ns) - MAX(timestamp_ns) AS transfer"
-                 "  FROM nccl_events WHERE op = 'ALL_REDUCE' GROUP BY seq"
-                 "  ORDER BY transfer LIMIT 14)")
-            .ok());
-  }
-  Report r = ReportOf(*path);
+  // One repair (state Loss) from node0 to node3 just after the last arrival of each of the
+  // 14 all-reduces with the shortest time from last arrival to completion.
+  Report r = EditedReport(
+      spec,
+      "INSERT INTO tcp_events(id, node, timestamp_ns, event, family, saddr, daddr,"
+      " sport, dport, seq, segments, state, netns, ca_state, err)"
+      " SELECT (SELECT MAX(id) FROM tcp_events) + 1000 + ROW_NUMBER() OVER (), 'node0',"
+      " last_arrival + 1000, 'tcp_retransmit_skb', 'ipv4', '10.77.0.1', '10.77.0.4',"
+      " 40000, 29500, seq * 7919, 1, 'ESTABLISHED', 4026531840, 'Loss', 0 FROM"
+      " (SELECT seq, MAX(timestamp_ns) AS last_arrival,"
+      "  MAX(timestamp_ns + duration_ns) - MAX(timestamp_ns) AS transfer"
+      "  FROM nccl_events WHERE op = 'ALL_REDUCE' GROUP BY seq"
+      "  ORDER BY transfer LIMIT 14)");
   std::string text = RenderText(r);
   SCOPED_TRACE(text);
   ASSERT_FALSE(r.stragglers.empty());
@@ -260,31 +260,19 @@ TEST(ReportTest, RetransmitsThatSlowedNothingAreAnObservation) {
 // disk reads of that node's ranks are measured on its own clock. The block-latency finding is
 // the verdict, once, and the clock evidence of the undecided ordering stays with it.
 TEST(ReportTest, ClockFreeResourceFindingReplacesAnUndecidedOrdering) {
-  ScratchDir dir;
   synth::ClusterSpec spec;
   spec.seed = testing::TestSeed();
   std::cout << "seed " << spec.seed << "\n";
-  auto path = testing::WriteMergedCluster(spec, dir.path(), /*error_bound_ns=*/1'000'000'000);
-  ASSERT_TRUE(path.ok()) << path.error().message();
-  {
-    // node1's ranks enter every all-reduce 6 ms late, each after a 5 ms read; the others' reads
-    // take 200 us.
-    auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
-    ASSERT_TRUE(db.ok());
-    ASSERT_TRUE(db->Exec("UPDATE nccl_events SET duration_ns = duration_ns + 6000000"
-                         " WHERE op = 'ALL_REDUCE';"
-                         "UPDATE nccl_events SET timestamp_ns = timestamp_ns + 6000000,"
-                         " duration_ns = duration_ns - 6000000"
-                         " WHERE node = 'node1' AND op = 'ALL_REDUCE';"
-                         "INSERT INTO block_events(node, timestamp_ns, duration_ns, dev, op,"
-                         " bytes, pid, local_timestamp_ns)"
-                         " SELECT node, timestamp_ns - 5500000, "
-                         " CASE node WHEN 'node1' THEN 5000000 ELSE 200000 END,"
-                         " '7:0', 'read', 1048576, pid, timestamp_ns - 5500000"
-                         " FROM nccl_events WHERE op = 'ALL_REDUCE'")
-                    .ok());
-  }
-  Report r = ReportOf(*path);
+  // node1's ranks late as in kNode1Late, each after a 5 ms read; the others' reads take 200 us.
+  Report r = EditedReport(spec,
+                          std::string(kNode1Late) +
+                              ";INSERT INTO block_events(node, timestamp_ns, duration_ns, dev, op,"
+                              " bytes, pid, local_timestamp_ns)"
+                              " SELECT node, timestamp_ns - 5500000, "
+                              " CASE node WHEN 'node1' THEN 5000000 ELSE 200000 END,"
+                              " '7:0', 'read', 1048576, pid, timestamp_ns - 5500000"
+                              " FROM nccl_events WHERE op = 'ALL_REDUCE'",
+                          /*bound=*/1'000'000'000);
   SCOPED_TRACE(RenderText(r));
   ASSERT_FALSE(r.stragglers.empty());
   const Straggler& top = r.stragglers.front();
@@ -436,17 +424,9 @@ TEST(ReportTest, NullRanksAreNamedByPid) {
 }
 
 TEST(ReportTest, MismatchedCountAtOneSequenceIsReported) {
-  ScratchDir dir;
   synth::ClusterSpec spec;
   spec.seed = testing::TestSeed();
-  auto path = testing::WriteMergedCluster(spec, dir.path(), kBound);
-  ASSERT_TRUE(path.ok()) << path.error().message();
-  {
-    auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
-    ASSERT_TRUE(db.ok());
-    ASSERT_TRUE(db->Exec("UPDATE nccl_events SET count = 7 WHERE seq = 5 AND rank = 3").ok());
-  }
-  Report r = ReportOf(*path);
+  Report r = EditedReport(spec, "UPDATE nccl_events SET count = 7 WHERE seq = 5 AND rank = 3");
   ASSERT_EQ(r.hang.mismatches.size(), 1u);
   const Mismatch& m = r.hang.mismatches[0];
   EXPECT_EQ(m.seq, 5);
@@ -462,27 +442,19 @@ TEST(ReportTest, MismatchedCountAtOneSequenceIsReported) {
 // The hang advice names the culprit's process, its last completed call, what it did instead and
 // where it was called from.
 TEST(ReportTest, HangAdviceNamesTheCulpritsPidLastCallAndCaller) {
-  ScratchDir dir;
   synth::ClusterSpec spec;
   spec.seed = testing::TestSeed();
   spec.fault = "hang";
   spec.fault_node = 1;
   spec.fault_local_rank = 0;
   std::cout << "seed " << spec.seed << "\n";
-  auto path = testing::WriteMergedCluster(spec, dir.path(), kBound);
-  ASSERT_TRUE(path.ok()) << path.error().message();
-  {
-    auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
-    ASSERT_TRUE(db.ok());
-    ASSERT_TRUE(
-        db->Exec("INSERT INTO stacks(id, frames) VALUES (77,"
-                 " 'ncclAllReduce+0x10 (libnccl.so.2@ab+0x10)' || char(10) ||"
-                 " 'train_step+0x1c (trainer@cd+0x1c)' || char(10) ||"
-                 " 'main+0x20 (trainer@cd+0x20)');"
-                 "UPDATE nccl_events SET stack_id = 77 WHERE node = 'node1' AND pid = 10100")
-            .ok());
-  }
-  Report r = ReportOf(*path);
+  Report r =
+      EditedReport(spec,
+                   "INSERT INTO stacks(id, frames) VALUES (77,"
+                   " 'ncclAllReduce+0x10 (libnccl.so.2@ab+0x10)' || char(10) ||"
+                   " 'train_step+0x1c (trainer@cd+0x1c)' || char(10) ||"
+                   " 'main+0x20 (trainer@cd+0x20)');"
+                   "UPDATE nccl_events SET stack_id = 77 WHERE node = 'node1' AND pid = 10100");
   SCOPED_TRACE(RenderText(r));
   ASSERT_TRUE(r.hang.detected);
   ASSERT_FALSE(r.stragglers.empty());
@@ -528,19 +500,11 @@ TEST(ReportTest, HangCulpritWithoutAnyRecordingIsNamedByRank) {
 }
 
 TEST(ReportTest, CollectivesCutOffByTheEndOfTheRecordingAreNoHang) {
-  ScratchDir dir;
   synth::ClusterSpec spec;
   spec.seed = testing::TestSeed();
-  auto path = testing::WriteMergedCluster(spec, dir.path(), kBound);
-  ASSERT_TRUE(path.ok()) << path.error().message();
-  {
-    auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
-    ASSERT_TRUE(db.ok());
-    ASSERT_TRUE(db->Exec("UPDATE nccl_events SET duration_ns = NULL, state = 'in_flight'"
-                         " WHERE seq = (SELECT MAX(seq) FROM nccl_events)")
-                    .ok());
-  }
-  Report r = ReportOf(*path);
+  Report r = EditedReport(spec,
+                          "UPDATE nccl_events SET duration_ns = NULL, state = 'in_flight'"
+                          " WHERE seq = (SELECT MAX(seq) FROM nccl_events)");
   EXPECT_FALSE(r.hang.detected) << r.hang.summary;
 }
 
