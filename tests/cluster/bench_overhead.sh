@@ -5,9 +5,12 @@
 # configuration the overhead against the same round's baseline: mean over rounds with its 95 %
 # confidence interval (Student's t), and the medians.
 #   sudo tests/cluster/bench_overhead.sh BUILD_DIR [ROUNDS] [STEPS] [run-cluster options...]
-# RANKSCOPE_BENCH_CONFIGS: 'label=rankscope-record options' entries separated by ';' (default
-# 'all=': every source). The baseline is run-cluster --no-record with the same options, e.g.
-#   RANKSCOPE_BENCH_CONFIGS='all=;no-gpu=--no-gpu;setup-calls=--nccl-calls setup' \
+# RANKSCOPE_BENCH_CONFIGS: 'label=OPTIONS' entries separated by ';' (default 'all=': every
+# source); OPTIONS are rankscope-record options, or run-cluster options after an '@'.
+# RANKSCOPE_BENCH_BASELINE: the baseline's run-cluster options (default --no-record). E.g.
+#   RANKSCOPE_BENCH_CONFIGS='all=;sched=--sources sched;setup-calls=--nccl-calls setup' \
+#     sudo tests/cluster/bench_overhead.sh build 10 60 --collectives async
+#   RANKSCOPE_BENCH_BASELINE='--plugin off' RANKSCOPE_BENCH_CONFIGS='plugin=@--plugin on' \
 #     sudo tests/cluster/bench_overhead.sh build 10 60 --collectives async
 # Run it on an otherwise idle machine: the figure is only as good as the quiet it ran in.
 set -euo pipefail
@@ -36,7 +39,7 @@ run() {  # label run-cluster-args... -> prints mean steps/s over ranks
 
 IFS=';' read -r -a CONFIGS <<<"${RANKSCOPE_BENCH_CONFIGS-all=}"
 labels=(baseline)
-declare -A args=([baseline]=--no-record)
+declare -A args=([baseline]="@${RANKSCOPE_BENCH_BASELINE---no-record}")
 for c in "${CONFIGS[@]}"; do
   labels+=("${c%%=*}")
   args[${c%%=*}]=${c#*=}
@@ -47,8 +50,9 @@ for ((r = 0; r < ROUNDS; r++)); do
   n=${#labels[@]}
   for ((i = 0; i < n; i++)); do
     label=${labels[(i + r) % n]}
-    if [[ $label == baseline ]]; then
-      results[$label.$r]=$(run "$label.$r" --no-record)
+    if [[ ${args[$label]} == @* ]]; then
+      read -r -a cluster_args <<<"${args[$label]#@}"
+      results[$label.$r]=$(run "$label.$r" "${cluster_args[@]}")
     else
       results[$label.$r]=$(run "$label.$r" --record-args "${args[$label]}")
     fi
@@ -69,7 +73,8 @@ label, options = sys.argv[1], sys.argv[2]
 pairs = [tuple(map(float, l.split())) for l in sys.stdin if l.strip()]
 d = [(a - b) / a * 100 for a, b in pairs]  # overhead in % of the same round baseline
 n = len(d)
-# two-sided 95 % Student t quantiles for n - 1 degrees of freedom (1..30), normal beyond
+# two-sided 95 % Student t quantiles for n - 1 degrees of freedom (1..30; the value of 30
+# beyond, a slightly wider interval than the normal 1.96 gives)
 t = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
      2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060,
      2.056, 2.052, 2.048, 2.045, 2.042]
@@ -77,8 +82,10 @@ mean = statistics.fmean(d)
 half = t[min(n - 2, len(t) - 1)] * statistics.stdev(d) / math.sqrt(n) if n > 1 else float("nan")
 base = statistics.median(a for a, _ in pairs)
 rec = statistics.median(b for _, b in pairs)
-print("%s (rankscope-record %s): overhead %.2f %% +- %.2f %% (95 %% CI %.2f .. %.2f %%, %d rounds);"
-      " medians %.3f -> %.3f steps/s" % (label, options or "with every source", mean, half,
+what = ("run-cluster " + options[1:]) if options.startswith("@") else \
+    ("rankscope-record " + (options or "with every source"))
+print("%s (%s): overhead %.2f %% +- %.2f %% (95 %% CI %.2f .. %.2f %%, %d rounds);"
+      " medians %.3f -> %.3f steps/s" % (label, what, mean, half,
                                           mean - half, mean + half, n, base, rec))
 ' "$label" "${args[$label]}"
 done
