@@ -371,8 +371,8 @@ std::vector<RankProgress> MemberProgress(const CollectiveData& data, const Colle
 
 // The one-line description: who waits where, and what the culprits did not do.
 std::string HangSummary(const CollectiveData& data, const Collective& g, const HangReport& out,
-                        const Culprits& k) {
-  const int low = k.low, high = k.high;
+                        const Culprits& culprits) {
+  const int low = culprits.low, high = culprits.high;
   std::string what = std::to_string(out.waiting_ranks.size()) + " rank(s) stuck in " + out.op +
                      " seq " + std::to_string(out.seq) + " of communicator " +
                      rs::HashHex(out.comm_id_hash) + " for " + FormatNs(out.stuck_for_ns);
@@ -386,7 +386,7 @@ std::string HangSummary(const CollectiveData& data, const Collective& g, const H
     what += " (they enqueued it and wait in blocking CUDA calls)";
   }
   std::string verb;
-  if (k.by_mismatch) {
+  if (culprits.by_mismatch) {
     verb = "mismatched call by: ";
   } else if (low == kEnqueued) {
     verb = "enqueued, but its device never started it: ";
@@ -431,9 +431,9 @@ HangReport AnalyzeHang(const CollectiveData& data,
   StuckStates st = StatesAt(data, g);
   out.basis = st.device ? "device" : st.host_pending ? "host_call" : "host_enqueue";
   out.confidence = out.basis == "host_enqueue" ? "medium" : "high";
-  Culprits k = NameCulprits(data, g, view, st, out);
+  const Culprits culprits = NameCulprits(data, g, view, st, out);
   out.progress = MemberProgress(data, g, view, st);
-  out.summary = HangSummary(data, g, out, k);
+  out.summary = HangSummary(data, g, out, culprits);
   return out;
 }
 

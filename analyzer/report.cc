@@ -472,11 +472,12 @@ std::vector<Straggler> PlaceResourceFindings(const CollectiveData& data, const S
            std::any_of(observed.begin(), observed.end(), on);
   };
   auto place = [&](Straggler s, bool verdict) {
+    auto old = std::find_if(ranked.begin(), ranked.end(), undecided(s.node));
     if (!verdict) {
-      observed.push_back(std::move(s));
+      // Not a verdict, and its node already has one (undecided): not named twice.
+      if (old == ranked.end()) observed.push_back(std::move(s));
       return;
     }
-    auto old = std::find_if(ranked.begin(), ranked.end(), undecided(s.node));
     if (old == ranked.end()) {
       ranked.push_back(std::move(s));
       return;

@@ -255,7 +255,6 @@ TEST(ReportTest, RetransmitsThatSlowedNothingAreAnObservation) {
   EXPECT_GT(json.find("\"node\":\"node3\""), json_obs);
 }
 
-// The meaning of confidence and of a cause's share is stated once in every human format.
 // A whole node late inside a wide clock bound: the lateness decides nothing, but the slow
 // disk reads of that node's ranks are measured on its own clock. The block-latency finding is
 // the verdict, once, and the clock evidence of the undecided ordering stays with it.
@@ -289,6 +288,7 @@ TEST(ReportTest, ClockFreeResourceFindingReplacesAnUndecidedOrdering) {
       << top.summary;
 }
 
+// The meaning of confidence and of a cause's share is stated once in every human format.
 TEST(ReportTest, ConfidenceAndShareAreExplainedOnce) {
   ScratchDir dir;
   synth::ClusterSpec spec;

@@ -238,6 +238,7 @@ rs::Result<RecordingSummary> EventLoop::Record() {
       continue;
     }
     sources[i].note = r.error().message();
+    if (p.left_out()) continue;
     start_errors += (start_errors.empty() ? "" : "; ") + r.error().message();
   }
   if (config_.after_start) config_.after_start();
@@ -249,7 +250,7 @@ rs::Result<RecordingSummary> EventLoop::Record() {
   std::string left_out;
   for (size_t i = 0; i < probes_.size() && n_started > 0; ++i) {
     if (started[i]) continue;
-    if (probes_[i]->method() == "off" && sources[i].note == "left out by --sources") {
+    if (probes_[i]->left_out()) {
       left_out += (left_out.empty() ? "; left out: " : ", ") + sources[i].source;
       continue;
     }

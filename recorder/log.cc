@@ -8,19 +8,31 @@ namespace {
 
 FILE* g_sink = nullptr;  // null: stderr
 
+void Write(const std::string& text) {
+  std::fputs(text.c_str(), g_sink ? g_sink : stderr);  // one write: lines from threads stay whole
+}
+
+std::string Format(const char* format, va_list args) {
+  va_list copy;
+  va_copy(copy, args);
+  const int n = std::vsnprintf(nullptr, 0, format, copy);
+  va_end(copy);
+  std::string text(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(text.data(), text.size() + 1, format, args);
+  return text;
+}
+
 }  // namespace
 
 void Log(const char* format, ...) {
-  char buf[2048];
   va_list args;
   va_start(args, format);
-  const int n = std::vsnprintf(buf, sizeof buf, format, args);
+  std::string line = "rankscope-record: " + Format(format, args) + "\n";
   va_end(args);
-  std::string line = "rankscope-record: ";
-  if (n > 0) line.append(buf, std::min<size_t>(static_cast<size_t>(n), sizeof buf - 1));
-  line += '\n';
-  std::fputs(line.c_str(), g_sink ? g_sink : stderr);  // one write: lines from threads stay whole
+  Write(line);
 }
+
+void LogAsIs(const char* format, va_list args) { Write(Format(format, args)); }
 
 FILE* SetLogSink(FILE* sink) {
   FILE* old = g_sink;

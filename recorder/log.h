@@ -3,12 +3,15 @@
 // it; tests can send the lines elsewhere.
 #pragma once
 
+#include <cstdarg>
 #include <cstdio>
 
 namespace rec {
 
 // printf-style, without the prefix and without the final newline.
 void Log(const char* format, ...) __attribute__((format(printf, 1, 2)));
+// Text that carries its own prefix and newline (libbpf's messages), to the same sink.
+void LogAsIs(const char* format, va_list args);
 
 // Where Log writes (standard error until set); returns the previous sink.
 FILE* SetLogSink(FILE* sink);

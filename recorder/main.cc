@@ -32,7 +32,8 @@ int LibbpfPrint(enum libbpf_print_level level, const char* fmt, va_list args) {
   // libbpf's own messages only with -v: a failed tp_btf attempt that falls back to the
   // classic tracepoint is expected and not an error.
   if (!g_verbose || level == LIBBPF_DEBUG) return 0;
-  return std::vfprintf(stderr, fmt, args);
+  rec::LogAsIs(fmt, args);
+  return 0;
 }
 
 int Fail(const rs::Error& e, int code) {

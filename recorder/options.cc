@@ -229,7 +229,7 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
   }
   if (o.help || o.version) return o;
   if (o.recover) {
-    if (o.duration_ns || o.node || o.config_path || !o.pids.empty()) {
+    if (o.duration_ns || o.node || o.config_path || !o.pids.empty() || !o.sources.empty()) {
       return rs::Error(std::string("--recover FILE takes only --out, --force and -v") + kHint);
     }
     return o;
@@ -287,7 +287,8 @@ options:
       --no-gpu                do not read rankscope's NCCL profiler plugin (table gpu_ops: when
                               the GPU ran each collective); the plugin then records nothing
       --sources LIST          record only these sources (comma-separated: process, tcp, sched,
-                              block, nccl, cuda, gpu; default all); the others cost nothing
+                              block, nccl, cuda, gpu; default all); the others cost nothing.
+                              process stays with nccl, cuda or gpu (they follow its execs)
   -v, --verbose               log every attachment
   -h, --help                  show this help
       --version               show the version

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "recorder/probe.h"
+#include "recorder/probes.h"
+
 namespace rec {
 namespace {
 
@@ -136,8 +139,7 @@ TEST(ParseOptions, UsageNamesEveryOptionAndMarksTestingOnes) {
   for (const char* flag :
        {"--out", "--duration", "--node", "--config", "--pid", "--scope", "--nccl-lib", "--cuda-lib",
         "--cuda-launch-sample", "--no-load-tracepoint", "--no-gpu", "--nccl-calls", "--sources",
-        "--verbose",
-        "--help", "--version", "--simulate-clock-offset", "--simulate-clock-drift"}) {
+        "--verbose", "--help", "--version", "--simulate-clock-offset", "--simulate-clock-drift"}) {
     EXPECT_NE(u.find(flag), std::string::npos) << flag;
   }
   EXPECT_LT(u.find("Testing only"), u.find("--simulate-clock-offset"));
@@ -157,6 +159,26 @@ TEST(ParseOptions, SourcesSelectWhatIsRecorded) {
   EXPECT_NE(bad.error().message().find("unknown source 'disk'"), std::string::npos)
       << bad.error().message();
   EXPECT_FALSE(ParseOptions({"--out", "n.rsb", "--sources", ","}).ok());
+  EXPECT_FALSE(ParseOptions({"--recover", "x.db", "--sources", "sched"}).ok());
+}
+
+// A source left out is a probe that loads nothing; process stays while a call probe follows
+// processes through its exec events.
+TEST(MakeProbes, LeavesOutWhatSourcesDoesNotName) {
+  auto left_out = [](const std::vector<std::string>& args) {
+    auto o = ParseOptions(args);
+    EXPECT_TRUE(o.ok());
+    std::vector<std::string> out;
+    for (const auto& p : MakeProbes(*o)) {
+      if (p->left_out()) out.emplace_back(p->source());
+    }
+    return out;
+  };
+  EXPECT_TRUE(left_out({"--out", "n.rsb"}).empty());
+  EXPECT_EQ(left_out({"--out", "n.rsb", "--sources", "sched,block"}),
+            (std::vector<std::string>{"process", "tcp", "nccl", "cuda", "gpu"}));
+  EXPECT_EQ(left_out({"--out", "n.rsb", "--sources", "nccl"}),
+            (std::vector<std::string>{"tcp", "sched", "block", "cuda", "gpu"}));
 }
 
 TEST(ParseOptions, ForceAndRecover) {

@@ -75,6 +75,8 @@ class Probe {
   virtual uint64_t drops() const = 0;      // reserve failures + entries lost (per-CPU stats map)
   // sources.note of a source that started (e.g. why it recorded nothing); "" for none.
   virtual std::string note() const { return ""; }
+  // A source --sources left out: its Start fails on purpose and loads nothing.
+  virtual bool left_out() const { return false; }
 };
 
 }  // namespace rec

@@ -4,9 +4,9 @@
 #include "recorder/cuda_probe.h"
 #include "recorder/gpu_probe.h"
 #include "recorder/nccl_probe.h"
+#include "recorder/options.h"
 #include "recorder/process_probe.h"
 #include "recorder/sched_probe.h"
-#include "recorder/options.h"
 #include "recorder/tcp_probe.h"
 
 namespace rec {
@@ -18,11 +18,10 @@ class LeftOutProbe : public Probe {
  public:
   explicit LeftOutProbe(std::string_view source) : source_(source) {}
   std::string_view source() const override { return source_; }
-  rs::Result<void> Start(RecorderContext&) override {
-    return rs::Error("left out by --sources");
-  }
+  rs::Result<void> Start(RecorderContext&) override { return rs::Error("left out by --sources"); }
   rs::Result<void> Finish(RecorderContext&) override { return rs::Ok(); }
   std::string method() const override { return "off"; }
+  bool left_out() const override { return true; }
   uint64_t events() const override { return 0; }
   uint64_t drops() const override { return 0; }
 
@@ -34,8 +33,14 @@ class LeftOutProbe : public Probe {
 
 std::vector<std::unique_ptr<Probe>> MakeProbes(const RecorderOptions& opts) {
   std::vector<std::unique_ptr<Probe>> probes = MakeAllProbes(opts);
+  // The call probes follow processes through the process probe's exec events (a process that
+  // exec'd maps other libraries): it stays while any of them is selected.
+  const bool follows_execs =
+      SourceSelected(opts, "nccl") || SourceSelected(opts, "cuda") || SourceSelected(opts, "gpu");
   for (auto& p : probes) {
-    if (!SourceSelected(opts, p->source())) p = std::make_unique<LeftOutProbe>(p->source());
+    if (SourceSelected(opts, p->source())) continue;
+    if (p->source() == "process" && follows_execs) continue;
+    p = std::make_unique<LeftOutProbe>(p->source());
   }
   return probes;
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The static recorder on a node where nothing is installed: rankscope-record-static is copied
-# alone into an empty root directory (no loader, no libraries, no tracefs mount) and run there
-# in a private mount namespace with only /proc, /sys and /dev, while the test bed's NCCL runs
-# on the host. Its bundle must hold the host's scheduler and process events and the NCCL calls.
+# alone into an empty root directory (no loader, no libraries) and run there in a private mount
+# namespace with a fresh /proc and /sys (so no tracefs mount: the recorder mounts its own, in a
+# mount namespace of its own, and must come back to the chroot to write its bundle) and /dev,
+# while the test bed's NCCL runs on the host. Its bundle must hold the host's process events
+# and the NCCL calls.
 #   static_recorder_test.sh BUILD_DIR
 # Exit 77 = skipped (not root and CI unset). With CI set, a missing prerequisite fails.
 set -euo pipefail
@@ -36,8 +38,10 @@ readelf -d "$STATIC" 2>&1 | grep -q "no dynamic section" ||
 
 ROOT=$(mktemp -d /tmp/rankscope-static.XXXX)
 KID=
+REC=
 cleanup() {
-  [[ -n "$KID" ]] && kill "$KID" 2>/dev/null && wait "$KID" 2>/dev/null
+  local p
+  for p in $KID $REC; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
   rm -rf "$ROOT"
 }
 trap cleanup EXIT
@@ -56,9 +60,9 @@ exec {to_scen}>&"${SCEN[1]}" {from_scen}<&"${SCEN[0]}"
 unshare -m --propagation private bash -c '
   root=$1
   mount -t proc proc "$root/proc"
-  mount --rbind /sys "$root/sys"
+  mount -t sysfs sysfs "$root/sys"
   mount --rbind /dev "$root/dev"
-  exec chroot "$root" /rankscope-record --duration 4s -o /out/node.rsb
+  exec chroot "$root" /rankscope-record -v --duration 4s -o /out/node.rsb
 ' _ "$ROOT" >"$ROOT/record.log" 2>&1 &
 REC=$!
 for ((i = 0; i < 100; i++)); do
@@ -80,8 +84,10 @@ wait "$SCEN_PID_SEEN" 2>/dev/null || true
 KID=
 rc=0
 wait "$REC" || rc=$?
-cat "$ROOT/record.log"
+grep -v "attached " "$ROOT/record.log"
 ((rc == 0)) || fail "the recorder exited $rc"
+grep -q "tracefs mounted at /sys/kernel/tracing in the recorder's own mount namespace" \
+  "$ROOT/record.log" || fail "the recorder did not mount tracefs itself"
 grep -q "(7 of 7 sources)" "$ROOT/record.log" || fail "not every source attached"
 [[ -s "$ROOT/out/node.rsb" ]] || fail "no bundle at $ROOT/out/node.rsb"
 
