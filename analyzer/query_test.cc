@@ -26,7 +26,7 @@ class QueryTest : public ::testing::Test {
                          "'completed')")
                     .ok());
     ASSERT_TRUE(CreateQueryViews(db_).ok());
-    InstallReadOnlyGuard(db_);
+    ASSERT_TRUE(InstallReadOnlyGuard(db_).ok());
   }
   rs::Result<QueryStats> Run(const std::string& sql, QueryOptions o = {}) {
     out_.str("");

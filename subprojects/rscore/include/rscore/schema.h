@@ -71,6 +71,22 @@ Result<bool> HasColumn(Db& db, std::string_view table, std::string_view column);
 // gpu_ops came with a later recorder (same schema version, a new table): whether `db` has it.
 Result<bool> HasGpuOps(Db& db);
 
+// Checks that `db` (a file from elsewhere, before any of its rows is read) holds only what a
+// rankscope file may: ordinary tables and their indexes; no view, trigger or virtual table,
+// whatever its name. The tables this version knows must be rowid tables without hidden or
+// generated columns, each known column declared with its type (tables and columns this version
+// does not know are allowed: a later recorder may add them).
+Result<void> CheckSchemaObjects(Db& db);
+
+// Scans the values of the known columns of every known table: a text or blob value longer than
+// `max_value_bytes` is refused, and with `check_types` a value whose type is not its column's
+// declared type (text in an INTEGER column; a STRICT table refuses those itself, as PRAGMA
+// quick_check checks) too. The error names the table, column and number of rows.
+Result<void> CheckValues(Db& db, bool check_types, int64_t max_value_bytes);
+
+// Whether every known table of `db` is STRICT (new files; older ones declare types only).
+Result<bool> AllKnownTablesStrict(Db& db);
+
 // The full CREATE statements of the bundle schema (for docs and tests).
 std::string_view BundleSchemaSql();
 
