@@ -18,7 +18,7 @@ namespace analyzer {
 namespace {
 
 // What the guard refused first, for the error message (set from the authorizer callback); a
-// write to the schema table is only noted (the DDL action that follows names the statement).
+// write to the schema table is only noted (see Authorize).
 thread_local std::string g_denied;
 thread_local std::string g_schema_write;
 
@@ -127,12 +127,24 @@ bool IsSchemaTable(const char* table) {
                                             "sqlite_temp_master", "sqlite_temp_schema"});
 }
 
+// Table-valued functions that read something other than the query's data: pragma_* other
+// than the schema-describing ones, and SQLite's views of its own state.
+bool IsRefusedTableFunction(const char* table) {
+  if (table == nullptr) return false;
+  std::string_view t(table);
+  if (t.substr(0, 7) == "pragma_") return !IsReadOnlyPragma(t.substr(7));
+  return Listed(t, {"sqlite_dbpage", "sqlite_stmt", "dbstat"});
+}
+
 int Authorize(void*, int action, const char* a1, const char* a2, const char*, const char*) {
   switch (action) {
     case SQLITE_SELECT:
-    case SQLITE_READ:
     case SQLITE_RECURSIVE:
       return SQLITE_OK;
+    case SQLITE_READ:
+      if (!IsRefusedTableFunction(a1)) return SQLITE_OK;
+      g_denied = std::string("the table-valued function ") + a1 + "()";
+      return SQLITE_DENY;
     case SQLITE_FUNCTION:
       if (a2 && IsAllowedFunction(a2)) return SQLITE_OK;
       g_denied = std::string("the SQL function ") + (a2 ? a2 : "") + "()";
@@ -144,11 +156,12 @@ int Authorize(void*, int action, const char* a1, const char* a2, const char*, co
     case SQLITE_INSERT:
     case SQLITE_UPDATE:
     case SQLITE_DELETE:
-      // DROP, CREATE and ALTER first ask to write the schema table; the action they ask for
-      // next is refused under its own name. Should none follow, the statement is not
-      // read-only and RunQuery refuses it.
+      // DROP, CREATE and ALTER first ask to write the schema table, and the first use of a
+      // table-valued function asks to update it: the DDL action that follows is refused
+      // under its own name, and a statement that still writes is refused by RunQuery as not
+      // read-only (with this name).
       if (IsSchemaTable(a1)) {
-        if (g_schema_write.empty()) g_schema_write = "a schema change";
+        if (g_schema_write.empty()) g_schema_write = std::string(ActionName(action)) + " of " + a1;
         return SQLITE_OK;
       }
       g_denied = ActionName(action);
@@ -489,9 +502,10 @@ rs::Result<QueryStats> RunQuery(rs::Db& db, const std::string& sql, const QueryO
   int rc = sqlite3_prepare_v2(db.raw(), sql.c_str(), static_cast<int>(sql.size()), &raw, &tail);
   if (rc != SQLITE_OK) {
     if (!g_denied.empty()) {
-      return rs::Error("query refused: " + g_denied +
-                       " is not allowed; queries are read-only (SELECT / WITH only) and may call"
-                       " only functions of the values they read");
+      const bool function = g_denied.rfind("the ", 0) == 0;  // an SQL or table-valued function
+      return rs::Error("query refused: " + g_denied + " is not allowed; " +
+                       (function ? "queries may call only pure functions of the values they read"
+                                 : "queries are read-only (SELECT / WITH only)"));
     }
     return rs::Error(rs::SqliteErrorText(db.raw(), nullptr));
   }
@@ -500,7 +514,7 @@ rs::Result<QueryStats> RunQuery(rs::Db& db, const std::string& sql, const QueryO
   if (tail && !OnlyWhitespaceOrComments(tail)) {
     return rs::Error("only one SQL statement per query (found more after the first ';')");
   }
-  if (!sqlite3_stmt_readonly(raw) || !g_schema_write.empty()) {
+  if (!sqlite3_stmt_readonly(raw)) {
     return rs::Error("query refused: " + (g_schema_write.empty() ? "a statement that writes"
                                                                  : g_schema_write) +
                      " is not allowed; queries are read-only (SELECT / WITH only)");

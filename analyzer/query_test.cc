@@ -173,6 +173,57 @@ TEST_F(QueryTest, RefusesWritesAttachAndPragmaWrites) {
   EXPECT_TRUE(Run("PRAGMA table_info(nccl_events)").ok());
 }
 
+TEST_F(QueryTest, RefusalsNameTheOperation) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"DROP TABLE nccl_events", "DROP TABLE is not allowed"},
+      {"DROP VIEW nccl_events_v", "DROP VIEW is not allowed"},
+      {"CREATE INDEX i ON nccl_events(op)", "CREATE INDEX is not allowed"},
+      {"ALTER TABLE nccl_events ADD COLUMN x", "ALTER TABLE is not allowed"},
+      {"DELETE FROM nccl_events", "DELETE is not allowed"},
+      {"SELECT fts3_tokenizer('simple')", "the SQL function fts3_tokenizer() is not allowed"},
+      {"SELECT load_extension('/tmp/x.so')", "the SQL function load_extension() is not allowed"},
+      {"SELECT randomblob(10)", "the SQL function randomblob() is not allowed"},
+      {"SELECT changes()", "the SQL function changes() is not allowed"},
+      {"SELECT name FROM pragma_function_list",
+       "the table-valued function pragma_function_list() is not allowed"},
+      {"SELECT * FROM pragma_database_list", "pragma_database_list() is not allowed"},
+  };
+  for (const auto& [sql, want] : cases) {
+    auto r = Run(sql);
+    ASSERT_FALSE(r.ok()) << sql;
+    EXPECT_NE(r.error().message().find(want), std::string::npos) << r.error().message();
+  }
+  EXPECT_EQ(db_.QueryInt("SELECT COUNT(*) FROM nccl_events").value(), 3);
+}
+
+TEST_F(QueryTest, PureFunctionsAndSchemaPragmasRun) {
+  for (const char* sql :
+       {"SELECT name, type FROM pragma_table_info('nccl_events')",
+        "SELECT count(*), sum(duration_ns), group_concat(op), max(abs(rank)) FROM nccl_events",
+        "SELECT printf('%x', id), strftime('%Y', timestamp_ns / 1e9, 'unixepoch') FROM nccl_events",
+        "SELECT json_extract('{\"a\": 1}', '$.a'), value FROM json_each('[1, 2]')",
+        "SELECT row_number() OVER (ORDER BY id), lag(id) OVER (ORDER BY id) FROM nccl_events",
+        "SELECT time_utc, comm_id_hex FROM nccl_events_v"}) {
+    auto r = Run(sql);
+    EXPECT_TRUE(r.ok()) << sql << ": " << (r.ok() ? "" : r.error().message());
+  }
+}
+
+TEST_F(QueryTest, TimeoutStopsAnEndlessQuery) {
+  QueryOptions o;
+  o.timeout_ns = 200'000'000;
+  o.timeout_text = "200ms";
+  auto r = Run("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)"
+               " SELECT count(*) FROM c",
+               o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("time limit"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("--timeout 200ms"), std::string::npos)
+      << r.error().message();
+  // The next query gets its own time.
+  EXPECT_TRUE(Run("SELECT count(*) FROM nccl_events", o).ok());
+}
+
 TEST_F(QueryTest, OneStatementOnly) {
   auto r = Run("SELECT 1; DELETE FROM nccl_events");
   ASSERT_FALSE(r.ok());
