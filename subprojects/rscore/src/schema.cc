@@ -651,7 +651,7 @@ Result<void> CheckValues(Db& db, bool check_types, int64_t max_value_bytes) {
       if (longest > max_value_bytes) {
         problems += (problems.empty() ? "" : "; ") + std::string("table ") + t.name +
                     ", column " + p.column + ": a value of " + std::to_string(longest) +
-                    " bytes, over the limit of " + std::to_string(max_value_bytes);
+                    " bytes, over the limit of " + std::to_string(max_value_bytes) + " bytes";
       }
     }
   }

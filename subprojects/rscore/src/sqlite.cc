@@ -23,7 +23,7 @@ std::string SqliteErrorText(sqlite3* db, const InputGuardState* guard) {
            guard->limit_text + ") was hit";
   }
   if (guard != nullptr && code == SQLITE_TOOBIG) {
-    return guard->label + ": a text or blob value is larger than the limit of " +
+    return guard->label + ": a text or blob value over the limit of " +
            std::to_string(guard->max_value_bytes) + " bytes (" + sqlite3_errmsg(db) + ")";
   }
   return std::string("SQL error: ") + sqlite3_errmsg(db);
