@@ -218,10 +218,10 @@ Result<OpenedDb> OpenRankscopeFile(const std::string& path, bool check_integrity
   auto info = ReadBundleInfo(*out.db_);
   if (!info.ok()) return named(info.error());
   out.info_ = std::move(info).value();
-  // quick_check verifies the types of STRICT tables; anything else is checked here.
+  // STRICT tables keep their types; those of earlier versions (and foreign files) are checked.
   auto strict = AllKnownTablesStrict(*out.db_);
   if (!strict.ok()) return named(strict.error());
-  auto values = CheckValues(*out.db_, !(check_integrity && strict.value()), limits.max_value_bytes);
+  auto values = CheckValues(*out.db_, !strict.value(), limits.max_value_bytes);
   if (!values.ok()) return named(values.error());
   return out;
 }

@@ -600,6 +600,7 @@ Result<bool> AllKnownTablesStrict(Db& db) {
 }
 
 Result<void> CheckValues(Db& db, bool check_types, int64_t max_value_bytes) {
+  if (!check_types) return Ok();  // STRICT: types kept by SQLite, sizes by SQLITE_LIMIT_LENGTH
   const std::vector<TableDoc> docs = DescribeSchema(DbKind::kMerged);
   ASSIGN_OR_RETURN(std::vector<MainTable> tables, MainTables(db));
   std::string problems;
@@ -620,16 +621,14 @@ Result<void> CheckValues(Db& db, bool check_types, int64_t max_value_bytes) {
       if (cd == nullptr) continue;
       Probe p{c.name, cd->type};
       const std::string q = QuoteName(c.name);
-      std::string allowed;
-      if (cd->type == "INTEGER") allowed = "'integer'";
-      if (cd->type == "REAL") allowed = "'real', 'integer'";
-      if (cd->type == "TEXT") allowed = "'text'";
-      if (check_types && !allowed.empty()) {
-        select += (select.empty() ? "" : ", ") + std::string("sum(typeof(") + q + ") NOT IN (" +
-                  allowed + ", 'null'))";
+      // A value unequal to itself cast to the declared type is of another type: text or a
+      // blob in INTEGER, a number or a blob in TEXT (cheaper than typeof() per value).
+      if (check_types && (cd->type == "INTEGER" || cd->type == "REAL" || cd->type == "TEXT")) {
+        select += (select.empty() ? "" : ", ") + std::string("sum(") + q + " <> CAST(" + q +
+                  " AS " + cd->type + "))";
         p.types_at = at++;
       }
-      if (cd->type != "INTEGER" && cd->type != "REAL") {
+      if (check_types && cd->type != "INTEGER" && cd->type != "REAL") {
         select += (select.empty() ? "" : ", ") + std::string("max(length(") + q + "))";
         p.length_at = at++;
       }

@@ -91,8 +91,8 @@ class OpenedDb {
 
 // Opens and validates: zstd frame integrity, SQLite integrity (quick_check when
 // `check_integrity`), only tables and indexes in the schema (CheckSchemaObjects),
-// format/schema version, required metadata, value sizes and, where neither STRICT tables nor
-// quick_check guarantee them, value types (CheckValues). The connection is guarded
+// format/schema version, required metadata, and value types and sizes where the tables are not
+// STRICT (CheckValues). The connection is guarded
 // (Db::GuardInput with `limits`) before the first statement. Errors name the file.
 Result<OpenedDb> OpenRankscopeFile(const std::string& path, bool check_integrity = true,
                                    const InputLimits& limits = {});

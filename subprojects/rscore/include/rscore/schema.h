@@ -78,10 +78,13 @@ Result<bool> HasGpuOps(Db& db);
 // does not know are allowed: a later recorder may add them).
 Result<void> CheckSchemaObjects(Db& db);
 
-// Scans the values of the known columns of every known table: a text or blob value longer than
-// `max_value_bytes` is refused, and with `check_types` a value whose type is not its column's
-// declared type (text in an INTEGER column; a STRICT table refuses those itself, as PRAGMA
-// quick_check checks) too. The error names the table, column and number of rows.
+// With `check_types` (tables that are not STRICT: files of earlier versions, or foreign ones),
+// scans the values of the known columns of every known table: a value whose type is not its
+// column's declared type (text or a blob in an INTEGER column, a number or a blob in a TEXT
+// one) and a text or blob value longer than `max_value_bytes` are refused; the error names the
+// table, column and number of rows. STRICT tables need no scan: SQLite keeps their types (and
+// PRAGMA quick_check verifies them), and the connection's SQLITE_LIMIT_LENGTH (Db::GuardInput)
+// refuses an oversized value when it is read.
 Result<void> CheckValues(Db& db, bool check_types, int64_t max_value_bytes);
 
 // Whether every known table of `db` is STRICT (new files; older ones declare types only).
