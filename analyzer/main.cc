@@ -14,6 +14,7 @@
 #include "rscore/bundle.h"
 #include "rscore/cli.h"
 #include "rscore/cli_help.h"
+#include "rscore/duration.h"
 
 namespace po = boost::program_options;
 
@@ -21,6 +22,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: rankscope-analyze query INPUT SQL|- [--format table|csv|json] [--limit N]\n"
+    "                               [--timeout DURATION]\n"
     "       rankscope-analyze schema INPUT [TABLE]\n"
     "       rankscope-analyze report INPUT [--format text|json|markdown|html] [-o FILE]\n"
     "\n"
@@ -41,10 +43,13 @@ constexpr const char* kExitLine =
     "4 report --fail-on found what was asked for.\nSee rankscope-analyze(1).\n";
 
 const rs::cli::HelpText kQueryHelp = {
-    .usage = "rankscope-analyze query INPUT SQL|- [--format table|csv|json] [--limit N]",
+    .usage = "rankscope-analyze query INPUT SQL|- [--format table|csv|json] [--limit N]"
+             " [--timeout DURATION]",
     .about = "Runs one read-only SQL statement over a bundle (.rsb) or merged database (.rsdb).\n"
              "SQL - reads the statement from standard input. INSERT/UPDATE/DELETE, schema\n"
-             "changes, ATTACH and state-changing PRAGMAs are refused.",
+             "changes, ATTACH, PRAGMAs other than the schema-describing ones and SQL functions\n"
+             "other than pure functions of the values read are refused. A query still running\n"
+             "after --timeout (default 30s) stops with an error.",
     .examples = {{"rankscope-analyze query job.rsdb \"SELECT rank, COUNT(*) FROM nccl_events GROUP BY "
                   "rank\"",
                   "calls per rank"},
@@ -67,7 +72,7 @@ const rs::cli::HelpText kSchemaHelp = {
 rs::Result<rs::OpenedDb> OpenForQuery(const std::string& input) {
   ASSIGN_OR_RETURN(rs::OpenedDb file, rs::OpenRankscopeFile(input));
   RETURN_IF_ERROR(analyzer::CreateQueryViews(file.db()));
-  analyzer::InstallReadOnlyGuard(file.db());
+  RETURN_IF_ERROR(analyzer::InstallReadOnlyGuard(file.db()));
   return file;
 }
 
@@ -117,11 +122,14 @@ int RunQueryCommand(int argc, char** argv) {
   po::options_description opts;
   std::string format = "table";
   int64_t limit = 10000;
+  std::string timeout = "30s";
   opts.add_options()("help,h", "show this help")(
       "format,f", po::value<std::string>(&format)->value_name("FORMAT"),
       "output format: table (default), csv or json")(
       "limit,n", po::value<int64_t>(&limit)->value_name("N"),
-      "print at most N rows (default 10000; 0 = no limit)");
+      "print at most N rows (default 10000; 0 = no limit)")(
+      "timeout", po::value<std::string>(&timeout)->value_name("DURATION"),
+      "stop a query still running after DURATION (500ms, 30s, 5m; default 30s)");
   po::options_description hidden;
   std::vector<std::string> positional;
   hidden.add_options()("args", po::value<std::vector<std::string>>(&positional));
@@ -176,6 +184,11 @@ int RunQueryCommand(int argc, char** argv) {
     std::cerr << "rankscope-analyze query: --limit must be >= 0\n";
     return 2;
   }
+  auto timeout_ns = rs::ParseDuration(timeout);
+  if (!timeout_ns.ok()) {
+    std::cerr << "rankscope-analyze query: --timeout: " << timeout_ns.error().message() << "\n";
+    return 2;
+  }
   if (rs::cli::IsStdio(positional[1])) {  // the statement from standard input
     auto sql = rs::cli::ReadStdin(1 << 20);
     if (!sql.ok()) {
@@ -189,7 +202,8 @@ int RunQueryCommand(int argc, char** argv) {
     std::cerr << "rankscope-analyze query: " << opened.error().message() << "\n";
     return 1;
   }
-  auto stats = analyzer::RunQuery(opened->db(), positional[1], {*fmt, limit}, std::cout);
+  auto stats = analyzer::RunQuery(opened->db(), positional[1],
+                                  {*fmt, limit, timeout_ns.value(), timeout}, std::cout);
   if (!stats.ok()) {
     std::cerr << "rankscope-analyze query: " << stats.error().message() << "\n";
     return 1;

@@ -4,19 +4,23 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string_view>
 #include <vector>
 
+#include "rscore/duration.h"
 #include "rscore/json.h"
 #include "rscore/schema.h"
 
 namespace analyzer {
 namespace {
 
-// What the guard refused last, for the error message (set from the authorizer callback).
+// What the guard refused first, for the error message (set from the authorizer callback); a
+// write to the schema table is only noted (see Authorize).
 thread_local std::string g_denied;
+thread_local std::string g_schema_write;
 
 const char* ActionName(int action) {
   switch (action) {
@@ -42,31 +46,125 @@ const char* ActionName(int action) {
       return "a transaction statement";
     case SQLITE_SAVEPOINT:
       return "SAVEPOINT";
+    case SQLITE_CREATE_INDEX:
+    case SQLITE_CREATE_TEMP_INDEX:
+      return "CREATE INDEX";
+    case SQLITE_CREATE_TABLE:
+    case SQLITE_CREATE_TEMP_TABLE:
+      return "CREATE TABLE";
+    case SQLITE_CREATE_TRIGGER:
+    case SQLITE_CREATE_TEMP_TRIGGER:
+      return "CREATE TRIGGER";
+    case SQLITE_CREATE_VIEW:
+    case SQLITE_CREATE_TEMP_VIEW:
+      return "CREATE VIEW";
+    case SQLITE_CREATE_VTABLE:
+      return "CREATE VIRTUAL TABLE";
+    case SQLITE_DROP_INDEX:
+    case SQLITE_DROP_TEMP_INDEX:
+      return "DROP INDEX";
+    case SQLITE_DROP_TABLE:
+    case SQLITE_DROP_TEMP_TABLE:
+      return "DROP TABLE";
+    case SQLITE_DROP_TRIGGER:
+    case SQLITE_DROP_TEMP_TRIGGER:
+      return "DROP TRIGGER";
+    case SQLITE_DROP_VIEW:
+    case SQLITE_DROP_TEMP_VIEW:
+      return "DROP VIEW";
+    case SQLITE_DROP_VTABLE:
+      return "DROP VIRTUAL TABLE";
     default:
       return "a schema change";
   }
 }
 
-// PRAGMAs that only describe the schema (whatever their argument).
-bool IsReadOnlyPragma(const char* name) {
-  static const char* kAllowed[] = {"table_info",  "table_xinfo",      "index_list", "index_info",
-                                   "index_xinfo", "foreign_key_list", "table_list"};
-  for (const char* a : kAllowed) {
-    if (std::string_view(name) == a) return true;
-  }
-  return false;
+bool Listed(std::string_view name, std::initializer_list<std::string_view> list) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return std::find(list.begin(), list.end(), std::string_view(lower)) != list.end();
 }
 
-int Authorize(void*, int action, const char* a1, const char*, const char*, const char*) {
+// PRAGMAs that only describe the schema (whatever their argument), as statements or as
+// table-valued functions (pragma_table_info(...)).
+bool IsReadOnlyPragma(std::string_view name) {
+  return Listed(name, {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo",
+                       "foreign_key_list", "table_list"});
+}
+
+// SQL functions a query may call: pure scalar, aggregate and window functions of the values
+// they are given (SQLite's core, date/time, math and JSON functions). Everything else is
+// refused: what reads or changes state outside the query's rows (load_extension,
+// fts3_tokenizer, sqlite_offset, changes, last_insert_rowid, sqlite_compileoption_*), and
+// what only makes data up (random, randomblob, zeroblob).
+bool IsAllowedFunction(std::string_view name) {
+  return Listed(
+      name,
+      {// core scalar
+       "abs", "char", "coalesce", "format", "glob", "hex", "ifnull", "iif", "instr", "length",
+       "like", "likelihood", "likely", "lower", "ltrim", "max", "min", "nullif", "printf", "quote",
+       "replace", "round", "rtrim", "sign", "soundex", "substr", "substring", "trim", "typeof",
+       "unhex", "unicode", "unlikely", "upper", "octet_length", "concat", "concat_ws",
+       // date and time
+       "date", "time", "datetime", "julianday", "strftime", "unixepoch", "timediff",
+       // aggregate
+       "avg", "count", "group_concat", "string_agg", "sum", "total",
+       // window
+       "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead",
+       "first_value", "last_value", "nth_value",
+       // math
+       "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "ceiling", "cos",
+       "cosh", "degrees", "exp", "floor", "ln", "log", "log10", "log2", "mod", "pi", "pow",
+       "power", "radians", "sin", "sinh", "sqrt", "tan", "tanh", "trunc",
+       // JSON
+       "json", "json_array", "json_array_length", "json_extract", "->", "->>", "json_insert",
+       "json_object", "json_patch", "json_quote", "json_remove", "json_replace", "json_set",
+       "json_type", "json_valid", "json_group_array", "json_group_object"});
+}
+
+bool IsSchemaTable(const char* table) {
+  return table != nullptr && Listed(table, {"sqlite_master", "sqlite_schema",
+                                            "sqlite_temp_master", "sqlite_temp_schema"});
+}
+
+// Table-valued functions that read something other than the query's data: pragma_* other
+// than the schema-describing ones, and SQLite's views of its own state.
+bool IsRefusedTableFunction(const char* table) {
+  if (table == nullptr) return false;
+  std::string_view t(table);
+  if (t.substr(0, 7) == "pragma_") return !IsReadOnlyPragma(t.substr(7));
+  return Listed(t, {"sqlite_dbpage", "sqlite_stmt", "dbstat"});
+}
+
+int Authorize(void*, int action, const char* a1, const char* a2, const char*, const char*) {
   switch (action) {
     case SQLITE_SELECT:
-    case SQLITE_READ:
-    case SQLITE_FUNCTION:
     case SQLITE_RECURSIVE:
       return SQLITE_OK;
+    case SQLITE_READ:
+      if (!IsRefusedTableFunction(a1)) return SQLITE_OK;
+      g_denied = std::string("the table-valued function ") + a1 + "()";
+      return SQLITE_DENY;
+    case SQLITE_FUNCTION:
+      if (a2 && IsAllowedFunction(a2)) return SQLITE_OK;
+      g_denied = std::string("the SQL function ") + (a2 ? a2 : "") + "()";
+      return SQLITE_DENY;
     case SQLITE_PRAGMA:
       if (a1 && IsReadOnlyPragma(a1)) return SQLITE_OK;
       g_denied = std::string("PRAGMA ") + (a1 ? a1 : "");
+      return SQLITE_DENY;
+    case SQLITE_INSERT:
+    case SQLITE_UPDATE:
+    case SQLITE_DELETE:
+      // DROP, CREATE and ALTER first ask to write the schema table, and the first use of a
+      // table-valued function asks to update it: the DDL action that follows is refused
+      // under its own name, and a statement that still writes is refused by RunQuery as not
+      // read-only (with this name).
+      if (IsSchemaTable(a1)) {
+        if (g_schema_write.empty()) g_schema_write = std::string(ActionName(action)) + " of " + a1;
+        return SQLITE_OK;
+      }
+      g_denied = ActionName(action);
       return SQLITE_DENY;
     default:
       g_denied = ActionName(action);
@@ -385,24 +483,31 @@ rs::Result<OutputFormat> ParseOutputFormat(const std::string& name) {
   return rs::Error("--format: unknown format '" + name + "' (use table, csv or json)");
 }
 
-void InstallReadOnlyGuard(rs::Db& db) {
-  sqlite3_db_config(db.raw(), SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, nullptr);
-  sqlite3_db_config(db.raw(), SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+rs::Result<void> InstallReadOnlyGuard(rs::Db& db) {
+  if (!db.guarded()) RETURN_IF_ERROR(db.GuardInput(db.path()));
   sqlite3_set_authorizer(db.raw(), Authorize, nullptr);
+  return rs::Ok();
 }
 
 rs::Result<QueryStats> RunQuery(rs::Db& db, const std::string& sql, const QueryOptions& options,
                                 std::ostream& out) {
   g_denied.clear();
+  g_schema_write.clear();
+  // The time limit counts from here: preparing, every row and the output.
+  db.RestartDeadline(options.timeout_ns, options.timeout_text.empty()
+                                             ? "--timeout " + rs::FormatDuration(options.timeout_ns)
+                                             : "--timeout " + options.timeout_text);
   sqlite3_stmt* raw = nullptr;
   const char* tail = nullptr;
   int rc = sqlite3_prepare_v2(db.raw(), sql.c_str(), static_cast<int>(sql.size()), &raw, &tail);
   if (rc != SQLITE_OK) {
     if (!g_denied.empty()) {
-      return rs::Error("query refused: " + g_denied +
-                       " is not allowed; queries are read-only (SELECT / WITH only)");
+      const bool function = g_denied.rfind("the ", 0) == 0;  // an SQL or table-valued function
+      return rs::Error("query refused: " + g_denied + " is not allowed; " +
+                       (function ? "queries may call only pure functions of the values they read"
+                                 : "queries are read-only (SELECT / WITH only)"));
     }
-    return rs::Error(std::string("SQL error: ") + sqlite3_errmsg(db.raw()));
+    return rs::Error(rs::SqliteErrorText(db.raw(), nullptr));
   }
   if (raw == nullptr) return rs::Error("empty query: give one SELECT statement");
   std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> st(raw, sqlite3_finalize);
@@ -410,7 +515,9 @@ rs::Result<QueryStats> RunQuery(rs::Db& db, const std::string& sql, const QueryO
     return rs::Error("only one SQL statement per query (found more after the first ';')");
   }
   if (!sqlite3_stmt_readonly(raw)) {
-    return rs::Error("query refused: queries are read-only (SELECT / WITH only)");
+    return rs::Error("query refused: " + (g_schema_write.empty() ? "a statement that writes"
+                                                                 : g_schema_write) +
+                     " is not allowed; queries are read-only (SELECT / WITH only)");
   }
   int ncol = sqlite3_column_count(raw);
   std::vector<std::string> names;
@@ -426,7 +533,7 @@ rs::Result<QueryStats> RunQuery(rs::Db& db, const std::string& sql, const QueryO
   for (;;) {
     rc = sqlite3_step(raw);
     if (rc == SQLITE_DONE) break;
-    if (rc != SQLITE_ROW) return rs::Error(std::string("SQL error: ") + sqlite3_errmsg(db.raw()));
+    if (rc != SQLITE_ROW) return db.StepError("query");
     if (options.limit > 0 && stats.rows >= options.limit) {
       stats.truncated = true;
       break;

@@ -13,9 +13,13 @@ namespace analyzer {
 enum class OutputFormat { kTable, kCsv, kJson };
 rs::Result<OutputFormat> ParseOutputFormat(const std::string& name);
 
+inline constexpr int64_t kDefaultQueryTimeoutNs = int64_t{30} * 1000000000;
+
 struct QueryOptions {
   OutputFormat format = OutputFormat::kTable;
   int64_t limit = 10000;  // rows printed at most; 0 = no limit
+  int64_t timeout_ns = kDefaultQueryTimeoutNs;  // the query stops with an error after this
+  std::string timeout_text;                     // as given on the command line, for the error
 };
 
 struct QueryStats {
@@ -24,8 +28,10 @@ struct QueryStats {
 };
 
 // Makes `db` refuse anything but reading: writes, schema changes, ATTACH/DETACH, PRAGMAs
-// that change state, and extension loading are denied with a clear message.
-void InstallReadOnlyGuard(rs::Db& db);
+// that change state or read more than the schema, and SQL functions other than pure functions
+// of the values read (an allow-list) are denied with a message naming what was refused.
+// Guards the connection (rs::Db::GuardInput) when it is not yet.
+rs::Result<void> InstallReadOnlyGuard(rs::Db& db);
 
 // Views for reading the event tables by eye, created as TEMP views on the (read-only)
 // connection before InstallReadOnlyGuard: TABLE_v for every event table present has TABLE's
@@ -42,7 +48,8 @@ rs::Result<void> PrintSchema(rs::Db& db, std::ostream& out);
 // that lists the tables and views.
 rs::Result<void> PrintTableSchema(rs::Db& db, const std::string& table, std::ostream& out);
 
-// Runs exactly one SQL statement and prints its rows. A second statement is an error.
+// Runs exactly one SQL statement and prints its rows. A second statement is an error, and so is
+// a statement still running after options.timeout_ns.
 rs::Result<QueryStats> RunQuery(rs::Db& db, const std::string& sql, const QueryOptions& options,
                                 std::ostream& out);
 

@@ -9,6 +9,13 @@
 namespace analyzer {
 namespace {
 
+QueryOptions Options(OutputFormat format, int64_t limit) {
+  QueryOptions o;
+  o.format = format;
+  o.limit = limit;
+  return o;
+}
+
 class QueryTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -26,7 +33,7 @@ class QueryTest : public ::testing::Test {
                          "'completed')")
                     .ok());
     ASSERT_TRUE(CreateQueryViews(db_).ok());
-    InstallReadOnlyGuard(db_);
+    ASSERT_TRUE(InstallReadOnlyGuard(db_).ok());
   }
   rs::Result<QueryStats> Run(const std::string& sql, QueryOptions o = {}) {
     out_.str("");
@@ -46,18 +53,19 @@ TEST_F(QueryTest, SelectPrintsTableWithNulls) {
 }
 
 TEST_F(QueryTest, CsvAndJson) {
-  ASSERT_TRUE(Run("SELECT id, op FROM nccl_events WHERE id = 1", {OutputFormat::kCsv, 0}).ok());
-  EXPECT_EQ(out_.str(), "id,op\n1,ALL_REDUCE\n");
   ASSERT_TRUE(
-      Run("SELECT id, rank, 'a\"b' AS s FROM nccl_events WHERE id = 3", {OutputFormat::kJson, 0})
-          .ok());
+      Run("SELECT id, op FROM nccl_events WHERE id = 1", Options(OutputFormat::kCsv, 0)).ok());
+  EXPECT_EQ(out_.str(), "id,op\n1,ALL_REDUCE\n");
+  ASSERT_TRUE(Run("SELECT id, rank, 'a\"b' AS s FROM nccl_events WHERE id = 3",
+                  Options(OutputFormat::kJson, 0))
+                  .ok());
   EXPECT_EQ(out_.str(), "[\n {\"id\": 3, \"rank\": null, \"s\": \"a\\\"b\"}\n]\n");
 }
 
 TEST_F(QueryTest, JsonNumbersAreShortestRoundTrip) {
   ASSERT_TRUE(Run("SELECT 8.32 AS x, 0.1 + 0.2 AS y, 1e-7 AS z, 3 AS i, duration_ns AS d "
                   "FROM nccl_events WHERE id = 1",
-                  {OutputFormat::kJson, 0})
+                  Options(OutputFormat::kJson, 0))
                   .ok());
   EXPECT_EQ(out_.str(),
             "[\n {\"x\": 8.32, \"y\": 0.30000000000000004, \"z\": 1e-07, \"i\": 3, "
@@ -66,7 +74,7 @@ TEST_F(QueryTest, JsonNumbersAreShortestRoundTrip) {
 
 TEST_F(QueryTest, ViewsShowHexCommunicatorAndUtcTimes) {
   ASSERT_TRUE(Run("SELECT id, comm_id_hex, time_utc FROM nccl_events_v ORDER BY id",
-                  {OutputFormat::kCsv, 0})
+                  Options(OutputFormat::kCsv, 0))
                   .ok());
   EXPECT_EQ(out_.str(),
             "id,comm_id_hex,time_utc\n"
@@ -75,7 +83,7 @@ TEST_F(QueryTest, ViewsShowHexCommunicatorAndUtcTimes) {
             "3,0xfffffffffffffffb,1970-01-01T00:00:00.000003000Z\n");
   ASSERT_TRUE(Run("SELECT comm_id_hex, nccl_comm_hex, time_utc, device_start_utc, device_end_utc "
                   "FROM gpu_ops_v",
-                  {OutputFormat::kCsv, 0})
+                  Options(OutputFormat::kCsv, 0))
                   .ok());
   EXPECT_EQ(out_.str(),
             "comm_id_hex,nccl_comm_hex,time_utc,device_start_utc,device_end_utc\n"
@@ -173,6 +181,57 @@ TEST_F(QueryTest, RefusesWritesAttachAndPragmaWrites) {
   EXPECT_TRUE(Run("PRAGMA table_info(nccl_events)").ok());
 }
 
+TEST_F(QueryTest, RefusalsNameTheOperation) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"DROP TABLE nccl_events", "DROP TABLE is not allowed"},
+      {"DROP VIEW nccl_events_v", "DROP VIEW is not allowed"},
+      {"CREATE INDEX i ON nccl_events(op)", "CREATE INDEX is not allowed"},
+      {"ALTER TABLE nccl_events ADD COLUMN x", "ALTER TABLE is not allowed"},
+      {"DELETE FROM nccl_events", "DELETE is not allowed"},
+      {"SELECT fts3_tokenizer('simple')", "the SQL function fts3_tokenizer() is not allowed"},
+      {"SELECT load_extension('/tmp/x.so')", "the SQL function load_extension() is not allowed"},
+      {"SELECT randomblob(10)", "the SQL function randomblob() is not allowed"},
+      {"SELECT changes()", "the SQL function changes() is not allowed"},
+      {"SELECT name FROM pragma_function_list",
+       "the table-valued function pragma_function_list() is not allowed"},
+      {"SELECT * FROM pragma_database_list", "pragma_database_list() is not allowed"},
+  };
+  for (const auto& [sql, want] : cases) {
+    auto r = Run(sql);
+    ASSERT_FALSE(r.ok()) << sql;
+    EXPECT_NE(r.error().message().find(want), std::string::npos) << r.error().message();
+  }
+  EXPECT_EQ(db_.QueryInt("SELECT COUNT(*) FROM nccl_events").value(), 3);
+}
+
+TEST_F(QueryTest, PureFunctionsAndSchemaPragmasRun) {
+  for (const char* sql :
+       {"SELECT name, type FROM pragma_table_info('nccl_events')",
+        "SELECT count(*), sum(duration_ns), group_concat(op), max(abs(rank)) FROM nccl_events",
+        "SELECT printf('%x', id), strftime('%Y', timestamp_ns / 1e9, 'unixepoch') FROM nccl_events",
+        "SELECT json_extract('{\"a\": 1}', '$.a'), value FROM json_each('[1, 2]')",
+        "SELECT row_number() OVER (ORDER BY id), lag(id) OVER (ORDER BY id) FROM nccl_events",
+        "SELECT time_utc, comm_id_hex FROM nccl_events_v"}) {
+    auto r = Run(sql);
+    EXPECT_TRUE(r.ok()) << sql << ": " << (r.ok() ? "" : r.error().message());
+  }
+}
+
+TEST_F(QueryTest, TimeoutStopsAnEndlessQuery) {
+  QueryOptions o;
+  o.timeout_ns = 200'000'000;
+  o.timeout_text = "200ms";
+  auto r =
+      Run("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)"
+          " SELECT count(*) FROM c",
+          o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("time limit"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("--timeout 200ms"), std::string::npos) << r.error().message();
+  // The next query gets its own time.
+  EXPECT_TRUE(Run("SELECT count(*) FROM nccl_events", o).ok());
+}
+
 TEST_F(QueryTest, OneStatementOnly) {
   auto r = Run("SELECT 1; DELETE FROM nccl_events");
   ASSERT_FALSE(r.ok());
@@ -184,7 +243,7 @@ TEST_F(QueryTest, OutputIsBounded) {
   auto r =
       Run("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 500) "
           "SELECT x FROM c",
-          {OutputFormat::kCsv, 100});
+          Options(OutputFormat::kCsv, 100));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->rows, 100);
   EXPECT_TRUE(r->truncated);

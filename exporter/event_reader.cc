@@ -5,10 +5,17 @@
 #include <cstdlib>
 #include <set>
 
+#include "row_pipeline.h"
 #include "rscore/schema.h"
 
 namespace rs::exporter {
 namespace {
+
+// A text column as the trace gets it (TraceCell): keys built from it match the rows' cells.
+std::string Bounded(const Statement& st, int col) {
+  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(st.raw(), col));
+  return TraceCell(text, static_cast<size_t>(sqlite3_column_bytes(st.raw(), col)));
+}
 
 constexpr const char* kTableNames[kTableCount] = {
     "nccl_events",  "cuda_events",    "tcp_events", "sched_events",
@@ -168,7 +175,7 @@ Result<std::map<std::pair<std::string, std::string>, std::string>> ReadBlockDevi
   while (true) {
     ASSIGN_OR_RETURN(bool has, st.Step());
     if (!has) break;
-    names[{st.Text(0), st.Text(1)}] = st.Text(2);
+    names[{Bounded(st, 0), Bounded(st, 1)}] = Bounded(st, 2);
   }
   return names;
 }
@@ -199,7 +206,7 @@ Result<InputSummary> Summarize(Db& db, const RowFilter& filter) {
     while (true) {
       ASSIGN_OR_RETURN(bool has, procs.Step());
       if (!has) break;
-      s.gpu_processes.emplace(procs.Text(0), procs.Int(1));
+      s.gpu_processes.emplace(Bounded(procs, 0), procs.Int(1));
     }
   }
   // A collective's participants: host calls of processes without gpu_ops, and device runs.
@@ -232,7 +239,7 @@ Result<ProcessMap> ReadProcesses(Db& db) {
   while (true) {
     ASSIGN_OR_RETURN(bool has, st.Step());
     if (!has) break;
-    m[{st.Text(0), st.Int(1)}] = ProcessInfo{st.OptInt(2), st.Text(3)};
+    m[{Bounded(st, 0), st.Int(1)}] = ProcessInfo{st.OptInt(2), Bounded(st, 3)};
   }
   return m;
 }

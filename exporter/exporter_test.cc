@@ -15,6 +15,7 @@
 
 #include "rscore/bundle.h"
 #include "rscore/schema.h"
+#include "row_pipeline.h"
 #include "test_input.h"
 #include "trace_check.h"
 
@@ -684,5 +685,24 @@ TEST_F(ExportTest, DiskRequestsPackIntoLanesUnderOneTrackPerDevice) {
     }
   }
 }
+}  // namespace
+}  // namespace rs::exporter
+
+namespace rs::exporter {
+namespace {
+
+TEST(TraceCell, LongTextIsCutAtACharacterWithItsLength) {
+  EXPECT_EQ(TraceCell("abc", 3), "abc");
+  const std::string exact(kMaxTraceCellBytes, 'a');
+  EXPECT_EQ(TraceCell(exact.data(), exact.size()), exact);
+  // A two-byte character straddling the limit is left out whole.
+  std::string long_text(kMaxTraceCellBytes - 1, 'a');
+  long_text += "\xc3\xa9";
+  long_text += std::string(5000, 'b');
+  const std::string cut = TraceCell(long_text.data(), long_text.size());
+  EXPECT_EQ(cut, std::string(kMaxTraceCellBytes - 1, 'a') + "...[truncated: " +
+                     std::to_string(long_text.size()) + " bytes]");
+}
+
 }  // namespace
 }  // namespace rs::exporter

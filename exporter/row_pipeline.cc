@@ -4,6 +4,14 @@
 
 namespace rs::exporter {
 
+std::string TraceCell(const char* text, size_t n) {
+  if (text == nullptr) return "";
+  if (n <= kMaxTraceCellBytes) return std::string(text, n);
+  size_t keep = kMaxTraceCellBytes;
+  while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80) --keep;  // UTF-8
+  return std::string(text, keep) + "...[truncated: " + std::to_string(n) + " bytes]";
+}
+
 void Row::Load(Table table, const Statement& st) {
   table_ = table;
   sqlite3_stmt* raw = st.raw();
@@ -18,7 +26,12 @@ void Row::Load(Table table, const Statement& st) {
       cell.i = sqlite3_column_int64(raw, c);
     } else if (type == SQLITE_TEXT || type == SQLITE_BLOB) {
       const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(raw, c));
-      cell.s.assign(text ? text : "", static_cast<size_t>(sqlite3_column_bytes(raw, c)));
+      const auto n = static_cast<size_t>(sqlite3_column_bytes(raw, c));
+      if (n <= kMaxTraceCellBytes) {
+        cell.s.assign(text ? text : "", text ? n : 0);
+      } else {
+        cell.s = TraceCell(text, n);
+      }
     }
   }
 }

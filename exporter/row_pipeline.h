@@ -19,6 +19,12 @@
 
 namespace rs::exporter {
 
+// The most bytes of one text value the trace gets (a name, an argument): a longer one is cut
+// at a character boundary and ends with a marker saying how long it was.
+inline constexpr size_t kMaxTraceCellBytes = 1024;
+// `text` (`n` bytes) as the trace gets it.
+std::string TraceCell(const char* text, size_t n);
+
 // One row of EventReader copied out of SQLite; columns as in namespace col.
 class Row {
  public:

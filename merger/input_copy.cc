@@ -101,6 +101,9 @@ rs::Result<void> UseBuildPragmas(rs::Db& db, int cache_kib) {
 rs::Result<InputCopy> CopyInput(rs::Db& db, const Input& in, const NodeAlignment& al,
                                 const std::set<std::string>& skip) {
   ASSIGN_OR_RETURN(std::string image, ReopenInput(in));
+  // The input's rows are read on this connection: its limits (time, value size, no views or
+  // triggers, untrusted schema) hold for all of it, and errors name the input.
+  RETURN_IF_ERROR(db.GuardInput(in.file));
   return WithAttached(db, image, "src", [&]() -> rs::Result<InputCopy> {
     InputCopy copy;
     ASSIGN_OR_RETURN(StackCounts sc, MergeStacks(db, "src"));
@@ -147,6 +150,7 @@ rs::Result<RecordCopy> PlanRecordCopy(rs::Db& db, const Input& in, const NodeAli
   }
   rc.stack_map = stack_map;
   ASSIGN_OR_RETURN(rs::Db src, rs::Db::Open(rc.input_path, rs::Db::Mode::kReadOnly));
+  RETURN_IF_ERROR(src.GuardInput(in.file));
   for (const std::string& t : EventTables()) {
     ASSIGN_OR_RETURN(int64_t input_root, RootPage(src, "table", t));
     if (input_root == 0) continue;  // not in this bundle: nothing to copy, nothing counted

@@ -166,7 +166,15 @@ Result<BundleInfo> ReadBundleInfo(Db& db) {
   return info;
 }
 
-Result<OpenedDb> OpenRankscopeFile(const std::string& path, bool check_integrity) {
+Result<OpenedDb> OpenRankscopeFile(const std::string& path, bool check_integrity,
+                                   const InputLimits& limits) {
+  // The file's name once, in front (the guard's errors already carry it).
+  auto named = [&](const Error& e) {
+    const std::string pre = path + ": ";
+    std::string m = e.message();
+    for (size_t at; (at = m.find(pre)) != std::string::npos;) m.erase(at, pre.size());
+    return Error(pre + m);
+  };
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) return Error(path + ": " + std::strerror(errno));
   if (S_ISDIR(st.st_mode)) return Error(path + ": is a directory, not a bundle or database");
@@ -196,16 +204,28 @@ Result<OpenedDb> OpenRankscopeFile(const std::string& path, bool check_integrity
   auto db = Db::Open(out.sqlite_path_, Db::Mode::kReadOnly);
   if (!db.ok()) return db.error().Wrap(path);
   out.db_ = std::make_unique<Db>(std::move(db).value());
+  if (auto g = out.db_->GuardInput(path, limits); !g.ok()) return named(g.error());
+  // What the schema holds before anything else is read: a view or trigger could make any
+  // later statement run without end.
+  if (auto objects = CheckSchemaObjects(*out.db_); !objects.ok()) {
+    return named(objects.error());
+  }
   if (check_integrity) {
     auto qc = out.db_->QueryText("PRAGMA quick_check");
+    if (!qc.ok() && qc.error().message().rfind(path + ": ", 0) == 0) return qc.error();  // a limit
     if (!qc.ok()) return Error(path + ": SQLite image is corrupt (" + qc.error().message() + ")");
     if (!qc.value() || *qc.value() != "ok") {
       return Error(path + ": SQLite image is corrupt (" + qc.value().value_or("?") + ")");
     }
   }
   auto info = ReadBundleInfo(*out.db_);
-  if (!info.ok()) return info.error().Wrap(path);
+  if (!info.ok()) return named(info.error());
   out.info_ = std::move(info).value();
+  // STRICT tables keep their types; those of earlier versions (and foreign files) are checked.
+  auto strict = AllKnownTablesStrict(*out.db_);
+  if (!strict.ok()) return named(strict.error());
+  auto values = CheckValues(*out.db_, !strict.value(), limits.max_value_bytes);
+  if (!values.ok()) return named(values.error());
   return out;
 }
 

@@ -113,3 +113,101 @@ TEST(Bundle, EventIdsAreNamespaced) {
 
 }  // namespace
 }  // namespace rs
+
+namespace rs {
+namespace {
+
+// A plain (uncompressed) rankscope db at `path`, changed by `sql` after the schema is made.
+void WriteDb(const std::string& path, const std::string& sql) {
+  auto db = Db::Open(path, Db::Mode::kCreate);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(CreateSchema(*db, DbKind::kBundle).ok());
+  ASSERT_TRUE(db->Exec("INSERT INTO metadata VALUES ('recording_id', 'r'), ('node', 'n0'),"
+                       " ('start_ns', '1'), ('end_ns', '2')")
+                  .ok());
+  ASSERT_TRUE(db->Exec(sql).ok()) << sql;
+}
+
+TEST(InputGuard, DeadlineStopsAStatementAndNamesTheFile) {
+  auto db = Db::Open(":memory:", Db::Mode::kCreate);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db->GuardInput("job.rsdb", {.time_limit_ns = 100'000'000}).ok());
+  auto r = db->QueryInt(
+      "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("job.rsdb: stopped: the time limit"), std::string::npos)
+      << r.error().message();
+  db->RestartDeadline(1'000'000'000);
+  EXPECT_TRUE(db->QueryInt("SELECT 1").ok());
+}
+
+TEST(InputGuard, ValueSizeIsLimited) {
+  auto db = Db::Open(":memory:", Db::Mode::kCreate);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db->GuardInput("n.rsb", {.max_value_bytes = 1000}).ok());
+  EXPECT_TRUE(db->QueryInt("SELECT length(zeroblob(1000))").ok());
+  auto r = db->QueryInt("SELECT length(zeroblob(1001))");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("over the limit of 1000 bytes"), std::string::npos)
+      << r.error().message();
+}
+
+TEST(Validation, OnlyTablesAndIndexes) {
+  std::string dir = TmpDir();
+  const std::pair<std::string, std::string> cases[] = {
+      {"CREATE VIEW v AS SELECT 1", "holds a view 'v'"},
+      {"CREATE TRIGGER t AFTER INSERT ON metadata BEGIN SELECT 1; END", "holds a trigger 't'"},
+      {"DROP TABLE tcp_events; CREATE VIEW /* x */ tcp_events AS SELECT * FROM nccl_events",
+       "holds a view 'tcp_events'"},
+      {"ALTER TABLE nccl_events ADD COLUMN g INTEGER AS (1)", "generated column 'g'"},
+  };
+  int n = 0;
+  for (const auto& [sql, want] : cases) {
+    std::string path = dir + "/case" + std::to_string(n++) + ".rsdb";
+    WriteDb(path, sql);
+    auto r = OpenRankscopeFile(path);
+    ASSERT_FALSE(r.ok()) << sql;
+    EXPECT_EQ(r.error().message().rfind(path + ": ", 0), 0u) << r.error().message();
+    EXPECT_NE(r.error().message().find(want), std::string::npos) << r.error().message();
+  }
+  std::string ok = dir + "/ok.rsdb";
+  WriteDb(ok, "CREATE TABLE later_table(x INTEGER); CREATE INDEX later_x ON later_table(x)");
+  EXPECT_TRUE(OpenRankscopeFile(ok).ok());
+}
+
+TEST(Validation, WrongTypesInTablesThatAreNotStrict) {
+  std::string dir = TmpDir();
+  std::string path = dir + "/old.rsdb";
+  WriteDb(path,
+          "PRAGMA writable_schema=ON;"
+          " UPDATE sqlite_schema SET sql = replace(sql, ') STRICT', ')') WHERE type = 'table';");
+  {
+    auto db = Db::Open(path, Db::Mode::kReadWrite);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Exec("INSERT INTO nccl_events(id, node, timestamp_ns, pid, tid, op) VALUES"
+                         " (1, 'n0', 'soon', 1, 1, 'SEND'), (2, 'n0', 5, 1, 1, x'00')")
+                    .ok());
+  }
+  auto r = OpenRankscopeFile(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find(
+                "table nccl_events, column timestamp_ns: 1 row not of its declared type INTEGER"),
+            std::string::npos)
+      << r.error().message();
+  EXPECT_NE(r.error().message().find("column op: 1 row not of its declared type TEXT"),
+            std::string::npos)
+      << r.error().message();
+}
+
+TEST(Schema, NewTablesAreStrict) {
+  auto db = Db::Open(":memory:", Db::Mode::kCreate);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(CreateSchema(*db, DbKind::kMerged).ok());
+  EXPECT_TRUE(AllKnownTablesStrict(*db).value());
+  auto r = db->Exec("INSERT INTO nccl_events(id, node, timestamp_ns, pid, tid, op)"
+                    " VALUES (1, 'n0', 'soon', 1, 1, 'SEND')");
+  EXPECT_FALSE(r.ok());
+}
+
+}  // namespace
+}  // namespace rs

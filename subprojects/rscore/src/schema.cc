@@ -1,8 +1,10 @@
 #include "rscore/schema.h"
 
+#include <cctype>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace rs {
 namespace {
@@ -12,7 +14,7 @@ constexpr std::string_view kBundleSql = R"sql(
 CREATE TABLE metadata (
   key   TEXT PRIMARY KEY,
   value TEXT NOT NULL
-);
+) STRICT;
 -- monotonic/realtime clock pairs taken at start, every second and at the end
 CREATE TABLE clock_refs (
   node          TEXT NOT NULL,
@@ -25,7 +27,7 @@ CREATE TABLE clock_refs (
   esterror_us   INTEGER,            -- adjtimex(2) esterror
   clock_state   TEXT,               -- adjtimex return: 'TIME_OK', 'TIME_ERROR', ...
   PRIMARY KEY (node, seq)
-);
+) STRICT;
 -- one row per capture source: how it was attached, events written and lost
 CREATE TABLE sources (
   node      TEXT NOT NULL,
@@ -35,7 +37,7 @@ CREATE TABLE sources (
   drops     INTEGER NOT NULL DEFAULT 0,  -- ring-buffer reserve failures + lost entries
   note      TEXT,
   PRIMARY KEY (node, source)
-);
+) STRICT;
 -- every probe the recorder tried to attach, and whether it worked
 CREATE TABLE attachments (
   node      TEXT NOT NULL,
@@ -45,7 +47,7 @@ CREATE TABLE attachments (
   ok        INTEGER NOT NULL,
   error     TEXT,
   build_id  TEXT
-);
+) STRICT;
 -- the node's network addresses (which TCP peers are other nodes)
 CREATE TABLE interfaces (
   node       TEXT NOT NULL,
@@ -54,7 +56,7 @@ CREATE TABLE interfaces (
   address    TEXT NOT NULL,
   prefix_len INTEGER,
   netns      INTEGER
-);
+) STRICT;
 -- processes seen, with the rank and job identity from their environment and NCCL
 CREATE TABLE processes (
   node                 TEXT NOT NULL,
@@ -83,12 +85,12 @@ CREATE TABLE processes (
   nccl_profiler_api    INTEGER,   -- rankscope's NCCL profiler plugin seen in this process: the
                                   -- profiler API version NCCL used with it (5, 4); NULL: not seen
   PRIMARY KEY (node, pid)
-);
+) STRICT;
 -- symbolized caller stacks, pointed to by the events' stack_id
 CREATE TABLE stacks (
   id     INTEGER PRIMARY KEY,     -- xxh64 of the symbolized frames (as signed 64-bit)
   frames TEXT NOT NULL            -- one frame per line: 'symbol+0xoff (file@build_id+0xoff)'
-);
+) STRICT;
 -- one row per NCCL API call: collectives, send/recv, communicator set-up
 CREATE TABLE nccl_events (
   id           INTEGER PRIMARY KEY,
@@ -116,7 +118,7 @@ CREATE TABLE nccl_events (
   in_group     INTEGER NOT NULL DEFAULT 0,
   state        TEXT NOT NULL DEFAULT 'complete',   -- 'complete' | 'in_flight'
   stack_id     INTEGER
-);
+) STRICT;
 -- CUDA runtime and driver API calls (kernel launches may be sampled)
 CREATE TABLE cuda_events (
   id            INTEGER PRIMARY KEY,
@@ -136,7 +138,7 @@ CREATE TABLE cuda_events (
   state         TEXT NOT NULL DEFAULT 'complete',
   sample_weight INTEGER NOT NULL DEFAULT 1,   -- launches sampled 1-in-N carry N
   stack_id      INTEGER
-);
+) STRICT;
 -- one row per NCCL operation as the GPU ran it (rankscope's NCCL profiler plugin)
 CREATE TABLE gpu_ops (
   id              INTEGER PRIMARY KEY,
@@ -165,7 +167,7 @@ CREATE TABLE gpu_ops (
   net_bytes_sent  INTEGER,           -- bytes NCCL's proxy sent / received over the network
   net_bytes_recv  INTEGER,
   state           TEXT NOT NULL      -- 'enqueued' | 'started' | 'completed' (at the recording's end)
-);
+) STRICT;
 -- TCP retransmissions
 CREATE TABLE tcp_events (
   id           INTEGER PRIMARY KEY,
@@ -184,7 +186,7 @@ CREATE TABLE tcp_events (
   pid          INTEGER,
   ca_state     TEXT,              -- 'Open' | 'Disorder' | 'CWR' | 'Recovery' | 'Loss'
   err          INTEGER            -- 0 = sent, -errno = not sent; NULL: kernel < 6.17 (sent only)
-);
+) STRICT;
 -- intervals a traced thread was off the CPU or waited in the run queue
 CREATE TABLE sched_events (
   id           INTEGER PRIMARY KEY,
@@ -198,7 +200,7 @@ CREATE TABLE sched_events (
   other_pid    INTEGER,           -- the task that had the CPU
   other_tid    INTEGER,
   other_comm   TEXT
-);
+) STRICT;
 -- per-CPU scheduler counters, one row per CPU and interval
 CREATE TABLE sched_summary (
   node          TEXT NOT NULL,
@@ -209,7 +211,7 @@ CREATE TABLE sched_summary (
   runq_count    INTEGER NOT NULL,
   runq_total_ns INTEGER NOT NULL,
   runq_max_ns   INTEGER NOT NULL
-);
+) STRICT;
 -- block device I/O requests, issue to completion
 CREATE TABLE block_events (
   id           INTEGER PRIMARY KEY,
@@ -223,7 +225,7 @@ CREATE TABLE block_events (
   bytes        INTEGER NOT NULL,
   pid          INTEGER,
   comm         TEXT
-);
+) STRICT;
 -- each node's block devices by name (block_events.dev -> 'sda', 'nvme0n1')
 CREATE TABLE block_devices (
   node  TEXT NOT NULL,
@@ -231,7 +233,7 @@ CREATE TABLE block_devices (
   name  TEXT NOT NULL,            -- the kernel's name on the node ('sda', 'nvme0n1'): DEVNAME
                                   -- of /sys/dev/block/MAJ:MIN/uevent
   PRIMARY KEY (node, dev)
-);
+) STRICT;
 -- process exec and exit
 CREATE TABLE process_events (
   id           INTEGER PRIMARY KEY,
@@ -243,7 +245,7 @@ CREATE TABLE process_events (
   comm         TEXT,
   filename     TEXT,
   exit_code    INTEGER
-);
+) STRICT;
 )sql";
 
 constexpr std::string_view kMergedSql = R"sql(
@@ -256,7 +258,7 @@ CREATE TABLE merge_inputs (
   original_node TEXT,             -- node name inside the bundle
   status        TEXT NOT NULL,    -- 'merged' | 'skipped' | 'duplicate'
   reason        TEXT
-);
+) STRICT;
 -- rows read, written and skipped per input and table
 CREATE TABLE merge_counts (
   input_id     INTEGER NOT NULL,
@@ -265,7 +267,7 @@ CREATE TABLE merge_counts (
   rows_out     INTEGER NOT NULL,
   rows_skipped INTEGER NOT NULL,
   PRIMARY KEY (input_id, table_name)
-);
+) STRICT;
 -- how each node's clock was aligned to the reference node, with its error bound
 CREATE TABLE clock_alignment (
   node             TEXT PRIMARY KEY,
@@ -280,7 +282,7 @@ CREATE TABLE clock_alignment (
   evidence         TEXT               -- what the rendezvous rest on, kinds with counts:
                                       -- 'device 120, comm_init 1' ('device' | 'blocking_call' |
                                       -- 'sync_after' | 'comm_init'); NULL: none used
-);
+) STRICT;
 )sql";
 
 // The column a merged db adds to every event table (CreateSchema adds it without the comment).
@@ -449,6 +451,212 @@ Result<bool> HasColumn(Db& db, std::string_view table, std::string_view column) 
 }
 
 Result<bool> HasGpuOps(Db& db) { return HasTable(db, "gpu_ops"); }
+
+namespace {
+
+// The first `n` words of an SQL statement, upper-cased, with whitespace and comments skipped
+// between them (as SQLite's own parser skips them).
+std::vector<std::string> LeadingWords(std::string_view sql, size_t n) {
+  std::vector<std::string> words;
+  size_t i = 0;
+  while (i < sql.size() && words.size() < n) {
+    const unsigned char c = static_cast<unsigned char>(sql[i]);
+    if (std::isspace(c)) {
+      ++i;
+    } else if (sql.substr(i, 2) == "--") {
+      size_t nl = sql.find('\n', i);
+      i = nl == std::string_view::npos ? sql.size() : nl + 1;
+    } else if (sql.substr(i, 2) == "/*") {
+      size_t e = sql.find("*/", i + 2);
+      i = e == std::string_view::npos ? sql.size() : e + 2;
+    } else if (std::isalpha(c) || c == '_') {
+      std::string w;
+      while (i < sql.size() &&
+             (std::isalnum(static_cast<unsigned char>(sql[i])) || sql[i] == '_')) {
+        w += static_cast<char>(std::toupper(static_cast<unsigned char>(sql[i++])));
+      }
+      words.push_back(std::move(w));
+    } else {
+      words.push_back(std::string(1, sql[i]));
+      ++i;
+    }
+  }
+  return words;
+}
+
+std::string Upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string QuoteName(std::string_view name) {
+  std::string q = "\"";
+  for (char c : name) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+struct MainTable {
+  std::string name, type;
+  bool without_rowid = false, strict = false;
+};
+
+// The tables of the main schema as SQLite parsed them (its own view of each object's type).
+Result<std::vector<MainTable>> MainTables(Db& db) {
+  ASSIGN_OR_RETURN(Statement st, db.Prepare("SELECT name, type, wr, strict FROM pragma_table_list"
+                                            " WHERE schema = 'main'"));
+  std::vector<MainTable> out;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back({st.Text(0), st.Text(1), st.Int(2) != 0, st.Int(3) != 0});
+  }
+  return out;
+}
+
+struct DeclaredColumn {
+  std::string name, type;
+  int hidden = 0;
+};
+
+Result<std::vector<DeclaredColumn>> DeclaredColumns(Db& db, const std::string& table) {
+  ASSIGN_OR_RETURN(Statement st,
+                   db.Prepare("SELECT name, type, hidden FROM pragma_table_xinfo(?1, 'main')"));
+  st.Bind(1, table);
+  std::vector<DeclaredColumn> out;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back({st.Text(0), Upper(st.Text(1)), static_cast<int>(st.Int(2))});
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<void> CheckSchemaObjects(Db& db) {
+  ASSIGN_OR_RETURN(Statement st,
+                   db.Prepare("SELECT type, name, sql FROM main.sqlite_schema ORDER BY rowid"));
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    const std::string type = st.Text(0), name = st.Text(1);
+    if (st.IsNull(2)) {
+      if (type == "index" && name.rfind("sqlite_autoindex_", 0) == 0) continue;
+      return Error("schema object '" + name + "' has no definition");
+    }
+    const std::vector<std::string> w = LeadingWords(st.Text(2), 3);
+    std::string what;  // what the definition makes, when not a table or index
+    if (w.size() < 2 || w[0] != "CREATE") {
+      what = "object without a CREATE statement";
+    } else if (w[1] == "TABLE" && type == "table") {
+      continue;
+    } else if ((w[1] == "INDEX" || (w[1] == "UNIQUE" && w.size() > 2 && w[2] == "INDEX")) &&
+               type == "index") {
+      continue;
+    } else if (w[1] == "VIEW" || w[1] == "TRIGGER") {
+      what = w[1] == "VIEW" ? "view" : "trigger";
+    } else if (w[1] == "VIRTUAL") {
+      what = "virtual table";
+    } else {
+      what = "'" + type + "' object defined by CREATE " + w[1];
+    }
+    return Error("the database holds a " + what + " '" + name +
+                 "'; a rankscope file has only tables and indexes (refused)");
+  }
+  const std::vector<TableDoc> docs = DescribeSchema(DbKind::kMerged);
+  ASSIGN_OR_RETURN(std::vector<MainTable> tables, MainTables(db));
+  for (const MainTable& t : tables) {
+    if (t.type != "table") {
+      return Error("'" + t.name + "' is a " + t.type +
+                   ", not a table; a rankscope file has only tables and indexes (refused)");
+    }
+    const TableDoc* doc = FindTableDoc(docs, t.name);
+    if (doc == nullptr) continue;  // a table of a later version: never read
+    if (t.without_rowid) return Error("table " + t.name + " is a WITHOUT ROWID table (refused)");
+    ASSIGN_OR_RETURN(std::vector<DeclaredColumn> columns, DeclaredColumns(db, t.name));
+    for (const DeclaredColumn& c : columns) {
+      if (c.hidden != 0) {
+        return Error("table " + t.name + " has a hidden or generated column '" + c.name +
+                     "' (refused)");
+      }
+      const ColumnDoc* cd = doc->Find(c.name);
+      if (cd != nullptr && c.type != cd->type) {
+        return Error("table " + t.name + ", column " + c.name + ": declared " +
+                     (c.type.empty() ? std::string("without a type") : c.type) + ", not " +
+                     cd->type + " (refused)");
+      }
+    }
+  }
+  return Ok();
+}
+
+Result<bool> AllKnownTablesStrict(Db& db) {
+  const std::vector<TableDoc> docs = DescribeSchema(DbKind::kMerged);
+  ASSIGN_OR_RETURN(std::vector<MainTable> tables, MainTables(db));
+  for (const MainTable& t : tables) {
+    if (FindTableDoc(docs, t.name) != nullptr && !t.strict) return false;
+  }
+  return true;
+}
+
+Result<void> CheckValues(Db& db, bool check_types, int64_t max_value_bytes) {
+  if (!check_types) return Ok();  // STRICT: types kept by SQLite, sizes by SQLITE_LIMIT_LENGTH
+  const std::vector<TableDoc> docs = DescribeSchema(DbKind::kMerged);
+  ASSIGN_OR_RETURN(std::vector<MainTable> tables, MainTables(db));
+  std::string problems;
+  for (const MainTable& t : tables) {
+    const TableDoc* doc = FindTableDoc(docs, t.name);
+    if (doc == nullptr || t.type != "table") continue;
+    ASSIGN_OR_RETURN(std::vector<DeclaredColumn> columns, DeclaredColumns(db, t.name));
+    // Per column: rows of a wrong type (with check_types), the longest text or blob.
+    struct Probe {
+      std::string column, type;
+      int types_at = -1, length_at = -1;
+    };
+    std::vector<Probe> probes;
+    std::string select;
+    int at = 0;
+    for (const DeclaredColumn& c : columns) {
+      const ColumnDoc* cd = doc->Find(c.name);
+      if (cd == nullptr) continue;
+      Probe p{c.name, cd->type};
+      const std::string q = QuoteName(c.name);
+      // A value unequal to itself cast to the declared type is of another type: text or a
+      // blob in INTEGER, a number or a blob in TEXT (cheaper than typeof() per value).
+      if (check_types && (cd->type == "INTEGER" || cd->type == "REAL" || cd->type == "TEXT")) {
+        select += (select.empty() ? "" : ", ") + std::string("sum(") + q + " <> CAST(" + q +
+                  " AS " + cd->type + "))";
+        p.types_at = at++;
+      }
+      if (check_types && cd->type != "INTEGER" && cd->type != "REAL") {
+        select += (select.empty() ? "" : ", ") + std::string("max(length(") + q + "))";
+        p.length_at = at++;
+      }
+      probes.push_back(std::move(p));
+    }
+    if (select.empty()) continue;
+    auto scan = db.Prepare("SELECT " + select + " FROM main." + QuoteName(t.name));
+    if (!scan.ok()) return scan.error().Wrap("table " + t.name);
+    auto row = scan->Step();
+    if (!row.ok()) return row.error().Wrap("table " + t.name);
+    for (const Probe& p : probes) {
+      const int64_t wrong = p.types_at >= 0 ? scan->Int(p.types_at) : 0;
+      if (wrong > 0) {
+        problems += (problems.empty() ? "" : "; ") + std::string("table ") + t.name +
+                    ", column " + p.column + ": " + std::to_string(wrong) + " row" +
+                    (wrong == 1 ? "" : "s") + " not of its declared type " + p.type;
+      }
+      const int64_t longest = p.length_at >= 0 ? scan->Int(p.length_at) : 0;
+      if (longest > max_value_bytes) {
+        problems += (problems.empty() ? "" : "; ") + std::string("table ") + t.name +
+                    ", column " + p.column + ": a value of " + std::to_string(longest) +
+                    " bytes, over the limit of " + std::to_string(max_value_bytes) + " bytes";
+      }
+    }
+  }
+  if (!problems.empty()) return Error(problems + " (the file is refused)");
+  return Ok();
+}
 
 Result<int> CheckSchemaVersion(Db& db) {
   auto v = db.QueryText("SELECT value FROM metadata WHERE key = 'schema_version'");

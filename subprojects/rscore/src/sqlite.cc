@@ -2,7 +2,74 @@
 
 #include <utility>
 
+#include "rscore/duration.h"
+
 namespace rs {
+namespace {
+
+int StopAtDeadline(void* arg) {
+  auto* g = static_cast<InputGuardState*>(arg);
+  if (std::chrono::steady_clock::now() < g->deadline) return 0;
+  g->hit = true;
+  return 1;
+}
+
+}  // namespace
+
+std::string SqliteErrorText(sqlite3* db, const InputGuardState* guard) {
+  const int code = sqlite3_errcode(db) & 0xff;
+  if (guard != nullptr && code == SQLITE_INTERRUPT && guard->hit) {
+    return guard->label + ": stopped: the time limit for reading this file (" +
+           guard->limit_text + ") was hit";
+  }
+  if (guard != nullptr && code == SQLITE_TOOBIG) {
+    return guard->label + ": a text or blob value over the limit of " +
+           std::to_string(guard->max_value_bytes) + " bytes (" + sqlite3_errmsg(db) + ")";
+  }
+  return std::string("SQL error: ") + sqlite3_errmsg(db);
+}
+
+Result<void> Db::GuardInput(const std::string& label, const InputLimits& limits,
+                            const std::string& what) {
+  if (!db_) return Error(label + ": no database to guard");
+  const struct {
+    int op, value;
+  } configs[] = {
+      {SQLITE_DBCONFIG_DEFENSIVE, 1},      {SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0},
+      {SQLITE_DBCONFIG_ENABLE_TRIGGER, 0}, {SQLITE_DBCONFIG_ENABLE_VIEW, 0},
+      {SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0},
+  };
+  for (const auto& c : configs) {
+    int now = -1;
+    if (sqlite3_db_config(db_, c.op, c.value, &now) != SQLITE_OK || now != c.value) {
+      return Error(label + ": cannot configure SQLite for reading an untrusted file");
+    }
+  }
+  sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, static_cast<int>(limits.max_value_bytes));
+  auto g = std::make_shared<InputGuardState>();
+  g->label = label;
+  g->max_value_bytes = limits.max_value_bytes;
+  g->limit_text = what.empty() ? FormatDuration(limits.time_limit_ns) : what;
+  g->deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(limits.time_limit_ns);
+  // Checked every 1000 virtual machine instructions (a few microseconds of work).
+  sqlite3_progress_handler(db_, 1000, StopAtDeadline, g.get());
+  guard_ = std::move(g);
+  return Ok();
+}
+
+void Db::RestartDeadline(int64_t time_limit_ns, const std::string& what) {
+  if (!guard_) return;
+  guard_->hit = false;
+  guard_->limit_text = what.empty() ? FormatDuration(time_limit_ns) : what;
+  guard_->deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(time_limit_ns);
+}
+
+Error Db::StepError(std::string_view prefix) const {
+  if (!db_) return Error(path_ + ": " + std::string(prefix) + ": no database");
+  std::string text = SqliteErrorText(db_, guard_.get());
+  if (guard_ && text.rfind(guard_->label + ": ", 0) == 0) return Error(text);
+  return Error(path_ + ": " + std::string(prefix) + ": " + sqlite3_errmsg(db_));
+}
 
 Result<Db> Db::Open(const std::string& path, Mode mode) {
   int flags = SQLITE_OPEN_NOMUTEX;
@@ -29,13 +96,15 @@ Result<Db> Db::Open(const std::string& path, Mode mode) {
   return db;
 }
 
-Db::Db(Db&& o) noexcept : db_(std::exchange(o.db_, nullptr)), path_(std::move(o.path_)) {}
+Db::Db(Db&& o) noexcept
+    : db_(std::exchange(o.db_, nullptr)), path_(std::move(o.path_)), guard_(std::move(o.guard_)) {}
 
 Db& Db::operator=(Db&& o) noexcept {
   if (this != &o) {
     if (db_) sqlite3_close_v2(db_);
     db_ = std::exchange(o.db_, nullptr);
     path_ = std::move(o.path_);
+    guard_ = std::move(o.guard_);
   }
   return *this;
 }
@@ -62,6 +131,10 @@ Result<void> Db::Exec(std::string_view sql) {
   if (sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
     std::string msg = err ? err : "unknown error";
     sqlite3_free(err);
+    if (guard_) {
+      std::string text = SqliteErrorText(db_, guard_.get());
+      if (text.rfind(guard_->label + ": ", 0) == 0) return Error(text);
+    }
     return Error(path_ + ": SQL failed: " + msg);
   }
   return Ok();
@@ -71,10 +144,10 @@ Result<Statement> Db::Prepare(std::string_view sql) {
   sqlite3_stmt* stmt = nullptr;
   if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr) !=
       SQLITE_OK) {
-    return Error(std::string("SQL error: ") + sqlite3_errmsg(db_));
+    return Error(SqliteErrorText(db_, guard_.get()));
   }
   if (!stmt) return Error("SQL error: empty statement");
-  return Statement(db_, stmt);
+  return Statement(db_, stmt, guard_);
 }
 
 Result<int64_t> Db::QueryInt(std::string_view sql) {
@@ -94,13 +167,16 @@ Result<std::optional<std::string>> Db::QueryText(std::string_view sql) {
 int64_t Db::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
 
 Statement::Statement(Statement&& o) noexcept
-    : db_(std::exchange(o.db_, nullptr)), stmt_(std::exchange(o.stmt_, nullptr)) {}
+    : db_(std::exchange(o.db_, nullptr)),
+      stmt_(std::exchange(o.stmt_, nullptr)),
+      guard_(std::move(o.guard_)) {}
 
 Statement& Statement::operator=(Statement&& o) noexcept {
   if (this != &o) {
     if (stmt_) sqlite3_finalize(stmt_);
     db_ = std::exchange(o.db_, nullptr);
     stmt_ = std::exchange(o.stmt_, nullptr);
+    guard_ = std::move(o.guard_);
   }
   return *this;
 }
@@ -138,7 +214,7 @@ Result<bool> Statement::Step() {
   int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
-  return Error(std::string("SQL error: ") + sqlite3_errmsg(db_));
+  return Error(SqliteErrorText(db_, guard_.get()));
 }
 
 Result<void> Statement::Run() {

@@ -81,7 +81,7 @@ class OpenedDb {
   const std::string& sqlite_path() const { return sqlite_path_; }
 
  private:
-  friend Result<OpenedDb> OpenRankscopeFile(const std::string&, bool);
+  friend Result<OpenedDb> OpenRankscopeFile(const std::string&, bool, const InputLimits&);
   std::unique_ptr<Db> db_;
   TempFile tmp_;
   BundleInfo info_;
@@ -90,7 +90,11 @@ class OpenedDb {
 };
 
 // Opens and validates: zstd frame integrity, SQLite integrity (quick_check when
-// `check_integrity`), format/schema version, required metadata. Errors name the file.
-Result<OpenedDb> OpenRankscopeFile(const std::string& path, bool check_integrity = true);
+// `check_integrity`), only tables and indexes in the schema (CheckSchemaObjects),
+// format/schema version, required metadata, and value types and sizes where the tables are not
+// STRICT (CheckValues). The connection is guarded
+// (Db::GuardInput with `limits`) before the first statement. Errors name the file.
+Result<OpenedDb> OpenRankscopeFile(const std::string& path, bool check_integrity = true,
+                                   const InputLimits& limits = {});
 
 }  // namespace rs

@@ -71,6 +71,25 @@ Result<bool> HasColumn(Db& db, std::string_view table, std::string_view column);
 // gpu_ops came with a later recorder (same schema version, a new table): whether `db` has it.
 Result<bool> HasGpuOps(Db& db);
 
+// Checks that `db` (a file from elsewhere, before any of its rows is read) holds only what a
+// rankscope file may: ordinary tables and their indexes; no view, trigger or virtual table,
+// whatever its name. The tables this version knows must be rowid tables without hidden or
+// generated columns, each known column declared with its type (tables and columns this version
+// does not know are allowed: a later recorder may add them).
+Result<void> CheckSchemaObjects(Db& db);
+
+// With `check_types` (tables that are not STRICT: files of earlier versions, or foreign ones),
+// scans the values of the known columns of every known table: a value whose type is not its
+// column's declared type (text or a blob in an INTEGER column, a number or a blob in a TEXT
+// one) and a text or blob value longer than `max_value_bytes` are refused; the error names the
+// table, column and number of rows. STRICT tables need no scan: SQLite keeps their types (and
+// PRAGMA quick_check verifies them), and the connection's SQLITE_LIMIT_LENGTH (Db::GuardInput)
+// refuses an oversized value when it is read.
+Result<void> CheckValues(Db& db, bool check_types, int64_t max_value_bytes);
+
+// Whether every known table of `db` is STRICT (new files; older ones declare types only).
+Result<bool> AllKnownTablesStrict(Db& db);
+
 // The full CREATE statements of the bundle schema (for docs and tests).
 std::string_view BundleSchemaSql();
 

@@ -3,6 +3,7 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -14,6 +15,24 @@
 namespace rs {
 
 class Statement;
+
+// Bounds on reading a database that came from elsewhere (a bundle, a merged db): see
+// Db::GuardInput and man/rankscope-bundle.5 (LIMITS).
+inline constexpr int64_t kMaxValueBytes = 4 << 20;  // the largest text or blob value read
+inline constexpr int64_t kInputTimeLimitNs = int64_t{15} * 60 * 1000000000;
+struct InputLimits {
+  int64_t time_limit_ns = kInputTimeLimitNs;  // for all statements on the connection together
+  int64_t max_value_bytes = kMaxValueBytes;
+};
+
+// The limits in force on a guarded connection (shared with its statements, for their errors).
+struct InputGuardState {
+  std::string label;  // the file as the user named it
+  std::string limit_text;
+  std::chrono::steady_clock::time_point deadline;
+  int64_t max_value_bytes = 0;
+  bool hit = false;  // the deadline stopped a statement
+};
 
 // Process-wide, before the first database is opened: SQLite without its internal mutexes and
 // memory statistics (~5% of the recorder's insert path). Only for a process that uses SQLite
@@ -40,6 +59,21 @@ class Db {
   // Runs a query expected to return at most one text value.
   Result<std::optional<std::string>> QueryText(std::string_view sql);
   int64_t LastInsertRowId() const;
+
+  // For a connection that reads a file from elsewhere (errors then name `label`): every
+  // statement stops with an error once `limits.time_limit_ns` has passed since this call (a
+  // progress handler), text and blob values are limited to `limits.max_value_bytes`, and
+  // SQLite's defensive mode is on, the schema untrusted (no functions with side effects from
+  // it), views and triggers of the file's schemas disabled (TEMP ones still work) and
+  // extensions not loadable. `what` names the limit in the error ("--timeout 30s").
+  Result<void> GuardInput(const std::string& label, const InputLimits& limits = {},
+                          const std::string& what = "");
+  bool guarded() const { return guard_ != nullptr; }
+  // Restarts the guard's clock (one deadline per run of work, e.g. per query); `what` as above.
+  void RestartDeadline(int64_t time_limit_ns, const std::string& what = "");
+  // The error for a failed call of this connection's: names the file and the limit when the
+  // guard stopped it.
+  Error StepError(std::string_view prefix) const;
   sqlite3* raw() const { return db_; }
   const std::string& path() const { return path_; }
   Error LastError(std::string_view what) const;
@@ -47,7 +81,11 @@ class Db {
  private:
   sqlite3* db_ = nullptr;
   std::string path_;
+  std::shared_ptr<InputGuardState> guard_;
 };
+
+// The message for a failed step of `db` (guard: its input guard, or null).
+std::string SqliteErrorText(sqlite3* db, const InputGuardState* guard);
 
 class Statement {
  public:
@@ -89,9 +127,11 @@ class Statement {
 
  private:
   friend class Db;
-  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  Statement(sqlite3* db, sqlite3_stmt* stmt, std::shared_ptr<InputGuardState> guard)
+      : db_(db), stmt_(stmt), guard_(std::move(guard)) {}
   sqlite3* db_ = nullptr;
   sqlite3_stmt* stmt_ = nullptr;
+  std::shared_ptr<InputGuardState> guard_;
 };
 
 // Wraps BEGIN/COMMIT; rolls back in the destructor unless committed.
