@@ -1,10 +1,13 @@
 #include "rscore/sqlite.h"
 
+#include "rscore/scratch_file.h"
+
 #include <utility>
 
 namespace rs {
 
 Result<Db> Db::Open(const std::string& path, Mode mode) {
+  UseFdPathsInSqlite();  // before the first connection: it may attach such a path later
   int flags = SQLITE_OPEN_NOMUTEX;
   switch (mode) {
     case Mode::kReadOnly:
