@@ -235,11 +235,11 @@ TEST_F(BadInputs, BundleWrittenBeforeTcpEventsHadCaStateAndErrMergesWithNulls) {
                                      " ALTER TABLE tcp_events DROP COLUMN err")
                   .ok());
   ASSERT_TRUE(Run(bundles).ok());
-  std::remove(dir_.File("out.rsdb").c_str());  // merged again below
   const int64_t rows_node1 = Int("SELECT COUNT(*) FROM tcp_events WHERE node = 'node1'");
   const int64_t rows_all = Int("SELECT COUNT(*) FROM tcp_events");
   ASSERT_GT(rows_node1, 0);  // the loss fault's node retransmits, and so do its neighbours
   ASSERT_GT(rows_all, rows_node1);
+  std::remove(dir_.File("out.rsdb").c_str());  // merged again below
   for (int workers : {0, 3}) {  // straight into the output, and as parts on worker threads
     SCOPED_TRACE(workers);
     MergeOptions opt;
