@@ -187,28 +187,33 @@ rm -f out/*
 "$merge" -q -o big.rsdb big/ 2>/dev/null || fail "merge big"
 listing() { ls -A out "$TMPDIR"; }
 # Starts COMMAND..., stops it once it has a temporary file open (in out/ or $TMPDIR), sends it
-# SIGNAL, lets it go on, and checks that it died of that signal and left nothing.
+# SIGNAL, lets it go on, and checks that it died of that signal and left nothing. A run that
+# ended before it could be stopped (a busy machine) is tried again, up to 5 times.
 interrupt() {  # SIGNAL COMMAND...
-  local sig=$1 before pid rc i
+  local sig=$1 before pid rc i attempt
   shift
   before=$(listing)
-  "$@" >/dev/null 2>int.err &
-  pid=$!
-  for ((i = 0; i < 20000; i++)); do
-    ls -l /proc/$pid/fd 2>/dev/null | grep -q -E -- "-> ($work/out|$TMPDIR)/" && break
-    [[ "$(listing)" != "$before" ]] && break
-    kill -0 $pid 2>/dev/null || break
-  done
-  kill -s STOP $pid 2>/dev/null  # the signal arrives while the temporary is there
-  kill -s "$sig" $pid 2>/dev/null
-  kill -s CONT $pid 2>/dev/null
-  { wait $pid; } 2>/dev/null
-  rc=$?
-  while ((rc == 128 + $(kill -l STOP))); do  # wait reported the stop: wait for the end
+  for ((attempt = 1; attempt <= 5; attempt++)); do
+    "$@" >/dev/null 2>int.err &
+    pid=$!
+    for ((i = 0; i < 20000; i++)); do
+      ls -l /proc/$pid/fd 2>/dev/null | grep -q -E -- "-> ($work/out|$TMPDIR)/" && break
+      [[ "$(listing)" != "$before" ]] && break
+      kill -0 $pid 2>/dev/null || break
+    done
+    kill -s STOP $pid 2>/dev/null  # the signal arrives while the temporary is there
+    kill -s "$sig" $pid 2>/dev/null
+    kill -s CONT $pid 2>/dev/null
     { wait $pid; } 2>/dev/null
     rc=$?
+    while ((rc == 128 + $(kill -l STOP))); do  # wait reported the stop: wait for the end
+      { wait $pid; } 2>/dev/null
+      rc=$?
+    done
+    [[ $rc == 0 ]] || break
+    rm -f out/*  # done before the signal: its output is no leftover
   done
-  [[ $rc == $((128 + $(kill -l "$sig"))) ]] || fail "SIG$sig: '$*' exits $rc (finished before the signal?) $(tail -n 1 int.err)"
+  [[ $rc == $((128 + $(kill -l "$sig"))) ]] || fail "SIG$sig: '$*' exits $rc: $(tail -n 1 int.err)"
   [[ "$(listing)" == "$before" ]] || fail "SIG$sig: '$*' left: $(diff <(echo "$before") <(listing) | grep '^>')"
   rm -rf "${TMPDIR:?}"/* "$TMPDIR"/.[!.]* out/* out/.[!.]*
 }
