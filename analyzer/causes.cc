@@ -120,149 +120,177 @@ double MedianOf(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-}  // namespace
+struct WindowComparison {
+  WindowSums mine;                                  // the straggler's windows
+  std::vector<double> late, runq, io, rt, rt_rate;  // per other rank: means per window
+  double lost = 1, cpu_ns = 0, io_ns = 0;           // its excess per window
+  double rt_expected = 0, rt_share = 0;             // windows with retransmits: expected, excess
+};
 
-std::vector<Cause> LatenessCauses(const CollectiveData& data, int32_t participant,
-                                  const SideEvents& side, Evidence& window_evidence) {
+// Its windows (only those before collectives it entered last, where there are 3) against
+// every other rank's, and the excess per window of each measured cause.
+WindowComparison CompareWindows(const CollectiveData& data, int32_t participant,
+                                const SideEvents& side) {
   WindowMeter meter(data, side);
-  const Participant& who = data.participants[participant];
-  WindowSums mine = meter.Measure(participant, /*only_last=*/true, /*by_other=*/true);
-  if (mine.windows < 3) mine = meter.Measure(participant, /*only_last=*/false, /*by_other=*/true);
-  std::vector<double> late, runq, io, rt, rt_rate;
+  WindowComparison w;
+  w.mine = meter.Measure(participant, /*only_last=*/true, /*by_other=*/true);
+  if (w.mine.windows < 3)
+    w.mine = meter.Measure(participant, /*only_last=*/false, /*by_other=*/true);
   for (size_t q = 0; q < data.participants.size(); ++q) {
     if (static_cast<int32_t>(q) == participant) continue;
     WindowSums o = meter.Measure(static_cast<int32_t>(q), false);
     if (o.windows == 0) continue;
-    late.push_back(o.Mean(o.lateness));
-    runq.push_back(o.Mean(o.runq));
-    io.push_back(o.Mean(o.io));
-    rt.push_back(o.Mean(o.with_retransmits));
+    w.late.push_back(o.Mean(o.lateness));
+    w.runq.push_back(o.Mean(o.runq));
+    w.io.push_back(o.Mean(o.io));
+    w.rt.push_back(o.Mean(o.with_retransmits));
     // Retransmits as a rate in time (Poisson): a longer window catches more of them by itself.
     if (o.span > 0) {
-      rt_rate.push_back(-std::log(1.0 - std::min(0.999, o.Mean(o.with_retransmits))) /
-                        o.Mean(o.span));
+      w.rt_rate.push_back(-std::log(1.0 - std::min(0.999, o.Mean(o.with_retransmits))) /
+                          o.Mean(o.span));
     }
   }
-  double lost = std::max(1.0, mine.Mean(mine.lateness) - MedianOf(late));
-  double cpu_ns = std::max(0.0, mine.Mean(mine.runq) - MedianOf(runq));
-  double io_ns = std::max(0.0, mine.Mean(mine.io) - MedianOf(io));
+  w.lost = std::max(1.0, w.mine.Mean(w.mine.lateness) - MedianOf(w.late));
+  w.cpu_ns = std::max(0.0, w.mine.Mean(w.mine.runq) - MedianOf(w.runq));
+  w.io_ns = std::max(0.0, w.mine.Mean(w.mine.io) - MedianOf(w.io));
   // Share of its windows expected to see a retransmit at the others' rate, given their length.
-  double rt_expected =
-      rt_rate.empty() ? MedianOf(rt) : 1.0 - std::exp(-MedianOf(rt_rate) * mine.Mean(mine.span));
-  double rt_share = std::max(0.0, mine.Mean(mine.with_retransmits) - rt_expected);
+  w.rt_expected = w.rt_rate.empty()
+                      ? MedianOf(w.rt)
+                      : 1.0 - std::exp(-MedianOf(w.rt_rate) * w.mine.Mean(w.mine.span));
+  w.rt_share = std::max(0.0, w.mine.Mean(w.mine.with_retransmits) - w.rt_expected);
+  return w;
+}
+
+// CPU contention: the run-queue wait of its process above the other ranks', and who had the CPU.
+Cause WindowCpuCause(const WindowComparison& w, const Participant& who, const SideEvents& side) {
+  Cause c;
+  c.kind = "cpu_contention";
+  c.score = std::min(1.0, w.cpu_ns / w.lost);
+  // The tasks that had the CPU, by name: total wait, number of pids, busiest pid.
+  struct Competitor {
+    int64_t ns = 0, top_pid_ns = 0, top_pid = -1;
+    int pids = 0;
+  };
+  std::map<int32_t, Competitor> by_name;
+  for (const auto& [other, ns] : w.mine.runq_by_other) {
+    Competitor& k = by_name[other.first];
+    k.ns += ns;
+    ++k.pids;
+    if (ns > k.top_pid_ns) k.top_pid_ns = ns, k.top_pid = other.second;
+  }
+  std::vector<std::pair<int32_t, Competitor>> ranked(by_name.begin(), by_name.end());
+  std::sort(ranked.begin(), ranked.end(),
+            [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
+  auto describe = [&](const std::pair<int32_t, Competitor>& k) {
+    const std::string& n = side.comms[k.first];
+    return "'" + (n.empty() ? std::string("?") : n) + "' (" +
+           (k.second.pids == 1 ? "pid " + std::to_string(k.second.top_pid)
+                               : std::to_string(k.second.pids) + " pids, busiest " +
+                                     std::to_string(k.second.top_pid)) +
+           ")";
+  };
+  c.summary = "run-queue wait of its process: " + FormatNs(static_cast<int64_t>(w.cpu_ns)) +
+              " per window above the other ranks' " +
+              FormatNs(static_cast<int64_t>(MedianOf(w.runq)));
+  for (size_t i = 0; i < ranked.size() && i < 3; ++i) {
+    c.summary +=
+        (i ? ", " : "; the CPU was taken by ") + describe(ranked[i]) + " " +
+        FormatPercent(w.mine.runq ? static_cast<double>(ranked[i].second.ns) / w.mine.runq : 0);
+  }
+  // The remedy names the busiest task that is not another copy of the training program.
+  const std::pair<int32_t, Competitor>* culprit = nullptr;
+  for (const auto& k : ranked) {
+    if (side.comms[k.first] != who.comm) {
+      culprit = &k;
+      break;
+    }
+  }
+  c.remediation = culprit == nullptr
+                      ? "find what else runs on " + who.node +
+                            "'s CPUs (top, pidstat); pin the training ranks to separate cores"
+                      : "move or renice " + describe(*culprit) + " on " + who.node +
+                            ", or pin the training ranks to cores it does not use";
+  int64_t top_pid = culprit ? culprit->second.top_pid : -1;
+  int64_t top_ns = culprit ? culprit->second.ns : 0;
+  c.values = {{"runq_excess_ns_per_window", w.cpu_ns},
+              {"runq_ns_per_window", w.mine.Mean(w.mine.runq)},
+              {"others_runq_ns_per_window", MedianOf(w.runq)},
+              {"top_competitor_pid", static_cast<double>(top_pid)},
+              {"top_competitor_ns", static_cast<double>(top_ns)}};
+  return c;
+}
+
+// Block I/O in flight on its node during its windows, above the other ranks'.
+Cause WindowIoCause(const WindowComparison& w, const Participant& who) {
+  Cause c;
+  c.kind = "io";
+  c.score = std::min(1.0, w.io_ns / w.lost);
+  c.summary = "block I/O in flight on " + who.node + ": " +
+              FormatNs(static_cast<int64_t>(w.io_ns)) + " per window above the other ranks' " +
+              FormatNs(static_cast<int64_t>(MedianOf(w.io)));
+  c.remediation = "stage the training data on " + who.node +
+                  "'s local disk or in memory, or check that disk (iostat -x, smartctl) and "
+                  "what else writes to it";
+  c.values = {{"io_excess_ns_per_window", w.io_ns},
+              {"io_ns_per_window", w.mine.Mean(w.mine.io)},
+              {"others_io_ns_per_window", MedianOf(w.io)}};
+  return c;
+}
+
+// Retransmits in its windows beyond what the others' rate predicts (a count: half weight).
+Cause WindowNetworkCause(const WindowComparison& w, const Participant& who) {
+  Cause c;
+  c.kind = "network";
+  c.score = 0.5 * std::min(1.0, w.rt_share);  // a count, not time: half weight
+  c.summary = FormatPercent(w.mine.Mean(w.mine.with_retransmits)) +
+              " of its late windows had TCP retransmits touching " + who.node + " (others " +
+              FormatPercent(MedianOf(w.rt)) + "; " + FormatPercent(w.rt_expected) +
+              " expected at their rate for windows as long as its own)";
+  c.remediation = "check the NIC, cable and switch port of " + who.node;
+  c.values = {{"windows_with_retransmits_share", w.mine.Mean(w.mine.with_retransmits)},
+              {"others_windows_with_retransmits_share", MedianOf(w.rt)},
+              {"expected_windows_with_retransmits_share", w.rt_expected}};
+  return c;
+}
+
+// Its own work: the part of the lost time CPU contention and block I/O leave unexplained
+// (halved where another cause has evidence).
+Cause WindowComputeCause(const WindowComparison& w, const Participant& who, double explained,
+                         bool evidence) {
+  Cause c;
+  c.kind = "compute";
+  c.score = (1.0 - explained) * (evidence ? 0.5 : 1.0);
+  c.summary = "its own work before entering took " + FormatNs(static_cast<int64_t>(w.lost)) +
+              " longer per window than the other ranks'; " + FormatPercent(1.0 - explained) +
+              " of that is not explained by CPU contention or block I/O";
+  c.remediation = "profile " + who.Label() +
+                  " before its collectives: uneven input sizes or work split, a slower or "
+                  "throttled CPU/GPU, or extra work (logging, checkpointing) on that rank";
+  c.values = {{"unexplained_ns_per_window", (1.0 - explained) * w.lost}};
+  return c;
+}
+
+}  // namespace
+
+std::vector<Cause> LatenessCauses(const CollectiveData& data, int32_t participant,
+                                  const SideEvents& side, Evidence& window_evidence) {
+  const Participant& who = data.participants[participant];
+  const WindowComparison w = CompareWindows(data, participant, side);
   window_evidence.kind = "windows";
-  window_evidence.summary = "measured " + std::to_string(mine.windows) +
+  window_evidence.summary = "measured " + std::to_string(w.mine.windows) +
                             " windows from its previous collective's exit "
                             "to its late entry: mean lateness " +
-                            FormatNs(static_cast<int64_t>(mine.Mean(mine.lateness))) + " (others " +
-                            FormatNs(static_cast<int64_t>(MedianOf(late))) + ")";
-  window_evidence.values = {{"windows", static_cast<double>(mine.windows)},
-                            {"excess_lateness_ns", lost}};
+                            FormatNs(static_cast<int64_t>(w.mine.Mean(w.mine.lateness))) +
+                            " (others " + FormatNs(static_cast<int64_t>(MedianOf(w.late))) + ")";
+  window_evidence.values = {{"windows", static_cast<double>(w.mine.windows)},
+                            {"excess_lateness_ns", w.lost}};
 
-  std::vector<Cause> causes;
-  const std::string where = who.Label();
-  {
-    Cause c;
-    c.kind = "cpu_contention";
-    c.score = std::min(1.0, cpu_ns / lost);
-    // The tasks that had the CPU, by name: total wait, number of pids, busiest pid.
-    struct Competitor {
-      int64_t ns = 0, top_pid_ns = 0, top_pid = -1;
-      int pids = 0;
-    };
-    std::map<int32_t, Competitor> by_name;
-    for (const auto& [other, ns] : mine.runq_by_other) {
-      Competitor& k = by_name[other.first];
-      k.ns += ns;
-      ++k.pids;
-      if (ns > k.top_pid_ns) k.top_pid_ns = ns, k.top_pid = other.second;
-    }
-    std::vector<std::pair<int32_t, Competitor>> ranked(by_name.begin(), by_name.end());
-    std::sort(ranked.begin(), ranked.end(),
-              [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
-    auto describe = [&](const std::pair<int32_t, Competitor>& k) {
-      const std::string& n = side.comms[k.first];
-      return "'" + (n.empty() ? std::string("?") : n) + "' (" +
-             (k.second.pids == 1 ? "pid " + std::to_string(k.second.top_pid)
-                                 : std::to_string(k.second.pids) + " pids, busiest " +
-                                       std::to_string(k.second.top_pid)) +
-             ")";
-    };
-    c.summary = "run-queue wait of its process: " + FormatNs(static_cast<int64_t>(cpu_ns)) +
-                " per window above the other ranks' " +
-                FormatNs(static_cast<int64_t>(MedianOf(runq)));
-    for (size_t i = 0; i < ranked.size() && i < 3; ++i) {
-      c.summary +=
-          (i ? ", " : "; the CPU was taken by ") + describe(ranked[i]) + " " +
-          FormatPercent(mine.runq ? static_cast<double>(ranked[i].second.ns) / mine.runq : 0);
-    }
-    // The remedy names the busiest task that is not another copy of the training program.
-    const std::pair<int32_t, Competitor>* culprit = nullptr;
-    for (const auto& k : ranked) {
-      if (side.comms[k.first] != who.comm) {
-        culprit = &k;
-        break;
-      }
-    }
-    c.remediation = culprit == nullptr
-                        ? "find what else runs on " + who.node +
-                              "'s CPUs (top, pidstat); pin the training ranks to separate cores"
-                        : "move or renice " + describe(*culprit) + " on " + who.node +
-                              ", or pin the training ranks to cores it does not use";
-    int64_t top_pid = culprit ? culprit->second.top_pid : -1;
-    int64_t top_ns = culprit ? culprit->second.ns : 0;
-    c.values = {{"runq_excess_ns_per_window", cpu_ns},
-                {"runq_ns_per_window", mine.Mean(mine.runq)},
-                {"others_runq_ns_per_window", MedianOf(runq)},
-                {"top_competitor_pid", static_cast<double>(top_pid)},
-                {"top_competitor_ns", static_cast<double>(top_ns)}};
-    causes.push_back(std::move(c));
-  }
-  {
-    Cause c;
-    c.kind = "io";
-    c.score = std::min(1.0, io_ns / lost);
-    c.summary = "block I/O in flight on " + who.node + ": " +
-                FormatNs(static_cast<int64_t>(io_ns)) + " per window above the other ranks' " +
-                FormatNs(static_cast<int64_t>(MedianOf(io)));
-    c.remediation = "stage the training data on " + who.node +
-                    "'s local disk or in memory, or check that disk (iostat -x, smartctl) and "
-                    "what else writes to it";
-    c.values = {{"io_excess_ns_per_window", io_ns},
-                {"io_ns_per_window", mine.Mean(mine.io)},
-                {"others_io_ns_per_window", MedianOf(io)}};
-    causes.push_back(std::move(c));
-  }
-  {
-    Cause c;
-    c.kind = "network";
-    c.score = 0.5 * std::min(1.0, rt_share);  // a count, not time: half weight
-    c.summary = FormatPercent(mine.Mean(mine.with_retransmits)) +
-                " of its late windows had TCP retransmits touching " + who.node + " (others " +
-                FormatPercent(MedianOf(rt)) + "; " + FormatPercent(rt_expected) +
-                " expected at their rate for windows as long as its own)";
-    c.remediation = "check the NIC, cable and switch port of " + who.node;
-    c.values = {{"windows_with_retransmits_share", mine.Mean(mine.with_retransmits)},
-                {"others_windows_with_retransmits_share", MedianOf(rt)},
-                {"expected_windows_with_retransmits_share", rt_expected}};
-    causes.push_back(std::move(c));
-  }
+  std::vector<Cause> causes = {WindowCpuCause(w, who, side), WindowIoCause(w, who),
+                               WindowNetworkCause(w, who)};
   double explained = std::min(1.0, causes[0].score + causes[1].score);
   bool evidence = causes[0].score >= kEvidenceShare || causes[1].score >= kEvidenceShare ||
                   causes[2].score >= kEvidenceShare;
-  {
-    Cause c;
-    c.kind = "compute";
-    c.score = (1.0 - explained) * (evidence ? 0.5 : 1.0);
-    c.summary = "its own work before entering took " + FormatNs(static_cast<int64_t>(lost)) +
-                " longer per window than the other ranks'; " + FormatPercent(1.0 - explained) +
-                " of that is not explained by CPU contention or block I/O";
-    c.remediation = "profile " + where +
-                    " before its collectives: uneven input sizes or work split, a slower or "
-                    "throttled CPU/GPU, or extra work (logging, checkpointing) on that rank";
-    c.values = {{"unexplained_ns_per_window", (1.0 - explained) * lost}};
-    causes.push_back(std::move(c));
-  }
+  causes.push_back(WindowComputeCause(w, who, explained, evidence));
   std::stable_sort(causes.begin(), causes.end(),
                    [](const Cause& a, const Cause& b) { return a.score > b.score; });
   // Causes without evidence are dropped; if nothing remains the cause is unknown.

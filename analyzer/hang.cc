@@ -169,13 +169,17 @@ std::string JoinLabels(const std::vector<std::string>& labels) {
   return who.empty() ? "no single rank" : who;
 }
 
-}  // namespace
-
-HangReport AnalyzeHang(const CollectiveData& data,
-                       const std::vector<std::vector<CudaWait>>& cuda_in_flight, int64_t end_ns) {
-  HangReport out;
+// Every communicator's collectives in order, with what they tell about its members, its
+// pace and its first collective still pending; mismatched calls go to `out`.
+struct CommScan {
   std::map<uint64_t, CommView> comms;
   std::map<uint64_t, std::vector<const Collective*>> groups;
+};
+
+CommScan ScanCommunicators(const CollectiveData& data, HangReport& out) {
+  CommScan scan;
+  auto& comms = scan.comms;
+  auto& groups = scan.groups;
   for (const Collective& g : data.collectives) {
     CommView& v = comms[g.comm];
     std::vector<const Collective*>& mine = groups[g.comm];
@@ -200,54 +204,70 @@ HangReport AnalyzeHang(const CollectiveData& data,
     if (pending && !v.pending) v.pending = &g;
     if (g.matched()) FindMismatches(data, g, out);
   }
-  // Pick the communicator whose stuck collective lags (ranks missing or behind), then the one
-  // stuck longest.
+  return scan;
+}
+
+// The communicator whose stuck collective lags (ranks missing or behind), else the one stuck
+// longest; no collective (g == nullptr) where none is stuck.
+Candidate PickStuck(const CollectiveData& data,
+                    const std::vector<std::vector<CudaWait>>& cuda_in_flight, CommScan& scan,
+                    int64_t end_ns) {
   Candidate best;
-  for (auto& [comm, v] : comms) {
-    Candidate c = StuckIn(data, cuda_in_flight, v, groups[comm], end_ns);
+  for (auto& [comm, v] : scan.comms) {
+    Candidate c = StuckIn(data, cuda_in_flight, v, scan.groups[comm], end_ns);
     if (!c.g) continue;
     if (!best.g || (c.lagging && !best.lagging) ||
         (c.lagging == best.lagging && c.stuck_for > best.stuck_for)) {
       best = c;
     }
   }
-  if (!best.g) {
-    out.summary = "no hang: no collective was stuck at the end of the recording";
-    for (auto& [comm, v] : comms) {
-      if (v.pending) {
-        out.summary =
-            "no hang: collectives still in flight at the end of the recording had "
-            "run too briefly to call them stuck";
-      }
-    }
-    return out;
-  }
-  const Collective& g = *best.g;
-  const CommView& view = *best.view;
-  out.detected = true;
-  out.comm_id_hash = g.comm;
-  out.seq = g.seq;
-  out.op = data.calls[g.begin].op;
-  out.stuck_for_ns = best.stuck_for;
-  // Every member's state there.
+  return best;
+}
+
+// Each member's state in the stuck collective and its rank in the communicator.
+struct StuckStates {
   std::map<int32_t, CallState> state;
   std::map<int32_t, std::optional<int64_t>> comm_rank;
   bool device = false, host_pending = false;
+  int Level(int32_t p) const {
+    auto it = state.find(p);
+    return it == state.end() ? kNotEnqueued : it->second.level;
+  }
+};
+
+StuckStates StatesAt(const CollectiveData& data, const Collective& g) {
+  StuckStates st;
+  auto& state = st.state;
+  auto& comm_rank = st.comm_rank;
   for (size_t k = g.begin; k < g.end; ++k) {
     const NcclCall& c = data.calls[k];
     CallState s = StateOf(c);
     state[c.participant] = s;
-    device |= c.device.has_value();
-    host_pending |= s.pending;
+    st.device |= c.device.has_value();
+    st.host_pending |= s.pending;
   }
   for (const NcclCall& c : data.calls) {
     if (c.comm == g.comm && c.rank && !comm_rank[c.participant]) comm_rank[c.participant] = c.rank;
   }
-  out.basis = device ? "device" : host_pending ? "host_call" : "host_enqueue";
-  out.confidence = out.basis == "host_enqueue" ? "medium" : "high";
+  return st;
+}
+
+// The culprits: the members at the lowest state, the ranks no recording saw, or (every rank
+// alike) whoever called something else at that sequence. Their nodes, and the waiting ranks.
+struct Culprits {
   int low = kCompleted, high = kNotEnqueued;
+  bool by_mismatch = false;
+};
+
+Culprits NameCulprits(const CollectiveData& data, const Collective& g, const CommView& view,
+                      StuckStates& st, HangReport& out) {
+  Culprits found;
+  int& low = found.low;
+  int& high = found.high;
+  auto& state = st.state;
+  auto& comm_rank = st.comm_rank;
   for (int32_t p : view.members) {
-    int level = state.count(p) ? state[p].level : kNotEnqueued;
+    int level = st.Level(p);
     low = std::min(low, level);
     high = std::max(high, level);
   }
@@ -261,7 +281,7 @@ HangReport AnalyzeHang(const CollectiveData& data,
   std::set<std::string> nodes;
   if (low < high) {
     for (int32_t p : view.members) {
-      int level = state.count(p) ? state[p].level : kNotEnqueued;
+      int level = st.Level(p);
       std::optional<int64_t> rank = comm_rank[p];
       if (level == low) {
         const Participant& who = data.participants[p];
@@ -284,7 +304,6 @@ HangReport AnalyzeHang(const CollectiveData& data,
     out.culprit_ranks.push_back(r);
     out.culprit_labels.push_back("rank " + std::to_string(r) + " (no recording saw it)");
   }
-  bool by_mismatch = false;
   if (out.culprit_labels.empty()) {
     // Every rank alike: the culprit is whoever called something else at that sequence.
     for (const Mismatch& m : out.mismatches) {
@@ -301,13 +320,20 @@ HangReport AnalyzeHang(const CollectiveData& data,
           out.culprit_labels.end()) {
         nodes.insert(data.participants[c.participant].node);
         if (c.rank) out.culprit_ranks.push_back(*c.rank);
-        by_mismatch = true;
+        found.by_mismatch = true;
       }
     }
   }
   out.culprit_nodes.assign(nodes.begin(), nodes.end());
   std::sort(out.waiting_ranks.begin(), out.waiting_ranks.end());
-  // Progress of every member of the stuck communicator.
+  return found;
+}
+
+// Progress of every member of the stuck communicator, by node, rank and pid.
+std::vector<RankProgress> MemberProgress(const CollectiveData& data, const Collective& g,
+                                         const CommView& view, const StuckStates& st) {
+  std::vector<RankProgress> progress;
+  const auto& state = st.state;
   for (int32_t p : view.members) {
     RankProgress r;
     const Participant& who = data.participants[p];
@@ -334,13 +360,19 @@ HangReport AnalyzeHang(const CollectiveData& data,
     auto it = state.find(p);
     r.state = kLevelNames[it == state.end() ? kNotEnqueued : it->second.level];
     r.state_basis = it == state.end() ? "none" : it->second.basis;
-    out.progress.push_back(std::move(r));
+    progress.push_back(std::move(r));
   }
-  std::sort(out.progress.begin(), out.progress.end(),
-            [](const RankProgress& a, const RankProgress& b) {
-              return std::make_tuple(a.node, a.rank.value_or(-1), a.pid) <
-                     std::make_tuple(b.node, b.rank.value_or(-1), b.pid);
-            });
+  std::sort(progress.begin(), progress.end(), [](const RankProgress& a, const RankProgress& b) {
+    return std::make_tuple(a.node, a.rank.value_or(-1), a.pid) <
+           std::make_tuple(b.node, b.rank.value_or(-1), b.pid);
+  });
+  return progress;
+}
+
+// The one-line description: who waits where, and what the culprits did not do.
+std::string HangSummary(const CollectiveData& data, const Collective& g, const HangReport& out,
+                        const Culprits& k) {
+  const int low = k.low, high = k.high;
   std::string what = std::to_string(out.waiting_ranks.size()) + " rank(s) stuck in " + out.op +
                      " seq " + std::to_string(out.seq) + " of communicator " +
                      rs::HashHex(out.comm_id_hash) + " for " + FormatNs(out.stuck_for_ns);
@@ -354,7 +386,7 @@ HangReport AnalyzeHang(const CollectiveData& data,
     what += " (they enqueued it and wait in blocking CUDA calls)";
   }
   std::string verb;
-  if (by_mismatch) {
+  if (k.by_mismatch) {
     verb = "mismatched call by: ";
   } else if (low == kEnqueued) {
     verb = "enqueued, but its device never started it: ";
@@ -366,8 +398,42 @@ HangReport AnalyzeHang(const CollectiveData& data,
     for (size_t k = g.begin; k < g.end; ++k) enqueues |= data.calls[k].enqueue;
     verb = enqueues ? "never enqueued: " : "never entered: ";
   }
-  out.summary = what + "; " + verb + JoinLabels(out.culprit_labels);
-  if (out.basis == "host_enqueue") out.summary += "; device-side state was not seen";
+  std::string summary = what + "; " + verb + JoinLabels(out.culprit_labels);
+  if (out.basis == "host_enqueue") summary += "; device-side state was not seen";
+  return summary;
+}
+
+}  // namespace
+
+HangReport AnalyzeHang(const CollectiveData& data,
+                       const std::vector<std::vector<CudaWait>>& cuda_in_flight, int64_t end_ns) {
+  HangReport out;
+  CommScan scan = ScanCommunicators(data, out);
+  Candidate best = PickStuck(data, cuda_in_flight, scan, end_ns);
+  if (!best.g) {
+    out.summary = "no hang: no collective was stuck at the end of the recording";
+    for (auto& [comm, v] : scan.comms) {
+      if (v.pending) {
+        out.summary =
+            "no hang: collectives still in flight at the end of the recording had "
+            "run too briefly to call them stuck";
+      }
+    }
+    return out;
+  }
+  const Collective& g = *best.g;
+  const CommView& view = *best.view;
+  out.detected = true;
+  out.comm_id_hash = g.comm;
+  out.seq = g.seq;
+  out.op = data.calls[g.begin].op;
+  out.stuck_for_ns = best.stuck_for;
+  StuckStates st = StatesAt(data, g);
+  out.basis = st.device ? "device" : st.host_pending ? "host_call" : "host_enqueue";
+  out.confidence = out.basis == "host_enqueue" ? "medium" : "high";
+  Culprits k = NameCulprits(data, g, view, st, out);
+  out.progress = MemberProgress(data, g, view, st);
+  out.summary = HangSummary(data, g, out, k);
   return out;
 }
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "json_writer.h"
+#include "rscore/json.h"
 #include "rscore/schema.h"
 
 namespace analyzer {
@@ -133,9 +133,9 @@ std::string JsonCell(sqlite3_stmt* st, int col) {
     case SQLITE_INTEGER:
       return std::to_string(sqlite3_column_int64(st, col));
     case SQLITE_FLOAT:
-      return JsonWriter::Number(sqlite3_column_double(st, col));
+      return rs::JsonWriter::Number(sqlite3_column_double(st, col));
     default:
-      return JsonWriter::Quote(CellText(st, col));
+      return rs::JsonWriter::Quote(CellText(st, col));
   }
 }
 
@@ -448,7 +448,7 @@ rs::Result<QueryStats> RunQuery(rs::Db& db, const std::string& sql, const QueryO
       case OutputFormat::kJson:
         out << (stats.rows > 1 ? ",\n " : "\n ") << "{";
         for (int c = 0; c < ncol; ++c) {
-          out << (c ? ", " : "") << JsonWriter::Quote(names[c]) << ": " << JsonCell(raw, c);
+          out << (c ? ", " : "") << rs::JsonWriter::Quote(names[c]) << ": " << JsonCell(raw, c);
         }
         out << "}";
         break;

@@ -160,7 +160,8 @@ rs::Result<void> AddWarnings(rs::Db& db, bool merged, Report& r) {
   for (const NodeClock& c : r.clock) {
     if (c.method != "wall_clock") continue;
     unaligned.insert(c.node);
-    r.warnings.push_back("node " + c.node + ": clock aligned by its wall clock only (no "
+    r.warnings.push_back("node " + c.node +
+                         ": clock aligned by its wall clock only (no "
                          "rendezvous with the other nodes), error up to +-" +
                          rs::FormatDuration(c.error_bound_ns) +
                          ": comparing its times with other nodes' can mislead");
@@ -194,8 +195,9 @@ rs::Result<void> AddWarnings(rs::Db& db, bool merged, Report& r) {
       continue;
     }
     lower(s);
-    s.summary += " (its clock is aligned by wall clock only: this comparison can be off by up "
-                 "to its error bound)";
+    s.summary +=
+        " (its clock is aligned by wall clock only: this comparison can be off by up "
+        "to its error bound)";
   }
   return rs::Ok();
 }
@@ -257,17 +259,13 @@ std::string Verdict(const Report& r, const std::vector<ArrivalStats>& stats) {
   return v;
 }
 
-}  // namespace
-
-rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
-  rs::Db& db = opened.db();
-  Report r;
+// The recording's span and what it is, from the file's metadata.
+void ReadSpan(const rs::OpenedDb& opened, Report& r) {
   r.input = opened.source_path();
   r.db_kind = opened.info().db_kind;
   r.start_ns = opened.info().start_ns;
   r.end_ns = opened.info().end_ns;
-  bool merged = r.db_kind == "merged";
-  // A merged db keeps its span in metadata (not required, so not in BundleInfo).
+  // Not required in a merged db's metadata, so not in BundleInfo.
   for (const char* key : {"start_ns", "end_ns"}) {
     auto it = opened.info().metadata.find(key);
     if (it == opened.info().metadata.end()) continue;
@@ -275,7 +273,10 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
     if (std::string(key) == "start_ns" && r.start_ns == 0) r.start_ns = v;
     if (std::string(key) == "end_ns" && r.end_ns == 0) r.end_ns = v;
   }
-  ASSIGN_OR_RETURN(r.clock, LoadClocks(db, merged, r.notes));
+}
+
+// The collectives, the span they widen, the calls' semantics and the arrivals they imply.
+rs::Result<CollectiveData> LoadTiming(rs::Db& db, Report& r, CallSemantics& sem) {
   ASSIGN_OR_RETURN(CollectiveData data, LoadCollectives(db));
   r.nccl_calls = static_cast<int64_t>(data.calls.size());
   r.collectives = data.matched;
@@ -286,7 +287,7 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
     }
     if (r.start_ns == 0 || c.ts < r.start_ns) r.start_ns = c.ts;
   }
-  ASSIGN_OR_RETURN(CallSemantics sem, DetectCallSemantics(db, data, r.clock));
+  ASSIGN_OR_RETURN(sem, DetectCallSemantics(db, data, r.clock));
   MarkEnqueues(data, sem);
   if (sem.kind == "blocking" && data.device_collectives > 0) {
     SetArrivals(data, /*device=*/false);
@@ -297,6 +298,11 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   }
   ExcludeEnqueueEntries(data);
   AddTimingNotes(data, sem, r);
+  return data;
+}
+
+// Nodes and ranks, and notes on what the collectives alone can tell.
+void TakeInventory(const CollectiveData& data, Report& r) {
   std::set<std::string> nodes;
   for (const NodeClock& c : r.clock) nodes.insert(c.node);
   for (const Participant& p : data.participants) nodes.insert(p.node);
@@ -330,9 +336,10 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
                       "): lateness compares its ranks with each other; merge all nodes' "
                       "bundles to compare nodes");
   }
-  RETURN_IF_ERROR(AddSourceNotes(db, r.notes));
-  if (merged) RETURN_IF_ERROR(AddMergeNotes(db, r.notes));
-  ASSIGN_OR_RETURN(SideEvents side, LoadSideEvents(db, data.participants));
+}
+
+// Notes on how the retransmits were counted.
+void AddRetransmitNotes(const SideEvents& side, Report& r) {
   if (side.retransmits_duplicate > 0) {
     r.notes.push_back(std::to_string(side.retransmits_duplicate) +
                       " retransmit rows were recorded by more than one node (recorders sharing "
@@ -349,14 +356,10 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
                       " retransmits go to addresses of no recorded node (attributed to the "
                       "sender only)");
   }
+}
 
-  std::vector<ArrivalStats> stats = ParticipantStats(data);
-  r.per_rank = stats;
-  std::sort(r.per_rank.begin(), r.per_rank.end(), [](const ArrivalStats& a, const ArrivalStats& b) {
-    return std::make_tuple(a.node, a.rank.value_or(-1), a.pid.value_or(0)) <
-           std::make_tuple(b.node, b.rank.value_or(-1), b.pid.value_or(0));
-  });
-  r.per_node = NodeStats(data);
+// The hang analysis; its culprits head the findings.
+rs::Result<void> AddHang(rs::Db& db, const CollectiveData& data, Report& r) {
   ASSIGN_OR_RETURN(auto cuda_in_flight, LoadCudaInFlight(db, data));
   r.hang = AnalyzeHang(data, cuda_in_flight, r.end_ns);
   if (r.hang.detected) {
@@ -371,10 +374,17 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
           "CUDA calls; confidence medium");
     }
   }
-  std::vector<Straggler> ranked;
+  return rs::Ok();
+}
+
+// The rank or node whose arrivals stand out: on arrival times where the clocks can order
+// them, else on the device waits (each read on one device clock). *on_waits: found on the
+// waits, whose statistics are then its lateness statistics.
+LatenessCandidate FindLateness(const CollectiveData& data, const std::vector<ArrivalStats>& stats,
+                               const std::vector<ArrivalStats>& wait_stats, const Report& r,
+                               bool* on_waits) {
+  *on_waits = false;
   LatenessCandidate lc = FindLatenessStraggler(data, stats, r.per_node, r.clock);
-  std::vector<ArrivalStats> wait_stats;
-  const std::vector<ArrivalStats>* lateness_stats = &stats;
   if (!lc.determined && lc.participant >= 0 && data.device_collectives > 0) {
     // Device starts single it out but cannot order it within their bounds: the device waits,
     // read on each device's own clock, may.
@@ -388,7 +398,6 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   if (!lc.determined && data.device_collectives > 0) {
     // Nobody stands out on device starts, or the waits deny the one who does (a node aligned
     // off inside its bound looks late there): look for the straggler on the waits themselves.
-    wait_stats = AsWaitStats(stats);
     LatenessCandidate wc = FindLatenessStraggler(data, wait_stats, AsWaitStats(r.per_node), {},
                                                  /*clock_free=*/true);
     if (wc.participant >= 0) {
@@ -399,13 +408,38 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
       RateCandidate(wc);
       if (wc.determined) {
         lc = wc;
-        lateness_stats = &wait_stats;
+        *on_waits = true;
       }
     }
   }
-  if (lc.participant >= 0) {
-    ranked.push_back(LatenessStraggler(data, *lateness_stats, lc, side, sem));
+  return lc;
+}
+
+// Beside a confident verdict, a low-confidence network finding about another node is a hint
+// (a few slower collectives with retransmits), not a second verdict.
+void DemoteNetworkHints(std::vector<Straggler>& ranked, std::vector<Straggler>& observed) {
+  auto confident = [](const Straggler& x) {
+    return x.confidence == "high" || x.confidence == "medium";
+  };
+  if (std::any_of(ranked.begin(), ranked.end(), confident)) {
+    std::vector<Straggler> kept;
+    for (Straggler& x : ranked) {
+      const bool hint = x.cause == "network" && !confident(x) &&
+                        std::none_of(ranked.begin(), ranked.end(), [&](const Straggler& y) {
+                          return confident(y) && y.node == x.node;
+                        });
+      (hint ? observed : kept).push_back(std::move(x));
+    }
+    ranked = std::move(kept);
   }
+}
+
+// The resource findings (retransmits, block latency, run-queue share) beside the lateness
+// finding in `ranked`: a verdict where its node is also later than the others (then in
+// `ranked`), else an observation (returned).
+std::vector<Straggler> PlaceResourceFindings(const CollectiveData& data, const SideEvents& side,
+                                             const LatenessCandidate& lc, Report& r,
+                                             std::vector<Straggler>& ranked) {
   NetworkCandidate nc = AttributeRetransmits(side, data);
   // Node-level lateness behind the resource stragglers: on device recordings the clock-free
   // device waits (alignment and conversion bounds there are often wider than the lateness).
@@ -503,8 +537,8 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
     const bool weak =
         (network_only->confidence == "low" || network_only->confidence == "undetermined") &&
         lc.participant >= 0;
-    const bool resource = network_only->cause != "network" &&
-                          NodeLatenessExcess(node_view, network_only->node) > 0;
+    const bool resource =
+        network_only->cause != "network" && NodeLatenessExcess(node_view, network_only->node) > 0;
     // With no other verdict, a confident finding stays one: its summary says whether its
     // collectives were slower.
     const bool alone = ranked.empty() && r.stragglers.empty() &&
@@ -529,24 +563,42 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
     place(CpuStraggler(starved, starved_share, node_view, view_basis),
           NodeLatenessExcess(node_view, starved) > 0);
   }
-  // Beside a confident verdict, a low-confidence network finding about another node is a
-  // hint (a few slower collectives with retransmits), not a second verdict.
-  {
-    auto confident = [](const Straggler& x) {
-      return x.confidence == "high" || x.confidence == "medium";
-    };
-    if (std::any_of(ranked.begin(), ranked.end(), confident)) {
-      std::vector<Straggler> kept;
-      for (Straggler& x : ranked) {
-        const bool hint = x.cause == "network" && !confident(x) &&
-                          std::none_of(ranked.begin(), ranked.end(), [&](const Straggler& y) {
-                            return confident(y) && y.node == x.node;
-                          });
-        (hint ? observed : kept).push_back(std::move(x));
-      }
-      ranked = std::move(kept);
-    }
+  DemoteNetworkHints(ranked, observed);
+  return observed;
+}
+
+}  // namespace
+
+rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
+  rs::Db& db = opened.db();
+  Report r;
+  ReadSpan(opened, r);
+  const bool merged = r.db_kind == "merged";
+  ASSIGN_OR_RETURN(r.clock, LoadClocks(db, merged, r.notes));
+  CallSemantics sem;
+  ASSIGN_OR_RETURN(CollectiveData data, LoadTiming(db, r, sem));
+  TakeInventory(data, r);
+  RETURN_IF_ERROR(AddSourceNotes(db, r.notes));
+  if (merged) RETURN_IF_ERROR(AddMergeNotes(db, r.notes));
+  ASSIGN_OR_RETURN(SideEvents side, LoadSideEvents(db, data.participants));
+  AddRetransmitNotes(side, r);
+  std::vector<ArrivalStats> stats = ParticipantStats(data);
+  r.per_rank = stats;
+  std::sort(r.per_rank.begin(), r.per_rank.end(), [](const ArrivalStats& a, const ArrivalStats& b) {
+    return std::make_tuple(a.node, a.rank.value_or(-1), a.pid.value_or(0)) <
+           std::make_tuple(b.node, b.rank.value_or(-1), b.pid.value_or(0));
+  });
+  r.per_node = NodeStats(data);
+  RETURN_IF_ERROR(AddHang(db, data, r));
+  const std::vector<ArrivalStats> wait_stats =
+      data.device_collectives > 0 ? AsWaitStats(stats) : std::vector<ArrivalStats>{};
+  bool on_waits = false;
+  LatenessCandidate lc = FindLateness(data, stats, wait_stats, r, &on_waits);
+  std::vector<Straggler> ranked;
+  if (lc.participant >= 0) {
+    ranked.push_back(LatenessStraggler(data, on_waits ? wait_stats : stats, lc, side, sem));
   }
+  std::vector<Straggler> observed = PlaceResourceFindings(data, side, lc, r, ranked);
   for (std::vector<Straggler>* findings : {&ranked, &observed}) {
     std::stable_sort(findings->begin(), findings->end(),
                      [](const Straggler& a, const Straggler& b) {
@@ -559,14 +611,15 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   r.observations = std::move(observed);
   RETURN_IF_ERROR(AddWarnings(db, merged, r));
   // Nodes in natural order (node2 before node10) everywhere they are listed.
-  auto natural = [](const std::string& a, const std::string& b) { return rs::cli::NaturalLess(a, b); };
+  auto natural = [](const std::string& a, const std::string& b) {
+    return rs::cli::NaturalLess(a, b);
+  };
   std::stable_sort(r.nodes.begin(), r.nodes.end(), natural);
   std::stable_sort(r.clock.begin(), r.clock.end(),
                    [&](const NodeClock& a, const NodeClock& b) { return natural(a.node, b.node); });
-  std::stable_sort(r.per_node.begin(), r.per_node.end(), [&](const ArrivalStats& a,
-                                                             const ArrivalStats& b) {
-    return natural(a.node, b.node);
-  });
+  std::stable_sort(
+      r.per_node.begin(), r.per_node.end(),
+      [&](const ArrivalStats& a, const ArrivalStats& b) { return natural(a.node, b.node); });
   r.plots = BuildPlots(data, side, r.start_ns, std::max(r.end_ns, r.start_ns + 1));
   r.verdict = Verdict(r, stats);
   return r;

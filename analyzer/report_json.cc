@@ -1,4 +1,4 @@
-#include "json_writer.h"
+#include "rscore/json.h"
 #include "report_format.h"
 #include "report_render.h"
 #include "rscore/comm_hash.h"
@@ -7,13 +7,13 @@
 namespace analyzer {
 namespace {
 
-void Values(JsonWriter& w, const std::vector<Value>& values) {
+void Values(rs::JsonWriter& w, const std::vector<Value>& values) {
   w.Key("values").BeginObject();
   for (const auto& [k, v] : values) w.Key(k).Double(v);
   w.EndObject();
 }
 
-void OptInt(JsonWriter& w, const std::optional<int64_t>& v) {
+void OptInt(rs::JsonWriter& w, const std::optional<int64_t>& v) {
   if (v) {
     w.Int(*v);
   } else {
@@ -21,7 +21,7 @@ void OptInt(JsonWriter& w, const std::optional<int64_t>& v) {
   }
 }
 
-void Stats(JsonWriter& w, const std::vector<ArrivalStats>& stats, bool with_rank) {
+void Stats(rs::JsonWriter& w, const std::vector<ArrivalStats>& stats, bool with_rank) {
   w.BeginArray();
   for (const ArrivalStats& s : stats) {
     w.BeginObject().Key("node").String(s.node);
@@ -56,7 +56,7 @@ void Stats(JsonWriter& w, const std::vector<ArrivalStats>& stats, bool with_rank
 }
 
 // Verdicts and observations alike.
-void Findings(JsonWriter& w, const std::vector<Straggler>& findings) {
+void Findings(rs::JsonWriter& w, const std::vector<Straggler>& findings) {
   w.BeginArray();
   for (const Straggler& s : findings) {
     w.BeginObject().Key("node").String(s.node).Key("rank");
@@ -97,7 +97,7 @@ void Findings(JsonWriter& w, const std::vector<Straggler>& findings) {
   w.EndArray();
 }
 
-void Hang(JsonWriter& w, const HangReport& h) {
+void Hang(rs::JsonWriter& w, const HangReport& h) {
   w.BeginObject().Key("detected").Bool(h.detected);
   w.Key("comm_id_hash");
   // As stored in the database (signed 64-bit), so `WHERE comm_id_hash = ...` matches.
@@ -169,7 +169,7 @@ void Hang(JsonWriter& w, const HangReport& h) {
 }  // namespace
 
 std::string RenderJson(const Report& r) {
-  JsonWriter w;
+  rs::JsonWriter w;
   w.BeginObject();
   w.Key("report_version").Int(1);
   w.Key("input").String(r.input).Key("db_kind").String(r.db_kind);

@@ -1,4 +1,5 @@
 #include <sstream>
+#include <string_view>
 
 #include "report_format.h"
 #include "report_render.h"
@@ -7,17 +8,23 @@
 namespace analyzer {
 namespace {
 
-// Table cells must not break the row.
-std::string Cell(std::string s) {
+// Text from the recording (node and process names, SQL values) and from the analysis, as
+// Markdown that shows it literally: no HTML (a node named <script>), no links, code spans or
+// strong emphasis, no table row broken by '|' or a newline, no heading or list made by a
+// leading character. The escapes are CommonMark's backslash escapes; '_' stays as it is
+// (cpu_contention reads better raw, and inside words it emphasizes nothing).
+std::string Md(std::string_view s) {
   std::string o;
-  for (char c : s) {
-    if (c == '|') {
-      o += "\\|";
-    } else if (c == '\n') {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '\n' || c == '\r') {
       o += ' ';
-    } else {
-      o += c;
+      continue;
     }
+    const bool inline_special = std::string_view("\\`*[]<>|~").find(c) != std::string_view::npos;
+    const bool line_start = i == 0 && std::string_view("#+-=>").find(c) != std::string_view::npos;
+    if (inline_special || line_start) o += '\\';
+    o += c;
   }
   return o;
 }
@@ -26,30 +33,32 @@ std::string Cell(std::string s) {
 
 std::string RenderMarkdown(const Report& r) {
   std::ostringstream o;
-  o << "# rankscope report\n\n**" << Cell(r.verdict) << "**\n\n";
-  for (const std::string& w : r.warnings) o << "> **Warning:** " << Cell(w) << "\n>\n";
+  o << "# rankscope report\n\n**" << Md(r.verdict) << "**\n\n";
+  for (const std::string& w : r.warnings) o << "> **Warning:** " << Md(w) << "\n>\n";
   if (!r.warnings.empty()) o << "\n";
-  o << "Input `" << r.input << "` (" << r.db_kind << "): " << r.nodes.size() << " node(s), "
-    << r.ranks << " rank(s), " << r.collectives << " matched collectives; " << RecordingSpan(r)
+  o << "Input " << Md(r.input) << " (" << Md(r.db_kind) << "): " << r.nodes.size() << " node(s), "
+    << r.ranks << " rank(s), " << r.collectives << " matched collectives; " << Md(RecordingSpan(r))
     << ".\n\n";
   auto finding = [&](const Straggler& s) {
-    o << "### " << StragglerLabel(s) << " — " << s.cause << " ("
-      << (s.shape.empty() ? "" : Spoken(s.shape) + ", ") << "confidence " << s.confidence << ")\n\n"
-      << s.summary << "\n\n";
-    if (std::string who = StragglerWho(s); !who.empty()) o << "Who: " << who << ".\n\n";
+    o << "### " << Md(StragglerLabel(s)) << " — " << Md(s.cause) << " ("
+      << Md(s.shape.empty() ? "" : Spoken(s.shape) + ", ") << "confidence " << Md(s.confidence)
+      << ")\n\n"
+      << Md(s.summary) << "\n\n";
+    if (std::string who = StragglerWho(s); !who.empty()) o << "Who: " << Md(who) << ".\n\n";
     if (!s.competitors.empty()) {
-      o << "Competing for its CPUs: " << Cell(CompetitorsLine(s)) << ".\n\n";
+      o << "Competing for its CPUs: " << Md(CompetitorsLine(s)) << ".\n\n";
     }
     o << "| # | cause | score | numbers | remediation |\n|---|---|---|---|---|\n";
     size_t i = 0;
     for (const Cause& c : s.causes) {
-      o << "| " << ++i << " | " << c.kind << " | " << FormatPercent(c.score) << " | "
-        << Cell(c.summary) << " | " << Cell(c.remediation) << " |\n";
+      o << "| " << ++i << " | " << Md(c.kind) << " | " << FormatPercent(c.score) << " | "
+        << Md(c.summary) << " | " << Md(c.remediation) << " |\n";
     }
     o << "\nEvidence:\n\n";
-    for (const Evidence& e : s.evidence) o << "- *" << e.kind << "*: " << e.summary << "\n";
-    o << "\nBasis" << (s.arrival_basis.empty() ? "" : " (arrival: " + Spoken(s.arrival_basis) + ")")
-      << ": " << s.basis << "\n\n";
+    for (const Evidence& e : s.evidence) o << "- *" << Md(e.kind) << "*: " << Md(e.summary) << "\n";
+    o << "\nBasis"
+      << Md(s.arrival_basis.empty() ? "" : " (arrival: " + Spoken(s.arrival_basis) + ")") << ": "
+      << Md(s.basis) << "\n\n";
   };
   o << "## Stragglers\n\n";
   if (r.stragglers.empty()) o << "None claimed.\n\n";
@@ -58,9 +67,10 @@ std::string RenderMarkdown(const Report& r) {
     o << "## Observations\n\nNo measured lateness behind these; they are not verdicts.\n\n";
     for (const Straggler& s : r.observations) finding(s);
   }
-  o << "## Hang\n\n" << (r.hang.detected ? "**Detected.** " : "") << r.hang.summary << "\n\n";
+  o << "## Hang\n\n" << (r.hang.detected ? "**Detected.** " : "") << Md(r.hang.summary) << "\n\n";
   if (r.hang.detected) {
-    o << "Confidence " << r.hang.confidence << "; states from " << Spoken(r.hang.basis) << ".\n\n";
+    o << "Confidence " << Md(r.hang.confidence) << "; states from " << Md(Spoken(r.hang.basis))
+      << ".\n\n";
   }
   if (!r.hang.progress.empty()) {
     o << "| node | rank | state | last entered | last started | last completed | in flight |"
@@ -70,49 +80,49 @@ std::string RenderMarkdown(const Report& r) {
       for (const Activity& a : p.doing) {
         doing += (doing.empty() ? "" : "; ") + DescribeActivityLine(a, r.start_ns);
       }
-      o << "| " << p.node << " | " << (p.rank ? std::to_string(*p.rank) : "?") << " | "
-        << Spoken(p.state) << " | "
+      o << "| " << Md(p.node) << " | " << (p.rank ? std::to_string(*p.rank) : "?") << " | "
+        << Md(Spoken(p.state)) << " | "
         << (p.last_entered_seq ? std::to_string(*p.last_entered_seq) : "-") << " | "
         << (p.last_started_seq ? std::to_string(*p.last_started_seq) : "-") << " | "
         << (p.last_completed_seq ? std::to_string(*p.last_completed_seq) : "-") << " | "
-        << (p.in_flight_seq ? p.in_flight_op + " " + std::to_string(*p.in_flight_seq) : "-")
-        << " | " << Cell(doing.empty() ? "-" : doing) << " |\n";
+        << (p.in_flight_seq ? Md(p.in_flight_op) + " " + std::to_string(*p.in_flight_seq) : "-")
+        << " | " << Md(doing.empty() ? "-" : doing) << " |\n";
     }
     o << "\n";
   }
   for (const Mismatch& m : r.hang.mismatches) {
-    o << "- mismatch at seq " << m.seq << " (" << rs::HashHex(m.comm_id_hash) << "), " << m.field
-      << ":";
-    for (const auto& [value, who] : m.variants) o << " `" << value << "` x" << who.size();
+    o << "- mismatch at seq " << m.seq << " (" << rs::HashHex(m.comm_id_hash) << "), "
+      << Md(m.field) << ":";
+    for (const auto& [value, who] : m.variants) o << " " << Md(value) << " x" << who.size();
     o << "\n";
   }
   o << "## Per rank\n\n| node | rank | collectives | on device | last | median lateness |"
        " p90 lateness | median host lateness | median duration |\n"
        "|---|---|---|---|---|---|---|---|---|\n";
   for (const ArrivalStats& s : r.per_rank) {
-    o << "| " << s.node << " | " << (s.rank ? std::to_string(*s.rank) : "?") << " | "
+    o << "| " << Md(s.node) << " | " << (s.rank ? std::to_string(*s.rank) : "?") << " | "
       << s.collectives << " | " << s.device_collectives << " | " << s.last_count << " | "
       << FormatNs(s.median_lateness_ns) << " | " << FormatNs(s.p90_lateness_ns) << " | "
       << FormatNs(s.median_host_lateness_ns) << " | "
       << (s.median_duration_ns >= 0 ? FormatNs(s.median_duration_ns) : "-") << " |\n";
   }
   if (!r.timing.arrival_basis.empty()) {
-    o << "\n## Timing\n\nArrivals from " << Spoken(r.timing.arrival_basis) << " ("
+    o << "\n## Timing\n\nArrivals from " << Md(Spoken(r.timing.arrival_basis)) << " ("
       << r.timing.device_collectives << " collectives on device, " << r.timing.host_collectives
       << " on host entry, " << r.timing.excluded_collectives << " left out). NCCL calls "
-      << r.timing.call_semantics << ": " << r.timing.semantics_evidence << ".\n";
+      << Md(r.timing.call_semantics) << ": " << Md(r.timing.semantics_evidence) << ".\n";
   }
   o << "\n## Clock\n\n| node | offset | error bound | method | evidence |\n"
        "|---|---|---|---|---|\n";
   for (const NodeClock& c : r.clock) {
-    o << "| " << c.node << " | " << FormatNs(c.offset_ns) << " | " << FormatNs(c.error_bound_ns)
-      << " | " << c.method << " | " << Cell(c.evidence.empty() ? "-" : c.evidence) << " |\n";
+    o << "| " << Md(c.node) << " | " << FormatNs(c.offset_ns) << " | " << FormatNs(c.error_bound_ns)
+      << " | " << Md(c.method) << " | " << Md(c.evidence.empty() ? "-" : c.evidence) << " |\n";
   }
   if (!r.notes.empty()) {
     o << "\n## Notes\n\n";
-    for (const std::string& n : r.notes) o << "- " << n << "\n";
+    for (const std::string& n : r.notes) o << "- " << Md(n) << "\n";
   }
-  o << "\n## Reading this report\n\n" << ReadingGuide() << "\n";
+  o << "\n## Reading this report\n\n" << Md(ReadingGuide()) << "\n";
   return o.str();
 }
 

@@ -101,6 +101,27 @@ TEST(ReportRenderTest, TextAndMarkdownLeadWithTheVerdict) {
   EXPECT_NE(md.find("| 1 | cpu_contention |"), std::string::npos);
 }
 
+// Names from the recording cannot inject HTML, links or table cells into the Markdown report.
+TEST(ReportRenderTest, MarkdownShowsRecordedNamesLiterally) {
+  ScratchDir dir;
+  Report r = ClusterReport(dir.path(), "cpu", 1);
+  ASSERT_FALSE(r.stragglers.empty());
+  const std::string evil = "<script>alert(1)</script> [x](http://e.example) `c` a|b *s*";
+  r.stragglers[0].summary = evil;
+  r.stragglers[0].node = "#node\n- item";
+  r.clock.front().node = evil;
+  std::string md = RenderMarkdown(r);
+  EXPECT_EQ(md.find("<script>"), std::string::npos) << md;
+  EXPECT_EQ(md.find("[x]("), std::string::npos) << md;
+  EXPECT_EQ(md.find("`c`"), std::string::npos) << md;
+  EXPECT_EQ(md.find("a|b"), std::string::npos) << md;
+  EXPECT_EQ(md.find("\n- item"), std::string::npos) << md;
+  EXPECT_NE(md.find("\\<script\\>alert(1)\\</script\\> \\[x\\](http://e.example) \\`c\\` a\\|b "
+                    "\\*s\\*"),
+            std::string::npos)
+      << md;
+}
+
 // The HTML marks the verdict's ranks (table rows and heatmap rows), draws counts as bars on an
 // integer axis, and names time, op and seq in the tooltips of the plotted marks.
 TEST(ReportRenderTest, HtmlMarksTheStragglerCountsAsBarsAndTooltipsNameCollectives) {

@@ -1,5 +1,6 @@
 #include "chrome_json_writer.h"
 
+#include "rscore/json.h"
 #include "rscore/output.h"
 
 #include <cerrno>
@@ -26,28 +27,7 @@ void ChromeJsonWriter::Duration(int64_t ns) {
   buf_ += b;
 }
 
-void ChromeJsonWriter::String(std::string_view s) {
-  buf_ += '"';
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      buf_ += '\\';
-      buf_ += ch;
-    } else if (c < 0x20 || c == 0x7f) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      buf_ += b;
-    } else if (c >= 0x80) {
-      // Recorded strings are not guaranteed UTF-8; keep the JSON valid.
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      buf_ += b;
-    } else {
-      buf_ += ch;
-    }
-  }
-  buf_ += '"';
-}
+void ChromeJsonWriter::String(std::string_view s) { buf_ += rs::JsonWriter::Quote(s); }
 
 Result<void> ChromeJsonWriter::MaybeFlush() {
   if (buf_.size() < kFlushBytes) return Ok();

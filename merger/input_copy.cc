@@ -29,13 +29,10 @@ auto WithAttached(rs::Db& db, const std::string& path, const std::string& schema
   ASSIGN_OR_RETURN(rs::Statement attach, db.Prepare("ATTACH DATABASE ? AS " + schema));
   RETURN_IF_ERROR(attach.Bind(1, path).Run());
   auto result = [&]() -> decltype(body()) {
-    RETURN_IF_ERROR(db.Exec("BEGIN"));
+    ASSIGN_OR_RETURN(rs::Transaction tx, rs::Transaction::Begin(db));
     auto r = body();
-    if (!r.ok()) {
-      (void)db.Exec("ROLLBACK");
-      return r;
-    }
-    RETURN_IF_ERROR(db.Exec("COMMIT"));
+    if (!r.ok()) return r;  // rolled back by tx
+    RETURN_IF_ERROR(tx.Commit());
     return r;
   }();
   auto detached = db.Exec("DETACH DATABASE " + schema);

@@ -502,9 +502,11 @@ rs::Result<MergeResult> MergeInto(const MergeOptions& opt, std::ostream& log,
     if (merged[i]->status == "merged") written.push_back(result.alignment[i]);
   }
   result.alignment = written;
-  RETURN_IF_ERROR(out.Exec("BEGIN"));
-  RETURN_IF_ERROR(WriteMergeTables(out, inputs, counts, written, result));
-  RETURN_IF_ERROR(out.Exec("COMMIT"));
+  {
+    ASSIGN_OR_RETURN(rs::Transaction tx, rs::Transaction::Begin(out));
+    RETURN_IF_ERROR(WriteMergeTables(out, inputs, counts, written, result));
+    RETURN_IF_ERROR(tx.Commit());
+  }
   timer.End("merge tables");
   progress.Show("building indexes...");
   RETURN_IF_ERROR(rs::CreateIndexes(out));

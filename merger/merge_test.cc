@@ -239,6 +239,7 @@ TEST_F(MergeSynth, PartsGiveTheSameDatabaseAsCopyingEverythingDirectly) {
   spec.nodes = 4;
   spec.steps = 10;
   spec.offset_ns = {0, 2'000'000, -3'000'000, 1'000'000};
+  spec.drift_ppm = {0, 500, -300, 0};  // both copy paths apply a (large) drift too
   auto paths = Write(spec);
   // Shared stacks, so that which input holds a stack first depends on the input order; and a
   // second recording named node1 whose event ids must be remapped.
@@ -275,6 +276,8 @@ TEST_F(MergeSynth, PartsGiveTheSameDatabaseAsCopyingEverythingDirectly) {
   ASSERT_TRUE(ddb.ok());
   std::vector<std::string> want = Contents(*ddb);
   ExpectCountsReconcile(*ddb);
+  ExpectAlignmentApplied(*ddb);
+  EXPECT_GE(Int(*ddb, "SELECT COUNT(*) FROM clock_alignment WHERE drift_ppm != 0"), 2);
   EXPECT_EQ(Int(*ddb,
                 "SELECT COUNT(*) FROM merge_counts WHERE table_name = 'stacks' AND"
                 " rows_skipped > 0"),

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <set>
 
+#include <sqlite3.h>
+
 #include "rscore/schema.h"
 
 namespace merge {
@@ -64,19 +66,36 @@ rs::Result<std::vector<std::string>> Tables(rs::Db& db, const std::string& schem
   return out;
 }
 
-std::string AlignedExpr(const std::string& column, const NodeAlignment& a) {
-  std::string c = Quote(column);
-  std::string e = "(" + c + " - (" + std::to_string(a.offset_ns) + ")";
-  if (a.drift_ppm != 0) {
-    char k[64];
-    std::snprintf(k, sizeof k, "%.17g", a.drift_ppm * 1e-6);
-    e += " - CAST(ROUND(" + std::string(k) + " * (" + c + " - (" + std::to_string(a.anchor_ns) +
-         "))) AS INTEGER)";
+namespace {
+
+// aligned_ns(x): NodeAlignment::Apply of the alignment registered last, NULL for NULL; the
+// page copy path calls Apply itself, so both paths share one formula.
+void AlignedNs(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
+    sqlite3_result_null(ctx);
+    return;
   }
-  return e + ")";
+  const auto* a = static_cast<const NodeAlignment*>(sqlite3_user_data(ctx));
+  sqlite3_result_int64(ctx, a->Apply(sqlite3_value_int64(argv[0])));
 }
 
+}  // namespace
+
+rs::Result<void> RegisterAlignment(rs::Db& db, const NodeAlignment& a) {
+  int rc = sqlite3_create_function_v2(db.raw(), "aligned_ns", 1,
+                                      SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY,
+                                      new NodeAlignment(a), AlignedNs, nullptr, nullptr,
+                                      [](void* p) { delete static_cast<NodeAlignment*>(p); });
+  if (rc != SQLITE_OK) {
+    return rs::Error(std::string("registering aligned_ns(): ") + sqlite3_errmsg(db.raw()));
+  }
+  return rs::Ok();
+}
+
+std::string AlignedExpr(const std::string& column) { return "aligned_ns(" + Quote(column) + ")"; }
+
 rs::Result<std::vector<TableCount>> CopyTables(rs::Db& out, const CopySpec& spec) {
+  RETURN_IF_ERROR(RegisterAlignment(out, spec.alignment));
   ASSIGN_OR_RETURN(std::vector<std::string> ours, Tables(out, "main"));
   ASSIGN_OR_RETURN(std::vector<std::string> theirs, Tables(out, spec.schema));
   std::set<std::string> known(ours.begin(), ours.end());
@@ -107,13 +126,13 @@ rs::Result<std::vector<TableCount>> CopyTables(rs::Db& out, const CopySpec& spec
       } else if (col == "id" && event && src.count(col)) {
         add(col, spec.id_shift ? "(id + (" + std::to_string(spec.id_shift) + "))" : "id");
       } else if (col == "timestamp_ns" && (event || t == "sched_summary") && src.count(col)) {
-        add(col, AlignedExpr(col, spec.alignment));
+        add(col, AlignedExpr(col));
       } else if (event && IsExtraTimeColumn(t, col) && src.count(col)) {
-        add(col, AlignedExpr(col, spec.alignment));
+        add(col, AlignedExpr(col));
       } else if (col == "local_timestamp_ns" && event && src.count("timestamp_ns")) {
         add(col, "timestamp_ns");
       } else if (col == "first_seen_ns" && t == "processes" && src.count(col)) {
-        add(col, AlignedExpr(col, spec.alignment));
+        add(col, AlignedExpr(col));
       } else if (col == "stack_id" && src.count(col)) {
         add(col, "(SELECT new FROM temp.stack_map WHERE old = stack_id)");
       } else if (src.count(col)) {

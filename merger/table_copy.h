@@ -33,8 +33,11 @@ struct TableCount {
   std::string note;  // why rows were skipped
 };
 
-// SQL expression giving the aligned value of `column` (a local timestamp).
-std::string AlignedExpr(const std::string& column, const NodeAlignment& a);
+// Makes the SQL function aligned_ns(x) on `db` apply `a` (NodeAlignment::Apply), replacing the
+// alignment registered before; CopyTables registers its spec's.
+rs::Result<void> RegisterAlignment(rs::Db& db, const NodeAlignment& a);
+// SQL expression giving the aligned value of `column` (a local timestamp): aligned_ns(column).
+std::string AlignedExpr(const std::string& column);
 
 // Copies every table of the bundle schema except metadata and stacks (see MergeStacks), plus
 // counts tables the merged schema does not know (their rows are skipped, and said so).

@@ -1,11 +1,11 @@
 #include "recorder/attach_log.h"
 
-#include <cstdio>
+#include "recorder/log.h"
 
 namespace rec {
 
-AttachLog::AttachLog(rs::Db* db, std::string node, bool verbose, FILE* log)
-    : db_(db), node_(std::move(node)), verbose_(verbose), log_(log ? log : stderr) {}
+AttachLog::AttachLog(rs::Db* db, std::string node, bool verbose)
+    : db_(db), node_(std::move(node)), verbose_(verbose) {}
 
 void AttachLog::Record(const std::string& kind, const std::string& target,
                        const std::string& symbol, bool ok, const std::string& error,
@@ -15,10 +15,9 @@ void AttachLog::Record(const std::string& kind, const std::string& target,
   if (!ok || verbose_) {
     std::string where = target + (symbol.empty() ? "" : ":" + symbol);
     if (ok) {
-      std::fprintf(log_, "rankscope-record: attached %s %s\n", kind.c_str(), where.c_str());
+      Log("attached %s %s", kind.c_str(), where.c_str());
     } else {
-      std::fprintf(log_, "rankscope-record: could not attach %s %s: %s\n", kind.c_str(),
-                   where.c_str(), error.c_str());
+      Log("could not attach %s %s: %s", kind.c_str(), where.c_str(), error.c_str());
     }
   }
   if (db_ == nullptr) return;

@@ -22,9 +22,8 @@ struct Attachment {
 
 class AttachLog {
  public:
-  // `db` may be null (rows are kept in memory only). `log` receives log lines (stderr when
-  // null).
-  AttachLog(rs::Db* db, std::string node, bool verbose, FILE* log = nullptr);
+  // `db` may be null (rows are kept in memory only). Log lines go to rec::Log.
+  AttachLog(rs::Db* db, std::string node, bool verbose);
 
   void Record(const std::string& kind, const std::string& target, const std::string& symbol,
               bool ok, const std::string& error = "", const std::string& build_id = "");
@@ -38,7 +37,6 @@ class AttachLog {
   rs::Db* db_;
   std::string node_;
   bool verbose_;
-  FILE* log_;
   std::vector<Attachment> entries_;
   int failures_ = 0;
   rs::Result<void> write_status_;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "recorder/log.h"
+
 #include <cstdio>
 #include <cstring>
 
@@ -22,7 +24,8 @@ TEST(AttachLog, RowsAndLogLines) {
   testing::TestDb t;
   FILE* log = std::tmpfile();
   ASSERT_NE(log, nullptr);
-  AttachLog quiet(&t.db, "n1", /*verbose=*/false, log);
+  FILE* old = SetLogSink(log);
+  AttachLog quiet(&t.db, "n1", /*verbose=*/false);
   quiet.Record("tracepoint", "sched_switch", "", true);
   quiet.Record("nccl", "/usr/lib/libnccl.so.2", "ncclAllReduce", false, "no such symbol", "ab12");
   EXPECT_EQ(quiet.failures(), 1);
@@ -39,16 +42,19 @@ TEST(AttachLog, RowsAndLogLines) {
   EXPECT_EQ(t.Text("SELECT kind || '|' || target || '|' || symbol || '|' || error || '|' || "
                    "build_id FROM attachments WHERE ok = 0"),
             "nccl|/usr/lib/libnccl.so.2|ncclAllReduce|no such symbol|ab12");
+  SetLogSink(old);
   std::fclose(log);
 }
 
 TEST(AttachLog, VerboseLogsSuccesses) {
   FILE* log = std::tmpfile();
   ASSERT_NE(log, nullptr);
-  AttachLog verbose(nullptr, "n1", /*verbose=*/true, log);
+  FILE* old = SetLogSink(log);
+  AttachLog verbose(nullptr, "n1", /*verbose=*/true);
   verbose.Record("tracepoint", "sched_switch", "", true);
   EXPECT_NE(Captured(log).find("attached tracepoint sched_switch"), std::string::npos);
   EXPECT_EQ(verbose.entries().size(), 1u);
+  SetLogSink(old);
   std::fclose(log);
 }
 

@@ -2,6 +2,7 @@
 // event loop into SQLite, drops, bytes per event in the finished bundle, and the loop
 // thread's CPU use at fixed event rates. Run as root:
 //   bench_ringbuf_sqlite [--seconds S] [--rates max,100000,10000] [--dir DIR]
+//                        [--journal TRUNCATE|OFF|WAL|...]
 // Events: one sched_events row per getppid() of this process (a syscall tracepoint in
 // recorder/bench_ringbuf.bpf.c); a producer thread makes the calls, the main thread runs
 // rec::EventLoop exactly as rankscope-record does.
@@ -27,6 +28,9 @@
 #include "recorder/sched_probe.h"
 
 namespace {
+
+// The temporary database's journal (default: the recorder's own, crash-safe).
+std::string g_journal = rec::RecordingDbOptions().journal_mode;
 
 int64_t MonoNs(clockid_t id = CLOCK_MONOTONIC) {
   timespec ts{};
@@ -94,7 +98,7 @@ RunResult RunOnce(const std::string& dir, double seconds, uint64_t rate) {
   rec::RecorderOptions opts;
   opts.out = out;
   opts.duration_ns = static_cast<int64_t>(seconds * 1e9) + 300'000'000;  // + start-up slack
-  auto writer = rs::BundleWriter::Create(out);
+  auto writer = rec::RecordingDb::Create(out, {.journal_mode = g_journal});
   if (!writer.ok()) {
     std::fprintf(stderr, "%s\n", writer.error().message().c_str());
     std::exit(1);
@@ -148,10 +152,10 @@ RunResult RunOnce(const std::string& dir, double seconds, uint64_t rate) {
   return res;
 }
 
-// The writer alone: rows/s of SchedEventWriter into a bundle db in 10k-row transactions.
+// The writer alone: rows/s of SchedEventWriter into the recording db in 10k-row transactions.
 void WriterOnly(const std::string& dir, uint64_t n) {
   std::string out = dir + "/bench_writer.rsb";
-  auto writer = rs::BundleWriter::Create(out);
+  auto writer = rec::RecordingDb::Create(out, {.journal_mode = g_journal});
   if (!writer.ok()) std::exit(1);
   rs::EventIdAllocator ids(1);
   rs::MonoToWall clock;
@@ -193,6 +197,8 @@ int main(int argc, char** argv) {
       rates = argv[i + 1];
     else if (a == "--dir")
       dir = argv[i + 1];
+    else if (a == "--journal")
+      g_journal = argv[i + 1];
     else if (a == "--writer-only") {
       WriterOnly(dir, std::strtoull(argv[i + 1], nullptr, 10));
       return 0;

@@ -9,6 +9,7 @@
 #include "abi/call.h"
 #include "recorder/attach_log.h"
 #include "recorder/kernel_probe.h"
+#include "recorder/log.h"
 #include "recorder/options.h"
 #include "recorder/process_table.h"
 #include "recorder/ring_poller.h"
@@ -196,15 +197,15 @@ int64_t CallProbe::NextId() {
 }
 
 void CallProbe::NoteWrite(const rs::Result<void>& r) {
-  if (r.ok()) {
+  if (r.ok() || (ctx_ != nullptr && ctx_->writes_failed)) {  // the loop counts what failed
     ++events_;
     return;
   }
   ++bad_events_;
   if (first_error_.empty()) {
     first_error_ = r.error().message();
-    std::fprintf(stderr, "rankscope-record: %.*s: cannot write a row: %s\n",
-                 static_cast<int>(source().size()), source().data(), first_error_.c_str());
+    Log("%.*s: cannot write a row: %s", static_cast<int>(source().size()), source().data(),
+        first_error_.c_str());
   }
 }
 

@@ -12,7 +12,7 @@
 
 #include "recorder/options.h"
 #include "recorder/probe.h"
-#include "rscore/bundle.h"
+#include "recorder/recording_db.h"
 #include "rscore/identity.h"
 #include "rscore/result.h"
 
@@ -34,14 +34,21 @@ struct RecordingSummary {
   uint64_t events = 0, drops = 0;
   std::vector<SourceSummary> sources;
   std::string stop_reason;  // 'duration' | 'SIGINT' | 'SIGTERM'
+  // Writing stopped before the end (a full disk): when, why ('no_space' | 'write_error'), and
+  // how many events were not written for it (included in `drops`).
+  int64_t writing_stopped_ns = 0;
+  std::string unwritten_reason;
+  uint64_t unwritten = 0;
 };
 
 struct LoopConfig {
   int poll_timeout_ms = 50;
   int64_t tick_period_ns = 100'000'000;         // Probe::Tick
   int64_t clock_ref_period_ns = 1'000'000'000;  // periodic clock references
-  int64_t commit_period_ns = 200'000'000;       // batch transaction: commit at least this often
-  uint64_t commit_rows = 10'000;                // ... or after this many rows
+  // Batch transactions: a commit at least this often, or after this many rows (checked after
+  // each round of writes). A recorder that dies loses what was written since the last one.
+  int64_t commit_period_ns = 200'000'000;
+  uint64_t commit_rows = 10'000;
   std::string proc_root = "/proc";
   // Runs once every probe has started, before recording goes on (still on one thread: the
   // ring drain thread starts after it).
@@ -50,16 +57,22 @@ struct LoopConfig {
 
 class EventLoop {
  public:
-  EventLoop(const RecorderOptions& opts, rs::NodeName node, rs::BundleWriter writer,
+  EventLoop(const RecorderOptions& opts, rs::NodeName node, RecordingDb writer,
             std::vector<std::unique_ptr<Probe>> probes, LoopConfig config = {});
   // Records until the duration ends or a stop is requested, then finalizes the bundle.
-  // An error means no bundle was produced (its temporary file is removed).
+  // A full disk stops the writing, not the recording (see RecordingSummary::unwritten).
+  // An error means no bundle was produced: before recording began the temporary database is
+  // removed; after, it is kept and the error names the --recover command.
   rs::Result<RecordingSummary> Run();
+  const RecordingDb& writer() const { return writer_; }
 
  private:
+  rs::Result<RecordingSummary> Record();
+
   const RecorderOptions& opts_;
   rs::NodeName node_;
-  rs::BundleWriter writer_;
+  RecordingDb writer_;
+  bool recording_began_ = false;
   std::vector<std::unique_ptr<Probe>> probes_;
   LoopConfig config_;
 };

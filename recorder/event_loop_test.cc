@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "recorder/process_table.h"
+#include "rscore/bundle.h"
 
 namespace rec {
 namespace {
@@ -79,7 +80,7 @@ TEST_F(EventLoopTest, RecordsUntilDurationAndWritesEverything) {
   opts.duration_ns = 450'000'000;
   opts.pids = {getpid()};
   opts.simulate_clock_offset_ns = 123456789;
-  auto writer = rs::BundleWriter::Create(opts.out);
+  auto writer = RecordingDb::Create(opts.out);
   ASSERT_TRUE(writer.ok());
   Calls a, b, c;
   std::vector<std::unique_ptr<Probe>> probes;
@@ -148,7 +149,7 @@ TEST_F(EventLoopTest, RecordsUntilDurationAndWritesEverything) {
 TEST_F(EventLoopTest, StopRequestEndsRecording) {
   RecorderOptions opts;
   opts.out = dir_ + "/stop.rsb";
-  auto writer = rs::BundleWriter::Create(opts.out);
+  auto writer = RecordingDb::Create(opts.out);
   ASSERT_TRUE(writer.ok());
   Calls a;
   std::vector<std::unique_ptr<Probe>> probes;
@@ -172,7 +173,7 @@ TEST_F(EventLoopTest, NothingStartedMeansNoBundle) {
   RecorderOptions opts;
   opts.out = dir_ + "/none.rsb";
   opts.duration_ns = 100'000'000;
-  auto writer = rs::BundleWriter::Create(opts.out);
+  auto writer = RecordingDb::Create(opts.out);
   ASSERT_TRUE(writer.ok());
   Calls a;
   std::vector<std::unique_ptr<Probe>> probes;

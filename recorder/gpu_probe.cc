@@ -10,6 +10,7 @@
 
 #include "recorder/attach_log.h"
 #include "recorder/library_attacher.h"
+#include "recorder/log.h"
 #include "recorder/options.h"
 #include "recorder/process_table.h"
 #include "rscore/clock.h"
@@ -225,14 +226,14 @@ void GpuProbe::Write(RecorderContext& ctx, const Region& r, const rs_gpu_op& op)
   }
   const int64_t id = ctx.ids ? ctx.ids->Next() : static_cast<int64_t>(events_ + 1);
   auto written = WriteGpuRow(insert_, *row, ctx.node, id, r.pid, ctx.clock);
-  if (written.ok()) {
+  if (written.ok() || ctx.writes_failed) {  // the event loop counts what failed
     ++events_;
     return;
   }
   ++write_errors_;
   if (first_error_.empty()) {
     first_error_ = written.error().message();
-    std::fprintf(stderr, "rankscope-record: gpu: cannot write a row: %s\n", first_error_.c_str());
+    Log("gpu: cannot write a row: %s", first_error_.c_str());
   }
 }
 

@@ -18,6 +18,7 @@
 #include "recorder/attach_log.h"
 #include "recorder/gpu_ring_fake.h"
 #include "recorder/library_attacher.h"
+#include "recorder/log.h"
 #include "recorder/options.h"
 #include "recorder/process_table.h"
 #include "recorder/test_db.h"
@@ -54,7 +55,8 @@ class Env {
  public:
   explicit Env(const std::string& proc_root, std::vector<int> pids = {}, uint64_t netns = 0)
       : log_file_(std::tmpfile()),
-        log_(&t.db, "n1", /*verbose=*/false, log_file_),
+        old_sink_(SetLogSink(log_file_)),
+        log_(&t.db, "n1", /*verbose=*/false),
         processes_(&t.db, "n1", proc_root, netns, [] { return int64_t{1}; }),
         maps(proc_root) {
     opts.out = "x.rsb";
@@ -71,7 +73,10 @@ class Env {
     ctx.processes = &processes_;
     ctx.library_maps = &maps;
   }
-  ~Env() { std::fclose(log_file_); }
+  ~Env() {
+    SetLogSink(old_sink_);
+    std::fclose(log_file_);
+  }
   std::string LogText() {
     std::fflush(log_file_);
     std::rewind(log_file_);
@@ -91,6 +96,7 @@ class Env {
 
  private:
   FILE* log_file_;
+  FILE* old_sink_;
   AttachLog log_;
   ProcessTable processes_;
 

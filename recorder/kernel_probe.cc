@@ -8,6 +8,7 @@
 
 #include "common.h"
 #include "recorder/attach_log.h"
+#include "recorder/log.h"
 #include "recorder/ring_poller.h"
 
 namespace rec {
@@ -129,12 +130,14 @@ void KernelProbe::LogOptionalMissing(RecorderContext& ctx,
 int KernelProbe::SampleThunk(void* self, void* data, size_t size) {
   auto* probe = static_cast<KernelProbe*>(self);
   auto r = probe->OnSample(std::span<const uint8_t>(static_cast<const uint8_t*>(data), size));
-  if (!r.ok()) {
+  if (!r.ok() && probe->ctx_ != nullptr && probe->ctx_->writes_failed) {
+    ++probe->events_;  // the event loop counts it as not written
+  } else if (!r.ok()) {
     ++probe->decode_errors_;
     if (probe->first_decode_error_.empty()) {
       probe->first_decode_error_ = r.error().message();
-      std::fprintf(stderr, "rankscope-record: %s: cannot store an event: %s\n",
-                   std::string(probe->source()).c_str(), r.error().message().c_str());
+      Log("%s: cannot store an event: %s", std::string(probe->source()).c_str(),
+          r.error().message().c_str());
     }
   } else {
     ++probe->events_;

@@ -2,20 +2,25 @@
 #include <bpf/libbpf.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "recorder/event_loop.h"
+#include "recorder/log.h"
 #include "recorder/options.h"
 #include "recorder/preflight.h"
 #include "recorder/probes.h"
-#include "rscore/bundle.h"
+#include "recorder/recording_db.h"
 #include "rscore/duration.h"
 #include "rscore/identity.h"
 #include "rscore/sqlite.h"
 
 namespace {
+
+using rec::Log;
 
 constexpr int kExitOk = 0;
 constexpr int kExitError = 1;
@@ -31,7 +36,7 @@ int LibbpfPrint(enum libbpf_print_level level, const char* fmt, va_list args) {
 }
 
 int Fail(const rs::Error& e, int code) {
-  std::fprintf(stderr, "rankscope-record: %s\n", e.message().c_str());
+  Log("%s", e.message().c_str());
   return code;
 }
 
@@ -47,6 +52,49 @@ rs::Result<rs::NodeName> ResolveNode(const rec::RecorderOptions& opts) {
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) == 0) src.hostname = host;
   return rs::ResolveNodeName(src);
+}
+
+std::string DirOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// --recover FILE [--out OUT] [--force]
+int RecoverMain(const rec::RecorderOptions& opts) {
+  if (access(opts.recover->c_str(), F_OK) != 0) {
+    return Fail(rs::Error(*opts.recover + ": " + std::strerror(errno)), kExitError);
+  }
+  std::string out = opts.out;
+  if (out.empty()) {
+    auto parsed = rec::ParseTempName(opts.recover->substr(opts.recover->rfind('/') + 1));
+    if (!parsed) {
+      return Fail(
+          rs::Error(*opts.recover + ": not named like a recorder's temporary database; give --out"),
+          kExitUsage);
+    }
+    out = (opts.recover->find('/') == std::string::npos ? "" : DirOf(*opts.recover) + "/") +
+          parsed->first;
+  }
+  bool usage = false;
+  if (auto r = rec::CheckOutPath(out, opts.force, &usage); !r.ok()) {
+    return Fail(r.error(), usage ? kExitUsage : kExitError);
+  }
+  auto res = rec::Recover(*opts.recover, out, opts.force);
+  if (!res.ok()) return Fail(res.error(), kExitError);
+  std::string rows;
+  for (const auto& [table, n] : res->rows) {
+    if (n == 0) continue;
+    rows += (rows.empty() ? "" : ", ") + table + " " + std::to_string(n);
+  }
+  Log("wrote %s: node %s, %lld events%s%s, %s, %s", res->out_path.c_str(), res->node.c_str(),
+      static_cast<long long>(res->events), rows.empty() ? "" : (" (" + rows + ")").c_str(),
+      res->indexes_left_out ? ", without indexes" : "",
+      rs::FormatDuration(res->end_ns - res->start_ns).c_str(),
+      res->finished ? "a finished recording whose bundle had not been written"
+                    : "recovered up to its last committed event (stop_reason "
+                      "'recovered')");
+  return kExitOk;
 }
 
 }  // namespace
@@ -65,24 +113,42 @@ int main(int argc, char** argv) {
   }
   g_verbose = opts.verbose;
   libbpf_set_print(LibbpfPrint);
+  // A write that fails for lack of space is told from other failures (see NoSpace).
+  (void)rec::WatchSqliteFullErrors();
   // Every database access is on this thread (the ring drain thread never touches SQLite).
   if (auto r = rs::UseSqliteFromOneThreadOnly(); !r.ok()) return Fail(r.error(), kExitError);
+  if (opts.recover) return RecoverMain(opts);
 
   auto node = ResolveNode(opts);
   if (!node.ok()) return Fail(node.error(), kExitUsage);
   if (auto r = rec::CheckRoot(geteuid()); !r.ok()) return Fail(r.error(), kExitError);
   if (auto r = rec::CheckKernelBtf(); !r.ok()) return Fail(r.error(), kExitError);
+  // Refused now, not after recording: an existing bundle (without --force), a directory
+  // that does not exist or cannot be written.
+  {
+    bool usage = false;
+    if (auto r = rec::CheckOutPath(opts.out, opts.force, &usage); !r.ok()) {
+      return Fail(r.error(), usage ? kExitUsage : kExitError);
+    }
+  }
   // Before any thread starts (they inherit the mount namespace it may make).
   if (auto r = rec::EnsureTracefs(); !r.ok()) {
-    std::fprintf(stderr, "rankscope-record: warning: %s\n", r.error().message().c_str());
+    Log("warning: %s", r.error().message().c_str());
   } else if (g_verbose && !r->empty()) {
-    std::fprintf(stderr, "rankscope-record: %s\n", r->c_str());
+    Log("%s", r->c_str());
   }
 
   // Stop requests during start-up also end in a finalized bundle.
   rec::InstallStopSignalHandlers();
+  // Recordings of recorders that died here before: each can still become a bundle.
+  for (const rec::LeftBehind& l : rec::FindLeftBehind(DirOf(opts.out))) {
+    Log("note: %s (%s) was left behind by recorder %d, which is no "
+        "longer running; make it a bundle with: %s",
+        l.path.c_str(), rec::FormatBytes(l.bytes).c_str(), static_cast<int>(l.pid),
+        rec::RecoverCommand(l.path).c_str());
+  }
   // The output must be writable before anything is loaded into the kernel.
-  auto writer = rs::BundleWriter::Create(opts.out);
+  auto writer = rec::RecordingDb::Create(opts.out, {.force = opts.force});
   if (!writer.ok()) return Fail(writer.error(), kExitError);
 
   rec::LoopConfig config;
@@ -90,19 +156,26 @@ int main(int argc, char** argv) {
   // needed one of the recorder's own.
   config.after_start = [] {
     if (auto r = rec::LeaveTracefsNamespace(); !r.ok()) {
-      std::fprintf(stderr, "rankscope-record: warning: %s\n", r.error().message().c_str());
+      Log("warning: %s", r.error().message().c_str());
     }
   };
   rec::EventLoop loop(opts, *node, std::move(*writer), rec::MakeProbes(opts), std::move(config));
   auto summary = loop.Run();
   if (!summary.ok()) return Fail(summary.error(), kExitError);
-  std::fprintf(stderr,
-               "rankscope-record: wrote %s: node %s, %llu events, %llu dropped, %s, stopped by "
-               "%s\n",
-               opts.out.c_str(), node->name.c_str(),
-               static_cast<unsigned long long>(summary->events),
-               static_cast<unsigned long long>(summary->drops),
-               rs::FormatDuration(summary->end_ns - summary->start_ns).c_str(),
-               summary->stop_reason.c_str());
+  std::string unwritten;
+  if (!summary->unwritten_reason.empty()) {
+    unwritten = " (" + std::to_string(summary->unwritten) + " of them " +
+                (summary->unwritten_reason == "no_space" ? "for lack of disk space"
+                                                         : "after a write error") +
+                ")";
+  }
+  Log("wrote %s: node %s, %llu events, %llu dropped%s%s, %s, stopped "
+      "by %s",
+      loop.writer().out_path().c_str(), node->name.c_str(),
+      static_cast<unsigned long long>(summary->events),
+      static_cast<unsigned long long>(summary->drops), unwritten.c_str(),
+      loop.writer().indexes_left_out() ? ", without indexes" : "",
+      rs::FormatDuration(summary->end_ns - summary->start_ns).c_str(),
+      summary->stop_reason.c_str());
   return kExitOk;
 }

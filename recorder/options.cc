@@ -1,5 +1,7 @@
 #include "recorder/options.h"
 
+#include <algorithm>
+
 #include <getopt.h>
 
 #include <cerrno>
@@ -27,10 +29,15 @@ enum LongOnly {
   kOptNcclCalls,
   kOptHelp,
   kOptVersion,
+  kOptForce,
+  kOptRecover,
+  kOptSources,
 };
 
 const option kLongOptions[] = {
     {"out", required_argument, nullptr, 'o'},
+    {"force", no_argument, nullptr, kOptForce},
+    {"recover", required_argument, nullptr, kOptRecover},
     {"duration", required_argument, nullptr, 'd'},
     {"node", required_argument, nullptr, 'n'},
     {"config", required_argument, nullptr, 'c'},
@@ -44,6 +51,7 @@ const option kLongOptions[] = {
     {"no-load-tracepoint", no_argument, nullptr, kOptNoLoadTracepoint},
     {"no-gpu", no_argument, nullptr, kOptNoGpu},
     {"nccl-calls", required_argument, nullptr, kOptNcclCalls},
+    {"sources", required_argument, nullptr, kOptSources},
     {"verbose", no_argument, nullptr, 'v'},
     {"help", no_argument, nullptr, kOptHelp},
     {"version", no_argument, nullptr, kOptVersion},
@@ -95,6 +103,13 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
       case 'o':
         if (!*arg) return rs::Error(std::string("--out: empty path") + kHint);
         o.out = arg;
+        break;
+      case kOptForce:
+        o.force = true;
+        break;
+      case kOptRecover:
+        if (!*arg) return rs::Error(std::string("--recover: empty path") + kHint);
+        o.recover = arg;
         break;
       case 'd': {
         auto d = rs::ParseDuration(arg);
@@ -167,6 +182,25 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
           return rs::Error(std::string("--nccl-calls '") + arg + "': use all or setup" + kHint);
         }
         break;
+      case kOptSources: {
+        o.sources.clear();
+        std::string list(arg);
+        for (size_t b = 0; b <= list.size();) {
+          size_t e = list.find(',', b);
+          if (e == std::string::npos) e = list.size();
+          std::string name = list.substr(b, e - b);
+          b = e + 1;
+          if (name.empty()) continue;
+          if (std::find(std::begin(kSourceNames), std::end(kSourceNames), name) ==
+              std::end(kSourceNames)) {
+            return rs::Error("--sources: unknown source '" + name +
+                             "' (known: process,tcp,sched,block,nccl,cuda,gpu)" + kHint);
+          }
+          o.sources.push_back(name);
+        }
+        if (o.sources.empty()) return rs::Error(std::string("--sources: no source named") + kHint);
+        break;
+      }
       case 'v':
         o.verbose = true;
         break;
@@ -194,6 +228,12 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
                      "' (options take the form --name VALUE)" + kHint);
   }
   if (o.help || o.version) return o;
+  if (o.recover) {
+    if (o.duration_ns || o.node || o.config_path || !o.pids.empty()) {
+      return rs::Error(std::string("--recover FILE takes only --out, --force and -v") + kHint);
+    }
+    return o;
+  }
   if (o.out.empty()) {
     return rs::Error("--out FILE.rsb is required (where to write the bundle)" + std::string(kHint));
   }
@@ -213,12 +253,18 @@ rs::Result<RecorderOptions> ParseOptions(const std::vector<std::string>& args) {
 
 std::string UsageText() {
   return R"(usage: rankscope-record --out FILE.rsb [options]
+       rankscope-record --recover FILE [--out FILE.rsb] [--force]
 
 Records kernel (TCP retransmits, scheduler, block I/O, process exec/exit), NCCL and CUDA
 activity on this node into a zstd-compressed SQLite bundle. Needs root.
 
 options:
-  -o, --out FILE.rsb          bundle to write (written atomically, mode 0600)
+  -o, --out FILE.rsb          bundle to write (written atomically, mode 0600); an existing
+                              file is refused unless --force
+      --force                 replace an existing --out
+      --recover FILE          turn the temporary database FILE left behind by a recorder
+                              that died into a bundle (default --out: the bundle that
+                              recorder was writing), then remove FILE
   -d, --duration D            stop after D (e.g. 500ms, 30s, 2m); default: until SIGINT/SIGTERM
   -n, --node NAME             node name (else config 'node =', else $RANKSCOPE_NODE, else hostname)
   -c, --config FILE           config file with 'key = value' lines (known key: node)
@@ -240,6 +286,8 @@ options:
                               return codes, callers or failed calls
       --no-gpu                do not read rankscope's NCCL profiler plugin (table gpu_ops: when
                               the GPU ran each collective); the plugin then records nothing
+      --sources LIST          record only these sources (comma-separated: process, tcp, sched,
+                              block, nccl, cuda, gpu; default all); the others cost nothing
   -v, --verbose               log every attachment
   -h, --help                  show this help
       --version               show the version
@@ -253,11 +301,18 @@ examples:
       two minutes of this node, while the job is slow
   rankscope-record --out node3.rsb --nccl-calls setup
       until Ctrl-C, without a probe on every NCCL call (the profiler plugin times them)
+  rankscope-record --recover .node3.rsb.rec-4242-Ab12Cd.db
+      after a recorder was killed: what it had committed becomes node3.rsb
 
 exit status: 0 done, 1 error, 2 usage error, 3 partial (some inputs skipped),
 4 report --fail-on found what was asked for.
 See rankscope-record(8).
 )";
+}
+
+bool SourceSelected(const RecorderOptions& o, std::string_view source) {
+  return o.sources.empty() ||
+         std::find(o.sources.begin(), o.sources.end(), source) != o.sources.end();
 }
 
 }  // namespace rec

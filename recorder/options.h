@@ -18,7 +18,10 @@ enum class Scope {
 std::string_view ScopeName(Scope scope);
 
 struct RecorderOptions {
-  std::string out;                         // --out FILE.rsb (required)
+  std::string out;                         // --out FILE.rsb (required, except with --recover)
+  bool force = false;                      // --force: replace an existing --out
+  // --recover FILE: turn a temporary database left behind by a recorder into a bundle.
+  std::optional<std::string> recover;
   std::optional<int64_t> duration_ns;      // --duration; none = until SIGINT/SIGTERM
   std::optional<std::string> node;         // --node
   std::optional<std::string> config_path;  // --config
@@ -39,6 +42,9 @@ struct RecorderOptions {
   // --nccl-calls setup: probe only communicator setup and teardown (init, split, destroy,
   // abort), not every collective / send / receive / group call (see UsageText).
   bool nccl_calls_setup_only = false;
+  // --sources LIST: the sources to record (process, tcp, sched, block, nccl, cuda, gpu);
+  // empty: all. A source left out costs nothing and is 'off' in the bundle's sources table.
+  std::vector<std::string> sources;
   bool verbose = false;  // -v
   bool help = false;     // --help
   bool version = false;  // --version
@@ -52,5 +58,11 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv);
 rs::Result<RecorderOptions> ParseOptions(const std::vector<std::string>& args);
 
 std::string UsageText();
+
+// Every source the recorder knows, in the order it starts them.
+inline constexpr std::string_view kSourceNames[] = {"process", "tcp",  "sched", "block",
+                                                    "nccl",    "cuda", "gpu"};
+// Whether --sources selects `source` (every source when none was given).
+bool SourceSelected(const RecorderOptions& o, std::string_view source);
 
 }  // namespace rec

@@ -135,11 +135,44 @@ TEST(ParseOptions, UsageNamesEveryOptionAndMarksTestingOnes) {
   std::string u = UsageText();
   for (const char* flag :
        {"--out", "--duration", "--node", "--config", "--pid", "--scope", "--nccl-lib", "--cuda-lib",
-        "--cuda-launch-sample", "--no-load-tracepoint", "--no-gpu", "--nccl-calls", "--verbose",
+        "--cuda-launch-sample", "--no-load-tracepoint", "--no-gpu", "--nccl-calls", "--sources",
+        "--verbose",
         "--help", "--version", "--simulate-clock-offset", "--simulate-clock-drift"}) {
     EXPECT_NE(u.find(flag), std::string::npos) << flag;
   }
   EXPECT_LT(u.find("Testing only"), u.find("--simulate-clock-offset"));
+}
+
+TEST(ParseOptions, SourcesSelectWhatIsRecorded) {
+  auto all = ParseOptions({"--out", "n.rsb"});
+  ASSERT_TRUE(all.ok());
+  for (std::string_view s : kSourceNames) EXPECT_TRUE(SourceSelected(*all, s)) << s;
+  auto some = ParseOptions({"--out", "n.rsb", "--sources", "sched,,nccl"});
+  ASSERT_TRUE(some.ok()) << some.error().message();
+  EXPECT_EQ(some->sources, (std::vector<std::string>{"sched", "nccl"}));
+  EXPECT_TRUE(SourceSelected(*some, "nccl"));
+  EXPECT_FALSE(SourceSelected(*some, "tcp"));
+  auto bad = ParseOptions({"--out", "n.rsb", "--sources", "sched,disk"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("unknown source 'disk'"), std::string::npos)
+      << bad.error().message();
+  EXPECT_FALSE(ParseOptions({"--out", "n.rsb", "--sources", ","}).ok());
+}
+
+TEST(ParseOptions, ForceAndRecover) {
+  EXPECT_FALSE(MustParse({"--out", "a.rsb"}).force);
+  EXPECT_TRUE(MustParse({"--out", "a.rsb", "--force"}).force);
+  RecorderOptions r = MustParse({"--recover", "/d/.a.rsb.rec-1-abcdef.db"});
+  ASSERT_TRUE(r.recover.has_value());
+  EXPECT_EQ(*r.recover, "/d/.a.rsb.rec-1-abcdef.db");
+  EXPECT_TRUE(r.out.empty()) << "--out is optional with --recover";
+  RecorderOptions ro = MustParse({"--recover", "x.db", "--out", "b.rsb", "--force", "-v"});
+  EXPECT_EQ(ro.out, "b.rsb");
+  EXPECT_TRUE(ro.force);
+  EXPECT_NE(ErrorOf({"--recover", "x.db", "--duration", "1s"}).find("--recover FILE takes only"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf({"--recover", ""}).find("--recover: empty path"), std::string::npos);
+  EXPECT_NE(ErrorOf({"--force"}).find("--out FILE.rsb is required"), std::string::npos);
 }
 
 }  // namespace

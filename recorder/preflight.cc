@@ -42,6 +42,7 @@ bool HasTracingEvents(const std::string& dir) {
 }
 
 int g_node_mount_ns = -1;  // the namespace EnsureTracefs left, until LeaveTracefsNamespace
+int g_root_dir = -1;       // this process's root directory then (a chroot's, maybe)
 
 }  // namespace
 
@@ -51,6 +52,9 @@ rs::Result<std::string> EnsureTracefs() {
   const std::string& dir = access(debugfs.c_str(), F_OK) == 0 ? debugfs : tracefs;
   if (HasTracingEvents(dir)) return std::string();
   auto fail = [&](const char* step) -> rs::Result<std::string> {
+    const int err = errno;
+    (void)LeaveTracefsNamespace();  // nothing mounted: back where the node's files are
+    errno = err;
     return rs::Error("tracefs is not mounted at " + dir + " and " + step + " failed (" +
                      std::strerror(errno) +
                      "): classic tracepoints and library-load reports are unavailable; "
@@ -59,15 +63,22 @@ rs::Result<std::string> EnsureTracefs() {
   };
   const int node_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
   if (node_ns < 0) return fail("opening /proc/self/ns/mnt");
-  if (unshare(CLONE_NEWNS) != 0) {
+  // setns on the way back sets the root directory to the namespace's: inside a chroot that
+  // would be the host's root, where the output path means another file.
+  const int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0 || unshare(CLONE_NEWNS) != 0) {
     const int err = errno;
     close(node_ns);
+    if (root >= 0) close(root);
     errno = err;
-    return fail("making a mount namespace");
+    return fail(root < 0 ? "opening /" : "making a mount namespace");
   }
   g_node_mount_ns = node_ns;
-  // Slaves first: a mount under a shared /sys would otherwise show up on the whole node.
-  if (mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) {
+  g_root_dir = root;
+  // Slaves first: a mount under a shared /sys would otherwise show up on the whole node. In a
+  // chroot "/" is no mount point (EINVAL); /sys, where tracefs goes, is then the one to change.
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0 &&
+      (errno != EINVAL || mount(nullptr, "/sys", nullptr, MS_REC | MS_SLAVE, nullptr) != 0)) {
     return fail("making the mounts slaves");
   }
   if (mount("tracefs", dir.c_str(), "tracefs", 0, nullptr) != 0) return fail("mounting tracefs");
@@ -83,9 +94,15 @@ rs::Result<void> LeaveTracefsNamespace() {
   const int ns = std::exchange(g_node_mount_ns, -1);
   std::string cwd(PATH_MAX, '\0');
   const bool have_cwd = getcwd(cwd.data(), cwd.size()) != nullptr;
-  const int rc = setns(ns, CLONE_NEWNS);
-  const int err = errno;
+  const int root = std::exchange(g_root_dir, -1);
+  int rc = setns(ns, CLONE_NEWNS);
+  int err = errno;
   close(ns);
+  if (rc == 0 && root >= 0 && (fchdir(root) != 0 || chroot(".") != 0)) {
+    rc = -1;
+    err = errno;
+  }
+  if (root >= 0) close(root);
   if (rc != 0) {
     return rs::Error(std::string("returning to the node's mount namespace failed (") +
                      std::strerror(err) +

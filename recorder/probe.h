@@ -46,6 +46,10 @@ struct RecorderContext {
   // Recording is ending: the probes are being detached one after another, and a library
   // load reported meanwhile must not attach anything new.
   bool finishing = false;
+  // A write failed and rolled the batch back (a full disk). The event loop counts every row
+  // not committed as dropped for it; a probe counts a row whose insert fails from then on as
+  // handed over (events()), not as an error of its own, and does not log it.
+  bool writes_failed = false;
 };
 
 class Probe {

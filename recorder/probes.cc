@@ -6,11 +6,41 @@
 #include "recorder/nccl_probe.h"
 #include "recorder/process_probe.h"
 #include "recorder/sched_probe.h"
+#include "recorder/options.h"
 #include "recorder/tcp_probe.h"
 
 namespace rec {
 
+namespace {
+
+// A source --sources left out: nothing loaded or attached; 'off' in the sources table.
+class LeftOutProbe : public Probe {
+ public:
+  explicit LeftOutProbe(std::string_view source) : source_(source) {}
+  std::string_view source() const override { return source_; }
+  rs::Result<void> Start(RecorderContext&) override {
+    return rs::Error("left out by --sources");
+  }
+  rs::Result<void> Finish(RecorderContext&) override { return rs::Ok(); }
+  std::string method() const override { return "off"; }
+  uint64_t events() const override { return 0; }
+  uint64_t drops() const override { return 0; }
+
+ private:
+  std::string source_;
+};
+
+}  // namespace
+
 std::vector<std::unique_ptr<Probe>> MakeProbes(const RecorderOptions& opts) {
+  std::vector<std::unique_ptr<Probe>> probes = MakeAllProbes(opts);
+  for (auto& p : probes) {
+    if (!SourceSelected(opts, p->source())) p = std::make_unique<LeftOutProbe>(p->source());
+  }
+  return probes;
+}
+
+std::vector<std::unique_ptr<Probe>> MakeAllProbes(const RecorderOptions& opts) {
   std::vector<std::unique_ptr<Probe>> probes;
   // The process probe first: exec events of the others' targets arrive early.
   probes.push_back(std::make_unique<ProcessProbe>());

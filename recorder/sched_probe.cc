@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "recorder/log.h"
 #include "rscore/clock.h"
 #include "sched.skel.h"
 
@@ -118,8 +119,7 @@ void SchedProbe::OnProcessTraced(RecorderContext& /*ctx*/, int pid) {
   uint32_t key = static_cast<uint32_t>(pid);
   uint8_t one = 1;
   if (bpf_map_update_elem(traced_fd_, &key, &one, BPF_ANY) != 0) {
-    std::fprintf(stderr, "rankscope-record: sched: cannot trace pid %d: %s\n", pid,
-                 std::strerror(errno));
+    Log("sched: cannot trace pid %d: %s", pid, std::strerror(errno));
   }
 }
 
@@ -159,7 +159,7 @@ void SchedProbe::Tick(RecorderContext& ctx) {
   auto r = Summarize(ctx);
   if (!r.ok() && !summary_error_logged_) {
     summary_error_logged_ = true;
-    std::fprintf(stderr, "rankscope-record: %s\n", r.error().message().c_str());
+    Log("%s", r.error().message().c_str());
   }
 }
 

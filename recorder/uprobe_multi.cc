@@ -71,7 +71,9 @@ bool UprobeMultiWorks(bpf_program* prog) {
   for (const Mapping& m : *maps) {
     if (addr < m.start || addr >= m.end || m.path.empty() || m.path[0] != '/') continue;
     uint64_t off = addr - m.start + m.offset;
-    int fd = CreateUprobeMultiLink(prog, m.path, {off}, {0}, /*retprobe=*/false);
+    // The file by this process's own link to it: the path in maps can name a file the kernel
+    // cannot find from here (a chroot seen from a mount namespace made after it: ENOENT).
+    int fd = CreateUprobeMultiLink(prog, "/proc/self/exe", {off}, {0}, /*retprobe=*/false);
     if (fd < 0) return false;
     close(fd);
     return true;

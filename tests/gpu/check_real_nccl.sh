@@ -7,9 +7,9 @@
 #
 #   tests/gpu/check_real_nccl.sh OUTDIR [KIT]
 #
-# KIT: a folder holding rankscope-record and, under lib/, the shared libraries it needs that
-# the node lacks (tests/gpu/pack_recorder.sh makes one on the build machine); default: the
-# rankscope-record on PATH. Needs root (the recorder), python3 with torch, a GPU.
+# KIT: a folder holding rankscope-record (the static build, build/recorder/
+# rankscope-record-static, runs on any node; a dynamic one finds libraries it needs that the
+# node lacks under KIT/lib); default: the rankscope-record on PATH. Needs root (the recorder), python3 with torch, a GPU.
 set -u
 OUTDIR=${1:?usage: check_real_nccl.sh OUTDIR [KIT]}
 KIT=${2:-}

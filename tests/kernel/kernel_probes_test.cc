@@ -87,7 +87,7 @@ TEST_P(KernelProbes, RecordEveryFamily) {
   opts.out = dir.File("kp.rsb");
   opts.duration_ns = 3'500'000'000;
   opts.pids = {traced};
-  auto writer = rs::BundleWriter::Create(opts.out);
+  auto writer = RecordingDb::Create(opts.out);
   ASSERT_TRUE(writer.ok()) << writer.error().message();
   std::vector<std::unique_ptr<Probe>> probes;
   probes.push_back(std::make_unique<ProcessProbe>());

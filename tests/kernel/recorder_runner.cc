@@ -124,9 +124,13 @@ void RecorderProcess::Drain(int timeout_ms) {
 }
 
 bool RecorderProcess::WaitReady(int timeout_ms) {
+  return WaitFor(": recording node ", timeout_ms);
+}
+
+bool RecorderProcess::WaitFor(const std::string& text, int timeout_ms) {
   int64_t end = NowMs() + timeout_ms;
   while (NowMs() < end) {
-    if (err_.find(": recording node ") != std::string::npos) return true;
+    if (err_.find(text) != std::string::npos) return true;
     if (err_fd_ < 0) return false;  // exited
     Drain(100);
   }

@@ -45,6 +45,8 @@ class RecorderProcess {
 
   // Waits (up to timeout) for the "recording" line on stderr.
   bool WaitReady(int timeout_ms = 20000);
+  // Waits (up to timeout) for `text` on stderr; false when it exits without it.
+  bool WaitFor(const std::string& text, int timeout_ms);
   // Sends `signo` and waits for the exit; returns the exit status (-1 on timeout).
   int Stop(int signo, int timeout_ms = 20000);
   // Waits for exit without signalling.

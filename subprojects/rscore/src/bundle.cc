@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "rscore/identity.h"
 #include "rscore/zstd_file.h"
 
 namespace rs {
@@ -166,6 +167,8 @@ Result<BundleInfo> ReadBundleInfo(Db& db) {
   if (info.db_kind == "bundle") {
     ASSIGN_OR_RETURN(info.recording_id, need("recording_id"));
     ASSIGN_OR_RETURN(info.node, need("node"));
+    // The one node-name rule of every tool (the recorder's, the merge's).
+    RETURN_IF_ERROR(ValidateNodeName(info.node, "the bundle's metadata"));
     ASSIGN_OR_RETURN(std::string s, need("start_ns"));
     ASSIGN_OR_RETURN(info.start_ns, ToInt64("start_ns", s));
     ASSIGN_OR_RETURN(std::string e, need("end_ns"));
@@ -181,9 +184,11 @@ Result<OpenedDb> OpenRankscopeFile(const std::string& path, bool check_integrity
   if (stat(path.c_str(), &st) != 0) return Error(path + ": " + std::strerror(errno));
   if (S_ISDIR(st.st_mode)) return Error(path + ": is a directory, not a bundle or database");
   if (!S_ISREG(st.st_mode)) {
-    return Error(path + ": not a regular file (" +
-                 (S_ISCHR(st.st_mode) ? "a character device" : S_ISFIFO(st.st_mode) ? "a pipe" : S_ISBLK(st.st_mode) ? "a block device" : "a socket") +
-                 "), not a bundle or database");
+    const char* kind = S_ISCHR(st.st_mode)    ? "a character device"
+                       : S_ISFIFO(st.st_mode) ? "a pipe"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                                              : "a socket";
+    return Error(path + ": not a regular file (" + kind + "), not a bundle or database");
   }
   if (st.st_size == 0) return Error(path + ": empty file, not a bundle");
   OpenedDb out;
@@ -192,7 +197,8 @@ Result<OpenedDb> OpenRankscopeFile(const std::string& path, bool check_integrity
     out.compressed_ = true;
     // Unnamed: even a killed process leaves no decompressed copy behind.
     ASSIGN_OR_RETURN(out.tmp_, TempFile::CreateUnnamed("", "rankscope-open"));
-    RETURN_IF_ERROR(DecompressToFd(path, out.tmp_.fd(), "the decompressed copy of " + path + " in " + TempDir()));
+    RETURN_IF_ERROR(DecompressToFd(path, out.tmp_.fd(),
+                                   "the decompressed copy of " + path + " in " + TempDir()));
     out.sqlite_path_ = out.tmp_.path();
   } else {
     out.sqlite_path_ = path;

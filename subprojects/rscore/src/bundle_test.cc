@@ -82,6 +82,19 @@ TEST(Bundle, TruncatedAndCorruptAreRejectedByName) {
   EXPECT_FALSE(OpenRankscopeFile(empty).ok());
 }
 
+// Every tool reading a bundle keeps the recorder's and the merge's node-name rule.
+TEST(Bundle, NodeNameOutsideTheRuleIsRefused) {
+  std::string dir = TmpDir();
+  for (const char* bad : {"../../etc", "<script>", "a b"}) {
+    std::string path = dir + "/bad.rsb";
+    ASSERT_TRUE(WriteSmallBundle(path, bad).ok());
+    auto r = OpenRankscopeFile(path);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message().find("node name"), std::string::npos) << r.error().message();
+    unlink(path.c_str());
+  }
+}
+
 TEST(Bundle, UnwritableOutputIsAnError) {
   auto r = BundleWriter::Create("/nonexistent-dir/x.rsb");
   ASSERT_FALSE(r.ok());

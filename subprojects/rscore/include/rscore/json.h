@@ -1,5 +1,8 @@
-// A minimal streaming JSON writer (RFC 8259 output, UTF-8 passed through, control characters
-// escaped). Keys are written in call order, so the report's key order is stable.
+// The workstation tools' JSON (query, report, trace export): a streaming writer whose keys come
+// out in call order, so the report's key order is stable. Strings are escaped by nlohmann-json:
+// valid UTF-8 passes through, control characters are escaped, and a byte that is not UTF-8 (a
+// recorded process name or a query's text cell may hold any bytes) becomes U+FFFD, so the
+// output is always valid JSON.
 #pragma once
 
 #include <cstdint>
@@ -7,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace analyzer {
+namespace rs {
 
 class JsonWriter {
  public:
@@ -35,4 +38,4 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-}  // namespace analyzer
+}  // namespace rs

@@ -1,11 +1,11 @@
-#include "json_writer.h"
+#include "rscore/json.h"
 
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <string>
 
-namespace analyzer {
+namespace rs {
 namespace {
 
 TEST(JsonWriterTest, NestedContainersAndEscapes) {
@@ -29,5 +29,21 @@ TEST(JsonWriterTest, DoublesAreShortestRoundTrip) {
   EXPECT_EQ(w.str(), "[8.32,0.30000000000000004,1234567.5,3,-4]");
 }
 
+// Text cells and recorded names may hold any bytes: multi-byte UTF-8 passes through unchanged,
+// a byte that is not UTF-8 becomes U+FFFD, and the output parses as JSON.
+TEST(JsonWriterTest, Utf8PassesThroughAndInvalidBytesAreReplaced) {
+  EXPECT_EQ(JsonWriter::Quote("n\xC3\xB6"
+                              "de \xE6\x97\xA5 \xF0\x9F\x94\xA5"),
+            "\"n\xC3\xB6"
+            "de \xE6\x97\xA5 \xF0\x9F\x94\xA5\"");
+  EXPECT_EQ(JsonWriter::Quote("f\xFFo"), "\"f\xEF\xBF\xBDo\"");
+  EXPECT_EQ(JsonWriter::Quote("\xC3"), "\"\xEF\xBF\xBD\"");  // truncated sequence
+  EXPECT_EQ(JsonWriter::Quote(std::string("a\0"
+                                          "b\x7f",
+                                          4)),
+            "\"a\\u0000"
+            "b\x7f\"");
+}
+
 }  // namespace
-}  // namespace analyzer
+}  // namespace rs

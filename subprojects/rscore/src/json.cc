@@ -1,42 +1,16 @@
-#include "json_writer.h"
+#include "rscore/json.h"
+
+#include <nlohmann/json.hpp>
 
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
-namespace analyzer {
+namespace rs {
 
 std::string JsonWriter::Quote(std::string_view s) {
-  std::string o = "\"";
-  for (char ch : s) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        o += "\\\"";
-        break;
-      case '\\':
-        o += "\\\\";
-        break;
-      case '\n':
-        o += "\\n";
-        break;
-      case '\r':
-        o += "\\r";
-        break;
-      case '\t':
-        o += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          o += buf;
-        } else {
-          o += ch;
-        }
-    }
-  }
-  return o + "\"";
+  return nlohmann::json(std::string(s))
+      .dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
 }
 
 void JsonWriter::Separate() {
@@ -114,4 +88,4 @@ JsonWriter& JsonWriter::Null() {
   return *this;
 }
 
-}  // namespace analyzer
+}  // namespace rs
