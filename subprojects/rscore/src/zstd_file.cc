@@ -47,11 +47,11 @@ Result<void> CompressToFd(const std::string& in_path, int out_fd, const std::str
   Fd in{open(in_path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (in.fd < 0) return Error(in_path + ": cannot open: " + std::strerror(errno));
   std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
-  if (!cctx) return Error(out_path + ": zstd: cannot create a compression context");
+  if (!cctx) return Error(out_name + ": zstd: cannot create a compression context");
   for (auto [param, value] :
        {std::pair{ZSTD_c_compressionLevel, level}, std::pair{ZSTD_c_checksumFlag, 1}}) {
     size_t rc = ZSTD_CCtx_setParameter(cctx.get(), param, value);
-    if (ZSTD_isError(rc)) return Error(out_path + ": zstd: " + ZSTD_getErrorName(rc));
+    if (ZSTD_isError(rc)) return Error(out_name + ": zstd: " + ZSTD_getErrorName(rc));
   }
   std::vector<char> ibuf(ZSTD_CStreamInSize()), obuf(ZSTD_CStreamOutSize());
   bool last = false;
