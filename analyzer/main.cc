@@ -4,6 +4,8 @@
 //   report INPUT        stragglers, causes, hangs (report_command.h)
 #include <boost/program_options.hpp>
 
+#include <unistd.h>
+
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -15,6 +17,7 @@
 #include "rscore/cli.h"
 #include "rscore/cli_help.h"
 #include "rscore/duration.h"
+#include "rscore/output.h"
 
 namespace po = boost::program_options;
 
@@ -25,6 +28,7 @@ constexpr const char* kUsage =
     "                               [--timeout DURATION]\n"
     "       rankscope-analyze schema INPUT [TABLE]\n"
     "       rankscope-analyze report INPUT [--format text|json|markdown|html] [-o FILE]\n"
+    "                                [--force]\n"
     "\n"
     "INPUT is a node bundle (.rsb) or a merged database (.rsdb).\n"
     "\n"
@@ -108,11 +112,16 @@ int RunSchemaCommand(int argc, char** argv) {
     std::cerr << "rankscope-analyze schema: " << opened.error().message() << "\n";
     return rs::cli::kExitError;
   }
+  rs::FdOstream out(STDOUT_FILENO, "standard output");  // every write checked
   auto printed = positional.size() == 1
-                     ? analyzer::PrintSchema(opened->db(), std::cout)
-                     : analyzer::PrintTableSchema(opened->db(), positional[1], std::cout);
+                     ? analyzer::PrintSchema(opened->db(), out)
+                     : analyzer::PrintTableSchema(opened->db(), positional[1], out);
   if (!printed.ok()) {
     std::cerr << "rankscope-analyze schema: " << printed.error().message() << "\n";
+    return rs::cli::kExitError;
+  }
+  if (auto flushed = out.Close(); !flushed.ok()) {
+    std::cerr << "rankscope-analyze schema: " << flushed.error().message() << "\n";
     return rs::cli::kExitError;
   }
   return rs::cli::kExitOk;
@@ -202,13 +211,17 @@ int RunQueryCommand(int argc, char** argv) {
     std::cerr << "rankscope-analyze query: " << opened.error().message() << "\n";
     return 1;
   }
+  rs::FdOstream out(STDOUT_FILENO, "standard output");  // every write checked
   auto stats = analyzer::RunQuery(opened->db(), positional[1],
-                                  {*fmt, limit, timeout_ns.value(), timeout}, std::cout);
+                                  {*fmt, limit, timeout_ns.value(), timeout}, out);
   if (!stats.ok()) {
     std::cerr << "rankscope-analyze query: " << stats.error().message() << "\n";
     return 1;
   }
-  std::cout.flush();
+  if (auto flushed = out.Close(); !flushed.ok()) {
+    std::cerr << "rankscope-analyze query: " << flushed.error().message() << "\n";
+    return rs::cli::kExitError;
+  }
   if (stats->truncated) {
     std::cerr << "rankscope-analyze query: output stopped after " << stats->rows
               << " rows (raise --limit, or 0 for all)\n";

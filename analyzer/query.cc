@@ -560,6 +560,7 @@ rs::Result<QueryStats> RunQuery(rs::Db& db, const std::string& sql, const QueryO
         out << "}";
         break;
     }
+    if (!out) break;  // the output failed (a full disk): the caller says so, no use going on
   }
   if (options.format == OutputFormat::kTable) table.Flush();
   if (options.format == OutputFormat::kJson) out << (stats.rows ? "\n]\n" : "]\n");

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -17,6 +16,7 @@
 #include "rscore/cli.h"
 #include "rscore/cli_help.h"
 #include "rscore/clock.h"
+#include "rscore/output.h"
 #include "rscore/time_arg.h"
 
 namespace po = boost::program_options;
@@ -32,11 +32,12 @@ struct ReportArgs {
   bool help = false;
   bool skip_integrity = false;
   bool all_nodes = false;
+  bool force = false;
 };
 
 const rs::cli::HelpText kHelp = {
     .usage = "rankscope-analyze report INPUT [--format text|json|markdown|html] [-o FILE]\n"
-             "       [--fail-on straggler|hang|any] [--from T] [--to T] [--nodes NODES]\n"
+             "       [--force] [--fail-on straggler|hang|any] [--from T] [--to T] [--nodes NODES]\n"
              "       [--ranks RANKS] [--comm HASH]",
     .about = "INPUT is a merged database (.rsdb, clock-aligned) or one node's bundle (.rsb,\n"
              "clock as recorded). The report names the straggler rank/node and ranks its\n"
@@ -61,6 +62,7 @@ rs::Result<ReportArgs> ParseArgs(int argc, char** argv, po::options_description&
       "output format: text (default), json, markdown or html")(
       "out,o", po::value<std::string>(&a.output)->value_name("FILE"),
       "write the report to FILE (default, or -: standard output)")(
+      "force", po::bool_switch(&a.force), "replace FILE if it exists")(
       "fail-on", po::value<std::string>(&a.fail_on)->value_name("WHAT"),
       "exit with status 4 when the report has a straggler verdict of medium or high "
       "confidence (straggler), detects a hang (hang), or either (any)")(
@@ -140,26 +142,11 @@ bool Found(const analyzer::Report& r, const std::string& what) {
   return what == "any" && (straggler || hang);
 }
 
-rs::Result<void> WriteOutput(const std::string& path, const std::string& text) {
-  if (path.empty() || path == "-") {
-    std::cout << text;
-    std::cout.flush();
-    if (!std::cout) return rs::Error("cannot write the report to stdout");
-    return rs::Ok();
-  }
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return rs::Error("cannot create " + tmp + " (-o): check the directory exists");
-    out << text;
-    out.flush();
-    if (!out) return rs::Error("cannot write " + tmp + " (-o): disk full?");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return rs::Error("cannot rename " + tmp + " to " + path + " (-o)");
-  }
-  return rs::Ok();
+// The report into its checked output (rscore/output.h): a file appears only once complete.
+rs::Result<void> WriteOutput(const rs::OutputTarget& target, const std::string& text) {
+  ASSIGN_OR_RETURN(rs::OutputFile out, rs::OutputFile::Create(target));
+  RETURN_IF_ERROR(out.Write(text.data(), text.size()));
+  return out.Commit();
 }
 
 }  // namespace
@@ -181,6 +168,14 @@ int RunReportCommand(int argc, char** argv) {
   auto format = analyzer::ParseReportFormat(args->format);
   if (!format.ok()) {
     std::cerr << kName << ": " << format.error().message() << "\n";
+    return kExitUsage;
+  }
+  // Where the report goes, checked before any work: never the input, never an existing file
+  // without --force.
+  auto target = rs::CheckOutput(args->output.empty() ? "-" : args->output, args->force,
+                                {args->input});
+  if (!target.ok()) {
+    std::cerr << kName << ": " << target.error().message() << "\n";
     return kExitUsage;
   }
   Progress progress(/*quiet=*/false);
@@ -208,7 +203,7 @@ int RunReportCommand(int argc, char** argv) {
   if (!filtered->empty()) report->notes.insert(report->notes.begin(), *filtered);
   if (args->all_nodes) report->node_rows = 0;
   progress.Done();
-  auto written = WriteOutput(args->output, analyzer::Render(*report, *format));
+  auto written = WriteOutput(*target, analyzer::Render(*report, *format));
   if (!written.ok()) {
     std::cerr << kName << ": " << written.error().message() << "\n";
     return kExitError;

@@ -105,7 +105,8 @@ set +e
 "$analyze" report "$dir/missing.rsdb" 2> "$dir/err"; rc=$?
 [[ $rc == 1 ]] && grep -q "missing.rsdb" "$dir/err" || { echo "FAIL: missing input: rc $rc"; exit 1; }
 "$analyze" report "$dir/cpu.rsdb" -o "$dir/no/such/dir/r.txt" 2> "$dir/err"; rc=$?
-[[ $rc == 1 ]] && grep -q "no/such/dir" "$dir/err" || { echo "FAIL: bad -o: rc $rc"; exit 1; }
+# A wrong -o is refused before any work, as a usage error.
+[[ $rc == 2 ]] && grep -q "no/such/dir" "$dir/err" || { echo "FAIL: bad -o: rc $rc"; exit 1; }
 "$analyze" report 2> "$dir/err"; rc=$?
 [[ $rc == 2 ]] || { echo "FAIL: no input: rc $rc"; exit 1; }
 echo "all ok"

@@ -1,6 +1,7 @@
 #include "chrome_json_writer.h"
 
 #include "rscore/json.h"
+#include "rscore/output.h"
 
 #include <cerrno>
 #include <cinttypes>
@@ -31,8 +32,7 @@ void ChromeJsonWriter::String(std::string_view s) { buf_ += rs::JsonWriter::Quot
 Result<void> ChromeJsonWriter::MaybeFlush() {
   if (buf_.size() < kFlushBytes) return Ok();
   if (std::fwrite(buf_.data(), 1, buf_.size(), file_) != buf_.size()) {
-    return Error(path_ + ": write failed: " + std::strerror(errno) +
-                 " (check free space and permissions)");
+    return WriteError(path_, errno);
   }
   bytes_ += static_cast<int64_t>(buf_.size());
   buf_.clear();
@@ -178,8 +178,7 @@ void ChromeJsonWriter::Flow(FlowRole role, uint64_t flow_id, int64_t ts, const T
 Result<void> ChromeJsonWriter::Finish() {
   buf_ += "\n]}\n";
   if (std::fwrite(buf_.data(), 1, buf_.size(), file_) != buf_.size() || std::fflush(file_) != 0) {
-    return Error(path_ + ": write failed: " + std::strerror(errno) +
-                 " (check free space and permissions)");
+    return WriteError(path_, errno);
   }
   bytes_ += static_cast<int64_t>(buf_.size());
   buf_.clear();

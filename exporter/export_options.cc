@@ -53,6 +53,7 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
       ("version", "show the version")              //
       ("out,o", po::value<std::string>(&cl.options.output)->value_name("OUT"),
        "trace file to write (required); - writes it to standard output")  //
+      ("force", "replace OUT if it exists")                                //
       ("format,f", po::value<std::string>(&format)->value_name("FORMAT"),
        "perfetto (default; .pftrace) or chrome-json (default when OUT ends in .json)")  //
       ("from", po::value<std::string>(&from)->value_name("T"), "first event start to export")  //
@@ -100,6 +101,7 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
     cl.options.output = output_alias;
   }
   if (cl.options.output.empty()) return Error("missing -o OUT: the trace file to write");
+  cl.options.force = vm.count("force") > 0;
   if (format.empty()) {
     format = EndsWith(cl.options.output, ".json") ? "chrome-json" : "perfetto";
   }

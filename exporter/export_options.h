@@ -22,7 +22,8 @@ Result<TimePoint> ParseTimePoint(std::string_view text, std::string_view flag);
 
 struct ExportOptions {
   std::string input;
-  std::string output;
+  std::string output;  // '-': standard output
+  bool force = false;  // replace an existing output file
   Format format = Format::kPerfetto;
   std::optional<TimePoint> from, to;
   std::vector<std::string> nodes;  // empty: every node

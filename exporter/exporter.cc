@@ -11,25 +11,12 @@
 #include "chrome_json_writer.h"
 #include "perfetto_writer.h"
 #include "rscore/bundle.h"
+#include "rscore/output.h"
 #include "rscore/time_arg.h"
 #include "track_model.h"
 
 namespace rs::exporter {
 namespace {
-
-// Removes the temp output unless disarmed.
-class TempOutput {
- public:
-  explicit TempOutput(std::string path) : path_(std::move(path)) {}
-  ~TempOutput() {
-    if (!path_.empty()) ::unlink(path_.c_str());
-  }
-  const std::string& path() const { return path_; }
-  void Disarm() { path_.clear(); }
-
- private:
-  std::string path_;
-};
 
 Result<RowFilter> MakeFilter(Db& db, const ExportOptions& o) {
   RowFilter f;
@@ -105,6 +92,7 @@ Result<void> RunTimeline(Db& db, const std::string& source, const RowFilter& fil
 }  // namespace
 
 Result<ExportResult> Export(const ExportOptions& o) {
+  ASSIGN_OR_RETURN(const OutputTarget target, CheckOutput(o.output, o.force, {o.input}));
   // Every page the export needs is read anyway, and SQLite reports corruption on the
   // read that meets it (named with the input below), so skip the upfront quick_check.
   auto opened = OpenRankscopeFile(o.input, /*check_integrity=*/false);
@@ -124,46 +112,32 @@ Result<ExportResult> Export(const ExportOptions& o) {
     RETURN_IF_ERROR(EmptyWindow(db, o, filter));
   }
 
-  TempOutput tmp(o.output + ".tmp." + std::to_string(::getpid()));
+  // Written without a name beside the output (or in $TMPDIR for standard output and
+  // streams), and given its name only once complete (rscore/output.h).
+  ASSIGN_OR_RETURN(OutputFile out, OutputFile::Create(target));
   if (o.format == Format::kPerfetto) {
-    int fd = ::open(tmp.path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      return Error(o.output + ": cannot create: " + std::strerror(errno) +
-                   " (check the directory exists and is writable)");
-    }
-    Result<void> r = Ok();
-    {
-      PerfettoWriter writer(fd, o.output, o.compress);
-      r = RunTimeline(db, o.input, filter, result.summary, writer, result);
-      result.packets = writer.packets();
-      result.bytes = writer.bytes();
-    }
-    if (::close(fd) != 0 && r.ok()) {
-      r = Error(o.output + ": write failed: " + std::strerror(errno));
-    }
+    PerfettoWriter writer(out.fd(), out.shown(), o.compress);
+    Result<void> r = RunTimeline(db, o.input, filter, result.summary, writer, result);
+    result.packets = writer.packets();
+    result.bytes = writer.bytes();
     if (!r.ok()) return r.error();
   } else {
-    std::FILE* f = std::fopen(tmp.path().c_str(), "we");
+    const int dup_fd = ::fcntl(out.fd(), F_DUPFD_CLOEXEC, 0);
+    std::FILE* f = dup_fd < 0 ? nullptr : ::fdopen(dup_fd, "w");
     if (!f) {
-      return Error(o.output + ": cannot create: " + std::strerror(errno) +
-                   " (check the directory exists and is writable)");
+      if (dup_fd >= 0) ::close(dup_fd);
+      return Error(out.shown() + ": cannot write: " + std::strerror(errno));
     }
     Result<void> r = Ok();
     {
-      ChromeJsonWriter writer(f, o.output, o.input.substr(o.input.rfind('/') + 1));
+      ChromeJsonWriter writer(f, out.shown(), o.input.substr(o.input.rfind('/') + 1));
       r = RunTimeline(db, o.input, filter, result.summary, writer, result);
       result.bytes = writer.bytes();
     }
-    if (std::fclose(f) != 0 && r.ok()) {
-      r = Error(o.output + ": write failed: " + std::strerror(errno));
-    }
+    if (std::fclose(f) != 0 && r.ok()) r = WriteError(out.shown(), errno);
     if (!r.ok()) return r.error();
   }
-  if (::rename(tmp.path().c_str(), o.output.c_str()) != 0) {
-    return Error(o.output +
-                 ": cannot rename the finished trace into place: " + std::strerror(errno));
-  }
-  tmp.Disarm();
+  RETURN_IF_ERROR(out.Commit());
   return result;
 }
 

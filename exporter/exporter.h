@@ -1,5 +1,7 @@
 // rankscope-export's one operation: open the input, read its rows in order, write the
-// trace. The output appears atomically (written to a temp file beside it, then renamed).
+// trace. The output appears atomically (written to an unnamed file beside it, linked into
+// place when complete: rscore/output.h); it is never the input, and replaces an existing file
+// only with ExportOptions::force.
 #pragma once
 
 #include <cstdint>

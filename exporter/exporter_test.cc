@@ -77,6 +77,7 @@ class ExportTest : public ::testing::Test {
   }
 
   static ExportResult ExportOk(ExportOptions o) {
+    o.force = true;  // a test may export into the same file again
     auto r = Export(o);
     EXPECT_TRUE(r.ok()) << r.error().message();
     return r.ok() ? std::move(r).value() : ExportResult{};

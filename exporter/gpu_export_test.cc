@@ -67,7 +67,8 @@ class GpuExportTest : public ::testing::Test {
     delete dir_;
   }
 
-  static ExportResult ExportOk(const ExportOptions& o) {
+  static ExportResult ExportOk(ExportOptions o) {
+    o.force = true;  // a test may export into the same file again
     auto r = Export(o);
     EXPECT_TRUE(r.ok()) << r.error().message();
     return r.ok() ? std::move(r).value() : ExportResult{};

@@ -1,12 +1,11 @@
 // rankscope-export: a merged db or node bundle -> Perfetto protobuf trace or Chrome JSON.
-#include <unistd.h>
-
 #include <cstdio>
 
 #include "export_options.h"
 #include "exporter.h"
 #include "rscore/cli.h"
 #include "rscore/clock.h"
+#include "rscore/output.h"
 #include "rscore/time_arg.h"
 
 #ifndef RANKSCOPE_VERSION
@@ -30,31 +29,21 @@ int main(int argc, char** argv) {
     std::printf("rankscope-export %s\n", RANKSCOPE_VERSION);
     return kExitOk;
   }
-  // -o -: written to a file of its own, then sent to standard output.
-  const bool to_stdout = IsStdio(cl->options.output);
-  const std::string shown = to_stdout ? "standard output" : cl->options.output;
-  if (to_stdout) {
-    auto staged = StdoutStagingPath("rankscope-export");
-    if (!staged.ok()) {
-      std::fprintf(stderr, "rankscope-export: %s\n", staged.error().message().c_str());
-      return kExitError;
-    }
-    cl->options.output = *staged;
+  // Where the trace goes, checked before any work: never the input, never an existing file
+  // without --force (Export checks again when it creates the output).
+  auto checked = rs::CheckOutput(cl->options.output, cl->options.force, {cl->options.input});
+  if (!checked.ok()) {
+    std::fprintf(stderr, "rankscope-export: %s\n", checked.error().message().c_str());
+    return kExitUsage;
   }
+  const std::string shown = checked->shown();
   Progress progress(/*quiet=*/false);
   progress.Show("rankscope-export: exporting " + cl->options.input + "...");
   auto r = Export(cl->options);
   progress.Done();
   if (!r.ok()) {
     std::fprintf(stderr, "rankscope-export: %s\n", r.error().message().c_str());
-    if (to_stdout) unlink(cl->options.output.c_str());
     return kExitError;
-  }
-  if (to_stdout) {
-    if (auto sent = CopyToStdout(cl->options.output); !sent.ok()) {
-      std::fprintf(stderr, "rankscope-export: %s\n", sent.error().message().c_str());
-      return kExitError;
-    }
   }
   if (r->recording_start_ns > 0) {
     std::fprintf(stderr, "rankscope-export: recording starts %s (the zero of +offsets)\n",

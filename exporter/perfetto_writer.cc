@@ -1,5 +1,7 @@
 #include "perfetto_writer.h"
 
+#include "rscore/output.h"
+
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 
@@ -61,8 +63,7 @@ void PerfettoWriter::NewPacket() {
 
 Result<void> PerfettoWriter::CheckStream() {
   if (out_->HadError()) {
-    return Error(path_ + ": write failed: " + std::strerror(file_->GetErrno()) +
-                 " (check free space and permissions)");
+    return WriteError(path_, file_->GetErrno());
   }
   return Ok();
 }
@@ -250,8 +251,7 @@ Result<void> PerfettoWriter::Finish() {
   const int err = file_->GetErrno();
   file_.reset();
   if (had_error || !flushed) {
-    return Error(path_ + ": write failed: " + std::strerror(err) +
-                 " (check free space and permissions)");
+    return WriteError(path_, err);
   }
   return Ok();
 }

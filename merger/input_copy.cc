@@ -205,7 +205,7 @@ rs::Result<RecordCopy> PlanRecordCopy(rs::Db& db, const Input& in, const NodeAli
 rs::Result<Part> WritePartWith(const std::string& dir, const std::string& stem, const Input& in,
                                const NodeAlignment& al, bool records) {
   Part part;
-  ASSIGN_OR_RETURN(part.file, rs::TempFile::Create(dir, stem));
+  ASSIGN_OR_RETURN(part.file, rs::TempFile::CreateUnnamed(dir, stem));
   ASSIGN_OR_RETURN(rs::Db db, rs::Db::Open(part.file.path(), rs::Db::Mode::kReadWrite));
   RETURN_IF_ERROR(UseBuildPragmas(db, 16384));
   RETURN_IF_ERROR(rs::CreateSchema(db, rs::DbKind::kMerged));

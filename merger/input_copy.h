@@ -54,7 +54,8 @@ struct Part {
   InputCopy copy;
 };
 
-// Copies `in` into a new part file `dir`/.`stem`.XXXXXX (removed when the Part dies): the
+// Copies `in` into a new part file in `dir`, without a name (TempFile::CreateUnnamed; gone
+// when the Part dies, or the process): the
 // small tables by SQL, the event tables page by page (CopyRecords) when it accepts them, else
 // by SQL too (the same rows and counts either way).
 rs::Result<Part> WritePart(const std::string& dir, const std::string& stem, const Input& in,

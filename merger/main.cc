@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "merge.h"
 #include "options.h"
 #include "rscore/cli.h"
 #include "rscore/clock.h"
+#include "rscore/output.h"
 #include "rscore/time_arg.h"
 
 #ifndef RANKSCOPE_VERSION
@@ -35,32 +37,25 @@ int main(int argc, char** argv) {
   const bool tty = isatty(STDERR_FILENO);
   cl->merge.progress = !cl->quiet && (tty || cl->progress_forced);
   cl->merge.progress_plain = !tty;
-  // -o -: merged into a file of its own, then sent to standard output.
-  const bool to_stdout = IsStdio(cl->merge.out_path);
-  const std::string shown = to_stdout ? "standard output" : cl->merge.out_path;
-  if (to_stdout) {
-    auto staged = StdoutStagingPath("rankscope-merge");
-    if (!staged.ok()) {
-      std::cerr << "rankscope-merge: " << staged.error().message() << "\n";
-      return kExitError;
+  // Where the result goes, checked before any work: never an input, never an existing file
+  // without --force (Merge checks again when it creates the output).
+  for (const std::optional<std::string>& out : {std::optional(cl->merge.out_path),
+                                                cl->merge.bundle_path}) {
+    if (!out) continue;
+    auto checked = rs::CheckOutput(*out, cl->merge.force, cl->merge.inputs);
+    if (!checked.ok()) {
+      std::cerr << "rankscope-merge: " << checked.error().message() << "\n";
+      return kExitUsage;
     }
-    unlink(staged->c_str());  // the merge refuses to overwrite; the name stays unique enough
-    cl->merge.out_path = *staged;
   }
+  const std::string shown = IsStdio(cl->merge.out_path) ? "standard output" : cl->merge.out_path;
   std::ostringstream quiet_sink;
   std::ostream& log = cl->quiet ? static_cast<std::ostream&>(quiet_sink) : std::cerr;
   auto result = merge::Merge(cl->merge, log);
   if (!result.ok()) {
     if (cl->quiet) std::cerr << quiet_sink.str();
     std::cerr << "rankscope-merge: " << result.error().message() << "\n";
-    if (to_stdout) unlink(cl->merge.out_path.c_str());
     return kExitError;
-  }
-  if (to_stdout) {
-    if (auto sent = CopyToStdout(cl->merge.out_path); !sent.ok()) {
-      std::cerr << "rankscope-merge: " << sent.error().message() << "\n";
-      return kExitError;
-    }
   }
   const merge::MergeResult& r = *result;
   std::vector<const merge::NodeAlignment*> nodes;

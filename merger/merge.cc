@@ -21,6 +21,7 @@
 #include "rscore/bundle.h"
 #include "rscore/comm_hash.h"
 #include "rscore/duration.h"
+#include "rscore/output.h"
 #include "rscore/schema.h"
 #include "rscore/sqlite.h"
 #include "rscore/zstd_file.h"
@@ -30,39 +31,22 @@
 namespace merge {
 namespace {
 
-std::string DirOf(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
+// The merged database and its --bundle copy: never readable by more than its owner.
+constexpr mode_t kMergedMode = 0600;
 
 std::string BaseOf(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// The output: a private temp file next to OUT, renamed into place when complete.
-rs::Result<void> CheckOutputPath(const std::string& out) {
-  if (out.empty()) return rs::Error("-o/--out: an output path is required (e.g. -o run.rsdb)");
-  struct stat st {};
-  std::string dir = DirOf(out);
-  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return rs::Error("-o " + out + ": directory '" + dir + "' does not exist");
+// A disk (or quota) that filled up, said by SQLite or by a write of rankscope's own: the merge
+// cannot go on, whichever input it was copying.
+bool NoSpace(const std::string& message) {
+  for (const char* m : {"database or disk is full", "No space left on device",
+                        "no space left on device", "Disk quota exceeded", "disk quota exceeded"}) {
+    if (message.find(m) != std::string::npos) return true;
   }
-  if (access(dir.c_str(), W_OK) != 0) {
-    return rs::Error("-o " + out + ": directory '" + dir + "' is not writable");
-  }
-  if (stat(out.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    return rs::Error("-o " + out + ": is a directory; give a file name such as merged.rsdb");
-  }
-  return rs::Ok();
-}
-
-rs::Result<void> MoveIntoPlace(const std::string& from, const std::string& to) {
-  if (chmod(from.c_str(), 0600) != 0 || rename(from.c_str(), to.c_str()) != 0) {
-    return rs::Error(to + ": cannot move the merged database into place: " + std::strerror(errno));
-  }
-  return rs::Ok();
+  return false;
 }
 
 class Progress {
@@ -246,9 +230,18 @@ void ConfigureSqlite() {
   sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
-rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
+namespace {
+
+rs::Result<MergeResult> MergeInto(const MergeOptions& opt, std::ostream& log,
+                                  rs::OutputFile& out_file) {
   PhaseTimer timer;
-  RETURN_IF_ERROR(CheckOutputPath(opt.out_path));
+  ASSIGN_OR_RETURN(const rs::OutputTarget target,
+                   rs::CheckOutput(opt.out_path, opt.force, opt.inputs, kMergedMode));
+  std::optional<rs::OutputTarget> bundle_target;
+  if (opt.bundle_path) {
+    ASSIGN_OR_RETURN(bundle_target,
+                     rs::CheckOutput(*opt.bundle_path, opt.force, opt.inputs, kMergedMode));
+  }
   if (opt.inputs.empty()) {
     return rs::Error("no inputs: give node bundles (NODE.rsb) or a directory holding them");
   }
@@ -257,6 +250,10 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
   progress.Show("validating " + std::to_string(files.size()) + " inputs...");
   std::vector<Input> inputs = PlanInputs(files, log);
   progress.Done();
+  for (const Input& in : inputs) {
+    // No room for the decompressed copies: every later input would fail alike.
+    if (in.status == "skipped" && NoSpace(in.reason)) return rs::Error(in.file + ": " + in.reason);
+  }
   MergeResult result;
   std::vector<Input*> merged;
   std::string skipped_list;
@@ -338,10 +335,10 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
   }
   LogEvidence(log, collector.summary());
 
-  // The output, built in a temp file next to it.
-  ASSIGN_OR_RETURN(rs::TempFile tmp,
-                   rs::TempFile::Create(DirOf(opt.out_path), BaseOf(opt.out_path)));
-  ASSIGN_OR_RETURN(rs::Db out, rs::Db::Open(tmp.path(), rs::Db::Mode::kReadWrite));
+  // The output, built in a temporary without a name next to it (rscore/output.h).
+  ASSIGN_OR_RETURN(out_file, rs::OutputFile::Create(target));
+  const std::string work_dir = out_file.dir();
+  ASSIGN_OR_RETURN(rs::Db out, rs::Db::Open(out_file.path(), rs::Db::Mode::kReadWrite));
   RETURN_IF_ERROR(UseBuildPragmas(out, 65536));
   // Read through the page cache, not a map: mapped pages of a large output would count
   // against the process like its own memory.
@@ -368,7 +365,7 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
   for (size_t k = direct; k < order.size(); ++k) {
     jobs.push_back({merged[order[k]], result.alignment[order[k]]});
   }
-  PartPipeline parts(std::move(jobs), threads, DirOf(opt.out_path), BaseOf(opt.out_path) + ".part");
+  PartPipeline parts(std::move(jobs), threads, work_dir, BaseOf(opt.out_path) + ".part");
 
   std::map<int, InputCopy> copies;
   std::vector<std::pair<int, Part>> kept;  // parts whose event tables are still to add
@@ -392,6 +389,7 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
     parts.Discard(std::move(in.image));  // its temp file is no longer needed
     progress.Done();
     if (!c.ok()) {
+      if (NoSpace(c.error().message())) return c.error();  // said as such by Merge
       // The input validated but could not be copied (changed since, or lacks a NOT NULL
       // column this version needs).
       in.status = "skipped";
@@ -421,7 +419,7 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
       }
     }
     ASSIGN_OR_RETURN(EventTablesAdded added,
-                     AddEventTables(out, tmp.path(), part_list, opt.splice, expected));
+                     AddEventTables(out, out_file.path(), part_list, opt.splice, expected));
     for (auto& [id, part] : kept) {
       parts.Discard(std::make_shared<rs::TempFile>(std::move(part.file)));
     }
@@ -513,23 +511,33 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
   progress.Show("building indexes...");
   RETURN_IF_ERROR(rs::CreateIndexes(out));
   progress.Done();
-  out = rs::Db();  // close before the rename
+  out = rs::Db();  // every page is written at its transaction's commit: closed before the name
   timer.End("indexes");
-  if (opt.bundle_path) {
-    std::string partial = *opt.bundle_path + ".partial";
-    auto c = rs::CompressFile(tmp.path(), partial, 9, 0600);
-    if (!c.ok() || rename(partial.c_str(), opt.bundle_path->c_str()) != 0) {
-      unlink(partial.c_str());
-      return c.ok() ? rs::Error("--bundle " + *opt.bundle_path +
-                                ": cannot move into place: " + std::strerror(errno))
-                    : c.error().Wrap("--bundle");
-    }
+  if (bundle_target) {
+    ASSIGN_OR_RETURN(rs::OutputFile bundle, rs::OutputFile::Create(*bundle_target));
+    RETURN_IF_ERROR(rs::CompressToFd(out_file.path(), bundle.fd(), bundle.shown(), 9));
+    RETURN_IF_ERROR(bundle.Commit());
   }
-  RETURN_IF_ERROR(MoveIntoPlace(tmp.path(), opt.out_path));
-  tmp.Release();
+  RETURN_IF_ERROR(out_file.Commit());
   timer.End("write out");
   result.phases = timer.Take();
   return result;
+}
+
+}  // namespace
+
+rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
+  rs::OutputFile out_file;  // dropped on an error: nothing of the output remains
+  auto r = MergeInto(opt, log, out_file);
+  // SQLite's "database or disk is full" said as what it is, naming where the merge writes.
+  if (r.ok() || !NoSpace(r.error().message()) ||
+      r.error().message().find("no space left on device") != std::string::npos) {
+    return r;
+  }
+  const std::string where = out_file.target().kind == rs::OutputTarget::Kind::kFile
+                                ? opt.out_path
+                                : "temporary files in " + out_file.dir();
+  return rs::Error("no space left on device writing " + where + " (" + r.error().message() + ")");
 }
 
 }  // namespace merge

@@ -15,7 +15,8 @@ namespace merge {
 
 struct MergeOptions {
   std::vector<std::string> inputs;         // bundle files and/or directories of bundles
-  std::string out_path;                    // the .rsdb, written atomically, mode 0600
+  std::string out_path;                    // the .rsdb ('-': standard output), mode 0600
+  bool force = false;                      // replace an existing out_path (and bundle_path)
   bool strict = false;                     // any bad input aborts the merge (nothing written)
   std::optional<std::string> bundle_path;  // also write a zstd-compressed copy here
   std::string reference_node;              // node whose clock is the reference; empty: automatic
@@ -59,7 +60,9 @@ struct MergeResult {
 void ConfigureSqlite();
 
 // Runs the whole merge. Per-input problems are reported to `log` and recorded in the output
-// (merge_inputs); an Error means nothing was written.
+// (merge_inputs); an Error means nothing was written. The output is checked as
+// rs::CheckOutput does (never an input, an existing file only with `force`), built without a
+// name and linked into place when complete (rscore/output.h); '-' copies it to standard output.
 rs::Result<MergeResult> Merge(const MergeOptions& options, std::ostream& log);
 
 }  // namespace merge

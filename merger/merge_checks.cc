@@ -20,6 +20,7 @@ int64_t Int(rs::Db& db, const std::string& sql) {
 Merged RunMerge(const TempDir& dir, std::vector<std::string> inputs, MergeOptions opt) {
   opt.inputs = std::move(inputs);
   opt.out_path = dir.File("merged.rsdb");
+  opt.force = true;  // a test may merge into the same file again
   std::ostringstream log;
   auto r = Merge(opt, log);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message()) << "\n" << log.str();

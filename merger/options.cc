@@ -17,6 +17,7 @@ rs::Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
       ("version", "print the version")                                             //
       ("out,o", po::value<std::string>(&cl.merge.out_path)->value_name("FILE"),
        "merged database to write (atomically, mode 0600); - writes it to standard output")  //
+      ("force", "replace OUT (and OUT.zst) if it exists")                            //
       ("strict", "abort without writing anything if any input fails validation or shares no "
                  "communicator and no time with the others")  //
       ("bundle", "also write a zstd-compressed copy of the result to OUT.zst")  //
@@ -54,6 +55,7 @@ rs::Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   cl.version = vm.count("version") > 0;
   if (cl.help || cl.version) return cl;
   cl.merge.strict = vm.count("strict") > 0;
+  cl.merge.force = vm.count("force") > 0;
   cl.quiet = vm.count("quiet") > 0;
   cl.progress_forced = vm.count("progress") > 0;
   if (cl.merge.out_path.empty()) {

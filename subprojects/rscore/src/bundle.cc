@@ -58,21 +58,34 @@ Result<TempFile> TempFile::Create(const std::string& dir_in, const std::string& 
   return t;
 }
 
-TempFile::TempFile(TempFile&& o) noexcept : path_(std::exchange(o.path_, {})) {}
+Result<TempFile> TempFile::CreateUnnamed(const std::string& dir, const std::string& stem) {
+  TempFile t;
+  ASSIGN_OR_RETURN(t.scratch_, CreateScratchFile(dir.empty() ? TempDir() : dir, stem));
+  t.path_ = t.scratch_.path;
+  return t;
+}
+
+TempFile::TempFile(TempFile&& o) noexcept
+    : path_(std::exchange(o.path_, {})), scratch_(std::exchange(o.scratch_, {})) {}
 TempFile& TempFile::operator=(TempFile&& o) noexcept {
   if (this != &o) {
-    if (!path_.empty()) unlink(path_.c_str());
+    Remove();
     path_ = std::exchange(o.path_, {});
+    scratch_ = std::exchange(o.scratch_, {});
   }
   return *this;
 }
-TempFile::~TempFile() {
-  if (!path_.empty()) {
+TempFile::~TempFile() { Remove(); }
+void TempFile::Remove() {
+  if (scratch_.fd >= 0 || !scratch_.named.empty()) {
+    ReleaseScratchFile(scratch_);
+  } else if (!path_.empty()) {
     unlink(path_.c_str());
     unlink((path_ + "-wal").c_str());
     unlink((path_ + "-shm").c_str());
     unlink((path_ + "-journal").c_str());
   }
+  path_.clear();
 }
 
 Result<BundleWriter> BundleWriter::Create(const std::string& out_path, int zstd_level) {
@@ -178,13 +191,22 @@ Result<OpenedDb> OpenRankscopeFile(const std::string& path, bool check_integrity
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) return Error(path + ": " + std::strerror(errno));
   if (S_ISDIR(st.st_mode)) return Error(path + ": is a directory, not a bundle or database");
+  if (!S_ISREG(st.st_mode)) {
+    const char* kind = S_ISCHR(st.st_mode)    ? "a character device"
+                       : S_ISFIFO(st.st_mode) ? "a pipe"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                                              : "a socket";
+    return Error(path + ": not a regular file (" + kind + "), not a bundle or database");
+  }
   if (st.st_size == 0) return Error(path + ": empty file, not a bundle");
   OpenedDb out;
   out.source_path_ = path;
   if (HasZstdMagic(path)) {
     out.compressed_ = true;
-    ASSIGN_OR_RETURN(out.tmp_, TempFile::Create("", "rankscope-open"));
-    RETURN_IF_ERROR(DecompressFile(path, out.tmp_.path()));
+    // Unnamed: even a killed process leaves no decompressed copy behind.
+    ASSIGN_OR_RETURN(out.tmp_, TempFile::CreateUnnamed("", "rankscope-open"));
+    RETURN_IF_ERROR(DecompressToFd(path, out.tmp_.fd(),
+                                   "the decompressed copy of " + path + " in " + TempDir()));
     out.sqlite_path_ = out.tmp_.path();
   } else {
     out.sqlite_path_ = path;

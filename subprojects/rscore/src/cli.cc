@@ -62,49 +62,6 @@ std::vector<std::string> SplitList(const std::vector<std::string>& values) {
   return out;
 }
 
-rs::Result<std::string> StdoutStagingPath(std::string_view tool) {
-  const char* dir = std::getenv("TMPDIR");
-  std::string path = std::string(dir && *dir ? dir : "/tmp") + "/." + std::string(tool) +
-                     "-stdout.XXXXXX";
-  const int fd = mkstemp(path.data());
-  if (fd < 0) {
-    return rs::Error("cannot make a temporary file for -o - in " + path.substr(0, path.rfind('/')) +
-                     ": " + Errno() + " (set TMPDIR to a writable directory)");
-  }
-  close(fd);
-  return path;
-}
-
-rs::Result<void> CopyToStdout(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return rs::Error("cannot read " + path + ": " + Errno());
-  char buf[1 << 16];
-  std::string error;
-  for (;;) {
-    const ssize_t n = read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      error = "cannot read " + path + ": " + Errno();
-      break;
-    }
-    if (n == 0) break;
-    for (ssize_t off = 0; off < n;) {
-      const ssize_t w = write(STDOUT_FILENO, buf + off, static_cast<size_t>(n - off));
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) {
-        error = "cannot write to standard output: " + Errno();
-        break;
-      }
-      off += w;
-    }
-    if (!error.empty()) break;
-  }
-  close(fd);
-  unlink(path.c_str());
-  if (!error.empty()) return rs::Error(error);
-  return rs::Ok();
-}
-
 rs::Result<std::string> ReadStdin(size_t max_bytes) {
   std::string out;
   char buf[1 << 14];

@@ -35,15 +35,5 @@ TEST(FormatElapsed, MillisecondsThenSeconds) {
   EXPECT_EQ(FormatElapsed(1'234'000'000), "1.23 s");
 }
 
-TEST(StdoutStaging, AStagedFileIsRemovedOnceCopied) {
-  auto path = StdoutStagingPath("rscore-test");
-  ASSERT_TRUE(path.ok()) << path.error().message();
-  EXPECT_EQ(access(path->c_str(), F_OK), 0);
-  auto copied = CopyToStdout(*path);  // empty: writes nothing
-  EXPECT_TRUE(copied.ok());
-  EXPECT_NE(access(path->c_str(), F_OK), 0);
-  EXPECT_FALSE(CopyToStdout(*path).ok());  // gone
-}
-
 }  // namespace
 }  // namespace rs::cli

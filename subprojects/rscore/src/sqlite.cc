@@ -1,5 +1,7 @@
 #include "rscore/sqlite.h"
 
+#include "rscore/scratch_file.h"
+
 #include <utility>
 
 #include "rscore/duration.h"
@@ -72,6 +74,7 @@ Error Db::StepError(std::string_view prefix) const {
 }
 
 Result<Db> Db::Open(const std::string& path, Mode mode) {
+  UseFdPathsInSqlite();  // before the first connection: it may attach such a path later
   int flags = SQLITE_OPEN_NOMUTEX;
   switch (mode) {
     case Mode::kReadOnly:

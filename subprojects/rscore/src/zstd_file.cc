@@ -1,5 +1,7 @@
 #include "rscore/zstd_file.h"
 
+#include "rscore/output.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,20 +23,6 @@ struct Fd {
   }
 };
 
-Result<void> WriteAll(int fd, const void* data, size_t size, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    ssize_t n = write(fd, p, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Error(path + ": write failed: " + std::strerror(errno));
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return Ok();
-}
-
 Result<int> OpenOut(const std::string& path, unsigned mode) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return Error(path + ": cannot create: " + std::strerror(errno));
@@ -46,16 +34,24 @@ Result<int> OpenOut(const std::string& path, unsigned mode) {
 
 Result<void> CompressFile(const std::string& in_path, const std::string& out_path, int level,
                           unsigned mode) {
-  Fd in{open(in_path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (in.fd < 0) return Error(in_path + ": cannot open: " + std::strerror(errno));
   Fd out;
   ASSIGN_OR_RETURN(out.fd, OpenOut(out_path, mode));
+  RETURN_IF_ERROR(CompressToFd(in_path, out.fd, out_path, level));
+  if (fsync(out.fd) != 0) return Error(out_path + ": fsync failed: " + std::strerror(errno));
+  if (close(std::exchange(out.fd, -1)) != 0) return WriteError(out_path, errno);
+  return Ok();
+}
+
+Result<void> CompressToFd(const std::string& in_path, int out_fd, const std::string& out_name,
+                          int level) {
+  Fd in{open(in_path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (in.fd < 0) return Error(in_path + ": cannot open: " + std::strerror(errno));
   std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
-  if (!cctx) return Error(out_path + ": zstd: cannot create a compression context");
+  if (!cctx) return Error(out_name + ": zstd: cannot create a compression context");
   for (auto [param, value] :
        {std::pair{ZSTD_c_compressionLevel, level}, std::pair{ZSTD_c_checksumFlag, 1}}) {
     size_t rc = ZSTD_CCtx_setParameter(cctx.get(), param, value);
-    if (ZSTD_isError(rc)) return Error(out_path + ": zstd: " + ZSTD_getErrorName(rc));
+    if (ZSTD_isError(rc)) return Error(out_name + ": zstd: " + ZSTD_getErrorName(rc));
   }
   std::vector<char> ibuf(ZSTD_CStreamInSize()), obuf(ZSTD_CStreamOutSize());
   bool last = false;
@@ -72,21 +68,26 @@ Result<void> CompressFile(const std::string& in_path, const std::string& out_pat
     while (!done) {
       ZSTD_outBuffer ob{obuf.data(), obuf.size(), 0};
       size_t rem = ZSTD_compressStream2(cctx.get(), &ob, &ib, mode_dir);
-      if (ZSTD_isError(rem)) return Error(out_path + ": zstd: " + ZSTD_getErrorName(rem));
-      RETURN_IF_ERROR(WriteAll(out.fd, obuf.data(), ob.pos, out_path));
+      if (ZSTD_isError(rem)) return Error(out_name + ": zstd: " + ZSTD_getErrorName(rem));
+      RETURN_IF_ERROR(WriteAllTo(out_fd, obuf.data(), ob.pos, out_name));
       done = last ? rem == 0 : ib.pos == ib.size;
     }
   }
-  if (fsync(out.fd) != 0) return Error(out_path + ": fsync failed: " + std::strerror(errno));
   return Ok();
 }
 
 Result<void> DecompressFile(const std::string& in_path, const std::string& out_path,
                             unsigned mode) {
-  Fd in{open(in_path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (in.fd < 0) return Error(in_path + ": cannot open: " + std::strerror(errno));
   Fd out;
   ASSIGN_OR_RETURN(out.fd, OpenOut(out_path, mode));
+  RETURN_IF_ERROR(DecompressToFd(in_path, out.fd, out_path));
+  if (close(std::exchange(out.fd, -1)) != 0) return WriteError(out_path, errno);
+  return Ok();
+}
+
+Result<void> DecompressToFd(const std::string& in_path, int out_fd, const std::string& out_name) {
+  Fd in{open(in_path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (in.fd < 0) return Error(in_path + ": cannot open: " + std::strerror(errno));
   std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
   std::vector<char> ibuf(ZSTD_DStreamInSize()), obuf(ZSTD_DStreamOutSize());
   size_t last_ret = 0;
@@ -106,7 +107,7 @@ Result<void> DecompressFile(const std::string& in_path, const std::string& out_p
       if (ZSTD_isError(last_ret)) {
         return Error(in_path + ": corrupted zstd data (" + ZSTD_getErrorName(last_ret) + ")");
       }
-      RETURN_IF_ERROR(WriteAll(out.fd, obuf.data(), ob.pos, out_path));
+      RETURN_IF_ERROR(WriteAllTo(out_fd, obuf.data(), ob.pos, out_name));
     }
   }
   if (!any_input) return Error(in_path + ": empty file");

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "rscore/scratch_file.h"
 #include "rscore/result.h"
 #include "rscore/schema.h"
 #include "rscore/sqlite.h"
@@ -20,15 +21,23 @@ class TempFile {
  public:
   // Creates an empty file, mode 0600, in `dir` (or $TMPDIR, else /tmp, when empty).
   static Result<TempFile> Create(const std::string& dir, const std::string& stem);
+  // An empty file without a name (rscore/scratch_file.h): nothing is left of it even
+  // when the process is killed. path() opens it again while this object lives, for SQLite
+  // too, as long as the database needs no journal or WAL file (read-only, journal_mode OFF).
+  static Result<TempFile> CreateUnnamed(const std::string& dir, const std::string& stem);
   TempFile() = default;
   TempFile(TempFile&& o) noexcept;
   TempFile& operator=(TempFile&& o) noexcept;
   ~TempFile();
   const std::string& path() const { return path_; }
+  // Open for reading and writing: an unnamed file's descriptor, else -1.
+  int fd() const { return scratch_.fd; }
   void Release() { path_.clear(); }
 
  private:
+  void Remove();
   std::string path_;
+  ScratchFile scratch_;  // an unnamed file
 };
 
 // Required metadata of every bundle / merged db.

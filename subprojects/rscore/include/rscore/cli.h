@@ -3,7 +3,10 @@
 //                3 partial (done, with some inputs skipped: each named on stderr);
 //                4 `report --fail-on`: the report found what was asked for
 //   -o/--out FILE  where the result goes; '-' is standard output (an input '-' is standard
-//                input where a tool reads text, e.g. query's SQL)
+//                input where a tool reads text, e.g. query's SQL). Never an input; an existing
+//                file is replaced only with --force; written to a temporary and moved into
+//                place when complete (rscore/output.h)
+//   --force        replace an existing output file
 //   -h/--help      usage, options, EXAMPLES, exit status, laid out alike (cli_help.h)
 //   -q/--quiet     no progress or summaries; warnings and errors are always printed
 //   progress       only on a terminal; a final line with the elapsed time
@@ -38,12 +41,6 @@ std::vector<std::string> SplitList(const std::vector<std::string>& values);
 
 // '-' as a file name: standard input or output.
 inline bool IsStdio(std::string_view path) { return path == "-"; }
-
-// For a tool that writes its result to a file by name (atomically, by rename): a new empty
-// file in $TMPDIR (else /tmp) to write instead of '-', which CopyToStdout then sends to
-// standard output and removes.
-rs::Result<std::string> StdoutStagingPath(std::string_view tool);
-rs::Result<void> CopyToStdout(const std::string& path);
 
 // All of standard input (e.g. SQL), at most max_bytes.
 rs::Result<std::string> ReadStdin(size_t max_bytes);

@@ -13,6 +13,11 @@ Result<void> CompressFile(const std::string& in_path, const std::string& out_pat
 // Decompresses into `out_path`; a truncated or corrupted frame is an error naming `in_path`.
 Result<void> DecompressFile(const std::string& in_path, const std::string& out_path,
                             unsigned mode = 0600);
+// The same into an open descriptor (written from its current offset); `out_name` names it in
+// errors.
+Result<void> CompressToFd(const std::string& in_path, int out_fd, const std::string& out_name,
+                          int level);
+Result<void> DecompressToFd(const std::string& in_path, int out_fd, const std::string& out_name);
 // True when the file starts with the zstd frame magic.
 bool HasZstdMagic(const std::string& path);
 
