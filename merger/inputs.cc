@@ -203,11 +203,7 @@ std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostrea
     }
     in.recording_id = info.recording_id;
     in.original_node = info.node;
-    if (auto v = rs::ValidateNodeName(info.node, "metadata 'node'"); !v.ok()) {
-      skip("invalid identity: " + v.error().message());
-      inputs.push_back(std::move(in));
-      continue;
-    }
+    // The node name keeps the one rule of every tool: opening the bundle checked it.
     if (auto it = by_recording.find(info.recording_id); it != by_recording.end()) {
       in.status = "duplicate";
       in.reason = "same recording (id " + info.recording_id + ") as input " +

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -9,8 +10,18 @@
 namespace rs {
 
 std::string JsonWriter::Quote(std::string_view s) {
-  return nlohmann::json(std::string(s))
-      .dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
+  // Printable ASCII without '"' and '\\' (most names and values) needs no escaping.
+  if (std::all_of(s.begin(), s.end(),
+                  [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; })) {
+    std::string o;
+    o.reserve(s.size() + 2);
+    o += '"';
+    o += s;
+    o += '"';
+    return o;
+  }
+  return nlohmann::json(std::string(s)).dump(-1, ' ', /*ensure_ascii=*/false,
+                                             nlohmann::json::error_handler_t::replace);
 }
 
 void JsonWriter::Separate() {

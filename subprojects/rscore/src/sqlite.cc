@@ -264,8 +264,9 @@ Transaction::~Transaction() {
 }
 
 Result<void> Transaction::Commit() {
-  Db* db = std::exchange(db_, nullptr);
-  return db->Exec("COMMIT");
+  RETURN_IF_ERROR(db_->Exec("COMMIT"));  // a failed COMMIT leaves the rollback to the destructor
+  db_ = nullptr;
+  return Ok();
 }
 
 }  // namespace rs
