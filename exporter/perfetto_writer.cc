@@ -1,13 +1,13 @@
 #include "perfetto_writer.h"
 
-#include "rscore/output.h"
-
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
-
 #include <zlib.h>
 
 #include <cstring>
+
+#include "rscore/json.h"
+#include "rscore/output.h"
 
 namespace rs::exporter {
 namespace {
@@ -145,18 +145,18 @@ Result<void> PerfettoWriter::DeclareTrack(const Track& t) {
   pb::TrackDescriptor* d = packet_->mutable_track_descriptor();
   d->set_uuid(t.uuid);
   if (t.parent_uuid) d->set_parent_uuid(t.parent_uuid);
-  d->set_name(t.name);
+  d->set_name(rs::ValidUtf8(t.name));
   d->set_sibling_order_rank(t.sort_index);
   if (t.explicit_child_order) d->set_child_ordering(pb::TrackDescriptor::EXPLICIT);
   switch (t.kind) {
     case TrackKind::kProcess:
       d->mutable_process()->set_pid(t.pid);
-      d->mutable_process()->set_process_name(t.name);
+      d->mutable_process()->set_process_name(rs::ValidUtf8(t.name));
       break;
     case TrackKind::kThread:
       d->mutable_thread()->set_pid(t.pid);
       d->mutable_thread()->set_tid(t.tid);
-      d->mutable_thread()->set_thread_name(t.name);
+      d->mutable_thread()->set_thread_name(rs::ValidUtf8(t.name));
       break;
     case TrackKind::kCounter:
       d->mutable_counter()->set_unit(UnitOf(t.unit));
@@ -175,7 +175,7 @@ uint64_t PerfettoWriter::InternName(std::string_view name) {
   names_.emplace(std::string(name), iid);
   pb::EventName* e = packet_->mutable_interned_data()->add_event_names();
   e->set_iid(iid);
-  e->set_name(std::string(name));
+  e->set_name(rs::ValidUtf8(name));
   return iid;
 }
 
@@ -186,7 +186,7 @@ uint64_t PerfettoWriter::InternArgName(std::string_view name) {
   arg_names_.emplace(std::string(name), iid);
   pb::DebugAnnotationName* e = packet_->mutable_interned_data()->add_debug_annotation_names();
   e->set_iid(iid);
-  e->set_name(std::string(name));
+  e->set_name(rs::ValidUtf8(name));
   return iid;
 }
 
@@ -227,7 +227,7 @@ Result<void> PerfettoWriter::Emit(const TraceEvent& ev) {
         d->set_uint_value(a.u);
         break;
       case Annotation::Kind::kString:
-        d->set_string_value(a.s);
+        d->set_string_value(rs::ValidUtf8(a.s));
         break;
       case Annotation::Kind::kBool:
         d->set_bool_value(a.b);

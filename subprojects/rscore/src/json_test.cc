@@ -45,5 +45,19 @@ TEST(JsonWriterTest, Utf8PassesThroughAndInvalidBytesAreReplaced) {
             "b\x7f\"");
 }
 
+// Perfetto's strings: the same replacement without JSON's quoting; overlong forms, surrogates
+// and truncated sequences are not UTF-8.
+TEST(ValidUtf8, KeepsWellFormedAndReplacesTheRest) {
+  EXPECT_EQ(ValidUtf8("n\xC3\xB6"
+                      "de \xF0\x9F\x94\xA5"),
+            "n\xC3\xB6"
+            "de \xF0\x9F\x94\xA5");
+  EXPECT_EQ(ValidUtf8("f\xFFo"), "f\xEF\xBF\xBDo");
+  EXPECT_EQ(ValidUtf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");                  // overlong '/'
+  EXPECT_EQ(ValidUtf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
+  EXPECT_EQ(ValidUtf8("a\xE6\x97"), "a\xEF\xBF\xBD\xEF\xBF\xBD");                // truncated
+  EXPECT_EQ(ValidUtf8(std::string("\0x", 2)), std::string("\0x", 2));
+}
+
 }  // namespace
 }  // namespace rs

@@ -2,6 +2,7 @@
 
 #include "rscore/scratch_file.h"
 
+#include <limits>
 #include <utility>
 
 #include "rscore/duration.h"
@@ -21,8 +22,8 @@ int StopAtDeadline(void* arg) {
 std::string SqliteErrorText(sqlite3* db, const InputGuardState* guard) {
   const int code = sqlite3_errcode(db) & 0xff;
   if (guard != nullptr && code == SQLITE_INTERRUPT && guard->hit) {
-    return guard->label + ": stopped: the time limit for reading this file (" +
-           guard->limit_text + ") was hit";
+    return guard->label + ": stopped: the time limit for reading this file (" + guard->limit_text +
+           ") was hit";
   }
   if (guard != nullptr && code == SQLITE_TOOBIG) {
     return guard->label + ": a text or blob value over the limit of " +
@@ -37,8 +38,10 @@ Result<void> Db::GuardInput(const std::string& label, const InputLimits& limits,
   const struct {
     int op, value;
   } configs[] = {
-      {SQLITE_DBCONFIG_DEFENSIVE, 1},      {SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0},
-      {SQLITE_DBCONFIG_ENABLE_TRIGGER, 0}, {SQLITE_DBCONFIG_ENABLE_VIEW, 0},
+      {SQLITE_DBCONFIG_DEFENSIVE, 1},
+      {SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0},
+      {SQLITE_DBCONFIG_ENABLE_TRIGGER, 0},
+      {SQLITE_DBCONFIG_ENABLE_VIEW, 0},
       {SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0},
   };
   for (const auto& c : configs) {
@@ -172,7 +175,9 @@ int64_t Db::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
 Statement::Statement(Statement&& o) noexcept
     : db_(std::exchange(o.db_, nullptr)),
       stmt_(std::exchange(o.stmt_, nullptr)),
-      guard_(std::move(o.guard_)) {}
+      guard_(std::move(o.guard_)),
+      bind_rc_(std::exchange(o.bind_rc_, 0)),
+      bind_idx_(o.bind_idx_) {}
 
 Statement& Statement::operator=(Statement&& o) noexcept {
   if (this != &o) {
@@ -180,6 +185,8 @@ Statement& Statement::operator=(Statement&& o) noexcept {
     db_ = std::exchange(o.db_, nullptr);
     stmt_ = std::exchange(o.stmt_, nullptr);
     guard_ = std::move(o.guard_);
+    bind_rc_ = std::exchange(o.bind_rc_, 0);
+    bind_idx_ = o.bind_idx_;
   }
   return *this;
 }
@@ -196,24 +203,31 @@ Statement::~Statement() {
   if (stmt_) sqlite3_finalize(stmt_);
 }
 
-Statement& Statement::Bind(int idx, int64_t v) {
-  sqlite3_bind_int64(stmt_, idx, v);
+Statement& Statement::Bound(int rc, int idx) {
+  if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc, bind_idx_ = idx;
   return *this;
+}
+Statement& Statement::Bind(int idx, int64_t v) {
+  return Bound(sqlite3_bind_int64(stmt_, idx, v), idx);
 }
 Statement& Statement::Bind(int idx, double v) {
-  sqlite3_bind_double(stmt_, idx, v);
-  return *this;
+  return Bound(sqlite3_bind_double(stmt_, idx, v), idx);
 }
 Statement& Statement::Bind(int idx, std::string_view v) {
-  sqlite3_bind_text(stmt_, idx, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-  return *this;
+  if (v.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return Bound(SQLITE_TOOBIG, idx);
+  }
+  return Bound(
+      sqlite3_bind_text(stmt_, idx, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT), idx);
 }
-Statement& Statement::BindNull(int idx) {
-  sqlite3_bind_null(stmt_, idx);
-  return *this;
-}
+Statement& Statement::BindNull(int idx) { return Bound(sqlite3_bind_null(stmt_, idx), idx); }
 
 Result<bool> Statement::Step() {
+  if (bind_rc_ != SQLITE_OK) {
+    const char* sql = sqlite3_sql(stmt_);
+    return Error("binding parameter " + std::to_string(bind_idx_) + " of '" +
+                 std::string(sql ? sql : "?").substr(0, 120) + "': " + sqlite3_errstr(bind_rc_));
+  }
   int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
@@ -230,6 +244,7 @@ Result<void> Statement::Run() {
 void Statement::Reset() {
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);
+  bind_rc_ = SQLITE_OK;
 }
 
 int Statement::ColumnCount() const { return sqlite3_column_count(stmt_); }

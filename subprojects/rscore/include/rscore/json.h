@@ -38,4 +38,8 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
+// `s` as valid UTF-8: well-formed sequences kept, every other byte replaced by U+FFFD (the
+// same policy as the JSON strings), for outputs that require UTF-8 (Perfetto's strings).
+std::string ValidUtf8(std::string_view s);
+
 }  // namespace rs

@@ -94,7 +94,8 @@ class Statement {
   Statement& operator=(Statement&&) noexcept;
   ~Statement();
 
-  // Bind by 1-based index. Null optionals bind NULL.
+  // Bind by 1-based index. Null optionals bind NULL. A bind that fails (an index out of
+  // range, a value over the size limit) makes the next Step() or Run() fail with its reason.
   Statement& Bind(int idx, int64_t v);
   Statement& Bind(int idx, double v);
   Statement& Bind(int idx, std::string_view v);
@@ -113,6 +114,7 @@ class Statement {
   Result<bool> Step();
   // Step() for statements returning no rows, then Reset().
   Result<void> Run();
+  // Resets the statement and clears its bindings (and a failed bind's error).
   void Reset();
 
   int ColumnCount() const;
@@ -129,9 +131,11 @@ class Statement {
   friend class Db;
   Statement(sqlite3* db, sqlite3_stmt* stmt, std::shared_ptr<InputGuardState> guard)
       : db_(db), stmt_(stmt), guard_(std::move(guard)) {}
+  Statement& Bound(int rc, int idx);  // keeps the first failed bind
   sqlite3* db_ = nullptr;
   sqlite3_stmt* stmt_ = nullptr;
   std::shared_ptr<InputGuardState> guard_;
+  int bind_rc_ = 0, bind_idx_ = 0;  // the first failed bind since the last Reset()
 };
 
 // Wraps BEGIN/COMMIT; rolls back in the destructor unless committed.
