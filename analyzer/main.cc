@@ -47,26 +47,30 @@ constexpr const char* kExitLine =
     "4 report --fail-on found what was asked for.\nSee rankscope-analyze(1).\n";
 
 const rs::cli::HelpText kQueryHelp = {
-    .usage = "rankscope-analyze query INPUT SQL|- [--format table|csv|json] [--limit N]"
-             " [--timeout DURATION]",
-    .about = "Runs one read-only SQL statement over a bundle (.rsb) or merged database (.rsdb).\n"
-             "SQL - reads the statement from standard input. INSERT/UPDATE/DELETE, schema\n"
-             "changes, ATTACH, PRAGMAs other than the schema-describing ones and SQL functions\n"
-             "other than pure functions of the values read are refused. A query still running\n"
-             "after --timeout (default 30s) stops with an error.",
-    .examples = {{"rankscope-analyze query job.rsdb \"SELECT rank, COUNT(*) FROM nccl_events GROUP BY "
-                  "rank\"",
-                  "calls per rank"},
-                 {"rankscope-analyze query job.rsdb - --format csv < slow_ranks.sql",
-                  "a query kept in a file, as CSV"}},
+    .usage =
+        "rankscope-analyze query INPUT SQL|- [--format table|csv|json] [--limit N]"
+        " [--timeout DURATION]",
+    .about =
+        "Runs one read-only SQL statement over a bundle (.rsb) or merged database (.rsdb).\n"
+        "SQL - reads the statement from standard input. INSERT/UPDATE/DELETE, schema\n"
+        "changes, ATTACH, PRAGMAs other than the schema-describing ones and SQL functions\n"
+        "other than pure functions of the values read are refused. A query still running\n"
+        "after --timeout (default 30s) stops with an error.",
+    .examples =
+        {{"rankscope-analyze query job.rsdb \"SELECT rank, COUNT(*) FROM nccl_events GROUP BY "
+          "rank\"",
+          "calls per rank"},
+         {"rankscope-analyze query job.rsdb - --format csv < slow_ranks.sql",
+          "a query kept in a file, as CSV"}},
     .man_page = "rankscope-analyze(1)"};
 
 const rs::cli::HelpText kSchemaHelp = {
     .usage = "rankscope-analyze schema INPUT [TABLE]",
-    .about = "Lists the tables and views of a bundle (.rsb) or merged database (.rsdb) with their\n"
-             "row counts and what they hold; with TABLE, its columns with type and meaning.\n"
-             "The views (TABLE_v) add readable UTC times and hex communicator hashes to the\n"
-             "event tables, for query.",
+    .about =
+        "Lists the tables and views of a bundle (.rsb) or merged database (.rsdb) with their\n"
+        "row counts and what they hold; with TABLE, its columns with type and meaning.\n"
+        "The views (TABLE_v) add readable UTC times and hex communicator hashes to the\n"
+        "event tables, for query.",
     .examples = {{"rankscope-analyze schema job.rsdb", "tables, views and row counts"},
                  {"rankscope-analyze schema job.rsdb gpu_ops",
                   "what each column of gpu_ops holds"}},
@@ -83,21 +87,13 @@ rs::Result<rs::OpenedDb> OpenForQuery(const std::string& input) {
 int RunSchemaCommand(int argc, char** argv) {
   po::options_description opts;
   opts.add_options()("help,h", "show this help");
-  po::options_description hidden;
-  std::vector<std::string> positional;
-  hidden.add_options()("args", po::value<std::vector<std::string>>(&positional));
-  po::options_description all;
-  all.add(opts).add(hidden);
-  po::positional_options_description pos;
-  pos.add("args", -1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "rankscope-analyze schema: " << e.what() << "\n(see --help)\n";
+  auto parsed = rs::cli::ParseArgs(rs::cli::ArgsOf(argc, argv), opts, {}, "see --help");
+  if (!parsed.ok()) {
+    std::cerr << "rankscope-analyze schema: " << parsed.error().message() << "\n";
     return rs::cli::kExitUsage;
   }
+  const po::variables_map& vm = parsed->vm;
+  const std::vector<std::string>& positional = parsed->positional;
   if (vm.count("help")) {
     std::cout << rs::cli::FormatHelp(kSchemaHelp, opts);
     return rs::cli::kExitOk;

@@ -36,13 +36,15 @@ struct ReportArgs {
 };
 
 const rs::cli::HelpText kHelp = {
-    .usage = "rankscope-analyze report INPUT [--format text|json|markdown|html] [-o FILE]\n"
-             "       [--force] [--fail-on straggler|hang|any] [--from T] [--to T] [--nodes NODES]\n"
-             "       [--ranks RANKS] [--comm HASH]",
-    .about = "INPUT is a merged database (.rsdb, clock-aligned) or one node's bundle (.rsb,\n"
-             "clock as recorded). The report names the straggler rank/node and ranks its\n"
-             "causes (network, cpu_contention, io, compute, hang, unknown), analyses hangs\n"
-             "and gives each conclusion's confidence, evidence and clock error bound.",
+    .usage =
+        "rankscope-analyze report INPUT [--format text|json|markdown|html] [-o FILE]\n"
+        "       [--force] [--fail-on straggler|hang|any] [--from T] [--to T] [--nodes NODES]\n"
+        "       [--ranks RANKS] [--comm HASH]",
+    .about =
+        "INPUT is a merged database (.rsdb, clock-aligned) or one node's bundle (.rsb,\n"
+        "clock as recorded). The report names the straggler rank/node and ranks its\n"
+        "causes (network, cpu_contention, io, compute, hang, unknown), analyses hangs\n"
+        "and gives each conclusion's confidence, evidence and clock error bound.",
     .examples = {{"rankscope-analyze report job.rsdb", "the report as text on standard output"},
                  {"rankscope-analyze report job.rsdb --format html -o report.html",
                   "the report with plots, for a browser"},
@@ -81,20 +83,12 @@ rs::Result<ReportArgs> ParseArgs(int argc, char** argv, po::options_description&
       "no-integrity-check", po::bool_switch(&a.skip_integrity),
       "skip SQLite's quick_check of the input (faster on very large databases)");
   po::options_description hidden;
-  std::vector<std::string> positional;
-  hidden.add_options()("args", po::value<std::vector<std::string>>(&positional))(
-      "output", po::value<std::string>(&output_alias), "the old spelling of --out");
-  po::options_description all;
-  all.add(opts).add(hidden);
-  po::positional_options_description pos;
-  pos.add("args", -1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    return rs::Error(std::string(e.what()) + " (see --help)");
-  }
+  hidden.add_options()("output", po::value<std::string>(&output_alias),
+                       "the old spelling of --out");
+  ASSIGN_OR_RETURN(rs::cli::ParsedArgs parsed,
+                   rs::cli::ParseArgs(rs::cli::ArgsOf(argc, argv), opts, hidden, "see --help"));
+  const po::variables_map& vm = parsed.vm;
+  const std::vector<std::string>& positional = parsed.positional;
   a.help = vm.count("help") > 0;
   if (a.help) return a;
   if (positional.size() != 1) {
@@ -107,8 +101,7 @@ rs::Result<ReportArgs> ParseArgs(int argc, char** argv, po::options_description&
     }
     a.output = output_alias;
   }
-  if (!a.fail_on.empty() && a.fail_on != "straggler" && a.fail_on != "hang" &&
-      a.fail_on != "any") {
+  if (!a.fail_on.empty() && a.fail_on != "straggler" && a.fail_on != "hang" && a.fail_on != "any") {
     return rs::Error("--fail-on '" + a.fail_on + "': use straggler, hang or any");
   }
   if (!from.empty()) {
@@ -172,8 +165,8 @@ int RunReportCommand(int argc, char** argv) {
   }
   // Where the report goes, checked before any work: never the input, never an existing file
   // without --force.
-  auto target = rs::CheckOutput(args->output.empty() ? "-" : args->output, args->force,
-                                {args->input});
+  auto target =
+      rs::CheckOutput(args->output.empty() ? "-" : args->output, args->force, {args->input});
   if (!target.ok()) {
     std::cerr << kName << ": " << target.error().message() << "\n";
     return kExitUsage;
@@ -186,8 +179,8 @@ int RunReportCommand(int argc, char** argv) {
     std::cerr << kName << ": " << opened.error().message() << "\n";
     return kExitError;
   }
-  auto filtered = analyzer::ApplyReportFilter(opened->db(), args->filter,
-                                              analyzer::RecordingStartNs(*opened));
+  auto filtered =
+      analyzer::ApplyReportFilter(opened->db(), args->filter, analyzer::RecordingStartNs(*opened));
   if (!filtered.ok()) {
     progress.Done();
     std::cerr << kName << ": " << args->input << ": " << filtered.error().message() << "\n";

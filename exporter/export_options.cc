@@ -16,15 +16,18 @@ namespace {
 namespace po = boost::program_options;
 
 const rs::cli::HelpText kHelp = {
-    .usage = "rankscope-export INPUT -o OUT [--format perfetto|chrome-json] [--from T] [--to T]\n"
-             "       [--nodes NODE[,NODE...]] [--compression deflate|none]",
-    .about = "Writes a merged database (.rsdb) or one node bundle (.rsb) as a Perfetto trace\n"
-             "(native protobuf: open it in ui.perfetto.dev) or as Chrome trace JSON.\n"
-             "\n"
-             "T is an ISO 8601 UTC time (2026-11-25T11:38:01.5Z), wall-clock nanoseconds\n"
-             "(1760000000123456789) or an offset from the recording's start (+1.5s, +250ms, +0;\n"
-             "the same zero as the report's). Events whose start lies in [from, to] are exported.",
-    .examples = {{"rankscope-export job.rsdb -o job.pftrace", "the whole recording, for ui.perfetto.dev"},
+    .usage =
+        "rankscope-export INPUT -o OUT [--format perfetto|chrome-json] [--from T] [--to T]\n"
+        "       [--nodes NODE[,NODE...]] [--compression deflate|none]",
+    .about =
+        "Writes a merged database (.rsdb) or one node bundle (.rsb) as a Perfetto trace\n"
+        "(native protobuf: open it in ui.perfetto.dev) or as Chrome trace JSON.\n"
+        "\n"
+        "T is an ISO 8601 UTC time (2026-11-25T11:38:01.5Z), wall-clock nanoseconds\n"
+        "(1760000000123456789) or an offset from the recording's start (+1.5s, +250ms, +0;\n"
+        "the same zero as the report's). Events whose start lies in [from, to] are exported.",
+    .examples = {{"rankscope-export job.rsdb -o job.pftrace",
+                  "the whole recording, for ui.perfetto.dev"},
                  {"rankscope-export job.rsdb -o slow.pftrace --from +40s --to +45s --nodes node3",
                   "five seconds of one node"},
                  {"rankscope-export job.rsdb -o - --compression none | protoc --decode_raw",
@@ -48,14 +51,14 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   std::vector<std::string> nodes;
   std::string output_alias;
   po::options_description opts;
-  opts.add_options()                               //
-      ("help,h", "show this help")                 //
-      ("version", "show the version")              //
+  opts.add_options()                   //
+      ("help,h", "show this help")     //
+      ("version", "show the version")  //
       ("out,o", po::value<std::string>(&cl.options.output)->value_name("OUT"),
        "trace file to write (required); - writes it to standard output")  //
-      ("force", "replace OUT if it exists")                                //
+      ("force", "replace OUT if it exists")                               //
       ("format,f", po::value<std::string>(&format)->value_name("FORMAT"),
-       "perfetto (default; .pftrace) or chrome-json (default when OUT ends in .json)")  //
+       "perfetto (default; .pftrace) or chrome-json (default when OUT ends in .json)")         //
       ("from", po::value<std::string>(&from)->value_name("T"), "first event start to export")  //
       ("to", po::value<std::string>(&to)->value_name("T"), "last event start to export")       //
       ("nodes", po::value<std::vector<std::string>>(&nodes)->composing()->value_name("NODES"),
@@ -64,21 +67,14 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
        "perfetto: deflate (default; packets compressed as Perfetto's own tracer does) or "
        "none (plain packets, e.g. for protoc --decode)");
   po::options_description hidden;
-  hidden.add_options()("input", po::value<std::vector<std::string>>(), "input")  //
-      ("output", po::value<std::string>(&output_alias), "the old spelling of --out");
-  po::options_description all;
-  all.add(opts).add(hidden);
-  po::positional_options_description pos;
-  pos.add("input", -1);
+  hidden.add_options()("output", po::value<std::string>(&output_alias),
+                       "the old spelling of --out");
   cl.usage = rs::cli::FormatHelp(kHelp, opts);
 
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    return Error(std::string(e.what()) + " (see rankscope-export --help)");
-  }
+  ASSIGN_OR_RETURN(
+      rs::cli::ParsedArgs parsed,
+      rs::cli::ParseArgs(rs::cli::ArgsOf(argc, argv), opts, hidden, "see rankscope-export --help"));
+  const po::variables_map& vm = parsed.vm;
   if (vm.count("help")) {
     cl.help = true;
     return cl;
@@ -87,8 +83,8 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
     cl.version = true;
     return cl;
   }
-  if (!vm.count("input")) return Error("missing INPUT: a .rsdb or .rsb file to export");
-  const auto& inputs = vm["input"].as<std::vector<std::string>>();
+  const std::vector<std::string>& inputs = parsed.positional;
+  if (inputs.empty()) return Error("missing INPUT: a .rsdb or .rsb file to export");
   if (inputs.size() != 1) {
     return Error("one INPUT expected, got " + std::to_string(inputs.size()) +
                  " (merge bundles first with rankscope-merge)");

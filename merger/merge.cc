@@ -232,6 +232,150 @@ void ConfigureSqlite() {
 
 namespace {
 
+// An input that shares no communicator and no time with any other merged input is most
+// likely another job's (an old bundle a glob picked up): said loudly, refused with --strict.
+rs::Result<void> WarnForeignInputs(const std::vector<Input*>& merged, bool strict,
+                                   MergeResult& result) {
+  if (merged.size() < 2) return rs::Ok();
+  std::vector<std::set<int64_t>> comms;
+  for (Input* in : merged) comms.push_back(in->rendezvous.Communicators());
+  std::string foreign_list;
+  for (size_t i = 0; i < merged.size(); ++i) {
+    bool shares = false;
+    for (size_t j = 0; j < merged.size() && !shares; ++j) {
+      if (i == j) continue;
+      const Input& a = *merged[i];
+      const Input& b = *merged[j];
+      const bool overlap = a.info.start_ns <= b.info.end_ns && b.info.start_ns <= a.info.end_ns;
+      const bool common = std::any_of(comms[i].begin(), comms[i].end(),
+                                      [&](int64_t c) { return comms[j].count(c) > 0; });
+      shares = overlap || common;
+    }
+    if (shares) continue;
+    Input& in = *merged[i];
+    const std::string why =
+        "shares no communicator and no recording time with the other "
+        "inputs: another job's bundle?";
+    in.reason += (in.reason.empty() ? "" : "; ") + why;
+    result.warnings.push_back(in.file + " (node " + in.node + ") " + why +
+                              " Its lateness is compared with theirs only if it belongs.");
+    foreign_list += "\n  " + in.file + " (node " + in.node + ")";
+  }
+  if (strict && !foreign_list.empty()) {
+    return rs::Error(
+        "--strict: input(s) sharing no communicator and no recording time with "
+        "the others, nothing written:" +
+        foreign_list);
+  }
+  return rs::Ok();
+}
+
+// Every merged node's clock aligned on the rendezvous of all inputs (result.alignment, in
+// `merged` order); nodes aligned by their wall clock only are warned about.
+rs::Result<void> AlignMerged(const std::vector<Input*>& merged, const MergeOptions& opt,
+                             Progress& progress, std::ostream& log, MergeResult& result) {
+  RendezvousCollector collector;
+  std::vector<NodeClock> clocks;
+  int reference = -1;
+  for (size_t i = 0; i < merged.size(); ++i) {
+    Input& in = *merged[i];
+    collector.Absorb(std::move(in.rendezvous), static_cast<int>(i));
+    clocks.push_back(NodeClock{in.node, in.info.start_ns, in.maxerror_ns});
+    if (in.node == opt.reference_node) reference = static_cast<int>(i);
+  }
+  if (!opt.reference_node.empty() && reference < 0) {
+    std::string names;
+    for (const NodeClock& c : clocks) names += (names.empty() ? "" : ", ") + c.name;
+    return rs::Error("--reference " + opt.reference_node + ": no merged input has that node (" +
+                     names + ")");
+  }
+  progress.Show("aligning clocks...");
+  std::vector<Rendezvous> rz = collector.Take();
+  result.alignment = AlignClocks(clocks, rz, reference, opt.align);
+  progress.Done();
+  for (const NodeAlignment& a : result.alignment) {
+    if (a.method != "wall_clock") continue;
+    result.warnings.push_back("node " + a.node +
+                              ": no rendezvous with the other nodes, its clock "
+                              "is aligned by its wall clock only (error up to +-" +
+                              rs::FormatDuration(a.error_bound_ns) +
+                              "): comparisons of its times with other nodes' are uncertain" +
+                              (a.note.empty() ? "" : " (" + a.note + ")"));
+  }
+  LogEvidence(log, collector.summary());
+
+  return rs::Ok();
+}
+
+// Per input for a few inputs; beyond that one line per table over all of them (the
+// per-input counts are in merge_counts): 64 nodes would be a thousand lines.
+void PrintAllCounts(std::ostream& log, const std::vector<Input>& inputs,
+                    std::map<int, std::vector<TableCount>>& counts) {
+  constexpr size_t kInputsListed = 8;
+  if (counts.size() <= kInputsListed) {
+    for (const Input& in : inputs) {
+      if (counts.count(in.input_id)) PrintCounts(log, in, counts[in.input_id]);
+    }
+  } else {
+    std::vector<TableCount> total;
+    for (const auto& [id, list] : counts) {
+      for (const TableCount& c : list) {
+        auto it = std::find_if(total.begin(), total.end(),
+                               [&](const TableCount& t) { return t.table == c.table; });
+        if (it == total.end()) {
+          total.push_back(TableCount{c.table, c.rows_in, c.rows_out, c.rows_skipped, ""});
+        } else {
+          it->rows_in += c.rows_in;
+          it->rows_out += c.rows_out;
+          it->rows_skipped += c.rows_skipped;
+        }
+      }
+    }
+    log << "rankscope-merge: " << counts.size()
+        << " inputs, rows per table over all of them (per input: table merge_counts)\n";
+    for (const TableCount& c : total) {
+      if (c.rows_in == 0 && c.rows_out == 0) continue;
+      log << "  " << std::left << std::setw(16) << c.table << std::right << " in " << std::setw(9)
+          << c.rows_in << "  out " << std::setw(9) << c.rows_out << "  skipped " << std::setw(7)
+          << c.rows_skipped << "\n";
+    }
+  }
+}
+
+// A repeated recording: its rows are all there once already; counted as skipped.
+void CountDuplicates(std::ostream& log, const std::vector<Input>& inputs,
+                     std::map<int, std::vector<TableCount>>& counts) {
+  for (const Input& in : inputs) {
+    if (in.status != "duplicate") continue;
+    std::vector<TableCount>& list = counts[in.input_id];
+    for (const auto& [table, rows] : in.table_rows) {
+      list.push_back(TableCount{table, rows, 0, rows,
+                                "same recording as input " + std::to_string(in.duplicate_of)});
+    }
+    PrintCounts(log, in, list);
+  }
+}
+
+// Every input's row counts: its stack counts in input order (see StacksFirstHeld), then the
+// tables it copied; the event rows written are added to result.event_rows.
+std::map<int, std::vector<TableCount>> InputCounts(std::map<int, InputCopy>& copies,
+                                                   std::map<int, int64_t>& first_held,
+                                                   MergeResult& result) {
+  std::map<int, std::vector<TableCount>> counts;
+  for (auto& [id, copy] : copies) {
+    int64_t inserted = first_held.count(id) ? first_held[id] : 0;
+    int64_t deduped = copy.stack_rows - inserted;
+    copy.counts.push_back(
+        TableCount{"stacks", copy.stack_rows, inserted, deduped,
+                   deduped ? "already present (deduplicated by frames hash)" : ""});
+    for (const TableCount& t : copy.counts) {
+      if (rs::IsEventTable(t.table)) result.event_rows += t.rows_out;
+    }
+    counts[id] = std::move(copy.counts);
+  }
+  return counts;
+}
+
 rs::Result<MergeResult> MergeInto(const MergeOptions& opt, std::ostream& log,
                                   rs::OutputFile& out_file) {
   PhaseTimer timer;
@@ -273,67 +417,9 @@ rs::Result<MergeResult> MergeInto(const MergeOptions& opt, std::ostream& log,
     return rs::Error("nothing merged: no valid input among " + std::to_string(files.size()) +
                      " file(s)" + skipped_list);
   }
-  // An input that shares no communicator and no time with any other merged input is most
-  // likely another job's (an old bundle a glob picked up): said loudly, refused with --strict.
-  if (merged.size() > 1) {
-    std::vector<std::set<int64_t>> comms;
-    for (Input* in : merged) comms.push_back(in->rendezvous.Communicators());
-    std::string foreign_list;
-    for (size_t i = 0; i < merged.size(); ++i) {
-      bool shares = false;
-      for (size_t j = 0; j < merged.size() && !shares; ++j) {
-        if (i == j) continue;
-        const Input& a = *merged[i];
-        const Input& b = *merged[j];
-        const bool overlap = a.info.start_ns <= b.info.end_ns && b.info.start_ns <= a.info.end_ns;
-        const bool common = std::any_of(comms[i].begin(), comms[i].end(),
-                                        [&](int64_t c) { return comms[j].count(c) > 0; });
-        shares = overlap || common;
-      }
-      if (shares) continue;
-      Input& in = *merged[i];
-      const std::string why = "shares no communicator and no recording time with the other "
-                              "inputs: another job's bundle?";
-      in.reason += (in.reason.empty() ? "" : "; ") + why;
-      result.warnings.push_back(in.file + " (node " + in.node + ") " + why +
-                                " Its lateness is compared with theirs only if it belongs.");
-      foreign_list += "\n  " + in.file + " (node " + in.node + ")";
-    }
-    if (opt.strict && !foreign_list.empty()) {
-      return rs::Error("--strict: input(s) sharing no communicator and no recording time with "
-                       "the others, nothing written:" + foreign_list);
-    }
-  }
+  RETURN_IF_ERROR(WarnForeignInputs(merged, opt.strict, result));
 
-  // Clock alignment from the rendezvous of all merged inputs.
-  RendezvousCollector collector;
-  std::vector<NodeClock> clocks;
-  int reference = -1;
-  for (size_t i = 0; i < merged.size(); ++i) {
-    Input& in = *merged[i];
-    collector.Absorb(std::move(in.rendezvous), static_cast<int>(i));
-    clocks.push_back(NodeClock{in.node, in.info.start_ns, in.maxerror_ns});
-    if (in.node == opt.reference_node) reference = static_cast<int>(i);
-  }
-  if (!opt.reference_node.empty() && reference < 0) {
-    std::string names;
-    for (const NodeClock& c : clocks) names += (names.empty() ? "" : ", ") + c.name;
-    return rs::Error("--reference " + opt.reference_node + ": no merged input has that node (" +
-                     names + ")");
-  }
-  progress.Show("aligning clocks...");
-  std::vector<Rendezvous> rz = collector.Take();
-  result.alignment = AlignClocks(clocks, rz, reference, opt.align);
-  progress.Done();
-  for (const NodeAlignment& a : result.alignment) {
-    if (a.method != "wall_clock") continue;
-    result.warnings.push_back("node " + a.node + ": no rendezvous with the other nodes, its clock "
-                              "is aligned by its wall clock only (error up to +-" +
-                              rs::FormatDuration(a.error_bound_ns) +
-                              "): comparisons of its times with other nodes' are uncertain" +
-                              (a.note.empty() ? "" : " (" + a.note + ")"));
-  }
-  LogEvidence(log, collector.summary());
+  RETURN_IF_ERROR(AlignMerged(merged, opt, progress, log, result));
 
   // The output, built in a temporary without a name next to it (rscore/output.h).
   ASSIGN_OR_RETURN(out_file, rs::OutputFile::Create(target));
@@ -436,61 +522,10 @@ rs::Result<MergeResult> MergeInto(const MergeOptions& opt, std::ostream& log,
                           : "event tables (spliced)");
   }
 
-  // Stack counts in input order (see StacksFirstHeld), then every input's counts.
-  std::map<int, std::vector<TableCount>> counts;
-  for (auto& [id, copy] : copies) {
-    int64_t inserted = first_held.count(id) ? first_held[id] : 0;
-    int64_t deduped = copy.stack_rows - inserted;
-    copy.counts.push_back(
-        TableCount{"stacks", copy.stack_rows, inserted, deduped,
-                   deduped ? "already present (deduplicated by frames hash)" : ""});
-    for (const TableCount& t : copy.counts) {
-      if (rs::IsEventTable(t.table)) result.event_rows += t.rows_out;
-    }
-    counts[id] = std::move(copy.counts);
-  }
-  // Per input for a few inputs; beyond that one line per table over all of them (the
-  // per-input counts are in merge_counts): 64 nodes would be a thousand lines.
-  constexpr size_t kInputsListed = 8;
-  if (counts.size() <= kInputsListed) {
-    for (const Input& in : inputs) {
-      if (counts.count(in.input_id)) PrintCounts(log, in, counts[in.input_id]);
-    }
-  } else {
-    std::vector<TableCount> total;
-    for (const auto& [id, list] : counts) {
-      for (const TableCount& c : list) {
-        auto it = std::find_if(total.begin(), total.end(),
-                               [&](const TableCount& t) { return t.table == c.table; });
-        if (it == total.end()) {
-          total.push_back(TableCount{c.table, c.rows_in, c.rows_out, c.rows_skipped, ""});
-        } else {
-          it->rows_in += c.rows_in;
-          it->rows_out += c.rows_out;
-          it->rows_skipped += c.rows_skipped;
-        }
-      }
-    }
-    log << "rankscope-merge: " << counts.size()
-        << " inputs, rows per table over all of them (per input: table merge_counts)\n";
-    for (const TableCount& c : total) {
-      if (c.rows_in == 0 && c.rows_out == 0) continue;
-      log << "  " << std::left << std::setw(16) << c.table << std::right << " in " << std::setw(9)
-          << c.rows_in << "  out " << std::setw(9) << c.rows_out << "  skipped " << std::setw(7)
-          << c.rows_skipped << "\n";
-    }
-  }
+  std::map<int, std::vector<TableCount>> counts = InputCounts(copies, first_held, result);
+  PrintAllCounts(log, inputs, counts);
   if (counts.empty()) return rs::Error("nothing merged: every valid input failed to copy");
-  // A repeated recording: its rows are all there once already; counted as skipped.
-  for (const Input& in : inputs) {
-    if (in.status != "duplicate") continue;
-    std::vector<TableCount>& list = counts[in.input_id];
-    for (const auto& [table, rows] : in.table_rows) {
-      list.push_back(TableCount{table, rows, 0, rows,
-                                "same recording as input " + std::to_string(in.duplicate_of)});
-    }
-    PrintCounts(log, in, list);
-  }
+  CountDuplicates(log, inputs, counts);
 
   for (const Input& in : inputs) {
     result.inputs.push_back(InputSummary{in.input_id, in.file, in.node, in.status, in.reason});

@@ -12,25 +12,20 @@ namespace po = boost::program_options;
 rs::Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   CommandLine cl;
   po::options_description opts;
-  opts.add_options()                                                               //
-      ("help,h", "show this help")                                                 //
-      ("version", "print the version")                                             //
+  opts.add_options()                    //
+      ("help,h", "show this help")      //
+      ("version", "print the version")  //
       ("out,o", po::value<std::string>(&cl.merge.out_path)->value_name("FILE"),
        "merged database to write (atomically, mode 0600); - writes it to standard output")  //
-      ("force", "replace OUT (and OUT.zst) if it exists")                            //
-      ("strict", "abort without writing anything if any input fails validation or shares no "
-                 "communicator and no time with the others")  //
+      ("force", "replace OUT (and OUT.zst) if it exists")                                   //
+      ("strict",
+       "abort without writing anything if any input fails validation or shares no "
+       "communicator and no time with the others")                              //
       ("bundle", "also write a zstd-compressed copy of the result to OUT.zst")  //
       ("reference", po::value<std::string>(&cl.merge.reference_node)->value_name("NODE"),
        "node whose clock the others are aligned to (default: the node in most rendezvous)")  //
       ("progress", "show progress as plain lines even when stderr is not a terminal")        //
       ("quiet,q", "no progress and no per-table counts; warnings are still printed");
-  po::options_description hidden;
-  hidden.add_options()("input", po::value<std::vector<std::string>>(&cl.merge.inputs));
-  po::options_description all;
-  all.add(opts).add(hidden);
-  po::positional_options_description pos;
-  pos.add("input", -1);
   cl.help_text = rs::cli::FormatHelp(
       {.usage = "rankscope-merge -o OUT.rsdb INPUT...",
        .about = "Validates node bundles, aligns their clocks and merges them into one SQLite\n"
@@ -44,13 +39,11 @@ rs::Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
                      "write the merged database to standard output"}},
        .man_page = "rankscope-merge(1)"},
       opts);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    return rs::Error(std::string(e.what()) + " (see rankscope-merge --help)");
-  }
+  ASSIGN_OR_RETURN(
+      rs::cli::ParsedArgs parsed,
+      rs::cli::ParseArgs(rs::cli::ArgsOf(argc, argv), opts, {}, "see rankscope-merge --help"));
+  const po::variables_map& vm = parsed.vm;
+  cl.merge.inputs = std::move(parsed.positional);
   cl.help = vm.count("help") > 0;
   cl.version = vm.count("version") > 0;
   if (cl.help || cl.version) return cl;

@@ -1,6 +1,8 @@
 #include "rscore/cli_help.h"
 
 #include <boost/program_options/cmdline.hpp>
+#include <boost/program_options/parsers.hpp>
+#include <boost/program_options/positional_options.hpp>
 #include <boost/program_options/value_semantic.hpp>
 #include <sstream>
 
@@ -76,6 +78,33 @@ std::string FormatHelp(const HelpText& text, const po::options_description& opti
   out << "\n" << kExitStatusHelp << "\n";
   if (!text.man_page.empty()) out << "See " << text.man_page << ".\n";
   return out.str();
+}
+
+std::vector<std::string> ArgsOf(int argc, const char* const* argv) {
+  return std::vector<std::string>(argv + (argc > 0 ? 1 : 0), argv + argc);
+}
+
+Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args,
+                             const boost::program_options::options_description& visible,
+                             const boost::program_options::options_description& hidden,
+                             const std::string& help_hint) {
+  namespace po = boost::program_options;
+  ParsedArgs out;
+  po::options_description all;
+  all.add(visible).add(hidden);
+  all.add_options()("rankscope-positional", po::value<std::vector<std::string>>());
+  po::positional_options_description pos;
+  pos.add("rankscope-positional", -1);
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(pos).run(), out.vm);
+    po::notify(out.vm);
+  } catch (const po::error& e) {
+    return Error(std::string(e.what()) + " (" + help_hint + ")");
+  }
+  if (out.vm.count("rankscope-positional")) {
+    out.positional = out.vm["rankscope-positional"].as<std::vector<std::string>>();
+  }
+  return out;
 }
 
 }  // namespace rs::cli

@@ -19,9 +19,12 @@
 #pragma once
 
 #include <boost/program_options/options_description.hpp>
+#include <boost/program_options/variables_map.hpp>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "rscore/result.h"
 
 namespace rs::cli {
 
@@ -29,10 +32,25 @@ struct HelpText {
   std::string usage;  // one or more "usage:" lines, without the word
   std::string about;  // paragraphs
   std::vector<std::pair<std::string, std::string>> examples;  // command, what it does
-  std::string man_page;                                        // "rankscope-merge(1)"
+  std::string man_page;                                       // "rankscope-merge(1)"
 };
 
 std::string FormatHelp(const HelpText& text,
                        const boost::program_options::options_description& options);
+
+// The workstation tools' command lines: `visible` options (those --help lists), `hidden` ones
+// (old spellings) and the rest as positional arguments, in command-line order, into
+// `positional`. args[0] is the first argument (not the program). A Boost error comes back as
+// an error ending with `help_hint` (e.g. "see rankscope-merge --help").
+struct ParsedArgs {
+  boost::program_options::variables_map vm;
+  std::vector<std::string> positional;
+};
+Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args,
+                             const boost::program_options::options_description& visible,
+                             const boost::program_options::options_description& hidden,
+                             const std::string& help_hint);
+// argc/argv as main() gets them (argv[0] is skipped).
+std::vector<std::string> ArgsOf(int argc, const char* const* argv);
 
 }  // namespace rs::cli
