@@ -237,9 +237,11 @@ rs::Result<Part> WritePartWith(const std::string& dir, const std::string& stem, 
 }  // namespace
 
 rs::Result<Part> WritePart(const std::string& dir, const std::string& stem, const Input& in,
-                           const NodeAlignment& al) {
-  auto part = WritePartWith(dir, stem, in, al, /*records=*/true);
-  if (part.ok()) return part;
+                           const NodeAlignment& al, bool pages) {
+  if (pages) {
+    auto part = WritePartWith(dir, stem, in, al, /*records=*/true);
+    if (part.ok()) return part;
+  }
   // Not possible at the record level (see CopyRecords): the same copy by SQL.
   return WritePartWith(dir, stem, in, al, /*records=*/false);
 }
@@ -351,7 +353,7 @@ void PartPipeline::Work() {
     if (!closing_ && next_ < jobs_.size()) {
       size_t i = next_++;
       lock.unlock();
-      auto part = WritePart(dir_, stem_, *jobs_[i].input, jobs_[i].alignment);
+      auto part = WritePart(dir_, stem_, *jobs_[i].input, jobs_[i].alignment, jobs_[i].pages);
       lock.lock();
       done_[i].emplace(std::move(part));
       finished_.notify_all();

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "btree_splice.h"
-#include "record_copy.h"
 #include "clock_alignment.h"
 #include "inputs.h"
+#include "record_copy.h"
 #include "rscore/bundle.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
@@ -57,9 +57,9 @@ struct Part {
 // Copies `in` into a new part file in `dir`, without a name (TempFile::CreateUnnamed; gone
 // when the Part dies, or the process): the
 // small tables by SQL, the event tables page by page (CopyRecords) when it accepts them, else
-// by SQL too (the same rows and counts either way).
+// by SQL too (the same rows and counts either way). `pages` false: by SQL only.
 rs::Result<Part> WritePart(const std::string& dir, const std::string& stem, const Input& in,
-                           const NodeAlignment& al);
+                           const NodeAlignment& al, bool pages = true);
 
 // Adds a part to the output in one transaction: stacks (deduplicated), the node's metadata, and
 // every copied table by transfer except the event tables (see AddEventTables).
@@ -90,6 +90,7 @@ class PartPipeline {
   struct Job {
     const Input* input;
     NodeAlignment alignment;
+    bool pages = true;  // see WritePart
   };
   PartPipeline(std::vector<Job> jobs, int threads, std::string dir, std::string stem);
   // Unstarted jobs are dropped, running ones finish and everything discarded is destroyed.

@@ -449,7 +449,7 @@ rs::Result<MergeResult> MergeInto(const MergeOptions& opt, std::ostream& log,
   const size_t direct = threads > 0 ? 0 : order.size();
   std::vector<PartPipeline::Job> jobs;
   for (size_t k = direct; k < order.size(); ++k) {
-    jobs.push_back({merged[order[k]], result.alignment[order[k]]});
+    jobs.push_back({merged[order[k]], result.alignment[order[k]], opt.pages});
   }
   PartPipeline parts(std::move(jobs), threads, work_dir, BaseOf(opt.out_path) + ".part");
 

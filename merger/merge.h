@@ -28,6 +28,9 @@ struct MergeOptions {
   int worker_threads = -1;
   // Add the parts' event tables page by page (btree_splice.h); false: by SQL transfer.
   bool splice = true;
+  // Write the parts' event rows page by page (record_copy.h); false: by SQL. With splice
+  // false too, no page of the output is written by the merge itself (for measurements).
+  bool pages = true;
 };
 
 struct InputSummary {
@@ -43,7 +46,7 @@ struct PhaseTime {
 
 struct MergeResult {
   int merged = 0, skipped = 0, duplicates = 0;
-  int64_t event_rows = 0;  // event-table rows written
+  int64_t event_rows = 0;            // event-table rows written
   int64_t start_ns = 0, end_ns = 0;  // the merged recording's span (metadata start_ns, end_ns)
   std::vector<InputSummary> inputs;
   std::vector<NodeAlignment> alignment;

@@ -290,16 +290,19 @@ TEST_F(MergeSynth, PartsGiveTheSameDatabaseAsCopyingEverythingDirectly) {
 
   // Every input a part (written page by page, one by SQL); the event tables spliced page by
   // page, or transferred by SQL: the same rows either way, and a database SQLite finds intact.
-  for (bool splice : {true, false}) {
-    SCOPED_TRACE(splice);
+  // And with no page written by the merge itself (parts by SQL, event tables transferred).
+  for (auto [splice, pages] : {std::pair{true, true}, {false, true}, {false, false}}) {
+    SCOPED_TRACE(std::string(splice ? "splice" : "transfer") + (pages ? ", pages" : ", SQL"));
     MergeOptions parts;
     parts.worker_threads = 2;
     parts.splice = splice;
+    parts.pages = pages;
     Merged p = RunMerge(dir_, paths, parts);
     auto pdb = OpenMerged(p.path);
     ASSERT_TRUE(pdb.ok());
     ASSERT_GE(p.result.phases.size(), 3u);
-    EXPECT_EQ(p.result.phases[1].phase, "copy (0 direct, 5 parts; 4 by pages)");
+    EXPECT_EQ(p.result.phases[1].phase, pages ? "copy (0 direct, 5 parts; 4 by pages)"
+                                              : "copy (0 direct, 5 parts; 0 by pages)");
     EXPECT_EQ(p.result.phases[2].phase, splice
                                             ? "event tables (spliced)"
                                             : "event tables (transferred: splice not requested)");
