@@ -1,10 +1,6 @@
 // Merge throughput on synthetic cluster bundles (numbers go to tests/bench/merge.md).
-//   bench_merge [--nodes N] [--steps S] [--extra-sched K] [--repeat R] [--keep DIR] [--ab 1|pages]
+//   bench_merge [--nodes N] [--steps S] [--extra-sched K] [--repeat R] [--keep DIR]
 //               [--collectives sync|async]
-// --ab 1: every round merges twice, event tables spliced and transferred by SQL (the order
-// alternating from round to round), and prints the ratio of the two times per round.
-// --ab pages: the same with the whole page path (event rows written page by page into the
-// parts, then spliced) against SQL only (parts and output by SQL), threads alike.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,8 +22,6 @@ int main(int argc, char** argv) {
   spec.extra_sched_per_step = 600;
   int repeat = 3;
   std::string keep;  // write bundles and output here and leave them (for profiling)
-  bool ab = false;
-  bool ab_pages = false;  // --ab pages
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--nodes"))
       spec.nodes = std::atoi(argv[i + 1]);
@@ -39,8 +33,6 @@ int main(int argc, char** argv) {
       repeat = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--keep"))
       keep = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--ab"))
-      ab = std::strcmp(argv[i + 1], "pages") == 0 ? (ab_pages = true) : std::atoi(argv[i + 1]) != 0;
     else if (!std::strcmp(argv[i], "--collectives"))
       spec.collectives = argv[i + 1];  // async: GPU nodes (cuda_events, gpu_ops)
     else {
@@ -70,12 +62,10 @@ int main(int argc, char** argv) {
       spec.nodes, spec.ranks_per_node, spec.steps, spec.collectives.c_str(),
       static_cast<long long>(events), bundle_bytes / 1048576.0, gen_s);
   // One merge; its wall time in seconds, or a negative number on failure.
-  auto run = [&](int r, bool splice) -> double {
+  auto run = [&](int r) -> double {
     merge::MergeOptions opt;
     opt.inputs = paths.value();
     opt.out_path = dir + "/merged.rsdb";
-    opt.splice = splice;
-    opt.pages = splice || !ab_pages;
     std::ostringstream log;
     // Each run writes a new file, as a first merge does: renaming over the previous run's
     // output would make ext4 allocate and start writing the new file's blocks at the rename.
@@ -100,14 +90,9 @@ int main(int argc, char** argv) {
       std::fclose(f);
     }
     std::printf(
-        "run %d%s: %.2f s wall, %.2f M events/s; %.2f s CPU (all threads), %.2f M events per "
+        "run %d: %.2f s wall, %.2f M events/s; %.2f s CPU (all threads), %.2f M events per "
         "CPU-s; output %.1f MiB; load average %.1f\n",
-        r + 1,
-        !ab        ? ""
-        : ab_pages ? (splice ? " (pages and splice)" : " (SQL only)")
-        : splice   ? " (spliced)"
-                   : " (SQL transfer)",
-        s, events / s / 1e6, cpu, events / cpu / 1e6,
+        r + 1, s, events / s / 1e6, cpu, events / cpu / 1e6,
         merge::testing::FileSize(opt.out_path) / 1048576.0, load);
     for (const merge::PhaseTime& p : result->phases) {
       std::printf("  %-28s %.3f s wall, %.3f s CPU\n", p.phase.c_str(), p.wall_s, p.cpu_s);
@@ -115,16 +100,7 @@ int main(int argc, char** argv) {
     return s;
   };
   for (int r = 0; r < repeat; ++r) {
-    if (!ab) {
-      if (run(r, true) < 0) return 1;
-      continue;
-    }
-    const bool splice_first = r % 2 == 0;
-    double first = run(r, splice_first), second = run(r, !splice_first);
-    if (first < 0 || second < 0) return 1;
-    double spliced = splice_first ? first : second, sql = splice_first ? second : first;
-    std::printf("round %d: %s = %.2f\n", r + 1,
-                ab_pages ? "page path / SQL only" : "spliced / SQL transfer", spliced / sql);
+    if (run(r) < 0) return 1;
   }
   return 0;
 }

@@ -3,8 +3,8 @@
 // worker thread, into a part: a temporary file of its own with exactly the merged schema and no
 // indexes. A part's small tables are combined into the output with INSERT INTO t SELECT * FROM
 // part.t, which SQLite runs as its transfer optimization (records copied without being
-// decoded) because the two table definitions are identical; its event tables are spliced in
-// page by page once every part is written (btree_splice.h).
+// decoded) because the two table definitions are identical; its event tables the same way once
+// every part is written, before the output's indexes are built.
 #pragma once
 
 #include <atomic>
@@ -20,10 +20,8 @@
 #include <thread>
 #include <vector>
 
-#include "btree_splice.h"
 #include "clock_alignment.h"
 #include "inputs.h"
-#include "record_copy.h"
 #include "rscore/bundle.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
@@ -36,14 +34,11 @@ namespace merge {
 struct InputCopy {
   std::vector<TableCount> counts;
   int64_t stack_rows = 0;
-  bool by_pages = false;  // event tables written page by page (CopyRecords), not by SQL
 };
 
 // Copies input `in` into the main schema of `db` (merged schema) in one transaction; nothing
 // of it remains on failure. Records the input's stacks in temp.stack_origins of `db`.
-// `skip`: tables not copied here (copied page by page instead; see WritePart).
-rs::Result<InputCopy> CopyInput(rs::Db& db, const Input& in, const NodeAlignment& al,
-                                const std::set<std::string>& skip = {});
+rs::Result<InputCopy> CopyInput(rs::Db& db, const Input& in, const NodeAlignment& al);
 
 // Pragmas of a database that is built once and renamed or discarded, never updated in place:
 // no rollback journal and no fsync (a crash leaves a temp file, never a damaged output).
@@ -55,30 +50,18 @@ struct Part {
 };
 
 // Copies `in` into a new part file in `dir`, without a name (TempFile::CreateUnnamed; gone
-// when the Part dies, or the process): the
-// small tables by SQL, the event tables page by page (CopyRecords) when it accepts them, else
-// by SQL too (the same rows and counts either way). `pages` false: by SQL only.
+// when the Part dies, or the process), every table by SQL (CopyInput).
 rs::Result<Part> WritePart(const std::string& dir, const std::string& stem, const Input& in,
-                           const NodeAlignment& al, bool pages = true);
+                           const NodeAlignment& al);
 
 // Adds a part to the output in one transaction: stacks (deduplicated), the node's metadata, and
 // every copied table by transfer except the event tables (see AddEventTables).
 rs::Result<void> CombinePart(rs::Db& out, const Input& in, const Part& part);
 
-// How the event tables of the parts reached the output.
-struct EventTablesAdded {
-  bool spliced = false;
-  std::string why_not;  // why they were transferred by SQL instead of spliced
-  SpliceStats splice;
-};
-
-// Adds the event tables of `parts` (in rowid order) to the output `out` (at `path`) and builds
-// their indexes: spliced page by page when PrepareSplice accepts them (`out` is closed and
-// reopened meanwhile), else transferred by SQL. Then checks that each event table holds
-// exactly `expected_rows` rows.
-rs::Result<EventTablesAdded> AddEventTables(rs::Db& out, const std::string& path,
-                                            const std::vector<const Part*>& parts, bool try_splice,
-                                            const std::map<std::string, int64_t>& expected_rows);
+// Adds the event tables of `parts` (in rowid order) to the output `out` by SQLite's transfer
+// optimization, then checks that each event table holds exactly `expected_rows` rows.
+rs::Result<void> AddEventTables(rs::Db& out, const std::vector<const Part*>& parts,
+                                const std::map<std::string, int64_t>& expected_rows);
 
 // Writes parts on worker threads, in order (each thread takes the next input), while the
 // output's writer takes them in the same order. Inputs must outlive the pipeline and stay
@@ -90,7 +73,6 @@ class PartPipeline {
   struct Job {
     const Input* input;
     NodeAlignment alignment;
-    bool pages = true;  // see WritePart
   };
   PartPipeline(std::vector<Job> jobs, int threads, std::string dir, std::string stem);
   // Unstarted jobs are dropped, running ones finish and everything discarded is destroyed.

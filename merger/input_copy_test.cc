@@ -69,27 +69,14 @@ class AddEventTablesTest : public ::testing::Test {
   std::vector<Part> parts_;
 };
 
-TEST_F(AddEventTablesTest, SplicesAndCounts) {
-  parts_.push_back(Part{MergedFile(16384, 1000, 3000), {}});
-  parts_.push_back(Part{MergedFile(16384, 1 << 20, 2000), {}});
-  std::vector<const Part*> list = {&parts_[0], &parts_[1]};
-  auto added = AddEventTables(out_, out_file_.path(), list, true, Expected(5000));
-  ASSERT_TRUE(added.ok()) << added.error().message();
-  EXPECT_TRUE(added->spliced);
-  EXPECT_EQ(added->splice.table_rows["sched_events"], 5000);
-  ExpectIndexedAndIntact(5000);
-}
-
-TEST_F(AddEventTablesTest, FallsBackToSqlWhenTheSpliceCannotBeUsed) {
-  // A part with another page size: the splice refuses before writing anything, the rows come
-  // by SQL transfer, the indexes are built after them.
+// Parts of different page sizes (a part needs no particular layout): the rows come by SQL
+// transfer, the indexes are built after them.
+TEST_F(AddEventTablesTest, TransfersAndCounts) {
   parts_.push_back(Part{MergedFile(16384, 1000, 3000), {}});
   parts_.push_back(Part{MergedFile(4096, 1 << 20, 2000), {}});
   std::vector<const Part*> list = {&parts_[0], &parts_[1]};
-  auto added = AddEventTables(out_, out_file_.path(), list, true, Expected(5000));
+  auto added = AddEventTables(out_, list, Expected(5000));
   ASSERT_TRUE(added.ok()) << added.error().message();
-  EXPECT_FALSE(added->spliced);
-  EXPECT_NE(added->why_not.find("page size"), std::string::npos) << added->why_not;
   ASSERT_TRUE(rs::CreateIndexes(out_).ok());  // as the merge does at its end
   ExpectIndexedAndIntact(5000);
 }
@@ -97,16 +84,12 @@ TEST_F(AddEventTablesTest, FallsBackToSqlWhenTheSpliceCannotBeUsed) {
 TEST_F(AddEventTablesTest, RowsThatDoNotReconcileAreAnError) {
   parts_.push_back(Part{MergedFile(16384, 1000, 300), {}});
   std::vector<const Part*> list = {&parts_[0]};
-  for (bool splice : {true, false}) {
-    SCOPED_TRACE(splice);
-    SetUp();
-    auto added = AddEventTables(out_, out_file_.path(), list, splice, Expected(299));
-    ASSERT_FALSE(added.ok());
-    EXPECT_NE(added.error().message().find("sched_events of the output holds 300 rows, the"
-                                           " parts 299"),
-              std::string::npos)
-        << added.error().message();
-  }
+  auto added = AddEventTables(out_, list, Expected(299));
+  ASSERT_FALSE(added.ok());
+  EXPECT_NE(added.error().message().find("sched_events of the output holds 300 rows, the"
+                                         " parts 299"),
+            std::string::npos)
+      << added.error().message();
 }
 
 }  // namespace

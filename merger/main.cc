@@ -39,8 +39,8 @@ int main(int argc, char** argv) {
   cl->merge.progress_plain = !tty;
   // Where the result goes, checked before any work: never an input, never an existing file
   // without --force (Merge checks again when it creates the output).
-  for (const std::optional<std::string>& out : {std::optional(cl->merge.out_path),
-                                                cl->merge.bundle_path}) {
+  for (const std::optional<std::string>& out :
+       {std::optional(cl->merge.out_path), cl->merge.bundle_path}) {
     if (!out) continue;
     auto checked = rs::CheckOutput(*out, cl->merge.force, cl->merge.inputs);
     if (!checked.ok()) {
@@ -60,9 +60,8 @@ int main(int argc, char** argv) {
   const merge::MergeResult& r = *result;
   std::vector<const merge::NodeAlignment*> nodes;
   for (const merge::NodeAlignment& a : r.alignment) nodes.push_back(&a);
-  std::sort(nodes.begin(), nodes.end(), [](const auto* a, const auto* b) {
-    return NaturalLess(a->node, b->node);
-  });
+  std::sort(nodes.begin(), nodes.end(),
+            [](const auto* a, const auto* b) { return NaturalLess(a->node, b->node); });
   if (!cl->quiet) {
     for (const merge::NodeAlignment* a : nodes) {
       std::cerr << "  clock " << a->node << ": " << a->method << " offset " << a->offset_ns

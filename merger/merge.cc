@@ -441,7 +441,7 @@ rs::Result<MergeResult> MergeInto(const MergeOptions& opt, std::ostream& log,
     return ka.has_value() && *ka < *kb;
   });
   // With copy threads every input is copied into a part; the writer combines each part's small
-  // tables as it arrives and splices the event tables of all of them at the end. Without, the
+  // tables as it arrives and adds the event tables of all of them at the end. Without, the
   // writer copies every input itself.
   const int threads = opt.worker_threads >= 0
                           ? opt.worker_threads
@@ -449,13 +449,12 @@ rs::Result<MergeResult> MergeInto(const MergeOptions& opt, std::ostream& log,
   const size_t direct = threads > 0 ? 0 : order.size();
   std::vector<PartPipeline::Job> jobs;
   for (size_t k = direct; k < order.size(); ++k) {
-    jobs.push_back({merged[order[k]], result.alignment[order[k]], opt.pages});
+    jobs.push_back({merged[order[k]], result.alignment[order[k]]});
   }
   PartPipeline parts(std::move(jobs), threads, work_dir, BaseOf(opt.out_path) + ".part");
 
   std::map<int, InputCopy> copies;
   std::vector<std::pair<int, Part>> kept;  // parts whose event tables are still to add
-  int by_pages = 0;
   for (size_t k = 0; k < order.size(); ++k) {
     Input& in = *merged[order[k]];
     progress.Show("[" + std::to_string(k + 1) + "/" + std::to_string(order.size()) + "] merging " +
@@ -485,14 +484,12 @@ rs::Result<MergeResult> MergeInto(const MergeOptions& opt, std::ostream& log,
       if (opt.strict) return rs::Error("--strict: " + in.file + ": " + in.reason);
       continue;
     }
-    by_pages += c->by_pages ? 1 : 0;
     copies[in.input_id] = std::move(c).value();
   }
   timer.End("copy (" + std::to_string(direct) + " direct, " +
-            std::to_string(order.size() - direct) + " parts; " + std::to_string(by_pages) +
-            " by pages)");
+            std::to_string(order.size() - direct) + " parts)");
 
-  // Before the event tables: a splice closes and reopens the output, which ends its temp tables.
+  // Which input's stacks reached the output first (temp tables of the output's connection).
   ASSIGN_OR_RETURN(auto first_held, StacksFirstHeld(out));
   if (!kept.empty()) {
     progress.Show("adding the event tables of " + std::to_string(kept.size()) + " parts...");
@@ -504,22 +501,12 @@ rs::Result<MergeResult> MergeInto(const MergeOptions& opt, std::ostream& log,
         if (rs::IsEventTable(t.table)) expected[t.table] += t.rows_out;
       }
     }
-    ASSIGN_OR_RETURN(EventTablesAdded added,
-                     AddEventTables(out, out_file.path(), part_list, opt.splice, expected));
+    RETURN_IF_ERROR(AddEventTables(out, part_list, expected));
     for (auto& [id, part] : kept) {
       parts.Discard(std::make_shared<rs::TempFile>(std::move(part.file)));
     }
     progress.Done();
-    if (!added.spliced && opt.splice) {
-      log << "rankscope-merge: note: event tables copied by SQL instead of spliced (slower, same"
-             " result): "
-          << added.why_not << "\n";
-    }
-    const size_t by_sqlite = added.splice.reindex.size();
-    timer.End(!added.spliced ? "event tables (transferred: " + added.why_not + ")"
-              : by_sqlite    ? "event tables (spliced; " + std::to_string(by_sqlite) +
-                                " indexes sorted by SQLite)"
-                          : "event tables (spliced)");
+    timer.End("event tables");
   }
 
   std::map<int, std::vector<TableCount>> counts = InputCounts(copies, first_held, result);

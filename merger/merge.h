@@ -26,11 +26,6 @@ struct MergeOptions {
   // Threads that copy inputs into parts (the output's writer waits meanwhile); -1: one per
   // core; 0: none, the writer copies every input itself.
   int worker_threads = -1;
-  // Add the parts' event tables page by page (btree_splice.h); false: by SQL transfer.
-  bool splice = true;
-  // Write the parts' event rows page by page (record_copy.h); false: by SQL. With splice
-  // false too, no page of the output is written by the merge itself (for measurements).
-  bool pages = true;
 };
 
 struct InputSummary {

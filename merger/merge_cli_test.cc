@@ -161,10 +161,10 @@ TEST_F(MergeCli, HelpHasTheSharedLayout) {
   CliRun r = Merge("-h");
   EXPECT_EQ(r.status, 0) << r.output;
   size_t at = 0;
-  for (const char* part : {"usage: rankscope-merge -o OUT.rsdb INPUT...", "\noptions:\n",
-                           "  -o, --out FILE", "      --strict", "\nexamples:\n",
-                           "  rankscope-merge -o job.rsdb bundles/", "\nexit status: 0 done",
-                           "See rankscope-merge(1)."}) {
+  for (const char* part :
+       {"usage: rankscope-merge -o OUT.rsdb INPUT...", "\noptions:\n", "  -o, --out FILE",
+        "      --strict", "\nexamples:\n", "  rankscope-merge -o job.rsdb bundles/",
+        "\nexit status: 0 done", "See rankscope-merge(1)."}) {
     size_t next = r.output.find(part, at);
     EXPECT_NE(next, std::string::npos) << "missing or out of order: " << part << "\n" << r.output;
     if (next != std::string::npos) at = next;
@@ -175,8 +175,8 @@ TEST_F(MergeCli, HelpHasTheSharedLayout) {
 TEST_F(MergeCli, DashWritesTheDatabaseToStandardOutput) {
   const std::string db = dir_.File("piped.rsdb");
   const std::string err = dir_.File("err.txt");
-  const int rc = std::system((bin_ + " -o - " + bundles_[0] + " " + bundles_[1] + " > " + db +
-                              " 2> " + err).c_str());
+  const int rc = std::system(
+      (bin_ + " -o - " + bundles_[0] + " " + bundles_[1] + " > " + db + " 2> " + err).c_str());
   ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
   EXPECT_FALSE(std::filesystem::exists("-"));
   auto opened = rs::OpenRankscopeFile(db);

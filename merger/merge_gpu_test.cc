@@ -73,20 +73,17 @@ TEST_F(MergeGpu, DeviceTimesAlignedLikeTimestampsOnEveryCopyPath) {
   spec.drift_ppm = {0, 20, -20};
   auto paths = Write(spec);
   for (const std::string& p : paths) ASSERT_TRUE(testing::RewriteBundle(p, p, kAddGpuOps).ok());
-  // Straight into the output by SQL; as parts page by page, the event tables spliced or
-  // transferred by SQL: the same database every time.
+  // Straight into the output, and as parts on worker threads: the same database either way.
   std::vector<std::string> want;
   for (int workers : {0, 2}) {
-    for (bool splice : {true, false}) {
-      if (workers == 0 && !splice) continue;
-      SCOPED_TRACE("workers " + std::to_string(workers) + ", splice " + std::to_string(splice));
+    {
+      SCOPED_TRACE("workers " + std::to_string(workers));
       MergeOptions opt;
       opt.worker_threads = workers;
-      opt.splice = splice;
       Merged m = RunMerge(dir_, paths, opt);
       ASSERT_GE(m.result.phases.size(), 2u);
-      EXPECT_EQ(m.result.phases[1].phase, workers ? "copy (0 direct, 3 parts; 3 by pages)"
-                                                  : "copy (3 direct, 0 parts; 0 by pages)");
+      EXPECT_EQ(m.result.phases[1].phase,
+                workers ? "copy (0 direct, 3 parts)" : "copy (3 direct, 0 parts)");
       auto db = OpenMerged(m.path);
       ASSERT_TRUE(db.ok());
       EXPECT_GT(Int(*db, "SELECT COUNT(*) FROM gpu_ops WHERE device_end_ns IS NULL"), 0);
@@ -127,9 +124,8 @@ TEST_F(MergeGpu, BundlesOfEarlierRecordersMergeWholeStraightAndAsParts) {
     Merged m = RunMerge(dir_, paths, opt);
     EXPECT_EQ(m.result.merged, 3);
     EXPECT_EQ(m.result.exit_code(), 0) << m.log;
-    // The older bundles' event rows go page by page too (columns matched by name).
-    EXPECT_EQ(m.result.phases[1].phase, workers ? "copy (0 direct, 3 parts; 3 by pages)"
-                                                : "copy (3 direct, 0 parts; 0 by pages)");
+    EXPECT_EQ(m.result.phases[1].phase,
+              workers ? "copy (0 direct, 3 parts)" : "copy (3 direct, 0 parts)");
     auto db = OpenMerged(m.path);
     ASSERT_TRUE(db.ok());
     // The full schema whatever the inputs held.

@@ -288,24 +288,17 @@ TEST_F(MergeSynth, PartsGiveTheSameDatabaseAsCopyingEverythingDirectly) {
             2);  // whichever input reached the db first, input 1 is credited with both
   ddb = rs::Error("closed");
 
-  // Every input a part (written page by page, one by SQL); the event tables spliced page by
-  // page, or transferred by SQL: the same rows either way, and a database SQLite finds intact.
-  // And with no page written by the merge itself (parts by SQL, event tables transferred).
-  for (auto [splice, pages] : {std::pair{true, true}, {false, true}, {false, false}}) {
-    SCOPED_TRACE(std::string(splice ? "splice" : "transfer") + (pages ? ", pages" : ", SQL"));
+  // Every input a part on a worker thread, the parts' tables added by SQLite's transfer: the
+  // same rows, and a database SQLite finds intact.
+  {
     MergeOptions parts;
     parts.worker_threads = 2;
-    parts.splice = splice;
-    parts.pages = pages;
     Merged p = RunMerge(dir_, paths, parts);
     auto pdb = OpenMerged(p.path);
     ASSERT_TRUE(pdb.ok());
     ASSERT_GE(p.result.phases.size(), 3u);
-    EXPECT_EQ(p.result.phases[1].phase, pages ? "copy (0 direct, 5 parts; 4 by pages)"
-                                              : "copy (0 direct, 5 parts; 0 by pages)");
-    EXPECT_EQ(p.result.phases[2].phase, splice
-                                            ? "event tables (spliced)"
-                                            : "event tables (transferred: splice not requested)");
+    EXPECT_EQ(p.result.phases[1].phase, "copy (0 direct, 5 parts)");
+    EXPECT_EQ(p.result.phases[2].phase, "event tables");
     EXPECT_EQ(Contents(*pdb), want);
     EXPECT_EQ(pdb->QueryText("PRAGMA integrity_check")->value_or(""), "ok");
     EXPECT_EQ(Int(*pdb, "SELECT COUNT(*) FROM nccl_events WHERE node = 'node1#2'"),
