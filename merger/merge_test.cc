@@ -254,8 +254,7 @@ TEST_F(MergeSynth, PartsGiveTheSameDatabaseAsCopyingEverythingDirectly) {
                                            std::to_string(k + 1) + " WHERE stack_id = 1;")
                     .ok());
   }
-  // A row too large for one page of a part: that input's event tables go by SQL, the others'
-  // page by page; the database is the same.
+  // A row larger than a page (overflow pages): the same database whichever way it is copied.
   ASSERT_TRUE(testing::RewriteBundle(paths[3], paths[3],
                                      "INSERT INTO process_events(id, node, timestamp_ns, event,"
                                      " pid, filename) SELECT MAX(id) + 1, 'node3', 5, 'exec', 1,"
