@@ -141,11 +141,15 @@ struct Want {
 TEST(GpuPluginTestbed, EveryCollectiveSendAndReceiveRecorded) {
   UsePlugin(Env("RS_GPU_PLUGIN"));
   ReportDir dir;
-  ncclUniqueId id;
-  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  // The id is made after the ranks are forked (see RunRanksWith), kept for its hash.
+  ncclUniqueId id{};
   const int64_t began = NowNs();
-  auto status = RunRanks(
-      id, kRanks,
+  auto status = RunRanksWith(
+      [&id] {
+        EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+        return id;
+      },
+      kRanks,
       [&dir](int rank, ncclComm_t comm) -> int {
         cudaStream_t s = nullptr;
         CHILD_CHECK(cudaStreamCreate(&s) == cudaSuccess);
@@ -288,10 +292,13 @@ TEST(GpuPluginTestbed, EveryCollectiveSendAndReceiveRecorded) {
 TEST(GpuPluginTestbed, SplitCommunicatorHasItsHashAndNumbers) {
   UsePlugin(Env("RS_GPU_PLUGIN"));
   ReportDir dir;
-  ncclUniqueId id;
-  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  auto status = RunRanks(
-      id, kRanks,
+  ncclUniqueId id{};  // made after the ranks are forked, kept for its hash
+  auto status = RunRanksWith(
+      [&id] {
+        EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+        return id;
+      },
+      kRanks,
       [&dir](int rank, ncclComm_t comm) -> int {
         cudaStream_t s = nullptr;
         CHILD_CHECK(cudaStreamCreate(&s) == cudaSuccess);
