@@ -22,6 +22,7 @@
 #include "rscore/comm_hash.h"
 #include "rscore/duration.h"
 #include "rscore/output.h"
+#include "rscore/path.h"
 #include "rscore/schema.h"
 #include "rscore/sqlite.h"
 #include "rscore/zstd_file.h"
@@ -31,13 +32,10 @@
 namespace merge {
 namespace {
 
+using rs::BaseOf;
+
 // The merged database and its --bundle copy: never readable by more than its owner.
 constexpr mode_t kMergedMode = 0600;
-
-std::string BaseOf(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 // A disk (or quota) that filled up, said by SQLite or by a write of rankscope's own: the merge
 // cannot go on, whichever input it was copying.

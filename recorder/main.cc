@@ -16,9 +16,12 @@
 #include "recorder/recording_db.h"
 #include "rscore/duration.h"
 #include "rscore/identity.h"
+#include "rscore/path.h"
 #include "rscore/sqlite.h"
 
 namespace {
+
+using rs::DirOf;
 
 using rec::Log;
 
@@ -53,12 +56,6 @@ rs::Result<rs::NodeName> ResolveNode(const rec::RecorderOptions& opts) {
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) == 0) src.hostname = host;
   return rs::ResolveNodeName(src);
-}
-
-std::string DirOf(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
 }
 
 // --recover FILE [--out OUT] [--force]

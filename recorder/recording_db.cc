@@ -19,27 +19,19 @@
 #include <vector>
 
 #include "recorder/log.h"
+#include "rscore/path.h"
 #include "rscore/schema.h"
 #include "rscore/zstd_file.h"
 
 namespace rec {
 namespace {
 
+using rs::BaseOf;
+using rs::DirOf;
+
 constexpr char kTempMarker[] = ".rec-";
 constexpr char kTempSuffix[] = ".db";
 constexpr char kReserveSuffix[] = ".reserve";
-
-std::string DirOf(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-std::string BaseOf(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&

@@ -1,4 +1,5 @@
 #include "rscore/bundle.h"
+#include "rscore/path.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,18 +16,6 @@
 
 namespace rs {
 namespace {
-
-std::string DirOf(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-std::string BaseOf(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 Result<int64_t> ToInt64(const std::string& key, const std::string& v) {
   char* end = nullptr;

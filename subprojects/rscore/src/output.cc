@@ -1,4 +1,5 @@
 #include "rscore/output.h"
+#include "rscore/path.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -21,17 +22,6 @@ namespace rs {
 namespace {
 
 std::atomic<bool> g_force_named{false};
-
-std::string DirOf(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-std::string BaseOf(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 std::string Errno(int e) { return std::strerror(e); }
 
@@ -251,9 +241,7 @@ mode_t Umask() {
 
 }  // namespace
 
-std::string OutputTarget::shown() const {
-  return kind == Kind::kStdout ? "standard output" : path;
-}
+std::string OutputTarget::shown() const { return kind == Kind::kStdout ? "standard output" : path; }
 
 Result<OutputTarget> CheckOutput(const std::string& path, bool force,
                                  const std::vector<std::string>& inputs, mode_t max_mode) {
@@ -428,7 +416,8 @@ Result<void> OutputFile::Commit() {
       if (link(named_.c_str(), to.c_str()) != 0) {
         const int e = errno;
         if (e == EEXIST) {
-          return Error("-o " + to + ": a file of that name appeared meanwhile; nothing replaced "
+          return Error("-o " + to +
+                       ": a file of that name appeared meanwhile; nothing replaced "
                        "(--force replaces it)");
         }
         struct stat st {};
@@ -449,7 +438,8 @@ Result<void> OutputFile::Commit() {
     if (linkat(AT_FDCWD, path_.c_str(), AT_FDCWD, to.c_str(), AT_SYMLINK_FOLLOW) != 0) {
       const int e = errno;
       if (e == EEXIST) {
-        return Error("-o " + to + ": a file of that name appeared meanwhile; nothing replaced "
+        return Error("-o " + to +
+                     ": a file of that name appeared meanwhile; nothing replaced "
                      "(--force replaces it)");
       }
       if (e == ENOSPC || e == EDQUOT) return WriteError(to, e);
