@@ -26,7 +26,7 @@ void CallProbe::Shutdown() {
   lib_mmap_link_ = nullptr;
 }
 
-std::array<CallProbe::DropReason, 4> CallProbe::DropReasons() const {
+std::array<DropReason, 4> CallProbe::DropReasons() const {
   const int fd = bpf_map__fd(skel_.stats);
   return {{{"ring_full", SumPerCpuU64(fd, CALL_STAT_RB_FULL)},
            {"lost_entry", SumPerCpuU64(fd, CALL_STAT_LOST_ENTRY)},
@@ -209,18 +209,6 @@ void CallProbe::NoteWrite(const rs::Result<void>& r) {
   }
 }
 
-// Why calls were dropped (their sum is sources.drops): metadata <source>_drops_<reason>.
-rs::Result<void> CallProbe::WriteDropReasons(RecorderContext& ctx) {
-  if (!ctx.db || !skel_.stats) return rs::Ok();
-  ASSIGN_OR_RETURN(rs::Statement st,
-                   ctx.db->Prepare("INSERT OR REPLACE INTO metadata(key, value) VALUES (?, ?)"));
-  for (const auto& [reason, n] : DropReasons()) {
-    RETURN_IF_ERROR(
-        st.Bind(1, std::string(source()) + "_drops_" + reason).Bind(2, std::to_string(n)).Run());
-  }
-  return rs::Ok();
-}
-
 rs::Result<void> CallProbe::Finish(RecorderContext& ctx) {
   if (finished_ || !skel_.active) return rs::Ok();
   ctx_ = &ctx;
@@ -250,7 +238,7 @@ rs::Result<void> CallProbe::Finish(RecorderContext& ctx) {
             [this](const auto& a, const auto& b) { return EntryNs(a.data()) < EntryNs(b.data()); });
   for (const auto& v : pending) OnEvent(v.data(), v.size(), /*in_flight=*/true);
   final_drops_ = drops();
-  RETURN_IF_ERROR(WriteDropReasons(ctx));
+  RETURN_IF_ERROR(WriteDropReasons(ctx, source(), DropReasons()));
   finished_ = true;
   RETURN_IF_ERROR(WriteMetadata(ctx, pending.size()));
   if (!symbolizer_->write_status().ok()) return symbolizer_->write_status();

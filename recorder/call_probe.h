@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "recorder/kernel_probe.h"
 #include "recorder/library_attacher.h"
 #include "recorder/probe.h"
 #include "recorder/symbolize.h"
@@ -101,12 +102,9 @@ class CallProbe : public Probe {
   // Loads the skeleton the best way the kernel allows; true: for uprobe_multi links.
   rs::Result<bool> LoadBest(RecorderContext& ctx);
   void AttachLibMmap(RecorderContext& ctx);
-  struct DropReason {
-    const char* name;  // metadata <source>_drops_<name>
-    uint64_t count;
-  };
-  std::array<DropReason, 4> DropReasons() const;  // while the stats map is loaded
-  rs::Result<void> WriteDropReasons(RecorderContext& ctx);
+  // While the stats map is loaded. A run of the entry or return program that the kernel
+  // skipped (KernelSkippedRuns) shows up here already, as a lost or a stale entry.
+  std::array<DropReason, 4> DropReasons() const;
   void Consume();
 
   Skeleton skel_;

@@ -68,16 +68,50 @@ uint64_t SumPerCpuU64(int map_fd, uint32_t key) {
   return sum;
 }
 
+uint64_t KernelSkippedRuns(bpf_object* obj) {
+  uint64_t n = 0;
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, obj) {
+    const int fd = bpf_program__fd(prog);
+    if (fd < 0) continue;  // not loaded (the other variant, a program left out)
+    bpf_prog_info info{};
+    uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) n += info.recursion_misses;
+  }
+  return n;
+}
+
+rs::Result<void> WriteDropReasons(RecorderContext& ctx, std::string_view source,
+                                  std::span<const DropReason> reasons) {
+  if (!ctx.db) return rs::Ok();
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   ctx.db->Prepare("INSERT OR REPLACE INTO metadata(key, value) VALUES (?, ?)"));
+  for (const auto& [reason, n] : reasons) {
+    RETURN_IF_ERROR(st.Bind(1, std::string(source) + "_drops_" + reason)
+                        .Bind(2, std::to_string(n))
+                        .Run());
+  }
+  return rs::Ok();
+}
+
 KernelProbe::~KernelProbe() {
   for (bpf_link* l : links_) bpf_link__destroy(l);
   links_.clear();
   if (destroy_) destroy_();
 }
 
+std::array<DropReason, 4> KernelProbe::DropReasons() const {
+  return {{{"ring_full", SumPerCpuU64(stats_fd_, RS_STAT_DROPS)},
+           {"lost_state", SumPerCpuU64(stats_fd_, RS_STAT_LOST)},
+           {"undecodable", decode_errors_},
+           {"kernel_skipped", obj_ ? KernelSkippedRuns(obj_) : 0}}};
+}
+
 uint64_t KernelProbe::drops() const {
   if (finished_) return final_drops_;
-  return SumPerCpuU64(stats_fd_, RS_STAT_DROPS) + SumPerCpuU64(stats_fd_, RS_STAT_LOST) +
-         decode_errors_;
+  uint64_t n = 0;
+  for (const DropReason& r : DropReasons()) n += r.count;
+  return n;
 }
 
 rs::Result<void> KernelProbe::AttachAll(RecorderContext& ctx) {
@@ -155,9 +189,10 @@ rs::Result<void> KernelProbe::FinishKernel(RecorderContext& ctx) {
   for (bpf_link* l : links_) bpf_link__destroy(l);
   links_.clear();
   ctx.poller->Consume();
+  const std::array<DropReason, 4> reasons = DropReasons();
   final_drops_ = drops();
   finished_ = true;
-  return rs::Ok();
+  return WriteDropReasons(ctx, source(), reasons);
 }
 
 }  // namespace rec

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <array>
 #include <cstring>
 #include <functional>
 #include <span>
@@ -37,6 +38,21 @@ rs::Result<void> CheckAbiVersion(uint32_t object_version, std::string_view sourc
 
 // Sums one key of a per-CPU array map of __u64 values.
 uint64_t SumPerCpuU64(int map_fd, uint32_t key);
+
+// Runs of the loaded programs of `obj` that the kernel skipped because a run of the same
+// program was already under way on that CPU (bpf_prog_info.recursion_misses, Linux 5.12+;
+// 0 where the kernel does not count them). A tracepoint that fires in a softirq while its
+// program runs in process context on the same CPU is lost this way.
+uint64_t KernelSkippedRuns(bpf_object* obj);
+
+// One reason events of a source were lost; the reasons add up to sources.drops.
+struct DropReason {
+  const char* name;  // metadata <source>_drops_<name>
+  uint64_t count;
+};
+// Stores each reason as metadata <source>_drops_<name>.
+rs::Result<void> WriteDropReasons(RecorderContext& ctx, std::string_view source,
+                                  std::span<const DropReason> reasons);
 
 // Drives one skeleton type through open/configure/load with the tp_btf -> tracepoint retry.
 template <typename Skel>
@@ -69,7 +85,8 @@ class KernelProbe : public Probe {
   rs::Result<void> AddRingBuffer(RecorderContext& ctx, bpf_map* map);
   // One ring-buffer record. Errors are counted as lost and logged once.
   virtual rs::Result<void> OnSample(std::span<const uint8_t> data) = 0;
-  // Detaches, drains the shared ring buffer and snapshots the counters.
+  // Detaches, drains the shared ring buffer, snapshots the counters and writes the drop
+  // reasons (metadata <source>_drops_<reason>).
   rs::Result<void> FinishKernel(RecorderContext& ctx);
 
   RecorderContext* ctx_ = nullptr;
@@ -82,6 +99,8 @@ class KernelProbe : public Probe {
  private:
   static int SampleThunk(void* self, void* data, size_t size);
   static void DisablePrograms(bpf_object* obj, const std::vector<std::string>& base_names);
+  // ring_full, lost_state, undecodable, kernel_skipped: while the programs are loaded.
+  std::array<DropReason, 4> DropReasons() const;
   void LogOptionalMissing(RecorderContext& ctx, const std::vector<std::string>& base_names,
                           const std::string& error);
   std::string err_with_optional_;
