@@ -111,6 +111,416 @@ class CommitGate {
   bool allow_ = false;
 };
 
+// One recording, in phases: Begin (start clock reference, metadata, interfaces, --pid) ->
+// StartProbes -> Loop (poll, tick, clock references, batch commits) -> Finish (drain the
+// probes) -> End (sources, end metadata, bundle). The state every phase shares lives here.
+class Recording {
+ public:
+  Recording(const RecorderOptions& opts, const LoopConfig& config, const rs::NodeName& node,
+            RecordingDb& writer, std::vector<std::unique_ptr<Probe>>& probes)
+      : opts_(opts),
+        config_(config),
+        node_(node),
+        writer_(writer),
+        db_(writer.db()),
+        probes_(probes),
+        sources_(probes.size()),
+        started_(probes.size(), false),
+        committed_(probes.size(), 0) {
+    summary_.recording_id = rs::NewRecordingId();
+  }
+
+  rs::Result<void> Begin();
+  // Starts every probe; an error when none could start (no bundle then).
+  rs::Result<void> StartProbes();
+  // Records until the duration ends or a stop signal comes.
+  void Loop();
+  // Detaches and drains every probe, takes the end reference.
+  void Finish();
+  // Writes the sources and the end metadata, and turns the database into the bundle.
+  rs::Result<RecordingSummary> End();
+
+ private:
+  rs::Result<void> TakeRef(const char* kind);
+  rs::Result<void> WriteMetadataAtStart();
+  void SetUpContext();
+  uint64_t EventsOf(size_t i) const { return started_[i] ? probes_[i]->events() : 0; }
+  uint64_t TotalEvents() const;
+  // Hands the pids that exec'd or were newly chosen for tracing to every probe.
+  void FanOut();
+  // The sources table as of now. Written with every commit, so that a recording recovered
+  // after the recorder died has it too; rewritten at the end.
+  std::vector<SourceSummary> SnapshotSources() const;
+  bool InTransaction() const { return sqlite3_get_autocommit(db_.raw()) == 0; }
+  void Commit();
+  void StopWriting(const std::string& why);
+  // The end of the recording, in one transaction: sources, end metadata, and the rows the
+  // probes wrote while finishing unless `finish_rows` is false (they were rolled back).
+  rs::Result<void> WriteEnd(bool finish_rows);
+
+  const RecorderOptions& opts_;
+  const LoopConfig& config_;
+  const rs::NodeName& node_;
+  RecordingDb& writer_;
+  rs::Db& db_;
+  std::vector<std::unique_ptr<Probe>>& probes_;
+  RecordingSummary summary_;
+  std::optional<rs::EventIdAllocator> ids_;
+  std::optional<rs::WallClock> wall_;
+  rs::MonoToWall mono_to_wall_;
+  std::vector<rs::ClockRef> refs_;
+  std::optional<rs::Statement> ref_insert_;  // each reference is written as it is taken
+  int64_t ref_seq_ = 0;
+  std::optional<uint64_t> own_netns_;
+  uint64_t scope_netns_ = 0;
+  std::optional<AttachLog> attach_log_;
+  std::optional<ProcessTable> processes_;
+  // The shared poller goes before the probes whose maps it polls, on every return path
+  // (the probes live in the EventLoop, which outlives the recording).
+  RingPoller poller_;
+  std::optional<ProcLibraryMaps> library_maps_;
+  RecorderContext ctx_;
+  std::optional<CommitGate> gate_;
+  std::vector<SourceSummary> sources_;
+  std::vector<bool> started_;
+  // Writing stops for good at the first write that fails (a full disk): the batch being
+  // written is rolled back, and from then on every round's rows are rolled back too; each
+  // source's rows not committed are counted as dropped (metadata <source>_drops_no_space, or
+  // _write_error). The reserve is released so that the bundle can still be written.
+  std::vector<uint64_t> committed_;  // each source's rows at the last commit
+  bool writing_ = true;
+  std::vector<uint64_t> before_finish_;  // each source's rows when finishing began
+  rs::Result<void> end_ref_ = rs::Ok();
+};
+
+rs::Result<void> Recording::TakeRef(const char* kind) {
+  refs_.push_back(wall_->TakeRef(kind));
+  mono_to_wall_.Add(refs_.back());
+  return WriteClockRef(*ref_insert_, node_.name, ref_seq_++, refs_.back());
+}
+
+rs::Result<void> Recording::Begin() {
+  ids_.emplace(rs::RecordingKey(summary_.recording_id));
+  wall_.emplace(rs::SystemClock(), opts_.simulate_clock_offset_ns, opts_.simulate_clock_drift_ppm);
+  ASSIGN_OR_RETURN(rs::Statement ref_insert,
+                   db_.Prepare("INSERT INTO clock_refs(node, seq, kind, mono_ns, realtime_ns, "
+                               "read_span_ns, maxerror_us, esterror_us, clock_state) VALUES "
+                               "(?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  ref_insert_.emplace(std::move(ref_insert));
+  RETURN_IF_ERROR(TakeRef("start"));
+  summary_.start_ns = refs_.front().realtime_ns;
+
+  own_netns_ = ReadNetnsInode(config_.proc_root, getpid());
+  if (opts_.scope == Scope::kNetns) {
+    if (!own_netns_) {
+      return rs::Error("--scope netns: cannot read the recorder's network namespace from " +
+                       config_.proc_root + "/" + std::to_string(getpid()) + "/ns/net");
+    }
+    scope_netns_ = *own_netns_;
+  }
+  RETURN_IF_ERROR(WriteMetadataAtStart());
+  ASSIGN_OR_RETURN(std::vector<InterfaceAddress> addrs, ListInterfaceAddresses());
+  RETURN_IF_ERROR(WriteInterfaces(db_, node_.name, addrs, own_netns_));
+
+  attach_log_.emplace(&db_, node_.name, opts_.verbose);
+  rs::WallClock* wall = &*wall_;
+  processes_.emplace(&db_, node_.name, config_.proc_root, scope_netns_,
+                     [wall] { return wall->NowNs(); });
+  for (int pid : opts_.pids) {
+    auto r = processes_->Trace(pid);
+    if (!r.ok()) return r.error().Wrap("--pid " + std::to_string(pid));
+  }
+  SetUpContext();
+  return rs::Ok();
+}
+
+// Metadata known at the start. Never the command line or the simulated clock values.
+rs::Result<void> Recording::WriteMetadataAtStart() {
+  const std::pair<std::string, std::string> meta[] = {
+      {"recording_id", summary_.recording_id},
+      {"node", node_.name},
+      {"node_source", node_.source},
+      {"host", Hostname()},
+      {"kernel", KernelRelease()},
+      {"recorder_version", RANKSCOPE_VERSION},
+      {"bpf_abi_version", std::to_string(RS_BPF_ABI_VERSION)},
+      {"start_ns", std::to_string(summary_.start_ns)},
+      {"scope", std::string(ScopeName(opts_.scope))},
+      {"netns", own_netns_ ? std::to_string(*own_netns_) : ""},
+      {"cuda_launch_sample", std::to_string(opts_.cuda_launch_sample)},
+      {"sched_min_interval_ns", std::to_string(SchedProbe::kMinIntervalNs)},
+      {"duration_requested_ns", opts_.duration_ns ? std::to_string(*opts_.duration_ns) : ""},
+  };
+  for (const auto& [k, v] : meta) {
+    if (!v.empty()) RETURN_IF_ERROR(writer_.SetMetadata(k, v));
+  }
+  return rs::Ok();
+}
+
+void Recording::SetUpContext() {
+  library_maps_.emplace(config_.proc_root);
+  ctx_.poller = &poller_;
+  ctx_.library_maps = &*library_maps_;
+  ctx_.db = &db_;
+  ctx_.node = node_.name;
+  ctx_.ids = &*ids_;
+  ctx_.clock = &mono_to_wall_;
+  ctx_.options = &opts_;
+  ctx_.scope_netns = scope_netns_;
+  ctx_.proc_root = config_.proc_root;
+  ctx_.attach_log = &*attach_log_;
+  ctx_.processes = &*processes_;
+}
+
+rs::Result<void> Recording::StartProbes() {
+  gate_.emplace(db_, &ctx_.writes_failed);
+  RETURN_IF_ERROR(db_.Exec("BEGIN"));
+  std::string start_errors;
+  for (size_t i = 0; i < probes_.size(); ++i) {
+    Probe& p = *probes_[i];
+    sources_[i].source = std::string(p.source());
+    auto r = p.Start(ctx_);
+    if (r.ok()) {
+      started_[i] = true;
+      continue;
+    }
+    sources_[i].note = r.error().message();
+    if (p.left_out()) continue;
+    start_errors += (start_errors.empty() ? "" : "; ") + r.error().message();
+  }
+  if (config_.after_start) config_.after_start();
+  size_t n_started = 0;
+  for (bool s : started_) n_started += s;
+  if (n_started == 0) {
+    (void)db_.Exec("ROLLBACK");  // no bundle: the temporary db is removed with the writer
+    return rs::Error("no capture source could start (" + start_errors +
+                     "); check that the kernel has BTF and tracepoints and that you are root");
+  }
+  // Sources that failed are named one per line; sources left out on purpose (--sources) are
+  // named once, in the line that says recording began.
+  std::string left_out;
+  for (size_t i = 0; i < probes_.size(); ++i) {
+    if (started_[i]) continue;
+    if (probes_[i]->left_out()) {
+      left_out += (left_out.empty() ? "; left out: " : ", ") + sources_[i].source;
+      continue;
+    }
+    Log("%s: not recording: %s", sources_[i].source.c_str(), sources_[i].note.c_str());
+  }
+  Log("recording node %s (%zu of %zu sources%s) -> %s", node_.name.c_str(), n_started,
+      probes_.size(), left_out.c_str(), writer_.out_path().c_str());
+  return rs::Ok();
+}
+
+uint64_t Recording::TotalEvents() const {
+  uint64_t n = 0;
+  for (size_t i = 0; i < probes_.size(); ++i) n += EventsOf(i);
+  return n;
+}
+
+void Recording::FanOut() {
+  std::vector<int> execs;
+  execs.swap(ctx_.exec_pids);
+  for (int pid : execs) {
+    for (size_t i = 0; i < probes_.size(); ++i) {
+      if (started_[i]) probes_[i]->OnProcessExec(ctx_, pid);
+    }
+  }
+  for (int pid : processes_->TakeNewlyTraced()) {
+    for (size_t i = 0; i < probes_.size(); ++i) {
+      if (started_[i]) probes_[i]->OnProcessTraced(ctx_, pid);
+    }
+  }
+}
+
+std::vector<SourceSummary> Recording::SnapshotSources() const {
+  std::vector<SourceSummary> now = sources_;
+  for (size_t i = 0; i < probes_.size(); ++i) {
+    SourceSummary& s = now[i];
+    s.method = started_[i] ? probes_[i]->method() : "off";
+    s.events = EventsOf(i);
+    s.drops = started_[i] ? probes_[i]->drops() : 0;
+    if (started_[i] && s.note.empty()) s.note = probes_[i]->note();
+  }
+  return now;
+}
+
+// `why`: the failed write's error; empty when the disk is nearly full (see SpaceShort).
+void Recording::StopWriting(const std::string& why) {
+  const bool no_space = why.empty() || writer_.NoSpace();
+  const uint64_t free_bytes = writer_.FreeBytes();
+  std::string what = no_space ? "disk full" : why;
+  if (why.empty()) {
+    what = "disk nearly full, the bundle needs about " + FormatBytes(writer_.BundleBytesNeeded()) +
+           " to be written";
+  }
+  if (InTransaction()) (void)db_.Exec("ROLLBACK");
+  writer_.ReleaseReserve();
+  writing_ = false;
+  ctx_.writes_failed = true;
+  summary_.unwritten_reason = no_space ? "no_space" : "write_error";
+  summary_.writing_stopped_ns = wall_->NowNs();
+  uint64_t kept = 0;
+  for (uint64_t n : committed_) kept += n;
+  Log("%s: %s (%s free): stopped writing events; the bundle keeps "
+      "the %llu committed until now, later ones are counted as dropped (%s)",
+      writer_.temp_path().c_str(), what.c_str(), FormatBytes(free_bytes).c_str(),
+      static_cast<unsigned long long>(kept), summary_.unwritten_reason.c_str());
+  (void)db_.Exec("BEGIN");
+}
+
+void Recording::Commit() {
+  if (!InTransaction()) {  // a failed write rolled the batch back
+    StopWriting(sqlite3_errmsg(db_.raw()));
+    return;
+  }
+  auto r = WriteSources(db_, node_.name, SnapshotSources());
+  if (r.ok()) r = gate_->Exec("COMMIT");
+  if (!r.ok()) {
+    StopWriting(r.error().message());
+    return;
+  }
+  for (size_t i = 0; i < probes_.size(); ++i) committed_[i] = EventsOf(i);
+  if (writer_.SpaceShort()) {
+    (void)db_.Exec("BEGIN");
+    StopWriting("");
+  } else if (auto b = db_.Exec("BEGIN"); !b.ok()) {
+    StopWriting(b.error().message());
+  }
+}
+
+void Recording::Loop() {
+  FanOut();  // --pid processes
+  // From here the kernel rings are emptied by the drain thread; rows are still decoded and
+  // inserted on this thread, in WaitAndDispatch.
+  if (auto r = poller_.StartDrainThread(); !r.ok()) {
+    Log("%s; reading the rings on the main thread", r.error().message().c_str());
+  }
+  const int64_t t0 = rs::MonotonicNowNs();
+  int64_t last_tick = t0, last_ref = t0, last_commit = t0;
+  uint64_t rows_at_commit = 0;
+  for (;;) {
+    if (g_stop_signal.load() != 0) {
+      summary_.stop_reason = g_stop_signal.load() == SIGTERM ? "SIGTERM" : "SIGINT";
+      return;
+    }
+    int64_t now = rs::MonotonicNowNs();
+    if (opts_.duration_ns && now - t0 >= *opts_.duration_ns) {
+      summary_.stop_reason = "duration";
+      return;
+    }
+    int timeout = config_.poll_timeout_ms;
+    if (opts_.duration_ns) {
+      int64_t left_ms = (*opts_.duration_ns - (now - t0)) / 1'000'000 + 1;
+      if (left_ms < timeout) timeout = static_cast<int>(left_ms);
+    }
+    poller_.WaitAndDispatch(timeout);
+    FanOut();
+    now = rs::MonotonicNowNs();
+    if (now - last_tick >= config_.tick_period_ns) {
+      last_tick = now;
+      for (size_t i = 0; i < probes_.size(); ++i) {
+        if (started_[i]) probes_[i]->Tick(ctx_);
+      }
+      FanOut();
+    }
+    if (now - last_ref >= config_.clock_ref_period_ns) {
+      last_ref = now;
+      (void)TakeRef("periodic");  // a failed write shows at the commit
+    }
+    if (!writing_) {  // this round's rows go
+      if (InTransaction()) (void)db_.Exec("ROLLBACK");
+      (void)db_.Exec("BEGIN");
+      continue;
+    }
+    uint64_t rows = TotalEvents();
+    if (!InTransaction() || rows - rows_at_commit >= config_.commit_rows ||
+        now - last_commit >= config_.commit_period_ns) {
+      Commit();
+      rows_at_commit = rows;
+      last_commit = now;
+    }
+  }
+}
+
+void Recording::Finish() {
+  // Back to reading the rings on this thread; detach and drain every probe.
+  ctx_.finishing = true;  // from here no probe attaches anything new
+  if (!writing_) {
+    // What the probes write while finishing (the rings' last records, calls in flight,
+    // counters) is kept if it fits in the space released.
+    if (InTransaction()) (void)db_.Exec("ROLLBACK");
+    (void)db_.Exec("BEGIN");
+  }
+  before_finish_.resize(probes_.size());
+  for (size_t i = 0; i < probes_.size(); ++i) before_finish_[i] = EventsOf(i);
+  poller_.StopDrainThread();
+  for (size_t i = 0; i < probes_.size(); ++i) {
+    if (!started_[i]) continue;
+    auto r = probes_[i]->Finish(ctx_);
+    if (!r.ok()) {
+      sources_[i].note = "finish: " + r.error().message();
+      Log("%s: %s", sources_[i].source.c_str(), r.error().message().c_str());
+    }
+  }
+  end_ref_ = TakeRef("end");
+  summary_.end_ns = refs_.back().realtime_ns;
+}
+
+rs::Result<void> Recording::WriteEnd(bool finish_rows) {
+  RETURN_IF_ERROR(end_ref_);
+  summary_.sources = SnapshotSources();
+  summary_.events = summary_.drops = summary_.unwritten = 0;
+  std::vector<std::pair<std::string, std::string>> meta = {
+      {"end_ns", std::to_string(summary_.end_ns)}, {"stop_reason", summary_.stop_reason}};
+  for (size_t i = 0; i < probes_.size(); ++i) {
+    SourceSummary& s = summary_.sources[i];
+    if (!writing_) {
+      const uint64_t unwritten = (finish_rows ? before_finish_[i] : EventsOf(i)) - committed_[i];
+      s.events -= unwritten;
+      s.drops += unwritten;
+      summary_.unwritten += unwritten;
+      if (started_[i]) {
+        meta.emplace_back(s.source + "_drops_" + summary_.unwritten_reason,
+                          std::to_string(unwritten));
+      }
+    }
+    summary_.events += s.events;
+    summary_.drops += s.drops;
+  }
+  if (!writing_) {
+    meta.emplace_back("writing_stopped_ns", std::to_string(summary_.writing_stopped_ns));
+    meta.emplace_back("writing_stopped_reason", summary_.unwritten_reason);
+  }
+  RETURN_IF_ERROR(WriteSources(db_, node_.name, summary_.sources));
+  for (const auto& [k, v] : meta) RETURN_IF_ERROR(writer_.SetMetadata(k, v));
+  if (!InTransaction()) return rs::Error("the transaction was rolled back");
+  return gate_->Exec("COMMIT");
+}
+
+rs::Result<RecordingSummary> Recording::End() {
+  rs::Result<void> ended = InTransaction() ? WriteEnd(true) : rs::Error(sqlite3_errmsg(db_.raw()));
+  if (!ended.ok()) {
+    // Without what finishing wrote: the summary alone (the probes' rows since the last commit
+    // are counted as dropped).
+    if (writing_) {
+      StopWriting(ended.error().message());
+    } else {
+      if (InTransaction()) (void)db_.Exec("ROLLBACK");
+      (void)db_.Exec("BEGIN");
+    }
+    end_ref_ = WriteClockRef(*ref_insert_, node_.name, ref_seq_++, refs_.back());
+    ended = WriteEnd(false);
+    if (!ended.ok()) {
+      if (InTransaction()) (void)db_.Exec("ROLLBACK");
+      return ended.error().Wrap("cannot write the end of the recording");
+    }
+  }
+  gate_.reset();  // finalizing commits on its own
+  RETURN_IF_ERROR(writer_.Finalize(/*with_indexes=*/summary_.unwritten_reason != "no_space"));
+  return summary_;
+}
+
 }  // namespace
 
 void InstallStopSignalHandlers() {
@@ -144,339 +554,13 @@ rs::Result<RecordingSummary> EventLoop::Run() {
 }
 
 rs::Result<RecordingSummary> EventLoop::Record() {
-  rs::Db& db = writer_.db();
-  RecordingSummary summary;
-  summary.recording_id = rs::NewRecordingId();
-  rs::EventIdAllocator ids(rs::RecordingKey(summary.recording_id));
-  rs::WallClock wall(rs::SystemClock(), opts_.simulate_clock_offset_ns,
-                     opts_.simulate_clock_drift_ppm);
-  rs::MonoToWall mono_to_wall;
-  std::vector<rs::ClockRef> refs;
-  // Each reference is written as it is taken (a recovered recording has them too).
-  ASSIGN_OR_RETURN(rs::Statement ref_insert,
-                   db.Prepare("INSERT INTO clock_refs(node, seq, kind, mono_ns, realtime_ns, "
-                              "read_span_ns, maxerror_us, esterror_us, clock_state) VALUES "
-                              "(?, ?, ?, ?, ?, ?, ?, ?, ?)"));
-  int64_t ref_seq = 0;
-  auto take_ref = [&](const char* kind) {
-    refs.push_back(wall.TakeRef(kind));
-    mono_to_wall.Add(refs.back());
-    return WriteClockRef(ref_insert, node_.name, ref_seq++, refs.back());
-  };
-  RETURN_IF_ERROR(take_ref("start"));
-  summary.start_ns = refs.front().realtime_ns;
-
-  std::optional<uint64_t> own_netns = ReadNetnsInode(config_.proc_root, getpid());
-  uint64_t scope_netns = 0;
-  if (opts_.scope == Scope::kNetns) {
-    if (!own_netns) {
-      return rs::Error("--scope netns: cannot read the recorder's network namespace from " +
-                       config_.proc_root + "/" + std::to_string(getpid()) + "/ns/net");
-    }
-    scope_netns = *own_netns;
-  }
-
-  // Metadata known at the start. Never the command line or the simulated clock values.
-  const std::pair<std::string, std::string> meta[] = {
-      {"recording_id", summary.recording_id},
-      {"node", node_.name},
-      {"node_source", node_.source},
-      {"host", Hostname()},
-      {"kernel", KernelRelease()},
-      {"recorder_version", RANKSCOPE_VERSION},
-      {"bpf_abi_version", std::to_string(RS_BPF_ABI_VERSION)},
-      {"start_ns", std::to_string(summary.start_ns)},
-      {"scope", std::string(ScopeName(opts_.scope))},
-      {"netns", own_netns ? std::to_string(*own_netns) : ""},
-      {"cuda_launch_sample", std::to_string(opts_.cuda_launch_sample)},
-      {"sched_min_interval_ns", std::to_string(SchedProbe::kMinIntervalNs)},
-      {"duration_requested_ns", opts_.duration_ns ? std::to_string(*opts_.duration_ns) : ""},
-  };
-  for (const auto& [k, v] : meta) {
-    if (!v.empty()) RETURN_IF_ERROR(writer_.SetMetadata(k, v));
-  }
-  ASSIGN_OR_RETURN(std::vector<InterfaceAddress> addrs, ListInterfaceAddresses());
-  RETURN_IF_ERROR(WriteInterfaces(db, node_.name, addrs, own_netns));
-
-  AttachLog attach_log(&db, node_.name, opts_.verbose);
-  ProcessTable processes(&db, node_.name, config_.proc_root, scope_netns,
-                         [&wall] { return wall.NowNs(); });
-  for (int pid : opts_.pids) {
-    auto r = processes.Trace(pid);
-    if (!r.ok()) return r.error().Wrap("--pid " + std::to_string(pid));
-  }
-
-  // The shared poller goes before the probes whose maps it polls, on every return path
-  // (the probes live in probes_, which outlives this function).
-  RingPoller poller;
-  ProcLibraryMaps library_maps(config_.proc_root);
-  RecorderContext ctx;
-  ctx.poller = &poller;
-  ctx.library_maps = &library_maps;
-  ctx.db = &db;
-  ctx.node = node_.name;
-  ctx.ids = &ids;
-  ctx.clock = &mono_to_wall;
-  ctx.options = &opts_;
-  ctx.scope_netns = scope_netns;
-  ctx.proc_root = config_.proc_root;
-  ctx.attach_log = &attach_log;
-  ctx.processes = &processes;
-
-  std::optional<CommitGate> gate;
-  gate.emplace(db, &ctx.writes_failed);
-  RETURN_IF_ERROR(db.Exec("BEGIN"));
-  std::vector<SourceSummary> sources(probes_.size());
-  std::vector<bool> started(probes_.size(), false);
-  std::string start_errors;
-  for (size_t i = 0; i < probes_.size(); ++i) {
-    Probe& p = *probes_[i];
-    sources[i].source = std::string(p.source());
-    auto r = p.Start(ctx);
-    if (r.ok()) {
-      started[i] = true;
-      continue;
-    }
-    sources[i].note = r.error().message();
-    if (p.left_out()) continue;
-    start_errors += (start_errors.empty() ? "" : "; ") + r.error().message();
-  }
-  if (config_.after_start) config_.after_start();
-  size_t n_started = 0;
-  for (bool s : started) n_started += s;
-  // Sources that failed are named one per line only when recording goes ahead; otherwise the
-  // single error below says it all.
-  // Sources left out on purpose (--sources) are named once, in the line below.
-  std::string left_out;
-  for (size_t i = 0; i < probes_.size() && n_started > 0; ++i) {
-    if (started[i]) continue;
-    if (probes_[i]->left_out()) {
-      left_out += (left_out.empty() ? "; left out: " : ", ") + sources[i].source;
-      continue;
-    }
-    Log("%s: not recording: %s", sources[i].source.c_str(), sources[i].note.c_str());
-  }
-  if (n_started == 0) {
-    (void)db.Exec("ROLLBACK");  // no bundle: the temporary db is removed with the writer
-    return rs::Error("no capture source could start (" + start_errors +
-                     "); check that the kernel has BTF and tracepoints and that you are root");
-  }
-  Log("recording node %s (%zu of %zu sources%s) -> %s", node_.name.c_str(), n_started,
-      probes_.size(), left_out.c_str(), writer_.out_path().c_str());
-
+  Recording recording(opts_, config_, node_, writer_, probes_);
+  RETURN_IF_ERROR(recording.Begin());
+  RETURN_IF_ERROR(recording.StartProbes());
   recording_began_ = true;
-
-  auto events_of = [&](size_t i) -> uint64_t { return started[i] ? probes_[i]->events() : 0; };
-  auto total_events = [&] {
-    uint64_t n = 0;
-    for (size_t i = 0; i < probes_.size(); ++i) n += events_of(i);
-    return n;
-  };
-  auto fan_out = [&] {
-    std::vector<int> execs;
-    execs.swap(ctx.exec_pids);
-    for (int pid : execs) {
-      for (size_t i = 0; i < probes_.size(); ++i) {
-        if (started[i]) probes_[i]->OnProcessExec(ctx, pid);
-      }
-    }
-    for (int pid : processes.TakeNewlyTraced()) {
-      for (size_t i = 0; i < probes_.size(); ++i) {
-        if (started[i]) probes_[i]->OnProcessTraced(ctx, pid);
-      }
-    }
-  };
-  // The sources table as of now. Written with every commit, so that a recording recovered
-  // after the recorder died has it too; rewritten at the end.
-  auto snapshot_sources = [&] {
-    std::vector<SourceSummary> now = sources;
-    for (size_t i = 0; i < probes_.size(); ++i) {
-      SourceSummary& s = now[i];
-      s.method = started[i] ? probes_[i]->method() : "off";
-      s.events = events_of(i);
-      s.drops = started[i] ? probes_[i]->drops() : 0;
-      if (started[i] && s.note.empty()) s.note = probes_[i]->note();
-    }
-    return now;
-  };
-  auto in_transaction = [&] { return sqlite3_get_autocommit(db.raw()) == 0; };
-
-  // Writing stops for good at the first write that fails (a full disk): the batch being
-  // written is rolled back, and from then on every round's rows are rolled back too; each
-  // source's rows not committed are counted as dropped (metadata <source>_drops_no_space, or
-  // _write_error). The reserve is released so that the bundle can still be written.
-  std::vector<uint64_t> committed(probes_.size(), 0);  // each source's rows at the last commit
-  bool writing = true;
-  // `why`: the failed write's error; empty when the disk is nearly full (see SpaceShort).
-  auto stop_writing = [&](const std::string& why) {
-    const bool no_space = why.empty() || writer_.NoSpace();
-    const uint64_t free_bytes = writer_.FreeBytes();
-    std::string what = no_space ? "disk full" : why;
-    if (why.empty()) {
-      what = "disk nearly full, the bundle needs about " +
-             FormatBytes(writer_.BundleBytesNeeded()) + " to be written";
-    }
-    if (in_transaction()) (void)db.Exec("ROLLBACK");
-    writer_.ReleaseReserve();
-    writing = false;
-    ctx.writes_failed = true;
-    summary.unwritten_reason = no_space ? "no_space" : "write_error";
-    summary.writing_stopped_ns = wall.NowNs();
-    uint64_t kept = 0;
-    for (uint64_t n : committed) kept += n;
-    Log("%s: %s (%s free): stopped writing events; the bundle keeps "
-        "the %llu committed until now, later ones are counted as dropped (%s)",
-        writer_.temp_path().c_str(), what.c_str(), FormatBytes(free_bytes).c_str(),
-        static_cast<unsigned long long>(kept), summary.unwritten_reason.c_str());
-    (void)db.Exec("BEGIN");
-  };
-  auto commit = [&] {
-    if (!in_transaction()) {  // a failed write rolled the batch back
-      stop_writing(sqlite3_errmsg(db.raw()));
-      return;
-    }
-    auto r = WriteSources(db, node_.name, snapshot_sources());
-    if (r.ok()) r = gate->Exec("COMMIT");
-    if (!r.ok()) {
-      stop_writing(r.error().message());
-      return;
-    }
-    for (size_t i = 0; i < probes_.size(); ++i) committed[i] = events_of(i);
-    if (writer_.SpaceShort()) {
-      (void)db.Exec("BEGIN");
-      stop_writing("");
-    } else if (auto b = db.Exec("BEGIN"); !b.ok()) {
-      stop_writing(b.error().message());
-    }
-  };
-
-  fan_out();  // --pid processes
-  // From here the kernel rings are emptied by the drain thread; rows are still decoded and
-  // inserted on this thread, in WaitAndDispatch.
-  if (auto r = poller.StartDrainThread(); !r.ok()) {
-    Log("%s; reading the rings on the main thread", r.error().message().c_str());
-  }
-  const int64_t t0 = rs::MonotonicNowNs();
-  int64_t last_tick = t0, last_ref = t0, last_commit = t0;
-  uint64_t rows_at_commit = 0;
-  for (;;) {
-    if (g_stop_signal.load() != 0) {
-      summary.stop_reason = g_stop_signal.load() == SIGTERM ? "SIGTERM" : "SIGINT";
-      break;
-    }
-    int64_t now = rs::MonotonicNowNs();
-    if (opts_.duration_ns && now - t0 >= *opts_.duration_ns) {
-      summary.stop_reason = "duration";
-      break;
-    }
-    int timeout = config_.poll_timeout_ms;
-    if (opts_.duration_ns) {
-      int64_t left_ms = (*opts_.duration_ns - (now - t0)) / 1'000'000 + 1;
-      if (left_ms < timeout) timeout = static_cast<int>(left_ms);
-    }
-    poller.WaitAndDispatch(timeout);
-    fan_out();
-    now = rs::MonotonicNowNs();
-    if (now - last_tick >= config_.tick_period_ns) {
-      last_tick = now;
-      for (size_t i = 0; i < probes_.size(); ++i) {
-        if (started[i]) probes_[i]->Tick(ctx);
-      }
-      fan_out();
-    }
-    if (now - last_ref >= config_.clock_ref_period_ns) {
-      last_ref = now;
-      (void)take_ref("periodic");  // a failed write shows at the commit
-    }
-    if (!writing) {  // this round's rows go
-      if (in_transaction()) (void)db.Exec("ROLLBACK");
-      (void)db.Exec("BEGIN");
-      continue;
-    }
-    uint64_t rows = total_events();
-    if (!in_transaction() || rows - rows_at_commit >= config_.commit_rows ||
-        now - last_commit >= config_.commit_period_ns) {
-      commit();
-      rows_at_commit = rows;
-      last_commit = now;
-    }
-  }
-
-  // Finish: back to reading the rings on this thread; detach and drain every probe, then the
-  // end reference and the summary tables.
-  ctx.finishing = true;  // from here no probe attaches anything new
-  if (!writing) {
-    // What the probes write while finishing (the rings' last records, calls in flight,
-    // counters) is kept if it fits in the space released.
-    if (in_transaction()) (void)db.Exec("ROLLBACK");
-    (void)db.Exec("BEGIN");
-  }
-  std::vector<uint64_t> before_finish(probes_.size());
-  for (size_t i = 0; i < probes_.size(); ++i) before_finish[i] = events_of(i);
-  poller.StopDrainThread();
-  for (size_t i = 0; i < probes_.size(); ++i) {
-    if (!started[i]) continue;
-    auto r = probes_[i]->Finish(ctx);
-    if (!r.ok()) {
-      sources[i].note = "finish: " + r.error().message();
-      Log("%s: %s", sources[i].source.c_str(), r.error().message().c_str());
-    }
-  }
-  rs::Result<void> end_ref = take_ref("end");
-  summary.end_ns = refs.back().realtime_ns;
-  const std::vector<SourceSummary> final_sources = snapshot_sources();
-  // The end of the recording, in one transaction: sources, end metadata, and the rows the
-  // probes wrote while finishing unless `finish_rows` is false (they were rolled back).
-  auto write_end = [&](bool finish_rows) -> rs::Result<void> {
-    RETURN_IF_ERROR(end_ref);
-    summary.sources = final_sources;
-    summary.events = summary.drops = summary.unwritten = 0;
-    std::vector<std::pair<std::string, std::string>> meta = {
-        {"end_ns", std::to_string(summary.end_ns)}, {"stop_reason", summary.stop_reason}};
-    for (size_t i = 0; i < probes_.size(); ++i) {
-      SourceSummary& s = summary.sources[i];
-      if (!writing) {
-        const uint64_t unwritten = (finish_rows ? before_finish[i] : events_of(i)) - committed[i];
-        s.events -= unwritten;
-        s.drops += unwritten;
-        summary.unwritten += unwritten;
-        if (started[i]) {
-          meta.emplace_back(s.source + "_drops_" + summary.unwritten_reason,
-                            std::to_string(unwritten));
-        }
-      }
-      summary.events += s.events;
-      summary.drops += s.drops;
-    }
-    if (!writing) {
-      meta.emplace_back("writing_stopped_ns", std::to_string(summary.writing_stopped_ns));
-      meta.emplace_back("writing_stopped_reason", summary.unwritten_reason);
-    }
-    RETURN_IF_ERROR(WriteSources(db, node_.name, summary.sources));
-    for (const auto& [k, v] : meta) RETURN_IF_ERROR(writer_.SetMetadata(k, v));
-    if (!in_transaction()) return rs::Error("the transaction was rolled back");
-    return gate->Exec("COMMIT");
-  };
-  rs::Result<void> ended = in_transaction() ? write_end(true) : rs::Error(sqlite3_errmsg(db.raw()));
-  if (!ended.ok()) {
-    // Without what finishing wrote: the summary alone (the probes' rows since the last commit
-    // are counted as dropped).
-    if (writing) {
-      stop_writing(ended.error().message());
-    } else {
-      if (in_transaction()) (void)db.Exec("ROLLBACK");
-      (void)db.Exec("BEGIN");
-    }
-    end_ref = WriteClockRef(ref_insert, node_.name, ref_seq++, refs.back());
-    ended = write_end(false);
-    if (!ended.ok()) {
-      if (in_transaction()) (void)db.Exec("ROLLBACK");
-      return ended.error().Wrap("cannot write the end of the recording");
-    }
-  }
-  gate.reset();  // finalizing commits on its own
-  RETURN_IF_ERROR(writer_.Finalize(/*with_indexes=*/summary.unwritten_reason != "no_space"));
-  return summary;
+  recording.Loop();
+  recording.Finish();
+  return recording.End();
 }
 
 }  // namespace rec
