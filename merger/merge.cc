@@ -374,63 +374,9 @@ std::map<int, std::vector<TableCount>> InputCounts(std::map<int, InputCopy>& cop
   return counts;
 }
 
-rs::Result<MergeResult> MergeInto(const MergeOptions& opt, std::ostream& log,
-                                  rs::OutputFile& out_file) {
-  PhaseTimer timer;
-  ASSIGN_OR_RETURN(const rs::OutputTarget target,
-                   rs::CheckOutput(opt.out_path, opt.force, opt.inputs, kMergedMode));
-  std::optional<rs::OutputTarget> bundle_target;
-  if (opt.bundle_path) {
-    ASSIGN_OR_RETURN(bundle_target,
-                     rs::CheckOutput(*opt.bundle_path, opt.force, opt.inputs, kMergedMode));
-  }
-  if (opt.inputs.empty()) {
-    return rs::Error("no inputs: give node bundles (NODE.rsb) or a directory holding them");
-  }
-  ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandInputs(opt.inputs));
-  Progress progress(opt.progress, opt.progress_plain, log);
-  progress.Show("validating " + std::to_string(files.size()) + " inputs...");
-  std::vector<Input> inputs = PlanInputs(files, log);
-  progress.Done();
-  for (const Input& in : inputs) {
-    // No room for the decompressed copies: every later input would fail alike.
-    if (in.status == "skipped" && NoSpace(in.reason)) return rs::Error(in.file + ": " + in.reason);
-  }
-  MergeResult result;
-  std::vector<Input*> merged;
-  std::string skipped_list;
-  for (Input& in : inputs) {
-    if (in.status == "merged") merged.push_back(&in);
-    if (in.status == "skipped") {
-      ++result.skipped;
-      skipped_list += "\n  " + in.file + ": " + in.reason;
-    }
-    if (in.status == "duplicate") ++result.duplicates;
-  }
-  if (opt.strict && result.skipped > 0) {
-    return rs::Error("--strict: " + std::to_string(result.skipped) +
-                     " input(s) failed validation, nothing written:" + skipped_list);
-  }
-  if (merged.empty()) {
-    return rs::Error("nothing merged: no valid input among " + std::to_string(files.size()) +
-                     " file(s)" + skipped_list);
-  }
-  RETURN_IF_ERROR(WarnForeignInputs(merged, opt.strict, result));
-
-  RETURN_IF_ERROR(AlignMerged(merged, opt, progress, log, result));
-
-  // The output, built in a temporary without a name next to it (rscore/output.h).
-  ASSIGN_OR_RETURN(out_file, rs::OutputFile::Create(target));
-  const std::string work_dir = out_file.dir();
-  ASSIGN_OR_RETURN(rs::Db out, rs::Db::Open(out_file.path(), rs::Db::Mode::kReadWrite));
-  RETURN_IF_ERROR(UseBuildPragmas(out, 65536));
-  // Read through the page cache, not a map: mapped pages of a large output would count
-  // against the process like its own memory.
-  RETURN_IF_ERROR(out.Exec("PRAGMA mmap_size=0"));
-  RETURN_IF_ERROR(rs::CreateSchema(out, rs::DbKind::kMerged));
-  timer.End("validate and align");
-
-  // Copy order: by first recording key, so that every input appends to the merged tables.
+// Inputs that validated, copied in order of their first recording key so that every input
+// appends to the merged tables.
+std::vector<size_t> CopyOrder(const std::vector<Input*>& merged) {
   std::vector<size_t> order(merged.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -438,110 +384,224 @@ rs::Result<MergeResult> MergeInto(const MergeOptions& opt, std::ostream& log,
     if (ka.has_value() != kb.has_value()) return ka.has_value();
     return ka.has_value() && *ka < *kb;
   });
+  return order;
+}
+
+// One merge, in phases: Plan (validate, refuse what --strict refuses, align clocks) ->
+// OpenOutput -> CopyInputs -> AddPartEventTables -> WriteMergeSummary -> WriteOut.
+class MergeRun {
+ public:
+  MergeRun(const MergeOptions& opt, std::ostream& log, rs::OutputFile& out_file)
+      : opt_(opt), log_(log), out_file_(out_file), progress_(opt.progress, opt.progress_plain, log) {}
+
+  rs::Result<void> Plan();
+  rs::Result<void> OpenOutput();
+  rs::Result<void> CopyInputs();
+  rs::Result<void> AddPartEventTables();
+  rs::Result<void> WriteMergeSummary();
+  rs::Result<MergeResult> WriteOut();
+
+ private:
+  // Copies input `k` of the copy order: directly, or by combining its part.
+  rs::Result<InputCopy> CopyOne(size_t k);
+
+  const MergeOptions& opt_;
+  std::ostream& log_;
+  rs::OutputFile& out_file_;
+  Progress progress_;
+  PhaseTimer timer_;
+  std::optional<rs::OutputTarget> target_, bundle_target_;
+  std::vector<Input> inputs_;
+  std::vector<Input*> merged_;
+  MergeResult result_;
+  rs::Db out_;
+  std::vector<size_t> order_;
+  size_t direct_ = 0;  // inputs copied by the writer itself; the rest come as parts
+  std::optional<PartPipeline> parts_;
+  std::map<int, InputCopy> copies_;
+  std::vector<std::pair<int, Part>> kept_;  // parts whose event tables are still to add
+  std::map<int, std::vector<TableCount>> counts_;
+};
+
+rs::Result<void> MergeRun::Plan() {
+  ASSIGN_OR_RETURN(target_, rs::CheckOutput(opt_.out_path, opt_.force, opt_.inputs, kMergedMode));
+  if (opt_.bundle_path) {
+    ASSIGN_OR_RETURN(bundle_target_,
+                     rs::CheckOutput(*opt_.bundle_path, opt_.force, opt_.inputs, kMergedMode));
+  }
+  if (opt_.inputs.empty()) {
+    return rs::Error("no inputs: give node bundles (NODE.rsb) or a directory holding them");
+  }
+  ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandInputs(opt_.inputs));
+  progress_.Show("validating " + std::to_string(files.size()) + " inputs...");
+  inputs_ = PlanInputs(files, log_);
+  progress_.Done();
+  for (const Input& in : inputs_) {
+    // No room for the decompressed copies: every later input would fail alike.
+    if (in.status == "skipped" && NoSpace(in.reason)) return rs::Error(in.file + ": " + in.reason);
+  }
+  std::string skipped_list;
+  for (Input& in : inputs_) {
+    if (in.status == "merged") merged_.push_back(&in);
+    if (in.status == "skipped") {
+      ++result_.skipped;
+      skipped_list += "\n  " + in.file + ": " + in.reason;
+    }
+    if (in.status == "duplicate") ++result_.duplicates;
+  }
+  if (opt_.strict && result_.skipped > 0) {
+    return rs::Error("--strict: " + std::to_string(result_.skipped) +
+                     " input(s) failed validation, nothing written:" + skipped_list);
+  }
+  if (merged_.empty()) {
+    return rs::Error("nothing merged: no valid input among " + std::to_string(files.size()) +
+                     " file(s)" + skipped_list);
+  }
+  RETURN_IF_ERROR(WarnForeignInputs(merged_, opt_.strict, result_));
+  return AlignMerged(merged_, opt_, progress_, log_, result_);
+}
+
+rs::Result<void> MergeRun::OpenOutput() {
+  // The output, built in a temporary without a name next to it (rscore/output.h).
+  ASSIGN_OR_RETURN(out_file_, rs::OutputFile::Create(*target_));
+  ASSIGN_OR_RETURN(out_, rs::Db::Open(out_file_.path(), rs::Db::Mode::kReadWrite));
+  RETURN_IF_ERROR(UseBuildPragmas(out_, 65536));
+  // Read through the page cache, not a map: mapped pages of a large output would count
+  // against the process like its own memory.
+  RETURN_IF_ERROR(out_.Exec("PRAGMA mmap_size=0"));
+  RETURN_IF_ERROR(rs::CreateSchema(out_, rs::DbKind::kMerged));
+  timer_.End("validate and align");
+  return rs::Ok();
+}
+
+rs::Result<InputCopy> MergeRun::CopyOne(size_t k) {
+  Input& in = *merged_[order_[k]];
+  if (k < direct_) return CopyInput(out_, in, result_.alignment[order_[k]]);
+  ASSIGN_OR_RETURN(Part part, parts_->Take(k - direct_));
+  auto combined = CombinePart(out_, in, part);
+  if (!combined.ok()) {
+    parts_->Discard(std::make_shared<rs::TempFile>(std::move(part.file)));
+    return combined.error();
+  }
+  InputCopy copy = std::move(part.copy);
+  kept_.emplace_back(in.input_id, std::move(part));
+  return copy;
+}
+
+rs::Result<void> MergeRun::CopyInputs() {
+  order_ = CopyOrder(merged_);
   // With copy threads every input is copied into a part; the writer combines each part's small
   // tables as it arrives and adds the event tables of all of them at the end. Without, the
   // writer copies every input itself.
-  const int threads = opt.worker_threads >= 0
-                          ? opt.worker_threads
+  const int threads = opt_.worker_threads >= 0
+                          ? opt_.worker_threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const size_t direct = threads > 0 ? 0 : order.size();
+  direct_ = threads > 0 ? 0 : order_.size();
   std::vector<PartPipeline::Job> jobs;
-  for (size_t k = direct; k < order.size(); ++k) {
-    jobs.push_back({merged[order[k]], result.alignment[order[k]]});
+  for (size_t k = direct_; k < order_.size(); ++k) {
+    jobs.push_back({merged_[order_[k]], result_.alignment[order_[k]]});
   }
-  PartPipeline parts(std::move(jobs), threads, work_dir, BaseOf(opt.out_path) + ".part");
+  parts_.emplace(std::move(jobs), threads, out_file_.dir(), BaseOf(opt_.out_path) + ".part");
 
-  std::map<int, InputCopy> copies;
-  std::vector<std::pair<int, Part>> kept;  // parts whose event tables are still to add
-  for (size_t k = 0; k < order.size(); ++k) {
-    Input& in = *merged[order[k]];
-    progress.Show("[" + std::to_string(k + 1) + "/" + std::to_string(order.size()) + "] merging " +
-                  in.file);
-    auto c = [&]() -> rs::Result<InputCopy> {
-      if (k < direct) return CopyInput(out, in, result.alignment[order[k]]);
-      ASSIGN_OR_RETURN(Part part, parts.Take(k - direct));
-      auto combined = CombinePart(out, in, part);
-      if (!combined.ok()) {
-        parts.Discard(std::make_shared<rs::TempFile>(std::move(part.file)));
-        return combined.error();
-      }
-      InputCopy copy = std::move(part.copy);
-      kept.emplace_back(in.input_id, std::move(part));
-      return copy;
-    }();
-    parts.Discard(std::move(in.image));  // its temp file is no longer needed
-    progress.Done();
+  for (size_t k = 0; k < order_.size(); ++k) {
+    Input& in = *merged_[order_[k]];
+    progress_.Show("[" + std::to_string(k + 1) + "/" + std::to_string(order_.size()) +
+                   "] merging " + in.file);
+    rs::Result<InputCopy> c = CopyOne(k);
+    parts_->Discard(std::move(in.image));  // its temp file is no longer needed
+    progress_.Done();
     if (!c.ok()) {
       if (NoSpace(c.error().message())) return c.error();  // said as such by Merge
       // The input validated but could not be copied (changed since, or lacks a NOT NULL
       // column this version needs).
       in.status = "skipped";
       in.reason = "copy failed: " + c.error().message();
-      ++result.skipped;
-      log << "rankscope-merge: skipping " << in.file << ": " << in.reason << "\n";
-      if (opt.strict) return rs::Error("--strict: " + in.file + ": " + in.reason);
+      ++result_.skipped;
+      log_ << "rankscope-merge: skipping " << in.file << ": " << in.reason << "\n";
+      if (opt_.strict) return rs::Error("--strict: " + in.file + ": " + in.reason);
       continue;
     }
-    copies[in.input_id] = std::move(c).value();
+    copies_[in.input_id] = std::move(c).value();
   }
-  timer.End("copy (" + std::to_string(direct) + " direct, " +
-            std::to_string(order.size() - direct) + " parts)");
+  timer_.End("copy (" + std::to_string(direct_) + " direct, " +
+             std::to_string(order_.size() - direct_) + " parts)");
+  return rs::Ok();
+}
 
+rs::Result<void> MergeRun::AddPartEventTables() {
   // Which input's stacks reached the output first (temp tables of the output's connection).
-  ASSIGN_OR_RETURN(auto first_held, StacksFirstHeld(out));
-  if (!kept.empty()) {
-    progress.Show("adding the event tables of " + std::to_string(kept.size()) + " parts...");
+  ASSIGN_OR_RETURN(auto first_held, StacksFirstHeld(out_));
+  if (!kept_.empty()) {
+    progress_.Show("adding the event tables of " + std::to_string(kept_.size()) + " parts...");
     std::vector<const Part*> part_list;
     std::map<std::string, int64_t> expected;
-    for (const auto& [id, part] : kept) {
+    for (const auto& [id, part] : kept_) {
       part_list.push_back(&part);
-      for (const TableCount& t : copies[id].counts) {
+      for (const TableCount& t : copies_[id].counts) {
         if (rs::IsEventTable(t.table)) expected[t.table] += t.rows_out;
       }
     }
-    RETURN_IF_ERROR(AddEventTables(out, part_list, expected));
-    for (auto& [id, part] : kept) {
-      parts.Discard(std::make_shared<rs::TempFile>(std::move(part.file)));
+    RETURN_IF_ERROR(AddEventTables(out_, part_list, expected));
+    for (auto& [id, part] : kept_) {
+      parts_->Discard(std::make_shared<rs::TempFile>(std::move(part.file)));
     }
-    progress.Done();
-    timer.End("event tables");
+    progress_.Done();
+    timer_.End("event tables");
   }
+  counts_ = InputCounts(copies_, first_held, result_);
+  return rs::Ok();
+}
 
-  std::map<int, std::vector<TableCount>> counts = InputCounts(copies, first_held, result);
-  PrintAllCounts(log, inputs, counts);
-  if (counts.empty()) return rs::Error("nothing merged: every valid input failed to copy");
-  CountDuplicates(log, inputs, counts);
+rs::Result<void> MergeRun::WriteMergeSummary() {
+  PrintAllCounts(log_, inputs_, counts_);
+  if (counts_.empty()) return rs::Error("nothing merged: every valid input failed to copy");
+  CountDuplicates(log_, inputs_, counts_);
 
-  for (const Input& in : inputs) {
-    result.inputs.push_back(InputSummary{in.input_id, in.file, in.node, in.status, in.reason});
-    if (in.status == "merged") ++result.merged;
+  for (const Input& in : inputs_) {
+    result_.inputs.push_back(InputSummary{in.input_id, in.file, in.node, in.status, in.reason});
+    if (in.status == "merged") ++result_.merged;
   }
   // Only nodes that were actually copied keep an alignment row.
   std::vector<NodeAlignment> written;
-  for (size_t i = 0; i < merged.size(); ++i) {
-    if (merged[i]->status == "merged") written.push_back(result.alignment[i]);
+  for (size_t i = 0; i < merged_.size(); ++i) {
+    if (merged_[i]->status == "merged") written.push_back(result_.alignment[i]);
   }
-  result.alignment = written;
+  result_.alignment = written;
   {
-    ASSIGN_OR_RETURN(rs::Transaction tx, rs::Transaction::Begin(out));
-    RETURN_IF_ERROR(WriteMergeTables(out, inputs, counts, written, result));
+    ASSIGN_OR_RETURN(rs::Transaction tx, rs::Transaction::Begin(out_));
+    RETURN_IF_ERROR(WriteMergeTables(out_, inputs_, counts_, written, result_));
     RETURN_IF_ERROR(tx.Commit());
   }
-  timer.End("merge tables");
-  progress.Show("building indexes...");
-  RETURN_IF_ERROR(rs::CreateIndexes(out));
-  progress.Done();
-  out = rs::Db();  // every page is written at its transaction's commit: closed before the name
-  timer.End("indexes");
-  if (bundle_target) {
-    ASSIGN_OR_RETURN(rs::OutputFile bundle, rs::OutputFile::Create(*bundle_target));
-    RETURN_IF_ERROR(rs::CompressToFd(out_file.path(), bundle.fd(), bundle.shown(), 9));
+  timer_.End("merge tables");
+  return rs::Ok();
+}
+
+rs::Result<MergeResult> MergeRun::WriteOut() {
+  progress_.Show("building indexes...");
+  RETURN_IF_ERROR(rs::CreateIndexes(out_));
+  progress_.Done();
+  out_ = rs::Db();  // every page is written at its transaction's commit: closed before the name
+  timer_.End("indexes");
+  if (bundle_target_) {
+    ASSIGN_OR_RETURN(rs::OutputFile bundle, rs::OutputFile::Create(*bundle_target_));
+    RETURN_IF_ERROR(rs::CompressToFd(out_file_.path(), bundle.fd(), bundle.shown(), 9));
     RETURN_IF_ERROR(bundle.Commit());
   }
-  RETURN_IF_ERROR(out_file.Commit());
-  timer.End("write out");
-  result.phases = timer.Take();
-  return result;
+  RETURN_IF_ERROR(out_file_.Commit());
+  timer_.End("write out");
+  result_.phases = timer_.Take();
+  return std::move(result_);
+}
+
+rs::Result<MergeResult> MergeInto(const MergeOptions& opt, std::ostream& log,
+                                  rs::OutputFile& out_file) {
+  MergeRun run(opt, log, out_file);
+  RETURN_IF_ERROR(run.Plan());
+  RETURN_IF_ERROR(run.OpenOutput());
+  RETURN_IF_ERROR(run.CopyInputs());
+  RETURN_IF_ERROR(run.AddPartEventTables());
+  RETURN_IF_ERROR(run.WriteMergeSummary());
+  return run.WriteOut();
 }
 
 }  // namespace
