@@ -364,13 +364,8 @@ IoCandidate AttributeBlockLatency(const SideEvents& side, const CollectiveData& 
   // Never high: the lateness statistics did not single the node out on their own. The score
   // grows with the share of its requests' time the other nodes do not need.
   double excess_share = 1.0 - static_cast<double>(rest) / static_cast<double>(mean);
-  if (c.lateness_excess_ns > 0) {
-    c.confidence = "medium";
-    c.score = 0.4 + 0.3 * excess_share;
-  } else {
-    c.confidence = "low";
-    c.score = 0.25 + 0.2 * excess_share;
-  }
+  c.confidence = c.lateness_excess_ns > 0 ? Confidence::kMedium : Confidence::kLow;
+  c.score = TierScore(ScoreBasis::kNodeResource, c.confidence, excess_share);
   return c;
 }
 
@@ -524,13 +519,8 @@ Straggler CpuStraggler(const std::string& node, const RunqShare& cpu,
   int64_t excess = NodeLatenessExcess(node_stats, node);
   // Never high: the lateness statistics did not single the node out on their own.
   double share = s.causes.front().score;
-  if (excess > 0) {
-    s.confidence = "medium";
-    s.confidence_score = 0.4 + 0.3 * share;
-  } else {
-    s.confidence = "low";
-    s.confidence_score = 0.25 + 0.2 * share;
-  }
+  s.confidence = excess > 0 ? Confidence::kMedium : Confidence::kLow;
+  s.confidence_score = TierScore(ScoreBasis::kNodeResource, s.confidence, share);
   s.basis =
       "run-queue latency (sched tracepoints) of the ranks' own processes between their "
       "first and last collective; lateness from " +

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collectives.h"
+#include "confidence.h"
 #include "report_model.h"
 #include "side_events.h"
 
@@ -31,7 +32,7 @@ struct IoCandidate {
   int64_t mean_ns = 0;             // mean issue -> complete of its ranks' requests
   int64_t others_mean_ns = 0;      // median over the other nodes of the same mean
   int64_t lateness_excess_ns = 0;  // its median lateness above the other nodes' median
-  std::string confidence;
+  Confidence confidence = Confidence::kUndetermined;
   double score = 0;
   std::string lateness_basis = "host-side NCCL call entry times";  // of lateness_excess_ns
 };

@@ -47,7 +47,7 @@ bool HasNote(const Report& r, const std::string& text) {
                      [&](const std::string& n) { return n.find(text) != std::string::npos; });
 }
 
-bool Confident(const Straggler& s) { return s.confidence == "high" || s.confidence == "medium"; }
+bool Confident(const Straggler& s) { return AtLeastMedium(s.confidence); }
 
 TEST(DeviceArrivalTest, HostBoundRankEnqueuesLateAndItsCpuIsTaken) {
   GpuJob job;
@@ -63,7 +63,7 @@ TEST(DeviceArrivalTest, HostBoundRankEnqueuesLateAndItsCpuIsTaken) {
   EXPECT_EQ(top.arrival_basis, "device_start");
   EXPECT_EQ(top.shape, "host_bound");
   EXPECT_EQ(top.cause, "cpu_contention");
-  EXPECT_EQ(top.confidence, "high");
+  EXPECT_EQ(top.confidence, Confidence::kHigh);
   EXPECT_NE(top.causes.front().remediation.find("burner"), std::string::npos);
   EXPECT_NE(top.summary.find("host-bound"), std::string::npos);
   // Its host enqueue lateness accounts for its device lateness.
@@ -83,7 +83,7 @@ TEST(DeviceArrivalTest, DeviceBoundRankIsLateOnItsDeviceOnly) {
   EXPECT_EQ(top.rank, std::optional<int64_t>(4));
   EXPECT_EQ(top.shape, "device_bound");
   EXPECT_EQ(top.cause, "compute");
-  EXPECT_EQ(top.confidence, "high");
+  EXPECT_EQ(top.confidence, Confidence::kHigh);
   EXPECT_EQ(top.arrival_basis, "device_start");
   EXPECT_NE(top.causes.front().remediation.find("GPU"), std::string::npos);
   EXPECT_NE(top.summary.find("device-bound"), std::string::npos);
@@ -114,7 +114,7 @@ TEST(DeviceArrivalTest, NetworkSlowsCollectivesAfterEveryDeviceArrived) {
   EXPECT_FALSE(top.rank.has_value());
   EXPECT_EQ(top.shape, "network");
   EXPECT_EQ(top.cause, "network");
-  EXPECT_EQ(top.confidence, "high");
+  EXPECT_EQ(top.confidence, Confidence::kHigh);
   EXPECT_NE(top.basis.find("device"), std::string::npos) << top.basis;
   // The collectives took three times the usual for their size after the last arrival.
   double stretch = -1;
@@ -145,7 +145,7 @@ TEST(DeviceArrivalTest, ConversionBoundCountsOnTheLateSideOnly) {
   const Straggler& top = r.stragglers.front();
   EXPECT_EQ(top.rank, std::optional<int64_t>(3));
   EXPECT_TRUE(top.ordering_determined);
-  EXPECT_EQ(top.confidence, "high");
+  EXPECT_EQ(top.confidence, Confidence::kHigh);
   // Cross-node: both alignment bounds and its own conversion bound, not the others'.
   EXPECT_GE(top.clock_bound_ns, 2 * job.error_bound_ns + job.clock_error_ns * 9 / 10);
   EXPECT_LE(top.clock_bound_ns, 2 * job.error_bound_ns + job.clock_error_ns);
@@ -166,7 +166,7 @@ TEST(DeviceArrivalTest, CollectivesBeforeThePluginRecordedAreLeftOut) {
   const Straggler& top = r.stragglers.front();
   EXPECT_EQ(top.rank, std::optional<int64_t>(4));
   EXPECT_EQ(top.arrival_basis, "device_start");
-  EXPECT_EQ(top.confidence, "high");
+  EXPECT_EQ(top.confidence, Confidence::kHigh);
   EXPECT_EQ(RankStats(r, 4).collectives, r.collectives - 2 * job.buckets);
 }
 
@@ -186,7 +186,7 @@ TEST(DeviceArrivalTest, WideClockBoundsLeaveTheOrderToTheDeviceWaits) {
   EXPECT_EQ(top.rank, std::optional<int64_t>(2));
   EXPECT_EQ(top.arrival_basis, "device_waits");
   EXPECT_TRUE(top.ordering_determined);
-  EXPECT_EQ(top.confidence, "medium");
+  EXPECT_EQ(top.confidence, Confidence::kMedium);
   EXPECT_EQ(top.shape, "device_bound");
   EXPECT_EQ(top.cause, "compute");
   EXPECT_TRUE(std::any_of(top.evidence.begin(), top.evidence.end(),
@@ -197,7 +197,7 @@ TEST(DeviceArrivalTest, WideClockBoundsLeaveTheOrderToTheDeviceWaits) {
   Report tight = JobReport(job);
   ASSERT_FALSE(tight.stragglers.empty());
   EXPECT_EQ(tight.stragglers.front().arrival_basis, "device_start");
-  EXPECT_EQ(tight.stragglers.front().confidence, "high");
+  EXPECT_EQ(tight.stragglers.front().confidence, Confidence::kHigh);
 }
 
 // A node whose alignment is 10 ms off (inside its 15 ms bound) looks late on device starts;
@@ -236,7 +236,7 @@ TEST(DeviceArrivalTest, UnboundedDeviceTimesAreAtMostMedium) {
   const Straggler& top = r.stragglers.front();
   EXPECT_EQ(top.rank, std::optional<int64_t>(4));
   EXPECT_EQ(top.arrival_basis, "device_start");
-  EXPECT_EQ(top.confidence, "medium");
+  EXPECT_EQ(top.confidence, Confidence::kMedium);
 }
 
 TEST(DeviceArrivalTest, NoFaultNoStraggler) {
@@ -268,9 +268,9 @@ TEST(DeviceArrivalTest, EnqueuesWithoutDeviceTimesAreNeverHighConfidence) {
   EXPECT_EQ(top.rank, std::optional<int64_t>(3));
   EXPECT_EQ(top.shape, "device_unseen");
   EXPECT_EQ(top.arrival_basis, "host_entry");
-  EXPECT_EQ(top.confidence, "medium");
+  EXPECT_EQ(top.confidence, Confidence::kMedium);
   EXPECT_NE(top.basis.find("GPU-side arrival was not seen"), std::string::npos);
-  for (const Straggler& s : r.stragglers) EXPECT_NE(s.confidence, "high");
+  for (const Straggler& s : r.stragglers) EXPECT_NE(s.confidence, Confidence::kHigh);
 }
 
 TEST(DeviceArrivalTest, OneRankPerNodeEnqueuesAreToldFromCrossNodeExits) {
@@ -325,7 +325,7 @@ TEST(DeviceArrivalTest, RecordingWithoutTheGpuOpsTableStillReports) {
   EXPECT_TRUE(HasNote(r, "no gpu_ops table"));
   ASSERT_FALSE(r.stragglers.empty());
   EXPECT_EQ(r.stragglers.front().rank, std::optional<int64_t>(3));
-  EXPECT_NE(r.stragglers.front().confidence, "high");
+  EXPECT_NE(r.stragglers.front().confidence, Confidence::kHigh);
   for (const NodeClock& c : r.clock) EXPECT_EQ(c.evidence, "");
   for (ReportFormat f :
        {ReportFormat::kText, ReportFormat::kJson, ReportFormat::kMarkdown, ReportFormat::kHtml}) {
@@ -352,7 +352,7 @@ TEST(DeviceArrivalTest, BlockingCallsKeepHostEntryLateness) {
   const Straggler& top = r.stragglers.front();
   EXPECT_EQ(top.node, "node2");
   EXPECT_EQ(top.shape, "host_entry");
-  EXPECT_EQ(top.confidence, "high");
+  EXPECT_EQ(top.confidence, Confidence::kHigh);
 }
 
 // Blocking calls with the plugin loaded (the test bed's sync mode): the calls' entries are the
@@ -374,7 +374,7 @@ TEST(DeviceArrivalTest, BlockingCallsWithDeviceTimesKeepHostEntries) {
   EXPECT_EQ(top.rank, std::optional<int64_t>(4));
   EXPECT_EQ(top.shape, "host_entry");
   EXPECT_EQ(top.arrival_basis, "host_entry");
-  EXPECT_EQ(top.confidence, "high");
+  EXPECT_EQ(top.confidence, Confidence::kHigh);
   EXPECT_EQ(top.cause, "compute");
 }
 

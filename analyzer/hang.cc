@@ -430,7 +430,7 @@ HangReport AnalyzeHang(const CollectiveData& data,
   out.stuck_for_ns = best.stuck_for;
   StuckStates st = StatesAt(data, g);
   out.basis = st.device ? "device" : st.host_pending ? "host_call" : "host_enqueue";
-  out.confidence = out.basis == "host_enqueue" ? "medium" : "high";
+  out.confidence = out.basis == "host_enqueue" ? Confidence::kMedium : Confidence::kHigh;
   const Culprits culprits = NameCulprits(data, g, view, st, out);
   out.progress = MemberProgress(data, g, view, st);
   out.summary = HangSummary(data, g, out, culprits);
@@ -455,8 +455,8 @@ Straggler HangStraggler(const HangReport& hang, const CollectiveData& data, size
   }
   s.cause = "hang";
   s.shape = "hang";
-  s.confidence = hang.confidence.empty() ? "high" : hang.confidence;
-  s.confidence_score = s.confidence == "high" ? 1.0 : 0.65;
+  s.confidence = hang.confidence.value_or(Confidence::kHigh);
+  s.confidence_score = TierScore(ScoreBasis::kHang, s.confidence, 0);
   if (hang.basis == "device") {
     s.basis =
         "flight-recorder states from rankscope's NCCL profiler plugin (gpu_ops: enqueued, "

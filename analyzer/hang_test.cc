@@ -53,7 +53,7 @@ TEST(HangStatesTest, CulpritNeverEnqueuedTheCollective) {
   ASSERT_TRUE(r.hang.detected) << r.hang.summary;
   EXPECT_EQ(r.verdict.rfind("HANG", 0), 0u) << r.verdict;
   EXPECT_EQ(r.hang.basis, "device");
-  EXPECT_EQ(r.hang.confidence, "high");
+  EXPECT_EQ(r.hang.confidence, Confidence::kHigh);
   EXPECT_EQ(r.hang.culprit_ranks, std::vector<int64_t>{kHung});
   EXPECT_EQ(r.hang.culprit_nodes, std::vector<std::string>{"node1"});
   EXPECT_EQ(r.hang.waiting_ranks, (std::vector<int64_t>{0, 1, 2, 4, 5}));
@@ -101,7 +101,7 @@ TEST(HangStatesTest, CulpritEnqueuedButItsDeviceNeverStarted) {
   Report r = JobReport(job);
   SCOPED_TRACE(RenderText(r));
   ASSERT_TRUE(r.hang.detected) << r.hang.summary;
-  EXPECT_EQ(r.hang.confidence, "high");
+  EXPECT_EQ(r.hang.confidence, Confidence::kHigh);
   EXPECT_EQ(r.hang.culprit_ranks, std::vector<int64_t>{kHung});
   EXPECT_EQ(r.hang.seq, job.hang_step * job.buckets);
   const RankProgress& hung = Progress(r, kHung);
@@ -126,7 +126,7 @@ TEST(HangStatesTest, WithoutDeviceStatesTheEnqueuesNameTheCulprit) {
   SCOPED_TRACE(RenderText(r));
   ASSERT_TRUE(r.hang.detected) << r.hang.summary;
   EXPECT_EQ(r.hang.basis, "host_enqueue");
-  EXPECT_EQ(r.hang.confidence, "medium");
+  EXPECT_EQ(r.hang.confidence, Confidence::kMedium);
   EXPECT_EQ(r.hang.culprit_ranks, std::vector<int64_t>{kHung});
   EXPECT_EQ(r.hang.culprit_nodes, std::vector<std::string>{"node1"});
   EXPECT_NE(r.hang.summary.find("device-side state was not seen"), std::string::npos);
@@ -136,7 +136,7 @@ TEST(HangStatesTest, WithoutDeviceStatesTheEnqueuesNameTheCulprit) {
   EXPECT_FALSE(Progress(r, 0).last_completed_seq.has_value());  // completion not seen
   ASSERT_FALSE(r.stragglers.empty());
   EXPECT_EQ(r.stragglers.front().cause, "hang");
-  EXPECT_EQ(r.stragglers.front().confidence, "medium");
+  EXPECT_EQ(r.stragglers.front().confidence, Confidence::kMedium);
   EXPECT_EQ(r.verdict.rfind("HANG", 0), 0u) << r.verdict;
   bool noted = false;
   for (const std::string& n : r.notes)

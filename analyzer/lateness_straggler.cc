@@ -48,8 +48,9 @@ std::string BasisText(const std::string& arrival, const CallSemantics& sem) {
 }
 
 void CapAtMedium(Straggler& s, const std::string& why) {
-  if (s.confidence == "high") {
-    s.confidence = "medium";
+  const Confidence capped = CapAt(s.confidence, Confidence::kMedium);
+  if (capped != s.confidence) {
+    s.confidence = capped;
     s.confidence_score = std::min(s.confidence_score, kMediumCeiling);
   }
   Evidence e;

@@ -126,24 +126,23 @@ NetworkCandidate AttributeRetransmits(const SideEvents& side, const CollectiveDa
   double affected_share =
       c.collectives ? static_cast<double>(c.collectives_affected) / c.collectives : 0;
   double margin = c.weight - c.runner_up_weight;
+  ScoreBasis basis = ScoreBasis::kNetwork;
   if (n < 2) {
     // One node recorded: nothing to compare its retransmits with.
-    c.confidence = "low";
-    c.score = 0.1 + 0.1 * affected_share;
+    c.confidence = Confidence::kLow;
+    basis = ScoreBasis::kNetworkOneNode;
   } else if (c.repairs_touching >= 10 && margin >= 0.3 && affected_share >= 0.25) {
     // Packet loss on a node's link repeats in the collectives that move data over it: the test
     // bed's 5% loss runs have 35-42 repairs in 0.35-0.44 of the collectives; its runs without a
     // network fault 1-3 repairs in at most 4 of 34 (0.12).
-    c.confidence = "high";
-    c.score = 0.7 + 0.3 * affected_share;
+    c.confidence = Confidence::kHigh;
   } else if (c.repairs_touching >= 5 && margin >= 0.2 &&
              (affected_share >= 0.1 || !c.collectives)) {
-    c.confidence = "medium";
-    c.score = 0.4 + 0.3 * affected_share;
+    c.confidence = Confidence::kMedium;
   } else {
-    c.confidence = "low";
-    c.score = 0.1 + 0.2 * affected_share;
+    c.confidence = Confidence::kLow;
   }
+  c.score = TierScore(basis, c.confidence, affected_share);
   return c;
 }
 

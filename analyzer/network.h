@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "collectives.h"
+#include "confidence.h"
 #include "report_model.h"
 #include "side_events.h"
 
@@ -46,7 +47,7 @@ struct NetworkCandidate {
   // Without it the retransmits are no cause of anything measured (an observation).
   bool slowed = false;
   bool too_few_to_tell = false;  // slower, but in fewer collectives than a finding needs
-  std::string confidence;
+  Confidence confidence = Confidence::kUndetermined;
   double score = 0;
 };
 

@@ -181,14 +181,10 @@ rs::Result<void> AddWarnings(rs::Db& db, bool merged, Report& r) {
     }
   }
   auto lower = [](Straggler& s) {
-    static const char* const kSteps[] = {"high", "medium", "low"};
-    for (int i = 0; i < 2; ++i) {
-      if (s.confidence == kSteps[i]) {
-        s.confidence = kSteps[i + 1];
-        s.confidence_score = std::min(s.confidence_score, i == 0 ? 0.6 : 0.3);
-        return;
-      }
-    }
+    if (!AtLeastMedium(s.confidence)) return;  // low and undetermined stay
+    const bool high = s.confidence == Confidence::kHigh;
+    s.confidence = high ? Confidence::kMedium : Confidence::kLow;
+    s.confidence_score = std::min(s.confidence_score, high ? 0.6 : 0.3);
   };
   for (Straggler& s : r.stragglers) {
     if (!unaligned.count(s.node) || s.arrival_basis.empty() || s.arrival_basis == "device_waits") {
@@ -238,13 +234,14 @@ std::string Verdict(const Report& r, const std::vector<ArrivalStats>& stats) {
            "need them";
   }
   for (const Straggler& s : r.stragglers) {
-    if (s.confidence == "high" || s.confidence == "medium") {
+    if (AtLeastMedium(s.confidence)) {
       return "STRAGGLER: " + s.node + (s.rank ? " rank " + std::to_string(*s.rank) : "") +
-             " — cause " + s.cause + " (confidence " + s.confidence + "): " + s.summary;
+             " — cause " + s.cause + " (confidence " + ConfidenceName(s.confidence) +
+             "): " + s.summary;
     }
   }
   for (const Straggler& s : r.stragglers) {
-    if (s.confidence == "undetermined") return "UNDETERMINED: " + s.summary;
+    if (s.confidence == Confidence::kUndetermined) return "UNDETERMINED: " + s.summary;
   }
   if (r.collectives == 0) {
     return "NO MATCHED COLLECTIVES: no collective was seen by two or more ranks";
@@ -418,9 +415,7 @@ LatenessCandidate FindLateness(const CollectiveData& data, const std::vector<Arr
 // Beside a confident verdict, a low-confidence network finding about another node is a hint
 // (a few slower collectives with retransmits), not a second verdict.
 void DemoteNetworkHints(std::vector<Straggler>& ranked, std::vector<Straggler>& observed) {
-  auto confident = [](const Straggler& x) {
-    return x.confidence == "high" || x.confidence == "medium";
-  };
+  auto confident = [](const Straggler& x) { return AtLeastMedium(x.confidence); };
   if (std::any_of(ranked.begin(), ranked.end(), confident)) {
     std::vector<Straggler> kept;
     for (Straggler& x : ranked) {
@@ -485,9 +480,9 @@ std::vector<Straggler> PlaceResourceFindings(const CollectiveData& data, const S
     for (Evidence& e : old->evidence) {
       if (e.kind == "clock") s.evidence.push_back(std::move(e));
     }
-    if (!waits_view && (s.confidence == "high" || s.confidence == "medium")) {
+    if (!waits_view && AtLeastMedium(s.confidence)) {
       // Its lateness, read from host entries across nodes, is what the clocks left undecided.
-      s.confidence = "low";
+      s.confidence = Confidence::kLow;
       s.confidence_score = std::min(s.confidence_score, 0.35);
       s.summary += " (that lateness is inside the cross-node clock error bound)";
     }
@@ -535,15 +530,13 @@ std::vector<Straggler> PlaceResourceFindings(const CollectiveData& data, const S
   if (network_only) {
     // A hint beside another node's lateness verdict; alone, it is the verdict (its
     // confidence says how sure).
-    const bool weak =
-        (network_only->confidence == "low" || network_only->confidence == "undetermined") &&
-        lc.participant >= 0;
+    const bool weak = !AtLeastMedium(network_only->confidence) && lc.participant >= 0;
     const bool resource =
         network_only->cause != "network" && NodeLatenessExcess(node_view, network_only->node) > 0;
     // With no other verdict, a confident finding stays one: its summary says whether its
     // collectives were slower.
-    const bool alone = ranked.empty() && r.stragglers.empty() &&
-                       (network_only->confidence == "high" || network_only->confidence == "medium");
+    const bool alone =
+        ranked.empty() && r.stragglers.empty() && AtLeastMedium(network_only->confidence);
     place(std::move(*network_only), resource || alone || (nc.slowed && !weak));
   }
   // Resource findings are verdicts where their node is also later than the others.

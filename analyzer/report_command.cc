@@ -127,7 +127,7 @@ rs::Result<ReportArgs> ParseArgs(int argc, char** argv, po::options_description&
 // What --fail-on asked for is in the report.
 bool Found(const analyzer::Report& r, const std::string& what) {
   const bool straggler = std::any_of(r.stragglers.begin(), r.stragglers.end(), [](const auto& s) {
-    return s.confidence == "high" || s.confidence == "medium";
+    return analyzer::AtLeastMedium(s.confidence);
   });
   const bool hang = r.hang.detected;
   if (what == "straggler") return straggler;

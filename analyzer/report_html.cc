@@ -82,8 +82,8 @@ std::string RenderHtml(const Report& r) {
   auto finding = [&](const Straggler& s, const char* cls) {
     o << "<div class='" << cls << "'><h3>" << HtmlEscape(StragglerLabel(s)) << " — "
       << HtmlEscape(s.cause) << " (" << HtmlEscape(s.shape.empty() ? "" : Spoken(s.shape) + ", ")
-      << "confidence " << HtmlEscape(s.confidence) << ")</h3><p>" << HtmlEscape(s.summary)
-      << "</p>";
+      << "confidence " << HtmlEscape(ConfidenceName(s.confidence)) << ")</h3><p>"
+      << HtmlEscape(s.summary) << "</p>";
     if (std::string who = StragglerWho(s); !who.empty()) {
       o << "<p>Who: " << HtmlEscape(who) << ".</p>";
     }
@@ -114,7 +114,7 @@ std::string RenderHtml(const Report& r) {
   o << "<h2>Hang</h2><p id='hang'>" << (r.hang.detected ? "<b>Detected.</b> " : "")
     << HtmlEscape(r.hang.summary) << "</p>";
   if (r.hang.detected) {
-    o << "<p>Confidence " << HtmlEscape(r.hang.confidence) << "; states from "
+    o << "<p>Confidence " << HtmlEscape(HangConfidence(r.hang)) << "; states from "
       << HtmlEscape(Spoken(r.hang.basis)) << ".</p>";
   }
   if (!r.hang.progress.empty()) {

@@ -68,7 +68,7 @@ void Findings(rs::JsonWriter& w, const std::vector<Straggler>& findings) {
     w.EndArray().Key("pids").BeginArray();
     for (int64_t pid : s.pids) w.Int(pid);
     w.EndArray();
-    w.Key("cause").String(s.cause).Key("confidence").String(s.confidence);
+    w.Key("cause").String(s.cause).Key("confidence").String(ConfidenceName(s.confidence));
     w.Key("confidence_score").Double(s.confidence_score);
     w.Key("ordering_determined").Bool(s.ordering_determined);
     w.Key("clock_bound_ns").Int(s.clock_bound_ns);
@@ -124,7 +124,7 @@ void Hang(rs::JsonWriter& w, const HangReport& h) {
   for (int64_t r : h.waiting_ranks) w.Int(r);
   w.EndArray();
   w.Key("stuck_for_ns").Int(h.stuck_for_ns).Key("summary").String(h.summary);
-  w.Key("confidence").String(h.confidence).Key("basis").String(h.basis);
+  w.Key("confidence").String(HangConfidence(h)).Key("basis").String(h.basis);
   w.Key("progress").BeginArray();
   for (const RankProgress& p : h.progress) {
     w.BeginObject().Key("node").String(p.node).Key("rank");

@@ -41,8 +41,8 @@ std::string RenderMarkdown(const Report& r) {
     << ".\n\n";
   auto finding = [&](const Straggler& s) {
     o << "### " << Md(StragglerLabel(s)) << " — " << Md(s.cause) << " ("
-      << Md(s.shape.empty() ? "" : Spoken(s.shape) + ", ") << "confidence " << Md(s.confidence)
-      << ")\n\n"
+      << Md(s.shape.empty() ? "" : Spoken(s.shape) + ", ") << "confidence "
+      << Md(ConfidenceName(s.confidence)) << ")\n\n"
       << Md(s.summary) << "\n\n";
     if (std::string who = StragglerWho(s); !who.empty()) o << "Who: " << Md(who) << ".\n\n";
     if (!s.competitors.empty()) {
@@ -69,7 +69,7 @@ std::string RenderMarkdown(const Report& r) {
   }
   o << "## Hang\n\n" << (r.hang.detected ? "**Detected.** " : "") << Md(r.hang.summary) << "\n\n";
   if (r.hang.detected) {
-    o << "Confidence " << Md(r.hang.confidence) << "; states from " << Md(Spoken(r.hang.basis))
+    o << "Confidence " << Md(HangConfidence(r.hang)) << "; states from " << Md(Spoken(r.hang.basis))
       << ".\n\n";
   }
   if (!r.hang.progress.empty()) {

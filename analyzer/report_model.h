@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "confidence.h"
+
 namespace analyzer {
 
 // How one node's timestamps relate to the reference clock, and how far they can be off.
@@ -65,7 +67,7 @@ struct Straggler {
   std::vector<int64_t> ranks;  // the late ranks it stands for (node-level: all of its node's)
   std::vector<int64_t> pids;   // their processes (node-level: every recorded one of its node)
   std::string cause;           // kind of causes[0]
-  std::string confidence;      // 'high' | 'medium' | 'low' | 'undetermined'
+  Confidence confidence = Confidence::kUndetermined;
   double confidence_score = 0;
   bool ordering_determined = true;  // false: lateness difference inside the clock error bound
   // Error bound the ordering conclusion rests on; a node-level finding at least its node's own
@@ -159,7 +161,8 @@ struct HangReport {
   std::vector<std::string> culprit_labels;  // "node1 rank 2" (also for ranks without a number)
   std::vector<int64_t> waiting_ranks;
   int64_t stuck_for_ns = 0;  // from the first in-flight entry to the end of the recording
-  std::string confidence;    // 'high' | 'medium' (device-side state not seen); '' without hang
+  // High, or medium where device-side state was not seen; empty without a hang.
+  std::optional<Confidence> confidence;
   // 'device' (gpu_ops states), 'host_call' (blocking calls in flight), 'host_enqueue' (who
   // enqueued what, the others blocked in CUDA sync calls; device state not seen)
   std::string basis;

@@ -29,6 +29,10 @@ std::string Render(const Report& r, ReportFormat f) {
   return RenderText(r);
 }
 
+std::string HangConfidence(const HangReport& h) {
+  return h.confidence ? ConfidenceName(*h.confidence) : "";
+}
+
 std::string StragglerLabel(const Straggler& s) {
   std::string rank = s.rank ? "rank " + std::to_string(*s.rank) : "";
   if (s.node.empty()) return rank.empty() ? "unknown rank" : rank;

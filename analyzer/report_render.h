@@ -19,6 +19,8 @@ std::string RenderMarkdown(const Report& r);
 std::string RenderHtml(const Report& r);
 std::string Render(const Report& r, ReportFormat f);
 
+// The hang's confidence as named in every format; "" without a hang.
+std::string HangConfidence(const HangReport& h);
 // "node1 rank 3", "node1" (node-level), or "rank 3".
 std::string StragglerLabel(const Straggler& s);
 // "ranks 2, 3; pids 10100, 10101; clock bound +/-4.34 ms" ("" where nothing is known).

@@ -81,7 +81,7 @@ TEST_P(FaultTest, TopStragglerIsTheFaultyNodeWithTheInjectedCause) {
   const Straggler& top = r.stragglers.front();
   EXPECT_EQ(top.node, synth::NodeName(spec.fault_node));
   EXPECT_EQ(top.cause, GetParam().cause);
-  EXPECT_EQ(top.confidence, "high");
+  EXPECT_EQ(top.confidence, Confidence::kHigh);
   int64_t global_rank = spec.fault_node * spec.ranks_per_node + spec.fault_local_rank;
   if (spec.fault != "loss") {
     ASSERT_TRUE(top.rank.has_value());
@@ -119,8 +119,8 @@ TEST(ReportTest, NoFaultClaimsNoConfidentStraggler) {
     Report r = MergedReport(spec);
     SCOPED_TRACE(RenderText(r));
     for (const Straggler& s : r.stragglers) {
-      EXPECT_NE(s.confidence, "high");
-      EXPECT_NE(s.confidence, "medium");
+      EXPECT_NE(s.confidence, Confidence::kHigh);
+      EXPECT_NE(s.confidence, Confidence::kMedium);
     }
     EXPECT_FALSE(r.hang.detected);
     EXPECT_EQ(r.verdict.rfind("NO STRAGGLER", 0), 0u) << r.verdict;
@@ -141,7 +141,7 @@ TEST(ReportTest, SkewInsideTheClockBoundIsUndetermined) {
   ASSERT_FALSE(r.stragglers.empty());
   const Straggler& top = r.stragglers.front();
   EXPECT_EQ(top.node, synth::NodeName(skewed));
-  EXPECT_EQ(top.confidence, "undetermined");
+  EXPECT_EQ(top.confidence, Confidence::kUndetermined);
   EXPECT_FALSE(top.ordering_determined);
   EXPECT_NE(top.summary.find("undetermined"), std::string::npos);
   EXPECT_EQ(r.verdict.rfind("UNDETERMINED", 0), 0u) << r.verdict;
@@ -164,7 +164,7 @@ TEST(ReportTest, AWholeNodeLateAlikeIsANodeLevelStraggler) {
   std::vector<int64_t> ranks = top.ranks;
   std::sort(ranks.begin(), ranks.end());
   EXPECT_EQ(ranks, (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(top.confidence, "high");
+  EXPECT_EQ(top.confidence, Confidence::kHigh);
   EXPECT_EQ(top.cause, "compute");
 }
 
@@ -185,7 +185,7 @@ TEST(ReportTest, SingleBundleComparesRanksOnTheNode) {
   auto loss = synth::WriteClusterBundles(spec, loss_dir.path());
   ASSERT_TRUE(loss.ok());
   Report one = ReportOf((*loss)[2]);
-  for (const Straggler& s : one.stragglers) EXPECT_EQ(s.confidence, "low") << s.summary;
+  for (const Straggler& s : one.stragglers) EXPECT_EQ(s.confidence, Confidence::kLow) << s.summary;
   EXPECT_EQ(r.db_kind, "bundle");
   EXPECT_EQ(r.nodes, std::vector<std::string>{"node2"});
   ASSERT_FALSE(r.stragglers.empty());
@@ -283,7 +283,7 @@ TEST(ReportTest, ClockFreeResourceFindingReplacesAnUndecidedOrdering) {
   EXPECT_TRUE(std::any_of(top.evidence.begin(), top.evidence.end(),
                           [](const Evidence& e) { return e.kind == "clock"; }));
   // Its lateness was read from host entries across nodes, which the clocks left undecided.
-  EXPECT_EQ(top.confidence, "low");
+  EXPECT_EQ(top.confidence, Confidence::kLow);
   EXPECT_NE(top.summary.find("inside the cross-node clock error bound"), std::string::npos)
       << top.summary;
 }

@@ -21,7 +21,7 @@ std::string RenderText(const Report& r) {
   auto finding = [&](const Straggler& s) {
     o << StragglerLabel(s) << ": cause " << s.cause;
     if (!s.shape.empty()) o << ", " << Spoken(s.shape);
-    o << ", confidence " << s.confidence << "\n";
+    o << ", confidence " << ConfidenceName(s.confidence) << "\n";
     o << "  " << s.summary << "\n";
     if (std::string who = StragglerWho(s); !who.empty()) o << "  who: " << who << "\n";
     if (!s.competitors.empty()) {
@@ -45,7 +45,8 @@ std::string RenderText(const Report& r) {
   }
   o << "hang: " << (r.hang.detected ? "DETECTED" : "none") << " — " << r.hang.summary << "\n";
   if (r.hang.detected) {
-    o << "  confidence " << r.hang.confidence << ", states from " << Spoken(r.hang.basis) << "\n";
+    o << "  confidence " << HangConfidence(r.hang) << ", states from " << Spoken(r.hang.basis)
+      << "\n";
     for (const RankProgress& p : r.hang.progress) {
       o << "  " << p.node << " rank " << (p.rank ? std::to_string(*p.rank) : "?") << ": "
         << Spoken(p.state) << " (" << Spoken(p.state_basis) << "); last entered "

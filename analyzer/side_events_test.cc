@@ -221,7 +221,7 @@ TEST(NetworkTest, TailLossProbesAreNotAttributed) {
   EXPECT_EQ(c.repairs_total, 10);
   EXPECT_EQ(c.segments_total, 30);
   EXPECT_EQ(c.collectives_affected, 5);
-  EXPECT_EQ(c.confidence, "high");
+  EXPECT_EQ(c.confidence, Confidence::kHigh);
   EXPECT_NE(NetworkEvidence(c).summary.find("40 more were tail-loss probes"), std::string::npos);
 }
 
@@ -237,7 +237,7 @@ TEST(NetworkTest, AFewLargeRepairsAreNotMediumConfidence) {
   EXPECT_EQ(c.repairs_touching, 3);
   EXPECT_EQ(c.segments_touching, 91);
   EXPECT_EQ(c.collectives_affected, 3);
-  EXPECT_EQ(c.confidence, "low");
+  EXPECT_EQ(c.confidence, Confidence::kLow);
 }
 
 // The report's retransmit plot shows what the network cause weighs: repairs between nodes, for
@@ -352,10 +352,10 @@ TEST(NetworkTest, RetransmitsInAFewCollectivesAreNotHighConfidence) {
   NetworkCandidate few = attribute(2);
   EXPECT_EQ(few.node, "n1");
   EXPECT_EQ(few.collectives_affected, 2);
-  EXPECT_EQ(few.confidence, "medium");
+  EXPECT_EQ(few.confidence, Confidence::kMedium);
   NetworkCandidate many = attribute(3);
   EXPECT_EQ(many.collectives_affected, 3);
-  EXPECT_EQ(many.confidence, "high");
+  EXPECT_EQ(many.confidence, Confidence::kHigh);
   EXPECT_GT(many.score, few.score);
 }
 

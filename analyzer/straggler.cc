@@ -126,18 +126,15 @@ LatenessCandidate FindLatenessStraggler(const CollectiveData& data,
 void RateCandidate(LatenessCandidate& c) {
   double frac = c.collectives ? static_cast<double>(c.last_count) / c.collectives : 0;
   if (!c.determined) {
-    c.confidence = "undetermined";
-    c.score = 0.1 * frac;
+    c.confidence = Confidence::kUndetermined;
   } else if (c.z >= 4 && c.collectives >= 5 && !c.by_waits) {
-    c.confidence = "high";
-    c.score = 0.7 + 0.3 * frac;
+    c.confidence = Confidence::kHigh;
   } else if (c.z >= 2) {
-    c.confidence = "medium";  // also from waits where the z-score would make it high
-    c.score = 0.4 + 0.3 * frac;
+    c.confidence = Confidence::kMedium;  // also from waits where the z-score would make it high
   } else {
-    c.confidence = "low";
-    c.score = 0.2 + 0.2 * frac;
+    c.confidence = Confidence::kLow;
   }
+  c.score = TierScore(ScoreBasis::kLateness, c.confidence, frac);
 }
 
 }  // namespace analyzer

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "collectives.h"
+#include "confidence.h"
 #include "device_arrival.h"
 #include "report_model.h"
 
@@ -29,9 +30,9 @@ struct LatenessCandidate {
   int64_t mate_bound_ns = 0;         // ... of the same-node one (device conversion bounds)
   int64_t collectives = 0;
   int64_t last_count = 0;
-  double chance = 0;       // probability of being last by chance (its ranks / all ranks)
-  double z = 0;            // (last_count - collectives * chance) / binomial sd
-  std::string confidence;  // high | medium | low | undetermined
+  double chance = 0;  // probability of being last by chance (its ranks / all ranks)
+  double z = 0;       // (last_count - collectives * chance) / binomial sd
+  Confidence confidence = Confidence::kUndetermined;
   double score = 0;
   // Undetermined by the clocks, the straggler was ordered by its device waits (OrderByWaits):
   // confidence at most medium.
