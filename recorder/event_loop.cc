@@ -16,17 +16,22 @@
 #include "recorder/log.h"
 #include "recorder/process_table.h"
 #include "recorder/recording_db.h"
+#include "recorder/ring.h"
 #include "recorder/ring_poller.h"
 #include "recorder/sched_probe.h"
 #include "rscore/clock.h"
+#include "rscore/duration.h"
 #include "rscore/event_id.h"
+#include "rscore/path.h"
 
 namespace rec {
 namespace {
 
 std::atomic<int> g_stop_signal{0};
+std::atomic<bool> g_cut_requested{false};
 
 extern "C" void OnStopSignal(int signo) { g_stop_signal.store(signo); }
+extern "C" void OnCutSignal(int) { g_cut_requested.store(true); }
 
 std::string Hostname() {
   char buf[256] = {};
@@ -38,25 +43,6 @@ std::string KernelRelease() {
   utsname u{};
   if (uname(&u) != 0) return "";
   return u.release;
-}
-
-rs::Result<void> WriteClockRef(rs::Statement& st, const std::string& node, int64_t seq,
-                               const rs::ClockRef& r) {
-  st.Bind(1, node).Bind(2, seq).Bind(3, r.kind).Bind(4, r.mono_ns).Bind(5, r.realtime_ns);
-  st.Bind(6, r.read_span_ns);
-  if (r.maxerror_us >= 0)
-    st.Bind(7, r.maxerror_us);
-  else
-    st.BindNull(7);
-  if (r.esterror_us >= 0)
-    st.Bind(8, r.esterror_us);
-  else
-    st.BindNull(8);
-  if (r.clock_state.empty())
-    st.BindNull(9);
-  else
-    st.Bind(9, r.clock_state);
-  return st.Run();
 }
 
 rs::Result<void> WriteSources(rs::Db& db, const std::string& node,
@@ -157,6 +143,12 @@ class Recording {
   // The end of the recording, in one transaction: sources, end metadata, and the rows the
   // probes wrote while finishing unless `finish_rows` is false (they were rolled back).
   rs::Result<void> WriteEnd(bool finish_rows);
+  // --ring: the rows older than the window go at every commit; a cut request is answered
+  // between two rounds of the loop.
+  void TrimRing();
+  void AnswerCutRequest();
+  CutInfo MakeCutInfo(const char* reason);
+  rs::Result<void> PrepareStopCut();
 
   const RecorderOptions& opts_;
   const LoopConfig& config_;
@@ -191,6 +183,7 @@ class Recording {
   bool writing_ = true;
   std::vector<uint64_t> before_finish_;  // each source's rows when finishing began
   rs::Result<void> end_ref_ = rs::Ok();
+  std::optional<Ring> ring_;
 };
 
 rs::Result<void> Recording::TakeRef(const char* kind) {
@@ -202,13 +195,13 @@ rs::Result<void> Recording::TakeRef(const char* kind) {
 rs::Result<void> Recording::Begin() {
   ids_.emplace(rs::RecordingKey(summary_.recording_id));
   wall_.emplace(rs::SystemClock(), opts_.simulate_clock_offset_ns, opts_.simulate_clock_drift_ppm);
-  ASSIGN_OR_RETURN(rs::Statement ref_insert,
-                   db_.Prepare("INSERT INTO clock_refs(node, seq, kind, mono_ns, realtime_ns, "
-                               "read_span_ns, maxerror_us, esterror_us, clock_state) VALUES "
-                               "(?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  ASSIGN_OR_RETURN(rs::Statement ref_insert, PrepareClockRefInsert(db_));
   ref_insert_.emplace(std::move(ref_insert));
   RETURN_IF_ERROR(TakeRef("start"));
   summary_.start_ns = refs_.front().realtime_ns;
+  if (opts_.ring_ns) {
+    ring_.emplace(*opts_.ring_ns, opts_.ring_size_bytes, rs::RecordingKey(summary_.recording_id));
+  }
 
   own_netns_ = ReadNetnsInode(config_.proc_root, getpid());
   if (opts_.scope == Scope::kNetns) {
@@ -339,6 +332,7 @@ std::vector<SourceSummary> Recording::SnapshotSources() const {
     SourceSummary& s = now[i];
     s.method = started_[i] ? probes_[i]->method() : "off";
     s.events = EventsOf(i);
+    if (ring_) s.events -= ring_->aged_out(EventTableOf(s.source));  // the rows still held
     s.drops = started_[i] ? probes_[i]->drops() : 0;
     if (started_[i] && s.note.empty()) s.note = probes_[i]->note();
   }
@@ -386,7 +380,65 @@ void Recording::Commit() {
     StopWriting("");
   } else if (auto b = db_.Exec("BEGIN"); !b.ok()) {
     StopWriting(b.error().message());
+  } else if (ring_) {
+    TrimRing();
   }
+}
+
+void Recording::TrimRing() {
+  const int64_t now = wall_->NowNs();
+  ring_->Checkpoint(now, ids_->count());
+  if (auto r = ring_->Trim(db_, now); !r.ok()) {
+    Log("ring: cannot delete the rows older than the window: %s", r.error().message().c_str());
+  }
+}
+
+CutInfo Recording::MakeCutInfo(const char* reason) {
+  CutInfo info;
+  info.reason = reason;
+  info.node = node_.name;
+  info.cut_ns = wall_->NowNs();
+  info.recording_start_ns = summary_.start_ns;
+  return info;
+}
+
+void Recording::AnswerCutRequest() {
+  if (!ring_) {
+    Log("SIGUSR1: cuts are made in --ring mode only; ignored");
+    return;
+  }
+  if (!writing_) {
+    Log("cut: not written (writing stopped: %s)", summary_.unwritten_reason.c_str());
+    AppendCutLog(opts_.ring_dir, "error: writing stopped (" + summary_.unwritten_reason + ")");
+    return;
+  }
+  Commit();  // every row decoded so far, and the ring trimmed to the window
+  if (!writing_ || !gate_->Exec("COMMIT").ok()) return;  // VACUUM INTO runs outside one
+  const CutInfo info = MakeCutInfo("request");
+  const rs::ClockRef end = wall_->TakeRef("end");
+  const int64_t started = rs::MonotonicNowNs();
+  auto cut = WriteCut(db_, CutDir(opts_), info, *ring_, end);
+  if (cut.ok()) {
+    Log("cut (%s): %s in %s", info.reason.c_str(), cut->c_str(),
+        rs::FormatDuration(rs::MonotonicNowNs() - started).c_str());
+    AppendCutLog(opts_.ring_dir, *cut);
+  } else {
+    Log("cut: %s", cut.error().message().c_str());
+    AppendCutLog(opts_.ring_dir, "error: " + cut.error().message());
+  }
+  if (auto b = db_.Exec("BEGIN"); !b.ok()) StopWriting(b.error().message());
+}
+
+// At a stop, the live database itself becomes the cut: trimmed to the window, with the
+// cut's metadata, finalized into CUT_DIR/CUT-ID/NODE.rsb.
+rs::Result<void> Recording::PrepareStopCut() {
+  TrimRing();
+  const CutInfo info = MakeCutInfo("stop");
+  RETURN_IF_ERROR(WriteCutMetadata(db_, info, *ring_));
+  const std::string out = CutPath(CutDir(opts_), info);
+  RETURN_IF_ERROR(MakeDirs(rs::DirOf(out)));
+  writer_.set_out_path(out);
+  return rs::Ok();
 }
 
 void Recording::Loop() {
@@ -416,6 +468,7 @@ void Recording::Loop() {
     }
     poller_.WaitAndDispatch(timeout);
     FanOut();
+    if (g_cut_requested.exchange(false)) AnswerCutRequest();
     now = rs::MonotonicNowNs();
     if (now - last_tick >= config_.tick_period_ns) {
       last_tick = now;
@@ -469,6 +522,7 @@ void Recording::Finish() {
 
 rs::Result<void> Recording::WriteEnd(bool finish_rows) {
   RETURN_IF_ERROR(end_ref_);
+  if (ring_) RETURN_IF_ERROR(PrepareStopCut());
   summary_.sources = SnapshotSources();
   summary_.events = summary_.drops = summary_.unwritten = 0;
   std::vector<std::pair<std::string, std::string>> meta = {
@@ -518,6 +572,7 @@ rs::Result<RecordingSummary> Recording::End() {
   }
   gate_.reset();  // finalizing commits on its own
   RETURN_IF_ERROR(writer_.Finalize(/*with_indexes=*/summary_.unwritten_reason != "no_space"));
+  if (ring_) AppendCutLog(opts_.ring_dir, writer_.out_path());
   return summary_;
 }
 
@@ -530,6 +585,8 @@ void InstallStopSignalHandlers() {
   sa.sa_flags = 0;  // no SA_RESTART: a blocking poll returns at once
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sa.sa_handler = OnCutSignal;  // a cut (--ring); without a ring it is logged and ignored
+  sigaction(SIGUSR1, &sa, nullptr);
 }
 
 void RequestStop(int signo) { g_stop_signal.store(signo); }

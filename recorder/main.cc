@@ -14,6 +14,7 @@
 #include "recorder/preflight.h"
 #include "recorder/probes.h"
 #include "recorder/recording_db.h"
+#include "recorder/ring.h"
 #include "rscore/duration.h"
 #include "rscore/identity.h"
 #include "rscore/path.h"
@@ -95,6 +96,55 @@ int RecoverMain(const rec::RecorderOptions& opts) {
   return kExitOk;
 }
 
+// Releases --ring-dir/recorder.pid on every return.
+struct RingDirClaim {
+  std::string dir;
+  ~RingDirClaim() {
+    if (!dir.empty()) rec::ReleaseRingDir(dir);
+  }
+};
+
+// `rankscope-record cut`: the ring's recorder writes a cut; its path goes to stdout.
+int CutMain(const rec::RecorderOptions& opts) {
+  auto cut = rec::RequestCut(opts.ring_dir, opts.cut_timeout_ns);
+  if (!cut.ok()) return Fail(cut.error(), kExitError);
+  std::printf("%s\n", cut->c_str());
+  return std::fflush(stdout) == 0 ? kExitOk : kExitError;
+}
+
+// --ring: the ring directory is this recorder's (recorder.pid); a ring left by a recorder
+// that died (kill -9, power) becomes a cut with stop_reason 'recovered' before recording
+// starts, so nothing it had committed is lost and nothing stale stays. The working database
+// is named after NODE.rsb in the ring directory; the bundles go to the cut directory.
+rs::Result<std::string> PrepareRing(const rec::RecorderOptions& opts, const std::string& node) {
+  RETURN_IF_ERROR(rec::ClaimRingDir(opts.ring_dir));
+  RETURN_IF_ERROR(rec::MakeDirs(rec::CutDir(opts)));
+  if (access(rec::CutDir(opts).c_str(), W_OK) != 0) {
+    return rs::Error(rec::CutDir(opts) + ": cannot write cuts there: " + std::strerror(errno));
+  }
+  for (const rec::LeftBehind& l : rec::FindLeftBehind(opts.ring_dir)) {
+    rec::CutInfo info;
+    info.reason = "recovered";
+    info.node = node;
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    info.cut_ns = int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
+    const std::string out = rec::CutPath(rec::CutDir(opts), info);
+    auto made = rec::MakeDirs(DirOf(out));
+    auto r = made.ok() ? rec::Recover(l.path, out, /*force=*/false)
+                       : rs::Result<rec::RecoverResult>(made.error());
+    if (r.ok()) {
+      Log("the ring of recorder %d, which is no longer running, is now the cut %s (%lld events)",
+          static_cast<int>(l.pid), r->out_path.c_str(), static_cast<long long>(r->events));
+      rec::AppendCutLog(opts.ring_dir, r->out_path);
+    } else {
+      Log("warning: the ring of recorder %d (%s) could not be recovered: %s",
+          static_cast<int>(l.pid), l.path.c_str(), r.error().message().c_str());
+    }
+  }
+  return opts.ring_dir + "/" + node + ".rsb";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -116,14 +166,22 @@ int main(int argc, char** argv) {
   // Every database access is on this thread (the ring drain thread never touches SQLite).
   if (auto r = rs::UseSqliteFromOneThreadOnly(); !r.ok()) return Fail(r.error(), kExitError);
   if (opts.recover) return RecoverMain(opts);
+  if (opts.cut_command) return CutMain(opts);
 
   auto node = ResolveNode(opts);
   if (!node.ok()) return Fail(node.error(), kExitUsage);
   if (auto r = rec::CheckRoot(geteuid()); !r.ok()) return Fail(r.error(), kExitError);
   if (auto r = rec::CheckKernelBtf(); !r.ok()) return Fail(r.error(), kExitError);
   // Refused now, not after recording: an existing bundle (without --force), a directory
-  // that does not exist or cannot be written.
-  {
+  // that does not exist or cannot be written; a ring directory another recorder holds.
+  std::string out = opts.out;
+  RingDirClaim ring_claim;
+  if (opts.ring_ns) {
+    auto ring_out = PrepareRing(opts, node->name);
+    if (!ring_out.ok()) return Fail(ring_out.error(), kExitError);
+    ring_claim.dir = opts.ring_dir;
+    out = *ring_out;
+  } else {
     bool usage = false;
     if (auto r = rec::CheckOutPath(opts.out, opts.force, &usage); !r.ok()) {
       return Fail(r.error(), usage ? kExitUsage : kExitError);
@@ -139,14 +197,14 @@ int main(int argc, char** argv) {
   // Stop requests during start-up also end in a finalized bundle.
   rec::InstallStopSignalHandlers();
   // Recordings of recorders that died here before: each can still become a bundle.
-  for (const rec::LeftBehind& l : rec::FindLeftBehind(DirOf(opts.out))) {
+  for (const rec::LeftBehind& l : rec::FindLeftBehind(DirOf(out))) {
     Log("note: %s (%s) was left behind by recorder %d, which is no "
         "longer running; make it a bundle with: %s",
         l.path.c_str(), rec::FormatBytes(l.bytes).c_str(), static_cast<int>(l.pid),
         rec::RecoverCommand(l.path).c_str());
   }
   // The output must be writable before anything is loaded into the kernel.
-  auto writer = rec::RecordingDb::Create(opts.out, {.force = opts.force});
+  auto writer = rec::RecordingDb::Create(out, {.force = opts.force});
   if (!writer.ok()) return Fail(writer.error(), kExitError);
 
   rec::LoopConfig config;

@@ -4,6 +4,7 @@
 
 #include <getopt.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -32,6 +33,11 @@ enum LongOnly {
   kOptForce,
   kOptRecover,
   kOptSources,
+  kOptRing,
+  kOptRingSize,
+  kOptRingDir,
+  kOptCutDir,
+  kOptTimeout,
 };
 
 const option kLongOptions[] = {
@@ -52,6 +58,11 @@ const option kLongOptions[] = {
     {"no-gpu", no_argument, nullptr, kOptNoGpu},
     {"nccl-calls", required_argument, nullptr, kOptNcclCalls},
     {"sources", required_argument, nullptr, kOptSources},
+    {"ring", required_argument, nullptr, kOptRing},
+    {"ring-size", required_argument, nullptr, kOptRingSize},
+    {"ring-dir", required_argument, nullptr, kOptRingDir},
+    {"cut-dir", required_argument, nullptr, kOptCutDir},
+    {"timeout", required_argument, nullptr, kOptTimeout},
     {"verbose", no_argument, nullptr, 'v'},
     {"help", no_argument, nullptr, kOptHelp},
     {"version", no_argument, nullptr, kOptVersion},
@@ -92,6 +103,12 @@ std::string_view ScopeName(Scope scope) { return scope == Scope::kNetns ? "netns
 
 rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
   RecorderOptions o;
+  // `rankscope-record cut [--ring-dir DIR] [--timeout D]`: the subcommand, then options.
+  if (argc > 1 && std::string_view(argv[1]) == "cut") {
+    o.cut_command = true;
+    --argc;
+    ++argv;
+  }
   optind = 0;  // full reset of getopt's state (GNU): parse from the start again
   opterr = 0;  // errors are reported by us, as one line
   for (;;) {
@@ -120,6 +137,35 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
         o.duration_ns = *d;
         break;
       }
+      case kOptRing:
+      case kOptTimeout: {
+        auto d = rs::ParseDuration(arg);
+        if (!d.ok() || *d <= 0) {
+          return rs::Error(FlagName(opt) + " '" + arg + "': " +
+                           (d.ok() ? std::string("must be more than 0") : d.error().message()) +
+                           " (use e.g. 15m, 90s)");
+        }
+        if (opt == kOptRing) {
+          o.ring_ns = *d;
+        } else {
+          o.cut_timeout_ns = *d;
+        }
+        break;
+      }
+      case kOptRingSize: {
+        auto b = ParseBytes(arg);
+        if (!b.ok()) return rs::Error("--ring-size '" + std::string(arg) + "': " + b.error().message());
+        if (*b < (uint64_t{1} << 20)) {
+          return rs::Error("--ring-size '" + std::string(arg) + "': at least 1M" + kHint);
+        }
+        o.ring_size_bytes = *b;
+        break;
+      }
+      case kOptRingDir:
+      case kOptCutDir:
+        if (!*arg) return rs::Error(FlagName(opt) + ": empty path" + kHint);
+        (opt == kOptRingDir ? o.ring_dir : o.cut_dir) = arg;  // both std::string lvalues
+        break;
       case 'n':
         o.node = arg;
         break;
@@ -228,6 +274,20 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
                      "' (options take the form --name VALUE)" + kHint);
   }
   if (o.help || o.version) return o;
+  if (o.cut_command) {
+    if (!o.out.empty() || o.ring_ns || o.duration_ns || o.recover || !o.pids.empty()) {
+      return rs::Error(std::string("cut takes only --ring-dir, --timeout and -v") + kHint);
+    }
+    return o;
+  }
+  if (o.ring_ns) {
+    if (!o.out.empty() || o.recover) {
+      return rs::Error(std::string("--ring records into --ring-dir and writes its bundles (cuts) "
+                                   "into --cut-dir: no --out") +
+                       kHint);
+    }
+    return o;
+  }
   if (o.recover) {
     if (o.duration_ns || o.node || o.config_path || !o.pids.empty() || !o.sources.empty()) {
       return rs::Error(std::string("--recover FILE takes only --out, --force and -v") + kHint);
@@ -253,6 +313,8 @@ rs::Result<RecorderOptions> ParseOptions(const std::vector<std::string>& args) {
 
 std::string UsageText() {
   return R"(usage: rankscope-record --out FILE.rsb [options]
+       rankscope-record --ring D [--ring-size BYTES] [--ring-dir DIR] [--cut-dir DIR] [options]
+       rankscope-record cut [--ring-dir DIR] [--timeout D]
        rankscope-record --recover FILE [--out FILE.rsb] [--force]
 
 Records kernel (TCP retransmits, scheduler, block I/O, process exec/exit), NCCL and CUDA
@@ -266,6 +328,15 @@ options:
                               that died into a bundle (default --out: the bundle that
                               recorder was writing), then remove FILE
   -d, --duration D            stop after D (e.g. 500ms, 30s, 2m); default: until SIGINT/SIGTERM
+      --ring D                record all the time, keeping only the last D (e.g. 15m) in a
+                              working database in --ring-dir; a bundle of what it holds (a
+                              cut) is written on SIGUSR1, on `rankscope-record cut` and at stop,
+                              to CUT_DIR/CUT-ID/NODE.rsb
+      --ring-size BYTES       the most the ring's rows may take on disk (default 1G; e.g. 512M):
+                              the oldest go first, counted in the cut's metadata
+      --ring-dir DIR          the ring's working database and recorder.pid (default
+                              /var/lib/rankscope/ring)
+      --cut-dir DIR           where cuts go (default RING_DIR/cuts)
   -n, --node NAME             node name (else config 'node =', else $RANKSCOPE_NODE, else hostname)
   -c, --config FILE           config file with 'key = value' lines (known key: node)
   -p, --pid PID               trace this process from the start (repeatable)
@@ -302,6 +373,8 @@ examples:
       two minutes of this node, while the job is slow
   rankscope-record --out node3.rsb --nccl-calls setup
       until Ctrl-C, without a probe on every NCCL call (the profiler plugin times them)
+  rankscope-record --ring 15m --ring-size 2G
+      always on: the last 15 minutes are kept; `rankscope-record cut` writes them out
   rankscope-record --recover .node3.rsb.rec-4242-Ab12Cd.db
       after a recorder was killed: what it had committed becomes node3.rsb
 
@@ -309,6 +382,29 @@ exit status: 0 done, 1 error, 2 usage error, 3 partial (some inputs skipped),
 4 report --fail-on found what was asked for.
 See rankscope-record(8).
 )";
+}
+
+rs::Result<uint64_t> ParseBytes(std::string_view text) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  std::string_view unit = text.substr(digits);
+  if (digits == 0 || digits > 15 || unit.size() > 1) {
+    return rs::Error("expected a size such as 512M, 2G or 1048576 (bytes)");
+  }
+  uint64_t v = std::stoull(std::string(text.substr(0, digits)));
+  int shift = 0;
+  if (!unit.empty()) {
+    const std::string_view units = "KMGT";
+    const size_t i = units.find(static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0]))));
+    if (i == std::string_view::npos) return rs::Error("unknown unit '" + std::string(unit) + "' (K, M, G, T)");
+    shift = 10 * static_cast<int>(i + 1);
+  }
+  if (shift && v > (~uint64_t{0} >> shift)) return rs::Error("too large");
+  return v << shift;
+}
+
+std::string CutDir(const RecorderOptions& o) {
+  return o.cut_dir.empty() ? o.ring_dir + "/cuts" : o.cut_dir;
 }
 
 bool SourceSelected(const RecorderOptions& o, std::string_view source) {

@@ -17,6 +17,9 @@ enum class Scope {
 };
 std::string_view ScopeName(Scope scope);
 
+inline constexpr uint64_t kDefaultRingSizeBytes = uint64_t{1} << 30;
+inline constexpr const char* kDefaultRingDir = "/var/lib/rankscope/ring";
+
 struct RecorderOptions {
   std::string out;                         // --out FILE.rsb (required, except with --recover)
   bool force = false;                      // --force: replace an existing --out
@@ -45,6 +48,14 @@ struct RecorderOptions {
   // --sources LIST: the sources to record (process, tcp, sched, block, nccl, cuda, gpu);
   // empty: all. A source left out costs nothing and is 'off' in the bundle's sources table.
   std::vector<std::string> sources;
+  // --ring D: record all the time, keeping the last D in the working database in
+  // --ring-dir, and write a bundle of it (a cut) on SIGUSR1, `rankscope-record cut` and stop.
+  std::optional<int64_t> ring_ns;
+  uint64_t ring_size_bytes = kDefaultRingSizeBytes;  // --ring-size BYTES: cap on the ring's rows
+  std::string ring_dir = kDefaultRingDir;            // --ring-dir DIR
+  std::string cut_dir;                               // --cut-dir DIR; default RING_DIR/cuts
+  bool cut_command = false;                          // `rankscope-record cut`
+  int64_t cut_timeout_ns = int64_t{120} * 1'000'000'000;  // cut --timeout D
   bool verbose = false;  // -v
   bool help = false;     // --help
   bool version = false;  // --version
@@ -58,6 +69,11 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv);
 rs::Result<RecorderOptions> ParseOptions(const std::vector<std::string>& args);
 
 std::string UsageText();
+
+// "512M", "2G", "100000" -> bytes (K, M, G, T: powers of 1024).
+rs::Result<uint64_t> ParseBytes(std::string_view text);
+// Where cuts go: --cut-dir, else RING_DIR/cuts.
+std::string CutDir(const RecorderOptions& o);
 
 // Every source the recorder knows, in the order it starts them.
 inline constexpr std::string_view kSourceNames[] = {"process", "tcp",  "sched", "block",

@@ -319,6 +319,40 @@ rs::Result<void> RecordingDb::Finalize(bool with_indexes) {
   return rs::Ok();
 }
 
+rs::Result<std::string> BundleFromDatabase(const std::string& db_path, std::string out,
+                                           int zstd_level) {
+  ASSIGN_OR_RETURN(rs::Db db, rs::Db::Open(db_path, rs::Db::Mode::kReadWrite));
+  auto c = FinishAndCompress(db, db_path, out, /*force=*/false, zstd_level, /*with_indexes=*/true);
+  RemoveDbFiles(db_path);
+  if (!c.ok()) return c.error();
+  return out;
+}
+
+rs::Result<rs::Statement> PrepareClockRefInsert(rs::Db& db) {
+  return db.Prepare(
+      "INSERT INTO clock_refs(node, seq, kind, mono_ns, realtime_ns, read_span_ns, maxerror_us, "
+      "esterror_us, clock_state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+}
+
+rs::Result<void> WriteClockRef(rs::Statement& st, const std::string& node, int64_t seq,
+                               const rs::ClockRef& r) {
+  st.Bind(1, node).Bind(2, seq).Bind(3, r.kind).Bind(4, r.mono_ns).Bind(5, r.realtime_ns);
+  st.Bind(6, r.read_span_ns);
+  if (r.maxerror_us >= 0)
+    st.Bind(7, r.maxerror_us);
+  else
+    st.BindNull(7);
+  if (r.esterror_us >= 0)
+    st.Bind(8, r.esterror_us);
+  else
+    st.BindNull(8);
+  if (r.clock_state.empty())
+    st.BindNull(9);
+  else
+    st.Bind(9, r.clock_state);
+  return st.Run();
+}
+
 std::string RecoverCommand(const std::string& temp_path) {
   return "rankscope-record --recover " + temp_path;
 }

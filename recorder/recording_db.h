@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "rscore/clock.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
@@ -81,6 +82,8 @@ class RecordingDb {
   // fails the database is kept (closed, complete) and the error names it and the --recover
   // command. Call once.
   rs::Result<void> Finalize(bool with_indexes = true);
+  // Where Finalize writes the bundle, decided late (a ring's stop cut).
+  void set_out_path(std::string out_path) { out_path_ = std::move(out_path); }
   // Leaves the temporary database in place (a recording that could not be finished).
   void Keep() { kept_ = true; }
   bool kept() const { return kept_; }
@@ -97,6 +100,11 @@ class RecordingDb {
   bool indexes_left_out_ = false;
   rs::Db db_;
 };
+
+// Clock references, each written as it is taken (a recovered recording has them too).
+rs::Result<rs::Statement> PrepareClockRefInsert(rs::Db& db);
+rs::Result<void> WriteClockRef(rs::Statement& st, const std::string& node, int64_t seq,
+                               const rs::ClockRef& r);
 
 // The command that turns a left-behind database into a bundle.
 std::string RecoverCommand(const std::string& temp_path);
@@ -129,6 +137,12 @@ struct RecoverResult {
 // the bundle is written.
 rs::Result<RecoverResult> Recover(const std::string& path, const std::string& out, bool force,
                                   int zstd_level = 9);
+
+// Turns the complete database at `db_path` into the bundle `out` (indexes, compression,
+// mode 0600; never replacing a file: a name taken gets a suffix) and removes the database.
+// Returns where the bundle went.
+rs::Result<std::string> BundleFromDatabase(const std::string& db_path, std::string out,
+                                           int zstd_level = 9);
 
 std::string FormatBytes(uint64_t bytes);
 

@@ -1,0 +1,108 @@
+// Always-on recording (--ring D): the working database keeps only the last D of events.
+//
+// Every event row's id comes from one allocator in the order rows are written, so "written
+// before time T" is an id range: at each commit the loop marks the wall time and the last id
+// written (Checkpoint), and Trim deletes the event rows of checkpoints older than the window
+// by rowid range (no index needed, no table scan), then older ones still while the rows take
+// more than --ring-size. What is deleted is counted per table and stated in every cut.
+//
+// A cut is an ordinary bundle of what the ring holds: the live database is copied with
+// VACUUM INTO (committed rows only), the copy gets the cut's metadata and an end clock
+// reference, and becomes CUT_DIR/CUT-ID/NODE.rsb.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rscore/clock.h"
+#include "rscore/result.h"
+#include "rscore/sqlite.h"
+
+namespace rec {
+
+// The event table each source writes (its rows are what sources.events counts).
+std::string_view EventTableOf(std::string_view source);
+
+class Ring {
+ public:
+  Ring(int64_t window_ns, uint64_t max_bytes, uint32_t id_key)
+      : window_ns_(window_ns), max_bytes_(max_bytes), id_key_(id_key) {}
+
+  // Every row with an id counter up to `counter` was written by wall time `wall_ns`.
+  void Checkpoint(int64_t wall_ns, uint32_t counter);
+  // Deletes the rows written before now - window, then the oldest while the database's rows
+  // take more than the size cap (always keeping the newest checkpoint's rows). Call inside a
+  // transaction.
+  rs::Result<void> Trim(rs::Db& db, int64_t now_wall_ns);
+
+  int64_t window_ns() const { return window_ns_; }
+  uint64_t max_bytes() const { return max_bytes_; }
+  // The wall time since which the ring holds every row (the recording's start until the
+  // first trim).
+  std::optional<int64_t> held_since_ns() const { return held_since_ns_; }
+  // Rows deleted per event table: for the window / for the size cap.
+  uint64_t aged_out(std::string_view table) const;
+  uint64_t aged_out_total() const;
+  uint64_t size_dropped_total() const;
+
+ private:
+  struct Mark {
+    int64_t wall_ns;
+    uint32_t counter;
+  };
+  rs::Result<void> DeleteUpTo(rs::Db& db, uint32_t counter, bool for_size);
+
+  int64_t window_ns_;
+  uint64_t max_bytes_;
+  uint32_t id_key_;
+  std::deque<Mark> marks_;
+  uint32_t deleted_up_to_ = 0;  // id counter of the last row deleted
+  std::optional<int64_t> held_since_ns_;
+  std::map<std::string, uint64_t, std::less<>> aged_out_;
+  uint64_t aged_out_total_ = 0, size_dropped_total_ = 0;
+};
+
+// What a cut says about itself (metadata cut_*).
+struct CutInfo {
+  std::string reason;  // signal, command, stop
+  std::string node;
+  int64_t cut_ns = 0;           // wall time of the cut
+  int64_t window_start_ns = 0;  // the oldest time the ring still held
+  int64_t recording_start_ns = 0;
+};
+
+// CUT_DIR/CUT-ID/NODE.rsb for a cut at `cut_ns`: CUT-ID is the UTC time and the reason
+// (20261125T174502Z-signal), so the cuts of one moment on every node share a directory.
+std::string CutPath(const std::string& cut_dir, const CutInfo& info);
+
+// Writes the metadata of a cut into `db` (the copy, or the live database at a stop cut).
+rs::Result<void> WriteCutMetadata(rs::Db& db, const CutInfo& info, const Ring& ring);
+
+// Cuts the live database (outside a transaction): a copy with the cut's metadata and `end`
+// as its end clock reference, compressed to CutPath(). Returns the bundle's path.
+rs::Result<std::string> WriteCut(rs::Db& live, const std::string& cut_dir, const CutInfo& info,
+                                 const Ring& ring, const rs::ClockRef& end);
+
+// mkdir -p, mode 0700 (cuts hold what ran on the node).
+rs::Result<void> MakeDirs(const std::string& dir);
+
+// --ring-dir/recorder.pid: one recorder per ring directory; `rankscope-record cut` reads it.
+std::string PidFilePath(const std::string& ring_dir);
+// Writes our pid; refuses when a live recorder holds the directory.
+rs::Result<void> ClaimRingDir(const std::string& ring_dir);
+void ReleaseRingDir(const std::string& ring_dir);
+// --ring-dir/cuts.log: one line per cut written (its path), appended by the recorder.
+std::string CutLogPath(const std::string& ring_dir);
+void AppendCutLog(const std::string& ring_dir, const std::string& line);
+
+// `rankscope-record cut`: asks the recorder of `ring_dir` for a cut (SIGUSR1) and waits for
+// it to be written; returns the bundle's path.
+rs::Result<std::string> RequestCut(const std::string& ring_dir, int64_t timeout_ns);
+
+}  // namespace rec
