@@ -70,6 +70,39 @@ TEST(ParseOptions, EveryFlag) {
   EXPECT_TRUE(o.verbose);
 }
 
+TEST(ParseOptions, RingAndCut) {
+  RecorderOptions o = MustParse({"--ring", "15m", "--ring-size", "512M", "--ring-dir", "/r"});
+  ASSERT_TRUE(o.ring_ns);
+  EXPECT_EQ(*o.ring_ns, int64_t{15} * 60 * 1'000'000'000);
+  EXPECT_EQ(o.ring_size_bytes, uint64_t{512} << 20);
+  EXPECT_EQ(o.ring_dir, "/r");
+  EXPECT_EQ(CutDir(o), "/r/cuts");
+  o = MustParse({"--ring", "2s", "--cut-dir", "/nfs/cuts"});
+  EXPECT_EQ(o.ring_dir, kDefaultRingDir);
+  EXPECT_EQ(o.ring_size_bytes, kDefaultRingSizeBytes);
+  EXPECT_EQ(CutDir(o), "/nfs/cuts");
+  EXPECT_NE(ErrorOf({"--ring", "2s", "--out", "x.rsb"}).find("no --out"), std::string::npos);
+  EXPECT_NE(ErrorOf({"--ring", "0s"}).find("--ring '0s'"), std::string::npos);
+  EXPECT_NE(ErrorOf({"--ring", "2s", "--ring-size", "10K"}).find("at least 1M"), std::string::npos);
+  EXPECT_NE(ErrorOf({"--ring", "2s", "--ring-size", "2X"}).find("unknown unit"), std::string::npos);
+
+  o = MustParse({"cut", "--ring-dir", "/r", "--timeout", "5s"});
+  EXPECT_TRUE(o.cut_command);
+  EXPECT_EQ(o.ring_dir, "/r");
+  EXPECT_EQ(o.cut_timeout_ns, int64_t{5'000'000'000});
+  EXPECT_NE(ErrorOf({"cut", "--out", "x.rsb"}).find("cut takes only"), std::string::npos);
+}
+
+TEST(ParseBytes, UnitsArePowersOf1024) {
+  EXPECT_EQ(*ParseBytes("1048576"), uint64_t{1} << 20);
+  EXPECT_EQ(*ParseBytes("2G"), uint64_t{2} << 30);
+  EXPECT_EQ(*ParseBytes("3k"), uint64_t{3} << 10);
+  EXPECT_FALSE(ParseBytes("").ok());
+  EXPECT_FALSE(ParseBytes("G").ok());
+  EXPECT_FALSE(ParseBytes("1.5G").ok());
+  EXPECT_FALSE(ParseBytes("99999999999999T").ok());
+}
+
 TEST(ParseOptions, LaunchSampleZeroMeansLaunchesAreNotProbed) {
   EXPECT_EQ(MustParse({"--out=x.rsb", "--cuda-launch-sample", "0"}).cuda_launch_sample, 0);
 }
