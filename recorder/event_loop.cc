@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <set>
 
 #include "common.h"
 #include "recorder/attach_log.h"
@@ -147,6 +148,8 @@ class Recording {
   // between two rounds of the loop.
   void TrimRing();
   void AnswerCutRequest();
+  void AnswerPostedRequests();
+  void CutFor(const CutRequest& req);
   CutInfo MakeCutInfo(const char* reason);
   rs::Result<void> PrepareStopCut();
 
@@ -184,7 +187,13 @@ class Recording {
   std::vector<uint64_t> before_finish_;  // each source's rows when finishing began
   rs::Result<void> end_ref_ = rs::Ok();
   std::optional<Ring> ring_;
+  std::set<std::string> answered_;  // cut ids this recording has cut for
 };
+
+// Cut requests within this much of each other are one cut (overlapping windows).
+constexpr int64_t kJoinCutsNs = int64_t{10} * 1'000'000'000;
+// How often the cut directory is read for other nodes' requests.
+constexpr int64_t kCutDirPollNs = 500'000'000;
 
 rs::Result<void> Recording::TakeRef(const char* kind) {
   refs_.push_back(wall_->TakeRef(kind));
@@ -368,6 +377,7 @@ void Recording::Commit() {
     StopWriting(sqlite3_errmsg(db_.raw()));
     return;
   }
+  if (ring_) TrimRing();  // before the sources: they count the rows the ring still holds
   auto r = WriteSources(db_, node_.name, SnapshotSources());
   if (r.ok()) r = gate_->Exec("COMMIT");
   if (!r.ok()) {
@@ -380,8 +390,6 @@ void Recording::Commit() {
     StopWriting("");
   } else if (auto b = db_.Exec("BEGIN"); !b.ok()) {
     StopWriting(b.error().message());
-  } else if (ring_) {
-    TrimRing();
   }
 }
 
@@ -402,11 +410,40 @@ CutInfo Recording::MakeCutInfo(const char* reason) {
   return info;
 }
 
+// SIGUSR1 or `rankscope-record cut`: a request in the cut directory (or one posted by
+// another node moments ago, which this cut joins), answered here at once.
 void Recording::AnswerCutRequest() {
   if (!ring_) {
     Log("SIGUSR1: cuts are made in --ring mode only; ignored");
     return;
   }
+  auto req = PostCutRequest(CutDir(opts_), node_.name, wall_->NowNs(), "request", kJoinCutsNs);
+  if (!req.ok()) {
+    Log("cut: %s", req.error().message().c_str());
+    AppendCutLog(opts_.ring_dir, "error: " + req.error().message());
+    return;
+  }
+  CutInfo info = MakeCutInfo("request");
+  info.cut_id = req->cut_id;
+  const std::string path = CutPath(CutDir(opts_), info);
+  if (answered_.count(req->cut_id) != 0 && access(path.c_str(), F_OK) == 0) {
+    Log("cut: joins %s, requested by %s, already written here", req->cut_id.c_str(),
+        req->node.c_str());
+    AppendCutLog(opts_.ring_dir, path);
+    return;
+  }
+  CutFor(*req);
+}
+
+// Requests other nodes posted in the cut directory since this recording began.
+void Recording::AnswerPostedRequests() {
+  for (const CutRequest& req : PendingCutRequests(CutDir(opts_), node_.name, summary_.start_ns)) {
+    if (answered_.count(req.cut_id) == 0) CutFor(req);
+  }
+}
+
+void Recording::CutFor(const CutRequest& req) {
+  answered_.insert(req.cut_id);  // once, written or not
   if (!writing_) {
     Log("cut: not written (writing stopped: %s)", summary_.unwritten_reason.c_str());
     AppendCutLog(opts_.ring_dir, "error: writing stopped (" + summary_.unwritten_reason + ")");
@@ -414,12 +451,15 @@ void Recording::AnswerCutRequest() {
   }
   Commit();  // every row decoded so far, and the ring trimmed to the window
   if (!writing_ || !gate_->Exec("COMMIT").ok()) return;  // VACUUM INTO runs outside one
-  const CutInfo info = MakeCutInfo("request");
+  CutInfo info = MakeCutInfo(req.reason.c_str());
+  info.cut_id = req.cut_id;
+  info.requested_by = req.node;
+  info.requested_ns = req.cut_ns;
   const rs::ClockRef end = wall_->TakeRef("end");
   const int64_t started = rs::MonotonicNowNs();
   auto cut = WriteCut(db_, CutDir(opts_), info, *ring_, end);
   if (cut.ok()) {
-    Log("cut (%s): %s in %s", info.reason.c_str(), cut->c_str(),
+    Log("cut %s (requested by %s): %s in %s", req.cut_id.c_str(), req.node.c_str(), cut->c_str(),
         rs::FormatDuration(rs::MonotonicNowNs() - started).c_str());
     AppendCutLog(opts_.ring_dir, *cut);
   } else {
@@ -449,7 +489,7 @@ void Recording::Loop() {
     Log("%s; reading the rings on the main thread", r.error().message().c_str());
   }
   const int64_t t0 = rs::MonotonicNowNs();
-  int64_t last_tick = t0, last_ref = t0, last_commit = t0;
+  int64_t last_tick = t0, last_ref = t0, last_commit = t0, last_cut_poll = t0;
   uint64_t rows_at_commit = 0;
   for (;;) {
     if (g_stop_signal.load() != 0) {
@@ -469,6 +509,10 @@ void Recording::Loop() {
     poller_.WaitAndDispatch(timeout);
     FanOut();
     if (g_cut_requested.exchange(false)) AnswerCutRequest();
+    if (ring_ && rs::MonotonicNowNs() - last_cut_poll >= kCutDirPollNs) {
+      last_cut_poll = rs::MonotonicNowNs();
+      AnswerPostedRequests();
+    }
     now = rs::MonotonicNowNs();
     if (now - last_tick >= config_.tick_period_ns) {
       last_tick = now;

@@ -336,7 +336,8 @@ options:
                               the oldest go first, counted in the cut's metadata
       --ring-dir DIR          the ring's working database and recorder.pid (default
                               /var/lib/rankscope/ring)
-      --cut-dir DIR           where cuts go (default RING_DIR/cuts)
+      --cut-dir DIR           where cuts go (default RING_DIR/cuts); a directory shared by
+                              the nodes makes every node cut when one does
   -n, --node NAME             node name (else config 'node =', else $RANKSCOPE_NODE, else hostname)
   -c, --config FILE           config file with 'key = value' lines (known key: node)
   -p, --pid PID               trace this process from the start (repeatable)

@@ -1,12 +1,15 @@
 #include "recorder/ring.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -128,7 +131,79 @@ uint64_t Ring::aged_out_total() const { return aged_out_total_; }
 uint64_t Ring::size_dropped_total() const { return size_dropped_total_; }
 
 std::string CutPath(const std::string& cut_dir, const CutInfo& info) {
-  return cut_dir + "/" + UtcStamp(info.cut_ns) + "-" + info.reason + "/" + info.node + ".rsb";
+  const std::string id =
+      info.cut_id.empty() ? UtcStamp(info.cut_ns) + "-" + info.reason : info.cut_id;
+  return cut_dir + "/" + id + "/" + info.node + ".rsb";
+}
+
+namespace {
+
+constexpr const char* kRequestFile = "request";
+
+std::optional<CutRequest> ReadCutRequest(const std::string& cut_dir, const std::string& id) {
+  std::ifstream in(cut_dir + "/" + id + "/" + kRequestFile);
+  if (!in) return std::nullopt;
+  CutRequest r;
+  r.cut_id = id;
+  for (std::string line; std::getline(in, line);) {
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+    if (key == "node") r.node = value;
+    if (key == "reason") r.reason = value;
+    if (key == "cut_ns") r.cut_ns = std::strtoll(value.c_str(), nullptr, 10);
+  }
+  if (r.node.empty() || r.cut_ns <= 0) return std::nullopt;  // not (yet) a whole request
+  return r;
+}
+
+std::vector<CutRequest> AllCutRequests(const std::string& cut_dir) {
+  std::vector<CutRequest> all;
+  DIR* d = opendir(cut_dir.c_str());
+  if (!d) return all;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    if (auto r = ReadCutRequest(cut_dir, e->d_name)) all.push_back(*r);
+  }
+  closedir(d);
+  std::sort(all.begin(), all.end(),
+            [](const CutRequest& a, const CutRequest& b) { return a.cut_ns < b.cut_ns; });
+  return all;
+}
+
+}  // namespace
+
+rs::Result<CutRequest> PostCutRequest(const std::string& cut_dir, const std::string& node,
+                                      int64_t cut_ns, const std::string& reason, int64_t join_ns) {
+  for (const CutRequest& r : AllCutRequests(cut_dir)) {
+    if (std::llabs(r.cut_ns - cut_ns) <= join_ns) return r;
+  }
+  CutRequest req{UtcStamp(cut_ns) + "-" + reason + "-" + node, node, reason, cut_ns};
+  const std::string dir = cut_dir + "/" + req.cut_id;
+  RETURN_IF_ERROR(MakeDirs(dir));
+  // Written whole under a hidden name, then renamed: a watcher never reads half a request.
+  const std::string tmp = dir + "/." + kRequestFile + "." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << "node=" << node << "\ncut_ns=" << cut_ns << "\nreason=" << reason << "\n";
+    if (!out.flush()) return rs::Error(tmp + ": cannot write: " + std::strerror(errno));
+  }
+  if (rename(tmp.c_str(), (dir + "/" + kRequestFile).c_str()) != 0) {
+    unlink(tmp.c_str());
+    return rs::Error(dir + "/" + kRequestFile + ": " + std::strerror(errno));
+  }
+  return req;
+}
+
+std::vector<CutRequest> PendingCutRequests(const std::string& cut_dir, const std::string& node,
+                                           int64_t since_ns) {
+  std::vector<CutRequest> pending;
+  for (CutRequest& r : AllCutRequests(cut_dir)) {
+    if (r.cut_ns < since_ns) continue;
+    if (access((cut_dir + "/" + r.cut_id + "/" + node + ".rsb").c_str(), F_OK) == 0) continue;
+    pending.push_back(std::move(r));
+  }
+  return pending;
 }
 
 rs::Result<void> WriteCutMetadata(rs::Db& db, const CutInfo& info, const Ring& ring) {
@@ -138,6 +213,9 @@ rs::Result<void> WriteCutMetadata(rs::Db& db, const CutInfo& info, const Ring& r
       {"cut_ns", std::to_string(info.cut_ns)},
       {"cut_window_start_ns", std::to_string(window_start)},
       {"cut_window_end_ns", std::to_string(info.cut_ns)},
+      {"cut_id", info.cut_id},
+      {"cut_requested_by", info.requested_by},
+      {"cut_requested_ns", info.requested_ns ? std::to_string(info.requested_ns) : ""},
       {"ring_window_ns", std::to_string(ring.window_ns())},
       {"ring_size_bytes", std::to_string(ring.max_bytes())},
       {"ring_aged_out", std::to_string(ring.aged_out_total())},
@@ -146,6 +224,7 @@ rs::Result<void> WriteCutMetadata(rs::Db& db, const CutInfo& info, const Ring& r
   ASSIGN_OR_RETURN(rs::Statement st,
                    db.Prepare("INSERT OR REPLACE INTO metadata(key, value) VALUES (?, ?)"));
   for (const auto& [k, v] : meta) {
+    if (v.empty()) continue;
     st.Bind(1, k).Bind(2, v);
     RETURN_IF_ERROR(st.Run());
   }

@@ -70,16 +70,36 @@ class Ring {
 
 // What a cut says about itself (metadata cut_*).
 struct CutInfo {
-  std::string reason;  // signal, command, stop
+  std::string reason;  // request, stop, recovered
   std::string node;
-  int64_t cut_ns = 0;           // wall time of the cut
-  int64_t window_start_ns = 0;  // the oldest time the ring still held
+  int64_t cut_ns = 0;  // wall time of the cut
   int64_t recording_start_ns = 0;
+  // A cut asked for through the cut directory: its id (CUT-ID), who asked and when.
+  std::string cut_id;
+  std::string requested_by;
+  int64_t requested_ns = 0;
 };
 
-// CUT_DIR/CUT-ID/NODE.rsb for a cut at `cut_ns`: CUT-ID is the UTC time and the reason
-// (20261125T174502Z-signal), so the cuts of one moment on every node share a directory.
+// CUT_DIR/CUT-ID/NODE.rsb. CUT-ID is the request's, else the UTC time of the cut and its
+// reason (20261125T174502Z-request): the cuts of one request on every node share a directory.
 std::string CutPath(const std::string& cut_dir, const CutInfo& info);
+
+// A cluster-wide cut goes through the cut directory (a shared file system: no service, no
+// port): the node that cuts writes CUT_DIR/CUT-ID/request (its node, the wall time, the
+// reason); every recorder watching the directory answers each request newer than its own
+// start with a cut of its ring into the same CUT-ID directory.
+struct CutRequest {
+  std::string cut_id, node, reason;
+  int64_t cut_ns = 0;
+};
+// Posts a request, or joins one posted within `join_ns` of `cut_ns` (overlapping windows make
+// one cut): returns the request this cut answers.
+rs::Result<CutRequest> PostCutRequest(const std::string& cut_dir, const std::string& node,
+                                      int64_t cut_ns, const std::string& reason, int64_t join_ns);
+// Requests in `cut_dir` posted at or after `since_ns` that `node` has not answered (no
+// NODE.rsb in their directory), oldest first.
+std::vector<CutRequest> PendingCutRequests(const std::string& cut_dir, const std::string& node,
+                                           int64_t since_ns);
 
 // Writes the metadata of a cut into `db` (the copy, or the live database at a stop cut).
 rs::Result<void> WriteCutMetadata(rs::Db& db, const CutInfo& info, const Ring& ring);

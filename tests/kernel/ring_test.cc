@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -85,7 +86,7 @@ TEST(Ring, CutsHoldTheWindowAndCountWhatFellOut) {
   const std::string cut = ShOut(RecorderPath() + " cut --ring-dir " + ring);
   ASSERT_FALSE(cut.empty()) << rec->stderr_text();
   EXPECT_NE(cut.find("/cuts/"), std::string::npos) << cut;
-  EXPECT_NE(cut.find("-request/kring.rsb"), std::string::npos) << cut;
+  EXPECT_NE(cut.find("-request-kring/kring.rsb"), std::string::npos) << cut;
   CheckCut(cut, window_ns);
   EXPECT_EQ(*QueryBundleInt(cut, "SELECT COUNT(*) FROM metadata WHERE (key = 'stop_reason' AND "
                                  "value = 'cut') OR (key = 'cut_reason' AND value = 'request')"),
@@ -99,6 +100,50 @@ TEST(Ring, CutsHoldTheWindowAndCountWhatFellOut) {
   EXPECT_NE(log[1].find("-stop/kring.rsb"), std::string::npos) << log[1];
   CheckCut(log[1], window_ns);
   EXPECT_NE(access((ring + "/recorder.pid").c_str(), F_OK), 0) << "the claim is released";
+}
+
+// Two nodes sharing a cut directory: one node's cut is answered by the other into the same
+// CUT-ID directory; a second request moments later joins it instead of making another.
+TEST(Ring, ACutDirectorySharedByNodesGivesOneSetOfBundles) {
+  REQUIRE_ROOT_OR_SKIP();
+  TempDir dir;
+  const std::string cuts = dir.File("shared-cuts");
+  auto start = [&](const std::string& node) {
+    return RecorderProcess::Start({"--ring", "5s", "--ring-dir", dir.File("ring-" + node),
+                                   "--cut-dir", cuts, "--node", node, "--sources", "process"});
+  };
+  auto a = start("ka");
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(a->WaitReady()) << a->stderr_text();
+  auto b = start("kb");
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE(b->WaitReady()) << b->stderr_text();
+  Execs(1);
+
+  const std::string cut_a = ShOut(RecorderPath() + " cut --ring-dir " + dir.File("ring-ka"));
+  ASSERT_NE(cut_a.find("/shared-cuts/"), std::string::npos) << cut_a << a->stderr_text();
+  const std::string cut_dir = cut_a.substr(0, cut_a.rfind('/'));
+  const std::string cut_b = cut_dir + "/kb.rsb";
+  for (int i = 0; i < 100 && access(cut_b.c_str(), F_OK) != 0; ++i) usleep(100'000);
+  ASSERT_EQ(access(cut_b.c_str(), F_OK), 0) << b->stderr_text();
+  for (const std::string& cut : {cut_a, cut_b}) {
+    EXPECT_EQ(*QueryBundleInt(cut, "SELECT COUNT(*) FROM metadata WHERE key = "
+                                   "'cut_requested_by' AND value = 'ka'"),
+              1)
+        << cut;
+    EXPECT_GT(*QueryBundleInt(cut, "SELECT COUNT(*) FROM process_events"), 0) << cut;
+  }
+  // kb asks too, moments later: the same cut, already written there.
+  const std::string again = ShOut(RecorderPath() + " cut --ring-dir " + dir.File("ring-kb"));
+  EXPECT_EQ(again, cut_b);
+  EXPECT_EQ(ShOut("ls " + cuts + " | wc -l"), "1") << ShOut("ls " + cuts);
+
+  // The set merges as one job.
+  EXPECT_EQ(Sh(std::string(std::getenv("RANKSCOPE_MERGE")) + " -q -o " + dir.File("m.rsdb") + " " +
+               cut_dir),
+            0);
+  ASSERT_EQ(a->Stop(SIGINT), 0) << a->stderr_text();
+  ASSERT_EQ(b->Stop(SIGINT), 0) << b->stderr_text();
 }
 
 TEST(Ring, ARingLeftByKillIsACutAtTheNextStart) {
