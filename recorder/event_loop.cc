@@ -149,6 +149,8 @@ class Recording {
   void TrimRing();
   void AnswerCutRequest();
   void AnswerPostedRequests();
+  // --cut-on-stall: a call in flight for longer than that posts a cut request, once per call.
+  void WatchForStall();
   void CutFor(const CutRequest& req);
   CutInfo MakeCutInfo(const char* reason);
   rs::Result<void> PrepareStopCut();
@@ -188,6 +190,7 @@ class Recording {
   rs::Result<void> end_ref_ = rs::Ok();
   std::optional<Ring> ring_;
   std::set<std::string> answered_;  // cut ids this recording has cut for
+  int64_t stall_cut_for_ = 0;       // entry time of the call in flight the last stall cut was for
 };
 
 // Cut requests within this much of each other are one cut (overlapping windows).
@@ -442,6 +445,26 @@ void Recording::AnswerPostedRequests() {
   }
 }
 
+void Recording::WatchForStall() {
+  std::optional<int64_t> oldest;
+  for (size_t i = 0; i < probes_.size(); ++i) {
+    if (!started_[i]) continue;
+    if (auto t = probes_[i]->OldestInFlightNs(); t && (!oldest || *t < *oldest)) oldest = t;
+  }
+  const int64_t now = rs::MonotonicNowNs();
+  if (!oldest || now - *oldest < *opts_.cut_on_stall_ns || *oldest == stall_cut_for_) return;
+  stall_cut_for_ = *oldest;
+  Log("stall: a call has been in flight for %s (--cut-on-stall %s)",
+      rs::FormatDuration(now - *oldest).c_str(),
+      rs::FormatDuration(*opts_.cut_on_stall_ns).c_str());
+  auto req = PostCutRequest(CutDir(opts_), node_.name, wall_->NowNs(), "stall", kJoinCutsNs);
+  if (!req.ok()) {
+    Log("cut: %s", req.error().message().c_str());
+    return;
+  }
+  if (answered_.count(req->cut_id) == 0) CutFor(*req);
+}
+
 void Recording::CutFor(const CutRequest& req) {
   answered_.insert(req.cut_id);  // once, written or not
   if (!writing_) {
@@ -511,6 +534,7 @@ void Recording::Loop() {
     if (g_cut_requested.exchange(false)) AnswerCutRequest();
     if (ring_ && rs::MonotonicNowNs() - last_cut_poll >= kCutDirPollNs) {
       last_cut_poll = rs::MonotonicNowNs();
+      if (opts_.cut_on_stall_ns) WatchForStall();
       AnswerPostedRequests();
     }
     now = rs::MonotonicNowNs();

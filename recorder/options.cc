@@ -38,6 +38,7 @@ enum LongOnly {
   kOptRingDir,
   kOptCutDir,
   kOptTimeout,
+  kOptCutOnStall,
 };
 
 const option kLongOptions[] = {
@@ -63,6 +64,7 @@ const option kLongOptions[] = {
     {"ring-dir", required_argument, nullptr, kOptRingDir},
     {"cut-dir", required_argument, nullptr, kOptCutDir},
     {"timeout", required_argument, nullptr, kOptTimeout},
+    {"cut-on-stall", required_argument, nullptr, kOptCutOnStall},
     {"verbose", no_argument, nullptr, 'v'},
     {"help", no_argument, nullptr, kOptHelp},
     {"version", no_argument, nullptr, kOptVersion},
@@ -138,7 +140,8 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
         break;
       }
       case kOptRing:
-      case kOptTimeout: {
+      case kOptTimeout:
+      case kOptCutOnStall: {
         auto d = rs::ParseDuration(arg);
         if (!d.ok() || *d <= 0) {
           return rs::Error(FlagName(opt) + " '" + arg + "': " +
@@ -147,6 +150,8 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
         }
         if (opt == kOptRing) {
           o.ring_ns = *d;
+        } else if (opt == kOptCutOnStall) {
+          o.cut_on_stall_ns = *d;
         } else {
           o.cut_timeout_ns = *d;
         }
@@ -280,6 +285,9 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
     }
     return o;
   }
+  if (o.cut_on_stall_ns && !o.ring_ns) {
+    return rs::Error(std::string("--cut-on-stall cuts the ring: give --ring too") + kHint);
+  }
   if (o.ring_ns) {
     if (!o.out.empty() || o.recover) {
       return rs::Error(std::string("--ring records into --ring-dir and writes its bundles (cuts) "
@@ -338,6 +346,8 @@ options:
                               /var/lib/rankscope/ring)
       --cut-dir DIR           where cuts go (default RING_DIR/cuts); a directory shared by
                               the nodes makes every node cut when one does
+      --cut-on-stall D        cut when an NCCL call or a CUDA synchronization has been in
+                              flight for D (e.g. 30s): once per stall
   -n, --node NAME             node name (else config 'node =', else $RANKSCOPE_NODE, else hostname)
   -c, --config FILE           config file with 'key = value' lines (known key: node)
   -p, --pid PID               trace this process from the start (repeatable)

@@ -54,6 +54,8 @@ struct RecorderOptions {
   uint64_t ring_size_bytes = kDefaultRingSizeBytes;  // --ring-size BYTES: cap on the ring's rows
   std::string ring_dir = kDefaultRingDir;            // --ring-dir DIR
   std::string cut_dir;                               // --cut-dir DIR; default RING_DIR/cuts
+  // --cut-on-stall D: cut when a call (NCCL, or a CUDA sync) has been in flight for D.
+  std::optional<int64_t> cut_on_stall_ns;
   bool cut_command = false;                          // `rankscope-record cut`
   int64_t cut_timeout_ns = int64_t{120} * 1'000'000'000;  // cut --timeout D
   bool verbose = false;  // -v

@@ -7,6 +7,7 @@
 #include <bpf/libbpf.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,6 +76,9 @@ class Probe {
   virtual uint64_t drops() const = 0;      // reserve failures + entries lost (per-CPU stats map)
   // sources.note of a source that started (e.g. why it recorded nothing); "" for none.
   virtual std::string note() const { return ""; }
+  // Monotonic time (bpf_ktime_get_ns) the oldest call still in flight entered; none when no
+  // call is (--cut-on-stall watches it).
+  virtual std::optional<int64_t> OldestInFlightNs() const { return std::nullopt; }
   // A source --sources left out: its Start fails on purpose and loads nothing.
   virtual bool left_out() const { return false; }
 };
