@@ -118,6 +118,21 @@ static __always_inline bool entry_is_outermost(__u64 sp, __u64 active_sp, __u16*
   return stale_entry(exit_ns);
 }
 
+// At the entry of a call that is recorded: the fields every call event (struct cuda_event,
+// struct nccl_event) has, for the function the attach cookie names. The caller fills in its
+// own fields, then entry_ns. A macro: the two event types share these field names, not a type.
+#define CALL_EVENT_START(e_, cookie_, tgid_, tid_) \
+  do {                                             \
+    (e_)->abi = CALL_ABI_VERSION;                  \
+    (e_)->fn = (cookie_) & 0xffff;                 \
+    (e_)->cookie = (__u32)(cookie_);               \
+    (e_)->pid = (tgid_);                           \
+    (e_)->tid = (tid_);                            \
+    (e_)->exit_ns = 0;                             \
+    (e_)->ret = 0;                                 \
+    (e_)->tail_calls = 0;                          \
+  } while (0)
+
 // Return rule (see top). Returns true when this return completes the active entry.
 static __always_inline bool return_matches(__u64 sp, __u64 active_sp, __u16* tail_calls) {
   if (sp <= active_sp) return false;  // return of a nested call

@@ -65,14 +65,7 @@ int cuda_entry(struct pt_regs* ctx) {
     if (!e) return 0;
   }
   if (new_thread) e->flags = CALL_FLAG_WAKE;
-  e->abi = CALL_ABI_VERSION;
-  e->fn = cookie & 0xffff;
-  e->cookie = (__u32)cookie;
-  e->pid = tgid;
-  e->tid = tid;
-  e->exit_ns = 0;
-  e->ret = 0;
-  e->tail_calls = 0;
+  CALL_EVENT_START(e, cookie, tgid, tid);
   e->sample_weight = (cookie & CUDA_LAUNCH) ? launch_sample : 1;
   e->out = 0;
   read_call_regs(ctx, &e->regs);

@@ -49,14 +49,7 @@ int nccl_entry(struct pt_regs* ctx) {
     e->flags = CALL_FLAG_WAKE;
   }
   __u64 cookie = bpf_get_attach_cookie(ctx);
-  e->abi = CALL_ABI_VERSION;
-  e->fn = cookie & 0xffff;
-  e->cookie = (__u32)cookie;
-  e->pid = tgid;
-  e->tid = tid;
-  e->exit_ns = 0;
-  e->ret = 0;
-  e->tail_calls = 0;
+  CALL_EVENT_START(e, cookie, tgid, tid);
   e->n_out = 0;
   read_call_regs(ctx, &e->regs);
   if (cookie & NCCL_READ_UNIQUE_ID) {

@@ -22,22 +22,16 @@ std::string FormatDev(uint32_t dev);
 // the node has no such device (any more).
 std::string BlockDeviceName(uint32_t dev, const std::string& sys_root = "/sys");
 
-class BlockEventWriter {
+// event bytes -> block_events row.
+class BlockEventWriter : public KernelEventWriter<BlockEventWriter> {
  public:
-  static rs::Result<BlockEventWriter> Create(rs::Db& db, std::string node,
-                                             rs::EventIdAllocator* ids,
-                                             const rs::MonoToWall* clock);
+  static const char kInsertSql[];
   rs::Result<void> Write(std::span<const uint8_t> data);
   // Writes block_devices: the name of every device seen so far that has one on this node.
   rs::Result<void> WriteDeviceNames(const std::string& sys_root = "/sys");
 
  private:
-  rs::Db* db_ = nullptr;
   std::set<uint32_t> devs_;  // every dev seen
-  rs::Statement insert_;
-  std::string node_;
-  rs::EventIdAllocator* ids_ = nullptr;
-  const rs::MonoToWall* clock_ = nullptr;
 };
 
 class BlockProbe : public KernelProbe {

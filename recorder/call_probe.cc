@@ -18,12 +18,20 @@
 
 namespace rec {
 
-CallProbe::~CallProbe() { Shutdown(); }
+CallProbe::~CallProbe() {
+  Shutdown();
+  Unload();
+}
 
 void CallProbe::Shutdown() {
   attacher_.reset();  // links before the programs they point to
   if (lib_mmap_link_) bpf_link__destroy(lib_mmap_link_);
   lib_mmap_link_ = nullptr;
+}
+
+void CallProbe::Unload() {
+  if (destroy_skeleton_) destroy_skeleton_();
+  destroy_skeleton_ = nullptr;
 }
 
 std::array<DropReason, 4> CallProbe::DropReasons() const {

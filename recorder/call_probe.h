@@ -1,6 +1,6 @@
 // Shared lifecycle of the uprobe call probes (nccl_probe.cc, cuda_probe.cc): load the
-// skeleton (the subclass), add its ring buffer to the shared poller (ctx.rb, created here
-// when no probe made it before; its owner frees it), attach to every library
+// skeleton (the subclass, with LoadSkeleton), add its ring buffer to the shared poller (ctx.rb,
+// created here when no probe made it before; its owner frees it), attach to every library
 // copy found now and later (LibraryAttacher), drain on Tick, and at Finish detach, drain and
 // write the calls still in flight (the entry map's leftovers, oldest first).
 #pragma once
@@ -8,8 +8,12 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -63,9 +67,8 @@ class CallProbe : public Probe {
   // Opens, configures (scope_netns, filter_pids and its own knobs) and loads the skeleton;
   // with `uprobe_multi`, the entry and return programs are prepared for uprobe_multi links
   // (PrepareUprobeMulti) before the load; without `lib_mmap`, that program is not loaded.
+  // Subclasses do it with LoadSkeleton.
   virtual rs::Result<Skeleton> Load(RecorderContext& ctx, const LoadOptions& opts) = 0;
-  // Destroys a loaded skeleton (to load it again the other way).
-  virtual void Unload() = 0;
   virtual std::set<LibraryKind> Kinds() const = 0;
   virtual std::span<const ProbedFunction> Functions(LibraryKind kind) const = 0;
   virtual std::vector<std::string> ExplicitLibraries(const RecorderOptions& opts) const = 0;
@@ -80,12 +83,36 @@ class CallProbe : public Probe {
     return rs::Ok();
   }
   virtual uint64_t decode_drops() const { return 0; }
-  // For Load: prepares the programs shared by both skeletons (uprobe_multi, and the
-  // library-load program with its file-name prefix, or not loaded at all).
-  static void PrepareLoad(const LoadOptions& opts, bpf_program* entry, bpf_program* ret,
-                          bpf_program* lib_mmap, char (&prefix_field)[16], std::string_view prefix);
-  // Detaches; subclasses call it before destroying their skeleton.
-  void Shutdown();
+
+  // The programs and maps that a probe's own BPF program names (call_probe.bpf.h names the
+  // others of Skeleton, the same in every skeleton).
+  struct OwnParts {
+    bpf_program* entry;
+    bpf_program* ret;
+    bpf_map* events;
+    bpf_map* active;
+  };
+  // Load of the bpftool skeleton `Skel` of a BPF program built on call_probe.bpf.h: opens it
+  // (`ops`), sets the knobs of call_probe.bpf.h, lets `configure` set the probe's own,
+  // prepares the programs (PrepareLoad; `lib_prefix`: the start of the library file names
+  // that lib_mmap reports) and loads it. From the open on, the skeleton is this probe's
+  // (Unload, the destructor).
+  template <typename Skel>
+  rs::Result<Skeleton> LoadSkeleton(const SkeletonOps<Skel>& ops, OwnParts (*own)(Skel*),
+                                    RecorderContext& ctx, const LoadOptions& opts,
+                                    std::string_view lib_prefix,
+                                    const std::function<void(Skel*)>& configure = nullptr);
+
+  // For OnEvent: the event as `Event`, zero-filled beyond `size`; one still in flight (at
+  // Finish) has no exit time.
+  template <typename Event>
+  static Event CopyEvent(const void* data, size_t size, bool in_flight) {
+    Event e;
+    std::memset(&e, 0, sizeof(e));
+    std::memcpy(&e, data, std::min(size, sizeof(e)));
+    if (in_flight) e.exit_ns = 0;
+    return e;
+  }
 
   // For OnEvent: bookkeeping shared by both probes.
   void NoteProcess(int pid);  // the process calls the library: trace it
@@ -99,6 +126,14 @@ class CallProbe : public Probe {
  private:
   static int SampleThunk(void* self, void* data, size_t size);
   static int LibMapThunk(void* self, void* data, size_t size);
+  // Prepares the programs every skeleton has (uprobe_multi, and the library-load program
+  // with its file-name prefix, or not loaded at all).
+  static void PrepareLoad(const LoadOptions& opts, bpf_program* entry, bpf_program* ret,
+                          bpf_program* lib_mmap, char (&prefix_field)[16], std::string_view prefix);
+  // Detaches (the destructor, before it unloads the skeleton).
+  void Shutdown();
+  // Destroys the skeleton LoadSkeleton opened (to load it again the other way).
+  void Unload();
   // Loads the skeleton the best way the kernel allows; true: for uprobe_multi links.
   rs::Result<bool> LoadBest(RecorderContext& ctx);
   void AttachLibMmap(RecorderContext& ctx);
@@ -108,6 +143,7 @@ class CallProbe : public Probe {
   void Consume();
 
   Skeleton skel_;
+  std::function<void()> destroy_skeleton_;  // set while a skeleton is open
   bool filter_pids_ = false;
   bool load_tracepoint_ = true;  // attach the library-load program (--no-load-tracepoint)
   bool uprobe_multi_allowed_ = true;
@@ -123,5 +159,36 @@ class CallProbe : public Probe {
   bool finished_ = false;
   std::string first_error_;
 };
+
+template <typename Skel>
+rs::Result<CallProbe::Skeleton> CallProbe::LoadSkeleton(
+    const SkeletonOps<Skel>& ops, OwnParts (*own)(Skel*), RecorderContext& ctx,
+    const LoadOptions& opts, std::string_view lib_prefix,
+    const std::function<void(Skel*)>& configure) {
+  Skel* skel = ops.open();
+  if (!skel) {
+    const int err = errno;
+    return rs::Error(std::string(source()) + ": cannot open the BPF object: " + std::strerror(err));
+  }
+  destroy_skeleton_ = [skel, destroy = ops.destroy] { destroy(skel); };
+  skel->rodata->scope_netns = ctx.scope_netns;
+  skel->rodata->filter_pids = opts.filter_pids ? 1 : 0;
+  if (configure) configure(skel);
+  const OwnParts parts = own(skel);
+  PrepareLoad(opts, parts.entry, parts.ret, skel->progs.lib_mmap, skel->rodata->lib_prefix,
+              lib_prefix);
+  if (int err = ops.load(skel); err != 0) {
+    return rs::Error(std::string(source()) + ": BPF load failed: " + std::strerror(-err) +
+                     " (needs root and a kernel with uprobes and BTF)");
+  }
+  return Skeleton{parts.entry,
+                  parts.ret,
+                  parts.events,
+                  parts.active,
+                  skel->maps.stats,
+                  skel->maps.pids,
+                  opts.lib_mmap ? skel->progs.lib_mmap : nullptr,
+                  skel->maps.lib_maps};
+}
 
 }  // namespace rec

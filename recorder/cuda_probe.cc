@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
-#include <cstring>
 #include <vector>
 
 #include "cuda.skel.h"
@@ -189,10 +187,9 @@ std::optional<CudaRow> DecodeCudaEvent(const cuda_event& e) {
 }
 
 rs::Result<rs::Statement> PrepareCudaInsert(rs::Db& db) {
-  return db.Prepare(
-      "INSERT INTO cuda_events(id, node, timestamp_ns, duration_ns, pid, tid, api, library,"
-      " bytes, stream, kernel, memcpy_kind, ptr, ret, state, sample_weight, stack_id)"
-      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  return PrepareInsert(db, "cuda_events",
+                       "id, node, timestamp_ns, duration_ns, pid, tid, api, library, bytes, stream,"
+                       " kernel, memcpy_kind, ptr, ret, state, sample_weight, stack_id");
 }
 
 rs::Result<void> WriteCudaRow(rs::Statement& st, const CudaRow& row, const std::string& node,
@@ -205,39 +202,20 @@ rs::Result<void> WriteCudaRow(rs::Statement& st, const CudaRow& row, const std::
   return st.Run();
 }
 
-CudaProbe::~CudaProbe() {
-  Shutdown();
-  if (skel_) cuda_bpf__destroy(skel_);
-}
-
-void CudaProbe::Unload() {
-  if (skel_) cuda_bpf__destroy(skel_);
-  skel_ = nullptr;
-}
-
 rs::Result<CallProbe::Skeleton> CudaProbe::Load(RecorderContext& ctx, const LoadOptions& opts) {
-  skel_ = cuda_bpf__open();
-  if (!skel_)
-    return rs::Error(std::string("cuda: cannot open the BPF object: ") + std::strerror(errno));
-  skel_->rodata->scope_netns = ctx.scope_netns;
-  skel_->rodata->filter_pids = opts.filter_pids ? 1 : 0;
-  skel_->rodata->launch_sample = static_cast<uint32_t>(std::max(launch_sample_, 1));
+  const SkeletonOps<cuda_bpf> ops{&cuda_bpf__open, &cuda_bpf__load, &cuda_bpf__destroy};
+  auto own = [](cuda_bpf* s) {
+    return OwnParts{s->progs.cuda_entry, s->progs.cuda_return, s->maps.cuda_events,
+                    s->maps.cuda_active};
+  };
+  auto configure = [this](cuda_bpf* s) {
+    s->rodata->launch_sample = static_cast<uint32_t>(std::max(launch_sample_, 1));
+  };
   // libcudart.so and libcuda.so (which one: the scan classifies the file).
-  PrepareLoad(opts, skel_->progs.cuda_entry, skel_->progs.cuda_return, skel_->progs.lib_mmap,
-              skel_->rodata->lib_prefix, "libcuda");
-  if (int err = cuda_bpf__load(skel_); err != 0) {
-    return rs::Error(std::string("cuda: BPF load failed: ") + std::strerror(-err) +
-                     " (needs root and a kernel with uprobes and BTF)");
-  }
+  ASSIGN_OR_RETURN(Skeleton loaded,
+                   LoadSkeleton<cuda_bpf>(ops, own, ctx, opts, "libcuda", configure));
   ASSIGN_OR_RETURN(insert_, PrepareCudaInsert(*ctx.db));
-  return Skeleton{skel_->progs.cuda_entry,
-                  skel_->progs.cuda_return,
-                  skel_->maps.cuda_events,
-                  skel_->maps.cuda_active,
-                  skel_->maps.stats,
-                  skel_->maps.pids,
-                  opts.lib_mmap ? skel_->progs.lib_mmap : nullptr,
-                  skel_->maps.lib_maps};
+  return loaded;
 }
 
 std::vector<std::string> CudaProbe::ExplicitLibraries(const RecorderOptions& opts) const {
@@ -253,11 +231,7 @@ uint64_t CudaProbe::ExitNs(const void* data) const {
 }
 
 void CudaProbe::OnEvent(const void* data, size_t size, bool in_flight) {
-  cuda_event e;
-  std::memset(&e, 0, sizeof(e));
-  std::memcpy(&e, data, std::min(size, sizeof(e)));
-  if (in_flight) e.exit_ns = 0;
-  std::optional<CudaRow> row = DecodeCudaEvent(e);
+  std::optional<CudaRow> row = DecodeCudaEvent(CopyEvent<cuda_event>(data, size, in_flight));
   if (!row) {
     ++undecodable_;
     return;

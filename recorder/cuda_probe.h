@@ -17,8 +17,6 @@
 #include "recorder/call_probe.h"
 #include "rscore/sqlite.h"
 
-struct cuda_bpf;
-
 namespace rec {
 
 struct CudaRow {
@@ -53,12 +51,10 @@ class CudaProbe : public CallProbe {
  public:
   // launch_sample: record 1 in N launches; 0: do not probe the launch functions.
   explicit CudaProbe(int launch_sample) : launch_sample_(launch_sample < 0 ? 1 : launch_sample) {}
-  ~CudaProbe() override;
   std::string_view source() const override { return "cuda"; }
 
  protected:
   rs::Result<Skeleton> Load(RecorderContext& ctx, const LoadOptions& opts) override;
-  void Unload() override;
   std::set<LibraryKind> Kinds() const override {
     return {LibraryKind::kCudart, LibraryKind::kCuda};
   }
@@ -75,7 +71,6 @@ class CudaProbe : public CallProbe {
 
  private:
   int launch_sample_;
-  cuda_bpf* skel_ = nullptr;
   rs::Statement insert_;
   uint64_t undecodable_ = 0;
 };

@@ -40,11 +40,11 @@ bool Alive(const std::string& proc_root, int pid) {
 }  // namespace
 
 rs::Result<rs::Statement> PrepareGpuInsert(rs::Db& db) {
-  return db.Prepare(
-      "INSERT INTO gpu_ops(id, node, timestamp_ns, pid, tid, op, rank, nranks, nccl_comm_hash,"
-      " seq, nccl_seq, count, datatype, bytes, peer, root, algorithm, protocol, channels,"
-      " device_start_ns, device_end_ns, clock_error_ns, net_bytes_sent, net_bytes_recv, state)"
-      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  return PrepareInsert(db, "gpu_ops",
+                       "id, node, timestamp_ns, pid, tid, op, rank, nranks, nccl_comm_hash, seq,"
+                       " nccl_seq, count, datatype, bytes, peer, root, algorithm, protocol,"
+                       " channels, device_start_ns, device_end_ns, clock_error_ns,"
+                       " net_bytes_sent, net_bytes_recv, state");
 }
 
 rs::Result<void> WriteGpuRow(rs::Statement& st, const GpuOpRow& row, const std::string& node,

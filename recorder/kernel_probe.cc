@@ -185,6 +185,11 @@ rs::Result<void> KernelProbe::AddRingBuffer(RecorderContext& ctx, bpf_map* map) 
   return rs::Ok();
 }
 
+rs::Result<void> KernelProbe::AttachAndPoll(RecorderContext& ctx, bpf_map* ring) {
+  RETURN_IF_ERROR(AttachAll(ctx));
+  return AddRingBuffer(ctx, ring);
+}
+
 rs::Result<void> KernelProbe::FinishKernel(RecorderContext& ctx) {
   for (bpf_link* l : links_) bpf_link__destroy(l);
   links_.clear();

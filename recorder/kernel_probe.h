@@ -8,13 +8,16 @@
 
 #include <bpf/libbpf.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdint>
-#include <array>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "recorder/probe.h"
@@ -62,12 +65,71 @@ struct SkeletonOps {
   void (*destroy)(Skel*);
 };
 
+// What every kernel source's event writer (TcpEventWriter, ...) shares: one prepared INSERT
+// into its table, whose first three columns are id, node and timestamp_ns, for the rows of
+// one node. `Writer` derives from KernelEventWriter<Writer> and names that INSERT in
+// `static const char kInsertSql[]`. Pure (no BPF): testable on an in-memory db.
+template <typename Writer>
+class KernelEventWriter {
+ public:
+  static rs::Result<Writer> Create(rs::Db& db, std::string node, rs::EventIdAllocator* ids,
+                                   const rs::MonoToWall* clock) {
+    Writer w;
+    ASSIGN_OR_RETURN(w.insert_, db.Prepare(Writer::kInsertSql));
+    w.db_ = &db;
+    w.node_ = std::move(node);
+    w.ids_ = ids;
+    w.clock_ = clock;
+    return w;
+  }
+  // The writer of a probe started with `ctx`.
+  static rs::Result<Writer> Create(const RecorderContext& ctx) {
+    return Create(*ctx.db, ctx.node, ctx.ids, ctx.clock);
+  }
+
+ protected:
+  // The record a BPF program sent, as `Event`; an error naming `source` when it is short.
+  template <typename Event>
+  static rs::Result<Event> ReadEvent(std::span<const uint8_t> data, std::string_view source) {
+    Event e;
+    if (data.size() < sizeof(e)) {
+      return rs::Error(std::string(source) + ": short record (" + std::to_string(data.size()) +
+                       " bytes, expected " + std::to_string(sizeof(e)) + ")");
+    }
+    std::memcpy(&e, data.data(), sizeof(e));
+    return e;
+  }
+  // Binds id, node and timestamp_ns (columns 1 to 3) of the next row from the event's
+  // bpf_ktime_get_ns(); the caller binds the rest and runs the statement.
+  rs::Statement& BeginRow(uint64_t ts_ns) {
+    insert_.Bind(1, ids_->Next()).Bind(2, node_);
+    insert_.Bind(3, clock_->Convert(static_cast<int64_t>(ts_ns)));
+    return insert_;
+  }
+  // 0 and "" are what the BPF programs leave in a field they could not fill (no task, no
+  // name): such a column is stored as NULL.
+  static std::optional<int64_t> NullIfZero(uint64_t v) {
+    return v != 0 ? std::optional<int64_t>(static_cast<int64_t>(v)) : std::nullopt;
+  }
+  static std::optional<std::string_view> NullIfEmpty(std::string_view s) {
+    return !s.empty() ? std::optional<std::string_view>(s) : std::nullopt;
+  }
+
+  rs::Db* db_ = nullptr;
+  rs::Statement insert_;
+  std::string node_;
+  rs::EventIdAllocator* ids_ = nullptr;
+  const rs::MonoToWall* clock_ = nullptr;
+};
+
 class KernelProbe : public Probe {
  public:
   ~KernelProbe() override;
   std::string method() const override { return method_; }
   uint64_t events() const override { return events_; }
   uint64_t drops() const override;
+  // Sources with more to write at the end override it and call FinishKernel first.
+  rs::Result<void> Finish(RecorderContext& ctx) override { return FinishKernel(ctx); }
 
  protected:
   // Loads the skeleton, trying tp_btf then tracepoint. `configure` sets rodata knobs on a
@@ -83,6 +145,9 @@ class KernelProbe : public Probe {
   rs::Result<void> AttachAll(RecorderContext& ctx);
   // Adds a ring buffer map to the shared poller; samples go to OnSample.
   rs::Result<void> AddRingBuffer(RecorderContext& ctx, bpf_map* map);
+  // After Load, for a source whose events all come through one ring buffer: AttachAll, then
+  // AddRingBuffer(ring).
+  rs::Result<void> AttachAndPoll(RecorderContext& ctx, bpf_map* ring);
   // One ring-buffer record. Errors are counted as lost and logged once.
   virtual rs::Result<void> OnSample(std::span<const uint8_t> data) = 0;
   // Detaches, drains the shared ring buffer, snapshots the counters and writes the drop

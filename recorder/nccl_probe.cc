@@ -1,9 +1,5 @@
 #include "recorder/nccl_probe.h"
 
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
-
 #include "nccl.skel.h"
 #include "recorder/options.h"
 #include "recorder/process_table.h"
@@ -49,11 +45,10 @@ std::span<const ProbedFunction> NcclFunctions(bool setup_only) {
 }
 
 rs::Result<rs::Statement> PrepareNcclInsert(rs::Db& db) {
-  return db.Prepare(
-      "INSERT INTO nccl_events(id, node, timestamp_ns, duration_ns, pid, tid, op, rank, nranks,"
-      " comm_id_hash, comm, seq, count, datatype, reduce_op, bytes, peer, root, stream, ret,"
-      " in_group, state, stack_id, nccl_comm_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-      " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  return PrepareInsert(db, "nccl_events",
+                       "id, node, timestamp_ns, duration_ns, pid, tid, op, rank, nranks,"
+                       " comm_id_hash, comm, seq, count, datatype, reduce_op, bytes, peer, root,"
+                       " stream, ret, in_group, state, stack_id, nccl_comm_hash");
 }
 
 rs::Result<void> WriteNcclRow(rs::Statement& st, const NcclRow& row, const std::string& node,
@@ -68,37 +63,15 @@ rs::Result<void> WriteNcclRow(rs::Statement& st, const NcclRow& row, const std::
   return st.Run();
 }
 
-NcclProbe::~NcclProbe() {
-  Shutdown();
-  if (skel_) nccl_bpf__destroy(skel_);
-}
-
-void NcclProbe::Unload() {
-  if (skel_) nccl_bpf__destroy(skel_);
-  skel_ = nullptr;
-}
-
 rs::Result<CallProbe::Skeleton> NcclProbe::Load(RecorderContext& ctx, const LoadOptions& opts) {
-  skel_ = nccl_bpf__open();
-  if (!skel_)
-    return rs::Error(std::string("nccl: cannot open the BPF object: ") + std::strerror(errno));
-  skel_->rodata->scope_netns = ctx.scope_netns;
-  skel_->rodata->filter_pids = opts.filter_pids ? 1 : 0;
-  PrepareLoad(opts, skel_->progs.nccl_entry, skel_->progs.nccl_return, skel_->progs.lib_mmap,
-              skel_->rodata->lib_prefix, "libnccl.so");
-  if (int err = nccl_bpf__load(skel_); err != 0) {
-    return rs::Error(std::string("nccl: BPF load failed: ") + std::strerror(-err) +
-                     " (needs root and a kernel with uprobes and BTF)");
-  }
+  const SkeletonOps<nccl_bpf> ops{&nccl_bpf__open, &nccl_bpf__load, &nccl_bpf__destroy};
+  auto own = [](nccl_bpf* s) {
+    return OwnParts{s->progs.nccl_entry, s->progs.nccl_return, s->maps.nccl_events,
+                    s->maps.nccl_active};
+  };
+  ASSIGN_OR_RETURN(Skeleton loaded, LoadSkeleton<nccl_bpf>(ops, own, ctx, opts, "libnccl.so"));
   ASSIGN_OR_RETURN(insert_, PrepareNcclInsert(*ctx.db));
-  return Skeleton{skel_->progs.nccl_entry,
-                  skel_->progs.nccl_return,
-                  skel_->maps.nccl_events,
-                  skel_->maps.nccl_active,
-                  skel_->maps.stats,
-                  skel_->maps.pids,
-                  opts.lib_mmap ? skel_->progs.lib_mmap : nullptr,
-                  skel_->maps.lib_maps};
+  return loaded;
 }
 
 std::vector<std::string> NcclProbe::ExplicitLibraries(const RecorderOptions& opts) const {
@@ -114,10 +87,7 @@ uint64_t NcclProbe::ExitNs(const void* data) const {
 }
 
 void NcclProbe::OnEvent(const void* data, size_t size, bool in_flight) {
-  nccl_event e;
-  std::memset(&e, 0, sizeof(e));
-  std::memcpy(&e, data, std::min(size, sizeof(e)));
-  if (in_flight) e.exit_ns = 0;
+  const nccl_event e = CopyEvent<nccl_event>(data, size, in_flight);
   std::optional<NcclRow> row = decoder_.Decode(e);
   if (auto init = decoder_.TakeInit(); init && ctx_->processes) {
     (void)ctx_->processes->SetNcclRank(init->pid, init->rank, init->nranks);

@@ -14,8 +14,6 @@
 #include "recorder/nccl_decode.h"
 #include "rscore/sqlite.h"
 
-struct nccl_bpf;
-
 namespace rec {
 
 // The probed NCCL functions and their cookies (function id | what to read): every one, or
@@ -30,13 +28,11 @@ rs::Result<void> WriteNcclRow(rs::Statement& st, const NcclRow& row, const std::
 class NcclProbe : public CallProbe {
  public:
   explicit NcclProbe(bool setup_only = false) : setup_only_(setup_only) {}
-  ~NcclProbe() override;
   std::string_view source() const override { return "nccl"; }
   const NcclDecoder& decoder() const { return decoder_; }
 
  protected:
   rs::Result<Skeleton> Load(RecorderContext& ctx, const LoadOptions& opts) override;
-  void Unload() override;
   std::set<LibraryKind> Kinds() const override { return {LibraryKind::kNccl}; }
   std::span<const ProbedFunction> Functions(LibraryKind) const override {
     return NcclFunctions(setup_only_);
@@ -52,7 +48,6 @@ class NcclProbe : public CallProbe {
 
  private:
   bool setup_only_;
-  nccl_bpf* skel_ = nullptr;
   NcclDecoder decoder_;
   rs::Statement insert_;
 };

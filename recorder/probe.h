@@ -53,6 +53,19 @@ struct RecorderContext {
   bool writes_failed = false;
 };
 
+// Prepares INSERT INTO `table`(`columns`) VALUES (?, ...) with one placeholder per column of
+// the comma-separated `columns`, so that the two cannot disagree; the row's values are bound
+// by their 1-based position in `columns`.
+inline rs::Result<rs::Statement> PrepareInsert(rs::Db& db, std::string_view table,
+                                               std::string_view columns) {
+  std::string placeholders = "?";
+  for (char c : columns) {
+    if (c == ',') placeholders += ", ?";
+  }
+  return db.Prepare("INSERT INTO " + std::string(table) + "(" + std::string(columns) +
+                    ") VALUES (" + placeholders + ")");
+}
+
 class Probe {
  public:
   virtual ~Probe() = default;

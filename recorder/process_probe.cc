@@ -12,43 +12,21 @@ int ExitCodeFromWaitStatus(int32_t status) {
   return 128 + sig;
 }
 
-rs::Result<ProcessEventWriter> ProcessEventWriter::Create(rs::Db& db, std::string node,
-                                                          rs::EventIdAllocator* ids,
-                                                          const rs::MonoToWall* clock) {
-  ProcessEventWriter w;
-  ASSIGN_OR_RETURN(w.insert_,
-                   db.Prepare("INSERT INTO process_events(id, node, timestamp_ns, event, pid, "
-                              "ppid, comm, filename, exit_code) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
-                              "?)"));
-  w.node_ = std::move(node);
-  w.ids_ = ids;
-  w.clock_ = clock;
-  return w;
-}
+const char ProcessEventWriter::kInsertSql[] =
+    "INSERT INTO process_events(id, node, timestamp_ns, event, pid, ppid, comm, filename, "
+    "exit_code) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
 rs::Result<rs_process_event> ProcessEventWriter::Write(std::span<const uint8_t> data) {
-  rs_process_event e;
-  if (data.size() < sizeof(e)) {
-    return rs::Error("process: short record (" + std::to_string(data.size()) + " bytes)");
-  }
-  std::memcpy(&e, data.data(), sizeof(e));
+  ASSIGN_OR_RETURN(const rs_process_event e, ReadEvent<rs_process_event>(data, "process"));
   if (e.kind != RS_PROCESS_EXEC && e.kind != RS_PROCESS_EXIT) {
     return rs::Error("process: unknown event kind " + std::to_string(e.kind));
   }
   bool exec = e.kind == RS_PROCESS_EXEC;
   std::string comm(e.comm, strnlen(e.comm, sizeof(e.comm)));
   std::string filename(e.filename, strnlen(e.filename, sizeof(e.filename)));
-  auto& st = insert_;
-  st.Bind(1, ids_->Next()).Bind(2, node_).Bind(3, clock_->Convert(static_cast<int64_t>(e.ts_ns)));
+  rs::Statement& st = BeginRow(e.ts_ns);
   st.Bind(4, exec ? "exec" : "exit").Bind(5, static_cast<int64_t>(e.pid));
-  if (e.ppid)
-    st.Bind(6, static_cast<int64_t>(e.ppid));
-  else
-    st.BindNull(6);
-  if (comm.empty())
-    st.BindNull(7);
-  else
-    st.Bind(7, comm);
+  st.Bind(6, NullIfZero(e.ppid)).Bind(7, NullIfEmpty(comm));
   if (exec && !filename.empty())
     st.Bind(8, filename);
   else
@@ -71,11 +49,10 @@ rs::Result<void> ProcessProbe::OnSample(std::span<const uint8_t> data) {
 
 rs::Result<void> ProcessProbe::Start(RecorderContext& ctx) {
   ctx_ = &ctx;
-  ASSIGN_OR_RETURN(writer_, ProcessEventWriter::Create(*ctx.db, ctx.node, ctx.ids, ctx.clock));
+  ASSIGN_OR_RETURN(writer_, ProcessEventWriter::Create(ctx));
   SkeletonOps<process_bpf> ops{&process_bpf__open, &process_bpf__load, &process_bpf__destroy};
   ASSIGN_OR_RETURN(process_bpf * skel, Load<process_bpf>(ops, ctx, nullptr));
-  RETURN_IF_ERROR(AttachAll(ctx));
-  return AddRingBuffer(ctx, skel->maps.process_rb);
+  return AttachAndPoll(ctx, skel->maps.process_rb);
 }
 
 }  // namespace rec

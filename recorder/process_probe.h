@@ -14,26 +14,18 @@ namespace rec {
 // exit, 128 + signal number for a process killed by a signal.
 int ExitCodeFromWaitStatus(int32_t status);
 
-class ProcessEventWriter {
+// event bytes -> process_events row.
+class ProcessEventWriter : public KernelEventWriter<ProcessEventWriter> {
  public:
-  static rs::Result<ProcessEventWriter> Create(rs::Db& db, std::string node,
-                                               rs::EventIdAllocator* ids,
-                                               const rs::MonoToWall* clock);
+  static const char kInsertSql[];
   // Returns the decoded event (the probe fans execs out).
   rs::Result<rs_process_event> Write(std::span<const uint8_t> data);
-
- private:
-  rs::Statement insert_;
-  std::string node_;
-  rs::EventIdAllocator* ids_ = nullptr;
-  const rs::MonoToWall* clock_ = nullptr;
 };
 
 class ProcessProbe : public KernelProbe {
  public:
   std::string_view source() const override { return "process"; }
   rs::Result<void> Start(RecorderContext& ctx) override;
-  rs::Result<void> Finish(RecorderContext& ctx) override { return FinishKernel(ctx); }
 
  protected:
   rs::Result<void> OnSample(std::span<const uint8_t> data) override;

@@ -18,48 +18,23 @@ std::string CommOf(const char (&comm)[RS_COMM_LEN]) {
 
 }  // namespace
 
-rs::Result<SchedEventWriter> SchedEventWriter::Create(rs::Db& db, std::string node,
-                                                      rs::EventIdAllocator* ids,
-                                                      const rs::MonoToWall* clock) {
-  SchedEventWriter w;
-  ASSIGN_OR_RETURN(w.insert_,
-                   db.Prepare("INSERT INTO sched_events(id, node, timestamp_ns, duration_ns, "
-                              "event, pid, tid, cpu, other_pid, other_tid, other_comm) VALUES "
-                              "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
-  w.node_ = std::move(node);
-  w.ids_ = ids;
-  w.clock_ = clock;
-  return w;
-}
+const char SchedEventWriter::kInsertSql[] =
+    "INSERT INTO sched_events(id, node, timestamp_ns, duration_ns, event, pid, tid, cpu, "
+    "other_pid, other_tid, other_comm) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
 rs::Result<void> SchedEventWriter::Write(std::span<const uint8_t> data) {
-  rs_sched_event e;
-  if (data.size() < sizeof(e)) {
-    return rs::Error("sched: short record (" + std::to_string(data.size()) + " bytes)");
-  }
-  std::memcpy(&e, data.data(), sizeof(e));
+  ASSIGN_OR_RETURN(const rs_sched_event e, ReadEvent<rs_sched_event>(data, "sched"));
   const char* event = e.kind == RS_SCHED_OFF_CPU ? "off_cpu"
                       : e.kind == RS_SCHED_RUNQ  ? "runq_latency"
                                                  : nullptr;
   if (event == nullptr) return rs::Error("sched: unknown event kind " + std::to_string(e.kind));
-  auto& st = insert_;
-  st.Bind(1, ids_->Next()).Bind(2, node_).Bind(3, clock_->Convert(static_cast<int64_t>(e.ts_ns)));
+  rs::Statement& st = BeginRow(e.ts_ns);
   st.Bind(4, static_cast<int64_t>(e.duration_ns)).Bind(5, event);
   st.Bind(6, static_cast<int64_t>(e.pid)).Bind(7, static_cast<int64_t>(e.tid));
   st.Bind(8, static_cast<int64_t>(e.cpu));
-  if (e.other_pid)
-    st.Bind(9, static_cast<int64_t>(e.other_pid));
-  else
-    st.BindNull(9);
-  if (e.other_tid)
-    st.Bind(10, static_cast<int64_t>(e.other_tid));
-  else
-    st.BindNull(10);
-  std::string comm = CommOf(e.other_comm);
-  if (comm.empty())
-    st.BindNull(11);
-  else
-    st.Bind(11, comm);
+  st.Bind(9, NullIfZero(e.other_pid)).Bind(10, NullIfZero(e.other_tid));
+  const std::string comm = CommOf(e.other_comm);
+  st.Bind(11, NullIfEmpty(comm));
   return st.Run();
 }
 
@@ -98,7 +73,7 @@ rs::Result<int> SchedSummaryWriter::Write(int64_t wall_ns, int64_t interval_ns,
 
 rs::Result<void> SchedProbe::Start(RecorderContext& ctx) {
   ctx_ = &ctx;
-  ASSIGN_OR_RETURN(writer_, SchedEventWriter::Create(*ctx.db, ctx.node, ctx.ids, ctx.clock));
+  ASSIGN_OR_RETURN(writer_, SchedEventWriter::Create(ctx));
   ASSIGN_OR_RETURN(summary_, SchedSummaryWriter::Create(*ctx.db, ctx.node));
   SkeletonOps<sched_bpf> ops{&sched_bpf__open, &sched_bpf__load, &sched_bpf__destroy};
   ASSIGN_OR_RETURN(sched_bpf * skel, Load<sched_bpf>(ops, ctx, [](sched_bpf* s) {
@@ -107,8 +82,7 @@ rs::Result<void> SchedProbe::Start(RecorderContext& ctx) {
   traced_fd_ = bpf_map__fd(skel->maps.traced);
   cpu_stats_fd_ = bpf_map__fd(skel->maps.cpu_stats);
   runq_max_fd_ = bpf_map__fd(skel->maps.runq_max);
-  RETURN_IF_ERROR(AttachAll(ctx));
-  RETURN_IF_ERROR(AddRingBuffer(ctx, skel->maps.sched_rb));
+  RETURN_IF_ERROR(AttachAndPoll(ctx, skel->maps.sched_rb));
   ASSIGN_OR_RETURN(last_, ReadCpuStats());
   last_mono_ns_ = rs::MonotonicNowNs();
   return rs::Ok();

@@ -13,18 +13,10 @@
 namespace rec {
 
 // event bytes -> sched_events row.
-class SchedEventWriter {
+class SchedEventWriter : public KernelEventWriter<SchedEventWriter> {
  public:
-  static rs::Result<SchedEventWriter> Create(rs::Db& db, std::string node,
-                                             rs::EventIdAllocator* ids,
-                                             const rs::MonoToWall* clock);
+  static const char kInsertSql[];
   rs::Result<void> Write(std::span<const uint8_t> data);
-
- private:
-  rs::Statement insert_;
-  std::string node_;
-  rs::EventIdAllocator* ids_ = nullptr;
-  const rs::MonoToWall* clock_ = nullptr;
 };
 
 // One CPU's cumulative counters at one moment (the BPF map values plus the max since the

@@ -31,43 +31,23 @@ std::string TcpCaStateName(uint8_t ca_state) {
   return "CA_" + std::to_string(ca_state);
 }
 
-rs::Result<TcpEventWriter> TcpEventWriter::Create(rs::Db& db, std::string node,
-                                                  rs::EventIdAllocator* ids,
-                                                  const rs::MonoToWall* clock) {
-  TcpEventWriter w;
-  ASSIGN_OR_RETURN(w.insert_,
-                   db.Prepare("INSERT INTO tcp_events(id, node, timestamp_ns, event, family, "
-                              "saddr, daddr, sport, dport, seq, segments, state, netns, pid, "
-                              "ca_state, err) VALUES (?, ?, ?, 'tcp_retransmit_skb', ?, ?, ?, "
-                              "?, ?, ?, ?, ?, ?, ?, ?, ?)"));
-  w.node_ = std::move(node);
-  w.ids_ = ids;
-  w.clock_ = clock;
-  return w;
-}
+const char TcpEventWriter::kInsertSql[] =
+    "INSERT INTO tcp_events(id, node, timestamp_ns, event, family, saddr, daddr, sport, dport, "
+    "seq, segments, state, netns, pid, ca_state, err) VALUES (?, ?, ?, 'tcp_retransmit_skb', ?, "
+    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
 rs::Result<void> TcpEventWriter::Write(std::span<const uint8_t> data) {
-  rs_tcp_event e;
-  if (data.size() < sizeof(e)) {
-    return rs::Error("tcp: short record (" + std::to_string(data.size()) + " bytes, expected " +
-                     std::to_string(sizeof(e)) + ")");
-  }
-  std::memcpy(&e, data.data(), sizeof(e));
+  ASSIGN_OR_RETURN(const rs_tcp_event e, ReadEvent<rs_tcp_event>(data, "tcp"));
   if (e.family != RS_AF_INET && e.family != RS_AF_INET6) {
     return rs::Error("tcp: unknown address family " + std::to_string(e.family));
   }
-  auto& st = insert_;
-  st.Bind(1, ids_->Next()).Bind(2, node_).Bind(3, clock_->Convert(static_cast<int64_t>(e.ts_ns)));
+  rs::Statement& st = BeginRow(e.ts_ns);
   st.Bind(4, e.family == RS_AF_INET6 ? "ipv6" : "ipv4");
   st.Bind(5, FormatAddress(e.family, e.saddr)).Bind(6, FormatAddress(e.family, e.daddr));
   st.Bind(7, static_cast<int64_t>(e.sport)).Bind(8, static_cast<int64_t>(e.dport));
   st.Bind(9, static_cast<int64_t>(e.seq)).Bind(10, static_cast<int64_t>(e.segments));
   st.Bind(11, TcpStateName(e.state)).Bind(12, static_cast<int64_t>(e.netns));
-  if (e.pid)
-    st.Bind(13, static_cast<int64_t>(e.pid));
-  else
-    st.BindNull(13);
-  st.Bind(14, TcpCaStateName(e.ca_state));
+  st.Bind(13, NullIfZero(e.pid)).Bind(14, TcpCaStateName(e.ca_state));
   if (e.flags & RS_TCP_ERR_KNOWN)
     st.Bind(15, static_cast<int64_t>(e.err));
   else
@@ -77,11 +57,10 @@ rs::Result<void> TcpEventWriter::Write(std::span<const uint8_t> data) {
 
 rs::Result<void> TcpProbe::Start(RecorderContext& ctx) {
   ctx_ = &ctx;
-  ASSIGN_OR_RETURN(writer_, TcpEventWriter::Create(*ctx.db, ctx.node, ctx.ids, ctx.clock));
+  ASSIGN_OR_RETURN(writer_, TcpEventWriter::Create(ctx));
   SkeletonOps<tcp_bpf> ops{&tcp_bpf__open, &tcp_bpf__load, &tcp_bpf__destroy};
   ASSIGN_OR_RETURN(tcp_bpf * skel, Load<tcp_bpf>(ops, ctx, nullptr));
-  RETURN_IF_ERROR(AttachAll(ctx));
-  return AddRingBuffer(ctx, skel->maps.tcp_rb);
+  return AttachAndPoll(ctx, skel->maps.tcp_rb);
 }
 
 }  // namespace rec

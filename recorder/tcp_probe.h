@@ -17,25 +17,17 @@ std::string TcpStateName(uint8_t state);
 // 'Open', 'Disorder', 'CWR', 'Recovery', 'Loss' ('CA_<n>' for values this build does not know).
 std::string TcpCaStateName(uint8_t ca_state);
 
-// event bytes -> tcp_events row (pure: testable on an in-memory db).
-class TcpEventWriter {
+// event bytes -> tcp_events row.
+class TcpEventWriter : public KernelEventWriter<TcpEventWriter> {
  public:
-  static rs::Result<TcpEventWriter> Create(rs::Db& db, std::string node, rs::EventIdAllocator* ids,
-                                           const rs::MonoToWall* clock);
+  static const char kInsertSql[];
   rs::Result<void> Write(std::span<const uint8_t> data);
-
- private:
-  rs::Statement insert_;
-  std::string node_;
-  rs::EventIdAllocator* ids_ = nullptr;
-  const rs::MonoToWall* clock_ = nullptr;
 };
 
 class TcpProbe : public KernelProbe {
  public:
   std::string_view source() const override { return "tcp"; }
   rs::Result<void> Start(RecorderContext& ctx) override;
-  rs::Result<void> Finish(RecorderContext& ctx) override { return FinishKernel(ctx); }
 
  protected:
   rs::Result<void> OnSample(std::span<const uint8_t> data) override { return writer_.Write(data); }
