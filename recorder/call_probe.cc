@@ -217,20 +217,14 @@ void CallProbe::NoteWrite(const rs::Result<void>& r) {
   }
 }
 
-rs::Result<void> CallProbe::Finish(RecorderContext& ctx) {
-  if (finished_ || !skel_.active) return rs::Ok();
-  ctx_ = &ctx;
-  ctx.finishing = true;  // set by the loop already; a probe finished alone (tests) sets it here
-  if (attacher_) attacher_->DetachAll();  // no new entries from here on
-  if (lib_mmap_link_) bpf_link__destroy(lib_mmap_link_);
-  lib_mmap_link_ = nullptr;
-  Consume();
-  // Calls entered and never returned (the signature of a hang), oldest first: the slots
-  // whose call is active (exit_ns == 0; entry_ns == 0 is a slot never filled in).
+// Calls entered and never returned (the signature of a hang), oldest first: the slots whose
+// call is active (exit_ns == 0; entry_ns == 0 is a slot never filled in).
+std::vector<std::vector<unsigned char>> CallProbe::InFlightEntries() const {
+  std::vector<std::vector<unsigned char>> pending;
+  if (!skel_.active) return pending;
   const int fd = bpf_map__fd(skel_.active);
   const size_t key_size = bpf_map__key_size(skel_.active);
   const size_t value_size = bpf_map__value_size(skel_.active);
-  std::vector<std::vector<unsigned char>> pending;
   std::vector<unsigned char> key(key_size), next(key_size);
   bool first = true;
   while (bpf_map_get_next_key(fd, first ? nullptr : key.data(), next.data()) == 0) {
@@ -244,6 +238,39 @@ rs::Result<void> CallProbe::Finish(RecorderContext& ctx) {
   }
   std::sort(pending.begin(), pending.end(),
             [this](const auto& a, const auto& b) { return EntryNs(a.data()) < EntryNs(b.data()); });
+  return pending;
+}
+
+std::optional<int64_t> CallProbe::OldestInFlightNs() const {
+  if (finished_) return std::nullopt;
+  const auto pending = InFlightEntries();
+  if (pending.empty()) return std::nullopt;
+  return static_cast<int64_t>(EntryNs(pending.front().data()));
+}
+
+uint64_t CallProbe::WriteInFlightForCut(RecorderContext& ctx) {
+  if (finished_ || !skel_.active) return 0;
+  ctx_ = &ctx;
+  Consume();  // calls that returned meanwhile are rows of their own
+  const auto pending = InFlightEntries();
+  const uint64_t before = events_;
+  SaveDecodeState();
+  for (const auto& v : pending) OnEvent(v.data(), v.size(), /*in_flight=*/true);
+  RestoreDecodeState();  // the calls are decoded again when they return or at Finish
+  return events_ - before;
+}
+
+void CallProbe::ForgetCutRows(uint64_t rows) { events_ -= std::min(rows, events_); }
+
+rs::Result<void> CallProbe::Finish(RecorderContext& ctx) {
+  if (finished_ || !skel_.active) return rs::Ok();
+  ctx_ = &ctx;
+  ctx.finishing = true;  // set by the loop already; a probe finished alone (tests) sets it here
+  if (attacher_) attacher_->DetachAll();  // no new entries from here on
+  if (lib_mmap_link_) bpf_link__destroy(lib_mmap_link_);
+  lib_mmap_link_ = nullptr;
+  Consume();
+  const std::vector<std::vector<unsigned char>> pending = InFlightEntries();
   for (const auto& v : pending) OnEvent(v.data(), v.size(), /*in_flight=*/true);
   final_drops_ = drops();
   RETURN_IF_ERROR(WriteDropReasons(ctx, source(), DropReasons()));

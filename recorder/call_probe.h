@@ -39,6 +39,9 @@ class CallProbe : public Probe {
   std::string method() const override { return method_; }
   uint64_t events() const override { return events_; }
   uint64_t drops() const override;
+  std::optional<int64_t> OldestInFlightNs() const override;
+  uint64_t WriteInFlightForCut(RecorderContext& ctx) override;
+  void ForgetCutRows(uint64_t rows) override;
   // Library loads reported by the kernel (each one scanned at once).
   uint64_t library_loads() const { return library_loads_; }
 
@@ -83,6 +86,10 @@ class CallProbe : public Probe {
     return rs::Ok();
   }
   virtual uint64_t decode_drops() const { return 0; }
+  // Around writing the calls in flight for a cut: a decoder that keeps state (sequence
+  // numbers) saves it first and puts it back after, so each call is decoded once for real.
+  virtual void SaveDecodeState() {}
+  virtual void RestoreDecodeState() {}
 
   // The programs and maps that a probe's own BPF program names (call_probe.bpf.h names the
   // others of Skeleton, the same in every skeleton).
@@ -130,6 +137,8 @@ class CallProbe : public Probe {
   // with its file-name prefix, or not loaded at all).
   static void PrepareLoad(const LoadOptions& opts, bpf_program* entry, bpf_program* ret,
                           bpf_program* lib_mmap, char (&prefix_field)[16], std::string_view prefix);
+  // The calls in flight now, oldest first (the active map's slots without an exit).
+  std::vector<std::vector<unsigned char>> InFlightEntries() const;
   // Detaches (the destructor, before it unloads the skeleton).
   void Shutdown();
   // Destroys the skeleton LoadSkeleton opened (to load it again the other way).

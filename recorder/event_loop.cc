@@ -473,7 +473,30 @@ void Recording::CutFor(const CutRequest& req) {
     return;
   }
   Commit();  // every row decoded so far, and the ring trimmed to the window
-  if (!writing_ || !gate_->Exec("COMMIT").ok()) return;  // VACUUM INTO runs outside one
+  if (!writing_) return;
+  // The calls in flight (a stall's evidence) go into the copy, and out of the ring after it.
+  const int64_t first_in_flight_id = rs::MakeEventId(ids_->key(), ids_->count() + 1);
+  std::vector<uint64_t> in_flight(probes_.size(), 0);
+  for (size_t i = 0; i < probes_.size(); ++i) {
+    if (started_[i]) in_flight[i] = probes_[i]->WriteInFlightForCut(ctx_);
+  }
+  const int64_t last_in_flight_id = rs::MakeEventId(ids_->key(), ids_->count());
+  if (auto r = WriteSources(db_, node_.name, SnapshotSources()); !r.ok() ||
+      !gate_->Exec("COMMIT").ok()) {  // VACUUM INTO runs outside a transaction
+    if (InTransaction()) (void)db_.Exec("ROLLBACK");
+    StopWriting(r.ok() ? sqlite3_errmsg(db_.raw()) : r.error().message());
+    return;
+  }
+  auto forget_in_flight = [&] {
+    for (std::string_view table : {"nccl_events", "cuda_events"}) {
+      (void)db_.Exec("DELETE FROM " + std::string(table) + " WHERE id BETWEEN " +
+                     std::to_string(first_in_flight_id) + " AND " +
+                     std::to_string(last_in_flight_id));
+    }
+    for (size_t i = 0; i < probes_.size(); ++i) {
+      if (in_flight[i]) probes_[i]->ForgetCutRows(in_flight[i]);
+    }
+  };
   CutInfo info = MakeCutInfo(req.reason.c_str());
   info.cut_id = req.cut_id;
   info.requested_by = req.node;
@@ -489,7 +512,11 @@ void Recording::CutFor(const CutRequest& req) {
     Log("cut: %s", cut.error().message().c_str());
     AppendCutLog(opts_.ring_dir, "error: " + cut.error().message());
   }
-  if (auto b = db_.Exec("BEGIN"); !b.ok()) StopWriting(b.error().message());
+  if (auto b = db_.Exec("BEGIN"); !b.ok()) {
+    StopWriting(b.error().message());
+    return;
+  }
+  forget_in_flight();
 }
 
 // At a stop, the live database itself becomes the cut: trimmed to the window, with the

@@ -45,10 +45,16 @@ class NcclProbe : public CallProbe {
   void ForgetProcess(int pid) override { decoder_.ForgetProcess(pid); }
   rs::Result<void> WriteMetadata(RecorderContext& ctx, uint64_t in_flight) override;
   uint64_t decode_drops() const override { return decoder_.abi_mismatches(); }
+  void SaveDecodeState() override { saved_decoder_ = decoder_; }
+  void RestoreDecodeState() override {
+    if (saved_decoder_) decoder_ = std::move(*saved_decoder_);
+    saved_decoder_.reset();
+  }
 
  private:
   bool setup_only_;
   NcclDecoder decoder_;
+  std::optional<NcclDecoder> saved_decoder_;
   rs::Statement insert_;
 };
 

@@ -92,6 +92,10 @@ class Probe {
   // Monotonic time (bpf_ktime_get_ns) the oldest call still in flight entered; none when no
   // call is (--cut-on-stall watches it).
   virtual std::optional<int64_t> OldestInFlightNs() const { return std::nullopt; }
+  // A cut of the ring holds the calls in flight too: written as rows (state 'in_flight')
+  // just before the copy and deleted after it, then forgotten in events(). Returns the rows.
+  virtual uint64_t WriteInFlightForCut(RecorderContext& /*ctx*/) { return 0; }
+  virtual void ForgetCutRows(uint64_t /*rows*/) {}
   // A source --sources left out: its Start fails on purpose and loads nothing.
   virtual bool left_out() const { return false; }
 };

@@ -23,6 +23,7 @@ class EventIdAllocator {
   explicit EventIdAllocator(uint32_t recording_key) : key_(recording_key) {}
   int64_t Next() { return MakeEventId(key_, ++counter_); }
   uint32_t count() const { return counter_; }
+  uint32_t key() const { return key_; }
 
  private:
   uint32_t key_;
