@@ -248,16 +248,20 @@ std::optional<int64_t> CallProbe::OldestInFlightNs() const {
   return static_cast<int64_t>(EntryNs(pending.front().data()));
 }
 
-uint64_t CallProbe::WriteInFlightForCut(RecorderContext& ctx) {
-  if (finished_ || !skel_.active) return 0;
+Probe::CutRows CallProbe::WriteInFlightForCut(RecorderContext& ctx) {
+  if (finished_ || !skel_.active || !ctx.ids) return {};
   ctx_ = &ctx;
   Consume();  // calls that returned meanwhile are rows of their own
   const auto pending = InFlightEntries();
+  CutRows cut;
+  cut.first_id = rs::MakeEventId(ctx.ids->key(), ctx.ids->count() + 1);
   const uint64_t before = events_;
   SaveDecodeState();
   for (const auto& v : pending) OnEvent(v.data(), v.size(), /*in_flight=*/true);
   RestoreDecodeState();  // the calls are decoded again when they return or at Finish
-  return events_ - before;
+  cut.last_id = rs::MakeEventId(ctx.ids->key(), ctx.ids->count());
+  cut.rows = events_ - before;
+  return cut;
 }
 
 void CallProbe::ForgetCutRows(uint64_t rows) { events_ -= std::min(rows, events_); }

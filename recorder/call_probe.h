@@ -40,7 +40,7 @@ class CallProbe : public Probe {
   uint64_t events() const override { return events_; }
   uint64_t drops() const override;
   std::optional<int64_t> OldestInFlightNs() const override;
-  uint64_t WriteInFlightForCut(RecorderContext& ctx) override;
+  CutRows WriteInFlightForCut(RecorderContext& ctx) override;
   void ForgetCutRows(uint64_t rows) override;
   // Library loads reported by the kernel (each one scanned at once).
   uint64_t library_loads() const { return library_loads_; }

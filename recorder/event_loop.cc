@@ -475,12 +475,10 @@ void Recording::CutFor(const CutRequest& req) {
   Commit();  // every row decoded so far, and the ring trimmed to the window
   if (!writing_) return;
   // The calls in flight (a stall's evidence) go into the copy, and out of the ring after it.
-  const int64_t first_in_flight_id = rs::MakeEventId(ids_->key(), ids_->count() + 1);
-  std::vector<uint64_t> in_flight(probes_.size(), 0);
+  std::vector<Probe::CutRows> in_flight(probes_.size());
   for (size_t i = 0; i < probes_.size(); ++i) {
     if (started_[i]) in_flight[i] = probes_[i]->WriteInFlightForCut(ctx_);
   }
-  const int64_t last_in_flight_id = rs::MakeEventId(ids_->key(), ids_->count());
   if (auto r = WriteSources(db_, node_.name, SnapshotSources()); !r.ok() ||
       !gate_->Exec("COMMIT").ok()) {  // VACUUM INTO runs outside a transaction
     if (InTransaction()) (void)db_.Exec("ROLLBACK");
@@ -488,13 +486,12 @@ void Recording::CutFor(const CutRequest& req) {
     return;
   }
   auto forget_in_flight = [&] {
-    for (std::string_view table : {"nccl_events", "cuda_events"}) {
-      (void)db_.Exec("DELETE FROM " + std::string(table) + " WHERE id BETWEEN " +
-                     std::to_string(first_in_flight_id) + " AND " +
-                     std::to_string(last_in_flight_id));
-    }
     for (size_t i = 0; i < probes_.size(); ++i) {
-      if (in_flight[i]) probes_[i]->ForgetCutRows(in_flight[i]);
+      if (in_flight[i].rows == 0) continue;
+      (void)db_.Exec("DELETE FROM " + std::string(EventTableOf(probes_[i]->source())) +
+                     " WHERE id BETWEEN " + std::to_string(in_flight[i].first_id) + " AND " +
+                     std::to_string(in_flight[i].last_id));
+      probes_[i]->ForgetCutRows(in_flight[i].rows);
     }
   };
   CutInfo info = MakeCutInfo(req.reason.c_str());

@@ -18,6 +18,15 @@
 namespace rec {
 namespace {
 
+// One operation of one communicator, as the plugin's slot and its ring record name it.
+bool SameOperation(const rs_gpu_op& a, const rs_gpu_op& b) {
+  return a.nccl_comm_hash == b.nccl_comm_hash && a.func == b.func && a.seq == b.seq &&
+         a.peer == b.peer;
+}
+
+}  // namespace
+namespace {
+
 // Whether `pid` (as this recorder sees pids) is the process whose own pid, in its namespace,
 // is `own_pid` (the region header's pid): the last NSpid of /proc/PID/status.
 bool IsPid(const std::string& proc_root, int pid, int own_pid) {
@@ -270,6 +279,44 @@ void GpuProbe::ReadAll(RecorderContext& ctx, int64_t now_ms) {
   for (const Key& key : gone) Close(ctx, key);
 }
 
+std::optional<int64_t> GpuProbe::OldestInFlightNs() const {
+  std::optional<int64_t> oldest;
+  for (const auto& [key, r] : regions_) {
+    const std::vector<rs_gpu_op> ops = r->reader.InFlight();
+    if (!ops.empty() && (!oldest || ops.front().enqueue_ns < *oldest)) {
+      oldest = ops.front().enqueue_ns;
+    }
+  }
+  return oldest;
+}
+
+// As Close does for a region, without closing it: the ring's records are rows of their own;
+// the operations in the slots that are not among them are the cut's in-flight rows. One
+// that completes between the two reads is in neither: its row comes with the next read.
+Probe::CutRows GpuProbe::WriteInFlightForCut(RecorderContext& ctx) {
+  if (finished_ || !ctx.ids) return {};
+  std::vector<std::pair<Region*, std::vector<rs_gpu_op>>> pending;
+  for (auto& [key, r] : regions_) {
+    std::vector<rs_gpu_op> in_flight = r->reader.InFlight();
+    const std::vector<rs_gpu_op> last = Drain(ctx, *r);
+    std::erase_if(in_flight, [&](const rs_gpu_op& op) {
+      return std::any_of(last.begin(), last.end(), [&](const rs_gpu_op& done) {
+        return SameOperation(op, done);
+      });
+    });
+    pending.emplace_back(r.get(), std::move(in_flight));
+  }
+  CutRows cut;
+  cut.first_id = rs::MakeEventId(ctx.ids->key(), ctx.ids->count() + 1);
+  const uint64_t before = events_;
+  for (const auto& [region, ops] : pending) {
+    for (const rs_gpu_op& op : ops) Write(ctx, *region, op);
+  }
+  cut.last_id = rs::MakeEventId(ctx.ids->key(), ctx.ids->count());
+  cut.rows = events_ - before;
+  return cut;
+}
+
 // Its processes are gone (or recording ends): the last records, then the operations still in
 // its slots, with the state they reached.
 void GpuProbe::Close(RecorderContext& ctx, const Key& key) {
@@ -281,13 +328,9 @@ void GpuProbe::Close(RecorderContext& ctx, const Key& key) {
   // (in both: its ring record wins). The other order could miss it in both.
   std::vector<rs_gpu_op> in_flight = r.reader.InFlight();
   const std::vector<rs_gpu_op> last = Drain(ctx, r);
-  auto same = [](const rs_gpu_op& a, const rs_gpu_op& b) {
-    return a.nccl_comm_hash == b.nccl_comm_hash && a.func == b.func && a.seq == b.seq &&
-           a.peer == b.peer;
-  };
   for (const rs_gpu_op& op : in_flight) {
     bool written = false;
-    for (const rs_gpu_op& done : last) written = written || same(op, done);
+    for (const rs_gpu_op& done : last) written = written || SameOperation(op, done);
     if (written) continue;
     Write(ctx, r, op);
     ++in_flight_;

@@ -53,6 +53,11 @@ class GpuProbe : public Probe {
   std::string note() const override;
   uint64_t events() const override { return events_; }
   uint64_t drops() const override;
+  // The oldest enqueue among the operations in the plugins' slots (enqueued or started, not
+  // completed): on a GPU node, a hung collective is one of these, not a host call.
+  std::optional<int64_t> OldestInFlightNs() const override;
+  CutRows WriteInFlightForCut(RecorderContext& ctx) override;
+  void ForgetCutRows(uint64_t rows) override { events_ -= std::min(rows, events_); }
 
   // Operations the plugin could not hand over, by reason (metadata gpu_drops_<reason>).
   struct Drops {

@@ -92,9 +92,14 @@ class Probe {
   // Monotonic time (bpf_ktime_get_ns) the oldest call still in flight entered; none when no
   // call is (--cut-on-stall watches it).
   virtual std::optional<int64_t> OldestInFlightNs() const { return std::nullopt; }
-  // A cut of the ring holds the calls in flight too: written as rows (state 'in_flight')
-  // just before the copy and deleted after it, then forgotten in events(). Returns the rows.
-  virtual uint64_t WriteInFlightForCut(RecorderContext& /*ctx*/) { return 0; }
+  // A cut of the ring holds the calls in flight too: what the rings hold is written first (as
+  // ever), then the calls in flight as rows (state 'in_flight') whose ids this returns; the
+  // loop deletes them from the source's table after the copy and calls ForgetCutRows.
+  struct CutRows {
+    int64_t first_id = 0, last_id = 0;  // rows first_id..last_id of the source's table
+    uint64_t rows = 0;
+  };
+  virtual CutRows WriteInFlightForCut(RecorderContext& /*ctx*/) { return {}; }
   virtual void ForgetCutRows(uint64_t /*rows*/) {}
   // A source --sources left out: its Start fails on purpose and loads nothing.
   virtual bool left_out() const { return false; }
