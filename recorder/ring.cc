@@ -14,6 +14,7 @@
 #include <fstream>
 #include <thread>
 
+#include "recorder/gpu_probe.h"
 #include "recorder/recording_db.h"
 #include "rscore/clock.h"
 #include "rscore/event_id.h"
@@ -255,6 +256,8 @@ rs::Result<std::string> WriteCut(rs::Db& live, const std::string& cut_dir, const
     ASSIGN_OR_RETURN(rs::Db copy, rs::Db::Open(copy_path, rs::Db::Mode::kReadWrite));
     ASSIGN_OR_RETURN(rs::Transaction tx, rs::Transaction::Begin(copy));
     RETURN_IF_ERROR(WriteCutMetadata(copy, info, ring));
+    // As at the end of a recording: the device's operations join their collectives.
+    RETURN_IF_ERROR(FillGpuCommIdHash(copy, info.node));
     ASSIGN_OR_RETURN(rs::Statement meta,
                      copy.Prepare("INSERT OR REPLACE INTO metadata(key, value) VALUES (?, ?)"));
     for (const auto& [k, v] : {std::pair<std::string, std::string>{"end_ns", std::to_string(end.realtime_ns)},

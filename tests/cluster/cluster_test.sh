@@ -6,7 +6,8 @@
 # collectives enqueued, run later on each rank's device, NCCL's profiler plugin loaded),
 # sync_none | sync_slow | sync_hang (the same with blocking collectives, a CPU framework),
 # interrupt, clock (merge's clock alignment in both modes, with and without the plugin),
-# entry_lateness (the slow fault in both modes: what host-side entry times can show).
+# entry_lateness (the slow fault in both modes: what host-side entry times can show),
+# ring_hang (always-on recorders cut by themselves on the hang, one bundle set for the cluster).
 # Exit 77 = skipped (not root and CI unset). With CI set, a missing prerequisite fails.
 set -euo pipefail
 
@@ -402,6 +403,33 @@ scenario_slow() {
   ((slow_gap * 10 >= 16 * max_other)) || fail "rank $slow's longer compute does not show (${gaps[*]})"
 }
 
+# Always-on recorders (--ring) that cut by themselves (--cut-on-stall) through a cut
+# directory the nodes share: the hang makes one cluster-wide cut, a bundle per node, and the
+# report on those bundles alone names the hung rank from the devices' states.
+scenario_ring_hang() {
+  run_harness hang --ring 60s --cut-on-stall 2s
+  ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
+  grep -q '"end": "hang"' "$OUT/run/truth.json" || fail "the harness did not see the hang"
+  local stall
+  stall=$(compgen -G "$OUT/run/cuts/*-stall-*" || true)
+  [[ $(wc -l <<<"$stall") -eq 1 && -n "$stall" ]] || fail "expected one stall cut, found: $stall"
+  [[ $(compgen -G "$stall/node*.rsb" | wc -l) -eq $NODES ]] ||
+    fail "the stall cut has $(compgen -G "$stall/node*.rsb" | wc -l) of $NODES bundles: $(ls "$stall")"
+  "$BUILD/merger/rankscope-merge" -q -o "$OUT/cut.rsdb" "$stall" || fail "merge of the cut"
+  "$BUILD/analyzer/rankscope-analyze" report "$OUT/cut.rsdb" --format json -o "$OUT/cut.json" ||
+    true  # exit status says what was found
+  python3 - "$OUT/cut.json" "node$FAULT_NODE" "$((FAULT_NODE * RPN))" <<'PY' || fail "report on the cut"
+import json, sys
+report, node, rank = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3])
+hang = report.get("hang") or {}
+assert hang.get("detected"), "no hang in the report of the cut"
+assert node in (hang.get("culprit_nodes") or []), "culprits %s" % hang.get("culprit_nodes")
+print("ok: the stall cut of %s names %s (rank %d) the hang's culprit, confidence %s" % (
+    sys.argv[1], node, rank, hang.get("confidence")))
+PY
+  echo "ok: one cluster-wide stall cut, $NODES bundles: $(basename "$stall")"
+}
+
 scenario_hang() {
   run_harness hang
   ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
@@ -526,7 +554,8 @@ scenario_entry_lateness() {
 }
 
 case "$SCENARIO" in
-  none | loss | cpu | io | slow | hang | crash | interrupt | clock | entry_lateness) "scenario_$SCENARIO" ;;
+  none | loss | cpu | io | slow | hang | crash | interrupt | clock | entry_lateness | ring_hang)
+    "scenario_$SCENARIO" ;;
   sync_none | sync_slow | sync_hang) MODE=sync BUCKETS=1; "scenario_${SCENARIO#sync_}" ;;
   *) fail "unknown scenario" ;;
 esac
