@@ -149,6 +149,8 @@ class Recording {
   void TrimRing();
   void AnswerCutRequest();
   void AnswerPostedRequests();
+  // --cut-keep: this node's oldest cuts go.
+  void KeepCutsUnderCap();
   // --cut-on-stall: a call in flight for longer than that posts a cut request, once per call.
   void WatchForStall();
   void CutFor(const CutRequest& req);
@@ -445,6 +447,12 @@ void Recording::AnswerPostedRequests() {
   }
 }
 
+void Recording::KeepCutsUnderCap() {
+  for (const std::string& gone : RotateCuts(CutDir(opts_), node_.name, opts_.cut_keep_bytes)) {
+    Log("removed the cut %s (--cut-keep %s)", gone.c_str(), FormatBytes(opts_.cut_keep_bytes).c_str());
+  }
+}
+
 void Recording::WatchForStall() {
   std::optional<int64_t> oldest;
   for (size_t i = 0; i < probes_.size(); ++i) {
@@ -505,6 +513,7 @@ void Recording::CutFor(const CutRequest& req) {
     Log("cut %s (requested by %s): %s in %s", req.cut_id.c_str(), req.node.c_str(), cut->c_str(),
         rs::FormatDuration(rs::MonotonicNowNs() - started).c_str());
     AppendCutLog(opts_.ring_dir, *cut);
+    KeepCutsUnderCap();
   } else {
     Log("cut: %s", cut.error().message().c_str());
     AppendCutLog(opts_.ring_dir, "error: " + cut.error().message());
@@ -664,7 +673,10 @@ rs::Result<RecordingSummary> Recording::End() {
   }
   gate_.reset();  // finalizing commits on its own
   RETURN_IF_ERROR(writer_.Finalize(/*with_indexes=*/summary_.unwritten_reason != "no_space"));
-  if (ring_) AppendCutLog(opts_.ring_dir, writer_.out_path());
+  if (ring_) {
+    AppendCutLog(opts_.ring_dir, writer_.out_path());
+    KeepCutsUnderCap();
+  }
   return summary_;
 }
 

@@ -39,6 +39,7 @@ enum LongOnly {
   kOptCutDir,
   kOptTimeout,
   kOptCutOnStall,
+  kOptCutKeep,
 };
 
 const option kLongOptions[] = {
@@ -65,6 +66,7 @@ const option kLongOptions[] = {
     {"cut-dir", required_argument, nullptr, kOptCutDir},
     {"timeout", required_argument, nullptr, kOptTimeout},
     {"cut-on-stall", required_argument, nullptr, kOptCutOnStall},
+    {"cut-keep", required_argument, nullptr, kOptCutKeep},
     {"verbose", no_argument, nullptr, 'v'},
     {"help", no_argument, nullptr, kOptHelp},
     {"version", no_argument, nullptr, kOptVersion},
@@ -164,6 +166,12 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
           return rs::Error("--ring-size '" + std::string(arg) + "': at least 1M" + kHint);
         }
         o.ring_size_bytes = *b;
+        break;
+      }
+      case kOptCutKeep: {
+        auto b = ParseBytes(arg);
+        if (!b.ok()) return rs::Error("--cut-keep '" + std::string(arg) + "': " + b.error().message());
+        o.cut_keep_bytes = *b;
         break;
       }
       case kOptRingDir:
@@ -346,6 +354,8 @@ options:
                               /var/lib/rankscope/ring)
       --cut-dir DIR           where cuts go (default RING_DIR/cuts); a directory shared by
                               the nodes makes every node cut when one does
+      --cut-keep BYTES        remove this node's oldest cuts beyond BYTES (default 10G; 0: keep
+                              all)
       --cut-on-stall D        cut when an NCCL call or a CUDA synchronization has been in
                               flight for D (e.g. 30s): once per stall
   -n, --node NAME             node name (else config 'node =', else $RANKSCOPE_NODE, else hostname)

@@ -19,6 +19,7 @@ std::string_view ScopeName(Scope scope);
 
 inline constexpr uint64_t kDefaultRingSizeBytes = uint64_t{1} << 30;
 inline constexpr const char* kDefaultRingDir = "/var/lib/rankscope/ring";
+inline constexpr uint64_t kDefaultCutKeepBytes = uint64_t{10} << 30;
 
 struct RecorderOptions {
   std::string out;                         // --out FILE.rsb (required, except with --recover)
@@ -54,6 +55,8 @@ struct RecorderOptions {
   uint64_t ring_size_bytes = kDefaultRingSizeBytes;  // --ring-size BYTES: cap on the ring's rows
   std::string ring_dir = kDefaultRingDir;            // --ring-dir DIR
   std::string cut_dir;                               // --cut-dir DIR; default RING_DIR/cuts
+  // --cut-keep BYTES: this node's cuts are removed oldest first beyond this (0: all kept).
+  uint64_t cut_keep_bytes = kDefaultCutKeepBytes;
   // --cut-on-stall D: cut when a call (NCCL, or a CUDA sync) has been in flight for D.
   std::optional<int64_t> cut_on_stall_ns;
   bool cut_command = false;                          // `rankscope-record cut`

@@ -282,6 +282,45 @@ rs::Result<std::string> WriteCut(rs::Db& live, const std::string& cut_dir, const
   return BundleFromDatabase(copy_path, out);
 }
 
+std::vector<std::string> RotateCuts(const std::string& cut_dir, const std::string& node,
+                                    uint64_t max_bytes) {
+  std::vector<std::string> removed;
+  if (max_bytes == 0) return removed;
+  std::vector<std::pair<std::string, uint64_t>> cuts;  // (cut id, bytes), oldest first
+  uint64_t total = 0;
+  DIR* d = opendir(cut_dir.c_str());
+  if (!d) return removed;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    struct stat st {};
+    if (stat((cut_dir + "/" + e->d_name + "/" + node + ".rsb").c_str(), &st) != 0) continue;
+    cuts.emplace_back(e->d_name, static_cast<uint64_t>(st.st_size));
+    total += static_cast<uint64_t>(st.st_size);
+  }
+  closedir(d);
+  std::sort(cuts.begin(), cuts.end());
+  for (size_t i = 0; i + 1 < cuts.size() && total > max_bytes; ++i) {
+    const std::string dir = cut_dir + "/" + cuts[i].first;
+    if (unlink((dir + "/" + node + ".rsb").c_str()) != 0) continue;
+    total -= cuts[i].second;
+    removed.push_back(dir + "/" + node + ".rsb");
+    // The directory goes with its last bundle (and the request that made it).
+    bool bundles_left = false;
+    if (DIR* cd = opendir(dir.c_str())) {
+      while (dirent* e = readdir(cd)) {
+        const std::string name = e->d_name;
+        bundles_left |= name.size() > 4 && name.compare(name.size() - 4, 4, ".rsb") == 0;
+      }
+      closedir(cd);
+    }
+    if (!bundles_left) {
+      unlink((dir + "/request").c_str());
+      rmdir(dir.c_str());
+    }
+  }
+  return removed;
+}
+
 std::string PidFilePath(const std::string& ring_dir) { return ring_dir + "/recorder.pid"; }
 std::string CutLogPath(const std::string& ring_dir) { return ring_dir + "/cuts.log"; }
 

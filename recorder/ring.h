@@ -109,6 +109,12 @@ rs::Result<void> WriteCutMetadata(rs::Db& db, const CutInfo& info, const Ring& r
 rs::Result<std::string> WriteCut(rs::Db& live, const std::string& cut_dir, const CutInfo& info,
                                  const Ring& ring, const rs::ClockRef& end);
 
+// Removes `node`'s oldest cuts (CUT_DIR/*/NODE.rsb, by CUT-ID: its UTC time comes first)
+// while they take more than `max_bytes` together, and a cut directory left without bundles;
+// never the newest. Returns the bundles removed.
+std::vector<std::string> RotateCuts(const std::string& cut_dir, const std::string& node,
+                                    uint64_t max_bytes);
+
 // mkdir -p, mode 0700 (cuts hold what ran on the node).
 rs::Result<void> MakeDirs(const std::string& dir);
 

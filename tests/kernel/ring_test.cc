@@ -146,6 +146,28 @@ TEST(Ring, ACutDirectorySharedByNodesGivesOneSetOfBundles) {
   ASSERT_EQ(b->Stop(SIGINT), 0) << b->stderr_text();
 }
 
+// --cut-keep: this node's oldest cuts go once they take more than the cap, never the newest.
+TEST(Ring, OldCutsGoBeyondTheCap) {
+  REQUIRE_ROOT_OR_SKIP();
+  TempDir dir;
+  const std::string ring = dir.File("ring");
+  auto rec = RecorderProcess::Start({"--ring", "30s", "--ring-dir", ring, "--node", "kring",
+                                     "--sources", "process", "--cut-keep", "1"});
+  ASSERT_TRUE(rec.ok());
+  ASSERT_TRUE(rec->WaitReady()) << rec->stderr_text();
+  Execs(0.5);
+  const std::string first = ShOut(RecorderPath() + " cut --ring-dir " + ring);
+  ASSERT_EQ(access(first.c_str(), F_OK), 0) << first << rec->stderr_text();
+  ASSERT_EQ(rec->Stop(SIGINT), 0) << rec->stderr_text();
+  const std::vector<std::string> log = Lines(ring + "/cuts.log");
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_NE(access(first.c_str(), F_OK), 0) << "the older cut is removed";
+  EXPECT_NE(access(first.substr(0, first.rfind('/')).c_str(), F_OK), 0) << "and its directory";
+  EXPECT_EQ(access(log[1].c_str(), F_OK), 0) << "the newest stays, whatever its size";
+  EXPECT_NE(rec->stderr_text().find("removed the cut " + first), std::string::npos)
+      << rec->stderr_text();
+}
+
 TEST(Ring, ARingLeftByKillIsACutAtTheNextStart) {
   REQUIRE_ROOT_OR_SKIP();
   TempDir dir;
