@@ -475,24 +475,19 @@ void Recording::WatchForStall() {
 
 void Recording::CutFor(const CutRequest& req) {
   answered_.insert(req.cut_id);  // once, written or not
-  if (!writing_) {
-    Log("cut: not written (writing stopped: %s)", summary_.unwritten_reason.c_str());
-    AppendCutLog(opts_.ring_dir, "error: writing stopped (" + summary_.unwritten_reason + ")");
-    return;
-  }
-  Commit();  // every row decoded so far, and the ring trimmed to the window
-  if (!writing_) return;
-  // The calls in flight (a stall's evidence) go into the copy, and out of the ring after it.
   std::vector<Probe::CutRows> in_flight(probes_.size());
-  for (size_t i = 0; i < probes_.size(); ++i) {
-    if (started_[i]) in_flight[i] = probes_[i]->WriteInFlightForCut(ctx_);
+  if (writing_) Commit();  // every row decoded so far, and the ring trimmed to the window
+  if (writing_) {
+    // The calls in flight (a stall's evidence) go into the copy, and out of the ring after.
+    for (size_t i = 0; i < probes_.size(); ++i) {
+      if (started_[i]) in_flight[i] = probes_[i]->WriteInFlightForCut(ctx_);
+    }
+    auto r = WriteSources(db_, node_.name, SnapshotSources());
+    if (r.ok()) r = gate_->Exec("COMMIT");  // VACUUM INTO runs outside a transaction
+    if (!r.ok()) StopWriting(r.error().message());
   }
-  if (auto r = WriteSources(db_, node_.name, SnapshotSources()); !r.ok() ||
-      !gate_->Exec("COMMIT").ok()) {  // VACUUM INTO runs outside a transaction
-    if (InTransaction()) (void)db_.Exec("ROLLBACK");
-    StopWriting(r.ok() ? sqlite3_errmsg(db_.raw()) : r.error().message());
-    return;
-  }
+  // Writing stopped (a full disk): the cut is what was committed until then.
+  if (!writing_ && InTransaction()) (void)db_.Exec("ROLLBACK");
   auto forget_in_flight = [&] {
     for (size_t i = 0; i < probes_.size(); ++i) {
       if (in_flight[i].rows == 0) continue;
@@ -504,6 +499,10 @@ void Recording::CutFor(const CutRequest& req) {
   };
   CutInfo info = MakeCutInfo(req.reason.c_str());
   info.cut_id = req.cut_id;
+  if (!writing_) {
+    info.writing_stopped_ns = summary_.writing_stopped_ns;
+    info.writing_stopped_reason = summary_.unwritten_reason;
+  }
   info.requested_by = req.node;
   info.requested_ns = req.cut_ns;
   const rs::ClockRef end = wall_->TakeRef("end");

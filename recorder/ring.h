@@ -78,6 +78,9 @@ struct CutInfo {
   std::string cut_id;
   std::string requested_by;
   int64_t requested_ns = 0;
+  // Writing had stopped (a full disk): the cut holds what was committed until then.
+  int64_t writing_stopped_ns = 0;
+  std::string writing_stopped_reason;
 };
 
 // CUT_DIR/CUT-ID/NODE.rsb. CUT-ID is the request's, else the UTC time of the cut and its

@@ -217,6 +217,46 @@ TEST(RecorderDurability, FullFileSystemStopsTheWritingAndLeavesABundle) {
   EXPECT_TRUE(TempDbs(dir.File("small")).empty());
 }
 
+// An always-on recorder whose ring directory fills: one line says writing stopped, a cut
+// made after it holds what was committed until then and says so, and the cut made before
+// is untouched.
+TEST(RecorderDurability, FullRingDirectoryKeepsCutting) {
+  REQUIRE_ROOT_OR_SKIP();
+  TempDir dir;
+  Tmpfs small(dir.File("small"), "4m");
+  ASSERT_TRUE(small.mounted());
+  const std::string ring = dir.File("small/ring"), cuts = dir.File("cuts");
+  pid_t sleeper = SpawnSleeper(90);
+  auto p = RecorderProcess::Start({"--ring", "10m", "--ring-dir", ring, "--cut-dir", cuts,
+                                   "--node", "kfull", "--pid", std::to_string(sleeper)});
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(p->WaitReady()) << p->stderr_text();
+  usleep(500'000);
+  const std::string early = ShOut(RecorderPath() + " cut --ring-dir " + ring);
+  ASSERT_FALSE(early.empty()) << p->stderr_text();
+  const std::string early_bytes = ShOut("cksum < " + early);
+  const bool stopped = p->WaitFor("stopped writing events", 60'000);
+  ASSERT_TRUE(stopped) << p->stderr_text();
+  // A later request joins the early one when it comes within 10 s of it.
+  usleep(10'500'000);
+  const std::string late = ShOut(RecorderPath() + " cut --ring-dir " + ring);
+  const int rc = p->Stop(SIGINT, 60'000);
+  Reap(sleeper);
+  const std::string err = p->stderr_text();
+  ASSERT_EQ(rc, 0) << err;
+  EXPECT_EQ(CountOf(err, "stopped writing events"), 1) << err;
+  ASSERT_FALSE(late.empty()) << err;
+  ASSERT_NE(late, early);
+  EXPECT_GT(*QueryBundleInt(late, "SELECT COUNT(*) FROM sched_events"), 1000) << err;
+  EXPECT_EQ(*QueryBundleInt(late, "SELECT COUNT(*) FROM metadata WHERE key = "
+                                  "'writing_stopped_reason' AND value = 'no_space'"),
+            1);
+  EXPECT_EQ(*QueryBundleInt(late, "SELECT events FROM sources WHERE source = 'sched'"),
+            *QueryBundleInt(late, "SELECT COUNT(*) FROM sched_events"));
+  EXPECT_EQ(ShOut("cksum < " + early), early_bytes) << "the earlier cut changed";
+  EXPECT_GT(*QueryBundleInt(early, "SELECT COUNT(*) FROM sched_events"), 0);
+}
+
 // Another process takes the last free byte while the recorder writes: the write fails
 // (ENOSPC), the batch is rolled back, the reserve held back at the start finishes the bundle.
 TEST(RecorderDurability, SuddenlyFullFileSystemStillLeavesABundle) {
