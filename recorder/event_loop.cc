@@ -197,6 +197,9 @@ class Recording {
 
 // Cut requests within this much of each other are one cut (overlapping windows).
 constexpr int64_t kJoinCutsNs = int64_t{10} * 1'000'000'000;
+// A ring's recording ends after this many events (32-bit event ids, with room for the rows
+// the end writes): at 3,000 events a second, after 16 days.
+constexpr uint32_t kRingIdLimit = 0xFFF00000u;
 // How often the cut directory is read for other nodes' requests.
 constexpr int64_t kCutDirPollNs = 500'000'000;
 
@@ -554,6 +557,14 @@ void Recording::Loop() {
     int64_t now = rs::MonotonicNowNs();
     if (opts_.duration_ns && now - t0 >= *opts_.duration_ns) {
       summary_.stop_reason = "duration";
+      return;
+    }
+    if (ring_ && ids_->count() >= kRingIdLimit) {
+      // Event ids are 32-bit per recording: a ring that ran this long ends its recording
+      // (the stop cut keeps the window); a supervisor (the systemd unit) starts a new one.
+      Log("ring: %u events since the recording began, the most one recording numbers; "
+          "ending it (a supervisor starts the next)", ids_->count());
+      summary_.stop_reason = "event_ids";
       return;
     }
     int timeout = config_.poll_timeout_ms;
