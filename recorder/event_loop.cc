@@ -153,6 +153,10 @@ class Recording {
   void KeepCutsUnderCap();
   // --cut-on-stall: a call in flight for longer than that posts a cut request, once per call.
   void WatchForStall();
+  // --cut-on-slowdown: the collectives recorded (NCCL calls, device operations) per window.
+  void WatchForSlowdown();
+  // Posts a request for a cut of `reason` (or joins one) and answers it here.
+  void CutBecause(const char* reason);
   void CutFor(const CutRequest& req);
   CutInfo MakeCutInfo(const char* reason);
   rs::Result<void> PrepareStopCut();
@@ -193,6 +197,7 @@ class Recording {
   std::optional<Ring> ring_;
   std::set<std::string> answered_;  // cut ids this recording has cut for
   int64_t stall_cut_for_ = 0;       // entry time of the call in flight the last stall cut was for
+  std::optional<SlowdownWatch> slowdown_;
 };
 
 // Cut requests within this much of each other are one cut (overlapping windows).
@@ -219,6 +224,7 @@ rs::Result<void> Recording::Begin() {
   if (opts_.ring_ns) {
     ring_.emplace(*opts_.ring_ns, opts_.ring_size_bytes, rs::RecordingKey(summary_.recording_id));
   }
+  if (opts_.cut_on_slowdown) slowdown_.emplace(*opts_.cut_on_slowdown);
 
   own_netns_ = ReadNetnsInode(config_.proc_root, getpid());
   if (opts_.scope == Scope::kNetns) {
@@ -468,7 +474,25 @@ void Recording::WatchForStall() {
   Log("stall: a call has been in flight for %s (--cut-on-stall %s)",
       rs::FormatDuration(now - *oldest).c_str(),
       rs::FormatDuration(*opts_.cut_on_stall_ns).c_str());
-  auto req = PostCutRequest(CutDir(opts_), node_.name, wall_->NowNs(), "stall", kJoinCutsNs);
+  CutBecause("stall");
+}
+
+void Recording::WatchForSlowdown() {
+  uint64_t ops = 0;
+  for (size_t i = 0; i < probes_.size(); ++i) {
+    const std::string_view source = probes_[i]->source();
+    if (source == "nccl" || source == "gpu") ops += EventsOf(i);
+  }
+  if (!slowdown_->Feed(rs::MonotonicNowNs(), ops)) return;
+  Log("slowdown: %llu collectives in the last 10 s against a median of %llu "
+      "(--cut-on-slowdown %.2f)",
+      static_cast<unsigned long long>(slowdown_->last_window_ops()),
+      static_cast<unsigned long long>(slowdown_->median_ops()), *opts_.cut_on_slowdown);
+  CutBecause("slowdown");
+}
+
+void Recording::CutBecause(const char* reason) {
+  auto req = PostCutRequest(CutDir(opts_), node_.name, wall_->NowNs(), reason, kJoinCutsNs);
   if (!req.ok()) {
     Log("cut: %s", req.error().message().c_str());
     return;
@@ -578,6 +602,7 @@ void Recording::Loop() {
     if (ring_ && rs::MonotonicNowNs() - last_cut_poll >= kCutDirPollNs) {
       last_cut_poll = rs::MonotonicNowNs();
       if (opts_.cut_on_stall_ns) WatchForStall();
+      if (slowdown_) WatchForSlowdown();
       AnswerPostedRequests();
     }
     now = rs::MonotonicNowNs();

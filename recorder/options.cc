@@ -40,6 +40,7 @@ enum LongOnly {
   kOptTimeout,
   kOptCutOnStall,
   kOptCutKeep,
+  kOptCutOnSlowdown,
 };
 
 const option kLongOptions[] = {
@@ -67,6 +68,7 @@ const option kLongOptions[] = {
     {"timeout", required_argument, nullptr, kOptTimeout},
     {"cut-on-stall", required_argument, nullptr, kOptCutOnStall},
     {"cut-keep", required_argument, nullptr, kOptCutKeep},
+    {"cut-on-slowdown", required_argument, nullptr, kOptCutOnSlowdown},
     {"verbose", no_argument, nullptr, 'v'},
     {"help", no_argument, nullptr, kOptHelp},
     {"version", no_argument, nullptr, kOptVersion},
@@ -166,6 +168,15 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
           return rs::Error("--ring-size '" + std::string(arg) + "': at least 1M" + kHint);
         }
         o.ring_size_bytes = *b;
+        break;
+      }
+      case kOptCutOnSlowdown: {
+        ASSIGN_OR_RETURN(double f, ParseDouble("--cut-on-slowdown", arg));
+        if (f <= 0 || f >= 1) {
+          return rs::Error("--cut-on-slowdown '" + std::string(arg) +
+                           "': a fraction between 0 and 1 (e.g. 0.5)" + kHint);
+        }
+        o.cut_on_slowdown = f;
         break;
       }
       case kOptCutKeep: {
@@ -293,8 +304,9 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
     }
     return o;
   }
-  if (o.cut_on_stall_ns && !o.ring_ns) {
-    return rs::Error(std::string("--cut-on-stall cuts the ring: give --ring too") + kHint);
+  if ((o.cut_on_stall_ns || o.cut_on_slowdown) && !o.ring_ns) {
+    return rs::Error(std::string(o.cut_on_stall_ns ? "--cut-on-stall" : "--cut-on-slowdown") +
+                     " cuts the ring: give --ring too" + kHint);
   }
   if (o.ring_ns) {
     if (!o.out.empty() || o.recover) {
@@ -356,6 +368,9 @@ options:
                               the nodes makes every node cut when one does
       --cut-keep BYTES        remove this node's oldest cuts beyond BYTES (default 10G; 0: keep
                               all)
+      --cut-on-slowdown F     cut when this node's collectives per 10 s fall below F (e.g.
+                              0.5) of their median over the last 5 minutes: once per
+                              slowdown
       --cut-on-stall D        cut when an NCCL call or a CUDA synchronization has been in
                               flight for D (e.g. 30s): once per stall
   -n, --node NAME             node name (else config 'node =', else $RANKSCOPE_NODE, else hostname)

@@ -59,6 +59,9 @@ struct RecorderOptions {
   uint64_t cut_keep_bytes = kDefaultCutKeepBytes;
   // --cut-on-stall D: cut when a call (NCCL, or a CUDA sync) has been in flight for D.
   std::optional<int64_t> cut_on_stall_ns;
+  // --cut-on-slowdown FRACTION: cut when the node's collective rate over 10 s falls below
+  // FRACTION of its median over the last 5 minutes.
+  std::optional<double> cut_on_slowdown;
   bool cut_command = false;                          // `rankscope-record cut`
   int64_t cut_timeout_ns = int64_t{120} * 1'000'000'000;  // cut --timeout D
   bool verbose = false;  // -v

@@ -86,6 +86,14 @@ TEST(ParseOptions, RingAndCut) {
   EXPECT_NE(ErrorOf({"--ring", "2s", "--ring-size", "10K"}).find("at least 1M"), std::string::npos);
   EXPECT_NE(ErrorOf({"--ring", "2s", "--ring-size", "2X"}).find("unknown unit"), std::string::npos);
 
+  o = MustParse({"--ring", "2s", "--cut-on-slowdown", "0.5", "--cut-on-stall", "30s"});
+  EXPECT_EQ(*o.cut_on_slowdown, 0.5);
+  EXPECT_EQ(*o.cut_on_stall_ns, int64_t{30'000'000'000});
+  EXPECT_NE(ErrorOf({"--ring", "2s", "--cut-on-slowdown", "1.5"}).find("between 0 and 1"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf({"--out", "x.rsb", "--cut-on-slowdown", "0.5"}).find("give --ring too"),
+            std::string::npos);
+
   o = MustParse({"cut", "--ring-dir", "/r", "--timeout", "5s"});
   EXPECT_TRUE(o.cut_command);
   EXPECT_EQ(o.ring_dir, "/r");

@@ -131,6 +131,33 @@ uint64_t Ring::aged_out(std::string_view table) const {
 uint64_t Ring::aged_out_total() const { return aged_out_total_; }
 uint64_t Ring::size_dropped_total() const { return size_dropped_total_; }
 
+bool SlowdownWatch::Feed(int64_t now_ns, uint64_t ops) {
+  if (window_start_ns_ == 0) {
+    window_start_ns_ = now_ns;
+    ops_at_window_start_ = ops;
+    return false;
+  }
+  if (now_ns - window_start_ns_ < kWindowNs) return false;
+  const uint64_t window = ops - ops_at_window_start_;
+  window_start_ns_ = now_ns;
+  ops_at_window_start_ = ops;
+  bool fire = false;
+  if (windows_.size() >= kMinHistory) {
+    std::vector<uint64_t> sorted(windows_.begin(), windows_.end());
+    std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+    median_ = sorted[sorted.size() / 2];
+    last_ = window;
+    const bool slow = median_ > 0 && static_cast<double>(window) < fraction_ * median_;
+    fire = slow && armed_;
+    armed_ = !slow;
+    // A slow window does not lower the median it is judged by.
+    if (slow) return fire;
+  }
+  windows_.push_back(window);
+  if (windows_.size() > kHistory) windows_.pop_front();
+  return fire;
+}
+
 std::string CutPath(const std::string& cut_dir, const CutInfo& info) {
   const std::string id =
       info.cut_id.empty() ? UtcStamp(info.cut_ns) + "-" + info.reason : info.cut_id;

@@ -68,6 +68,31 @@ class Ring {
   uint64_t aged_out_total_ = 0, size_dropped_total_ = 0;
 };
 
+// --cut-on-slowdown FRACTION: the node's collective rate (NCCL calls and the plugin's device
+// operations recorded per second) over the last window against the median of its recent
+// windows. Fires once when it falls below FRACTION of that median, again only after it came
+// back above it.
+class SlowdownWatch {
+ public:
+  static constexpr int64_t kWindowNs = int64_t{10} * 1'000'000'000;
+  static constexpr size_t kHistory = 30;     // the windows the median is taken over (5 min)
+  static constexpr size_t kMinHistory = 6;   // windows needed before anything is judged
+  explicit SlowdownWatch(double fraction) : fraction_(fraction) {}
+  // `ops`: the operations recorded since the start, read at `now_ns`; true: cut now.
+  bool Feed(int64_t now_ns, uint64_t ops);
+  // The last judged window's rate and the median it was held against (ops per window).
+  uint64_t last_window_ops() const { return last_; }
+  uint64_t median_ops() const { return median_; }
+
+ private:
+  double fraction_;
+  std::deque<uint64_t> windows_;  // ops per closed window, oldest first
+  int64_t window_start_ns_ = 0;
+  uint64_t ops_at_window_start_ = 0;
+  bool armed_ = true;
+  uint64_t last_ = 0, median_ = 0;
+};
+
 // What a cut says about itself (metadata cut_*).
 struct CutInfo {
   std::string reason;  // request, stop, recovered
