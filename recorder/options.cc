@@ -364,6 +364,7 @@ options:
                               the oldest go first, counted in the cut's metadata
       --ring-dir DIR          the ring's working database and recorder.pid (default
                               /var/lib/rankscope/ring)
+      --timeout D             cut only: how long to wait for the cut (default 2m)
       --cut-dir DIR           where cuts go (default RING_DIR/cuts); a directory shared by
                               the nodes makes every node cut when one does
       --cut-keep BYTES        remove this node's oldest cuts beyond BYTES (default 10G; 0: keep

@@ -215,7 +215,9 @@ check_async_pattern() {  # expected collectives
 # Merges the run's bundles and checks every node's clock alignment against what was injected:
 #   check_alignment "SKEW0 SKEW1 ..." "DRIFT0 DRIFT1 ..." TOLERANCE_NS [DRIFT_TOLERANCE_PPM]
 # Offsets are relative to the reference node the merge chose; each must be within TOLERANCE_NS
-# of the truth and within its own error bound, and drifts within DRIFT_TOLERANCE_PPM (10).
+# of the truth and within its own error bound, and drifts within DRIFT_TOLERANCE_PPM (10) -
+# unless the merge says it could not fit one (too scattered), when its bound must hold the
+# injected drift over the whole recording.
 check_alignment() {
   local -a skew=($1) drift=($2)
   local tolerance=$3 drift_tolerance=${4:-10}
@@ -247,6 +249,19 @@ check_alignment() {
     ((err <= tolerance)) || fail_alignment "node$k: offset $off ns is $err ns from the injected $want ns (> $tolerance ns)"
     ((err <= bound)) || fail_alignment "node$k: the bound $bound ns does not contain the injected offset ($err ns away)"
     want=$((drift[k] - drift[ref]))
+    if [[ $(sqlite3 -batch -noheader "$merged" "SELECT note LIKE '%bound allows undetected drift%'
+          FROM clock_alignment WHERE node = 'node$k'") == 1 ]]; then
+      # The merge found the evidence too scattered to fit a drift and says so: its bound must
+      # then hold what the injected drift does over the whole recording.
+      local span_ns drift_ns
+      span_ns=$(sqlite3 -batch -noheader "$merged" "SELECT MAX(timestamp_ns) - MIN(timestamp_ns)
+                FROM nccl_events")
+      drift_ns=$((${want#-} * span_ns / 1000000))
+      echo "node$k: drift left undetermined by the merge; $drift_ns ns over the recording, bound $bound ns"
+      ((err + drift_ns <= bound)) ||
+        fail_alignment "node$k: no drift fitted and the bound $bound ns does not hold the injected drift ($drift_ns ns) and the error ($err ns)"
+      continue
+    fi
     ((ppm - want <= drift_tolerance && want - ppm <= drift_tolerance)) ||
       fail_alignment "node$k: drift $ppm ppm, injected $want ppm (tolerance $drift_tolerance ppm)"
   done
@@ -266,10 +281,12 @@ scenario_clock() {
   # 10 ppm (0-8 us with the plugin; 1-5 us on the blocking calls, one 58 us at 300 steps).
   # The blocking run has one collective per step (two in async mode): 600 steps give its drift
   # fit as many points over a longer span (a 6 ppm slope error, 58 us at the start, was seen at
-  # 300 steps on a loaded machine).
+  # 300 steps on a loaded machine). The run without the plugin takes 600 steps too: at 300, its
+  # wakeups scattered by 236 us left a 20 ppm drift under four standard errors, so the merge
+  # (rightly) fitted none and the constant offset was 146-153 us off at the recording's ends.
   local skew="0 37000000 -41000000" drift="0 20 -20" mode plugin tolerance drift_tolerance evidence
   NODES=3 RPN=1 WORLD=3
-  for run in "async on 50000 300 10" "async off 150000 300 15" "sync off 50000 600 10"; do
+  for run in "async on 50000 300 10" "async off 150000 600 15" "sync off 50000 600 10"; do
     read -r mode plugin tolerance STEPS drift_tolerance <<<"$run"
     MODE=$mode
     rm -rf "$OUT/run" "$OUT/merged.rsdb"
