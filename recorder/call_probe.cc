@@ -1,5 +1,7 @@
 #include "recorder/call_probe.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -241,11 +243,32 @@ std::vector<std::vector<unsigned char>> CallProbe::InFlightEntries() const {
   return pending;
 }
 
+// The slots are keyed by thread id (its low 32 bits). A thread that died inside a call (its
+// process was killed) leaves its slot behind: written as in flight at the end, but no stall
+// now, and it must not hide a later one.
 std::optional<int64_t> CallProbe::OldestInFlightNs() const {
-  if (finished_) return std::nullopt;
-  const auto pending = InFlightEntries();
-  if (pending.empty()) return std::nullopt;
-  return static_cast<int64_t>(EntryNs(pending.front().data()));
+  if (finished_ || !skel_.active) return std::nullopt;
+  const int fd = bpf_map__fd(skel_.active);
+  const size_t key_size = bpf_map__key_size(skel_.active);
+  if (key_size < sizeof(uint32_t)) return std::nullopt;
+  std::vector<unsigned char> key(key_size), next(key_size);
+  std::vector<unsigned char> value(bpf_map__value_size(skel_.active));
+  std::optional<int64_t> oldest;
+  bool first = true;
+  while (bpf_map_get_next_key(fd, first ? nullptr : key.data(), next.data()) == 0) {
+    first = false;
+    key = next;
+    if (bpf_map_lookup_elem(fd, key.data(), value.data()) != 0 || ExitNs(value.data()) != 0) {
+      continue;
+    }
+    const auto entry = static_cast<int64_t>(EntryNs(value.data()));
+    if (entry == 0 || (oldest && entry >= *oldest)) continue;
+    uint32_t tid = 0;
+    std::memcpy(&tid, key.data(), sizeof(tid));
+    if (kill(static_cast<pid_t>(tid), 0) != 0 && errno == ESRCH) continue;  // the thread is gone
+    oldest = entry;
+  }
+  return oldest;
 }
 
 Probe::CutRows CallProbe::WriteInFlightForCut(RecorderContext& ctx) {

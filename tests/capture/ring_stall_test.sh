@@ -7,7 +7,8 @@
 #  - as on a GPU node (gpu_scenario hang, asynchronous collectives, rankscope's profiler
 #    plugin): rank 0's calls return, its device waits; only the plugin's slots show it.
 # Each time one cut with reason 'stall' appears, holding the hung operation in flight, and
-# the report on it names the hang and rank 1.
+# the report on it names the hang and rank 1. In the first case a second hang, after the
+# first one's ranks were killed, is cut again (a dead thread's call is no stall).
 # Usage: ring_stall_test.sh BUILD_DIR
 set -euo pipefail
 BUILD=$1
@@ -83,6 +84,23 @@ $(q "SELECT rank, op, seq, state FROM nccl_events")"
 
   kill -9 -- "-$scen_pid" 2>/dev/null || true
   scen_pid=""
+  if [[ -n "${AGAIN:-}" ]]; then
+    # The killed rank's call stays in the probe's slots (written as in flight at the end) but
+    # is no stall: a new hang after the join window (10 s) is cut again.
+    sleep 11
+    NCCL_COMM_ID=127.0.0.1:$((port + 1)) RANKSCOPE_TESTLIB_TIMEOUT_S=60 setsid "$@" \
+      >"$dir/$node.again.out" 2>&1 &
+    scen_pid=$!
+    wait_for "$dir/$node.again.out" "hanging" 30 || fail "$node: no second hang"
+    for ((i = 0; i < 150; ++i)); do
+      (($(grep -c -- "-stall-$node/$node.rsb" "$ring/cuts.log") == 2)) && break
+      sleep 0.1
+    done
+    [[ $(grep -c -- "-stall-$node/$node.rsb" "$ring/cuts.log") -eq 2 ]] ||
+      fail "$node: the second hang was not cut: $(cat "$ring/cuts.log") $(cat "$dir/$node.log")"
+    kill -9 -- "-$scen_pid" 2>/dev/null || true
+    scen_pid=""
+  fi
   kill -INT "$rec_pid"
   wait "$rec_pid" || fail "$node: recorder exit status $?: $(cat "$dir/$node.log")"
   rec_pid=""
@@ -97,7 +115,7 @@ table_of() {
   esac
 }
 
-stall_case kblock nccl,process \
+AGAIN=1 stall_case kblock nccl,process \
   "SELECT COUNT(*) FROM nccl_events WHERE op = 'ALL_REDUCE' AND seq = 2 AND state = 'in_flight'
    AND rank = 0" \
   "$SCENARIO" hang
