@@ -33,6 +33,18 @@ class LayoutTest : public ::testing::Test {
     return r.ok() ? std::move(r).value() : ExportResult{};
   }
   static std::string ReadAll(const std::string& path) { return testing::ReadFile(path); }
+  // Exports `path` to PATH.pftrace and decodes it; the decoder found no error in it.
+  static testing::DecodedTrace ExportAndDecode(const std::string& path) {
+    ExportOptions o;
+    o.input = path;
+    o.output = path + ".pftrace";
+    ExportOk(o);
+    auto t = DecodePerfettoTrace(o.output);
+    EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message());
+    if (!t.ok()) return {};
+    for (const std::string& e : t->errors) ADD_FAILURE() << e;
+    return std::move(t).value();
+  }
   std::string dir_;
 };
 
@@ -76,13 +88,8 @@ INSERT INTO block_events(id, node, timestamp_ns, duration_ns, dev, op, bytes) VA
 TEST_F(LayoutTest, NodesAndRanksInNaturalOrder) {
   const std::string path = dir_ + "/order.rsdb";
   WriteOrderingDb(path, true);
-  ExportOptions o;
-  o.input = path;
-  o.output = path + ".pftrace";
-  ExportOk(o);
-  auto t = DecodePerfettoTrace(o.output);
-  ASSERT_TRUE(t.ok());
-  for (const std::string& e : t->errors) ADD_FAILURE() << e;
+  const testing::DecodedTrace decoded = ExportAndDecode(path);
+  const testing::DecodedTrace* t = &decoded;
   // Root tracks (the nodes) and the ranks under node2, by sibling rank.
   std::vector<std::pair<int32_t, std::string>> roots, ranks;
   uint64_t node2 = 0;
@@ -110,6 +117,8 @@ TEST_F(LayoutTest, NodesAndRanksInNaturalOrder) {
             (std::vector<std::string>{"node2 / rank 9 (pid 61)", "node2 / rank 10 (pid 60)"}));
 
   // Chrome JSON: process_sort_index puts the same tracks in the same order.
+  ExportOptions o;
+  o.input = path;
   o.format = Format::kChromeJson;
   o.output = path + ".json";
   ExportOk(o);
@@ -151,13 +160,8 @@ TEST_F(LayoutTest, DiskRequestsPackIntoLanesUnderOneTrackPerDevice) {
       ASSERT_TRUE(db.ok());
       ASSERT_TRUE(db->Exec("DROP TABLE block_devices").ok());
     }
-    ExportOptions o;
-    o.input = path;
-    o.output = path + ".pftrace";
-    ExportOk(o);
-    auto t = DecodePerfettoTrace(o.output);
-    ASSERT_TRUE(t.ok());
-    for (const std::string& e : t->errors) ADD_FAILURE() << e;
+    const testing::DecodedTrace decoded = ExportAndDecode(path);
+    const testing::DecodedTrace* t = &decoded;
     uint64_t node1 = 0;
     for (const auto& [uuid, d] : t->tracks) {
       if (d.name() == "node1") node1 = uuid;
