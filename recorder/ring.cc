@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "recorder/gpu_probe.h"
+#include "recorder/log.h"
 #include "recorder/recording_db.h"
 #include "rscore/clock.h"
 #include "rscore/event_id.h"
@@ -375,6 +376,11 @@ void ReleaseRingDir(const std::string& ring_dir) { unlink(PidFilePath(ring_dir).
 void AppendCutLog(const std::string& ring_dir, const std::string& line) {
   std::ofstream out(CutLogPath(ring_dir), std::ios::app);
   out << line << "\n";
+  // `rankscope-record cut` waits for this line: without it, it says it timed out.
+  if (!out.flush()) {
+    Log("%s: cannot append the cut's line: %s", CutLogPath(ring_dir).c_str(),
+        std::strerror(errno));
+  }
 }
 
 rs::Result<std::string> RequestCut(const std::string& ring_dir, int64_t timeout_ns) {
