@@ -11,6 +11,7 @@
 #include "clock_bounds.h"
 #include "collectives.h"
 #include "device_arrival.h"
+#include "fr_hang.h"
 #include "hang.h"
 #include "hang_activity.h"
 #include "lateness_straggler.h"
@@ -584,6 +585,7 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   });
   r.per_node = NodeStats(data);
   RETURN_IF_ERROR(AddHang(db, data, r));
+  RETURN_IF_ERROR(AddFlightRecorder(db, r));
   const std::vector<ArrivalStats> wait_stats =
       data.device_collectives > 0 ? AsWaitStats(stats) : std::vector<ArrivalStats>{};
   bool on_waits = false;

@@ -139,6 +139,26 @@ std::string RenderHtml(const Report& r) {
            "doing"},
           rows, marked);
   }
+  if (const auto& fr = r.flight_recorder) {
+    o << "<h2>Flight Recorder</h2><p id='flight-recorder'>" << HtmlEscape(FlightRecorderLine(*fr))
+      << ".</p>";
+    if (fr->agreement == "agree" || fr->agreement == "disagree") {
+      o << "<p>Their hang: " << HtmlEscape(fr->hang.summary) << " (confidence "
+        << HtmlEscape(HangConfidence(fr->hang)) << ").</p>";
+    }
+    if (!fr->hang.mismatches.empty()) {
+      o << "<ul>";
+      for (const Mismatch& m : fr->hang.mismatches) {
+        o << "<li>mismatch at seq " << m.seq << " (" << HtmlEscape(m.process_group) << "), "
+          << HtmlEscape(m.field) << ":";
+        for (const auto& [value, who] : m.variants) {
+          o << " " << HtmlEscape(value) << " x" << who.size();
+        }
+        o << "</li>";
+      }
+      o << "</ul>";
+    }
+  }
   std::vector<bool> marked_rows;
   for (size_t k = 0; k < r.plots.lateness.row_nodes.size(); ++k) {
     marked_rows.push_back(Marked(r, r.plots.lateness.row_nodes[k], r.plots.lateness.row_ranks[k]));

@@ -100,13 +100,16 @@ void Findings(rs::JsonWriter& w, const std::vector<Straggler>& findings) {
 void Hang(rs::JsonWriter& w, const HangReport& h) {
   w.BeginObject().Key("detected").Bool(h.detected);
   w.Key("comm_id_hash");
-  // As stored in the database (signed 64-bit), so `WHERE comm_id_hash = ...` matches.
-  if (h.detected) {
+  // As stored in the database (signed 64-bit), so `WHERE comm_id_hash = ...` matches. A
+  // Flight Recorder process group no recorded communicator matches has none.
+  const bool comm = h.detected && (h.comm_id_hash != 0 || h.basis != "flight_recorder");
+  if (comm) {
     w.Int(static_cast<int64_t>(h.comm_id_hash));
   } else {
     w.Null();
   }
-  w.Key("comm_id_hex").String(h.detected ? rs::HashHex(h.comm_id_hash) : "");
+  w.Key("comm_id_hex").String(comm ? rs::HashHex(h.comm_id_hash) : "");
+  w.Key("process_group").String(h.process_group);
   w.Key("seq");
   if (h.detected) {
     w.Int(h.seq);
@@ -155,6 +158,7 @@ void Hang(rs::JsonWriter& w, const HangReport& h) {
   for (const Mismatch& m : h.mismatches) {
     w.BeginObject().Key("comm_id_hash").Int(static_cast<int64_t>(m.comm_id_hash));
     w.Key("comm_id_hex").String(rs::HashHex(m.comm_id_hash));
+    w.Key("process_group").String(m.process_group);
     w.Key("seq").Int(m.seq).Key("field").String(m.field).Key("variants").BeginArray();
     for (const auto& [value, who] : m.variants) {
       w.BeginObject().Key("value").String(value).Key("ranks").BeginArray();
@@ -190,6 +194,21 @@ std::string RenderJson(const Report& r) {
   Findings(w, r.observations);
   w.Key("hang");
   Hang(w, r.hang);
+  w.Key("flight_recorder");
+  if (const auto& fr = r.flight_recorder) {
+    w.BeginObject().Key("dumps").Int(fr->dumps).Key("dumped_ranks").BeginArray();
+    for (int64_t x : fr->dumped_ranks) w.Int(x);
+    w.EndArray().Key("missing_ranks").BeginArray();
+    for (int64_t x : fr->missing_ranks) w.Int(x);
+    w.EndArray().Key("versions").BeginArray();
+    for (const auto& v : fr->versions) w.String(v);
+    w.EndArray().Key("unaligned_dumps").Int(fr->unaligned_dumps);
+    w.Key("agreement").String(fr->agreement).Key("hang");
+    Hang(w, fr->hang);
+    w.EndObject();
+  } else {
+    w.Null();
+  }
   w.Key("clock").BeginObject();
   for (const NodeClock& c : r.clock) {
     w.Key(c.node).BeginObject().Key("offset_ns").Int(c.offset_ns);

@@ -91,10 +91,25 @@ std::string RenderMarkdown(const Report& r) {
     o << "\n";
   }
   for (const Mismatch& m : r.hang.mismatches) {
-    o << "- mismatch at seq " << m.seq << " (" << rs::HashHex(m.comm_id_hash) << "), "
+    o << "- mismatch at seq " << m.seq << " ("
+      << (m.process_group.empty() ? rs::HashHex(m.comm_id_hash) : Md(m.process_group)) << "), "
       << Md(m.field) << ":";
     for (const auto& [value, who] : m.variants) o << " " << Md(value) << " x" << who.size();
     o << "\n";
+  }
+  if (const auto& fr = r.flight_recorder) {
+    o << "## Flight Recorder\n\n" << Md(FlightRecorderLine(*fr)) << ".\n\n";
+    if (fr->agreement == "agree" || fr->agreement == "disagree") {
+      o << "Their hang: " << Md(fr->hang.summary) << " (confidence "
+        << Md(HangConfidence(fr->hang)) << ").\n\n";
+    }
+    for (const Mismatch& m : fr->hang.mismatches) {
+      o << "- mismatch at seq " << m.seq << " (" << Md(m.process_group) << "), " << Md(m.field)
+        << ":";
+      for (const auto& [value, who] : m.variants) o << " " << Md(value) << " x" << who.size();
+      o << "\n";
+    }
+    if (!fr->hang.mismatches.empty()) o << "\n";
   }
   o << "## Per rank\n\n| node | rank | collectives | on device | last | median lateness |"
        " p90 lateness | median host lateness | median duration |\n"

@@ -145,6 +145,7 @@ struct RankProgress {
 
 struct Mismatch {
   uint64_t comm_id_hash = 0;
+  std::string process_group;  // Flight Recorder mismatches: 'process group 0 (default_pg)'
   int64_t seq = 0;
   std::string field;  // 'op' | 'count' | 'datatype' | 'root'
   // value -> the ranks (labels) that used it
@@ -164,11 +165,27 @@ struct HangReport {
   // High, or medium where device-side state was not seen; empty without a hang.
   std::optional<Confidence> confidence;
   // 'device' (gpu_ops states), 'host_call' (blocking calls in flight), 'host_enqueue' (who
-  // enqueued what, the others blocked in CUDA sync calls; device state not seen)
+  // enqueued what, the others blocked in CUDA sync calls; device state not seen),
+  // 'flight_recorder' (PyTorch Flight Recorder dumps: fr_hang.h)
   std::string basis;
+  std::string process_group;  // basis 'flight_recorder': 'process group 0 (default_pg)'
   std::string summary;
   std::vector<RankProgress> progress;  // of the stuck communicator (or every one if no hang)
   std::vector<Mismatch> mismatches;
+};
+
+// What PyTorch Flight Recorder dumps merged into the recording say (fr_hang.h).
+struct FlightRecorderSummary {
+  int dumps = 0;
+  std::vector<int64_t> dumped_ranks;
+  std::vector<int64_t> missing_ranks;  // members of a process group without a dump
+  std::vector<std::string> versions;   // the dumps' schema versions, each once
+  int unaligned_dumps = 0;             // dumps whose times are their host's wall clock
+  HangReport hang;                     // basis 'flight_recorder'
+  // How it compares with the recorder's own hang analysis: 'agree' | 'disagree' (both are
+  // shown, confidence lowered) | 'flight_recorder_only' (the hang verdict comes from the dumps)
+  // | 'recorder_only' | 'no_hang'.
+  std::string agreement;
 };
 
 // Time series for the plots (time in ns since the report's time zero). The plots span the
@@ -245,6 +262,7 @@ struct Report {
   // measured): shown apart, never in the verdict.
   std::vector<Straggler> observations;
   HangReport hang;
+  std::optional<FlightRecorderSummary> flight_recorder;  // present where dumps were merged
   std::vector<NodeClock> clock;
   std::vector<ArrivalStats> per_rank;
   std::vector<ArrivalStats> per_node;

@@ -33,6 +33,45 @@ std::string HangConfidence(const HangReport& h) {
   return h.confidence ? ConfidenceName(*h.confidence) : "";
 }
 
+namespace {
+
+std::string Ranges(const std::vector<int64_t>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    out += (out.empty() ? "" : ", ") + std::to_string(ranks[i]);
+    if (j > i) out += "-" + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FlightRecorderLine(const FlightRecorderSummary& fr) {
+  std::string versions;
+  for (const std::string& v : fr.versions) versions += (versions.empty() ? "" : ", ") + v;
+  std::string line = std::to_string(fr.dumps) + " PyTorch Flight Recorder dump(s) (version " +
+                     versions + ") of rank(s) " + Ranges(fr.dumped_ranks);
+  if (!fr.missing_ranks.empty()) line += "; no dump for rank(s) " + Ranges(fr.missing_ranks);
+  if (fr.unaligned_dumps > 0) {
+    line += "; " + std::to_string(fr.unaligned_dumps) + " on their host's wall clock (unaligned)";
+  }
+  if (fr.agreement == "agree") {
+    line += "; their hang agrees with the recording's";
+  } else if (fr.agreement == "disagree") {
+    line += "; their hang DISAGREES with the recording's (both shown)";
+  } else if (fr.agreement == "flight_recorder_only") {
+    line += "; the hang above comes from them";
+  } else if (fr.agreement == "recorder_only") {
+    line += "; they show no stuck operation (the hang above is the recording's)";
+  } else {
+    line += "; no stuck operation in them";
+  }
+  return line;
+}
+
 std::string StragglerLabel(const Straggler& s) {
   std::string rank = s.rank ? "rank " + std::to_string(*s.rank) : "";
   if (s.node.empty()) return rank.empty() ? "unknown rank" : rank;

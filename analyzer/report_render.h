@@ -21,6 +21,9 @@ std::string Render(const Report& r, ReportFormat f);
 
 // The hang's confidence as named in every format; "" without a hang.
 std::string HangConfidence(const HangReport& h);
+// "8 dumps (version 2.10) of ranks 0-7; no dump for rank 3; ...": what the Flight Recorder
+// dumps are and how their hang compares with the recording's.
+std::string FlightRecorderLine(const FlightRecorderSummary& fr);
 // "node1 rank 3", "node1" (node-level), or "rank 3".
 std::string StragglerLabel(const Straggler& s);
 // "ranks 2, 3; pids 10100, 10101; clock bound +/-4.34 ms" ("" where nothing is known).

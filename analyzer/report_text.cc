@@ -11,6 +11,36 @@ namespace {
 
 constexpr size_t kTextRanks = 8;
 
+void HangText(std::ostream& o, const std::string& title, const HangReport& h, int64_t start_ns) {
+  o << title << ": " << (h.detected ? "DETECTED" : "none") << " — " << h.summary << "\n";
+  if (h.detected) {
+    o << "  confidence " << HangConfidence(h) << ", states from " << Spoken(h.basis) << "\n";
+    for (const RankProgress& p : h.progress) {
+      o << "  " << (p.node.empty() ? "" : p.node + " ") << "rank "
+        << (p.rank ? std::to_string(*p.rank) : "?") << ": " << Spoken(p.state) << " ("
+        << Spoken(p.state_basis) << "); last entered "
+        << (p.last_entered_seq ? std::to_string(*p.last_entered_seq) : "-");
+      if (p.last_started_seq) o << ", last started " << *p.last_started_seq;
+      o << ", last completed "
+        << (p.last_completed_seq ? std::to_string(*p.last_completed_seq) : "-");
+      if (p.in_flight_seq) o << ", in flight " << p.in_flight_op << " seq " << *p.in_flight_seq;
+      o << "\n";
+      for (const Activity& a : p.doing) {
+        o << "      " << DescribeActivityLine(a, start_ns) << "\n";
+      }
+    }
+  }
+  for (const Mismatch& m : h.mismatches) {
+    o << "  mismatch at seq " << m.seq << " ("
+      << (m.process_group.empty() ? rs::HashHex(m.comm_id_hash) : m.process_group)
+      << "): " << m.field;
+    for (const auto& [value, who] : m.variants) {
+      o << " [" << value << ": " << who.size() << " rank(s), e.g. " << who.front() << "]";
+    }
+    o << "\n";
+  }
+}
+
 }  // namespace
 
 std::string RenderText(const Report& r) {
@@ -43,30 +73,13 @@ std::string RenderText(const Report& r) {
     o << "observations (no measured lateness behind them; not verdicts):\n\n";
     for (const Straggler& s : r.observations) finding(s);
   }
-  o << "hang: " << (r.hang.detected ? "DETECTED" : "none") << " — " << r.hang.summary << "\n";
-  if (r.hang.detected) {
-    o << "  confidence " << HangConfidence(r.hang) << ", states from " << Spoken(r.hang.basis)
-      << "\n";
-    for (const RankProgress& p : r.hang.progress) {
-      o << "  " << p.node << " rank " << (p.rank ? std::to_string(*p.rank) : "?") << ": "
-        << Spoken(p.state) << " (" << Spoken(p.state_basis) << "); last entered "
-        << (p.last_entered_seq ? std::to_string(*p.last_entered_seq) : "-");
-      if (p.last_started_seq) o << ", last started " << *p.last_started_seq;
-      o << ", last completed "
-        << (p.last_completed_seq ? std::to_string(*p.last_completed_seq) : "-");
-      if (p.in_flight_seq) o << ", in flight " << p.in_flight_op << " seq " << *p.in_flight_seq;
-      o << "\n";
-      for (const Activity& a : p.doing) {
-        o << "      " << DescribeActivityLine(a, r.start_ns) << "\n";
-      }
+  HangText(o, "hang", r.hang, r.start_ns);
+  if (const auto& fr = r.flight_recorder) {
+    o << "flight recorder: " << FlightRecorderLine(*fr) << "\n";
+    // Shown beside the recorder's where both found a hang (its own section otherwise is r.hang).
+    if (fr->agreement == "agree" || fr->agreement == "disagree") {
+      HangText(o, "  flight recorder hang", fr->hang, r.start_ns);
     }
-  }
-  for (const Mismatch& m : r.hang.mismatches) {
-    o << "  mismatch at seq " << m.seq << " (" << rs::HashHex(m.comm_id_hash) << "): " << m.field;
-    for (const auto& [value, who] : m.variants) {
-      o << " [" << value << ": " << who.size() << " rank(s), e.g. " << who.front() << "]";
-    }
-    o << "\n";
   }
   o << "\n"
     << r.nodes.size() << " node(s), " << r.ranks << " rank(s), " << r.collectives

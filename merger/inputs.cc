@@ -11,6 +11,7 @@
 #include <thread>
 #include <utility>
 
+#include "flight_recorder.h"
 #include "rscore/event_id.h"
 #include "rscore/identity.h"
 #include "rscore/schema.h"
@@ -150,13 +151,20 @@ rs::Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>
       std::vector<std::string> found;
       while (dirent* e = readdir(d)) {
         std::string name = e->d_name;
-        if (EndsWith(name, ".rsb")) found.push_back(a + (EndsWith(a, "/") ? "" : "/") + name);
+        const std::string path = a + (EndsWith(a, "/") ? "" : "/") + name;
+        if (EndsWith(name, ".rsb")) {
+          found.push_back(path);
+        } else if (name[0] != '.' && fr::RankFromFileName(name) &&
+                   fr::SniffFile(path) != fr::Sniff::kNotDump) {
+          found.push_back(path);  // a Flight Recorder dump (nccl_trace_rank_N)
+        }
       }
       closedir(d);
       if (found.empty()) {
         return rs::Error(a +
-                         ": directory holds no .rsb bundles; give bundle files or the "
-                         "directory they were copied to");
+                         ": directory holds no .rsb bundles and no Flight Recorder dumps "
+                         "(nccl_trace_rank_N); give bundle files or the directory they were "
+                         "copied to");
       }
       std::sort(found.begin(), found.end());
       out.insert(out.end(), found.begin(), found.end());

@@ -16,7 +16,8 @@
 
 namespace merge {
 
-// Files as given, directories replaced by their *.rsb files (sorted by name).
+// Files as given, directories replaced by their *.rsb files and Flight Recorder dumps
+// (nccl_trace_rank_N: a pickle or JSON whose name ends in a rank), sorted by name.
 rs::Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& args);
 
 // Identifies the file version that was validated (re-checked when it is opened again).

@@ -15,6 +15,7 @@
 #include <thread>
 #include <utility>
 
+#include "fr_import.h"
 #include "input_copy.h"
 #include "inputs.h"
 #include "merge_tables.h"
@@ -240,6 +241,7 @@ class MergeRun {
   rs::Result<void> OpenOutput();
   rs::Result<void> CopyInputs();
   rs::Result<void> AddPartEventTables();
+  rs::Result<void> ImportDumps();
   rs::Result<void> WriteMergeSummary();
   rs::Result<MergeResult> WriteOut();
 
@@ -263,6 +265,8 @@ class MergeRun {
   std::map<int, InputCopy> copies_;
   std::vector<std::pair<int, Part>> kept_;  // parts whose event tables are still to add
   std::map<int, std::vector<TableCount>> counts_;
+  FrPlan fr_;  // Flight Recorder dumps among the inputs
+  std::optional<std::pair<int64_t, int64_t>> fr_span_;  // the span when dumps are all there is
 };
 
 rs::Result<void> MergeRun::Plan() {
@@ -275,8 +279,13 @@ rs::Result<void> MergeRun::Plan() {
     return rs::Error("no inputs: give node bundles (NODE.rsb) or a directory holding them");
   }
   ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandInputs(opt_.inputs));
-  progress_.Show("validating " + std::to_string(files.size()) + " inputs...");
+  const size_t given = files.size();
+  progress_.Show("validating " + std::to_string(given) + " inputs...");
+  fr_ = PlanFlightRecorder(files, /*first_id=*/1, log_);
   inputs_ = PlanInputs(files, log_);
+  // Dumps after the bundles in merge_inputs.
+  for (Input& in : fr_.inputs) in.input_id += static_cast<int>(inputs_.size());
+  for (FrInput& d : fr_.dumps) d.input_id += static_cast<int>(inputs_.size());
   progress_.Done();
   for (const Input& in : inputs_) {
     // No room for the decompressed copies: every later input would fail alike.
@@ -291,14 +300,19 @@ rs::Result<void> MergeRun::Plan() {
     }
     if (in.status == "duplicate") ++result_.duplicates;
   }
+  for (const Input& in : fr_.inputs) {
+    if (in.status == "skipped") skipped_list += "\n  " + in.file + ": " + in.reason;
+  }
+  result_.skipped += fr_.skipped;
   if (opt_.strict && result_.skipped > 0) {
     return rs::Error("--strict: " + std::to_string(result_.skipped) +
                      " input(s) failed validation, nothing written:" + skipped_list);
   }
-  if (merged_.empty()) {
-    return rs::Error("nothing merged: no valid input among " + std::to_string(files.size()) +
+  if (merged_.empty() && fr_.dumps.empty()) {
+    return rs::Error("nothing merged: no valid input among " + std::to_string(given) +
                      " file(s)" + skipped_list);
   }
+  if (merged_.empty()) return rs::Ok();  // Flight Recorder dumps only: no clocks to align
   RETURN_IF_ERROR(WarnForeignInputs(merged_, opt_.strict, result_));
   return AlignMerged(merged_, opt_, progress_, log_, result_);
 }
@@ -331,6 +345,7 @@ rs::Result<InputCopy> MergeRun::CopyOne(size_t k) {
 }
 
 rs::Result<void> MergeRun::CopyInputs() {
+  if (merged_.empty()) return rs::Ok();
   order_ = CopyOrder(merged_);
   // With copy threads every input is copied into a part; the writer combines each part's small
   // tables as it arrives and adds the event tables of all of them at the end. Without, the
@@ -371,6 +386,7 @@ rs::Result<void> MergeRun::CopyInputs() {
 }
 
 rs::Result<void> MergeRun::AddPartEventTables() {
+  if (merged_.empty()) return rs::Ok();
   // Which input's stacks reached the output first (temp tables of the output's connection).
   ASSIGN_OR_RETURN(auto first_held, StacksFirstHeld(out_));
   if (!kept_.empty()) {
@@ -394,6 +410,27 @@ rs::Result<void> MergeRun::AddPartEventTables() {
   return rs::Ok();
 }
 
+rs::Result<void> MergeRun::ImportDumps() {
+  if (fr_.inputs.empty()) return rs::Ok();
+  FrImportResult imported;
+  {
+    ASSIGN_OR_RETURN(rs::Transaction tx, rs::Transaction::Begin(out_));
+    ASSIGN_OR_RETURN(imported, ImportFlightRecorder(out_, fr_.dumps, result_.alignment, log_));
+    RETURN_IF_ERROR(tx.Commit());
+  }
+  for (const FrInput& d : fr_.dumps) {
+    const auto n = static_cast<int64_t>(d.dump.entries.size());
+    counts_[d.input_id].push_back(TableCount{"fr_entries", n, n, 0, ""});
+  }
+  for (std::string& w : imported.warnings) result_.warnings.push_back(std::move(w));
+  for (Input& in : fr_.inputs) inputs_.push_back(std::move(in));
+  if (merged_.empty()) {  // the recording's span is the dumps'
+    fr_span_ = std::make_pair(imported.first_ns, imported.last_ns);
+  }
+  timer_.End("flight recorder");
+  return rs::Ok();
+}
+
 rs::Result<void> MergeRun::WriteMergeSummary() {
   PrintAllCounts(log_, inputs_, counts_);
   if (counts_.empty()) return rs::Error("nothing merged: every valid input failed to copy");
@@ -412,6 +449,7 @@ rs::Result<void> MergeRun::WriteMergeSummary() {
   {
     ASSIGN_OR_RETURN(rs::Transaction tx, rs::Transaction::Begin(out_));
     RETURN_IF_ERROR(WriteMergeTables(out_, inputs_, counts_, written, result_));
+    if (fr_span_) RETURN_IF_ERROR(SetSpan(out_, fr_span_->first, fr_span_->second, result_));
     RETURN_IF_ERROR(tx.Commit());
   }
   timer_.End("merge tables");
@@ -442,6 +480,7 @@ rs::Result<MergeResult> MergeInto(const MergeOptions& opt, std::ostream& log,
   RETURN_IF_ERROR(run.OpenOutput());
   RETURN_IF_ERROR(run.CopyInputs());
   RETURN_IF_ERROR(run.AddPartEventTables());
+  RETURN_IF_ERROR(run.ImportDumps());
   RETURN_IF_ERROR(run.WriteMergeSummary());
   return run.WriteOut();
 }

@@ -101,6 +101,14 @@ rs::Result<void> WriteMergeTables(rs::Db& out, const std::vector<Input>& inputs,
   return rs::Ok();
 }
 
+rs::Result<void> SetSpan(rs::Db& out, int64_t start_ns, int64_t end_ns, MergeResult& result) {
+  RETURN_IF_ERROR(SetMeta(out, "start_ns", std::to_string(start_ns)));
+  RETURN_IF_ERROR(SetMeta(out, "end_ns", std::to_string(end_ns)));
+  result.start_ns = start_ns;
+  result.end_ns = end_ns;
+  return rs::Ok();
+}
+
 // Per input for a few inputs; beyond that one line per table over all of them (the
 // per-input counts are in merge_counts): 64 nodes would be a thousand lines.
 void PrintAllCounts(std::ostream& log, const std::vector<Input>& inputs,

@@ -36,4 +36,8 @@ rs::Result<void> WriteMergeTables(rs::Db& out, const std::vector<Input>& inputs,
                                   const std::vector<NodeAlignment>& alignment,
                                   MergeResult& result);
 
+// Sets the merged recording's span (metadata start_ns / end_ns and result's), for a merge
+// whose only inputs are Flight Recorder dumps.
+rs::Result<void> SetSpan(rs::Db& out, int64_t start_ns, int64_t end_ns, MergeResult& result);
+
 }  // namespace merge

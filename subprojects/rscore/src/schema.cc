@@ -283,6 +283,71 @@ CREATE TABLE clock_alignment (
                                       -- 'device 120, comm_init 1' ('device' | 'blocking_call' |
                                       -- 'sync_after' | 'comm_init'); NULL: none used
 ) STRICT;
+-- PyTorch Flight Recorder dumps the merge read, one per rank
+CREATE TABLE fr_dumps (
+  input_id         INTEGER PRIMARY KEY,  -- merge_inputs.input_id of the dump file
+  rank             INTEGER NOT NULL,     -- global rank: the number the file name ends in
+  node             TEXT,                 -- the node whose recording saw that rank; NULL: none
+  pid              INTEGER,              -- that rank's process there
+  format           TEXT NOT NULL,        -- 'pickle' | 'json'
+  version          TEXT NOT NULL,        -- the dump's schema version ('2.4' ... '2.10')
+  comm_lib_version TEXT,                 -- NCCL's version as PyTorch reported it
+  entries          INTEGER NOT NULL,     -- entries in the dump (its fr_entries rows)
+  clock            TEXT NOT NULL,        -- 'aligned': times moved like the node's recording;
+                                         -- 'unaligned': the host's wall clock as written
+  pg_status        TEXT,                 -- per process group id: last enqueued, started and
+                                         -- completed collective (JSON)
+  nccl_comm_state  TEXT                  -- NCCL's communicator dump, where present (JSON)
+) STRICT;
+-- process groups of the Flight Recorder dumps and the recorded NCCL communicator of each
+CREATE TABLE process_groups (
+  id           INTEGER PRIMARY KEY,
+  pg_name      TEXT NOT NULL,     -- FR's process group name ('0', '1', a split group's hash)
+  pg_desc      TEXT,              -- its description ('default_pg', 'undefined', the user's)
+  ranks        TEXT NOT NULL,     -- its global ranks (JSON list)
+  size         INTEGER NOT NULL,
+  comm_id_hash INTEGER,           -- the recorded communicator over the same ranks
+  match        TEXT NOT NULL      -- 'recorded' (comm_id_hash set) | 'fr_only' (no recorded
+                                  -- communicator fits) | 'ambiguous' (several fit)
+) STRICT;
+-- one row per Flight Recorder entry: an operation of a process group as PyTorch saw it
+CREATE TABLE fr_entries (
+  id                           INTEGER PRIMARY KEY,
+  input_id                     INTEGER NOT NULL,  -- fr_dumps.input_id
+  rank                         INTEGER NOT NULL,  -- global rank
+  node                         TEXT,              -- as fr_dumps.node
+  pg                           INTEGER NOT NULL,  -- process_groups.id
+  comm_id_hash                 INTEGER,           -- process_groups.comm_id_hash (joins nccl_events)
+  seq                          INTEGER NOT NULL,  -- collective_seq_id; p2p_seq_id for send/recv
+  is_p2p                       INTEGER NOT NULL,
+  op                           TEXT NOT NULL,     -- as nccl_events.op: 'ALL_REDUCE', 'SEND', ...
+  profiling_name               TEXT NOT NULL,     -- FR's: 'nccl:all_reduce', 'nccl:send 0->1'
+  src                          INTEGER,           -- send/recv: group rank of the sender
+  dst                          INTEGER,           -- ... and of the receiver
+  state                        TEXT NOT NULL,     -- 'enqueued' (FR: scheduled) | 'started' |
+                                                  -- 'completed', when the dump was written
+  timestamp_ns                 INTEGER NOT NULL,  -- time_created_ns: the host enqueued it
+  time_discovered_started_ns   INTEGER,           -- PyTorch's watchdog saw it started (late by
+                                                  -- up to its poll interval)
+  time_discovered_completed_ns INTEGER,           -- ... saw it completed
+  duration_ns                  INTEGER,           -- device time (TORCH_NCCL_ENABLE_TIMING=1 only)
+  timeout_ms                   INTEGER,
+  retired                      INTEGER,           -- PyTorch stopped watching it (1 and not
+                                                  -- completed: it timed out)
+  record_id                    INTEGER,
+  pg_id                        INTEGER,           -- the process's own number of the group
+  op_id                        INTEGER,
+  count                        INTEGER,           -- elements over all inputs
+  datatype                     TEXT,              -- the first input's, as nccl_events.datatype
+  input_sizes                  TEXT,              -- shapes (JSON)
+  input_dtypes                 TEXT,              -- PyTorch's names (JSON)
+  output_sizes                 TEXT,
+  output_dtypes                TEXT,
+  thread_id                    TEXT,
+  thread_name                  TEXT,
+  stack_id                     INTEGER,           -- stacks.id: the Python stack
+  local_timestamp_ns           INTEGER            -- time_created_ns as the dump wrote it
+) STRICT;
 )sql";
 
 // The column a merged db adds to every event table (CreateSchema adds it without the comment).

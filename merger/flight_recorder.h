@@ -1,0 +1,98 @@
+// PyTorch Flight Recorder dumps, read without executing anything.
+//
+// A dump is what ProcessGroupNCCL writes per rank when a collective times out (or on request):
+// a pickle (the default; read with rscore/pickle.h, which refuses anything that would import
+// or call) or JSON (_dump_nccl_trace_json). The file name ends in the rank's global number
+// (`nccl_trace_rank_3`, the prefix from TORCH_FR_DUMP_TEMP_FILE or
+// TORCH_NCCL_DEBUG_INFO_TEMP_FILE); the dump itself does not hold it.
+//
+// Schema versions 2.0 to 2.10 are read: every entry field that a version may lack is optional
+// (is_p2p, thread_id/thread_name, retired, duration_ms — only with TORCH_NCCL_ENABLE_TIMING —,
+// frames — pickle only, and only with stack traces —, comm_lib_version). What differs between
+// the formats is normalized here: JSON writes 0 for a time not yet discovered where the pickle
+// writes None, and strings for pg_status's numbers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rscore/result.h"
+
+namespace merge::fr {
+
+struct Frame {
+  std::string name, file;
+  int64_t line = 0;
+};
+
+struct Entry {
+  int64_t record_id = -1;            // position in the rank's ring of entries
+  int64_t pg_id = -1;                // the process's own number of the process group
+  std::string pg_name, pg_desc;      // process_group: (name, desc)
+  int64_t collective_seq_id = 0;     // per process group, collectives and coalesced groups
+  int64_t p2p_seq_id = 0;            // per process group, point-to-point operations
+  int64_t op_id = -1;                // per operation, inside coalesced groups too
+  std::string profiling_name;        // 'nccl:all_reduce', 'nccl:send 0->1'
+  std::string op;                    // as nccl_events.op: 'ALL_REDUCE', 'SEND', ... ('COALESCED')
+  bool is_p2p = false;
+  std::optional<int64_t> src, dst;   // group ranks of a send/recv ('send 0->1': 0 -> 1)
+  std::string state;                 // 'enqueued' (FR: scheduled) | 'started' | 'completed'
+  int64_t time_created_ns = 0;       // the host's wall clock
+  std::optional<int64_t> time_discovered_started_ns, time_discovered_completed_ns;
+  std::optional<double> duration_ms;
+  std::optional<int64_t> timeout_ms;
+  std::optional<bool> retired;
+  std::string input_sizes, output_sizes;    // JSON text: lists of shapes
+  std::string input_dtypes, output_dtypes;  // JSON text: PyTorch's names ('Float', ...)
+  std::optional<int64_t> input_numel;       // elements over all inputs
+  std::string datatype;                     // the first input's, as nccl_events.datatype
+  std::string thread_id, thread_name;
+  std::vector<Frame> frames;  // innermost first
+};
+
+struct ProcessGroup {
+  std::string name, desc;
+  std::vector<int64_t> ranks;  // global ranks
+};
+
+struct PgStatus {
+  std::string pg_id;
+  std::optional<int64_t> last_enqueued, last_started, last_completed;
+};
+
+struct Dump {
+  std::string file;
+  std::string format;  // 'pickle' | 'json'
+  std::string version;
+  std::string comm_lib_version;
+  int64_t rank = -1;
+  std::vector<Entry> entries;
+  std::vector<ProcessGroup> groups;
+  std::vector<PgStatus> status;
+  std::string nccl_comm_state;  // JSON text; empty when absent
+};
+
+// What a file's first bytes say it is: a Flight Recorder pickle or JSON dump, or neither.
+enum class Sniff { kNotDump, kPickle, kJson };
+Sniff SniffFile(const std::string& path);
+
+// The global rank at the end of a dump's file name ('nccl_trace_rank_12' -> 12).
+std::optional<int64_t> RankFromFileName(std::string_view path);
+
+// Reads and checks one dump. Errors name the file and what is wrong (for a pickle: the byte
+// offset and the opcode refused).
+rs::Result<Dump> ReadDump(const std::string& path);
+
+// Parses an already decoded/loaded dump body (exposed for tests).
+rs::Result<Dump> ParseDump(std::string_view data, std::string format, const std::string& name,
+                           int64_t rank);
+
+// PyTorch's profiling name -> nccl_events.op ('nccl:all_reduce' -> 'ALL_REDUCE').
+std::string OpFromProfilingName(std::string_view profiling_name);
+// PyTorch's dtype name -> nccl_events.datatype ('Float' -> 'float32').
+std::string DatatypeFromTorch(std::string_view dtype);
+
+}  // namespace merge::fr

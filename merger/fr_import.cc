@@ -1,0 +1,359 @@
+#include "fr_import.h"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
+
+#include "stack_dedup.h"
+
+namespace merge {
+namespace {
+
+struct RecordedRank {
+  std::string node;
+  int64_t pid = 0;
+};
+
+// Global rank -> the recorded process that had it (the one with the most NCCL calls).
+rs::Result<std::map<int64_t, RecordedRank>> RecordedRanks(rs::Db& out) {
+  std::map<int64_t, RecordedRank> ranks;
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   out.Prepare("SELECT p.node, p.pid, p.rank, (SELECT COUNT(*) FROM nccl_events e"
+                               " WHERE e.node = p.node AND e.pid = p.pid) AS calls"
+                               " FROM processes p WHERE p.rank IS NOT NULL"
+                               " ORDER BY calls DESC, p.node, p.pid"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    ranks.emplace(st.Int(2), RecordedRank{st.Text(0), st.Int(1)});  // first (most calls) wins
+  }
+  return ranks;
+}
+
+struct RecordedComm {
+  std::set<int64_t> ranks;  // global ranks of the processes seen calling it
+  int64_t nranks = 0;
+};
+
+rs::Result<std::map<int64_t, RecordedComm>> RecordedComms(rs::Db& out) {
+  std::map<int64_t, RecordedComm> comms;
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   out.Prepare("SELECT DISTINCT e.comm_id_hash, p.rank, e.nranks FROM nccl_events e"
+                               " JOIN processes p ON p.node = e.node AND p.pid = e.pid"
+                               " WHERE e.comm_id_hash IS NOT NULL AND p.rank IS NOT NULL"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    RecordedComm& c = comms[st.Int(0)];
+    c.ranks.insert(st.Int(1));
+    if (!st.IsNull(2)) c.nranks = std::max(c.nranks, st.Int(2));
+  }
+  return comms;
+}
+
+struct Group {
+  int64_t id = 0;
+  fr::ProcessGroup pg;
+  std::optional<int64_t> comm_id_hash;
+  std::string match = "fr_only";
+};
+
+std::string RanksJson(const std::vector<int64_t>& ranks) { return nlohmann::json(ranks).dump(); }
+
+// The recorded communicator over the group's ranks: of the right size, every rank seen calling
+// it a member. Unique or none.
+void MatchCommunicator(Group& g, const std::map<int64_t, RecordedComm>& comms) {
+  if (g.pg.ranks.empty()) return;
+  std::set<int64_t> members(g.pg.ranks.begin(), g.pg.ranks.end());
+  std::vector<int64_t> fits;
+  for (const auto& [hash, c] : comms) {
+    if (c.nranks != static_cast<int64_t>(members.size()) || c.ranks.empty()) continue;
+    if (std::includes(members.begin(), members.end(), c.ranks.begin(), c.ranks.end())) {
+      fits.push_back(hash);
+    }
+  }
+  if (fits.size() == 1) {
+    g.comm_id_hash = fits[0];
+    g.match = "recorded";
+  } else if (fits.size() > 1) {
+    g.match = "ambiguous";
+  }
+}
+
+std::string StackText(const std::vector<fr::Frame>& frames) {
+  std::string text;
+  for (const fr::Frame& f : frames) {
+    if (!text.empty()) text += '\n';
+    text += f.name + " (" + f.file + ":" + std::to_string(f.line) + ")";
+  }
+  return text;
+}
+
+std::string StatusJson(const std::vector<fr::PgStatus>& status) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const fr::PgStatus& s : status) {
+    nlohmann::json row = nlohmann::json::object();
+    if (s.last_enqueued) row["last_enqueued_collective"] = *s.last_enqueued;
+    if (s.last_started) row["last_started_collective"] = *s.last_started;
+    if (s.last_completed) row["last_completed_collective"] = *s.last_completed;
+    j[s.pg_id] = row;
+  }
+  return j.dump();
+}
+
+std::string RankRanges(const std::vector<int64_t>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += std::to_string(ranks[i]);
+    if (j > i) out += "-" + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<FrInput>& inputs,
+                                                const std::vector<NodeAlignment>& alignment,
+                                                std::ostream& log) {
+  FrImportResult result;
+  if (inputs.empty()) return result;
+  ASSIGN_OR_RETURN(auto recorded, RecordedRanks(out));
+  ASSIGN_OR_RETURN(auto comms, RecordedComms(out));
+  std::map<std::string, const NodeAlignment*> align_of;
+  for (const NodeAlignment& a : alignment) align_of[a.node] = &a;
+
+  // Process groups over all dumps, one per (name, ranks).
+  std::vector<Group> groups;
+  auto find_group = [&](const std::string& name, int64_t rank) -> Group* {
+    Group* named = nullptr;
+    for (Group& g : groups) {
+      if (g.pg.name != name) continue;
+      if (std::find(g.pg.ranks.begin(), g.pg.ranks.end(), rank) != g.pg.ranks.end()) return &g;
+      if (!named) named = &g;
+    }
+    return named;
+  };
+  for (const FrInput& in : inputs) {
+    for (const fr::ProcessGroup& pg : in.dump.groups) {
+      bool known = std::any_of(groups.begin(), groups.end(), [&](const Group& g) {
+        return g.pg.name == pg.name && g.pg.ranks == pg.ranks;
+      });
+      if (!known) groups.push_back(Group{static_cast<int64_t>(groups.size()) + 1, pg});
+    }
+  }
+  for (const FrInput& in : inputs) {  // groups an entry names that no pg_config listed
+    for (const fr::Entry& e : in.dump.entries) {
+      if (!find_group(e.pg_name, in.dump.rank)) {
+        groups.push_back(Group{static_cast<int64_t>(groups.size()) + 1,
+                               fr::ProcessGroup{e.pg_name, e.pg_desc, {}}});
+      }
+    }
+  }
+  for (Group& g : groups) MatchCommunicator(g, comms);
+
+  ASSIGN_OR_RETURN(rs::Statement ins_group,
+                   out.Prepare("INSERT INTO process_groups(id, pg_name, pg_desc, ranks, size,"
+                               " comm_id_hash, match) VALUES (?,?,?,?,?,?,?)"));
+  for (const Group& g : groups) {
+    RETURN_IF_ERROR(ins_group.Bind(1, g.id)
+                        .Bind(2, g.pg.name)
+                        .Bind(3, g.pg.desc)
+                        .Bind(4, RanksJson(g.pg.ranks))
+                        .Bind(5, static_cast<int64_t>(g.pg.ranks.size()))
+                        .Bind(6, g.comm_id_hash)
+                        .Bind(7, g.match)
+                        .Run());
+  }
+
+  ASSIGN_OR_RETURN(rs::Statement ins_dump,
+                   out.Prepare("INSERT INTO fr_dumps(input_id, rank, node, pid, format, version,"
+                               " comm_lib_version, entries, clock, pg_status, nccl_comm_state)"
+                               " VALUES (?,?,?,?,?,?,?,?,?,?,?)"));
+  ASSIGN_OR_RETURN(
+      rs::Statement ins_entry,
+      out.Prepare("INSERT INTO fr_entries(input_id, rank, node, pg, comm_id_hash, seq, is_p2p, op,"
+                  " profiling_name, src, dst, state, timestamp_ns, time_discovered_started_ns,"
+                  " time_discovered_completed_ns, duration_ns, timeout_ms, retired, record_id,"
+                  " pg_id, op_id, count, datatype, input_sizes, input_dtypes, output_sizes,"
+                  " output_dtypes, thread_id, thread_name, stack_id, local_timestamp_ns)"
+                  " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+  ASSIGN_OR_RETURN(rs::Statement ins_stack,
+                   out.Prepare("INSERT OR IGNORE INTO stacks(id, frames) VALUES (?,?)"));
+
+  std::set<int64_t> dumped;
+  std::vector<std::string> unaligned;
+  bool first_time = true;
+  for (const FrInput& in : inputs) {
+    const fr::Dump& d = in.dump;
+    dumped.insert(d.rank);
+    std::optional<std::string> node;
+    std::optional<int64_t> pid;
+    const NodeAlignment* a = nullptr;
+    if (auto it = recorded.find(d.rank); it != recorded.end()) {
+      node = it->second.node;
+      pid = it->second.pid;
+      if (auto al = align_of.find(*node); al != align_of.end()) a = al->second;
+    }
+    if (!a) unaligned.push_back(std::to_string(d.rank));
+    auto aligned = [&](std::optional<int64_t> t) -> std::optional<int64_t> {
+      if (!t || !a) return t;
+      return a->Apply(*t);
+    };
+    RETURN_IF_ERROR(ins_dump.Bind(1, in.input_id)
+                        .Bind(2, d.rank)
+                        .Bind(3, node)
+                        .Bind(4, pid)
+                        .Bind(5, d.format)
+                        .Bind(6, d.version)
+                        .Bind(7, d.comm_lib_version.empty() ? std::optional<std::string>()
+                                                            : d.comm_lib_version)
+                        .Bind(8, static_cast<int64_t>(d.entries.size()))
+                        .Bind(9, a ? "aligned" : "unaligned")
+                        .Bind(10, StatusJson(d.status))
+                        .Bind(11, d.nccl_comm_state.empty() ? std::optional<std::string>()
+                                                            : d.nccl_comm_state)
+                        .Run());
+    for (const fr::Entry& e : d.entries) {
+      const Group* g = find_group(e.pg_name, d.rank);
+      std::optional<int64_t> stack_id;
+      if (!e.frames.empty()) {
+        std::string text = StackText(e.frames);
+        stack_id = StackId(text);
+        RETURN_IF_ERROR(ins_stack.Bind(1, *stack_id).Bind(2, text).Run());
+      }
+      const int64_t ts = *aligned(e.time_created_ns);
+      auto opt = [](const std::string& s) {
+        return s.empty() ? std::optional<std::string>() : std::optional<std::string>(s);
+      };
+      std::optional<int64_t> duration_ns;
+      if (e.duration_ms) duration_ns = static_cast<int64_t>(*e.duration_ms * 1e6);
+      std::optional<int64_t> retired;
+      if (e.retired) retired = *e.retired ? 1 : 0;
+      RETURN_IF_ERROR(ins_entry.Bind(1, in.input_id)
+                          .Bind(2, d.rank)
+                          .Bind(3, node)
+                          .Bind(4, g->id)
+                          .Bind(5, g->comm_id_hash)
+                          .Bind(6, e.is_p2p ? e.p2p_seq_id : e.collective_seq_id)
+                          .Bind(7, e.is_p2p ? 1 : 0)
+                          .Bind(8, e.op)
+                          .Bind(9, e.profiling_name)
+                          .Bind(10, e.src)
+                          .Bind(11, e.dst)
+                          .Bind(12, e.state)
+                          .Bind(13, ts)
+                          .Bind(14, aligned(e.time_discovered_started_ns))
+                          .Bind(15, aligned(e.time_discovered_completed_ns))
+                          .Bind(16, duration_ns)
+                          .Bind(17, e.timeout_ms)
+                          .Bind(18, retired)
+                          .Bind(19, e.record_id >= 0 ? std::optional<int64_t>(e.record_id)
+                                                     : std::nullopt)
+                          .Bind(20, e.pg_id >= 0 ? std::optional<int64_t>(e.pg_id) : std::nullopt)
+                          .Bind(21, e.op_id >= 0 ? std::optional<int64_t>(e.op_id) : std::nullopt)
+                          .Bind(22, e.input_numel)
+                          .Bind(23, opt(e.datatype))
+                          .Bind(24, e.input_sizes)
+                          .Bind(25, e.input_dtypes)
+                          .Bind(26, e.output_sizes)
+                          .Bind(27, e.output_dtypes)
+                          .Bind(28, opt(e.thread_id))
+                          .Bind(29, opt(e.thread_name))
+                          .Bind(30, stack_id)
+                          .Bind(31, e.time_created_ns)
+                          .Run());
+      ++result.entries;
+      if (first_time || ts < result.first_ns) result.first_ns = ts;
+      if (first_time || ts > result.last_ns) result.last_ns = ts;
+      first_time = false;
+      for (auto t : {aligned(e.time_discovered_started_ns), aligned(e.time_discovered_completed_ns)}) {
+        if (t) result.last_ns = std::max(result.last_ns, *t);
+      }
+    }
+    ++result.dumps;
+  }
+
+  // Every member of every process group is expected to have written a dump.
+  std::set<int64_t> expected;
+  for (const Group& g : groups) expected.insert(g.pg.ranks.begin(), g.pg.ranks.end());
+  std::vector<int64_t> missing;
+  for (int64_t r : expected) {
+    if (!dumped.count(r)) missing.push_back(r);
+  }
+  if (!missing.empty()) {
+    result.warnings.push_back("no Flight Recorder dump for rank(s) " + RankRanges(missing) + " of " +
+                              std::to_string(expected.size()) +
+                              " in the process groups: their state is unknown (copy their "
+                              "nccl_trace_rank_N files too)");
+  }
+  if (!unaligned.empty() && !alignment.empty()) {
+    result.warnings.push_back(
+        "Flight Recorder rank(s) " + RankRanges([&] {
+          std::vector<int64_t> v;
+          for (const std::string& s : unaligned) v.push_back(std::stoll(s));
+          std::sort(v.begin(), v.end());
+          return v;
+        }()) +
+        " ran where no node recording saw them: their times are that host's wall clock, "
+        "not aligned with the recording");
+  }
+  log << "rankscope-merge: Flight Recorder: " << result.dumps << " dump(s), " << result.entries
+      << " entries, " << groups.size() << " process group(s)";
+  int recorded_groups = 0;
+  for (const Group& g : groups) recorded_groups += g.match == "recorded";
+  if (!alignment.empty()) {
+    log << " (" << recorded_groups << " matched to recorded communicators)";
+  }
+  log << "\n";
+  return result;
+}
+
+}  // namespace merge
+
+namespace merge {
+
+FrPlan PlanFlightRecorder(std::vector<std::string>& files, int first_id, std::ostream& log) {
+  FrPlan plan;
+  std::vector<std::string> rest;
+  std::map<int64_t, std::string> rank_file;
+  for (const std::string& f : files) {
+    if (fr::SniffFile(f) == fr::Sniff::kNotDump) {
+      rest.push_back(f);
+      continue;
+    }
+    Input in;
+    in.input_id = first_id + static_cast<int>(plan.inputs.size());
+    in.file = f;
+    in.status = "merged";
+    rs::Result<fr::Dump> dump = fr::ReadDump(f);
+    if (!dump.ok()) {
+      in.status = "skipped";
+      in.reason = dump.error().message();
+      if (in.reason.rfind(f + ": ", 0) == 0) in.reason.erase(0, f.size() + 2);
+    } else if (auto it = rank_file.find(dump->rank); it != rank_file.end()) {
+      in.status = "skipped";
+      in.reason = "a second Flight Recorder dump of rank " + std::to_string(dump->rank) +
+                  " (the first: " + it->second + ")";
+    } else {
+      rank_file[dump->rank] = f;
+      in.reason = "Flight Recorder dump (" + dump->format + ", version " + dump->version +
+                  ", rank " + std::to_string(dump->rank) + ")";
+      plan.dumps.push_back(FrInput{in.input_id, std::move(dump).value()});
+    }
+    if (in.status == "skipped") {
+      ++plan.skipped;
+      log << "rankscope-merge: skipping " << f << ": " << in.reason << "\n";
+    }
+    plan.inputs.push_back(std::move(in));
+  }
+  files = std::move(rest);
+  return plan;
+}
+
+}  // namespace merge
