@@ -64,6 +64,7 @@ constexpr BandEnds kEnds[] = {
     {ScoreBasis::kNetworkOneNode, Confidence::kLow, 0.1, 0.2},
     {ScoreBasis::kNodeResource, Confidence::kLow, 0.25, 0.45},
     {ScoreBasis::kNodeResource, Confidence::kMedium, 0.4, 0.7},
+    {ScoreBasis::kHang, Confidence::kLow, 0.3, 0.3},
     {ScoreBasis::kHang, Confidence::kMedium, 0.65, 0.65},
     {ScoreBasis::kHang, Confidence::kHigh, 1.0, 1.0},
 };
@@ -79,7 +80,7 @@ TEST(Confidence, TierScoreBands) {
 // The tiers a basis never gives have no band: asking for one is a bug in the caller.
 TEST(ConfidenceDeathTest, TierWithoutBand) {
   EXPECT_DEATH(TierScore(ScoreBasis::kNodeResource, Confidence::kHigh, 0.5), "CHECK");
-  EXPECT_DEATH(TierScore(ScoreBasis::kHang, Confidence::kLow, 0.0), "CHECK");
+  EXPECT_DEATH(TierScore(ScoreBasis::kHang, Confidence::kUndetermined, 0.0), "CHECK");
 }
 
 }  // namespace

@@ -145,11 +145,11 @@ struct RankProgress {
 
 struct Mismatch {
   uint64_t comm_id_hash = 0;
-  std::string process_group;  // Flight Recorder mismatches: 'process group 0 (default_pg)'
   int64_t seq = 0;
   std::string field;  // 'op' | 'count' | 'datatype' | 'root'
   // value -> the ranks (labels) that used it
   std::vector<std::pair<std::string, std::vector<std::string>>> variants;
+  std::string process_group;  // Flight Recorder mismatches: 'process group 0 (default_pg)'
 };
 
 struct HangReport {

@@ -144,14 +144,21 @@ rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<F
       bool known = std::any_of(groups.begin(), groups.end(), [&](const Group& g) {
         return g.pg.name == pg.name && g.pg.ranks == pg.ranks;
       });
-      if (!known) groups.push_back(Group{static_cast<int64_t>(groups.size()) + 1, pg});
+      if (!known) {
+        Group g;
+        g.id = static_cast<int64_t>(groups.size()) + 1;
+        g.pg = pg;
+        groups.push_back(std::move(g));
+      }
     }
   }
   for (const FrInput& in : inputs) {  // groups an entry names that no pg_config listed
     for (const fr::Entry& e : in.dump.entries) {
       if (!find_group(e.pg_name, in.dump.rank)) {
-        groups.push_back(Group{static_cast<int64_t>(groups.size()) + 1,
-                               fr::ProcessGroup{e.pg_name, e.pg_desc, {}}});
+        Group g;
+        g.id = static_cast<int64_t>(groups.size()) + 1;
+        g.pg = fr::ProcessGroup{e.pg_name, e.pg_desc, {}};
+        groups.push_back(std::move(g));
       }
     }
   }

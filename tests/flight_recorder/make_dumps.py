@@ -4,6 +4,7 @@
 entries and optionally nccl_comm_state and comm_lib_version).
 
   make_dumps.py OUT_DIR SCENARIO VERSION FORMAT [--ranks N] [--t0 NS] [--skip-ranks 2,3]
+                [--culprit R]
 
 SCENARIO: healthy | missing_collective | stuck_started | size_mismatch | p2p_hang |
           missing_dump | hostile (a set of malicious pickles, one per file)
@@ -17,6 +18,8 @@ import pickle
 import sys
 
 STEPS = 8  # collectives per rank before the fault
+CULPRIT = {"missing_collective": 2, "stuck_started": 1, "size_mismatch": 3, "missing_dump": 2,
+           "p2p_hang": 1}
 
 
 def entry(version, fmt, rank, pg, record_id, seq, p2p_seq, op_id, name, sizes, dtype, state,
@@ -103,20 +106,20 @@ def collectives(version, fmt, rank, ranks, t0, scenario):
         state = "completed"
         if seq == last:
             if scenario == "missing_collective":
-                if rank == 2:
+                if rank == CULPRIT[scenario]:
                     continue  # rank 2 never called it
                 state = "started"
             elif scenario == "stuck_started":
-                state = "started" if rank == 1 else "completed"
+                state = "started" if rank == CULPRIT[scenario] else "completed"
             elif scenario == "size_mismatch":
                 state = "started"
-                if rank == 3:
+                if rank == CULPRIT[scenario]:
                     sizes = [1024]
             elif scenario == "missing_dump":
                 state = "started"
         out.append(entry(version, fmt, rank, pg, len(out), seq, 0, seq, "nccl:all_reduce", sizes,
                          dtype, state, t))
-    if scenario == "stuck_started" and rank != 1:
+    if scenario == "stuck_started" and rank != CULPRIT[scenario]:
         # The others moved on to the next collective and wait in it.
         t = t0 + STEPS * 1_000_000 + rank * 1000
         out.append(entry(version, fmt, rank, pg, len(out), STEPS, 0, STEPS, "nccl:all_reduce",
@@ -161,15 +164,14 @@ def hostile(out_dir):
         "global": b"\x80\x02cos\nsystem\nq\x00X" + len("touch " + marker).to_bytes(4, "little")
                   + ("touch " + marker).encode() + b"\x85q\x01Rq\x02.",
         # STACK_GLOBAL (protocol 4) builtins.eval
-        "stack_global": b"\x80\x04\x95\x20\x00\x00\x00\x00\x00\x00\x00\x8c\x08builtins\x8c\x04eval"
-                        b"\x93\x8c\x011\x85R.",
+        "stack_global": b"\x80\x04\x8c\x08builtins\x8c\x04eval\x93\x8c\x011\x85R.",
         # INST and OBJ
         "inst": b"\x80\x02(X\x01\x00\x00\x00xios\nsystem\n.",
         "obj": b"\x80\x02(cos\nsystem\nX\x01\x00\x00\x00xo.",
         # BUILD on a dict
         "build": b"\x80\x02}q\x00}q\x01b.",
         # 200000 nested lists
-        "deep": b"\x80\x02" + b"]" * 200000 + b"." ,
+        "deep": b"\x80\x02" + b"]" * 200000 + b"a" * 199999 + b".",
         # A 4 GiB string length in a tiny file
         "huge_len": b"\x80\x02X\xff\xff\xff\xff" + b"a" * 16 + b".",
         # A frame longer than the file
@@ -177,8 +179,9 @@ def hostile(out_dir):
         # Truncated in the middle of the dict
         "truncated": pickle.dumps({"version": "2.10", "entries": []}, protocol=2)[:-5],
         # Billion laughs: one list referenced 10 times at each of 12 levels.
-        "laughs": b"\x80\x02]q\x00" + b"".join(
-            b"(" + (b"h" + bytes([i]) ) * 10 + b"lq" + bytes([i + 1]) for i in range(12)) + b".",
+        "laughs": b"\x80\x02]q\x000" + b"".join(
+            b"(" + (b"h" + bytes([i])) * 10 + b"lq" + bytes([i + 1]) + b"0" for i in range(12))
+            + b"h\x0c.",
     }
     for i, (name, data) in enumerate(cases.items()):
         path = os.path.join(out_dir, f"nccl_trace_{name}_rank_{i}")
@@ -201,6 +204,8 @@ def main():
             ranks = int(v)
         elif k == "--t0":
             t0 = int(v)
+        elif k == "--culprit":
+            CULPRIT[scenario] = int(v)
         elif k == "--skip-ranks":
             skip = {int(x) for x in v.split(",") if x}
     os.makedirs(out_dir, exist_ok=True)
@@ -208,7 +213,7 @@ def main():
         hostile(out_dir)
         return
     if scenario == "missing_dump":
-        skip.add(2)
+        skip.add(CULPRIT[scenario])
     for rank in range(ranks):
         if rank in skip:
             continue
