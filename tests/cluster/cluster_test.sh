@@ -447,6 +447,42 @@ PY
   echo "ok: one cluster-wide stall cut, $NODES bundles: $(basename "$stall")"
 }
 
+# Every rank keeps a PyTorch Flight Recorder (rankscope-trainer --fr-dump-dir) and writes its
+# dump when its collectives stall; the dumps merged beside the bundles give one verdict: the
+# recording's hang analysis and the dumps' name the same rank, on the same communicator, with
+# the dumps' clocks aligned through their nodes' recordings.
+scenario_fr_hang() {
+  run_harness hang --fr-dumps
+  ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
+  grep -q '"end": "hang"' "$OUT/run/truth.json" || fail "the harness did not see the hang"
+  local dumps
+  dumps=$(compgen -G "$OUT/run/fr/nccl_trace_rank_*[0-9]" | wc -l)
+  ((dumps == WORLD)) || fail "$dumps of $WORLD ranks wrote a Flight Recorder dump: $(ls "$OUT/run/fr")"
+  "$BUILD/merger/rankscope-merge" -q -o "$OUT/fr.rsdb" "$OUT"/run/bundles/*.rsb "$OUT/run/fr" ||
+    fail "merge of the bundles and the dumps"
+  "$BUILD/analyzer/rankscope-analyze" report "$OUT/fr.rsdb" --format json -o "$OUT/fr.json" ||
+    true  # exit status says what was found
+  python3 - "$OUT/fr.json" "node$FAULT_NODE" "$((FAULT_NODE * RPN))" "$WORLD" <<'PY' ||
+import json, sys
+report, node, rank, world = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+hang, fr = report["hang"], report["flight_recorder"]
+assert hang["detected"] and hang["basis"] != "flight_recorder", hang["summary"]
+assert hang["culprit_ranks"] == [rank], ("recording", hang["culprit_ranks"], rank)
+assert fr and fr["dumps"] == world and not fr["missing_ranks"], fr
+assert fr["unaligned_dumps"] == 0, fr
+assert fr["hang"]["detected"] and fr["hang"]["culprit_ranks"] == [rank], fr["hang"]
+assert node in fr["hang"]["culprit_nodes"], fr["hang"]["culprit_nodes"]
+assert fr["agreement"] == "agree", fr["agreement"]
+assert fr["hang"]["comm_id_hash"] == hang["comm_id_hash"], (fr["hang"]["comm_id_hash"], hang["comm_id_hash"])
+states = {p["rank"]: p["state"] for p in fr["hang"]["progress"]}
+assert states[rank] == "not_enqueued", states
+assert all(s in ("enqueued", "started") for r, s in states.items() if r != rank), states
+print("ok: recording and %d Flight Recorder dumps agree: %s rank %d never issued %s seq %d (%s)" % (
+    world, node, rank, fr["hang"]["op"], fr["hang"]["seq"], fr["hang"]["process_group"]))
+PY
+    fail "report on the bundles and the dumps"
+}
+
 scenario_hang() {
   run_harness hang
   ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
@@ -571,7 +607,8 @@ scenario_entry_lateness() {
 }
 
 case "$SCENARIO" in
-  none | loss | cpu | io | slow | hang | crash | interrupt | clock | entry_lateness | ring_hang)
+  none | loss | cpu | io | slow | hang | crash | interrupt | clock | entry_lateness | ring_hang | \
+    fr_hang)
     "scenario_$SCENARIO" ;;
   sync_none | sync_slow | sync_hang) MODE=sync BUCKETS=1; "scenario_${SCENARIO#sync_}" ;;
   *) fail "unknown scenario" ;;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cuda_runtime_api.h"
+#include "flight_recorder.h"
 #include "kernels.h"
 #include "nccl.h"
 #include "rendezvous.h"
@@ -125,6 +126,17 @@ rs::Result<void> Train(const TrainerOptions& o) {
   if (o.warmup_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.warmup_ms));
   std::unique_ptr<Watchdog> watchdog;
   if (o.async) watchdog = std::make_unique<Watchdog>(comm, e.rank);
+  std::unique_ptr<FlightRecorder> fr;
+  if (!o.fr_dump_dir.empty()) {
+    fr = std::make_unique<FlightRecorder>(o.fr_dump_dir, e.rank, e.world_size, o.fr_timeout_ms);
+  }
+  // The Flight Recorder's entry around each collective, as ProcessGroupNCCL keeps one.
+  auto fr_begin = [&](const char* name, size_t n, const char* dtype) {
+    if (fr) fr->Begin(name, static_cast<int64_t>(n), dtype, g.comm);
+  };
+  auto fr_end = [&] {
+    if (fr) fr->End(g.comm);
+  };
   std::printf("rank %d/%d (node %d, local rank %d): ready, %s collectives, %.0f work units/ms\n",
               e.rank, e.world_size, e.group_rank, e.local_rank, o.async ? "async" : "sync",
               compute.units_per_ms());
@@ -178,9 +190,11 @@ rs::Result<void> Train(const TrainerOptions& o) {
           Cuda(cudaStreamWaitEvent(g.comm, g.bucket_ready[b], 0), "cudaStreamWaitEvent"));
       if (n == 0) continue;
       auto tn = Clock::now();
+      fr_begin("nccl:all_reduce", n, "Float");
       RETURN_IF_ERROR(Nccl(
           ncclAllReduce(g.grads + first, g.grads + first, n, ncclFloat32, ncclSum, comm, g.comm),
           "AllReduce", step));
+      fr_end();
       nccl_ms += MsSince(tn);
     }
     const bool gather = o.gather_every > 0 && step % o.gather_every == o.gather_every - 1;
@@ -191,8 +205,10 @@ rs::Result<void> Train(const TrainerOptions& o) {
                                            cudaMemcpyHostToDevice, g.comm),
                            "cudaMemcpyAsync"));
       auto tn = Clock::now();
+      fr_begin("nccl:all_gather", 16, "Int");
       RETURN_IF_ERROR(Nccl(ncclAllGather(g.gather_in, g.gather_out, 16, ncclInt32, comm, g.comm),
                            "AllGather", step));
+      fr_end();
       nccl_ms += MsSince(tn);
     }
     if (broadcast) {
@@ -201,9 +217,11 @@ rs::Result<void> Train(const TrainerOptions& o) {
                                            cudaMemcpyHostToDevice, g.comm),
                            "cudaMemcpyAsync"));
       auto tn = Clock::now();
+      fr_begin("nccl:broadcast", bcast.size(), "Int");
       RETURN_IF_ERROR(
           Nccl(ncclBroadcast(g.bcast, g.bcast, bcast.size(), ncclInt32, 0, comm, g.comm),
                "Broadcast", step));
+      fr_end();
       nccl_ms += MsSince(tn);
     }
     // The optimizer runs after the reduction; results come back for checking.
@@ -264,6 +282,7 @@ rs::Result<void> Train(const TrainerOptions& o) {
   std::printf("done: rank %d steps=%d seconds=%.3f steps_per_s=%.3f\n", e.rank, o.steps, seconds,
               o.steps / seconds);
   std::fflush(stdout);
+  fr.reset();
   watchdog.reset();
   ncclCommDestroy(comm);
   return rs::Ok();

@@ -53,6 +53,10 @@ serves it at MASTER_ADDR:MASTER_PORT); the device is LOCAL_RANK.
   --rendezvous-timeout-s N   (60)
   --startup-ms N        wait before joining the job, like a framework's import time (0)
   --warmup-ms N         wait after the communicator is made, like building the model (0)
+  --fr-dump-dir DIR     keep a PyTorch Flight Recorder of the collectives and write the rank's
+                        dump DIR/nccl_trace_rank_R (pickle, schema 2.10) once none completed
+                        for --fr-timeout-ms (off)
+  --fr-timeout-ms N     (1500)
 fault hooks (also from RANKSCOPE_TRAINER_FAULTS="name=value,..."):
   --slow-factor F       device kernels F times longer (a slower GPU; the host is not) ...
   --slow-from-step N    ... from step N on (0)
@@ -141,6 +145,10 @@ rs::Result<TrainerOptions> ParseOptions(const std::vector<std::string>& argv,
       RETURN_IF_ERROR(dbl(&o.gpu_share, 0.0, 1.0));
     } else if (name == "data-dir") {
       o.data_dir = value;
+    } else if (name == "fr-dump-dir") {
+      o.fr_dump_dir = value;
+    } else if (name == "fr-timeout-ms") {
+      RETURN_IF_ERROR(integer(&o.fr_timeout_ms, 100, 3600000));
     } else if (name == "data-kb-per-step") {
       RETURN_IF_ERROR(integer(&o.data_kb_per_step, 4, 1 << 20));
       if (o.data_kb_per_step % 4 != 0)

@@ -39,6 +39,8 @@ struct TrainerOptions {
   int rendezvous_timeout_s = 60;
   int startup_ms = 0;  // sleep before the NCCL init (a framework's import time)
   int warmup_ms = 0;   // sleep after it, before the first step (building the model)
+  std::string fr_dump_dir;   // non-empty: a Flight Recorder dump on a stall (flight_recorder.h)
+  int fr_timeout_ms = 1500;
   // Fault hooks.
   double slow_factor = 1.0;  // the device's kernels take this many times longer ...
   int slow_from_step = 0;    // ... from this step on
