@@ -29,12 +29,16 @@ rs::Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   cl.help_text = rs::cli::FormatHelp(
       {.usage = "rankscope-merge -o OUT.rsdb INPUT...",
        .about = "Validates node bundles, aligns their clocks and merges them into one SQLite\n"
-                "database. INPUT is a node bundle (NODE.rsb) or a directory of them; a bad\n"
-                "input is skipped with its reason (exit 3), or aborts the merge with --strict.",
+                "database. INPUT is a node bundle (NODE.rsb), a PyTorch Flight Recorder dump\n"
+                "(nccl_trace_rank_N, pickle or JSON; read without executing anything) or a\n"
+                "directory of them; a bad input is skipped with its reason (exit 3), or aborts\n"
+                "the merge with --strict.",
        .examples = {{"rankscope-merge -o job.rsdb bundles/",
                      "merge every node's bundle of a directory"},
                     {"rankscope-merge --strict -o job.rsdb node*.rsb",
                      "refuse to write anything if one bundle is bad or from another job"},
+                    {"rankscope-merge -o job.rsdb bundles/ ~/.cache/fr_trace/",
+                     "the recording and the ranks' Flight Recorder dumps together"},
                     {"rankscope-merge -q -o - bundles/ | sqlite3 /dev/stdin .tables",
                      "write the merged database to standard output"}},
        .man_page = "rankscope-merge(1)"},

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # PyTorch Flight Recorder dumps through rankscope-merge and rankscope-analyze report:
-#  1. every version (2.4, 2.7, 2.10) x format (pickle protocol 2 as PyTorch writes, protocol 5,
+#  1. every version (2.4 to 2.10) x format (pickle protocol 2 as PyTorch writes, protocol 5,
 #     JSON) x hang shape -> the right culprit, mismatch, missing rank; every entry a row;
 #  2. hostile pickles -> refused naming file and offset, nothing executed, --strict refuses;
 #  3. dumps beside a synthetic recording of the same hang -> one verdict ('agree'), and dumps
@@ -24,7 +24,7 @@ check() {  # check WHAT CONDITION-EXIT-STATUS
 # shape -> expected culprit ranks (JSON list) and a Python condition on the report.
 declare -A culprit=([missing_collective]='[2]' [stuck_started]='[1]' [size_mismatch]='[3]'
   [p2p_hang]='[1]' [missing_dump]='[2]' [healthy]='[]')
-for version in 2.4 2.7 2.10; do
+for version in 2.4 2.5 2.6 2.7 2.8 2.9 2.10; do
   for format in pickle pickle5 json; do
     for shape in healthy missing_collective stuck_started size_mismatch p2p_hang missing_dump; do
       d="$work/$version-$format-$shape"
