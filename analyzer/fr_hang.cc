@@ -228,8 +228,8 @@ std::optional<Candidate> CollectiveHang(const FrGroup& g, const std::map<int64_t
     const std::vector<int64_t> minority = MinorityAt(g, seq);
     if (hi == lo && !retired_pending && minority.empty() && hi < 3) {
       // Every rank at the same point and nobody timed out: possibly a dump taken mid-step.
-      bool missing = std::any_of(g.ranks.begin(), g.ranks.end(),
-                                 [&](int64_t r) { return !dumps.count(r); });
+      bool missing =
+          std::any_of(g.ranks.begin(), g.ranks.end(), [&](int64_t r) { return !dumps.count(r); });
       if (!missing) continue;
     }
     Candidate c;
@@ -289,8 +289,7 @@ std::optional<Candidate> CollectiveHang(const FrGroup& g, const std::map<int64_t
     for (const std::string& l : h.culprit_labels) names += (names.empty() ? "" : ", ") + l;
     h.summary = (op.empty() ? "collective" : op) + " seq " + std::to_string(seq) + " of " +
                 g.Label() + " never completed" +
-                (culprits.empty() ? "; " + why
-                                  : " (Flight Recorder): " + names + " — " + why);
+                (culprits.empty() ? "; " + why : " (Flight Recorder): " + names + " — " + why);
     AddProgress(h, g, seq, dumps);
     return c;
   }
@@ -302,8 +301,7 @@ std::optional<Candidate> CollectiveHang(const FrGroup& g, const std::map<int64_t
 std::optional<Candidate> P2pHang(const FrGroup& g, const std::map<int64_t, DumpInfo>& dumps,
                                  int64_t dump_time_ns) {
   auto global = [&](std::optional<int64_t> group_rank) -> std::optional<int64_t> {
-    if (!group_rank || *group_rank < 0 ||
-        *group_rank >= static_cast<int64_t>(g.ranks.size())) {
+    if (!group_rank || *group_rank < 0 || *group_rank >= static_cast<int64_t>(g.ranks.size())) {
       return std::nullopt;
     }
     std::vector<int64_t> sorted = g.ranks;
@@ -311,7 +309,8 @@ std::optional<Candidate> P2pHang(const FrGroup& g, const std::map<int64_t, DumpI
     return sorted[*group_rank];
   };
   // (sender, receiver) -> sends at the sender, receives at the receiver, in order.
-  std::map<std::pair<int64_t, int64_t>, std::pair<std::vector<const FrOp*>, std::vector<const FrOp*>>>
+  std::map<std::pair<int64_t, int64_t>,
+           std::pair<std::vector<const FrOp*>, std::vector<const FrOp*>>>
       pairs;
   for (const auto& [rank, ops] : g.p2p) {
     for (const FrOp& o : ops) {
@@ -356,8 +355,9 @@ std::optional<Candidate> P2pHang(const FrGroup& g, const std::map<int64_t, DumpI
     const bool send = pending->op == "SEND";
     h.summary = RankLabel(dumps, pending->rank) + "'s " + (send ? "send to " : "receive from ") +
                 RankLabel(dumps, culprit) + " (" + g.Label() + ", p2p seq " +
-                std::to_string(pending->seq) + ") never completed (Flight Recorder): " +
-                RankLabel(dumps, culprit) + " posted no matching " + (send ? "receive" : "send");
+                std::to_string(pending->seq) +
+                ") never completed (Flight Recorder): " + RankLabel(dumps, culprit) +
+                " posted no matching " + (send ? "receive" : "send");
     for (int64_t r : {pending->rank, culprit}) {
       RankProgress p;
       p.rank = r;
@@ -391,8 +391,9 @@ rs::Result<FlightRecorderSummary> AnalyzeFlightRecorder(rs::Db& db) {
   std::map<int64_t, DumpInfo> dumps;
   std::set<std::string> versions;
   {
-    ASSIGN_OR_RETURN(rs::Statement st,
-                     db.Prepare("SELECT rank, node, pid, version, clock FROM fr_dumps ORDER BY rank"));
+    ASSIGN_OR_RETURN(
+        rs::Statement st,
+        db.Prepare("SELECT rank, node, pid, version, clock FROM fr_dumps ORDER BY rank"));
     while (true) {
       ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
@@ -408,8 +409,9 @@ rs::Result<FlightRecorderSummary> AnalyzeFlightRecorder(rs::Db& db) {
 
   std::map<int64_t, FrGroup> groups;
   {
-    ASSIGN_OR_RETURN(rs::Statement st,
-                     db.Prepare("SELECT id, pg_name, pg_desc, ranks, comm_id_hash FROM process_groups"));
+    ASSIGN_OR_RETURN(
+        rs::Statement st,
+        db.Prepare("SELECT id, pg_name, pg_desc, ranks, comm_id_hash FROM process_groups"));
     while (true) {
       ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
@@ -523,8 +525,10 @@ Straggler FrStraggler(const HangReport& h, size_t i) {
   s.shape = "hang";
   s.confidence = h.confidence.value_or(Confidence::kLow);
   s.confidence_score = TierScore(ScoreBasis::kHang, s.confidence, 0);
-  s.basis = "PyTorch Flight Recorder dumps: each rank's state (scheduled, started, completed) of "
-            "the first operation of " + h.process_group + " not completed everywhere";
+  s.basis =
+      "PyTorch Flight Recorder dumps: each rank's state (scheduled, started, completed) of "
+      "the first operation of " +
+      h.process_group + " not completed everywhere";
   s.summary = h.culprit_labels[i] + ": " + h.summary;
   Cause c;
   c.kind = "hang";
@@ -562,11 +566,11 @@ rs::Result<void> AddFlightRecorder(rs::Db& db, Report& r) {
                         fr.hang.summary);
     } else {
       fr.agreement = "disagree";
-      r.warnings.push_back("the recording and the Flight Recorder dumps disagree on the hang: "
-                           "the recording names rank(s) " + RankList(r.hang.culprit_ranks) +
-                           " (" + r.hang.basis + "), the dumps rank(s) " +
-                           RankList(fr.hang.culprit_ranks) +
-                           "; both are shown and the confidence is lowered");
+      r.warnings.push_back(
+          "the recording and the Flight Recorder dumps disagree on the hang: "
+          "the recording names rank(s) " +
+          RankList(r.hang.culprit_ranks) + " (" + r.hang.basis + "), the dumps rank(s) " +
+          RankList(fr.hang.culprit_ranks) + "; both are shown and the confidence is lowered");
       LowerTo(r.hang.confidence, Confidence::kLow);
       for (Straggler& s : r.stragglers) {
         if (s.cause == "hang") {
@@ -581,11 +585,13 @@ rs::Result<void> AddFlightRecorder(rs::Db& db, Report& r) {
     if (r.nccl_calls > 0) {
       // The recording saw the collectives and no stuck one: it may have ended before the hang.
       LowerTo(r.hang.confidence, Confidence::kMedium);
-      r.notes.push_back("the hang comes from the Flight Recorder dumps only: the recording has "
-                        "no collective stuck (it may have ended before the hang)");
+      r.notes.push_back(
+          "the hang comes from the Flight Recorder dumps only: the recording has "
+          "no collective stuck (it may have ended before the hang)");
     } else {
-      r.notes.push_back("hang analysis from PyTorch Flight Recorder dumps only (no recorder "
-                        "data on NCCL calls): states as PyTorch's watchdog saw them");
+      r.notes.push_back(
+          "hang analysis from PyTorch Flight Recorder dumps only (no recorder "
+          "data on NCCL calls): states as PyTorch's watchdog saw them");
     }
     std::vector<Straggler> hang;
     for (size_t i = 0; i < r.hang.culprit_ranks.size(); ++i) hang.push_back(FrStraggler(r.hang, i));
@@ -593,8 +599,9 @@ rs::Result<void> AddFlightRecorder(rs::Db& db, Report& r) {
     r.stragglers.insert(r.stragglers.begin(), hang.begin(), hang.end());
   } else if (recorder) {
     fr.agreement = "recorder_only";
-    r.notes.push_back("the Flight Recorder dumps show no stuck operation, unlike the recording "
-                      "(dumps written before the hang?)");
+    r.notes.push_back(
+        "the Flight Recorder dumps show no stuck operation, unlike the recording "
+        "(dumps written before the hang?)");
   } else {
     fr.agreement = "no_hang";
   }

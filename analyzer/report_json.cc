@@ -1,7 +1,7 @@
-#include "rscore/json.h"
 #include "report_format.h"
 #include "report_render.h"
 #include "rscore/comm_hash.h"
+#include "rscore/json.h"
 #include "rscore/time_arg.h"
 
 namespace analyzer {
@@ -178,7 +178,10 @@ std::string RenderJson(const Report& r) {
   w.Key("report_version").Int(1);
   w.Key("input").String(r.input).Key("db_kind").String(r.db_kind);
   w.Key("start_ns").Int(r.start_ns).Key("end_ns").Int(r.end_ns);
-  w.Key("start_utc").String(rs::FormatUtc(r.start_ns)).Key("end_utc").String(rs::FormatUtc(r.end_ns));
+  w.Key("start_utc")
+      .String(rs::FormatUtc(r.start_ns))
+      .Key("end_utc")
+      .String(rs::FormatUtc(r.end_ns));
   w.Key("verdict").String(r.verdict);
   w.Key("warnings").BeginArray();
   for (const auto& x : r.warnings) w.String(x);

@@ -100,8 +100,8 @@ std::string RenderMarkdown(const Report& r) {
   if (const auto& fr = r.flight_recorder) {
     o << "## Flight Recorder\n\n" << Md(FlightRecorderLine(*fr)) << ".\n\n";
     if (fr->agreement == "agree" || fr->agreement == "disagree") {
-      o << "Their hang: " << Md(fr->hang.summary) << " (confidence "
-        << Md(HangConfidence(fr->hang)) << ").\n\n";
+      o << "Their hang: " << Md(fr->hang.summary) << " (confidence " << Md(HangConfidence(fr->hang))
+        << ").\n\n";
     }
     for (const Mismatch& m : fr->hang.mismatches) {
       o << "- mismatch at seq " << m.seq << " (" << Md(m.process_group) << "), " << Md(m.field)

@@ -53,7 +53,8 @@ rs::Result<int64_t> RequireInt(const Json& obj, const char* key, const std::stri
   const Json* v = Find(obj, key);
   if (!v) return rs::Error(At(where, key) + ": missing");
   std::optional<int64_t> x = AsInt(*v);
-  if (!x) return rs::Error(At(where, key) + ": not an integer (" + std::string(v->type_name()) + ")");
+  if (!x)
+    return rs::Error(At(where, key) + ": not an integer (" + std::string(v->type_name()) + ")");
   return *x;
 }
 
@@ -62,14 +63,16 @@ rs::Result<std::optional<int64_t>> OptionalInt(const Json& obj, const char* key,
   const Json* v = Find(obj, key);
   if (!v) return std::optional<int64_t>();
   std::optional<int64_t> x = AsInt(*v);
-  if (!x) return rs::Error(At(where, key) + ": not an integer (" + std::string(v->type_name()) + ")");
+  if (!x)
+    return rs::Error(At(where, key) + ": not an integer (" + std::string(v->type_name()) + ")");
   return x;
 }
 
 rs::Result<std::string> RequireString(const Json& obj, const char* key, const std::string& where) {
   const Json* v = Find(obj, key);
   if (!v) return rs::Error(At(where, key) + ": missing");
-  if (!v->is_string()) return rs::Error(At(where, key) + ": not a string (" + std::string(v->type_name()) + ")");
+  if (!v->is_string())
+    return rs::Error(At(where, key) + ": not a string (" + std::string(v->type_name()) + ")");
   return v->get<std::string>();
 }
 
@@ -199,7 +202,8 @@ rs::Result<Entry> ParseEntry(const Json& j, const std::string& where) {
     e.datatype = DatatypeFromTorch((*dt)[0].get<std::string>());
   }
   e.thread_name = OptionalString(j, "thread_name");
-  if (const Json* t = Find(j, "thread_id")) e.thread_id = t->is_string() ? t->get<std::string>() : t->dump();
+  if (const Json* t = Find(j, "thread_id"))
+    e.thread_id = t->is_string() ? t->get<std::string>() : t->dump();
   if (const Json* frames = Find(j, "frames")) {
     if (!frames->is_array()) return rs::Error(At(where, "frames") + ": not a list");
     for (const Json& f : *frames) {
@@ -381,10 +385,17 @@ std::string OpFromProfilingName(std::string_view name) {
 
 std::string DatatypeFromTorch(std::string_view dtype) {
   static const std::map<std::string_view, std::string_view> kNames = {
-      {"Float", "float32"},   {"Double", "float64"}, {"Half", "float16"},
-      {"BFloat16", "bfloat16"}, {"Long", "int64"},   {"Int", "int32"},
-      {"Short", "int16"},     {"Char", "int8"},      {"Byte", "uint8"},
-      {"Bool", "bool"},       {"Float8_e4m3fn", "float8e4m3"},
+      {"Float", "float32"},
+      {"Double", "float64"},
+      {"Half", "float16"},
+      {"BFloat16", "bfloat16"},
+      {"Long", "int64"},
+      {"Int", "int32"},
+      {"Short", "int16"},
+      {"Char", "int8"},
+      {"Byte", "uint8"},
+      {"Bool", "bool"},
+      {"Float8_e4m3fn", "float8e4m3"},
       {"Float8_e5m2", "float8e5m2"}};
   auto it = kNames.find(dtype);
   if (it != kNames.end()) return std::string(it->second);

@@ -29,18 +29,18 @@ struct Frame {
 };
 
 struct Entry {
-  int64_t record_id = -1;            // position in the rank's ring of entries
-  int64_t pg_id = -1;                // the process's own number of the process group
-  std::string pg_name, pg_desc;      // process_group: (name, desc)
-  int64_t collective_seq_id = 0;     // per process group, collectives and coalesced groups
-  int64_t p2p_seq_id = 0;            // per process group, point-to-point operations
-  int64_t op_id = -1;                // per operation, inside coalesced groups too
-  std::string profiling_name;        // 'nccl:all_reduce', 'nccl:send 0->1'
-  std::string op;                    // as nccl_events.op: 'ALL_REDUCE', 'SEND', ... ('COALESCED')
+  int64_t record_id = -1;         // position in the rank's ring of entries
+  int64_t pg_id = -1;             // the process's own number of the process group
+  std::string pg_name, pg_desc;   // process_group: (name, desc)
+  int64_t collective_seq_id = 0;  // per process group, collectives and coalesced groups
+  int64_t p2p_seq_id = 0;         // per process group, point-to-point operations
+  int64_t op_id = -1;             // per operation, inside coalesced groups too
+  std::string profiling_name;     // 'nccl:all_reduce', 'nccl:send 0->1'
+  std::string op;                 // as nccl_events.op: 'ALL_REDUCE', 'SEND', ... ('COALESCED')
   bool is_p2p = false;
-  std::optional<int64_t> src, dst;   // group ranks of a send/recv ('send 0->1': 0 -> 1)
-  std::string state;                 // 'enqueued' (FR: scheduled) | 'started' | 'completed'
-  int64_t time_created_ns = 0;       // the host's wall clock
+  std::optional<int64_t> src, dst;  // group ranks of a send/recv ('send 0->1': 0 -> 1)
+  std::string state;                // 'enqueued' (FR: scheduled) | 'started' | 'completed'
+  int64_t time_created_ns = 0;      // the host's wall clock
   std::optional<int64_t> time_discovered_started_ns, time_discovered_completed_ns;
   std::optional<double> duration_ms;
   std::optional<int64_t> timeout_ms;

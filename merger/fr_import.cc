@@ -212,20 +212,19 @@ rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<F
       if (!t || !a) return t;
       return a->Apply(*t);
     };
-    RETURN_IF_ERROR(ins_dump.Bind(1, in.input_id)
-                        .Bind(2, d.rank)
-                        .Bind(3, node)
-                        .Bind(4, pid)
-                        .Bind(5, d.format)
-                        .Bind(6, d.version)
-                        .Bind(7, d.comm_lib_version.empty() ? std::optional<std::string>()
-                                                            : d.comm_lib_version)
-                        .Bind(8, static_cast<int64_t>(d.entries.size()))
-                        .Bind(9, a ? "aligned" : "unaligned")
-                        .Bind(10, StatusJson(d.status))
-                        .Bind(11, d.nccl_comm_state.empty() ? std::optional<std::string>()
-                                                            : d.nccl_comm_state)
-                        .Run());
+    RETURN_IF_ERROR(
+        ins_dump.Bind(1, in.input_id)
+            .Bind(2, d.rank)
+            .Bind(3, node)
+            .Bind(4, pid)
+            .Bind(5, d.format)
+            .Bind(6, d.version)
+            .Bind(7, d.comm_lib_version.empty() ? std::optional<std::string>() : d.comm_lib_version)
+            .Bind(8, static_cast<int64_t>(d.entries.size()))
+            .Bind(9, a ? "aligned" : "unaligned")
+            .Bind(10, StatusJson(d.status))
+            .Bind(11, d.nccl_comm_state.empty() ? std::optional<std::string>() : d.nccl_comm_state)
+            .Run());
     for (const fr::Entry& e : d.entries) {
       const Group* g = find_group(e.pg_name, d.rank);
       std::optional<int64_t> stack_id;
@@ -242,44 +241,45 @@ rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<F
       if (e.duration_ms) duration_ns = static_cast<int64_t>(*e.duration_ms * 1e6);
       std::optional<int64_t> retired;
       if (e.retired) retired = *e.retired ? 1 : 0;
-      RETURN_IF_ERROR(ins_entry.Bind(1, in.input_id)
-                          .Bind(2, d.rank)
-                          .Bind(3, node)
-                          .Bind(4, g->id)
-                          .Bind(5, g->comm_id_hash)
-                          .Bind(6, e.is_p2p ? e.p2p_seq_id : e.collective_seq_id)
-                          .Bind(7, e.is_p2p ? 1 : 0)
-                          .Bind(8, e.op)
-                          .Bind(9, e.profiling_name)
-                          .Bind(10, e.src)
-                          .Bind(11, e.dst)
-                          .Bind(12, e.state)
-                          .Bind(13, ts)
-                          .Bind(14, aligned(e.time_discovered_started_ns))
-                          .Bind(15, aligned(e.time_discovered_completed_ns))
-                          .Bind(16, duration_ns)
-                          .Bind(17, e.timeout_ms)
-                          .Bind(18, retired)
-                          .Bind(19, e.record_id >= 0 ? std::optional<int64_t>(e.record_id)
-                                                     : std::nullopt)
-                          .Bind(20, e.pg_id >= 0 ? std::optional<int64_t>(e.pg_id) : std::nullopt)
-                          .Bind(21, e.op_id >= 0 ? std::optional<int64_t>(e.op_id) : std::nullopt)
-                          .Bind(22, e.input_numel)
-                          .Bind(23, opt(e.datatype))
-                          .Bind(24, e.input_sizes)
-                          .Bind(25, e.input_dtypes)
-                          .Bind(26, e.output_sizes)
-                          .Bind(27, e.output_dtypes)
-                          .Bind(28, opt(e.thread_id))
-                          .Bind(29, opt(e.thread_name))
-                          .Bind(30, stack_id)
-                          .Bind(31, e.time_created_ns)
-                          .Run());
+      RETURN_IF_ERROR(
+          ins_entry.Bind(1, in.input_id)
+              .Bind(2, d.rank)
+              .Bind(3, node)
+              .Bind(4, g->id)
+              .Bind(5, g->comm_id_hash)
+              .Bind(6, e.is_p2p ? e.p2p_seq_id : e.collective_seq_id)
+              .Bind(7, e.is_p2p ? 1 : 0)
+              .Bind(8, e.op)
+              .Bind(9, e.profiling_name)
+              .Bind(10, e.src)
+              .Bind(11, e.dst)
+              .Bind(12, e.state)
+              .Bind(13, ts)
+              .Bind(14, aligned(e.time_discovered_started_ns))
+              .Bind(15, aligned(e.time_discovered_completed_ns))
+              .Bind(16, duration_ns)
+              .Bind(17, e.timeout_ms)
+              .Bind(18, retired)
+              .Bind(19, e.record_id >= 0 ? std::optional<int64_t>(e.record_id) : std::nullopt)
+              .Bind(20, e.pg_id >= 0 ? std::optional<int64_t>(e.pg_id) : std::nullopt)
+              .Bind(21, e.op_id >= 0 ? std::optional<int64_t>(e.op_id) : std::nullopt)
+              .Bind(22, e.input_numel)
+              .Bind(23, opt(e.datatype))
+              .Bind(24, e.input_sizes)
+              .Bind(25, e.input_dtypes)
+              .Bind(26, e.output_sizes)
+              .Bind(27, e.output_dtypes)
+              .Bind(28, opt(e.thread_id))
+              .Bind(29, opt(e.thread_name))
+              .Bind(30, stack_id)
+              .Bind(31, e.time_created_ns)
+              .Run());
       ++result.entries;
       if (first_time || ts < result.first_ns) result.first_ns = ts;
       if (first_time || ts > result.last_ns) result.last_ns = ts;
       first_time = false;
-      for (auto t : {aligned(e.time_discovered_started_ns), aligned(e.time_discovered_completed_ns)}) {
+      for (auto t :
+           {aligned(e.time_discovered_started_ns), aligned(e.time_discovered_completed_ns)}) {
         if (t) result.last_ns = std::max(result.last_ns, *t);
       }
     }
@@ -294,8 +294,8 @@ rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<F
     if (!dumped.count(r)) missing.push_back(r);
   }
   if (!missing.empty()) {
-    result.warnings.push_back("no Flight Recorder dump for rank(s) " + RankRanges(missing) + " of " +
-                              std::to_string(expected.size()) +
+    result.warnings.push_back("no Flight Recorder dump for rank(s) " + RankRanges(missing) +
+                              " of " + std::to_string(expected.size()) +
                               " in the process groups: their state is unknown (copy their "
                               "nccl_trace_rank_N files too)");
   }

@@ -33,7 +33,8 @@ class Pickler {
     } else {
       out_ += '\x8a';  // LONG1, 8 bytes little-endian two's complement
       out_ += '\x08';
-      for (int i = 0; i < 8; ++i) out_ += static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff);
+      for (int i = 0; i < 8; ++i)
+        out_ += static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff);
     }
     return *this;
   }

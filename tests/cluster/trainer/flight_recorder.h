@@ -40,7 +40,7 @@ class FlightRecorder {
     cudaEvent_t start = nullptr, end = nullptr;
   };
   void Run();
-  void Poll();  // under mu_
+  void Poll();                 // under mu_
   std::string Pickle() const;  // under mu_
 
   std::string dir_;

@@ -1,0 +1,111 @@
+#include "flight_recorder.h"
+
+#include <gtest/gtest.h>
+
+namespace merge::fr {
+namespace {
+
+// A JSON dump as _dump_nccl_trace_json writes it (schema 2.10): 0 for undiscovered times,
+// pg_status numbers as strings, the group as a list.
+constexpr const char* kJsonDump = R"({
+  "version": "2.10", "comm_lib_version": "2.27.3",
+  "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1, 2, 3]"}},
+  "pg_status": {"0": {"last_enqueued_collective": "5", "last_started_collective": "5",
+                      "last_completed_collective": "4"}},
+  "entries": [
+    {"record_id": 0, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": 5,
+     "p2p_seq_id": 0, "op_id": 5, "profiling_name": "nccl:all_reduce", "time_created_ns": 1000,
+     "input_sizes": [[4, 8], [16]], "input_dtypes": ["BFloat16", "BFloat16"],
+     "output_sizes": [[4, 8], [16]], "output_dtypes": ["BFloat16", "BFloat16"],
+     "state": "started", "time_discovered_started_ns": 1500, "time_discovered_completed_ns": 0,
+     "retired": false, "timeout_ms": 600000, "is_p2p": false, "thread_id": "139",
+     "thread_name": "pt_main_thread"},
+    {"record_id": 1, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": 5,
+     "p2p_seq_id": 3, "op_id": 6, "profiling_name": "nccl:recv 2<-1", "time_created_ns": 2000,
+     "input_sizes": [[256]], "input_dtypes": ["Float"], "output_sizes": [[256]],
+     "output_dtypes": ["Float"], "state": "scheduled", "time_discovered_started_ns": 0,
+     "time_discovered_completed_ns": 0, "retired": false, "timeout_ms": 600000, "is_p2p": true,
+     "duration_ms": 0.5}
+  ]
+})";
+
+TEST(FlightRecorder, ReadsAJsonDump) {
+  auto d = ParseDump(kJsonDump, "json", "nccl_trace_rank_2.json", 2);
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  EXPECT_EQ(d->version, "2.10");
+  EXPECT_EQ(d->comm_lib_version, "2.27.3");
+  ASSERT_EQ(d->groups.size(), 1u);
+  EXPECT_EQ(d->groups[0].ranks, (std::vector<int64_t>{0, 1, 2, 3}));
+  ASSERT_EQ(d->status.size(), 1u);
+  EXPECT_EQ(d->status[0].last_completed, 4);
+  ASSERT_EQ(d->entries.size(), 2u);
+  const Entry& a = d->entries[0];
+  EXPECT_EQ(a.op, "ALL_REDUCE");
+  EXPECT_EQ(a.state, "started");
+  EXPECT_EQ(a.time_discovered_started_ns, 1500);
+  EXPECT_FALSE(a.time_discovered_completed_ns.has_value());  // JSON's 0: not discovered
+  EXPECT_EQ(a.input_numel, 4 * 8 + 16);
+  EXPECT_EQ(a.datatype, "bfloat16");
+  EXPECT_EQ(a.pg_name, "0");
+  EXPECT_EQ(a.pg_desc, "default_pg");
+  EXPECT_EQ(a.thread_name, "pt_main_thread");
+  EXPECT_FALSE(a.duration_ms.has_value());
+  const Entry& b = d->entries[1];
+  EXPECT_EQ(b.op, "RECV");
+  EXPECT_TRUE(b.is_p2p);
+  EXPECT_EQ(b.state, "enqueued");  // FR's 'scheduled'
+  EXPECT_EQ(b.src, 1);
+  EXPECT_EQ(b.dst, 2);
+  EXPECT_EQ(b.duration_ms, 0.5);
+}
+
+TEST(FlightRecorder, ErrorsNameTheField) {
+  auto bad = ParseDump(R"({"version": "2.10", "entries": [{"profiling_name": "nccl:all_reduce",
+      "collective_seq_id": 1, "time_created_ns": 5, "process_group": ["0", ""]}]})",
+                       "json", "x", 0);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message(), "entries[0].state: missing");
+  auto state = ParseDump(R"({"version": "2.10", "entries": [{"profiling_name": "nccl:x",
+      "collective_seq_id": 1, "time_created_ns": 5, "process_group": ["0", ""],
+      "state": "done"}]})",
+                         "json", "x", 0);
+  ASSERT_FALSE(state.ok());
+  EXPECT_NE(state.error().message().find("entries[0].state: 'done' is none of"), std::string::npos);
+  auto type = ParseDump(R"({"version": "2.10", "entries": [{"profiling_name": "nccl:x",
+      "collective_seq_id": "seven", "time_created_ns": 5, "process_group": ["0", ""],
+      "state": "started"}]})",
+                        "json", "x", 0);
+  ASSERT_FALSE(type.ok());
+  EXPECT_EQ(type.error().message(), "entries[0].collective_seq_id: not an integer (string)");
+  auto version = ParseDump(R"({"version": "3.0", "entries": []})", "json", "x", 0);
+  ASSERT_FALSE(version.ok());
+  EXPECT_NE(version.error().message().find("version '3.0'"), std::string::npos);
+  EXPECT_FALSE(ParseDump("{\"version\": ", "json", "x", 0).ok());
+  EXPECT_FALSE(ParseDump("[1, 2]", "json", "x", 0).ok());
+}
+
+TEST(FlightRecorder, RankFromFileName) {
+  EXPECT_EQ(RankFromFileName("/a/b/nccl_trace_rank_12"), 12);
+  EXPECT_EQ(RankFromFileName("nccl_trace_rank_3.json"), 3);
+  EXPECT_EQ(RankFromFileName("dump7.pkl"), 7);
+  EXPECT_FALSE(RankFromFileName("nccl_trace_rank_").has_value());
+  EXPECT_FALSE(RankFromFileName("nccl_trace_rank_3.tmp").has_value());
+  EXPECT_FALSE(RankFromFileName("rank_12345678901").has_value());  // not a rank
+}
+
+TEST(FlightRecorder, Names) {
+  EXPECT_EQ(OpFromProfilingName("nccl:all_reduce"), "ALL_REDUCE");
+  EXPECT_EQ(OpFromProfilingName("nccl:_allgather_base"), "ALL_GATHER");
+  EXPECT_EQ(OpFromProfilingName("nccl:reduce_scatter_tensor_coalesced"), "REDUCE_SCATTER");
+  EXPECT_EQ(OpFromProfilingName("nccl:_reduce_oop"), "REDUCE");
+  EXPECT_EQ(OpFromProfilingName("nccl:send 0->1"), "SEND");
+  EXPECT_EQ(OpFromProfilingName("nccl:ALLGATHER_coalesced"), "ALL_GATHER");
+  EXPECT_EQ(OpFromProfilingName("nccl:coalesced"), "COALESCED");
+  EXPECT_EQ(OpFromProfilingName("xccl:all_to_all_single"), "ALL_TO_ALL");
+  EXPECT_EQ(DatatypeFromTorch("Float"), "float32");
+  EXPECT_EQ(DatatypeFromTorch("Long"), "int64");
+  EXPECT_EQ(DatatypeFromTorch("ComplexFloat"), "complexfloat");
+}
+
+}  // namespace
+}  // namespace merge::fr
