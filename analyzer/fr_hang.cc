@@ -192,8 +192,8 @@ struct Candidate {
   int64_t created_ns = INT64_MAX;  // when the stuck operation was first enqueued
 };
 
-std::optional<Candidate> CollectiveHang(const FrGroup& g, const std::map<int64_t, DumpInfo>& dumps,
-                                        int64_t dump_time_ns) {
+std::optional<Candidate> CollectiveHang(const FrGroup& g,
+                                        const std::map<int64_t, DumpInfo>& dumps) {
   std::set<int64_t> seqs;
   int64_t covered_from = INT64_MIN;  // every dump holds the group's entries from here on
   for (const auto& [rank, ops] : g.collectives) {
@@ -241,7 +241,8 @@ std::optional<Candidate> CollectiveHang(const FrGroup& g, const std::map<int64_t
     h.seq = seq;
     h.op = op;
     c.created_ns = created;
-    if (created != INT64_MAX) h.stuck_for_ns = std::max<int64_t>(0, dump_time_ns - created);
+    // A dump holds no time of its own (it is written when a collective times out), so how
+    // long the operation was stuck is not known: stuck_for_ns stays 0.
     std::vector<int64_t> culprits, no_dump;
     for (int64_t r : g.ranks) {
       if (!dumps.count(r)) no_dump.push_back(r);
@@ -298,8 +299,7 @@ std::optional<Candidate> CollectiveHang(const FrGroup& g, const std::map<int64_t
 
 // Sends and receives paired per (sender, receiver) in order; a pending one without its
 // counterpart names the rank that never posted it.
-std::optional<Candidate> P2pHang(const FrGroup& g, const std::map<int64_t, DumpInfo>& dumps,
-                                 int64_t dump_time_ns) {
+std::optional<Candidate> P2pHang(const FrGroup& g, const std::map<int64_t, DumpInfo>& dumps) {
   auto global = [&](std::optional<int64_t> group_rank) -> std::optional<int64_t> {
     if (!group_rank || *group_rank < 0 || *group_rank >= static_cast<int64_t>(g.ranks.size())) {
       return std::nullopt;
@@ -344,7 +344,6 @@ std::optional<Candidate> P2pHang(const FrGroup& g, const std::map<int64_t, DumpI
     h.comm_id_hash = static_cast<uint64_t>(g.comm_id_hash.value_or(0));
     h.seq = pending->seq;
     h.op = pending->op;
-    h.stuck_for_ns = std::max<int64_t>(0, dump_time_ns - pending->created_ns);
     h.confidence = Confidence::kHigh;
     h.culprit_ranks = {culprit};
     h.culprit_labels = {RankLabel(dumps, culprit)};
@@ -428,7 +427,6 @@ rs::Result<FlightRecorderSummary> AnalyzeFlightRecorder(rs::Db& db) {
       if (!st.IsNull(4)) g.comm_id_hash = st.Int(4);
     }
   }
-  int64_t dump_time = INT64_MIN;
   {
     ASSIGN_OR_RETURN(
         rs::Statement st,
@@ -457,8 +455,6 @@ rs::Result<FlightRecorderSummary> AnalyzeFlightRecorder(rs::Db& db) {
       if (!st.IsNull(14)) o.completed_ns = st.Int(14);
       o.retired = !st.IsNull(15) && st.Int(15) != 0;
       o.stack = st.IsNull(16) ? "" : st.Text(16);
-      dump_time = std::max({dump_time, o.created_ns, o.started_ns.value_or(INT64_MIN),
-                            o.completed_ns.value_or(INT64_MIN)});
       FrGroup& g = groups[st.Int(0)];
       if (g.ranks.empty() || std::find(g.ranks.begin(), g.ranks.end(), o.rank) == g.ranks.end()) {
         // A group no pg_config listed: its members are the ranks seen using it.
@@ -482,7 +478,7 @@ rs::Result<FlightRecorderSummary> AnalyzeFlightRecorder(rs::Db& db) {
   HangReport mismatches;
   for (const auto& [id, g] : groups) {
     FindMismatches(g, dumps, mismatches);
-    for (auto c : {CollectiveHang(g, dumps, dump_time), P2pHang(g, dumps, dump_time)}) {
+    for (auto c : {CollectiveHang(g, dumps), P2pHang(g, dumps)}) {
       if (c && (!first || c->created_ns < first->created_ns)) first = std::move(c);
     }
   }
@@ -593,6 +589,11 @@ rs::Result<void> AddFlightRecorder(rs::Db& db, Report& r) {
           "hang analysis from PyTorch Flight Recorder dumps only (no recorder "
           "data on NCCL calls): states as PyTorch's watchdog saw them");
     }
+    r.notes.push_back(
+        "a Flight Recorder dump holds no time of its own: the analysis takes the first "
+        "operation not completed everywhere as stuck (dumps are written when a collective "
+        "times out; one taken on demand mid-step may look alike), and how long it was stuck "
+        "is not known");
     std::vector<Straggler> hang;
     for (size_t i = 0; i < r.hang.culprit_ranks.size(); ++i) hang.push_back(FrStraggler(r.hang, i));
     for (Straggler& s : hang) s.confidence = r.hang.confidence.value_or(s.confidence);
