@@ -70,6 +70,13 @@ const char* KindName(Kind kind) {
   return "?";
 }
 
+// INT's and LONG's text: CPython's unpickler reads it in base 0, where a leading zero makes
+// "017" octal (15) or an error. No writer puts one there; reading it as decimal would disagree.
+bool HasLeadingZero(std::string_view text) {
+  if (!text.empty() && (text[0] == '-' || text[0] == '+')) text.remove_prefix(1);
+  return text.size() > 1 && text[0] == '0';
+}
+
 std::size_t SaturatingAdd(std::size_t a, std::size_t b) {
   return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max()
                                                          : a + b;
@@ -162,11 +169,15 @@ class Decoder {
       case kNewFalse:
         return Push(op, Bool(op.code == kNewTrue));
       case kInt:
-        if (op.arg == "00" || op.arg == "01") return Push(op, Bool(op.arg == "01"));
-        return PushInteger(op, ParseDecimal(op.arg));
       case kLong: {
+        if (op.code == kInt && (op.arg == "00" || op.arg == "01"))
+          return Push(op, Bool(op.arg == "01"));
         std::string_view text = op.arg;
-        if (!text.empty() && text.back() == 'L') text.remove_suffix(1);
+        if (op.code == kLong && !text.empty() && text.back() == 'L') text.remove_suffix(1);
+        if (HasLeadingZero(text)) {
+          return Fail(op, "a leading zero in '" + Printable(op.arg) +
+                              "' (CPython reads it as octal, or not at all)");
+        }
         return PushInteger(op, ParseDecimal(text));
       }
       case kBinInt: {

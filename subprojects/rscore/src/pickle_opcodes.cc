@@ -170,12 +170,13 @@ Result<Op> ReadOp(std::string_view data, std::size_t offset) {
   }
   Op op{offset, offset + 1, code, info->name, {}};
   if (info->refused != nullptr) return Refuse(data, op, *info);
-  const std::string where = At(offset) + info->name + ": ";
+  // Errors only: most opcodes need no message.
+  auto fail = [&](const std::string& what) { return Error(At(offset) + info->name + ": " + what); };
   const std::size_t pos = offset + 1;
   const std::size_t left = data.size() - pos;
   auto truncated = [&](std::size_t need) {
-    return Error(where + "the input ends inside the operand (" + std::to_string(need) +
-                 " bytes needed, " + std::to_string(left) + " left)");
+    return fail("the input ends inside the operand (" + std::to_string(need) + " bytes needed, " +
+                std::to_string(left) + " left)");
   };
   switch (info->operand) {
     case Operand::kNone:
@@ -191,7 +192,7 @@ Result<Op> ReadOp(std::string_view data, std::size_t offset) {
       if (nl != std::string_view::npos && info->operand == Operand::kTwoLines)
         nl = data.find('\n', nl + 1);
       if (nl == std::string_view::npos)
-        return Error(where + "the input ends inside the text operand (no newline)");
+        return fail("the input ends inside the text operand (no newline)");
       op.arg = data.substr(pos, nl - pos);
       op.end = nl + 1;
       break;
@@ -201,11 +202,10 @@ Result<Op> ReadOp(std::string_view data, std::size_t offset) {
       if (left < info->width) return truncated(info->width);
       const uint64_t length = ReadLE(data.substr(pos, info->width));
       if (info->operand == Operand::kCountedSigned && length > 0x7fffffff)
-        return Error(where + "negative length");
+        return fail("negative length");
       if (length > left - info->width) {
-        return Error(where + "length " + std::to_string(length) +
-                     " runs past the end of the input (" + std::to_string(left - info->width) +
-                     " bytes left)");
+        return fail("length " + std::to_string(length) + " runs past the end of the input (" +
+                    std::to_string(left - info->width) + " bytes left)");
       }
       op.arg = data.substr(pos + info->width, length);
       op.end = pos + info->width + length;
@@ -215,9 +215,9 @@ Result<Op> ReadOp(std::string_view data, std::size_t offset) {
   if (code == kFrame) {
     const uint64_t length = ReadLE(op.arg);
     if (length > data.size() - op.end) {
-      return Error(where + "a frame of " + std::to_string(length) +
-                   " bytes runs past the end of the input (" +
-                   std::to_string(data.size() - op.end) + " bytes left)");
+      return fail("a frame of " + std::to_string(length) +
+                  " bytes runs past the end of the input (" + std::to_string(data.size() - op.end) +
+                  " bytes left)");
     }
   }
   return op;

@@ -84,7 +84,15 @@ TEST(Pickle, IntegersOver64BitsAreErrors) {
   // -2^63 - 1: the low eight bytes look positive.
   EXPECT_NE(ErrorOf("\x8a\x09" + Le(INT64_MAX, 8) + "\xff.").find("at most 64 bits"),
             std::string::npos);
-  EXPECT_NE(ErrorOf("I0x10\n.").find("not an integer"), std::string::npos);
+  EXPECT_NE(ErrorOf("I 1\n.").find("not an integer"), std::string::npos);
+  EXPECT_NE(ErrorOf("I1_000\n.").find("not an integer"), std::string::npos);
+  // CPython reads INT and LONG in base 0: "017" would be octal 15 there, or an error.
+  EXPECT_EQ(ErrorOf("I017\n."),
+            "offset 0: INT: a leading zero in '017' (CPython reads it as octal, or not at all)");
+  EXPECT_NE(ErrorOf("L-00L\n.").find("a leading zero"), std::string::npos);
+  EXPECT_NE(ErrorOf("I0x10\n.").find("a leading zero"), std::string::npos);
+  EXPECT_EQ(Decoded("I0\n."), json(0));
+  EXPECT_EQ(Decoded("I-0\n."), json(0));
   EXPECT_NE(ErrorOf("I\n.").find("not an integer"), std::string::npos);
 }
 

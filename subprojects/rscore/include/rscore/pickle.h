@@ -8,8 +8,9 @@
 //             otherwise ignored, as CPython's unpickler does), STOP
 //   stack     MARK, POP, POP_MARK, DUP
 //   None/bool NONE, NEWTRUE, NEWFALSE, INT's "I01\n" / "I00\n"
-//   integers  INT, LONG (decimal text with an optional sign, LONG's trailing 'L'), BININT,
-//             BININT1, BININT2, LONG1, LONG4
+//   integers  INT, LONG (decimal text with an optional sign and no leading zero, which
+//             CPython would read as octal; LONG's trailing 'L'), BININT, BININT1, BININT2,
+//             LONG1, LONG4
 //   floats    FLOAT (the decimal text of Python's repr, "inf" and "nan" included), BINFLOAT
 //   str       UNICODE (raw-unicode-escape), BINUNICODE, SHORT_BINUNICODE, BINUNICODE8; and
 //             Python 2's STRING (a quoted, backslash-escaped literal), BINSTRING and
