@@ -50,14 +50,15 @@ bool NoSpace(const std::string& message) {
 
 class Progress {
  public:
-  // On a terminal one line redrawn in place; elsewhere (a log) plain lines.
+  // On a terminal one line redrawn in place; elsewhere (a log) plain lines. Either is
+  // prefixed like every other line of the tool.
   Progress(bool on, bool plain, std::ostream& log) : on_(on), plain_(plain), log_(log) {}
   void Show(const std::string& line) {
     if (!on_) return;
     if (plain_) {
-      log_ << line << "\n" << std::flush;
+      log_ << "rankscope-merge: " << line << "\n" << std::flush;
     } else {
-      log_ << "\r\033[K" << line << std::flush;
+      log_ << "\r\033[Krankscope-merge: " << line << std::flush;
     }
   }
   void Done() {

@@ -150,9 +150,13 @@ TEST_F(MergeCli, UsageErrorsExitTwo) {
   std::string out = dir_.File("m.rsdb");
   CliRun r = Merge("-o " + out);
   EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("no inputs: give node bundles"), std::string::npos) << r.output;
   r = Merge("--no-such-flag -o " + out + " " + bundles_[0]);
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find("no-such-flag"), std::string::npos) << r.output;
+  // One line, ending with the hint every tool gives.
+  EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << r.output;
+  EXPECT_NE(r.output.find(" (see 'rankscope-merge --help')\n"), std::string::npos) << r.output;
   r = Merge("--bundle -o - " + bundles_[0]);
   EXPECT_EQ(r.status, 2) << r.output;
 }

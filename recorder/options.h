@@ -65,6 +65,7 @@ struct RecorderOptions {
   bool cut_command = false;                          // `rankscope-record cut`
   int64_t cut_timeout_ns = int64_t{120} * 1'000'000'000;  // cut --timeout D
   bool verbose = false;  // -v
+  bool quiet = false;    // -q: no informational lines (log.h LogInfo), warnings and errors kept
   bool help = false;     // --help
   bool version = false;  // --version
 };

@@ -162,8 +162,8 @@ rs::Result<void> Recording::StartProbes() {
     }
     Log("%s: not recording: %s", sources_[i].source.c_str(), sources_[i].note.c_str());
   }
-  Log("recording node %s (%zu of %zu sources%s) -> %s", node_.name.c_str(), n_started,
-      probes_.size(), left_out.c_str(), writer_.out_path().c_str());
+  LogInfo("recording node %s (%zu of %zu sources%s) -> %s", node_.name.c_str(), n_started,
+          probes_.size(), left_out.c_str(), writer_.out_path().c_str());
   return rs::Ok();
 }
 
