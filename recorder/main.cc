@@ -20,6 +20,7 @@
 #include "rscore/identity.h"
 #include "rscore/path.h"
 #include "rscore/sqlite.h"
+#include "rscore/time_arg.h"
 
 namespace {
 
@@ -233,12 +234,12 @@ int main(int argc, char** argv) {
                                                          : "after a write error") +
                 ")";
   }
-  LogInfo("wrote %s: node %s, %llu events, %llu dropped%s%s, %s, stopped by %s",
+  LogInfo("wrote %s: node %s, %llu events, %llu dropped%s%s, %s from %s, stopped by %s",
           loop.writer().out_path().c_str(), node->name.c_str(),
           static_cast<unsigned long long>(summary->events),
           static_cast<unsigned long long>(summary->drops), unwritten.c_str(),
           loop.writer().indexes_left_out() ? ", without indexes" : "",
           rs::FormatDuration(summary->end_ns - summary->start_ns).c_str(),
-          summary->stop_reason.c_str());
+          rs::FormatUtc(summary->start_ns).c_str(), summary->stop_reason.c_str());
   return kExitOk;
 }

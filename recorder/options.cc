@@ -124,6 +124,7 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
     switch (opt) {
       case 'o':
         if (!*arg) return rs::Error("--out: empty path");
+        if (std::string_view(arg) == "-") return rs::Error(kOutDashRefused);
         o.out = arg;
         break;
       case kOptForce:
@@ -350,7 +351,8 @@ activity on this node into a zstd-compressed SQLite bundle. Needs root.
 
 options:
   -o, --out FILE.rsb          bundle to write (written atomically, mode 0600); an existing
-                              file is refused unless --force
+                              file is refused unless --force; not - (a bundle is a file:
+                              copy it once written)
       --force                 replace an existing --out
       --recover FILE          turn the temporary database FILE left behind by a recorder
                               that died into a bundle (default --out: the bundle that

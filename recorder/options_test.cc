@@ -161,6 +161,8 @@ TEST(ParseOptions, ErrorsAreOneLineAndNameTheFlag) {
       {{"--out", "x.rsb", "stray"}, "unexpected argument 'stray'"},
       {{"--out"}, "--out needs a value"},
       {{"--duration", "5s"}, "--out FILE.rsb is required"},
+      {{"--out", "-", "--duration", "5s"}, "--out -: a bundle is a file"},
+      {{"-o", "-"}, "give a path, then copy it"},
   };
   for (const auto& c : cases) {
     std::string e = ErrorOf(c.args);

@@ -2,7 +2,8 @@
 # The command-line convention every tool keeps (rscore/cli.h, README "Command line"): usage
 # errors exit 2 with one line ending "(see 'TOOL --help')", --help and -h print the same layout
 # (usage, options, examples, exit status, man page) in every tool and in analyze itself, '-' is
-# standard output for -o and standard input for query's SQL, report --fail-on exits 4 when it finds what was asked for, every tool's last line says
+# standard output for -o (refused by record: a bundle is a file) and standard input for query's
+# SQL, report --fail-on exits 4 when it finds what was asked for, every tool's last line says
 # what was written and how long it took unless -q, -q hides that line and progress but never a
 # warning, and no tool leaves a file named '-'.
 set -uo pipefail
@@ -54,6 +55,13 @@ for cmd in "$record --no-such-flag" "$merge --no-such-flag -o x.rsdb node0.rsb" 
     [[ "${BASH_REMATCH[4]}" == "$tool" ]] ||
     fail "'$cmd': the usage error does not end with \"(see '$tool --help')\": $line"
 done
+# record -o -: a bundle is a file (written beside its name while recording); refused before any
+# recording, whoever runs it.
+"$record" -q -o - --duration 1s >/dev/null 2>record.err; rc=$?
+[[ $rc == 2 ]] || fail "record -o - exits $rc, not 2"
+grep -q -- "--out -: a bundle is a file .*give a path, then copy it" record.err ||
+  fail "record -o - does not say why: $(cat record.err)"
+grep -q "unknown option" record.err && fail "record does not take -q: $(cat record.err)"
 
 # merge -o -: the database on standard output, readable by sqlite3; the last line is the summary.
 "$merge" -o - node*.rsb >piped.rsdb 2>merge.err; rc=$?
