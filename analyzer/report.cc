@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <optional>
 #include <set>
-#include <tuple>
 
 #include "call_semantics.h"
 #include "causes.h"
@@ -579,8 +578,7 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   std::vector<ArrivalStats> stats = ParticipantStats(data);
   r.per_rank = stats;
   std::sort(r.per_rank.begin(), r.per_rank.end(), [](const ArrivalStats& a, const ArrivalStats& b) {
-    return std::make_tuple(a.node, a.rank.value_or(-1), a.pid.value_or(0)) <
-           std::make_tuple(b.node, b.rank.value_or(-1), b.pid.value_or(0));
+    return RankOrderLess(a.node, a.rank, a.pid.value_or(0), b.node, b.rank, b.pid.value_or(0));
   });
   r.per_node = NodeStats(data);
   RETURN_IF_ERROR(AddHang(db, data, r));
