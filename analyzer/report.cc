@@ -16,6 +16,7 @@
 #include "network.h"
 #include "plots.h"
 #include "report_format.h"
+#include "report_warnings.h"
 #include "side_events.h"
 #include "straggler.h"
 
@@ -602,6 +603,7 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   for (Straggler& s : ranked) r.stragglers.push_back(std::move(s));
   r.observations = std::move(observed);
   RETURN_IF_ERROR(AddWarnings(db, merged, r));
+  AddClockBoundWarnings(r);
   // Nodes in natural order (node2 before node10) everywhere they are listed.
   auto natural = [](const std::string& a, const std::string& b) {
     return rs::cli::NaturalLess(a, b);
