@@ -15,6 +15,7 @@
 #include <thread>
 #include <utility>
 
+#include "clock_bound_warnings.h"
 #include "input_copy.h"
 #include "inputs.h"
 #include "merge_tables.h"
@@ -423,6 +424,10 @@ rs::Result<MergeResult> MergeRun::WriteOut() {
   progress_.Show("building indexes...");
   RETURN_IF_ERROR(rs::CreateIndexes(out_));
   progress_.Done();
+  ASSIGN_OR_RETURN(const CollectiveDurations durations, MeasureCollectiveDurations(out_));
+  for (std::string& w : ClockBoundWarnings(result_.alignment, durations)) {
+    result_.warnings.push_back(std::move(w));
+  }
   out_ = rs::Db();  // every page is written at its transaction's commit: closed before the name
   timer_.End("indexes");
   if (bundle_target_) {
