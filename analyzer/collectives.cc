@@ -6,11 +6,18 @@
 #include <utility>
 
 #include "device_arrival.h"
+#include "rscore/cli.h"
 
 namespace analyzer {
 
 std::string Participant::Label() const {
   return rank ? node + " rank " + std::to_string(*rank) : node + " pid " + std::to_string(pid);
+}
+
+bool RankOrderLess(const std::string& node_a, std::optional<int64_t> rank_a, int64_t pid_a,
+                   const std::string& node_b, std::optional<int64_t> rank_b, int64_t pid_b) {
+  if (node_a != node_b) return rs::cli::NaturalLess(node_a, node_b);
+  return std::make_pair(rank_a.value_or(-1), pid_a) < std::make_pair(rank_b.value_or(-1), pid_b);
 }
 
 int64_t Quantile(std::vector<int64_t>& v, double q) {

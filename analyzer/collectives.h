@@ -29,6 +29,11 @@ struct Participant {
   std::string Label() const;          // "node1 rank 3" or "node1 pid 4242"
 };
 
+// The order of ranks wherever they are listed (the per-rank table, the heat map, a hang's
+// progress): nodes in natural order (node2 before node10), then rank (unknown first), then pid.
+bool RankOrderLess(const std::string& node_a, std::optional<int64_t> rank_a, int64_t pid_a,
+                   const std::string& node_b, std::optional<int64_t> rank_b, int64_t pid_b);
+
 // The device side of one call, from the NCCL profiler plugin (gpu_ops; aligned in a merged db).
 struct DeviceOp {
   int64_t enqueue_ns = 0;                 // NCCL launched it (host clock)

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <tuple>
 
 #include "report_format.h"
 #include "rscore/comm_hash.h"
@@ -363,8 +362,7 @@ std::vector<RankProgress> MemberProgress(const CollectiveData& data, const Colle
     progress.push_back(std::move(r));
   }
   std::sort(progress.begin(), progress.end(), [](const RankProgress& a, const RankProgress& b) {
-    return std::make_tuple(a.node, a.rank.value_or(-1), a.pid) <
-           std::make_tuple(b.node, b.rank.value_or(-1), b.pid);
+    return RankOrderLess(a.node, a.rank, a.pid, b.node, b.rank, b.pid);
   });
   return progress;
 }

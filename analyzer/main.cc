@@ -16,6 +16,7 @@
 #include "rscore/bundle.h"
 #include "rscore/cli.h"
 #include "rscore/cli_help.h"
+#include "rscore/clock.h"
 #include "rscore/duration.h"
 #include "rscore/output.h"
 
@@ -23,28 +24,31 @@ namespace po = boost::program_options;
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: rankscope-analyze query INPUT SQL|- [--format table|csv|json] [--limit N]\n"
-    "                               [--timeout DURATION]\n"
-    "       rankscope-analyze schema INPUT [TABLE]\n"
-    "       rankscope-analyze report INPUT [--format text|json|markdown|html] [-o FILE]\n"
-    "                                [--force]\n"
-    "\n"
-    "INPUT is a node bundle (.rsb) or a merged database (.rsdb).\n"
-    "\n"
-    "examples:\n"
-    "  rankscope-analyze report job.rsdb\n"
-    "      which node held the job back, and why\n"
-    "  rankscope-analyze query job.rsdb \"SELECT node, COUNT(*) FROM tcp_events GROUP BY node\"\n"
-    "      read-only SQL over the recording\n"
-    "  rankscope-analyze schema job.rsdb nccl_events\n"
-    "      what each column of a table holds\n"
-    "\n"
-    "Run 'rankscope-analyze COMMAND --help' for a command's options.\n";
+constexpr const char* kName = "rankscope-analyze";
 
-constexpr const char* kExitLine =
-    "exit status: 0 done, 1 error, 2 usage error, 3 partial (some inputs skipped),\n"
-    "4 report --fail-on found what was asked for.\nSee rankscope-analyze(1).\n";
+const rs::cli::HelpText kHelp = {
+    .usage =
+        "rankscope-analyze report INPUT [--format text|json|markdown|html] [-o FILE] ...\n"
+        "rankscope-analyze query INPUT SQL|- [--format table|csv|json] [--limit N] ...\n"
+        "rankscope-analyze schema INPUT [TABLE]",
+    .about =
+        "Questions asked of a recording. INPUT is a node bundle (.rsb) or a merged database\n"
+        "(.rsdb). Commands: report (stragglers, causes, hangs), query (read-only SQL),\n"
+        "schema (the tables and what their columns hold).\n"
+        "Run 'rankscope-analyze COMMAND --help' for a command's options.",
+    .examples = {{"rankscope-analyze report job.rsdb", "which node held the job back, and why"},
+                 {"rankscope-analyze query job.rsdb \"SELECT node, COUNT(*) FROM tcp_events "
+                  "GROUP BY node\"",
+                  "read-only SQL over the recording"},
+                 {"rankscope-analyze schema job.rsdb nccl_events",
+                  "what each column of a table holds"}},
+    .man_page = "rankscope-analyze(1)"};
+
+// A usage error of `command` ("rankscope-analyze query"), as every tool prints one.
+int UsageError(const std::string& command, const std::string& message) {
+  std::cerr << command << ": " << rs::cli::WithHelpHint(message, command) << "\n";
+  return rs::cli::kExitUsage;
+}
 
 const rs::cli::HelpText kQueryHelp = {
     .usage =
@@ -85,13 +89,12 @@ rs::Result<rs::OpenedDb> OpenForQuery(const std::string& input) {
 }
 
 int RunSchemaCommand(int argc, char** argv) {
+  const int64_t started = rs::MonotonicNowNs();
   po::options_description opts;
-  opts.add_options()("help,h", "show this help");
-  auto parsed = rs::cli::ParseArgs(rs::cli::ArgsOf(argc, argv), opts, {}, "see --help");
-  if (!parsed.ok()) {
-    std::cerr << "rankscope-analyze schema: " << parsed.error().message() << "\n";
-    return rs::cli::kExitUsage;
-  }
+  opts.add_options()("help,h", "show this help")("quiet,q",
+                                                 "no final line; errors are still printed");
+  auto parsed = rs::cli::ParseArgs(rs::cli::ArgsOf(argc, argv), opts, {});
+  if (!parsed.ok()) return UsageError("rankscope-analyze schema", parsed.error().message());
   const po::variables_map& vm = parsed->vm;
   const std::vector<std::string>& positional = parsed->positional;
   if (vm.count("help")) {
@@ -99,9 +102,9 @@ int RunSchemaCommand(int argc, char** argv) {
     return rs::cli::kExitOk;
   }
   if (positional.empty() || positional.size() > 2) {
-    std::cerr << "rankscope-analyze schema: expected INPUT and at most one TABLE, got "
-              << positional.size() << " argument(s)\n(see --help)\n";
-    return rs::cli::kExitUsage;
+    return UsageError("rankscope-analyze schema", "expected INPUT and at most one TABLE, got " +
+                                                      std::to_string(positional.size()) +
+                                                      " argument(s)");
   }
   auto opened = OpenForQuery(positional[0]);
   if (!opened.ok()) {
@@ -120,10 +123,19 @@ int RunSchemaCommand(int argc, char** argv) {
     std::cerr << "rankscope-analyze schema: " << flushed.error().message() << "\n";
     return rs::cli::kExitError;
   }
+  if (!vm.count("quiet")) {
+    const std::string what = positional.size() == 1 ? "the tables and views of " + positional[0]
+                                                    : "the columns of " + positional[1];
+    std::cerr << "rankscope-analyze schema: "
+              << rs::cli::WroteLine("standard output", what, rs::MonotonicNowNs() - started)
+              << "\n";
+  }
   return rs::cli::kExitOk;
 }
 
 int RunQueryCommand(int argc, char** argv) {
+  const char* kQuery = "rankscope-analyze query";
+  const int64_t started = rs::MonotonicNowNs();
   po::options_description opts;
   std::string format = "table";
   int64_t limit = 10000;
@@ -134,7 +146,8 @@ int RunQueryCommand(int argc, char** argv) {
       "limit,n", po::value<int64_t>(&limit)->value_name("N"),
       "print at most N rows (default 10000; 0 = no limit)")(
       "timeout", po::value<std::string>(&timeout)->value_name("DURATION"),
-      "stop a query still running after DURATION (500ms, 30s, 5m; default 30s)");
+      "stop a query still running after DURATION (500ms, 30s, 5m; default 30s)")(
+      "quiet,q", "no final line; warnings and errors are still printed");
   po::options_description hidden;
   std::vector<std::string> positional;
   hidden.add_options()("args", po::value<std::vector<std::string>>(&positional));
@@ -167,33 +180,21 @@ int RunQueryCommand(int argc, char** argv) {
     }
     positional = std::move(ordered);
   } catch (const po::error& e) {
-    std::cerr << "rankscope-analyze query: " << e.what() << "\n(see --help)\n";
-    return rs::cli::kExitUsage;
+    return UsageError(kQuery, e.what());
   }
   if (vm.count("help")) {
     std::cout << rs::cli::FormatHelp(kQueryHelp, opts);
     return rs::cli::kExitOk;
   }
   if (positional.size() != 2) {
-    std::cerr << "rankscope-analyze query: expected INPUT and one SQL string, got "
-              << positional.size() << " argument(s)\n"
-              << kUsage;
-    return 2;
+    return UsageError(kQuery, "expected INPUT and one SQL string, got " +
+                                  std::to_string(positional.size()) + " argument(s)");
   }
   auto fmt = analyzer::ParseOutputFormat(format);
-  if (!fmt.ok()) {
-    std::cerr << "rankscope-analyze query: " << fmt.error().message() << "\n";
-    return 2;
-  }
-  if (limit < 0) {
-    std::cerr << "rankscope-analyze query: --limit must be >= 0\n";
-    return 2;
-  }
+  if (!fmt.ok()) return UsageError(kQuery, fmt.error().message());
+  if (limit < 0) return UsageError(kQuery, "--limit must be >= 0");
   auto timeout_ns = rs::ParseDuration(timeout);
-  if (!timeout_ns.ok()) {
-    std::cerr << "rankscope-analyze query: --timeout: " << timeout_ns.error().message() << "\n";
-    return 2;
-  }
+  if (!timeout_ns.ok()) return UsageError(kQuery, "--timeout: " + timeout_ns.error().message());
   if (rs::cli::IsStdio(positional[1])) {  // the statement from standard input
     auto sql = rs::cli::ReadStdin(1 << 20);
     if (!sql.ok()) {
@@ -222,15 +223,24 @@ int RunQueryCommand(int argc, char** argv) {
     std::cerr << "rankscope-analyze query: output stopped after " << stats->rows
               << " rows (raise --limit, or 0 for all)\n";
   }
+  if (!vm.count("quiet")) {
+    std::cerr << kQuery << ": "
+              << rs::cli::WroteLine("standard output", std::to_string(stats->rows) + " row(s)",
+                                    rs::MonotonicNowNs() - started)
+              << "\n";
+  }
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    (argc < 2 ? std::cerr : std::cout) << kUsage << "\n" << kExitLine;
-    return argc < 2 ? rs::cli::kExitUsage : rs::cli::kExitOk;
+  if (argc < 2) return UsageError(kName, "expected a command: report, query or schema");
+  if (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    po::options_description opts;
+    opts.add_options()("help,h", "show this help")("version", "print the version");
+    std::cout << rs::cli::FormatHelp(kHelp, opts);
+    return rs::cli::kExitOk;
   }
   std::string cmd = argv[1];
   if (cmd == "--version") {
@@ -240,6 +250,5 @@ int main(int argc, char** argv) {
   if (cmd == "query") return RunQueryCommand(argc - 1, argv + 1);
   if (cmd == "schema") return RunSchemaCommand(argc - 1, argv + 1);
   if (cmd == "report") return RunReportCommand(argc - 1, argv + 1);
-  std::cerr << "rankscope-analyze: unknown command '" << cmd << "'\n" << kUsage;
-  return 2;
+  return UsageError(kName, "unknown command '" + cmd + "': use report, query or schema");
 }

@@ -5,6 +5,8 @@
 #include <map>
 #include <numeric>
 
+#include "rscore/cli.h"
+
 namespace analyzer {
 namespace {
 
@@ -16,6 +18,10 @@ std::vector<NodeSeries> ToSeries(const std::map<std::string, std::map<int64_t, d
     for (const auto& [bin, v] : bins) s.points.emplace_back(p.from_ns + bin * p.bin_ns, v);
     out.push_back(std::move(s));
   }
+  // Legends and colours in natural node order (node2 before node10), as every list of nodes.
+  std::stable_sort(out.begin(), out.end(), [](const NodeSeries& a, const NodeSeries& b) {
+    return rs::cli::NaturalLess(a.node, b.node);
+  });
   return out;
 }
 
@@ -62,8 +68,7 @@ Plots BuildPlots(const CollectiveData& data, const SideEvents& side, int64_t sta
   std::iota(order.begin(), order.end(), size_t{0});
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     const Participant &x = data.participants[a], &y = data.participants[b];
-    return std::make_tuple(x.node, x.rank.value_or(-1), x.pid) <
-           std::make_tuple(y.node, y.rank.value_or(-1), y.pid);
+    return RankOrderLess(x.node, x.rank, x.pid, y.node, y.rank, y.pid);
   });
   std::vector<size_t> row_of(order.size());
   for (size_t r = 0; r < order.size(); ++r) {

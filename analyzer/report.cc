@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <optional>
 #include <set>
-#include <tuple>
 
 #include "call_semantics.h"
 #include "causes.h"
@@ -18,6 +17,7 @@
 #include "network.h"
 #include "plots.h"
 #include "report_format.h"
+#include "report_warnings.h"
 #include "side_events.h"
 #include "straggler.h"
 
@@ -580,8 +580,7 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   std::vector<ArrivalStats> stats = ParticipantStats(data);
   r.per_rank = stats;
   std::sort(r.per_rank.begin(), r.per_rank.end(), [](const ArrivalStats& a, const ArrivalStats& b) {
-    return std::make_tuple(a.node, a.rank.value_or(-1), a.pid.value_or(0)) <
-           std::make_tuple(b.node, b.rank.value_or(-1), b.pid.value_or(0));
+    return RankOrderLess(a.node, a.rank, a.pid.value_or(0), b.node, b.rank, b.pid.value_or(0));
   });
   r.per_node = NodeStats(data);
   RETURN_IF_ERROR(AddHang(db, data, r));
@@ -606,6 +605,7 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   for (Straggler& s : ranked) r.stragglers.push_back(std::move(s));
   r.observations = std::move(observed);
   RETURN_IF_ERROR(AddWarnings(db, merged, r));
+  AddClockBoundWarnings(r);
   // Nodes in natural order (node2 before node10) everywhere they are listed.
   auto natural = [](const std::string& a, const std::string& b) {
     return rs::cli::NaturalLess(a, b);

@@ -33,6 +33,7 @@ struct ReportArgs {
   bool skip_integrity = false;
   bool all_nodes = false;
   bool force = false;
+  bool quiet = false;
 };
 
 const rs::cli::HelpText kHelp = {
@@ -81,12 +82,15 @@ rs::Result<ReportArgs> ParseArgs(int argc, char** argv, po::options_description&
       "all-nodes", po::bool_switch(&a.all_nodes),
       "list every node in the per-node table (default: the 10 latest when there are more)")(
       "no-integrity-check", po::bool_switch(&a.skip_integrity),
-      "skip SQLite's quick_check of the input (faster on very large databases)");
+      "skip SQLite's quick_check of the input (faster on very large databases)")(
+      "quiet,q", po::bool_switch(&a.quiet),
+      "no progress and no final line; errors are still printed (the report's own warnings "
+      "are part of the report)");
   po::options_description hidden;
   hidden.add_options()("output", po::value<std::string>(&output_alias),
                        "the old spelling of --out");
   ASSIGN_OR_RETURN(rs::cli::ParsedArgs parsed,
-                   rs::cli::ParseArgs(rs::cli::ArgsOf(argc, argv), opts, hidden, "see --help"));
+                   rs::cli::ParseArgs(rs::cli::ArgsOf(argc, argv), opts, hidden));
   const po::variables_map& vm = parsed.vm;
   const std::vector<std::string>& positional = parsed.positional;
   a.help = vm.count("help") > 0;
@@ -151,7 +155,7 @@ int RunReportCommand(int argc, char** argv) {
   po::options_description opts;
   auto args = ParseArgs(argc, argv, opts);
   if (!args.ok()) {
-    std::cerr << kName << ": " << args.error().message() << "\n";
+    std::cerr << kName << ": " << WithHelpHint(args.error().message(), kName) << "\n";
     return kExitUsage;
   }
   if (args->help) {
@@ -160,7 +164,7 @@ int RunReportCommand(int argc, char** argv) {
   }
   auto format = analyzer::ParseReportFormat(args->format);
   if (!format.ok()) {
-    std::cerr << kName << ": " << format.error().message() << "\n";
+    std::cerr << kName << ": " << WithHelpHint(format.error().message(), kName) << "\n";
     return kExitUsage;
   }
   // Where the report goes, checked before any work: never the input, never an existing file
@@ -168,10 +172,10 @@ int RunReportCommand(int argc, char** argv) {
   auto target =
       rs::CheckOutput(args->output.empty() ? "-" : args->output, args->force, {args->input});
   if (!target.ok()) {
-    std::cerr << kName << ": " << target.error().message() << "\n";
+    std::cerr << kName << ": " << WithHelpHint(target.error().message(), kName) << "\n";
     return kExitUsage;
   }
-  Progress progress(/*quiet=*/false);
+  Progress progress(args->quiet);
   progress.Show(kName + std::string(": opening ") + args->input + " (decompressing, checking)...");
   auto opened = rs::OpenRankscopeFile(args->input, !args->skip_integrity);
   if (!opened.ok()) {
@@ -196,14 +200,18 @@ int RunReportCommand(int argc, char** argv) {
   if (!filtered->empty()) report->notes.insert(report->notes.begin(), *filtered);
   if (args->all_nodes) report->node_rows = 0;
   progress.Done();
-  auto written = WriteOutput(*target, analyzer::Render(*report, *format));
+  const std::string text = analyzer::Render(*report, *format);
+  auto written = WriteOutput(*target, text);
   if (!written.ok()) {
     std::cerr << kName << ": " << written.error().message() << "\n";
     return kExitError;
   }
-  if (!args->output.empty() && !IsStdio(args->output)) {
-    std::cerr << kName << ": wrote " << args->output << " in "
-              << FormatElapsed(rs::MonotonicNowNs() - started) << "\n";
+  if (!args->quiet) {
+    std::cerr << kName << ": "
+              << WroteLine(target->shown(),
+                           args->format + " report, " + std::to_string(text.size()) + " bytes",
+                           rs::MonotonicNowNs() - started)
+              << "\n";
   }
   if (!args->fail_on.empty() && Found(*report, args->fail_on)) return kExitFound;
   return kExitOk;

@@ -45,6 +45,50 @@ for pair in none:none loss:network cpu:cpu_contention io:io slow:compute hang:ha
   echo "ok: fault $fault on node$k -> $(head -c 100 <("$analyze" report "$dir/$fault.rsdb"))"
 done
 
+# A clock bound wider than the lateness a verdict compares: one rank per node (so that its
+# lateness is compared with other nodes' ranks, not with node-mates on its own clock), CPU
+# contention on one node, whose bound is raised to 50 ms (its rank is about 8 ms late) in a copy
+# of the merged database. A warning at the top names the node and the verdict resting on it,
+# whose confidence drops from high to low (and --fail-on straggler no longer fires on it).
+cpu_node=node$((RANDOM % 4))
+mkdir "$dir/one"
+"$synth" "$dir/one" --fault cpu --fault-node "${cpu_node#node}" --ranks 1 --seed "$seed" \
+  --offset "1=3000000,2=-2500000,3=7000000" > /dev/null
+"$merge" -q -o "$dir/one.rsdb" "$dir/one"
+"$analyze" report -q "$dir/one.rsdb" --format json -o "$dir/one.json"
+cp "$dir/one.rsdb" "$dir/wide.rsdb"
+python3 - "$dir/wide.rsdb" "$cpu_node" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+n = db.execute("UPDATE clock_alignment SET error_bound_ns = 50000000 WHERE node = ?",
+               (sys.argv[2],)).rowcount
+db.commit()
+assert n == 1, n
+PY
+"$analyze" report "$dir/wide.rsdb" --format json -o "$dir/wide.json"
+python3 - "$dir/one.json" "$dir/wide.json" "$cpu_node" <<'PY' || { "$analyze" report "$dir/wide.rsdb"; exit 1; }
+import json, sys
+before, after, node = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+w = [x for x in after["warnings"] if x.startswith("node %s: clock error bound +-50 ms is larger than" % node)]
+assert len(w) == 1, after["warnings"]
+assert "(%s, cpu_contention)" % node in w[0] and "cannot be ordered" in w[0], w[0]
+assert not [x for x in before["warnings"] if "clock error bound" in x], before["warnings"]
+top_before = before["stragglers"][0]
+top_after = [s for s in after["stragglers"] if s["node"] == node][0]
+assert top_before["node"] == node and top_before["confidence"] == "high", top_before
+assert top_before["cause"] == "cpu_contention", top_before
+assert top_after["cause"] == "cpu_contention", top_after
+assert top_after["confidence"] == "low", top_after["confidence"]
+assert top_after["clock_bound_ns"] >= 50000000, top_after["clock_bound_ns"]
+PY
+"$analyze" report "$dir/wide.rsdb" | grep -q "^WARNING: node $cpu_node: clock error bound" ||
+  { echo "FAIL: no clock-bound WARNING line in the text report"; exit 1; }
+set +e
+"$analyze" report -q "$dir/wide.rsdb" --fail-on straggler > /dev/null; rc=$?
+set -e
+[[ $rc == 0 ]] || { echo "FAIL: --fail-on straggler exits $rc on a verdict inside the clock bound"; exit 1; }
+echo "ok: a clock bound wider than the compared lateness warned about, the verdict lowered"
+
 # Every format writes; a single bundle works as input too.
 for f in text markdown html; do
   "$analyze" report "$dir/cpu.rsdb" -f "$f" -o "$dir/out.$f"

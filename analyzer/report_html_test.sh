@@ -1,8 +1,10 @@
 #!/bin/bash
-# The HTML report in a headless browser: a synthetic cluster with CPU contention on node1 ->
-# rankscope-merge -> rankscope-analyze report --format html, loaded by Debian's Chromium. The
-# console must stay free of errors, every plot must draw marks beyond its axes, the verdict's
-# rows must stand out, and the screenshot (kept as a test artifact) must be a real page.
+# The HTML report in a headless browser: synthetic clusters with a fault on node1 (CPU
+# contention; packet loss, which gives the retransmits plot its bars) -> rankscope-merge ->
+# rankscope-analyze report --format html, loaded by Debian's Chromium. The console must stay
+# free of errors, every plot drawn must have marks beyond its axes (on the loss cluster every
+# plot must draw), the verdict's rows must stand out, and the screenshots (kept as test
+# artifacts: SCREENSHOT.png for CPU contention, SCREENSHOT-loss.png for loss) must be real pages.
 #   report_html_test.sh MAKE_SYNTH_CLUSTER RANKSCOPE_MERGE RANKSCOPE_ANALYZE SCREENSHOT.png
 # Exit 77 = skipped (no chromium or python3, CI unset). With CI set, a missing one fails.
 set -euo pipefail
@@ -22,30 +24,33 @@ command -v python3 > /dev/null || skip "python3 is missing"
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/rankscope-report-html-XXXXXX")
 trap 'rm -rf "$dir"' EXIT
-mkdir "$dir/cluster"
-"$synth" "$dir/cluster" --fault cpu --fault-node 1 > /dev/null
-"$merge" -q -o "$dir/m.rsdb" "$dir/cluster"
-"$analyze" report "$dir/m.rsdb" --format html -o "$dir/report.html"
 
-browse() {  # browse LOG ARGS...: Chromium on the report with the shared flags
-  local log=$1
-  shift
+browse() {  # browse LOG HTML ARGS...: Chromium on a report with the shared flags
+  local log=$1 html=$2
+  shift 2
   "$chromium" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
     --disable-background-networking --disable-component-update --disable-sync \
     --user-data-dir="$(mktemp -d "$dir/profile-XXXXXX")" --enable-logging=stderr --v=0 \
-    "$@" "file://$dir/report.html" 2>> "$log"
+    "$@" "file://$html" 2>> "$log"
 }
-browse "$dir/chromium.log" --dump-dom > "$dir/dom.html"
-mkdir -p "$(dirname "$shot")"
-rm -f "$shot"
-browse "$dir/chromium.log" --hide-scrollbars --window-size=1400,3000 --screenshot="$shot"
 
-if grep -E "CONSOLE|Uncaught" "$dir/chromium.log"; then
-  echo "FAIL: the browser console reported the lines above"
-  exit 1
-fi
-
-python3 - "$dir/dom.html" "$shot" <<'PY'
+# check FAULT SCREENSHOT EVERY_PLOT: one cluster with FAULT on node1, its report in the browser.
+check() {
+  local fault=$1 png=$2 every=$3 work="$dir/$1"
+  mkdir -p "$work/cluster"
+  "$synth" "$work/cluster" --fault "$fault" --fault-node 1 > /dev/null
+  "$merge" -q -o "$work/m.rsdb" "$work/cluster"
+  "$analyze" report -q "$work/m.rsdb" --format html -o "$work/report.html"
+  browse "$work/chromium.log" "$work/report.html" --dump-dom > "$work/dom.html"
+  mkdir -p "$(dirname "$png")"
+  rm -f "$png"
+  browse "$work/chromium.log" "$work/report.html" --hide-scrollbars --window-size=1400,3000 \
+    --screenshot="$png"
+  if grep -E "CONSOLE|Uncaught" "$work/chromium.log"; then
+    echo "FAIL ($fault): the browser console reported the lines above"
+    exit 1
+  fi
+  python3 - "$work/dom.html" "$png" "$every" <<'PY' || { echo "FAIL ($fault)"; exit 1; }
 import struct, sys
 from html.parser import HTMLParser
 
@@ -108,6 +113,9 @@ want = ["plot-lateness", "plot-durations", "plot-retransmits", "plot-runq"]
 assert sorted(p.ids) == sorted(want), "plots: %s" % p.ids
 drawn = [s[0] for s in p.svgs]
 assert "plot-lateness" in drawn and "plot-durations" in drawn, "plots drawn: %s" % drawn
+if sys.argv[3] == "every":
+    assert sorted(drawn) == sorted(want), "plots said to have nothing to draw: %s" % (
+        [i for i in want if i not in drawn])
 print("plots drawn: %s; said to have nothing to draw: %s"
       % (drawn, [i for i in want if i not in drawn]))
 for sid, marks, titles in p.svgs:
@@ -130,4 +138,7 @@ assert (width, height) == (1400, 3000), (width, height)
 assert len(png) > 60_000, "screenshot of %d bytes looks empty" % len(png)
 print("screenshot %dx%d, %d bytes" % (width, height, len(png)))
 PY
-echo "ok: screenshot written to $shot"
+  echo "ok ($fault): screenshot written to $png"
+}
+check cpu "$shot" some
+check loss "${shot%.png}-loss.png" every

@@ -199,6 +199,54 @@ TEST(ReportRenderTest, HtmlMarksTheStragglerCountsAsBarsAndTooltipsNameCollectiv
   EXPECT_GT(points, 0);
 }
 
+// Eleven nodes: node2 before node10 in the JSON per-rank list, the heat map's rows and the
+// plots' series, as everywhere nodes are listed.
+TEST(ReportRenderTest, NodesAreInNaturalOrderInPerRankAndPlots) {
+  ScratchDir dir;
+  synth::ClusterSpec spec;
+  spec.seed = 5;
+  spec.nodes = 11;
+  spec.steps = 6;
+  auto path = testing::WriteMergedCluster(spec, dir.path(), 50'000);
+  ASSERT_TRUE(path.ok()) << path.error().message();
+  auto opened = rs::OpenRankscopeFile(*path);
+  ASSERT_TRUE(opened.ok()) << opened.error().message();
+  auto r = BuildReport(*opened);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  std::vector<std::string> want;  // node0 node0 node1 node1 ... node10 node10
+  for (int k = 0; k < spec.nodes; ++k) {
+    for (int i = 0; i < spec.ranks_per_node; ++i) want.push_back("node" + std::to_string(k));
+  }
+  // JSON per_rank, in the order written.
+  const std::string json = RenderJson(*r);
+  const size_t list = json.find("\"per_rank\":");
+  ASSERT_NE(list, std::string::npos);
+  std::vector<std::string> json_nodes;
+  std::regex node_key("\"node\":\"([^\"]*)\"");
+  const std::string per_rank = json.substr(list, json.find(']', list) - list);
+  for (std::sregex_iterator it(per_rank.begin(), per_rank.end(), node_key), end; it != end; ++it) {
+    json_nodes.push_back((*it)[1]);
+  }
+  EXPECT_EQ(json_nodes, want);
+  EXPECT_EQ(r->plots.lateness.row_nodes, want);
+  std::vector<std::string> series;
+  for (const NodeSeries& n : r->plots.durations) series.push_back(n.node);
+  std::vector<std::string> nodes;
+  for (int k = 0; k < spec.nodes; ++k) nodes.push_back("node" + std::to_string(k));
+  EXPECT_EQ(series, nodes);
+  // The HTML heat map's row labels, top to bottom.
+  const std::string html = RenderHtml(*r);
+  const size_t heat = html.find("id='plot-lateness'");
+  ASSERT_NE(heat, std::string::npos);
+  const std::string svg = html.substr(heat, html.find("</svg>", heat) - heat);
+  std::regex label("<text class='row-label[^']*'[^>]*>(?:&#9654; )?(node[0-9]+) ");
+  std::vector<std::string> rows;
+  for (std::sregex_iterator it(svg.begin(), svg.end(), label), end; it != end; ++it) {
+    rows.push_back((*it)[1]);
+  }
+  EXPECT_EQ(rows, want);
+}
+
 TEST(ReportRenderTest, HtmlRendersOfflineWithPlots) {
   SKIP_UNLESS_OR_FAIL_IN_CI(Have("chromium"),
                             "chromium is needed to render the HTML report (apt-get install "

@@ -4,7 +4,8 @@
 usage: check_chrome_json.py TRACE.json DB.sqlite
 Parses the JSON, then checks: one X event per slice row and one i event per instant row
 (per table, by name), timestamps equal the db's (rebased by otherData.base_ns), X events
-nest on every (pid, tid), every pid/tid is named, flows (s/t/f) link each collective's ranks.
+nest on every (pid, tid), every pid/tid is named, flows (s/t/f) link each collective's ranks,
+communicators are named by comm_id_hex only.
 With gpu_ops: one X (cat gpu) per operation that ran on the GPU, one i (cat gpu) per enqueue
 without a host call or never started, an enqueue flow (s, f) from each host call to its
 device slice, and collective flows through the device slices of ranks with gpu_ops.
@@ -116,6 +117,10 @@ def main():
     for e in events:
         if e["ph"] == "X" and "seq" in e.get("args", {}):
             slices_at[(e["pid"], e["tid"], e["ts"])] = e
+    # The communicator one way: comm_id_hex, as the report and the query views spell it.
+    decimal = sum(1 for e in events if "comm_id_hash" in e.get("args", {}))
+    if decimal:
+        errors.append("%d events carry the decimal comm_id_hash beside comm_id_hex" % decimal)
     flows = collections.defaultdict(list)
     enqueue_flows = collections.defaultdict(list)
     for e in events:
@@ -132,7 +137,8 @@ def main():
     for comm, seq, ranks in db.execute(
             "SELECT comm_id_hash, seq, group_concat(rank) FROM (%s)"
             " GROUP BY comm_id_hash, seq HAVING COUNT(*) >= 2" % participants):
-        want_flows[(comm, seq)] = sorted(int(r) for r in ranks.split(","))
+        want_flows[("0x%016x" % (comm & 0xFFFFFFFFFFFFFFFF), seq)] = sorted(
+            int(r) for r in ranks.split(","))
     if len(flows) != len(want_flows):
         errors.append("%d flows, db has %d collectives" % (len(flows), len(want_flows)))
     # Host -> device flows: s on the host call, f on the device slice of the same process
@@ -154,7 +160,7 @@ def main():
             continue
         if (host["pid"], host["args"]["seq"], host["name"]) != \
                 (dev["pid"], dev["args"]["seq"], dev["name"]) or \
-                host["args"]["comm_id_hash"] != dev["args"]["comm_id_hash"]:
+                host["args"]["comm_id_hex"] != dev["args"]["comm_id_hex"]:
             errors.append("enqueue flow %s links different operations" % fid)
         if ns(dev["ts"]) < ns(host["ts"]):
             errors.append("enqueue flow %s goes back in time" % fid)
@@ -166,7 +172,7 @@ def main():
         if any(o is None for o in owners):
             errors.append("flow %s step not on a collective slice" % fid)
             continue
-        colls = {(o["args"]["comm_id_hash"], o["args"]["seq"]) for o in owners}
+        colls = {(o["args"]["comm_id_hex"], o["args"]["seq"]) for o in owners}
         if len(colls) != 1:
             errors.append("flow %s mixes collectives" % fid)
             continue

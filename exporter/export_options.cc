@@ -65,15 +65,15 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
        "only these nodes (comma-separated, repeatable)")  //
       ("compression", po::value<std::string>(&compression)->value_name("KIND"),
        "perfetto: deflate (default; packets compressed as Perfetto's own tracer does) or "
-       "none (plain packets, e.g. for protoc --decode)");
+       "none (plain packets, e.g. for protoc --decode)")  //
+      ("quiet,q", "no progress, summary or final line; errors are still printed");
   po::options_description hidden;
   hidden.add_options()("output", po::value<std::string>(&output_alias),
                        "the old spelling of --out");
   cl.usage = rs::cli::FormatHelp(kHelp, opts);
 
-  ASSIGN_OR_RETURN(
-      rs::cli::ParsedArgs parsed,
-      rs::cli::ParseArgs(rs::cli::ArgsOf(argc, argv), opts, hidden, "see rankscope-export --help"));
+  ASSIGN_OR_RETURN(rs::cli::ParsedArgs parsed,
+                   rs::cli::ParseArgs(rs::cli::ArgsOf(argc, argv), opts, hidden));
   const po::variables_map& vm = parsed.vm;
   if (vm.count("help")) {
     cl.help = true;
@@ -98,6 +98,7 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   }
   if (cl.options.output.empty()) return Error("missing -o OUT: the trace file to write");
   cl.options.force = vm.count("force") > 0;
+  cl.quiet = vm.count("quiet") > 0;
   if (format.empty()) {
     format = EndsWith(cl.options.output, ".json") ? "chrome-json" : "perfetto";
   }

@@ -33,7 +33,8 @@ struct ExportOptions {
 struct CommandLine {
   bool help = false;
   bool version = false;
-  std::string usage;  // the --help text
+  bool quiet = false;  // -q: no progress, summary or final line
+  std::string usage;   // the --help text
   ExportOptions options;
 };
 

@@ -82,7 +82,13 @@ TEST(ParseCommandLine, ErrorsSayWhatToDo) {
   EXPECT_NE(fmt.error().message().find("svg"), std::string::npos);
   auto unknown = Parse({"a.rsb", "-o", "x", "--bogus"});
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.error().message().find("--help"), std::string::npos);
+  EXPECT_NE(unknown.error().message().find("--bogus"), std::string::npos);
+  auto quiet = Parse({"a.rsb", "-o", "x", "-q"});
+  ASSERT_TRUE(quiet.ok()) << quiet.error().message();
+  EXPECT_TRUE(quiet->quiet);
+  auto loud = Parse({"a.rsb", "-o", "x"});
+  ASSERT_TRUE(loud.ok()) << loud.error().message();
+  EXPECT_FALSE(loud->quiet);
 }
 
 TEST(ParseCommandLine, Help) {

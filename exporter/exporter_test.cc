@@ -13,9 +13,10 @@
 #include <set>
 #include <sstream>
 
-#include "rscore/bundle.h"
-#include "rscore/schema.h"
 #include "row_pipeline.h"
+#include "rscore/bundle.h"
+#include "rscore/comm_hash.h"
+#include "rscore/schema.h"
 #include "test_input.h"
 #include "trace_check.h"
 
@@ -120,7 +121,7 @@ class ExportTest : public ::testing::Test {
     // Flows: every collective with >= 2 participants is one flow through exactly its ranks,
     // terminated once, on its last slice.
     std::map<uint64_t, std::set<int64_t>> flow_ranks;
-    std::map<uint64_t, std::set<std::pair<int64_t, int64_t>>> flow_coll;
+    std::map<uint64_t, std::set<std::pair<std::string, int64_t>>> flow_coll;
     std::map<uint64_t, int> terminations;
     std::map<uint64_t, int64_t> last_ts, term_ts;
     for (const auto& e : t.events) {
@@ -128,7 +129,7 @@ class ExportTest : public ::testing::Test {
       ids.insert(ids.end(), e.terminating_flows.begin(), e.terminating_flows.end());
       for (uint64_t id : ids) {
         flow_ranks[id].insert(e.ints.at("rank"));
-        flow_coll[id].insert({e.ints.at("comm_id_hash"), e.ints.at("seq")});
+        flow_coll[id].insert({e.strings.at("comm_id_hex"), e.ints.at("seq")});
         last_ts[id] = std::max(last_ts[id], e.ts);
       }
       for (uint64_t id : e.terminating_flows) {
@@ -142,12 +143,12 @@ class ExportTest : public ::testing::Test {
         where +
         " AND seq IS NOT NULL ORDER BY rank) GROUP BY comm_id_hash, seq HAVING COUNT(*) >= 2");
     ASSERT_TRUE(st.ok()) << st.error().message();
-    std::map<std::pair<int64_t, int64_t>, std::set<int64_t>> want;
+    std::map<std::pair<std::string, int64_t>, std::set<int64_t>> want;
     while (st->Step().value()) {
       std::set<int64_t> ranks;
       std::stringstream ss(st->Text(2));
       for (std::string r; std::getline(ss, r, ',');) ranks.insert(std::stoll(r));
-      want[{st->Int(0), st->Int(1)}] = ranks;
+      want[{rs::HashHex(static_cast<uint64_t>(st->Int(0))), st->Int(1)}] = ranks;
     }
     EXPECT_EQ(flow_ranks.size(), want.size());
     for (const auto& [id, colls] : flow_coll) {
@@ -217,10 +218,13 @@ TEST_F(ExportTest, MergedDbToPerfettoMatchesTheDb) {
   // NCCL annotations carry what people filter on.
   for (const auto& e : t->events) {
     if (e.name != "ALL_REDUCE") continue;
-    for (const char* k : {"rank", "seq", "bytes", "comm_id_hash", "ret"}) {
+    for (const char* k : {"rank", "seq", "bytes", "ret"}) {
       EXPECT_TRUE(e.ints.count(k)) << k;
     }
     EXPECT_EQ(e.strings.at("op"), "ALL_REDUCE");
+    // The communicator one way, as the report and the query views spell it.
+    EXPECT_EQ(e.strings.at("comm_id_hex").size(), 18u) << e.strings.at("comm_id_hex");
+    EXPECT_FALSE(e.ints.count("comm_id_hash"));
   }
 }
 

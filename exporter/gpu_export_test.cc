@@ -13,6 +13,7 @@
 
 #include "exporter.h"
 #include "rscore/bundle.h"
+#include "rscore/comm_hash.h"
 #include "rscore/schema.h"
 #include "test_input.h"
 #include "trace_check.h"
@@ -144,7 +145,6 @@ TEST_F(GpuExportTest, DeviceTrackPerRankWithTheDeviceSpans) {
   ASSERT_NE(ar, nullptr);
   EXPECT_EQ(ar->ints, (std::map<std::string, int64_t>{{"rank", 0},
                                                       {"nranks", 3},
-                                                      {"comm_id_hash", 42},
                                                       {"seq", 7},
                                                       {"count", 1024},
                                                       {"bytes", 4096},
@@ -473,7 +473,7 @@ TEST_F(GpuExportTest, SyntheticClusterMatchesTheDb) {
   }
   // Host -> device: one per operation that ran, from its call or its enqueue instant.
   int64_t enqueue = 0;
-  std::map<std::pair<int64_t, int64_t>, std::set<int64_t>> collectives;  // -> ranks
+  std::map<std::pair<std::string, int64_t>, std::set<int64_t>> collectives;  // -> ranks
   for (const auto& [id, events] : flows) {
     const bool one_process = std::all_of(events.begin(), events.end(), [&](const DecodedEvent* e) {
       return ProcessOf(t, *e) == ProcessOf(t, *events[0]);
@@ -504,15 +504,17 @@ TEST_F(GpuExportTest, SyntheticClusterMatchesTheDb) {
     EXPECT_TRUE(std::is_sorted(events.begin(), events.end(),
                                [](auto* a, auto* b) { return a->ts < b->ts; }));
     EXPECT_EQ(Intersect(events.back()->terminating_flows, {id}).size(), 1u);
-    collectives[{events[0]->ints.at("comm_id_hash"), events[0]->ints.at("seq")}] = ranks;
+    collectives[{events[0]->strings.at("comm_id_hex"), events[0]->ints.at("seq")}] = ranks;
   }
   EXPECT_EQ(enqueue, static_cast<int64_t>(want_device.size()));  // from a call or an instant
   auto want_coll = rows(
       "SELECT comm_id_hash, seq, rank, 0 FROM nccl_events WHERE seq IS NOT NULL AND rank = 5"
       " UNION ALL SELECT comm_id_hash, seq, rank, 0 FROM gpu_ops WHERE device_start_ns IS NOT"
       " NULL");
-  std::map<std::pair<int64_t, int64_t>, std::set<int64_t>> want;
-  for (const auto& [comm, seq, rank, unused] : want_coll) want[{comm, seq}].insert(rank);
+  std::map<std::pair<std::string, int64_t>, std::set<int64_t>> want;
+  for (const auto& [comm, seq, rank, unused] : want_coll) {
+    want[{rs::HashHex(static_cast<uint64_t>(comm)), seq}].insert(rank);
+  }
   for (auto it = want.begin(); it != want.end();)
     it = it->second.size() < 2 ? want.erase(it) : ++it;
   EXPECT_EQ(collectives, want);

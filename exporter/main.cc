@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
   const int64_t started = rs::MonotonicNowNs();
   auto cl = ParseCommandLine(argc, argv);
   if (!cl.ok()) {
-    std::fprintf(stderr, "rankscope-export: %s\n", cl.error().message().c_str());
+    std::fprintf(stderr, "rankscope-export: %s\n",
+                 WithHelpHint(cl.error().message(), "rankscope-export").c_str());
     return kExitUsage;
   }
   if (cl->help) {
@@ -33,11 +34,12 @@ int main(int argc, char** argv) {
   // without --force (Export checks again when it creates the output).
   auto checked = rs::CheckOutput(cl->options.output, cl->options.force, {cl->options.input});
   if (!checked.ok()) {
-    std::fprintf(stderr, "rankscope-export: %s\n", checked.error().message().c_str());
+    std::fprintf(stderr, "rankscope-export: %s\n",
+                 WithHelpHint(checked.error().message(), "rankscope-export").c_str());
     return kExitUsage;
   }
   const std::string shown = checked->shown();
-  Progress progress(/*quiet=*/false);
+  Progress progress(cl->quiet);
   progress.Show("rankscope-export: exporting " + cl->options.input + "...");
   auto r = Export(cl->options);
   progress.Done();
@@ -45,6 +47,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rankscope-export: %s\n", r.error().message().c_str());
     return kExitError;
   }
+  if (cl->quiet) return kExitOk;
   if (r->recording_start_ns > 0) {
     std::fprintf(stderr, "rankscope-export: recording starts %s (the zero of +offsets)\n",
                  rs::FormatUtc(r->recording_start_ns).c_str());
@@ -54,14 +57,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rankscope-export: %lld of the slices are NCCL operations on GPU tracks\n",
                  static_cast<long long>(s.device_slices));
   }
-  std::fprintf(stderr,
-               "rankscope-export: wrote %s: %lld rows -> %lld slices (%lld in flight), %lld "
-               "instants, %lld counter samples, %lld flow events on %lld tracks, %lld bytes in "
-               "%s\n",
-               shown.c_str(), static_cast<long long>(r->summary.rows),
-               static_cast<long long>(s.slices), static_cast<long long>(s.in_flight),
-               static_cast<long long>(s.instants), static_cast<long long>(s.counter_samples),
-               static_cast<long long>(s.flow_events), static_cast<long long>(r->tracks),
-               static_cast<long long>(r->bytes), FormatElapsed(rs::MonotonicNowNs() - started).c_str());
+  char what[512];
+  std::snprintf(what, sizeof(what),
+                "%lld rows -> %lld slices (%lld in flight), %lld instants, %lld counter "
+                "samples, %lld flow events on %lld tracks, %lld bytes",
+                static_cast<long long>(r->summary.rows), static_cast<long long>(s.slices),
+                static_cast<long long>(s.in_flight), static_cast<long long>(s.instants),
+                static_cast<long long>(s.counter_samples), static_cast<long long>(s.flow_events),
+                static_cast<long long>(r->tracks), static_cast<long long>(r->bytes));
+  std::fprintf(stderr, "rankscope-export: %s\n",
+               WroteLine(shown, what, rs::MonotonicNowNs() - started).c_str());
   return kExitOk;
 }

@@ -188,8 +188,7 @@ Result<void> Timeline::Nccl(const Row& row) {
   ArgString("op", name_);
   ArgOptInt("rank", row, c::kRank);
   ArgOptInt("nranks", row, c::kNranks);
-  ArgOptInt("comm_id_hash", row, c::kCommIdHash);
-  if (!row.IsNull(c::kCommIdHash)) {
+  if (!row.IsNull(c::kCommIdHash)) {  // as the report and the query views spell it
     ArgString("comm_id_hex", rs::HashHex(static_cast<uint64_t>(row.Int(c::kCommIdHash))));
   }
   ArgOptInt("seq", row, c::kSeq);
@@ -352,8 +351,7 @@ void Timeline::GpuArgs(const Row& row) {
   ArgString("op", row.Text(col::kName));
   ArgOptInt("rank", row, c::kRank);
   ArgOptInt("nranks", row, c::kNranks);
-  ArgOptInt("comm_id_hash", row, c::kCommIdHash);
-  if (!row.IsNull(c::kCommIdHash)) {
+  if (!row.IsNull(c::kCommIdHash)) {  // as the report and the query views spell it
     ArgString("comm_id_hex", rs::HashHex(static_cast<uint64_t>(row.Int(c::kCommIdHash))));
   }
   ArgOptInt("seq", row, c::kSeq);

@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
   merge::ConfigureSqlite();
   auto cl = merge::ParseCommandLine(argc, argv);
   if (!cl.ok()) {
-    std::cerr << "rankscope-merge: " << cl.error().message() << "\n";
+    std::cerr << "rankscope-merge: " << WithHelpHint(cl.error().message(), "rankscope-merge")
+              << "\n";
     return kExitUsage;
   }
   if (cl->help) {
@@ -44,7 +45,8 @@ int main(int argc, char** argv) {
     if (!out) continue;
     auto checked = rs::CheckOutput(*out, cl->merge.force, cl->merge.inputs);
     if (!checked.ok()) {
-      std::cerr << "rankscope-merge: " << checked.error().message() << "\n";
+      std::cerr << "rankscope-merge: " << WithHelpHint(checked.error().message(), "rankscope-merge")
+                << "\n";
       return kExitUsage;
     }
   }
@@ -81,8 +83,15 @@ int main(int argc, char** argv) {
     std::cerr << "rankscope-merge: recording from " << rs::FormatUtc(r.start_ns) << " to "
               << rs::FormatUtc(r.end_ns) << " (the zero of +offsets in every tool)\n";
   }
-  std::cerr << "rankscope-merge: wrote " << shown << ": " << r.merged << " input(s) merged, "
-            << r.skipped << " skipped, " << r.duplicates << " duplicate(s); " << r.event_rows
-            << " event rows in " << FormatElapsed(rs::MonotonicNowNs() - started) << "\n";
+  if (!cl->quiet) {
+    std::cerr << "rankscope-merge: "
+              << WroteLine(shown,
+                           std::to_string(r.merged) + " input(s) merged, " +
+                               std::to_string(r.skipped) + " skipped, " +
+                               std::to_string(r.duplicates) + " duplicate(s); " +
+                               std::to_string(r.event_rows) + " event rows",
+                           rs::MonotonicNowNs() - started)
+              << "\n";
+  }
   return r.exit_code();
 }

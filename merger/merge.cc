@@ -15,6 +15,7 @@
 #include <thread>
 #include <utility>
 
+#include "clock_bound_warnings.h"
 #include "fr_import.h"
 #include "input_copy.h"
 #include "inputs.h"
@@ -51,14 +52,15 @@ bool NoSpace(const std::string& message) {
 
 class Progress {
  public:
-  // On a terminal one line redrawn in place; elsewhere (a log) plain lines.
+  // On a terminal one line redrawn in place; elsewhere (a log) plain lines. Either is
+  // prefixed like every other line of the tool.
   Progress(bool on, bool plain, std::ostream& log) : on_(on), plain_(plain), log_(log) {}
   void Show(const std::string& line) {
     if (!on_) return;
     if (plain_) {
-      log_ << line << "\n" << std::flush;
+      log_ << "rankscope-merge: " << line << "\n" << std::flush;
     } else {
-      log_ << "\r\033[K" << line << std::flush;
+      log_ << "\r\033[Krankscope-merge: " << line << std::flush;
     }
   }
   void Done() {
@@ -460,6 +462,10 @@ rs::Result<MergeResult> MergeRun::WriteOut() {
   progress_.Show("building indexes...");
   RETURN_IF_ERROR(rs::CreateIndexes(out_));
   progress_.Done();
+  ASSIGN_OR_RETURN(const CollectiveDurations durations, MeasureCollectiveDurations(out_));
+  for (std::string& w : ClockBoundWarnings(result_.alignment, durations)) {
+    result_.warnings.push_back(std::move(w));
+  }
   out_ = rs::Db();  // every page is written at its transaction's commit: closed before the name
   timer_.End("indexes");
   if (bundle_target_) {

@@ -25,7 +25,8 @@ rs::Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
       ("reference", po::value<std::string>(&cl.merge.reference_node)->value_name("NODE"),
        "node whose clock the others are aligned to (default: the node in most rendezvous)")  //
       ("progress", "show progress as plain lines even when stderr is not a terminal")        //
-      ("quiet,q", "no progress and no per-table counts; warnings are still printed");
+      ("quiet,q",
+       "no progress, per-table counts or final line; warnings and errors are still printed");
   cl.help_text = rs::cli::FormatHelp(
       {.usage = "rankscope-merge -o OUT.rsdb INPUT...",
        .about = "Validates node bundles, aligns their clocks and merges them into one SQLite\n"
@@ -43,9 +44,8 @@ rs::Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
                      "write the merged database to standard output"}},
        .man_page = "rankscope-merge(1)"},
       opts);
-  ASSIGN_OR_RETURN(
-      rs::cli::ParsedArgs parsed,
-      rs::cli::ParseArgs(rs::cli::ArgsOf(argc, argv), opts, {}, "see rankscope-merge --help"));
+  ASSIGN_OR_RETURN(rs::cli::ParsedArgs parsed,
+                   rs::cli::ParseArgs(rs::cli::ArgsOf(argc, argv), opts, {}));
   const po::variables_map& vm = parsed.vm;
   cl.merge.inputs = std::move(parsed.positional);
   cl.help = vm.count("help") > 0;

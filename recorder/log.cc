@@ -7,6 +7,7 @@ namespace rec {
 namespace {
 
 FILE* g_sink = nullptr;  // null: stderr
+bool g_quiet = false;
 
 void Write(const std::string& text) {
   std::fputs(text.c_str(), g_sink ? g_sink : stderr);  // one write: lines from threads stay whole
@@ -31,6 +32,17 @@ void Log(const char* format, ...) {
   va_end(args);
   Write(line);
 }
+
+void LogInfo(const char* format, ...) {
+  if (g_quiet) return;
+  va_list args;
+  va_start(args, format);
+  std::string line = "rankscope-record: " + Format(format, args) + "\n";
+  va_end(args);
+  Write(line);
+}
+
+void SetQuiet(bool quiet) { g_quiet = quiet; }
 
 void LogAsIs(const char* format, va_list args) { Write(Format(format, args)); }
 

@@ -10,6 +10,11 @@ namespace rec {
 
 // printf-style, without the prefix and without the final newline.
 void Log(const char* format, ...) __attribute__((format(printf, 1, 2)));
+// An informational line (the start, the final summary, cuts): as Log, but not under -q
+// (SetQuiet). Warnings and errors go through Log.
+void LogInfo(const char* format, ...) __attribute__((format(printf, 1, 2)));
+// -q: LogInfo writes nothing.
+void SetQuiet(bool quiet);
 // Text that carries its own prefix and newline (libbpf's messages), to the same sink.
 void LogAsIs(const char* format, va_list args);
 

@@ -15,16 +15,19 @@
 #include "recorder/probes.h"
 #include "recorder/recording_db.h"
 #include "recorder/ring.h"
+#include "rscore/cli.h"
 #include "rscore/duration.h"
 #include "rscore/identity.h"
 #include "rscore/path.h"
 #include "rscore/sqlite.h"
+#include "rscore/time_arg.h"
 
 namespace {
 
 using rs::DirOf;
 
 using rec::Log;
+using rec::LogInfo;
 
 constexpr int kExitOk = 0;
 constexpr int kExitError = 1;
@@ -41,7 +44,11 @@ int LibbpfPrint(enum libbpf_print_level level, const char* fmt, va_list args) {
 }
 
 int Fail(const rs::Error& e, int code) {
-  Log("%s", e.message().c_str());
+  if (code == kExitUsage) {
+    Log("%s", rs::cli::WithHelpHint(e.message(), "rankscope-record").c_str());
+  } else {
+    Log("%s", e.message().c_str());
+  }
   return code;
 }
 
@@ -86,13 +93,13 @@ int RecoverMain(const rec::RecorderOptions& opts) {
     if (n == 0) continue;
     rows += (rows.empty() ? "" : ", ") + table + " " + std::to_string(n);
   }
-  Log("wrote %s: node %s, %lld events%s%s, %s, %s", res->out_path.c_str(), res->node.c_str(),
-      static_cast<long long>(res->events), rows.empty() ? "" : (" (" + rows + ")").c_str(),
-      res->indexes_left_out ? ", without indexes" : "",
-      rs::FormatDuration(res->end_ns - res->start_ns).c_str(),
-      res->finished ? "a finished recording whose bundle had not been written"
-                    : "recovered up to its last committed event (stop_reason "
-                      "'recovered')");
+  LogInfo("wrote %s: node %s, %lld events%s%s, %s, %s", res->out_path.c_str(), res->node.c_str(),
+          static_cast<long long>(res->events), rows.empty() ? "" : (" (" + rows + ")").c_str(),
+          res->indexes_left_out ? ", without indexes" : "",
+          rs::FormatDuration(res->end_ns - res->start_ns).c_str(),
+          res->finished ? "a finished recording whose bundle had not been written"
+                        : "recovered up to its last committed event (stop_reason "
+                          "'recovered')");
   return kExitOk;
 }
 
@@ -134,7 +141,8 @@ rs::Result<std::string> PrepareRing(const rec::RecorderOptions& opts, const std:
     auto r = made.ok() ? rec::Recover(l.path, out, /*force=*/false)
                        : rs::Result<rec::RecoverResult>(made.error());
     if (r.ok()) {
-      Log("the ring of recorder %d, which is no longer running, is now the cut %s (%lld events)",
+      LogInfo(
+          "the ring of recorder %d, which is no longer running, is now the cut %s (%lld events)",
           static_cast<int>(l.pid), r->out_path.c_str(), static_cast<long long>(r->events));
       rec::AppendCutLog(opts.ring_dir, r->out_path);
     } else {
@@ -160,6 +168,7 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   g_verbose = opts.verbose;
+  rec::SetQuiet(opts.quiet);
   libbpf_set_print(LibbpfPrint);
   // A write that fails for lack of space is told from other failures (see NoSpace).
   (void)rec::WatchSqliteFullErrors();
@@ -225,13 +234,12 @@ int main(int argc, char** argv) {
                                                          : "after a write error") +
                 ")";
   }
-  Log("wrote %s: node %s, %llu events, %llu dropped%s%s, %s, stopped "
-      "by %s",
-      loop.writer().out_path().c_str(), node->name.c_str(),
-      static_cast<unsigned long long>(summary->events),
-      static_cast<unsigned long long>(summary->drops), unwritten.c_str(),
-      loop.writer().indexes_left_out() ? ", without indexes" : "",
-      rs::FormatDuration(summary->end_ns - summary->start_ns).c_str(),
-      summary->stop_reason.c_str());
+  LogInfo("wrote %s: node %s, %llu events, %llu dropped%s%s, %s from %s, stopped by %s",
+          loop.writer().out_path().c_str(), node->name.c_str(),
+          static_cast<unsigned long long>(summary->events),
+          static_cast<unsigned long long>(summary->drops), unwritten.c_str(),
+          loop.writer().indexes_left_out() ? ", without indexes" : "",
+          rs::FormatDuration(summary->end_ns - summary->start_ns).c_str(),
+          rs::FormatUtc(summary->start_ns).c_str(), summary->stop_reason.c_str());
   return kExitOk;
 }

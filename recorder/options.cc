@@ -16,8 +16,6 @@
 namespace rec {
 namespace {
 
-constexpr char kHint[] = "; see 'rankscope-record --help'";
-
 enum LongOnly {
   kOptScope = 1000,
   kOptSimOffset,
@@ -70,6 +68,7 @@ const option kLongOptions[] = {
     {"cut-keep", required_argument, nullptr, kOptCutKeep},
     {"cut-on-slowdown", required_argument, nullptr, kOptCutOnSlowdown},
     {"verbose", no_argument, nullptr, 'v'},
+    {"quiet", no_argument, nullptr, 'q'},
     {"help", no_argument, nullptr, kOptHelp},
     {"version", no_argument, nullptr, kOptVersion},
     {nullptr, 0, nullptr, 0},
@@ -81,7 +80,7 @@ rs::Result<int64_t> ParseInt(const std::string& flag, const char* text, int64_t 
   long long v = std::strtoll(text, &end, 10);
   if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
     return rs::Error(flag + " '" + text + "': expected an integer from " + std::to_string(min) +
-                     " to " + std::to_string(max) + kHint);
+                     " to " + std::to_string(max));
   }
   return static_cast<int64_t>(v);
 }
@@ -91,7 +90,7 @@ rs::Result<double> ParseDouble(const std::string& flag, const char* text) {
   errno = 0;
   double v = std::strtod(text, &end);
   if (errno != 0 || end == text || *end != '\0' || !std::isfinite(v)) {
-    return rs::Error(flag + " '" + text + "': expected a number" + kHint);
+    return rs::Error(flag + " '" + text + "': expected a number");
   }
   return v;
 }
@@ -119,19 +118,20 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
   opterr = 0;  // errors are reported by us, as one line
   for (;;) {
     int idx = 0;
-    int opt = getopt_long(argc, argv, ":o:d:n:c:p:vh", kLongOptions, &idx);
+    int opt = getopt_long(argc, argv, ":o:d:n:c:p:vqh", kLongOptions, &idx);
     if (opt == -1) break;
     const char* arg = optarg;
     switch (opt) {
       case 'o':
-        if (!*arg) return rs::Error(std::string("--out: empty path") + kHint);
+        if (!*arg) return rs::Error("--out: empty path");
+        if (std::string_view(arg) == "-") return rs::Error(kOutDashRefused);
         o.out = arg;
         break;
       case kOptForce:
         o.force = true;
         break;
       case kOptRecover:
-        if (!*arg) return rs::Error(std::string("--recover: empty path") + kHint);
+        if (!*arg) return rs::Error("--recover: empty path");
         o.recover = arg;
         break;
       case 'd': {
@@ -165,7 +165,7 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
         auto b = ParseBytes(arg);
         if (!b.ok()) return rs::Error("--ring-size '" + std::string(arg) + "': " + b.error().message());
         if (*b < (uint64_t{1} << 20)) {
-          return rs::Error("--ring-size '" + std::string(arg) + "': at least 1M" + kHint);
+          return rs::Error("--ring-size '" + std::string(arg) + "': at least 1M");
         }
         o.ring_size_bytes = *b;
         break;
@@ -174,7 +174,7 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
         ASSIGN_OR_RETURN(double f, ParseDouble("--cut-on-slowdown", arg));
         if (f <= 0 || f >= 1) {
           return rs::Error("--cut-on-slowdown '" + std::string(arg) +
-                           "': a fraction between 0 and 1 (e.g. 0.5)" + kHint);
+                           "': a fraction between 0 and 1 (e.g. 0.5)");
         }
         o.cut_on_slowdown = f;
         break;
@@ -187,7 +187,7 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
       }
       case kOptRingDir:
       case kOptCutDir:
-        if (!*arg) return rs::Error(FlagName(opt) + ": empty path" + kHint);
+        if (!*arg) return rs::Error(FlagName(opt) + ": empty path");
         (opt == kOptRingDir ? o.ring_dir : o.cut_dir) = arg;  // both std::string lvalues
         break;
       case 'n':
@@ -249,7 +249,7 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
         } else if (std::strcmp(arg, "setup") == 0) {
           o.nccl_calls_setup_only = true;
         } else {
-          return rs::Error(std::string("--nccl-calls '") + arg + "': use all or setup" + kHint);
+          return rs::Error(std::string("--nccl-calls '") + arg + "': use all or setup");
         }
         break;
       case kOptSources: {
@@ -264,15 +264,18 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
           if (std::find(std::begin(kSourceNames), std::end(kSourceNames), name) ==
               std::end(kSourceNames)) {
             return rs::Error("--sources: unknown source '" + name +
-                             "' (known: process,tcp,sched,block,nccl,cuda,gpu)" + kHint);
+                             "' (known: process,tcp,sched,block,nccl,cuda,gpu)");
           }
           o.sources.push_back(name);
         }
-        if (o.sources.empty()) return rs::Error(std::string("--sources: no source named") + kHint);
+        if (o.sources.empty()) return rs::Error("--sources: no source named");
         break;
       }
       case 'v':
         o.verbose = true;
+        break;
+      case 'q':
+        o.quiet = true;
         break;
       case 'h':
       case kOptHelp:
@@ -282,48 +285,46 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
         o.version = true;
         break;
       case ':':
-        return rs::Error(FlagName(optopt ? optopt : kLongOptions[idx].val) + " needs a value" +
-                         kHint);
+        return rs::Error(FlagName(optopt ? optopt : kLongOptions[idx].val) + " needs a value");
       default: {
         std::string bad = (optind > 0 && optind <= argc) ? argv[optind - 1] : "?";
         if (optopt && optopt < 256 && bad.rfind("--", 0) != 0) {
           bad = std::string("-") + static_cast<char>(optopt);
         }
-        return rs::Error("unknown option '" + bad + "'" + kHint);
+        return rs::Error("unknown option '" + bad + "'");
       }
     }
   }
   if (optind < argc) {
     return rs::Error(std::string("unexpected argument '") + argv[optind] +
-                     "' (options take the form --name VALUE)" + kHint);
+                     "' (options take the form --name VALUE)");
   }
   if (o.help || o.version) return o;
   if (o.cut_command) {
     if (!o.out.empty() || o.ring_ns || o.duration_ns || o.recover || !o.pids.empty()) {
-      return rs::Error(std::string("cut takes only --ring-dir, --timeout and -v") + kHint);
+      return rs::Error("cut takes only --ring-dir, --timeout, -q and -v");
     }
     return o;
   }
   if ((o.cut_on_stall_ns || o.cut_on_slowdown) && !o.ring_ns) {
     return rs::Error(std::string(o.cut_on_stall_ns ? "--cut-on-stall" : "--cut-on-slowdown") +
-                     " cuts the ring: give --ring too" + kHint);
+                     " cuts the ring: give --ring too");
   }
   if (o.ring_ns) {
     if (!o.out.empty() || o.recover) {
-      return rs::Error(std::string("--ring records into --ring-dir and writes its bundles (cuts) "
-                                   "into --cut-dir: no --out") +
-                       kHint);
+      return rs::Error(
+          "--ring records into --ring-dir and writes its bundles (cuts) into --cut-dir: no --out");
     }
     return o;
   }
   if (o.recover) {
     if (o.duration_ns || o.node || o.config_path || !o.pids.empty() || !o.sources.empty()) {
-      return rs::Error(std::string("--recover FILE takes only --out, --force and -v") + kHint);
+      return rs::Error("--recover FILE takes only --out, --force, -q and -v");
     }
     return o;
   }
   if (o.out.empty()) {
-    return rs::Error("--out FILE.rsb is required (where to write the bundle)" + std::string(kHint));
+    return rs::Error("--out FILE.rsb is required (where to write the bundle)");
   }
   return o;
 }
@@ -350,7 +351,8 @@ activity on this node into a zstd-compressed SQLite bundle. Needs root.
 
 options:
   -o, --out FILE.rsb          bundle to write (written atomically, mode 0600); an existing
-                              file is refused unless --force
+                              file is refused unless --force; not - (a bundle is a file:
+                              copy it once written)
       --force                 replace an existing --out
       --recover FILE          turn the temporary database FILE left behind by a recorder
                               that died into a bundle (default --out: the bundle that
@@ -398,6 +400,8 @@ options:
                               block, nccl, cuda, gpu; default all); the others cost nothing.
                               process stays with nccl, cuda or gpu (they follow its execs)
   -v, --verbose               log every attachment
+  -q, --quiet                 no informational lines (the start, the final summary, cuts);
+                              warnings and errors are still printed
   -h, --help                  show this help
       --version               show the version
 

@@ -65,6 +65,7 @@ struct RecorderOptions {
   bool cut_command = false;                          // `rankscope-record cut`
   int64_t cut_timeout_ns = int64_t{120} * 1'000'000'000;  // cut --timeout D
   bool verbose = false;  // -v
+  bool quiet = false;    // -q: no informational lines (log.h LogInfo), warnings and errors kept
   bool help = false;     // --help
   bool version = false;  // --version
 };
@@ -77,6 +78,12 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv);
 rs::Result<RecorderOptions> ParseOptions(const std::vector<std::string>& args);
 
 std::string UsageText();
+
+// Why --out - is refused: the bundle is written in place as the recording goes (a temporary
+// database beside it, renamed when complete), which standard output cannot be.
+inline constexpr const char* kOutDashRefused =
+    "--out -: a bundle is a file (it is built beside its name while recording and renamed "
+    "when complete), not standard output; give a path, then copy it (e.g. cat node3.rsb)";
 
 // "512M", "2G", "100000" -> bytes (K, M, G, T: powers of 1024).
 rs::Result<uint64_t> ParseBytes(std::string_view text);

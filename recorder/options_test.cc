@@ -130,6 +130,13 @@ TEST(ParseOptions, DefaultsAndEqualsForm) {
             30'000'000'000);
 }
 
+TEST(ParseOptions, QuietIsOffUnlessAsked) {
+  EXPECT_FALSE(MustParse({"-o", "x.rsb"}).quiet);
+  EXPECT_TRUE(MustParse({"-o", "x.rsb", "-q"}).quiet);
+  EXPECT_TRUE(MustParse({"--quiet", "-o", "x.rsb"}).quiet);
+  EXPECT_TRUE(MustParse({"cut", "-q"}).quiet);
+}
+
 TEST(ParseOptions, HelpAndVersionNeedNoOut) {
   EXPECT_TRUE(MustParse({"--help"}).help);
   EXPECT_TRUE(MustParse({"--version"}).version);
@@ -154,6 +161,8 @@ TEST(ParseOptions, ErrorsAreOneLineAndNameTheFlag) {
       {{"--out", "x.rsb", "stray"}, "unexpected argument 'stray'"},
       {{"--out"}, "--out needs a value"},
       {{"--duration", "5s"}, "--out FILE.rsb is required"},
+      {{"--out", "-", "--duration", "5s"}, "--out -: a bundle is a file"},
+      {{"-o", "-"}, "give a path, then copy it"},
   };
   for (const auto& c : cases) {
     std::string e = ErrorOf(c.args);
@@ -180,7 +189,8 @@ TEST(ParseOptions, UsageNamesEveryOptionAndMarksTestingOnes) {
   for (const char* flag :
        {"--out", "--duration", "--node", "--config", "--pid", "--scope", "--nccl-lib", "--cuda-lib",
         "--cuda-launch-sample", "--no-load-tracepoint", "--no-gpu", "--nccl-calls", "--sources",
-        "--verbose", "--help", "--version", "--simulate-clock-offset", "--simulate-clock-drift"}) {
+        "--verbose", "--quiet", "--help", "--version", "--simulate-clock-offset",
+        "--simulate-clock-drift"}) {
     EXPECT_NE(u.find(flag), std::string::npos) << flag;
   }
   EXPECT_LT(u.find("Testing only"), u.find("--simulate-clock-offset"));

@@ -45,8 +45,8 @@ void Recording::AnswerCutRequest() {
   info.cut_id = req->cut_id;
   const std::string path = CutPath(CutDir(opts_), info);
   if (answered_.count(req->cut_id) != 0 && access(path.c_str(), F_OK) == 0) {
-    Log("cut: joins %s, requested by %s, already written here", req->cut_id.c_str(),
-        req->node.c_str());
+    LogInfo("cut: joins %s, requested by %s, already written here", req->cut_id.c_str(),
+            req->node.c_str());
     AppendCutLog(opts_.ring_dir, path);
     return;
   }
@@ -62,7 +62,8 @@ void Recording::AnswerPostedRequests() {
 
 void Recording::KeepCutsUnderCap() {
   for (const std::string& gone : RotateCuts(CutDir(opts_), node_.name, opts_.cut_keep_bytes)) {
-    Log("removed the cut %s (--cut-keep %s)", gone.c_str(), FormatBytes(opts_.cut_keep_bytes).c_str());
+    LogInfo("removed the cut %s (--cut-keep %s)", gone.c_str(),
+            FormatBytes(opts_.cut_keep_bytes).c_str());
   }
 }
 
@@ -75,9 +76,9 @@ void Recording::WatchForStall() {
   const int64_t now = rs::MonotonicNowNs();
   if (!oldest || now - *oldest < *opts_.cut_on_stall_ns || *oldest == stall_cut_for_) return;
   stall_cut_for_ = *oldest;
-  Log("stall: a call has been in flight for %s (--cut-on-stall %s)",
-      rs::FormatDuration(now - *oldest).c_str(),
-      rs::FormatDuration(*opts_.cut_on_stall_ns).c_str());
+  LogInfo("stall: a call has been in flight for %s (--cut-on-stall %s)",
+          rs::FormatDuration(now - *oldest).c_str(),
+          rs::FormatDuration(*opts_.cut_on_stall_ns).c_str());
   CutBecause("stall");
 }
 
@@ -88,7 +89,8 @@ void Recording::WatchForSlowdown() {
     if (source == "nccl" || source == "gpu") ops += EventsOf(i);
   }
   if (!slowdown_->Feed(rs::MonotonicNowNs(), ops)) return;
-  Log("slowdown: %llu collectives in the last 10 s against a median of %llu "
+  LogInfo(
+      "slowdown: %llu collectives in the last 10 s against a median of %llu "
       "(--cut-on-slowdown %.2f)",
       static_cast<unsigned long long>(slowdown_->last_window_ops()),
       static_cast<unsigned long long>(slowdown_->median_ops()), *opts_.cut_on_slowdown);
@@ -140,8 +142,8 @@ void Recording::CutFor(const CutRequest& req) {
   const int64_t started = rs::MonotonicNowNs();
   auto cut = WriteCut(db_, CutDir(opts_), info, *ring_, end);
   if (cut.ok()) {
-    Log("cut %s (requested by %s): %s in %s", req.cut_id.c_str(), req.node.c_str(), cut->c_str(),
-        rs::FormatDuration(rs::MonotonicNowNs() - started).c_str());
+    LogInfo("cut %s (requested by %s): %s in %s", req.cut_id.c_str(), req.node.c_str(),
+            cut->c_str(), rs::FormatDuration(rs::MonotonicNowNs() - started).c_str());
     AppendCutLog(opts_.ring_dir, *cut);
     KeepCutsUnderCap();
   } else {

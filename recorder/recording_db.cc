@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "recorder/log.h"
+#include "recorder/options.h"
 #include "rscore/path.h"
 #include "rscore/schema.h"
 #include "rscore/zstd_file.h"
@@ -201,6 +202,10 @@ rs::Result<void> WatchSqliteFullErrors() {
 rs::Result<void> CheckOutPath(const std::string& out_path, bool force, bool* usage) {
   if (usage) *usage = false;
   if (out_path.empty()) return rs::Error("--out: an output path is required");
+  if (out_path == "-") {
+    if (usage) *usage = true;
+    return rs::Error(kOutDashRefused);
+  }
   struct stat st {};
   const std::string dir = DirOf(out_path);
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {

@@ -42,8 +42,9 @@ struct RecordingDbOptions {
 rs::Result<void> WatchSqliteFullErrors();
 
 // Refuses an --out that cannot be written at the end: an existing file (unless `force`), a
-// directory, a directory that does not exist or is not writable. `usage` is set for the
-// existing file (a usage error: exit status 2).
+// directory, a directory that does not exist or is not writable, '-' (a bundle is a file, never
+// standard output). `usage` is set for the existing file and '-' (a usage error: exit
+// status 2).
 rs::Result<void> CheckOutPath(const std::string& out_path, bool force, bool* usage = nullptr);
 
 class RecordingDb {

@@ -73,6 +73,11 @@ TEST_F(RecordingDbTest, OutPathChecks) {
   auto is_dir = CheckOutPath(dir_, true, &usage);
   ASSERT_FALSE(is_dir.ok());
   EXPECT_NE(is_dir.error().message().find("is a directory"), std::string::npos);
+  // '-' is no file name here: a usage error, even with --force.
+  auto dash = CheckOutPath("-", true, &usage);
+  ASSERT_FALSE(dash.ok());
+  EXPECT_TRUE(usage);
+  EXPECT_NE(dash.error().message().find("a bundle is a file"), std::string::npos);
 }
 
 TEST_F(RecordingDbTest, TempDatabaseAndReserveAreNamedAfterTheBundleAndRemoved) {

@@ -28,7 +28,7 @@ complete_words() {  # FUNCTION WORD... (the last word is the one being completed
 # The options section of a --help: lines "  -x, --flag ..." or "      --flag ...".
 help_flags() { "$@" -h | sed -n '/^options:$/,/^$/p' | grep -o -E '^ +(-[a-z], )?--[a-z-]+' |
   grep -o -E -- '--[a-z-]+'; }
-check() {  # FUNCTION "COMMAND..." [SUBCOMMAND]
+check() {  # FUNCTION "COMMAND..." [SUBCOMMAND [FEWEST OPTIONS (default 3)]]
   local fn=$1 cmd=$2 sub=${3:-} offered flag
   if [[ -n $sub ]]; then
     offered=$(complete_words "$fn" "${cmd##*/}" "$sub" "--")
@@ -40,12 +40,13 @@ check() {  # FUNCTION "COMMAND..." [SUBCOMMAND]
     n=$((n + 1))
     grep -q -x -- "$flag" <<<"$offered" || { echo "FAIL: ${cmd##*/} $sub: $flag not completed"; fails=$((fails + 1)); }
   done < <(help_flags $cmd $sub)
-  ((n > 2)) || { echo "FAIL: ${cmd##*/} $sub: no options read from --help"; fails=$((fails + 1)); }
+  ((n >= ${4:-3})) || { echo "FAIL: ${cmd##*/} $sub: no options read from --help"; fails=$((fails + 1)); }
 }
 check _rankscope_record "$build/recorder/rankscope-record"
 check _rankscope_merge "$build/merger/rankscope-merge"
 check _rankscope_analyze "$build/analyzer/rankscope-analyze" query
 check _rankscope_analyze "$build/analyzer/rankscope-analyze" report
+check _rankscope_analyze "$build/analyzer/rankscope-analyze" schema 2
 check _rankscope_export "$build/exporter/rankscope-export"
 # Values of the options that take a fixed set, and the subcommands.
 [[ "$(complete_words _rankscope_analyze rankscope-analyze "" | sort | tr '\n' ' ')" == *"query report"* ]] ||

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The command-line convention every tool keeps (rscore/cli.h, README "Command line"): usage
-# errors exit 2, --help and -h print the same layout (usage, options, examples, exit status,
-# man page) in every tool, '-' is standard output for -o and standard input for query's SQL,
-# report --fail-on exits 4 when it finds what was asked for, the final lines say what was
-# written and how long it took, and no tool leaves a file named '-'.
+# errors exit 2 with one line ending "(see 'TOOL --help')", --help and -h print the same layout
+# (usage, options, examples, exit status, man page) in every tool and in analyze itself, '-' is
+# standard output for -o (refused by record: a bundle is a file) and standard input for query's
+# SQL, report --fail-on exits 4 when it finds what was asked for, every tool's last line says
+# what was written and how long it took unless -q, -q hides that line and progress but never a
+# warning, and no tool leaves a file named '-'.
 set -uo pipefail
 build=$1
 work=$(mktemp -d)
@@ -20,7 +22,8 @@ export=$build/exporter/rankscope-export
   { echo "FAIL: make-synth-cluster"; exit 1; }
 
 # --help / -h: one layout (the recorder's help is written by hand in the same shape).
-for cmd in "$record" "$merge" "$export" "$analyze query" "$analyze report"; do
+for cmd in "$record" "$merge" "$export" "$analyze" "$analyze query" "$analyze schema" \
+           "$analyze report"; do
   for flag in -h --help; do
     out=$($cmd $flag 2>&1); rc=$?
     [[ $rc == 0 ]] || fail "$cmd $flag exits $rc"
@@ -28,18 +31,37 @@ for cmd in "$record" "$merge" "$export" "$analyze query" "$analyze report"; do
       grep -q -E "$part" <<<"$out" || fail "$cmd $flag: no '$part' line"
     done
     grep -q -F '[ --' <<<"$out" && fail "$cmd $flag: Boost's raw option layout"
-    grep -q -E '^  -o, --out ' <<<"$out" || [[ "$cmd" == *query ]] || fail "$cmd $flag: no '-o, --out'"
+    grep -q -E '^  -o, --out ' <<<"$out" || [[ "$cmd" == *query || "$cmd" == *schema || "$cmd" == "$analyze" ]] ||
+      fail "$cmd $flag: no '-o, --out'"
+    grep -q -E '^  -q, --quiet ' <<<"$out" || [[ "$cmd" == "$analyze" ]] || fail "$cmd $flag: no '-q, --quiet'"
   done
 done
+grep -q -E "^  rankscope-analyze report job.rsdb$" <<<"$("$analyze" -h)" || fail "analyze -h: no example"
+
 # Usage errors: exit 2 in every tool.
 for cmd in "$record --no-such-flag" "$merge --no-such-flag -o x.rsdb node0.rsb" "$merge node0.rsb" \
            "$export --no-such-flag node0.rsb -o x.pftrace" "$export node0.rsb" \
            "$analyze" "$analyze no-such-command" "$analyze query node0.rsb" \
            "$analyze query --no-such-flag node0.rsb 'SELECT 1'" "$analyze report" \
            "$analyze report node0.rsb --fail-on nothing" "$analyze report node0.rsb --format nope"; do
-  $cmd >/dev/null 2>&1; rc=$?
+  $cmd >/dev/null 2>usage.err; rc=$?
   [[ $rc == 2 ]] || fail "'$cmd' exits $rc, not 2 (usage)"
+  # One line, "TOOL[ COMMAND]: what is wrong (see 'TOOL[ COMMAND] --help')", the same form in
+  # every tool.
+  [[ $(wc -l <usage.err) == 1 ]] || fail "'$cmd': the usage error is not one line: $(cat usage.err)"
+  line=$(tail -n 1 usage.err)
+  tool=${line%%: *}
+  [[ "$line" =~ ^rankscope-(record|merge|export|analyze)(\ (query|schema|report))?:\ .+\ \(see\ \'(.+)\ --help\'\)$ ]] &&
+    [[ "${BASH_REMATCH[4]}" == "$tool" ]] ||
+    fail "'$cmd': the usage error does not end with \"(see '$tool --help')\": $line"
 done
+# record -o -: a bundle is a file (written beside its name while recording); refused before any
+# recording, whoever runs it.
+"$record" -q -o - --duration 1s >/dev/null 2>record.err; rc=$?
+[[ $rc == 2 ]] || fail "record -o - exits $rc, not 2"
+grep -q -- "--out -: a bundle is a file .*give a path, then copy it" record.err ||
+  fail "record -o - does not say why: $(cat record.err)"
+grep -q "unknown option" record.err && fail "record does not take -q: $(cat record.err)"
 
 # merge -o -: the database on standard output, readable by sqlite3; the last line is the summary.
 "$merge" -o - node*.rsb >piped.rsdb 2>merge.err; rc=$?
@@ -49,6 +71,25 @@ done
 tail -n 1 merge.err | grep -q -E '^rankscope-merge: wrote standard output: .* in [0-9.]+ (ms|s)$' ||
   fail "merge: last line is not the summary with the elapsed time: $(tail -n 1 merge.err)"
 grep -q $'\r' merge.err && fail "merge: progress redrawn with \\r although stderr is a file"
+# --progress: plain lines, prefixed like every other line of the tool.
+"$merge" --progress -o progress.rsdb node*.rsb 2>progress.err >/dev/null || fail "merge --progress"
+grep -q -E '^rankscope-merge: validating [0-9]+ inputs\.\.\.$' progress.err ||
+  fail "merge --progress: no prefixed progress line: $(head -n 3 progress.err)"
+grep -v -E '^(rankscope-merge: |  )' progress.err | grep -q . &&
+  fail "merge --progress: a line without the prefix: $(grep -v -E '^(rankscope-merge: |  )' progress.err | head -n 1)"
+# -q: nothing at all on stderr when there is nothing to warn about, in every tool.
+"$merge" -q -o quiet.rsdb node*.rsb 2>quiet-merge.err >/dev/null || fail "merge -q"
+[[ -s quiet-merge.err ]] && fail "merge -q printed: $(head -n 3 quiet-merge.err)"
+"$export" -q quiet.rsdb -o quiet.pftrace 2>quiet-export.err || fail "export -q"
+[[ -s quiet-export.err ]] && fail "export -q printed: $(head -n 3 quiet-export.err)"
+[[ -s quiet.pftrace ]] || fail "export -q wrote no trace"
+"$analyze" report -q quiet.rsdb -o quiet.txt 2>quiet-report.err || fail "report -q"
+[[ -s quiet-report.err ]] && fail "report -q printed: $(head -n 3 quiet-report.err)"
+[[ -s quiet.txt ]] || fail "report -q wrote no report"
+"$analyze" query -q quiet.rsdb "SELECT 1" >/dev/null 2>quiet-query.err || fail "query -q"
+[[ -s quiet-query.err ]] && fail "query -q printed: $(head -n 3 quiet-query.err)"
+"$analyze" schema -q quiet.rsdb >/dev/null 2>quiet-schema.err || fail "schema -q"
+[[ -s quiet-schema.err ]] && fail "schema -q printed: $(head -n 3 quiet-schema.err)"
 # A skipped input: exit 3, and the warning stays under -q.
 printf 'not a bundle' >bad.rsb
 "$merge" -q -o part.rsdb node*.rsb bad.rsb >/dev/null 2>quiet.err; rc=$?
@@ -79,19 +120,28 @@ tail -n 1 export.err | grep -q -E '^rankscope-export: wrote standard output: .* 
 "$export" piped.rsdb --output old.pftrace 2>/dev/null && [[ -s old.pftrace ]] ||
   fail "export: the old spelling --output no longer works"
 
-# query: SQL from standard input.
-out=$(echo "SELECT COUNT(*) AS n FROM clock_alignment" | "$analyze" query piped.rsdb - --format csv)
+# query: SQL from standard input; its last line on stderr, as every tool's, says what was written.
+out=$(echo "SELECT COUNT(*) AS n FROM clock_alignment" | "$analyze" query piped.rsdb - --format csv 2>query.err)
 [[ "$(tail -n 1 <<<"$out")" -gt 0 ]] 2>/dev/null || fail "query - did not read SQL from stdin: $out"
+tail -n 1 query.err | grep -q -E '^rankscope-analyze query: wrote standard output: 1 row\(s\) in [0-9.]+ (ms|s)$' ||
+  fail "query: last line is not the summary with the elapsed time: $(tail -n 1 query.err)"
+"$analyze" schema piped.rsdb nccl_events >/dev/null 2>schema.err || fail "schema TABLE"
+tail -n 1 schema.err | grep -q -E '^rankscope-analyze schema: wrote standard output: the columns of nccl_events in [0-9.]+ (ms|s)$' ||
+  fail "schema: last line is not the summary with the elapsed time: $(tail -n 1 schema.err)"
 
 # report: -o - is standard output; --fail-on any exits 4 on the lossy node, 0 without it.
-"$analyze" report piped.rsdb -o - --format json >report.json || fail "report -o - failed"
+"$analyze" report piped.rsdb -o - --format json >report.json 2>report-stdout.err || fail "report -o - failed"
 python3 -c "import json,sys; json.load(open('report.json'))" || fail "report -o -: not JSON"
+bytes=$(wc -c <report.json)
+tail -n 1 report-stdout.err | grep -q -E "^rankscope-analyze report: wrote standard output: json report, $bytes bytes in [0-9.]+ (ms|s)\$" ||
+  fail "report -o -: last line is not the summary with the elapsed time: $(tail -n 1 report-stdout.err)"
 "$analyze" report piped.rsdb --fail-on any >/dev/null; rc=$?
 [[ $rc == 4 ]] || fail "report --fail-on any on a lossy run exits $rc, not 4"
 "$analyze" report piped.rsdb --fail-on hang >/dev/null; rc=$?
 [[ $rc == 0 ]] || fail "report --fail-on hang without a hang exits $rc, not 0"
 "$analyze" report piped.rsdb --out r.txt 2>report.err && [[ -s r.txt ]] || fail "report --out"
-grep -q -E '^rankscope-analyze report: wrote r.txt in ' report.err || fail "report: no final line"
+tail -n 1 report.err | grep -q -E '^rankscope-analyze report: wrote r.txt: text report, [0-9]+ bytes in ' ||
+  fail "report: no final line: $(tail -n 1 report.err)"
 
 # One time base: the report's start, merge's and export's are the same UTC instant, and
 # --from takes it as ISO 8601, as epoch ns and as +0 alike.

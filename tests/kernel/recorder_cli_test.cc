@@ -11,6 +11,7 @@
 
 #include "kernel_test.h"
 #include "recorder_runner.h"
+#include "rscore/time_arg.h"
 
 namespace rec::ktest {
 namespace {
@@ -111,6 +112,25 @@ TEST(RecorderCli, DurationEndsRecordingAndNodeComesFromEnv) {
                       "(SELECT CAST(value AS INTEGER) FROM metadata WHERE key = 'start_ns')");
   EXPECT_GE(span, 700'000'000);
   EXPECT_LT(span, 15'000'000'000);
+  // The start line and the final line say the recording's start in UTC: the start_ns of the
+  // bundle, the zero of +offsets in every tool.
+  const int64_t start_ns =
+      *QueryBundleInt(out, "SELECT CAST(value AS INTEGER) FROM metadata WHERE key = 'start_ns'");
+  const std::string utc = rs::FormatUtc(start_ns);
+  EXPECT_NE(r.stderr_text.find("recording node kenvnode ("), std::string::npos) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("-> " + out + ", from " + utc + "\n"), std::string::npos)
+      << utc << "\n"
+      << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find(" from " + utc + ", stopped by duration\n"), std::string::npos)
+      << utc << "\n"
+      << r.stderr_text;
+  // -q: the same recording without those lines.
+  const std::string quiet_out = dir.File("quiet.rsb");
+  RunResult q = RunRecorder({"-q", "--out", quiet_out, "--node", "kquiet", "--duration", "300ms"});
+  ASSERT_EQ(q.exit_code, 0) << q.stderr_text;
+  ExpectValidBundle(quiet_out, "kquiet");
+  EXPECT_EQ(q.stderr_text.find("recording node"), std::string::npos) << q.stderr_text;
+  EXPECT_EQ(q.stderr_text.find("wrote "), std::string::npos) << q.stderr_text;
 }
 
 TEST(RecorderCli, ConfigFileNameBeatsEnvironmentAndFlagBeatsBoth) {

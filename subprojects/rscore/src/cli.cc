@@ -106,4 +106,13 @@ std::string FormatElapsed(int64_t ns) {
   return buf;
 }
 
+std::string WithHelpHint(std::string_view message, std::string_view command) {
+  return std::string(message) + " (see '" + std::string(command) + " --help')";
+}
+
+std::string WroteLine(std::string_view shown, std::string_view what, int64_t elapsed_ns) {
+  return "wrote " + std::string(shown) + ": " + std::string(what) + " in " +
+         FormatElapsed(elapsed_ns);
+}
+
 }  // namespace rs::cli

@@ -86,8 +86,7 @@ std::vector<std::string> ArgsOf(int argc, const char* const* argv) {
 
 Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args,
                              const boost::program_options::options_description& visible,
-                             const boost::program_options::options_description& hidden,
-                             const std::string& help_hint) {
+                             const boost::program_options::options_description& hidden) {
   namespace po = boost::program_options;
   ParsedArgs out;
   po::options_description all;
@@ -99,7 +98,7 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args,
     po::store(po::command_line_parser(args).options(all).positional(pos).run(), out.vm);
     po::notify(out.vm);
   } catch (const po::error& e) {
-    return Error(std::string(e.what()) + " (" + help_hint + ")");
+    return Error(e.what());
   }
   if (out.vm.count("rankscope-positional")) {
     out.positional = out.vm["rankscope-positional"].as<std::vector<std::string>>();

@@ -35,5 +35,19 @@ TEST(FormatElapsed, MillisecondsThenSeconds) {
   EXPECT_EQ(FormatElapsed(1'234'000'000), "1.23 s");
 }
 
+TEST(WithHelpHint, OneFormForEveryTool) {
+  EXPECT_EQ(WithHelpHint("unknown option '--x'", "rankscope-merge"),
+            "unknown option '--x' (see 'rankscope-merge --help')");
+  EXPECT_EQ(WithHelpHint("expected INPUT", "rankscope-analyze query"),
+            "expected INPUT (see 'rankscope-analyze query --help')");
+}
+
+TEST(WroteLine, NamesTheOutputWhatAndTheElapsedTime) {
+  EXPECT_EQ(WroteLine("standard output", "12 rows", 850'000'000),
+            "wrote standard output: 12 rows in 850 ms");
+  EXPECT_EQ(WroteLine("r.json", "json report, 10 bytes", 1'234'000'000),
+            "wrote r.json: json report, 10 bytes in 1.23 s");
+}
+
 }  // namespace
 }  // namespace rs::cli

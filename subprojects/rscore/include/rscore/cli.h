@@ -1,5 +1,6 @@
 // The command-line convention the four tools share (README "Command line", each man page):
-//   exit status  0 done; 1 error (nothing written); 2 usage (a flag or argument is wrong);
+//   exit status  0 done; 1 error (nothing written); 2 usage (a flag or argument is wrong: one
+//                line ending with the hint of WithHelpHint);
 //                3 partial (done, with some inputs skipped: each named on stderr);
 //                4 `report --fail-on`: the report found what was asked for
 //   -o/--out FILE  where the result goes; '-' is standard output (an input '-' is standard
@@ -9,7 +10,7 @@
 //   --force        replace an existing output file
 //   -h/--help      usage, options, EXAMPLES, exit status, laid out alike (cli_help.h)
 //   -q/--quiet     no progress or summaries; warnings and errors are always printed
-//   progress       only on a terminal; a final line with the elapsed time
+//   progress       only on a terminal; a final line with the elapsed time (WroteLine)
 // This header has no dependencies beyond the standard library (the recorder uses it too).
 #pragma once
 
@@ -47,6 +48,14 @@ rs::Result<std::string> ReadStdin(size_t max_bytes);
 
 // "1.23 s", "850 ms": the elapsed time of a final line.
 std::string FormatElapsed(int64_t ns);
+
+// A usage error as every tool ends it: "MESSAGE (see 'COMMAND --help')", COMMAND being the
+// tool ("rankscope-merge") or the tool and its subcommand ("rankscope-analyze query").
+std::string WithHelpHint(std::string_view message, std::string_view command);
+
+// The final line of every tool (without its "rankscope-xxx: " prefix), unless -q:
+// "wrote SHOWN: WHAT in 1.23 s" (SHOWN: a file name or "standard output").
+std::string WroteLine(std::string_view shown, std::string_view what, int64_t elapsed_ns);
 
 // What a slow step is doing, on standard error: one line redrawn in place, only when standard
 // error is a terminal and not quiet (a log gets nothing); the line is cleared by Done or

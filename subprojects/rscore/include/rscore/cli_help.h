@@ -41,15 +41,14 @@ std::string FormatHelp(const HelpText& text,
 // The workstation tools' command lines: `visible` options (those --help lists), `hidden` ones
 // (old spellings) and the rest as positional arguments, in command-line order, into
 // `positional`. args[0] is the first argument (not the program). A Boost error comes back as
-// an error ending with `help_hint` (e.g. "see rankscope-merge --help").
+// an error (the caller prints it as a usage error, rs::cli::WithHelpHint).
 struct ParsedArgs {
   boost::program_options::variables_map vm;
   std::vector<std::string> positional;
 };
 Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args,
                              const boost::program_options::options_description& visible,
-                             const boost::program_options::options_description& hidden,
-                             const std::string& help_hint);
+                             const boost::program_options::options_description& hidden);
 // argc/argv as main() gets them (argv[0] is skipped).
 std::vector<std::string> ArgsOf(int argc, const char* const* argv);
 

@@ -1,0 +1,86 @@
+#include "clock_bound_warnings.h"
+
+#include <gtest/gtest.h>
+
+#include "rscore/schema.h"
+
+namespace merge {
+namespace {
+
+rs::Db MergedDb() {
+  auto db = rs::Db::Open(":memory:", rs::Db::Mode::kCreate);
+  EXPECT_TRUE(db.ok());
+  EXPECT_TRUE(rs::CreateSchema(*db, rs::DbKind::kMerged).ok());
+  return std::move(db).value();
+}
+
+void Exec(rs::Db& db, const std::string& sql) {
+  auto r = db.Exec(sql);
+  ASSERT_TRUE(r.ok()) << sql << ": " << r.error().message();
+}
+
+// Collective calls of 1, 2, 3, 4 and 100 ms; a SEND, a COMM_INIT and a call in flight that are
+// no completed collective.
+constexpr const char* kCalls =
+    "INSERT INTO nccl_events(node, timestamp_ns, local_timestamp_ns, duration_ns, pid, tid, op,"
+    " seq, comm_id_hash, state) VALUES"
+    " ('n0', 1, 1, 1000000, 1, 1, 'ALL_REDUCE', 0, 7, 'complete'),"
+    " ('n0', 2, 2, 2000000, 1, 1, 'ALL_REDUCE', 1, 7, 'complete'),"
+    " ('n1', 3, 3, 3000000, 2, 2, 'ALL_GATHER', 0, 7, 'complete'),"
+    " ('n1', 4, 4, 4000000, 2, 2, 'ALL_REDUCE', 1, 7, 'complete'),"
+    " ('n1', 5, 5, 100000000, 2, 2, 'BROADCAST', 2, 7, 'complete'),"
+    " ('n1', 6, 6, 900000000, 2, 2, 'SEND', 3, 7, 'complete'),"
+    " ('n1', 7, 7, 900000000, 2, 2, 'COMM_INIT', 4, 7, 'complete'),"
+    " ('n1', 8, 8, NULL, 2, 2, 'ALL_REDUCE', 5, 7, 'in_flight')";
+
+TEST(CollectiveDurations, MedianOfTheCompletedCollectiveCalls) {
+  rs::Db db = MergedDb();
+  Exec(db, kCalls);
+  auto d = MeasureCollectiveDurations(db);
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  EXPECT_EQ(d->source, "call");
+  EXPECT_EQ(d->count, 5);
+  EXPECT_EQ(d->median_ns, 3'000'000);
+}
+
+TEST(CollectiveDurations, DeviceDurationsWhereThePluginRecordedThem) {
+  rs::Db db = MergedDb();
+  Exec(db, kCalls);
+  Exec(db,
+       "INSERT INTO gpu_ops(node, timestamp_ns, local_timestamp_ns, pid, op, seq, "
+       "device_start_ns, device_end_ns, state) VALUES"
+       " ('n0', 1, 1, 1, 'ALL_REDUCE', 0, 100, 500100, 'completed'),"
+       " ('n0', 2, 2, 1, 'ALL_REDUCE', 1, 100, 700100, 'completed'),"
+       " ('n1', 3, 3, 2, 'ALL_REDUCE', 0, 100, 600100, 'completed'),"
+       " ('n1', 4, 4, 2, 'ALL_REDUCE', 1, 100, NULL, 'started'),"
+       " ('n1', 5, 5, 2, 'RECV', 2, 100, 90000100, 'completed')");
+  auto d = MeasureCollectiveDurations(db);
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  EXPECT_EQ(d->source, "device");
+  EXPECT_EQ(d->count, 3);
+  EXPECT_EQ(d->median_ns, 600'000);
+}
+
+TEST(ClockBoundWarnings, NamesEveryNodeWhoseBoundExceedsTheMedian) {
+  CollectiveDurations d{.count = 5, .median_ns = 3'000'000, .source = "call"};
+  std::vector<NodeAlignment> nodes(3);
+  nodes[0].node = "node0";  // the reference: no bound
+  nodes[1].node = "node1";
+  nodes[1].error_bound_ns = 3'000'000;  // equal: not beyond
+  nodes[2].node = "node2";
+  nodes[2].error_bound_ns = 32'000'000;
+  auto w = ClockBoundWarnings(nodes, d);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].rfind("node node2: its clock error bound (+-", 0), 0u) << w[0];
+  EXPECT_NE(w[0].find("exceeds the median duration of the recording's collectives ("),
+            std::string::npos)
+      << w[0];
+  EXPECT_NE(w[0].find("over 5): lateness differences smaller than the bound cannot be ordered"),
+            std::string::npos)
+      << w[0];
+  // Without collectives there is nothing to compare the bound with.
+  EXPECT_TRUE(ClockBoundWarnings(nodes, CollectiveDurations{}).empty());
+}
+
+}  // namespace
+}  // namespace merge
