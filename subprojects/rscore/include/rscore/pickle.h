@@ -39,21 +39,25 @@
 //   offset 2: opcode GLOBAL (0x63) would import posix.system: refused (a dump holds only
 //   dicts, lists, tuples, strings, bytes, numbers, booleans and None)
 // Note that Python's pickle writes bytes at protocols 0-2, bytearray at 0-4 and any object
-// other than the types above as such calls: those pickles are refused.
+// other than the types above as such calls, and torch::jit::Pickler its typed lists
+// (List[int], tensors) through GLOBAL torch.jit._pickle + REDUCE: those pickles are refused.
+// The Flight Recorder's dump holds generic dicts and lists only.
 //
-// Also errors, each naming the offset of the opcode: an operand running past the end of the
-// input (lengths are checked before anything is allocated), a pickle without STOP, bytes after
-// STOP (a dump file holds one pickle), stack underflow (an opcode never reaches below the
-// MARK it runs above), an opcode that needs a MARK without one, STOP with other than one value
-// on the stack or with a MARK left open, a GET of a memo entry never PUT, APPEND to anything
-// but a list, SETITEM into anything but a dict, an odd number of items for DICT / SETITEMS.
+// Also errors (naming the opcode's offset where there is one): an operand running past the
+// end of the input (lengths are checked before anything is allocated), a pickle without STOP,
+// bytes after STOP (a dump file holds one pickle), stack underflow (an opcode never reaches
+// below the MARK it runs above), an opcode that needs a MARK without one, STOP with other than
+// one value on the stack or with a MARK left open, a GET of a memo entry never PUT, APPEND to
+// anything but a list, SETITEM into anything but a dict, an odd number of items for DICT or
+// SETITEMS.
 //
 // Memo references share containers, as in Python: a list stored by PUT, fetched by GET and
 // appended to later holds those items wherever it appears, and the same dict may appear many
-// times. The decoder therefore builds a tree of shared nodes first and converts it to JSON at
-// STOP, which refuses a container that contains itself (JSON cannot hold a cycle) and counts
-// the output as the memo expands it, so that a few bytes of references cannot produce
-// gigabytes ("billion laughs"): see Limits. Recursion is bounded by Limits::max_depth.
+// times. So the decoder first builds nodes that the memo may share, and converts them to JSON
+// at STOP: a container that contains itself is an error (JSON cannot hold a cycle), and the
+// output is counted as the memo expands it before any of it is built, so that a few bytes of
+// references cannot make gigabytes ("billion laughs"): see Limits. Recursion is bounded by
+// Limits::max_depth.
 #pragma once
 
 #include <cstddef>
