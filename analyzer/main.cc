@@ -2,6 +2,7 @@
 //   query INPUT "SQL"   read-only SQL
 //   schema INPUT [TABLE] the tables and views with their meanings, or one table's columns
 //   report INPUT        stragglers, causes, hangs (report_command.h)
+//   mcp INPUT...        an MCP server for AI assistants on standard input/output (mcp/)
 #include <boost/program_options.hpp>
 
 #include <unistd.h>
@@ -11,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#ifdef RANKSCOPE_WITH_MCP
+#include "mcp/mcp_command.h"
+#endif
 #include "query.h"
 #include "report_command.h"
 #include "rscore/bundle.h"
@@ -29,6 +33,7 @@ constexpr const char* kUsage =
     "       rankscope-analyze schema INPUT [TABLE]\n"
     "       rankscope-analyze report INPUT [--format text|json|markdown|html] [-o FILE]\n"
     "                                [--force]\n"
+    "       rankscope-analyze mcp INPUT... [--trace-dir DIR]\n"
     "\n"
     "INPUT is a node bundle (.rsb) or a merged database (.rsdb).\n"
     "\n"
@@ -39,6 +44,8 @@ constexpr const char* kUsage =
     "      read-only SQL over the recording\n"
     "  rankscope-analyze schema job.rsdb nccl_events\n"
     "      what each column of a table holds\n"
+    "  rankscope-analyze mcp job.rsdb\n"
+    "      an MCP server for AI assistants (started by an MCP client)\n"
     "\n"
     "Run 'rankscope-analyze COMMAND --help' for a command's options.\n";
 
@@ -240,6 +247,15 @@ int main(int argc, char** argv) {
   if (cmd == "query") return RunQueryCommand(argc - 1, argv + 1);
   if (cmd == "schema") return RunSchemaCommand(argc - 1, argv + 1);
   if (cmd == "report") return RunReportCommand(argc - 1, argv + 1);
+  if (cmd == "mcp") {
+#ifdef RANKSCOPE_WITH_MCP
+    return RunMcpCommand(argc - 1, argv + 1);
+#else
+    std::cerr << "rankscope-analyze mcp: not in this build (it needs rankscope-export's "
+                 "dependencies: libprotobuf-dev, protobuf-compiler, zlib1g-dev)\n";
+    return rs::cli::kExitError;
+#endif
+  }
   std::cerr << "rankscope-analyze: unknown command '" << cmd << "'\n" << kUsage;
   return 2;
 }
