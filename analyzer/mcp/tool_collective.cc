@@ -357,10 +357,11 @@ rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext&)
   }
   text += g->done >= 0 ? "; completed " + rs::FormatUtc(g->done) : "; not completed";
   text += "\nin its window: " + std::to_string(side["retransmits_total"].get<int64_t>()) +
-          " TCP retransmits, " + std::to_string(side["runq_waits_total"].get<size_t>()) +
-          " run-queue waits of its ranks (" + FormatNs(side["runq_wait_ns_total"].get<int64_t>()) +
-          "), " + std::to_string(side["block_io_total"].get<size_t>()) +
-          " block I/O requests on its nodes";
+          " TCP retransmit(s), " + std::to_string(side["runq_waits_total"].get<size_t>()) +
+          " run-queue wait(s) of its ranks (" +
+          FormatNs(side["runq_wait_ns_total"].get<int64_t>()) + "), " +
+          std::to_string(side["block_io_total"].get<size_t>()) +
+          " block I/O request(s) on its nodes";
   return ToolOutput{std::move(out), std::move(text)};
 }
 
