@@ -20,7 +20,7 @@ export=$build/exporter/rankscope-export
   { echo "FAIL: make-synth-cluster"; exit 1; }
 
 # --help / -h: one layout (the recorder's help is written by hand in the same shape).
-for cmd in "$record" "$merge" "$export" "$analyze query" "$analyze report"; do
+for cmd in "$record" "$merge" "$export" "$analyze query" "$analyze report" "$analyze mcp"; do
   for flag in -h --help; do
     out=$($cmd $flag 2>&1); rc=$?
     [[ $rc == 0 ]] || fail "$cmd $flag exits $rc"
@@ -28,7 +28,8 @@ for cmd in "$record" "$merge" "$export" "$analyze query" "$analyze report"; do
       grep -q -E "$part" <<<"$out" || fail "$cmd $flag: no '$part' line"
     done
     grep -q -F '[ --' <<<"$out" && fail "$cmd $flag: Boost's raw option layout"
-    grep -q -E '^  -o, --out ' <<<"$out" || [[ "$cmd" == *query ]] || fail "$cmd $flag: no '-o, --out'"
+    grep -q -E '^  -o, --out ' <<<"$out" || [[ "$cmd" == *query || "$cmd" == *mcp ]] ||
+      fail "$cmd $flag: no '-o, --out'"
   done
 done
 # Usage errors: exit 2 in every tool.
@@ -36,7 +37,8 @@ for cmd in "$record --no-such-flag" "$merge --no-such-flag -o x.rsdb node0.rsb" 
            "$export --no-such-flag node0.rsb -o x.pftrace" "$export node0.rsb" \
            "$analyze" "$analyze no-such-command" "$analyze query node0.rsb" \
            "$analyze query --no-such-flag node0.rsb 'SELECT 1'" "$analyze report" \
-           "$analyze report node0.rsb --fail-on nothing" "$analyze report node0.rsb --format nope"; do
+           "$analyze report node0.rsb --fail-on nothing" "$analyze report node0.rsb --format nope" \
+           "$analyze mcp" "$analyze mcp --no-such-flag node0.rsb"; do
   $cmd >/dev/null 2>&1; rc=$?
   [[ $rc == 2 ]] || fail "'$cmd' exits $rc, not 2 (usage)"
 done
