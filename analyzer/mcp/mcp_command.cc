@@ -83,6 +83,13 @@ int RunMcpCommand(int argc, char** argv) {
               << "bundles to merge (see --help)\n";
     return kExitUsage;
   }
+  for (const std::string& input : inputs) {
+    if (IsStdio(input)) {
+      std::cerr << kName << ": INPUT '-': standard input carries the protocol; give the "
+                << "recording as a file\n";
+      return kExitUsage;
+    }
+  }
   if (trace_dir.empty()) {
     std::error_code ec;
     trace_dir = std::filesystem::temp_directory_path(ec).string();

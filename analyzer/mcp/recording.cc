@@ -18,6 +18,7 @@
 #include "report_filter.h"
 #include "report_render.h"
 #include "rscore/cli.h"
+#include "rscore/duration.h"
 #include "rscore/time_arg.h"
 
 namespace analyzer::mcp {
@@ -84,8 +85,8 @@ Recording::~Recording() {
 
 int64_t Recording::start_ns() const { return RecordingStartNs(opened_); }
 
-void Recording::BeginCall(int64_t time_limit_ns, const std::string& what) {
-  opened_.db().RestartDeadline(time_limit_ns, what);
+void Recording::BeginCall(int64_t time_limit_ns) {
+  opened_.db().RestartDeadline(time_limit_ns, rs::FormatDuration(time_limit_ns) + " per step");
 }
 
 rs::Result<rs::Db*> Recording::QueryDb() {

@@ -42,10 +42,11 @@ class Recording {
   // The zero of every +offset (the recording's start, as report and export count it).
   int64_t start_ns() const;
 
-  // The connection the analyses read. Start every tool call with BeginCall: the input's time
-  // limit counts per call (rs::Db::RestartDeadline), not over the server's life.
+  // The connection the analyses read. Start every step of a tool call with BeginCall: the
+  // input's time limit counts per step (rs::Db::RestartDeadline), not over the server's life
+  // (tool_bounds.h: the analyses get longer than the look-ups).
   rs::Db& db() { return opened_.db(); }
-  void BeginCall(int64_t time_limit_ns, const std::string& what);
+  void BeginCall(int64_t time_limit_ns);
   // A second connection for users' SQL: the query views (TABLE_v) and the read-only guard of
   // `rankscope-analyze query`, made on first use.
   rs::Result<rs::Db*> QueryDb();

@@ -80,7 +80,7 @@ std::optional<std::string> Server::Handle(std::string_view line) {
   Reply reply;
   try {
     reply = Dispatch(m);
-  } catch (const nlohmann::json::exception& e) {  // a bug of ours: said, and the server goes on
+  } catch (const std::exception& e) {  // a bug of ours (nlohmann-json throws): said, going on
     reply = Error(kInternalError, std::string("internal error: ") + e.what());
   }
   if (options_.verbose || reply.code == kInternalError) {

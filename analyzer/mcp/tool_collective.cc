@@ -282,7 +282,7 @@ rs::Result<Json> SideEvents(rs::Db& db, const CollectiveData& data, const Collec
 }
 
 rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext&) {
-  rec.BeginCall(kAnalysisTimeLimitNs, "the collectives' time limit");
+  rec.BeginCall(kAnalysisTimeLimitNs);
   const std::string comm_text = *args.Text("comm");
   const rs::Result<int64_t> parsed = ParseComm(comm_text);
   if (!parsed.ok()) {
@@ -337,7 +337,7 @@ rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext&)
                    {"to_ns", to},
                    {"from_utc", rs::FormatUtc(from)},
                    {"to_utc", rs::FormatUtc(to)}};
-  rec.BeginCall(kLookupTimeLimitNs, "the side events' time limit");
+  rec.BeginCall(kLookupTimeLimitNs);
   ASSIGN_OR_RETURN(out["side_events"], SideEvents(rec.db(), *data, *g, from, to));
   const Json& side = out["side_events"];
   if (side["retransmits_total"].get<int64_t>() > kMaxSideEvents ||

@@ -51,7 +51,7 @@ rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext& 
     ASSIGN_OR_RETURN(o.to, rs::ParseTimeArg(*t, "argument 'to'"));
   }
   o.nodes = args.Strings("nodes");
-  rec.BeginCall(kLookupTimeLimitNs, "the export's time limit");
+  rec.BeginCall(kAnalysisTimeLimitNs);  // the node names, once per server
   for (const std::string& n : o.nodes) RETURN_IF_ERROR(rec.CheckNode(n, "argument 'nodes'"));
   static int count = 0;  // traces written by this server (it answers one request at a time)
   rs::Result<rs::exporter::ExportResult> done = rs::Error("no file name tried");

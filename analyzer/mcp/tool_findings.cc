@@ -55,18 +55,18 @@ Json StragglersSchema() {
 }
 
 rs::Result<ToolOutput> RunStragglers(Recording& rec, const Args&, const ToolContext&) {
-  rec.BeginCall(kAnalysisTimeLimitNs, "the report's time limit");
+  rec.BeginCall(kAnalysisTimeLimitNs);
   ASSIGN_OR_RETURN(const Json* report, rec.ReportJson());
   const std::string hint =
       "the report lists more: read the resource rankscope://report, or run rankscope-analyze "
       "report --format json on the recording";
   Json out = Json::object();
-  out["verdict"] = (*report)["verdict"];
+  out["verdict"] = report->at("verdict");
   out["truncated"] = false;
-  out["stragglers"] = Bounded((*report)["stragglers"], kMaxFindings, out, hint);
-  out["observations"] = Bounded((*report)["observations"], kMaxFindings, out, hint);
-  out["warnings"] = (*report)["warnings"];
-  std::vector<Json> ranks((*report)["per_rank"].begin(), (*report)["per_rank"].end());
+  out["stragglers"] = Bounded(report->at("stragglers"), kMaxFindings, out, hint);
+  out["observations"] = Bounded(report->at("observations"), kMaxFindings, out, hint);
+  out["warnings"] = report->at("warnings");
+  std::vector<Json> ranks(report->at("per_rank").begin(), report->at("per_rank").end());
   std::stable_sort(ranks.begin(), ranks.end(), [](const Json& a, const Json& b) {
     return a["median_lateness_ns"].get<int64_t>() > b["median_lateness_ns"].get<int64_t>();
   });
@@ -181,7 +181,7 @@ Json HangSchema() {
 }
 
 rs::Result<ToolOutput> RunHang(Recording& rec, const Args&, const ToolContext&) {
-  rec.BeginCall(kAnalysisTimeLimitNs, "the report's time limit");
+  rec.BeginCall(kAnalysisTimeLimitNs);
   ASSIGN_OR_RETURN(const Report* report, rec.GetReport());
   ASSIGN_OR_RETURN(const Json* json, rec.ReportJson());
   ASSIGN_OR_RETURN(const CollectiveData* data, rec.Collectives());
@@ -190,7 +190,7 @@ rs::Result<ToolOutput> RunHang(Recording& rec, const Args&, const ToolContext&) 
   out["detected"] = h.detected;
   out["summary"] = h.summary.empty() ? std::string("no hang found") : h.summary;
   out["truncated"] = false;
-  Json hang = (*json)["hang"];
+  Json hang = json->at("hang");
   // The report's order; where it must be cut, the culprits stay and the others fill the rest.
   const Json& all = hang["progress"];
   std::vector<bool> keep(all.size(), false);

@@ -62,10 +62,9 @@ rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext&)
   const std::string sql = *args.String("sql");
   const int64_t limit = args.Int("limit").value_or(kDefaultRows);
   ASSIGN_OR_RETURN(rs::Db * db, rec.QueryDb());
-  ASSIGN_OR_RETURN(
-      QueryStatement st,
-      PrepareReadOnlyQuery(*db, sql, kLookupTimeLimitNs,
-                           "the query's time limit of " + rs::FormatDuration(kLookupTimeLimitNs)));
+  ASSIGN_OR_RETURN(QueryStatement st,
+                   PrepareReadOnlyQuery(*db, sql, kLookupTimeLimitNs,
+                                        rs::FormatDuration(kLookupTimeLimitNs) + " per query"));
   const int ncol = sqlite3_column_count(st.get());
   Json out = Json::object();
   out["columns"] = Json::array();

@@ -136,11 +136,12 @@ Json Schema() {
 }
 
 rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext&) {
-  rec.BeginCall(kLookupTimeLimitNs, "the timeline's time limit");
+  rec.BeginCall(kAnalysisTimeLimitNs);  // the report and the node names, once per server
   const std::string node = *args.String("node");
   RETURN_IF_ERROR(rec.CheckNode(node, "argument 'node'"));
   const int64_t limit = args.Int("limit").value_or(kDefaultLimit);
   ASSIGN_OR_RETURN(const Report* report, rec.GetReport());
+  rec.BeginCall(kLookupTimeLimitNs);
   int64_t from = std::min(report->start_ns, rec.start_ns());
   int64_t to = report->end_ns;
   if (auto t = args.Text("from")) {

@@ -102,7 +102,11 @@ with tempfile.TemporaryDirectory() as d:
     r = subprocess.run([analyze, "mcp", os.path.join(d, "missing.rsdb")], capture_output=True,
                        text=True, stdin=subprocess.DEVNULL)
     assert r.returncode == 1 and "missing.rsdb" in r.stderr and r.stdout == "", r
-    ok("command line: --help, no input (2), a missing trace directory (2), a missing input (1)")
+    r = subprocess.run([analyze, "mcp", "-"], capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 2 and "standard input carries the protocol" in r.stderr, r
+    ok("command line: --help, no input (2), a missing trace directory (2), a missing input (1), "
+       "'-' (2)")
 
     s = Server(bundle, "--trace-dir", d)
     init = s.request("initialize", {"protocolVersion": "2025-03-26", "capabilities": {},
