@@ -2,6 +2,7 @@
 //   query INPUT "SQL"   read-only SQL
 //   schema INPUT [TABLE] the tables and views with their meanings, or one table's columns
 //   report INPUT        stragglers, causes, hangs (report_command.h)
+//   mcp INPUT...        an MCP server for AI assistants on standard input/output (mcp/)
 #include <boost/program_options.hpp>
 
 #include <unistd.h>
@@ -11,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#ifdef RANKSCOPE_WITH_MCP
+#include "mcp/mcp_command.h"
+#endif
 #include "query.h"
 #include "report_command.h"
 #include "rscore/bundle.h"
@@ -30,18 +34,22 @@ const rs::cli::HelpText kHelp = {
     .usage =
         "rankscope-analyze report INPUT [--format text|json|markdown|html] [-o FILE] ...\n"
         "rankscope-analyze query INPUT SQL|- [--format table|csv|json] [--limit N] ...\n"
-        "rankscope-analyze schema INPUT [TABLE]",
+        "rankscope-analyze schema INPUT [TABLE]\n"
+        "rankscope-analyze mcp INPUT... [--trace-dir DIR]",
     .about =
         "Questions asked of a recording. INPUT is a node bundle (.rsb) or a merged database\n"
         "(.rsdb). Commands: report (stragglers, causes, hangs), query (read-only SQL),\n"
-        "schema (the tables and what their columns hold).\n"
+        "schema (the tables and what their columns hold), mcp (an MCP server for AI\n"
+        "assistants, on standard input/output).\n"
         "Run 'rankscope-analyze COMMAND --help' for a command's options.",
     .examples = {{"rankscope-analyze report job.rsdb", "which node held the job back, and why"},
                  {"rankscope-analyze query job.rsdb \"SELECT node, COUNT(*) FROM tcp_events "
                   "GROUP BY node\"",
                   "read-only SQL over the recording"},
                  {"rankscope-analyze schema job.rsdb nccl_events",
-                  "what each column of a table holds"}},
+                  "what each column of a table holds"},
+                 {"rankscope-analyze mcp job.rsdb",
+                  "an MCP server for AI assistants (started by an MCP client)"}},
     .man_page = "rankscope-analyze(1)"};
 
 // A usage error of `command` ("rankscope-analyze query"), as every tool prints one.
@@ -235,7 +243,7 @@ int RunQueryCommand(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) return UsageError(kName, "expected a command: report, query or schema");
+  if (argc < 2) return UsageError(kName, "expected a command: report, query, schema or mcp");
   if (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     po::options_description opts;
     opts.add_options()("help,h", "show this help")("version", "print the version");
@@ -250,5 +258,14 @@ int main(int argc, char** argv) {
   if (cmd == "query") return RunQueryCommand(argc - 1, argv + 1);
   if (cmd == "schema") return RunSchemaCommand(argc - 1, argv + 1);
   if (cmd == "report") return RunReportCommand(argc - 1, argv + 1);
-  return UsageError(kName, "unknown command '" + cmd + "': use report, query or schema");
+  if (cmd == "mcp") {
+#ifdef RANKSCOPE_WITH_MCP
+    return RunMcpCommand(argc - 1, argv + 1);
+#else
+    std::cerr << "rankscope-analyze mcp: not in this build (it needs rankscope-export's "
+                 "dependencies: libprotobuf-dev, protobuf-compiler, zlib1g-dev)\n";
+    return rs::cli::kExitError;
+#endif
+  }
+  return UsageError(kName, "unknown command '" + cmd + "': use report, query, schema or mcp");
 }

@@ -3,6 +3,7 @@
 #  1. every version (2.4 to 2.10) x format (pickle protocol 2 as PyTorch writes, protocol 5,
 #     JSON) x hang shape -> the right culprit, mismatch, missing rank; every entry a row;
 #  2. hostile pickles -> refused naming file and offset, nothing executed, --strict refuses;
+#     the MCP server's hang_report says the same;
 #  3. dumps beside a synthetic recording of the same hang -> one verdict ('agree'), and dumps
 #     naming another rank -> both shown, a warning, the confidence lowered.
 # Needs python3 (it writes the dumps); without it the test skips, but fails when CI is set.
@@ -80,6 +81,23 @@ PY
     done
   done
 done
+
+# The MCP server's hang_report carries the dumps' analysis (an assistant asks it).
+d="$work/2.10-pickle-missing_collective"
+printf '%s\n' \
+  '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
+  '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+  '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hang_report","arguments":{}}}' |
+  "$ANALYZE" mcp -q "$d.rsdb" >"$d.mcp.out" 2>"$d.mcp.err"
+python3 - "$d.mcp.out" <<'PY'
+import json, sys
+replies = {r.get("id"): r for r in map(json.loads, open(sys.argv[1]))}
+out = replies[2]["result"]["structuredContent"]
+assert out["detected"] and out["hang"]["basis"] == "flight_recorder", out["hang"]
+assert out["hang"]["culprit_ranks"] == [2], out["hang"]["culprit_ranks"]
+assert out["flight_recorder"]["agreement"] == "flight_recorder_only", out["flight_recorder"]
+PY
+check "mcp hang_report on dumps only: the dumps' culprit and agreement" $?
 
 # 2. Hostile pickles.
 h="$work/hostile"

@@ -1,0 +1,106 @@
+// export_trace(from, to, nodes): a Perfetto trace of a window, written by rankscope-export's
+// library to a new file in the server's --trace-dir; the result gives its path.
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+
+#include "exporter.h"
+#include "output_schema.h"
+#include "rscore/time_arg.h"
+#include "tool_bounds.h"
+#include "tools.h"
+
+namespace analyzer::mcp {
+namespace {
+
+constexpr int kNameTries = 100;
+
+Json Schema() {
+  using namespace schema;
+  return Result({{"path", String("the trace file (open it in https://ui.perfetto.dev)")},
+                 {"bytes", Integer()},
+                 {"packets", Integer("TracePackets written")},
+                 {"tracks", Integer()},
+                 {"events", Integer("slices (begin and end), instants and counter samples")},
+                 {"from_utc", String("the window's start")},
+                 {"to_utc", String()},
+                 {"nodes", ArrayOf(String(), "the nodes exported (empty: all)")}});
+}
+
+// trace-dir/rankscope-20261125T114901Z-4242-1.pftrace: the UTC time, the server's pid and a
+// count; the exporter never replaces a file, so a name already taken is passed over.
+std::string TraceName(const std::string& dir, int n) {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+  return dir + "/rankscope-" + stamp + "-" + std::to_string(::getpid()) + "-" + std::to_string(n) +
+         ".pftrace";
+}
+
+rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext& ctx) {
+  rs::exporter::ExportOptions o;
+  o.input = rec.path();
+  o.format = rs::exporter::Format::kPerfetto;
+  if (auto t = args.Text("from")) {
+    ASSIGN_OR_RETURN(o.from, rs::ParseTimeArg(*t, "argument 'from'"));
+  }
+  if (auto t = args.Text("to")) {
+    ASSIGN_OR_RETURN(o.to, rs::ParseTimeArg(*t, "argument 'to'"));
+  }
+  o.nodes = args.Strings("nodes");
+  rec.BeginCall(kAnalysisTimeLimitNs);  // the node names, once per server
+  for (const std::string& n : o.nodes) RETURN_IF_ERROR(rec.CheckNode(n, "argument 'nodes'"));
+  static int count = 0;  // traces written by this server (it answers one request at a time)
+  rs::Result<rs::exporter::ExportResult> done = rs::Error("no file name tried");
+  for (int i = 0; i < kNameTries; ++i) {
+    o.output = TraceName(ctx.trace_dir, ++count);
+    if (::access(o.output.c_str(), F_OK) == 0) continue;  // taken: the next count
+    done = rs::exporter::Export(o);
+    break;
+  }
+  if (!done.ok()) return done.error();
+  const auto& r = done.value();
+  const int64_t from = o.from ? o.from->Resolve(r.recording_start_ns) : r.summary.first_ts;
+  const int64_t to = o.to ? o.to->Resolve(r.recording_start_ns) : r.summary.last_ts;
+  Json out = {{"path", o.output},
+              {"bytes", r.bytes},
+              {"packets", r.packets},
+              {"tracks", r.tracks},
+              {"events", r.stats.events()},
+              {"from_utc", rs::FormatUtc(from)},
+              {"to_utc", rs::FormatUtc(to)},
+              {"nodes", o.nodes},
+              {"truncated", false}};
+  std::string text = "wrote " + o.output + " (" + std::to_string(r.bytes) + " bytes, " +
+                     std::to_string(r.stats.events()) + " events, " + rs::FormatUtc(from) + " to " +
+                     rs::FormatUtc(to) + "): open it in https://ui.perfetto.dev";
+  return ToolOutput{std::move(out), std::move(text)};
+}
+
+}  // namespace
+
+Tool ExportTraceTool() {
+  Tool t;
+  t.name = "export_trace";
+  t.title = "Perfetto trace of a window";
+  t.description =
+      "Writes a Perfetto trace (as rankscope-export does: node, rank and thread tracks, "
+      "collectives linked across ranks, GPU tracks, retransmits, block I/O) of the window "
+      "'from'..'to' and of 'nodes' to a new file in the server's trace directory, and returns "
+      "its path, for a person to open in https://ui.perfetto.dev. Times as node_timeline "
+      "takes them.";
+  t.params = {Param("from", Param::Type::kStringOrInteger,
+                    "start of the window (default: the recording's start): ISO 8601 "
+                    "UTC, ns since the epoch, or +offset like +40s"),
+              Param("to", Param::Type::kStringOrInteger, "end of the window (default: the end)"),
+              Param("nodes", Param::Type::kStringList, "only these nodes (default: all)")};
+  t.output_schema = Schema();
+  t.read_only = false;
+  t.run = Run;
+  return t;
+}
+
+}  // namespace analyzer::mcp

@@ -1,0 +1,10 @@
+#include "tools.h"
+
+namespace analyzer::mcp {
+
+std::vector<Tool> AllTools() {
+  return {SummaryTool(),      FindStragglersTool(), HangReportTool(), ExplainCollectiveTool(),
+          NodeTimelineTool(), QueryTool(),          ExportTraceTool()};
+}
+
+}  // namespace analyzer::mcp
