@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "confidence.h"
+#include "rscore/cli.h"
 #include "rscore/schema.h"
 
 namespace analyzer {
@@ -498,12 +499,6 @@ rs::Result<FlightRecorderSummary> AnalyzeFlightRecorder(rs::Db& db) {
 namespace analyzer {
 namespace {
 
-std::string RankList(const std::vector<int64_t>& ranks) {
-  std::string out;
-  for (int64_t r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
-  return out;
-}
-
 Straggler FrStraggler(const HangReport& h, size_t i) {
   Straggler s;
   s.rank = h.culprit_ranks[i];
@@ -544,7 +539,8 @@ rs::Result<void> AddFlightRecorder(rs::Db& db, Report& r) {
   ASSIGN_OR_RETURN(FlightRecorderSummary fr, AnalyzeFlightRecorder(db));
   if (fr.dumps == 0) return rs::Ok();
   if (!fr.missing_ranks.empty()) {
-    r.warnings.push_back("no Flight Recorder dump for rank(s) " + RankList(fr.missing_ranks) +
+    r.warnings.push_back("no Flight Recorder dump for rank(s) " +
+                         rs::cli::RankRanges(fr.missing_ranks) +
                          ": their state is unknown to the Flight Recorder analysis");
   }
   if (fr.unaligned_dumps > 0 && r.nccl_calls > 0) {
@@ -565,8 +561,9 @@ rs::Result<void> AddFlightRecorder(rs::Db& db, Report& r) {
       r.warnings.push_back(
           "the recording and the Flight Recorder dumps disagree on the hang: "
           "the recording names rank(s) " +
-          RankList(r.hang.culprit_ranks) + " (" + r.hang.basis + "), the dumps rank(s) " +
-          RankList(fr.hang.culprit_ranks) + "; both are shown and the confidence is lowered");
+          rs::cli::RankRanges(std::vector<int64_t>(a.begin(), a.end())) + " (" + r.hang.basis +
+          "), the dumps rank(s) " + rs::cli::RankRanges(std::vector<int64_t>(b.begin(), b.end())) +
+          "; both are shown and the confidence is lowered");
       LowerTo(r.hang.confidence, Confidence::kLow);
       for (Straggler& s : r.stragglers) {
         if (s.cause == "hang") {

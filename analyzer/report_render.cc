@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "report_format.h"
+#include "rscore/cli.h"
 #include "rscore/time_arg.h"
 
 namespace analyzer {
@@ -33,28 +34,13 @@ std::string HangConfidence(const HangReport& h) {
   return h.confidence ? ConfidenceName(*h.confidence) : "";
 }
 
-namespace {
-
-std::string Ranges(const std::vector<int64_t>& ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    out += (out.empty() ? "" : ", ") + std::to_string(ranks[i]);
-    if (j > i) out += "-" + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
-}  // namespace
-
 std::string FlightRecorderLine(const FlightRecorderSummary& fr) {
   std::string versions;
   for (const std::string& v : fr.versions) versions += (versions.empty() ? "" : ", ") + v;
   std::string line = std::to_string(fr.dumps) + " PyTorch Flight Recorder dump(s) (version " +
-                     versions + ") of rank(s) " + Ranges(fr.dumped_ranks);
-  if (!fr.missing_ranks.empty()) line += "; no dump for rank(s) " + Ranges(fr.missing_ranks);
+                     versions + ") of rank(s) " + rs::cli::RankRanges(fr.dumped_ranks);
+  if (!fr.missing_ranks.empty())
+    line += "; no dump for rank(s) " + rs::cli::RankRanges(fr.missing_ranks);
   if (fr.unaligned_dumps > 0) {
     line += "; " + std::to_string(fr.unaligned_dumps) + " on their host's wall clock (unaligned)";
   }

@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "rscore/cli.h"
 #include "stack_dedup.h"
 
 namespace merge {
@@ -103,19 +104,6 @@ std::string StatusJson(const std::vector<fr::PgStatus>& status) {
   return j.dump();
 }
 
-std::string RankRanges(const std::vector<int64_t>& ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ", ";
-    out += std::to_string(ranks[i]);
-    if (j > i) out += "-" + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<FrInput>& inputs,
@@ -194,7 +182,7 @@ rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<F
                    out.Prepare("INSERT OR IGNORE INTO stacks(id, frames) VALUES (?,?)"));
 
   std::set<int64_t> dumped;
-  std::vector<std::string> unaligned;
+  std::vector<int64_t> unaligned;
   bool first_time = true;
   for (const FrInput& in : inputs) {
     const fr::Dump& d = in.dump;
@@ -207,7 +195,7 @@ rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<F
       pid = it->second.pid;
       if (auto al = align_of.find(*node); al != align_of.end()) a = al->second;
     }
-    if (!a) unaligned.push_back(std::to_string(d.rank));
+    if (!a) unaligned.push_back(d.rank);
     auto aligned = [&](std::optional<int64_t> t) -> std::optional<int64_t> {
       if (!t || !a) return t;
       return a->Apply(*t);
@@ -294,19 +282,16 @@ rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<F
     if (!dumped.count(r)) missing.push_back(r);
   }
   if (!missing.empty()) {
-    result.warnings.push_back("no Flight Recorder dump for rank(s) " + RankRanges(missing) +
-                              " of " + std::to_string(expected.size()) +
+    result.warnings.push_back("no Flight Recorder dump for rank(s) " +
+                              rs::cli::RankRanges(missing) + " of " +
+                              std::to_string(expected.size()) +
                               " in the process groups: their state is unknown (copy their "
                               "nccl_trace_rank_N files too)");
   }
+  std::sort(unaligned.begin(), unaligned.end());
   if (!unaligned.empty() && !alignment.empty()) {
     result.warnings.push_back(
-        "Flight Recorder rank(s) " + RankRanges([&] {
-          std::vector<int64_t> v;
-          for (const std::string& s : unaligned) v.push_back(std::stoll(s));
-          std::sort(v.begin(), v.end());
-          return v;
-        }()) +
+        "Flight Recorder rank(s) " + rs::cli::RankRanges(unaligned) +
         " ran where no node recording saw them: their times are that host's wall clock, "
         "not aligned with the recording");
   }

@@ -21,6 +21,13 @@ TEST(NaturalLess, NumbersInNamesCompareAsNumbers) {
                                          "node6b", "node7", "node007", "node10", "node60"}));
 }
 
+TEST(RankRanges, RunsOfConsecutiveRanks) {
+  EXPECT_EQ(RankRanges({}), "");
+  EXPECT_EQ(RankRanges({3}), "3");
+  EXPECT_EQ(RankRanges({0, 1, 2, 5, 7, 8}), "0-2, 5, 7-8");
+  EXPECT_EQ(RankRanges({4, 6}), "4, 6");
+}
+
 TEST(NaturalLess, IsAStrictOrder) {
   EXPECT_FALSE(NaturalLess("node1", "node1"));
   EXPECT_TRUE(NaturalLess("node1", "node01"));  // equal numbers: the shorter spelling first

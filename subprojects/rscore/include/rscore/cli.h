@@ -37,6 +37,9 @@ inline constexpr const char* kExitStatusHelp =
 // Natural order of names: digit runs compare as numbers (node2 < node10), the rest as text.
 bool NaturalLess(std::string_view a, std::string_view b);
 
+// Sorted ranks as runs: {0, 1, 2, 5, 7, 8} -> "0-2, 5, 7-8".
+std::string RankRanges(const std::vector<int64_t>& sorted);
+
 // The values of a repeatable comma-separated option (--nodes a,b --nodes c), blanks dropped.
 std::vector<std::string> SplitList(const std::vector<std::string>& values);
 
