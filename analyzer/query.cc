@@ -113,9 +113,9 @@ bool IsAllowedFunction(std::string_view name) {
        "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead",
        "first_value", "last_value", "nth_value",
        // math
-       "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "ceiling", "cos",
-       "cosh", "degrees", "exp", "floor", "ln", "log", "log10", "log2", "mod", "pi", "pow",
-       "power", "radians", "sin", "sinh", "sqrt", "tan", "tanh", "trunc",
+       "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "ceiling", "cos", "cosh",
+       "degrees", "exp", "floor", "ln", "log", "log10", "log2", "mod", "pi", "pow", "power",
+       "radians", "sin", "sinh", "sqrt", "tan", "tanh", "trunc",
        // JSON
        "json", "json_array", "json_array_length", "json_extract", "->", "->>", "json_insert",
        "json_object", "json_patch", "json_quote", "json_remove", "json_replace", "json_set",
@@ -123,8 +123,8 @@ bool IsAllowedFunction(std::string_view name) {
 }
 
 bool IsSchemaTable(const char* table) {
-  return table != nullptr && Listed(table, {"sqlite_master", "sqlite_schema",
-                                            "sqlite_temp_master", "sqlite_temp_schema"});
+  return table != nullptr && Listed(table, {"sqlite_master", "sqlite_schema", "sqlite_temp_master",
+                                            "sqlite_temp_schema"});
 }
 
 // Table-valued functions that read something other than the query's data: pragma_* other
@@ -489,14 +489,12 @@ rs::Result<void> InstallReadOnlyGuard(rs::Db& db) {
   return rs::Ok();
 }
 
-rs::Result<QueryStats> RunQuery(rs::Db& db, const std::string& sql, const QueryOptions& options,
-                                std::ostream& out) {
+rs::Result<QueryStatement> PrepareReadOnlyQuery(rs::Db& db, const std::string& sql,
+                                                int64_t timeout_ns, const std::string& what) {
   g_denied.clear();
   g_schema_write.clear();
   // The time limit counts from here: preparing, every row and the output.
-  db.RestartDeadline(options.timeout_ns, options.timeout_text.empty()
-                                             ? "--timeout " + rs::FormatDuration(options.timeout_ns)
-                                             : "--timeout " + options.timeout_text);
+  db.RestartDeadline(timeout_ns, what);
   sqlite3_stmt* raw = nullptr;
   const char* tail = nullptr;
   int rc = sqlite3_prepare_v2(db.raw(), sql.c_str(), static_cast<int>(sql.size()), &raw, &tail);
@@ -510,15 +508,26 @@ rs::Result<QueryStats> RunQuery(rs::Db& db, const std::string& sql, const QueryO
     return rs::Error(rs::SqliteErrorText(db.raw(), nullptr));
   }
   if (raw == nullptr) return rs::Error("empty query: give one SELECT statement");
-  std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> st(raw, sqlite3_finalize);
+  QueryStatement st(raw, sqlite3_finalize);
   if (tail && !OnlyWhitespaceOrComments(tail)) {
     return rs::Error("only one SQL statement per query (found more after the first ';')");
   }
   if (!sqlite3_stmt_readonly(raw)) {
-    return rs::Error("query refused: " + (g_schema_write.empty() ? "a statement that writes"
-                                                                 : g_schema_write) +
-                     " is not allowed; queries are read-only (SELECT / WITH only)");
+    return rs::Error(
+        "query refused: " + (g_schema_write.empty() ? "a statement that writes" : g_schema_write) +
+        " is not allowed; queries are read-only (SELECT / WITH only)");
   }
+  return st;
+}
+
+rs::Result<QueryStats> RunQuery(rs::Db& db, const std::string& sql, const QueryOptions& options,
+                                std::ostream& out) {
+  ASSIGN_OR_RETURN(QueryStatement st,
+                   PrepareReadOnlyQuery(db, sql, options.timeout_ns,
+                                        options.timeout_text.empty()
+                                            ? "--timeout " + rs::FormatDuration(options.timeout_ns)
+                                            : "--timeout " + options.timeout_text));
+  sqlite3_stmt* raw = st.get();
   int ncol = sqlite3_column_count(raw);
   std::vector<std::string> names;
   for (int c = 0; c < ncol; ++c) names.push_back(sqlite3_column_name(raw, c));
@@ -531,7 +540,7 @@ rs::Result<QueryStats> RunQuery(rs::Db& db, const std::string& sql, const QueryO
     out << "[";
   }
   for (;;) {
-    rc = sqlite3_step(raw);
+    const int rc = sqlite3_step(raw);
     if (rc == SQLITE_DONE) break;
     if (rc != SQLITE_ROW) return db.StepError("query");
     if (options.limit > 0 && stats.rows >= options.limit) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <string>
 
@@ -17,7 +18,7 @@ inline constexpr int64_t kDefaultQueryTimeoutNs = int64_t{30} * 1000000000;
 
 struct QueryOptions {
   OutputFormat format = OutputFormat::kTable;
-  int64_t limit = 10000;  // rows printed at most; 0 = no limit
+  int64_t limit = 10000;                        // rows printed at most; 0 = no limit
   int64_t timeout_ns = kDefaultQueryTimeoutNs;  // the query stops with an error after this
   std::string timeout_text;                     // as given on the command line, for the error
 };
@@ -47,6 +48,16 @@ rs::Result<void> PrintSchema(rs::Db& db, std::ostream& out);
 // One table's or view's columns with type and meaning. A name that is neither is an error
 // that lists the tables and views.
 rs::Result<void> PrintTableSchema(rs::Db& db, const std::string& table, std::ostream& out);
+
+// One statement that passed the guard (InstallReadOnlyGuard, on the connection already): it
+// reads only. Its rows are stepped with sqlite3_step; a failed step is db.StepError(...).
+using QueryStatement = std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)>;
+
+// Prepares exactly one SQL statement under the guard, restarting the connection's time limit
+// (`timeout_ns`, named `what` in the error: "--timeout 30s"). Errors: the statement refused
+// (naming what was refused), a second statement, an empty one, SQLite's own error.
+rs::Result<QueryStatement> PrepareReadOnlyQuery(rs::Db& db, const std::string& sql,
+                                                int64_t timeout_ns, const std::string& what);
 
 // Runs exactly one SQL statement and prints its rows. A second statement is an error, and so is
 // a statement still running after options.timeout_ns.
