@@ -164,10 +164,16 @@ rs::Error NodeClient::Failure(int error, const std::string& doing) const {
                                                             LeftNs() / 1'000'000, 1, 1000)));
       break;
     case httplib::Error::SSLConnection:
-      why = alert_.empty() ? "TLS handshake failed: " + rs::tls::TakeErrors("no TLS answer") +
-                                 (late ? " (within --timeout " + Seconds(timeout_ns_) + ")" : "")
-                           : "TLS: the node refused the handshake (" + alert_ +
-                                 "): is this workstation's --cert signed by the nodes' CA?";
+      if (!alert_.empty()) {
+        why = "TLS: the node refused the handshake (" + alert_ +
+              "): is this workstation's --cert signed by the nodes' CA?";
+      } else if (late) {
+        (void)rs::tls::TakeErrors();
+        why = "no answer within " + Seconds(timeout_ns_) +
+              " (--timeout): the node is stalled or too slow (the TLS handshake did not finish)";
+      } else {
+        why = "TLS handshake failed: " + rs::tls::TakeErrors("no TLS answer");
+      }
       break;
     case httplib::Error::SSLServerVerification: {
       const long vr = http_->get_openssl_verify_result();
