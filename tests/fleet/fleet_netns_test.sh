@@ -1,0 +1,280 @@
+#!/usr/bin/env bash
+# fleet_netns_test.sh BUILD_DIR: rankscope-fleet against four rankscope-serve nodes, each in a
+# network namespace of its own behind a bridge, the workstation in a fifth, with certificates
+# of a test CA made here by openssl (make-certs.sh). Synthetic bundles (make-synth-cluster, a
+# packet-loss fault on node2, clock offsets on node1 and node2) are what the nodes serve; each
+# node reports its clock with the same offset as its bundle's. Checks:
+#   query     every node's rows with the node column; each node's rows equal
+#             `rankscope-analyze query` on its bundle (counts and a grouped query), CSV and JSON
+#   clock     the wire offsets agree with the injected ones within their bounds
+#   collect   the files arrive byte for byte with clock_offsets.json; merge reports agreement
+#             with its rendezvous alignment; merge -> report gives the same verdict as copying
+#   resume    a partial download is resumed; a corrupt one fails its checksum and is removed
+#   refused   a client without a certificate, TLS 1.2, a writing query, ATTACH, an oversized
+#             request (each logged by the node, with the client's certificate subject)
+#   partial   one node's link down, one serving a certificate of another CA, one stalled
+#             (SIGSTOP): three warnings naming them and why, node0's rows, exit 3, within the
+#             timeout
+# Root (network namespaces); skipped outside CI without root, a failure in CI.
+set -euo pipefail
+BUILD=$(cd "$1" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+if ((EUID != 0)); then
+  if [[ -n "${CI:-}" ]]; then
+    echo "FAIL: needs root (network namespaces) and CI is set: it must not be skipped"
+    exit 1
+  fi
+  echo "SKIP: needs root (network namespaces): sudo meson test -C build 'fleet netns'"
+  exit 77
+fi
+SERVE=$BUILD/recorder/serve/rankscope-serve
+FLEET=$BUILD/analyzer/fleet/rankscope-fleet
+MERGE=$BUILD/merger/rankscope-merge
+ANALYZE=$BUILD/analyzer/rankscope-analyze
+SYNTH=$BUILD/tests/support/make-synth-cluster
+for b in "$SERVE" "$FLEET" "$MERGE" "$ANALYZE" "$SYNTH"; do
+  [[ -x "$b" ]] || { echo "FAIL: $b is not built"; exit 1; }
+done
+
+TAG=rf$$
+SUBNET=10.79.0
+WORK=$(mktemp -d /tmp/rankscope-fleet.XXXX)
+declare -a NETNS=() PIDS=()
+cleanup() {
+  local rc=$? p ns
+  for p in "${PIDS[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do
+    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  for ns in "${NETNS[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+  if ((rc != 0)); then
+    echo "--- node logs"
+    tail -n 15 "$WORK"/node*.log 2>/dev/null || true
+  fi
+  rm -rf "$WORK"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+fail() { echo "FAIL: $*"; exit 1; }
+pass() { echo "ok: $*"; }
+deadline=$((SECONDS + 170))  # the whole test, bounded
+in_time() { ((SECONDS < deadline)) || fail "out of time"; }
+
+# ---- the network: a bridge in a switch namespace, the workstation and four nodes -------------
+ip netns add "$TAG-sw"
+NETNS+=("$TAG-sw")
+ip -n "$TAG-sw" link add br0 type bridge
+ip -n "$TAG-sw" link set br0 up
+join() {  # ns index address
+  ip netns add "$1"
+  NETNS+=("$1")
+  ip -n "$1" link add eth0 type veth peer name "p$2" netns "$TAG-sw"
+  ip -n "$TAG-sw" link set "p$2" master br0 up
+  ip -n "$1" addr add "$3/24" dev eth0
+  ip -n "$1" link set eth0 up
+  ip -n "$1" link set lo up
+}
+join "$TAG-ws" 9 "$SUBNET.2"
+NODES=4
+for ((k = 0; k < NODES; k++)); do join "$TAG-n$k" "$k" "$SUBNET.1$k"; done
+
+# ---- certificates, bundles, servers -----------------------------------------------------------
+CERTS=$WORK/certs
+specs=(ws=DNS:workstation)
+for ((k = 0; k < NODES; k++)); do specs+=("node$k=IP:$SUBNET.1$k,DNS:node$k"); done
+bash "$HERE/make-certs.sh" "$CERTS" ca "${specs[@]}"
+bash "$HERE/make-certs.sh" "$CERTS" otherca "rogue2=IP:$SUBNET.12,DNS:node2"
+OFFSETS=(0 3000000 -2000000 0)  # each node's clock, ns ahead of true time
+mkdir -p "$WORK/synth"
+"$SYNTH" "$WORK/synth" --nodes "$NODES" --fault loss --fault-node 2 \
+  --offset "node1=${OFFSETS[1]},node2=${OFFSETS[2]}" >/dev/null
+declare -a SERVER_PID=()
+start_server() {  # k cert
+  local k=$1 cert=$2
+  mkdir -p "$WORK/n$k"
+  cp -n "$WORK/synth/node$k.rsb" "$WORK/n$k/" 2>/dev/null || true
+  ip netns exec "$TAG-n$k" "$SERVE" --listen "$SUBNET.1$k:7443" --node "node$k" \
+    --cert "$CERTS/$cert.pem" --key "$CERTS/$cert.key" --ca "$CERTS/ca.pem" \
+    --simulate-clock-offset "${OFFSETS[k]}" "$WORK/n$k" >>"$WORK/node$k.log" 2>&1 &
+  SERVER_PID[k]=$!
+  PIDS+=($!)
+  for _ in $(seq 100); do
+    ip netns exec "$TAG-ws" bash -c "exec 3<>/dev/tcp/$SUBNET.1$k/7443" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  fail "node$k's server did not listen within 5 s"
+}
+for ((k = 0; k < NODES; k++)); do start_server "$k" "node$k"; done
+: >"$WORK/nodes.txt"
+for ((k = 0; k < NODES; k++)); do echo "node$k $SUBNET.1$k:7443" >>"$WORK/nodes.txt"; done
+TLS=(--ca "$CERTS/ca.pem" --cert "$CERTS/ws.pem" --key "$CERTS/ws.key")
+fleet() { ip netns exec "$TAG-ws" "$FLEET" "$@"; }
+
+# ---- query: one table, the node column, the same rows as rankscope-analyze query ----------------
+in_time
+out=$(fleet query --nodes "$WORK/nodes.txt" "${TLS[@]}" -f csv -q \
+  "SELECT COUNT(*) AS calls FROM nccl_events")
+[[ $(head -1 <<<"$out") == "node,calls" ]] || fail "query header: $(head -1 <<<"$out")"
+(($(wc -l <<<"$out") == NODES + 1)) || fail "query: expected $NODES rows: $out"
+for ((k = 0; k < NODES; k++)); do
+  want=$("$ANALYZE" query "$WORK/synth/node$k.rsb" -f csv "SELECT COUNT(*) AS calls FROM nccl_events" | tail -1)
+  grep -qx "node$k,$want" <<<"$out" || fail "node$k: fleet says $(grep "^node$k," <<<"$out"), analyze says $want"
+done
+pass "query: $NODES nodes' counts, each equal to rankscope-analyze query on its bundle"
+
+SQL="SELECT rank, op, COUNT(*) AS calls, SUM(duration_ns) AS total_ns, AVG(duration_ns) AS avg_ns
+     FROM nccl_events GROUP BY rank, op ORDER BY rank, op"
+out=$(fleet query --nodes "$WORK/nodes.txt" "${TLS[@]}" -f csv -q "$SQL")
+total=0
+for ((k = 0; k < NODES; k++)); do
+  want=$("$ANALYZE" query "$WORK/synth/node$k.rsb" -f csv "$SQL" | tail -n +2)
+  got=$(grep "^node$k," <<<"$out" | sed "s/^node$k,//")
+  [[ "$got" == "$want" ]] || fail "node$k's grouped rows differ: fleet
+$got
+analyze
+$want"
+  total=$((total + $(wc -l <<<"$want")))
+done
+(($(wc -l <<<"$out") == total + 1)) || fail "grouped query: $(($(wc -l <<<"$out") - 1)) rows, want $total"
+# A host list (no names: the nodes name themselves).
+fleet query --nodes "$SUBNET.1[0-3]" "${TLS[@]}" -f json -q "$SQL" >"$WORK/q.json"
+python3 - "$WORK/q.json" "$total" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert len(rows) == int(sys.argv[2]), (len(rows), sys.argv[2])
+assert all(list(r)[0] == "node" for r in rows), rows[0]
+assert sorted({r["node"] for r in rows}) == ["node0", "node1", "node2", "node3"], {r["node"] for r in rows}
+assert all(isinstance(r["calls"], int) and isinstance(r["avg_ns"], (int, float)) for r in rows)
+PY
+pass "query: grouped rows per node equal rankscope-analyze query's ($total rows), JSON from a host list"
+
+# ---- clock: the wire offsets against the injected ones -----------------------------------------
+in_time
+fleet query --nodes "$WORK/nodes.txt" "${TLS[@]}" -q --show-clock "SELECT 1" 2>"$WORK/clock.txt" >/dev/null
+python3 - "$WORK/clock.txt" "${OFFSETS[@]}" <<'PY'
+import sys
+offsets = [int(x) / 1e6 for x in sys.argv[2:]]
+clock = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if f and f[0].startswith("node") and len(f) >= 5 and f[1] != "clock":
+        clock[f[0]] = (float(f[1]), float(f[3]))  # offset ms, bound ms
+assert len(clock) == len(offsets), clock
+o0, b0 = clock["node0"]
+for k in range(1, len(offsets)):
+    o, b = clock[f"node{k}"]
+    got, want = o - o0, offsets[k] - offsets[0]
+    assert abs(got - want) <= b + b0, f"node{k}: {got} ms vs {want} ms, bound {b + b0} ms"
+print("  wire offsets to node0:", {k: round(v[0] - o0, 3) for k, v in clock.items()})
+PY
+pass "clock: each node's wire offset within its bound of the injected offset"
+
+# ---- collect -> merge -> report, against copying the files ------------------------------------
+in_time
+mkdir -p "$WORK/viafleet" "$WORK/viacopy/bundles"
+fleet collect --nodes "$WORK/nodes.txt" "${TLS[@]}" --since 2000-01-01T00:00:00Z \
+  --until 2100-01-01T00:00:00Z "$WORK/viafleet/bundles" 2>"$WORK/collect.txt" ||
+  fail "collect: $(cat "$WORK/collect.txt")"
+for ((k = 0; k < NODES; k++)); do
+  cmp -s "$WORK/synth/node$k.rsb" "$WORK/viafleet/bundles/node$k.rsb" || fail "node$k.rsb differs after collect"
+done
+[[ -f "$WORK/viafleet/bundles/clock_offsets.json" ]] || fail "no clock_offsets.json beside the bundles"
+cp "$WORK"/synth/*.rsb "$WORK/viacopy/bundles/"
+(cd "$WORK/viafleet" && "$MERGE" -o merged.rsdb bundles 2>"$WORK/merge_fleet.txt")
+(cd "$WORK/viacopy" && "$MERGE" -o merged.rsdb bundles 2>/dev/null)
+agree=$(grep -c "wire clock agrees" "$WORK/merge_fleet.txt" || true)
+((agree == NODES - 1)) || fail "merge: $agree wire clock agreements, want $((NODES - 1)): $(grep wire "$WORK/merge_fleet.txt")"
+grep -q "disagrees" "$WORK/merge_fleet.txt" && fail "merge: a wire clock disagrees"
+check=$("$ANALYZE" query "$WORK/viafleet/merged.rsdb" -f csv \
+  "SELECT value FROM metadata WHERE key = 'clock_wire_check'" | tail -1)
+[[ "$check" == '"3 agree, 0 disagree'* ]] || fail "metadata clock_wire_check: $check"
+(cd "$WORK/viafleet" && "$ANALYZE" report merged.rsdb >report.txt)
+(cd "$WORK/viacopy" && "$ANALYZE" report merged.rsdb >report.txt)
+head -1 "$WORK/viafleet/report.txt" | grep -q "^STRAGGLER: node2 .* network" ||
+  fail "report after collect: $(head -1 "$WORK/viafleet/report.txt")"
+diff "$WORK/viacopy/report.txt" "$WORK/viafleet/report.txt" >/dev/null ||
+  fail "reports differ: $(diff "$WORK/viacopy/report.txt" "$WORK/viafleet/report.txt" | head)"
+pass "collect: bundles byte for byte; merge: $agree wire clocks agree; report identical to copying ($(head -1 "$WORK/viafleet/report.txt"))"
+
+# ---- resume and checksum ------------------------------------------------------------------------
+in_time
+B=$WORK/viafleet/bundles
+rm "$B/node2.rsb"
+head -c 3000 "$WORK/synth/node2.rsb" >"$B/node2.rsb.part"
+fleet collect --nodes "$WORK/nodes.txt" "${TLS[@]}" --since 2000-01-01T00:00:00Z \
+  --until 2100-01-01T00:00:00Z "$B" 2>"$WORK/collect.txt" || fail "resume: $(cat "$WORK/collect.txt")"
+grep -q "1 resumed, 3 already there" "$WORK/collect.txt" || fail "resume: $(cat "$WORK/collect.txt")"
+cmp -s "$WORK/synth/node2.rsb" "$B/node2.rsb" || fail "resumed node2.rsb differs"
+rm "$B/node2.rsb"
+head -c 3000 "$WORK/synth/node1.rsb" >"$B/node2.rsb.part"  # not node2's bytes
+rc=0
+fleet collect --nodes "$WORK/nodes.txt" "${TLS[@]}" --since 2000-01-01T00:00:00Z \
+  --until 2100-01-01T00:00:00Z "$B" 2>"$WORK/collect.txt" || rc=$?
+((rc == 3)) || fail "corrupt partial: exit $rc, want 3"
+grep -q "warning: node2 .*checksum mismatch" "$WORK/collect.txt" || fail "corrupt partial: $(cat "$WORK/collect.txt")"
+[[ ! -e "$B/node2.rsb.part" && ! -e "$B/node2.rsb" ]] || fail "the corrupt partial download was kept"
+fleet collect --nodes "$WORK/nodes.txt" "${TLS[@]}" --since 2000-01-01T00:00:00Z \
+  --until 2100-01-01T00:00:00Z -q "$B" || fail "collect after a checksum mismatch"
+cmp -s "$WORK/synth/node2.rsb" "$B/node2.rsb" || fail "node2.rsb differs after the new download"
+pass "resume: a partial download resumed; a corrupt one failed its checksum, was removed, then fetched again"
+
+# ---- refused ------------------------------------------------------------------------------------
+in_time
+N0=https://$SUBNET.10:7443
+if ip netns exec "$TAG-ws" curl -s --max-time 5 --cacert "$CERTS/ca.pem" "$N0/v1/time" >/dev/null 2>&1; then
+  fail "a client without a certificate was served"
+fi
+sleep 0.2
+grep -q "refused a TLS connection from $SUBNET.2:[0-9]*: certificate required" "$WORK/node0.log" ||
+  fail "node0 did not log the refused client: $(tail -3 "$WORK/node0.log")"
+if ip netns exec "$TAG-ws" curl -s --max-time 5 --tls-max 1.2 --cacert "$CERTS/ca.pem" \
+  --cert "$CERTS/ws.pem" --key "$CERTS/ws.key" "$N0/v1/time" >/dev/null 2>&1; then
+  fail "TLS 1.2 was accepted"
+fi
+ip netns exec "$TAG-ws" curl -sf --max-time 5 --cacert "$CERTS/ca.pem" --cert "$CERTS/ws.pem" \
+  --key "$CERTS/ws.key" "$N0/v1/time" | grep -q '"node":"node0"' || fail "curl with the certificate"
+refused() {  # SQL expected-message
+  local rc=0
+  fleet query --nodes "$WORK/nodes.txt" "${TLS[@]}" -q "$1" >/dev/null 2>"$WORK/refused.txt" || rc=$?
+  ((rc == 1)) || fail "'${1:0:40}': exit $rc, want 1 (no node answered)"
+  (($(grep -c "warning: node[0-3] .*$2" "$WORK/refused.txt") == NODES)) ||
+    fail "'${1:0:40}': $(cat "$WORK/refused.txt")"
+}
+refused "DELETE FROM nccl_events" "query refused: DELETE is not allowed"
+refused "ATTACH DATABASE '/etc/passwd' AS p" "query refused: ATTACH is not allowed"
+refused "SELECT $(printf '1+%.0s' $(seq 40000))1" "HTTP 413"
+grep -q "\"CN=ws,O=rankscope test\" POST /v1/query 400 sql=\"DELETE FROM nccl_events\"" "$WORK/node3.log" ||
+  fail "node3 did not log the refused query with the client's subject"
+pass "refused: no client certificate, TLS 1.2, DELETE, ATTACH, an oversized request; logged with the subject"
+
+# ---- partial: down, another CA, stalled -----------------------------------------------------------
+in_time
+ip -n "$TAG-n1" link set eth0 down
+kill -TERM "${SERVER_PID[2]}"
+wait "${SERVER_PID[2]}" 2>/dev/null || true
+start_server 2 rogue2
+kill -STOP "${SERVER_PID[3]}"
+rc=0
+t0=$SECONDS
+fleet query --nodes "$WORK/nodes.txt" "${TLS[@]}" --timeout 3s -f csv \
+  "SELECT COUNT(*) AS calls FROM nccl_events" >"$WORK/partial.csv" 2>"$WORK/partial.txt" || rc=$?
+took=$((SECONDS - t0))
+kill -CONT "${SERVER_PID[3]}"
+((rc == 3)) || fail "partial: exit $rc, want 3: $(cat "$WORK/partial.txt")"
+grep -q "warning: node1 ($SUBNET.11:7443): clock: .*\(no connection\|cannot connect\)" "$WORK/partial.txt" ||
+  fail "no warning for node1 (down): $(cat "$WORK/partial.txt")"
+grep -q "warning: node2 ($SUBNET.12:7443): clock: TLS: the node's certificate is not trusted" "$WORK/partial.txt" ||
+  fail "no warning for node2 (another CA): $(cat "$WORK/partial.txt")"
+grep -q "warning: node3 ($SUBNET.13:7443): clock: .*no answer within 3.00 s" "$WORK/partial.txt" ||
+  fail "no warning for node3 (stalled): $(cat "$WORK/partial.txt")"
+(($(grep -c warning "$WORK/partial.txt") == 3)) || fail "partial: $(cat "$WORK/partial.txt")"
+want=$("$ANALYZE" query "$WORK/synth/node0.rsb" -f csv "SELECT COUNT(*) AS calls FROM nccl_events" | tail -1)
+[[ "$(cat "$WORK/partial.csv")" == "node,calls
+node0,$want" ]] || fail "partial: node0's rows: $(cat "$WORK/partial.csv")"
+((took <= 8)) || fail "partial: took $took s with --timeout 3s"
+sed 's/^/  /' "$WORK/partial.txt"
+pass "partial: three warnings naming node1 (down), node2 (another CA), node3 (stalled); node0's rows; exit 3 in $took s"
+echo "PASS"
