@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "rscore/duration.h"
@@ -41,7 +42,21 @@ enum LongOnly {
   kOptCutOnStall,
   kOptCutKeep,
   kOptCutOnSlowdown,
+  kOptServe,
+  kOptServeOption,  // --serve-NAME: kOptServeOption + index in kServeOptionNames
 };
+
+// The server's own options, spelled --serve-NAME (recorder/serve/serve_options.h).
+constexpr const char* kServeOptionNames[] = {"ca",
+                                             "cert",
+                                             "key",
+                                             "token-file",
+                                             "max-connections",
+                                             "max-queries",
+                                             "max-rows",
+                                             "max-result-bytes",
+                                             "max-request-bytes",
+                                             "query-timeout"};
 
 const option kLongOptions[] = {
     {"out", required_argument, nullptr, 'o'},
@@ -69,6 +84,17 @@ const option kLongOptions[] = {
     {"cut-on-stall", required_argument, nullptr, kOptCutOnStall},
     {"cut-keep", required_argument, nullptr, kOptCutKeep},
     {"cut-on-slowdown", required_argument, nullptr, kOptCutOnSlowdown},
+    {"serve", required_argument, nullptr, kOptServe},
+    {"serve-ca", required_argument, nullptr, kOptServeOption + 0},
+    {"serve-cert", required_argument, nullptr, kOptServeOption + 1},
+    {"serve-key", required_argument, nullptr, kOptServeOption + 2},
+    {"serve-token-file", required_argument, nullptr, kOptServeOption + 3},
+    {"serve-max-connections", required_argument, nullptr, kOptServeOption + 4},
+    {"serve-max-queries", required_argument, nullptr, kOptServeOption + 5},
+    {"serve-max-rows", required_argument, nullptr, kOptServeOption + 6},
+    {"serve-max-result-bytes", required_argument, nullptr, kOptServeOption + 7},
+    {"serve-max-request-bytes", required_argument, nullptr, kOptServeOption + 8},
+    {"serve-query-timeout", required_argument, nullptr, kOptServeOption + 9},
     {"verbose", no_argument, nullptr, 'v'},
     {"help", no_argument, nullptr, kOptHelp},
     {"version", no_argument, nullptr, kOptVersion},
@@ -271,6 +297,10 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
         if (o.sources.empty()) return rs::Error(std::string("--sources: no source named") + kHint);
         break;
       }
+      case kOptServe:
+        if (!*arg) return rs::Error(std::string("--serve: empty address") + kHint);
+        o.serve = arg;
+        break;
       case 'v':
         o.verbose = true;
         break;
@@ -285,6 +315,11 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
         return rs::Error(FlagName(optopt ? optopt : kLongOptions[idx].val) + " needs a value" +
                          kHint);
       default: {
+        const int serve_index = opt - kOptServeOption;
+        if (serve_index >= 0 && serve_index < static_cast<int>(std::size(kServeOptionNames))) {
+          o.serve_options.emplace_back(kServeOptionNames[serve_index], arg);
+          break;
+        }
         std::string bad = (optind > 0 && optind <= argc) ? argv[optind - 1] : "?";
         if (optopt && optopt < 256 && bad.rfind("--", 0) != 0) {
           bad = std::string("-") + static_cast<char>(optopt);
@@ -298,6 +333,14 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
                      "' (options take the form --name VALUE)" + kHint);
   }
   if (o.help || o.version) return o;
+  if (!o.serve_options.empty() && !o.serve) {
+    return rs::Error("--serve-" + o.serve_options.front().first +
+                     " configures the server: give --serve ADDR[:PORT] too" + kHint);
+  }
+  if (o.serve && (o.cut_command || o.recover)) {
+    return rs::Error(std::string("--serve serves a recording: not with ") +
+                     (o.cut_command ? "cut" : "--recover") + kHint);
+  }
   if (o.cut_command) {
     if (!o.out.empty() || o.ring_ns || o.duration_ns || o.recover || !o.pids.empty()) {
       return rs::Error(std::string("cut takes only --ring-dir, --timeout and -v") + kHint);
@@ -397,6 +440,17 @@ options:
       --sources LIST          record only these sources (comma-separated: process, tcp, sched,
                               block, nccl, cuda, gpu; default all); the others cost nothing.
                               process stays with nccl, cuda or gpu (they follow its execs)
+      --serve ADDR[:PORT]     serve this recording read-only over HTTPS (TLS 1.3) to
+                              rankscope-fleet: queries on the live recording, with --ring the
+                              cuts for download, this node's clock (default port 7443)
+      --serve-cert FILE       the node's certificate (PEM)
+      --serve-key FILE        its private key (PEM)
+      --serve-ca FILE         clients must present a certificate of this CA (mutual TLS)
+      --serve-token-file FILE or: clients must send this bearer token (mode 0600)
+      --serve-max-queries N   queries run at once, more get 503 (default 2); also
+                              --serve-max-connections N (8), --serve-max-rows N (100000),
+                              --serve-max-result-bytes N (16M), --serve-max-request-bytes N
+                              (64K), --serve-query-timeout D (30s): see rankscope-serve(8)
   -v, --verbose               log every attachment
   -h, --help                  show this help
       --version               show the version
@@ -412,6 +466,9 @@ examples:
       until Ctrl-C, without a probe on every NCCL call (the profiler plugin times them)
   rankscope-record --ring 15m --ring-size 2G
       always on: the last 15 minutes are kept; `rankscope-record cut` writes them out
+  rankscope-record --ring 15m --serve :7443 --serve-cert node3.pem --serve-key node3.key \
+      --serve-ca ca.pem
+      always on, and rankscope-fleet may query the live ring and collect its cuts
   rankscope-record --recover .node3.rsb.rec-4242-Ab12Cd.db
       after a recorder was killed: what it had committed becomes node3.rsb
 

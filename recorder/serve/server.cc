@@ -85,6 +85,17 @@ Server::Server(ServerConfig config) : config_(std::move(config)), store_(config_
 Server::~Server() { Stop(); }
 
 rs::Result<std::unique_ptr<Server>> Server::Start(ServerConfig config) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Server> s, Bind(std::move(config)));
+  s->Run();
+  return s;
+}
+
+void Server::Run() {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this] { http_->listen_after_bind(); });
+}
+
+rs::Result<std::unique_ptr<Server>> Server::Bind(ServerConfig config) {
   RETURN_IF_ERROR(CheckServeOptions(config.options, "--"));
   std::unique_ptr<Server> s(new Server(std::move(config)));
   const ServeOptions& o = s->config_.options;
@@ -121,8 +132,6 @@ rs::Result<std::unique_ptr<Server>> Server::Start(ServerConfig config) {
     return rs::Error("cannot listen on " + o.host + ":" + std::to_string(o.port) + ": " +
                      (errno ? std::strerror(errno) : "address not usable"));
   }
-  Server* raw = s.get();
-  s->thread_ = std::thread([raw] { raw->http_->listen_after_bind(); });
   return s;
 }
 

@@ -35,8 +35,13 @@ struct ServerConfig {
 
 class Server {
  public:
-  // Loads the certificates, binds the address and starts serving on its own threads. Errors
-  // name the file, option or address.
+  // Loads the certificates and binds the address, without starting a thread yet (the
+  // recorder may still have to change its mount namespace, which a process with threads
+  // cannot). Errors name the file, option or address.
+  static rs::Result<std::unique_ptr<Server>> Bind(ServerConfig config);
+  // Starts serving on threads of its own (once).
+  void Run();
+  // Bind, then Run.
   static rs::Result<std::unique_ptr<Server>> Start(ServerConfig config);
   ~Server();
   Server(const Server&) = delete;

@@ -12,6 +12,8 @@
 #   resume    a partial download is resumed; a corrupt one fails its checksum and is removed
 #   refused   a client without a certificate, TLS 1.2, a writing query, ATTACH, an oversized
 #             request (each logged by the node, with the client's certificate subject)
+#   recorder  rankscope-record --ring --serve in a node: the live ring queried as it grows, its
+#             clock offset, a cut collected byte for byte
 #   partial   one node's link down, one serving a certificate of another CA, one stalled
 #             (SIGSTOP): three warnings naming them and why, node0's rows, exit 3, within the
 #             timeout
@@ -32,7 +34,7 @@ FLEET=$BUILD/analyzer/fleet/rankscope-fleet
 MERGE=$BUILD/merger/rankscope-merge
 ANALYZE=$BUILD/analyzer/rankscope-analyze
 SYNTH=$BUILD/tests/support/make-synth-cluster
-for b in "$SERVE" "$FLEET" "$MERGE" "$ANALYZE" "$SYNTH"; do
+for b in "$SERVE" "$FLEET" "$MERGE" "$ANALYZE" "$SYNTH" "$BUILD/recorder/rankscope-record"; do
   [[ -x "$b" ]] || { echo "FAIL: $b is not built"; exit 1; }
 done
 
@@ -249,6 +251,59 @@ refused "SELECT $(printf '1+%.0s' $(seq 40000))1" "HTTP 413"
 grep -q "\"CN=ws,O=rankscope test\" POST /v1/query 400 sql=\"DELETE FROM nccl_events\"" "$WORK/node3.log" ||
   fail "node3 did not log the refused query with the client's subject"
 pass "refused: no client certificate, TLS 1.2, DELETE, ATTACH, an oversized request; logged with the subject"
+
+# ---- the recorder serving its live ring and its cuts ---------------------------------------------
+in_time
+RECORD=$BUILD/recorder/rankscope-record
+REC_OFFSET=5000000
+ip netns exec "$TAG-n0" "$RECORD" --scope netns --node recnode --ring 1m --ring-dir "$WORK/ring" \
+  --cut-dir "$WORK/cuts" --simulate-clock-offset "$REC_OFFSET" --serve "$SUBNET.10:7444" \
+  --serve-cert "$CERTS/node0.pem" --serve-key "$CERTS/node0.key" --serve-ca "$CERTS/ca.pem" \
+  >"$WORK/node0-recorder.log" 2>&1 &
+REC_PID=$!
+PIDS+=("$REC_PID")
+for _ in $(seq 200); do
+  grep -q "serving the live recording and its cuts" "$WORK/node0-recorder.log" && break
+  kill -0 "$REC_PID" 2>/dev/null || fail "the recorder ended: $(cat "$WORK/node0-recorder.log")"
+  sleep 0.05
+done
+grep -q "serving the live recording" "$WORK/node0-recorder.log" || fail "the recorder does not serve"
+LIVE="SELECT COUNT(*) AS n FROM process_events"
+ip netns exec "$TAG-n0" bash -c 'for i in $(seq 30); do /bin/true; done'  # exec events to record
+sleep 0.5
+n1=$(fleet query --nodes "$SUBNET.10:7444" "${TLS[@]}" -f csv -q "$LIVE" | tail -1 | cut -d, -f2)
+ip netns exec "$TAG-n0" bash -c 'for i in $(seq 30); do /bin/true; done'
+sleep 0.5
+n2=$(fleet query --nodes "$SUBNET.10:7444" "${TLS[@]}" -f csv -q --show-clock "$LIVE" 2>"$WORK/rec_clock.txt" |
+  tail -1 | cut -d, -f2)
+((n1 > 0 && n2 > n1)) || fail "live query: $n1 then $n2 process events"
+python3 - "$WORK/rec_clock.txt" "$REC_OFFSET" <<'PY'
+import sys
+for line in open(sys.argv[1]):
+    f = line.split()
+    if f and f[0] == "recnode":
+        o, b = float(f[1]), float(f[3])
+        assert abs(o - int(sys.argv[2]) / 1e6) <= b, (o, b)
+        break
+else:
+    raise SystemExit("no clock line for recnode")
+PY
+ip netns exec "$TAG-n0" "$RECORD" cut --ring-dir "$WORK/ring" >"$WORK/cut.txt" || fail "cut"
+rm -rf "$WORK/reccut"
+fleet collect --nodes "$SUBNET.10:7444" "${TLS[@]}" --since 2000-01-01T00:00:00Z \
+  --until 2100-01-01T00:00:00Z -q "$WORK/reccut" || fail "collect from the recorder"
+cut=$(cat "$WORK/cut.txt")
+got="$WORK/reccut/$(basename "$(dirname "$cut")")/recnode.rsb"
+cmp -s "$cut" "$got" || fail "the collected cut $got differs from $cut"
+n3=$("$ANALYZE" query "$got" -f csv "$LIVE" | tail -1)
+((n3 >= n2)) || fail "the cut has $n3 process events, the live query saw $n2"
+kill -INT "$REC_PID"
+for _ in $(seq 200); do kill -0 "$REC_PID" 2>/dev/null || break; sleep 0.05; done
+kill -0 "$REC_PID" 2>/dev/null && fail "the recorder did not stop within 10 s"
+wait "$REC_PID" || fail "the recorder exited with $?: $(tail -3 "$WORK/node0-recorder.log")"
+grep -q "serve: $SUBNET.2:[0-9]* \"CN=ws,O=rankscope test\" POST /v1/query 200" "$WORK/node0-recorder.log" ||
+  fail "the recorder did not log the queries"
+pass "recorder --serve: live ring queried twice ($n1, then $n2 process events), clock +$((REC_OFFSET / 1000000)) ms within its bound, the cut collected byte for byte ($n3)"
 
 # ---- partial: down, another CA, stalled -----------------------------------------------------------
 in_time
