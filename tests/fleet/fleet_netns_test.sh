@@ -12,6 +12,7 @@
 #   resume    a partial download is resumed; a corrupt one fails its checksum and is removed
 #   refused   a client without a certificate, TLS 1.2, a writing query, ATTACH, an oversized
 #             request (each logged by the node, with the client's certificate subject)
+#   token     bearer-token mode (right and wrong token), --max-queries (503), --query-timeout
 #   recorder  rankscope-record --ring --serve in a node: the live ring queried as it grows, its
 #             clock offset, a cut collected byte for byte
 #   partial   one node's link down, one serving a certificate of another CA, one stalled
@@ -61,7 +62,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 fail() { echo "FAIL: $*"; exit 1; }
-pass() { echo "ok: $*"; }
+pass() { echo "ok (${SECONDS} s): $*"; }
 deadline=$((SECONDS + 170))  # the whole test, bounded
 in_time() { ((SECONDS < deadline)) || fail "out of time"; }
 
@@ -251,6 +252,43 @@ refused "SELECT $(printf '1+%.0s' $(seq 40000))1" "HTTP 413"
 grep -q "\"CN=ws,O=rankscope test\" POST /v1/query 400 sql=\"DELETE FROM nccl_events\"" "$WORK/node3.log" ||
   fail "node3 did not log the refused query with the client's subject"
 pass "refused: no client certificate, TLS 1.2, DELETE, ATTACH, an oversized request; logged with the subject"
+
+# ---- bearer-token mode, and the query limit ------------------------------------------------------
+in_time
+openssl rand -hex 32 >"$WORK/token"
+chmod 600 "$WORK/token"
+openssl rand -hex 32 >"$WORK/wrong-token"
+chmod 600 "$WORK/wrong-token"
+ip netns exec "$TAG-n0" "$SERVE" --listen "$SUBNET.10:7445" --node node0 --cert "$CERTS/node0.pem" \
+  --key "$CERTS/node0.key" --token-file "$WORK/token" --max-queries 1 --query-timeout 2s \
+  "$WORK/n0" >>"$WORK/node0-token.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 100); do
+  ip netns exec "$TAG-ws" bash -c "exec 3<>/dev/tcp/$SUBNET.10/7445" 2>/dev/null && break
+  sleep 0.05
+done
+TOK=(--nodes "$SUBNET.10:7445" --ca "$CERTS/ca.pem")
+out=$(fleet query "${TOK[@]}" --token-file "$WORK/token" -f csv -q "SELECT COUNT(*) FROM tcp_events")
+want=$("$ANALYZE" query "$WORK/synth/node0.rsb" -f csv "SELECT COUNT(*) FROM tcp_events" | tail -1)
+[[ "$(tail -1 <<<"$out")" == "node0,$want" ]] || fail "token mode: $out"
+rc=0
+fleet query "${TOK[@]}" --token-file "$WORK/wrong-token" -q "SELECT 1" >/dev/null 2>"$WORK/tok.txt" || rc=$?
+((rc == 1)) && grep -q "HTTP 401: the node wants a bearer token" "$WORK/tok.txt" ||
+  fail "a wrong token: exit $rc: $(cat "$WORK/tok.txt")"
+# One query at a time: a second one while a slow one runs gets 503; the slow one stops at the
+# node's --query-timeout.
+SLOW="WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
+fleet query "${TOK[@]}" --token-file "$WORK/token" -q "$SLOW" >/dev/null 2>"$WORK/slow.txt" &
+slow_pid=$!
+sleep 0.5
+rc=0
+fleet query "${TOK[@]}" --token-file "$WORK/token" -q "SELECT 1" >/dev/null 2>"$WORK/busy.txt" || rc=$?
+wait "$slow_pid" || true
+((rc == 1)) && grep -q "HTTP 503: busy: 1 queries are running" "$WORK/busy.txt" ||
+  fail "the second query: exit $rc: $(cat "$WORK/busy.txt")"
+grep -q "the query time limit 2.00 s" "$WORK/slow.txt" || fail "the slow query: $(cat "$WORK/slow.txt")"
+grep -q '"(bearer token)" POST /v1/query 200' "$WORK/node0-token.log" || fail "token requests not logged"
+pass "bearer token: the right one served, a wrong one 401; --max-queries 1: a second query 503, the slow one stopped at --query-timeout"
 
 # ---- the recorder serving its live ring and its cuts ---------------------------------------------
 in_time
