@@ -24,7 +24,7 @@
 #include "rscore/sqlite.h"
 
 #ifdef RANKSCOPE_WITH_SERVE
-#include "recorder/serve/server.h"
+#include "recorder/serve/serve_module_loader.h"
 #endif
 
 namespace {
@@ -256,18 +256,14 @@ int main(int argc, char** argv) {
 
   rec::LoopConfig config;
 #ifdef RANKSCOPE_WITH_SERVE
-  std::unique_ptr<serve::Server> server;
+  std::unique_ptr<serve::LoadedServer> server;
   if (serve_options) {
     // A query that holds a snapshot for long lets the WAL grow meanwhile; it is cut back to
     // this after the next checkpoint.
     (void)writer->db().Exec("PRAGMA journal_size_limit=67108864");
-    serve::ServerConfig sc;
-    sc.options = *serve_options;
-    sc.node = node->name;
-    sc.bundle_dir = opts.ring_ns ? rec::CutDir(opts) : "";
-    sc.live_db = writer->temp_path();
-    sc.log = [](const std::string& line) { Log("serve: %s", line.c_str()); };
-    auto bound = serve::Server::Bind(std::move(sc));
+    auto bound = serve::LoadedServer::Bind(
+        *serve_options, node->name, opts.ring_ns ? rec::CutDir(opts) : "", writer->temp_path(),
+        [](const std::string& line) { Log("serve: %s", line.c_str()); });
     if (!bound.ok()) return Fail(bound.error().Wrap("--serve"), kExitError);
     server = std::move(bound).value();
     config.before_end = [&server] { server->Stop(); };

@@ -306,6 +306,10 @@ for _ in $(seq 200); do
   sleep 0.05
 done
 grep -q "serving the live recording" "$WORK/node0-recorder.log" || fail "the recorder does not serve"
+# The server, cpp-httplib and OpenSSL come with --serve only (librankscope-serve.so).
+readelf -d "$RECORD" | grep -q "NEEDED.*\(libssl\|libcrypto\|httplib\)" &&
+  fail "rankscope-record is linked with OpenSSL or cpp-httplib"
+grep -q "librankscope-serve.so" "/proc/$REC_PID/maps" || fail "the serving recorder has no server module"
 LIVE="SELECT COUNT(*) AS n FROM process_events"
 ip netns exec "$TAG-n0" bash -c 'for i in $(seq 30); do /bin/true; done'  # exec events to record
 sleep 0.5

@@ -1,6 +1,7 @@
 #include "rscore/tls.h"
 
 #include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <sys/stat.h>

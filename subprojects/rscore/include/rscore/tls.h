@@ -5,11 +5,14 @@
 // query over the network (library rscore_net), never by the recorder core.
 #pragma once
 
-#include <openssl/ssl.h>
-
 #include <string>
 
 #include "rscore/result.h"
+
+// OpenSSL's types, declared as <openssl/ssl.h> does: the files below (a plain struct) are also
+// what the recorder checks its --serve options into, without OpenSSL's headers or library.
+typedef struct ssl_ctx_st SSL_CTX;
+typedef struct ssl_st SSL;
 
 namespace rs::tls {
 
