@@ -67,9 +67,13 @@ void AddCommon(po::options_description& opts, Common& c, const char* timeout_hel
       "token-file", po::value<std::string>(&c.token_file)->value_name("FILE"),
       "send the bearer token in FILE (nodes without a CA for clients)")(
       "timeout", po::value<std::string>(&c.timeout)->value_name("DURATION"), timeout_help)(
-      "parallel", po::value<int>(&c.parallel)->value_name("N"), "nodes asked at once (default 64)")(
-      "quiet,q", po::bool_switch(&c.quiet), "no summary line; warnings are still printed")(
-      "help,h", "show this help");
+      "parallel", po::value<int>(&c.parallel)->value_name("N"), "nodes asked at once (default 64)");
+}
+
+// -q and -h, after a command's own options.
+void AddLast(po::options_description& opts, Common& c) {
+  opts.add_options()("quiet,q", po::bool_switch(&c.quiet),
+                     "no summary line; warnings are still printed")("help,h", "show this help");
 }
 
 // Arguments with whitespace (SQL, even one starting with "--") are always positional.
@@ -183,6 +187,7 @@ int QueryMain(int argc, char** argv) {
       "out,o", po::value<std::string>(&out_path)->value_name("FILE"),
       "write the table to FILE ('-': standard output, the default)")(
       "force", po::bool_switch(&force), "replace an existing --out");
+  AddLast(opts, c);
   auto parsed = Parse(argc, argv, opts);
   if (!parsed.ok()) {
     std::cerr << "rankscope-fleet query: " << parsed.error().message() << "\n";
@@ -268,6 +273,7 @@ int CollectMain(int argc, char** argv) {
       "until", po::value<std::string>(&until)->value_name("TIME"),
       "bundles whose recording starts at or before TIME")(
       "out,o", po::value<std::string>(&out_dir)->value_name("DIR"), "the directory (or as DIR)");
+  AddLast(opts, c);
   auto parsed = Parse(argc, argv, opts);
   if (!parsed.ok()) {
     std::cerr << "rankscope-fleet collect: " << parsed.error().message() << "\n";
