@@ -326,13 +326,14 @@ int main(int argc, char** argv) {
                     r.query_errors ? "+err" : "");
       std::snprintf(latency, sizeof latency, "%.0f/%.0f", r.query_ms_median, r.query_ms_max);
     }
-    std::printf("%-8s %10llu %10llu %12.0f %9llu %6lld %10.1f %11.1f %10.1f %12.2f %9.2f %8s %10s\n",
-                rate == 0 ? "max" : item.c_str(), static_cast<unsigned long long>(r.calls),
-                static_cast<unsigned long long>(r.events), r.events / r.seconds,
-                static_cast<unsigned long long>(r.drops), lost, r.loop_cpu_pct, r.drain_cpu_pct,
-                static_cast<double>(r.peak_queued_bytes) / (1 << 20),
-                r.events ? static_cast<double>(r.bundle_bytes) / r.events : 0.0, r.total_s,
-                queries, latency);
+    std::printf(
+        "%-8s %10llu %10llu %12.0f %9llu %6lld %10.1f %11.1f %10.1f %12.2f %9.2f %8s %10s\n",
+        rate == 0 ? "max" : item.c_str(), static_cast<unsigned long long>(r.calls),
+        static_cast<unsigned long long>(r.events), r.events / r.seconds,
+        static_cast<unsigned long long>(r.drops), lost, r.loop_cpu_pct, r.drain_cpu_pct,
+        static_cast<double>(r.peak_queued_bytes) / (1 << 20),
+        r.events ? static_cast<double>(r.bundle_bytes) / r.events : 0.0, r.total_s, queries,
+        latency);
     std::fflush(stdout);
   }
   return 0;

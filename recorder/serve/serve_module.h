@@ -15,10 +15,10 @@ extern "C" {
 #define RANKSCOPE_SERVE_MODULE_NAME "librankscope-serve.so"
 
 struct rankscope_serve_args {
-  int abi;  /* RANKSCOPE_SERVE_ABI */
+  int abi; /* RANKSCOPE_SERVE_ABI */
   const char* host;
   int port;
-  const char* ca;         /* "" none */
+  const char* ca; /* "" none */
   const char* cert;
   const char* key;
   const char* token_file; /* "" none */
@@ -40,7 +40,7 @@ struct rankscope_serve;
 
 /* Loads the certificates and binds (no thread yet); NULL with `error` filled on failure. */
 typedef struct rankscope_serve* (*rankscope_serve_bind_fn)(const struct rankscope_serve_args*,
-                                                            char* error, size_t error_size);
+                                                           char* error, size_t error_size);
 typedef int (*rankscope_serve_port_fn)(struct rankscope_serve*);
 typedef void (*rankscope_serve_run_fn)(struct rankscope_serve*);
 /* Stops serving, joins its threads and frees it. */
