@@ -32,6 +32,10 @@ void OnTlsInfo(const SSL* ssl, int where, int ret) {
 
 std::string Seconds(int64_t ns) { return rs::FormatDuration(ns); }
 
+// The most of one node's query reply this workstation holds (a node's own --max-result-bytes
+// is 16 MiB by default).
+constexpr size_t kMaxReplyBytes = size_t{256} << 20;
+
 // Why a plain TCP connection to host:port fails, in words (the HTTP library says only that it
 // did): at most `timeout_ms`.
 std::string WhyNoConnection(const std::string& host, int port, int timeout_ms) {
@@ -239,10 +243,30 @@ rs::Result<rs::wire::QueryReply> NodeClient::Query(rs::wire::QueryRequest req) {
   // The node stops the query itself a little before this client would give up on it.
   const int64_t left_ms = LeftNs() / 1'000'000;
   req.timeout_ms = std::max<int64_t>(1, std::min(req.timeout_ms, left_ms - left_ms / 10));
-  auto res = http_->Post("/v1/query", rs::wire::EncodeQueryRequest(req), "application/json");
+  // The reply is held in memory: at most kMaxReplyBytes of it, whatever a node sends.
+  httplib::Request post;
+  post.method = "POST";
+  post.path = "/v1/query";
+  post.body = rs::wire::EncodeQueryRequest(req);
+  post.set_header("Content-Type", "application/json");
+  std::string body;
+  bool too_big = false;
+  post.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
+    if (body.size() + len > kMaxReplyBytes) {
+      too_big = true;
+      return false;
+    }
+    body.append(data, len);
+    return true;
+  };
+  auto res = http_->send(post);
+  if (too_big) {
+    return rs::Error("query: the reply is larger than " + std::to_string(kMaxReplyBytes >> 20) +
+                     " MiB, more than this workstation takes from a node");
+  }
   if (!res) return Failure(static_cast<int>(res.error()), "query");
-  if (res->status != 200) return HttpError(res->status, res->body, "query");
-  auto reply = rs::wire::DecodeQueryReply(res->body);
+  if (res->status != 200) return HttpError(res->status, body, "query");
+  auto reply = rs::wire::DecodeQueryReply(body);
   if (!reply.ok()) return reply.error().Wrap("query");
   answered_name_ = reply->node;
   return reply;
