@@ -3,7 +3,7 @@
 #include <charconv>
 #include <cstring>
 
-#include "recorder/options.h"
+#include "rscore/byte_size.h"
 #include "rscore/duration.h"
 
 namespace serve {
@@ -20,7 +20,7 @@ rs::Result<int64_t> PositiveInt(std::string_view v, int64_t max) {
 }
 
 rs::Result<int64_t> Bytes(std::string_view v) {
-  ASSIGN_OR_RETURN(uint64_t b, rec::ParseBytes(v));
+  ASSIGN_OR_RETURN(uint64_t b, rs::ParseByteSize(v));
   if (b == 0 || b > (uint64_t{1} << 40)) return rs::Error("expected a size from 1 to 1T");
   return static_cast<int64_t>(b);
 }
