@@ -31,6 +31,7 @@
 #include "rscore/zstd_file.h"
 #include "stack_dedup.h"
 #include "table_copy.h"
+#include "wire_clock_check.h"
 
 namespace merge {
 namespace {
@@ -182,6 +183,38 @@ rs::Result<void> WarnForeignInputs(const std::vector<Input*>& merged, bool stric
   return rs::Ok();
 }
 
+// The clock offsets rankscope-fleet collect measured over the wire (clock_offsets.json beside
+// the inputs), when there are any, against the alignment: agreements are logged, each
+// disagreement is a warning; both are noted in clock_alignment.note and the metadata.
+void CheckAgainstWireClocks(const std::vector<std::string>& inputs, std::ostream& log,
+                            MergeResult& result) {
+  std::vector<std::string> files;
+  auto wire = ReadWireClocksBeside(inputs, files);
+  if (!wire.ok()) {
+    result.warnings.push_back(wire.error().message() + " (no wire clock check)");
+    return;
+  }
+  if (files.empty()) return;
+  int agree = 0, disagree = 0;
+  for (const WireClockCheck& c : CheckWireClocks(result.alignment, *wire)) {
+    for (NodeAlignment& a : result.alignment) {
+      if (a.node == c.node) a.note += (a.note.empty() ? "" : "; ") + c.note;
+    }
+    if (c.agrees) {
+      ++agree;
+      log << "rankscope-merge: node " << c.node << ": " << c.note << "\n";
+    } else {
+      ++disagree;
+      result.warnings.push_back("node " + c.node + ": " + c.note +
+                                ": the rendezvous alignment or the wire measurement is off, or "
+                                "the clocks moved between the recording and the collection");
+    }
+  }
+  result.wire_clock_check = std::to_string(agree) + " agree, " + std::to_string(disagree) +
+                            " disagree (" + std::to_string(wire->size()) + " wire clocks in " +
+                            files.front() + (files.size() > 1 ? " and others" : "") + ")";
+}
+
 // Every merged node's clock aligned on the rendezvous of all inputs (result.alignment, in
 // `merged` order); nodes aligned by their wall clock only are warned about.
 rs::Result<void> AlignMerged(const std::vector<Input*>& merged, const MergeOptions& opt,
@@ -215,7 +248,7 @@ rs::Result<void> AlignMerged(const std::vector<Input*>& merged, const MergeOptio
                               (a.note.empty() ? "" : " (" + a.note + ")"));
   }
   LogEvidence(log, collector.summary());
-
+  CheckAgainstWireClocks(opt.inputs, log, result);
   return rs::Ok();
 }
 

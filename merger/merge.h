@@ -49,6 +49,9 @@ struct MergeResult {
   // What the user must see even with -q: inputs that look like another job's, nodes whose
   // clock could only be aligned by its wall clock.
   std::vector<std::string> warnings;
+  // The wire clock check (clock_offsets.json beside the inputs): "3 agree, 0 disagree (...)";
+  // empty: there was none. Metadata clock_wire_check.
+  std::string wire_clock_check;
   // Exit status: 0 all merged, 3 merged with some inputs skipped (1 is an Error).
   int exit_code() const { return skipped > 0 ? rs::cli::kExitPartial : rs::cli::kExitOk; }
 };

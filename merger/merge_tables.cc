@@ -98,6 +98,9 @@ rs::Result<void> WriteMergeTables(rs::Db& out, const std::vector<Input>& inputs,
   for (const NodeAlignment& a : alignment) {
     if (a.method == "reference") RETURN_IF_ERROR(SetMeta(out, "clock_reference", a.node));
   }
+  if (!result.wire_clock_check.empty()) {
+    RETURN_IF_ERROR(SetMeta(out, "clock_wire_check", result.wire_clock_check));
+  }
   return rs::Ok();
 }
 

@@ -3,6 +3,11 @@
 // thread's CPU use at fixed event rates. Run as root:
 //   bench_ringbuf_sqlite [--seconds S] [--rates max,100000,10000] [--dir DIR]
 //                        [--journal TRUNCATE|OFF|WAL|...]
+//                        [--serve CERT_DIR [--query-every MS]]
+// --serve: as `rankscope-record --serve` does (WAL, SQLite with a connection per thread, the
+// fleet server on 127.0.0.1 with CERT_DIR/{ca,node,ws}.{pem,key}); --query-every: a
+// workstation thread queries the live recording over HTTPS every MS ms (0: back to back)
+// through rankscope-fleet's client, and the queries' count and latency are printed.
 // Events: one sched_events row per getppid() of this process (a syscall tracepoint in
 // recorder/bench_ringbuf.bpf.c); a producer thread makes the calls, the main thread runs
 // rec::EventLoop exactly as rankscope-record does.
@@ -11,16 +16,22 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bench_ringbuf.skel.h"
+#ifdef RANKSCOPE_WITH_SERVE
+#include "analyzer/fleet/node_client.h"
+#include "recorder/serve/server.h"
+#endif
 #include "recorder/event_loop.h"
 #include "recorder/kernel_probe.h"
 #include "recorder/preflight.h"
@@ -31,6 +42,8 @@ namespace {
 
 // The temporary database's journal (default: the recorder's own, crash-safe).
 std::string g_journal = rec::RecordingDbOptions().journal_mode;
+std::string g_serve_certs;  // --serve: the certificates' directory
+int g_query_every_ms = -1;  // --query-every: -1 none
 
 int64_t MonoNs(clockid_t id = CLOCK_MONOTONIC) {
   timespec ts{};
@@ -89,7 +102,76 @@ struct RunResult {
   size_t peak_queued_bytes = 0;
   double total_s = 0;  // Run() including finalize (indexes, compression)
   int64_t bundle_bytes = 0;
+  int64_t queries = 0, query_errors = 0;
+  double query_ms_median = 0, query_ms_max = 0;
 };
+
+#ifdef RANKSCOPE_WITH_SERVE
+// The recording served as rankscope-record --serve serves it, and a workstation querying it.
+class ServeLoad {
+ public:
+  ServeLoad(const std::string& live_db, rec::LoopConfig& config) {
+    if (g_serve_certs.empty()) return;
+    serve::ServerConfig sc;
+    sc.options.host = "127.0.0.1";
+    sc.options.port = 0;
+    sc.options.tls = {g_serve_certs + "/ca.pem", g_serve_certs + "/node.pem",
+                      g_serve_certs + "/node.key"};
+    sc.node = "bench";
+    sc.live_db = live_db;
+    auto s = serve::Server::Start(std::move(sc));
+    if (!s.ok()) {
+      std::fprintf(stderr, "bench: --serve: %s\n", s.error().message().c_str());
+      std::exit(1);
+    }
+    server_ = std::move(s).value();
+    config.before_end = [this] {
+      stop_ = true;
+      if (client_.joinable()) client_.join();
+      server_->Stop();
+    };
+    if (g_query_every_ms < 0) return;
+    auth_.tls = {g_serve_certs + "/ca.pem", g_serve_certs + "/ws.pem", g_serve_certs + "/ws.key"};
+    client_ = std::thread([this] {
+      fleet::NodeAddress node{"bench", "127.0.0.1", server_->port()};
+      while (!stop_) {
+        fleet::NodeClient c(node, auth_, 30'000'000'000);
+        rs::wire::QueryRequest q;
+        q.sql = "SELECT COUNT(*), SUM(duration_ns), MAX(timestamp_ns) FROM sched_events";
+        const int64_t t0 = MonoNs();
+        auto r = c.Query(q);
+        (r.ok() ? latencies_ms_ : errors_).push_back((MonoNs() - t0) * 1e-6);
+        for (int i = 0; i < g_query_every_ms && !stop_; ++i) usleep(1000);
+      }
+    });
+  }
+  void Fill(RunResult& r) {
+    r.queries = static_cast<int64_t>(latencies_ms_.size());
+    r.query_errors = static_cast<int64_t>(errors_.size());
+    if (latencies_ms_.empty()) return;
+    std::sort(latencies_ms_.begin(), latencies_ms_.end());
+    r.query_ms_median = latencies_ms_[latencies_ms_.size() / 2];
+    r.query_ms_max = latencies_ms_.back();
+  }
+
+ private:
+  std::unique_ptr<serve::Server> server_;
+  fleet::ClientAuth auth_;
+  std::thread client_;
+  std::atomic<bool> stop_{false};
+  std::vector<double> latencies_ms_, errors_;
+};
+#else
+struct ServeLoad {
+  ServeLoad(const std::string&, rec::LoopConfig&) {
+    if (!g_serve_certs.empty()) {
+      std::fprintf(stderr, "bench: built without the fleet server (cpp-httplib)\n");
+      std::exit(1);
+    }
+  }
+  void Fill(RunResult&) {}
+};
+#endif
 
 // rate 0: as fast as possible.
 RunResult RunOnce(const std::string& dir, double seconds, uint64_t rate) {
@@ -107,7 +189,10 @@ RunResult RunOnce(const std::string& dir, double seconds, uint64_t rate) {
   auto owned = std::make_unique<BenchProbe>();
   BenchProbe* probe = owned.get();
   probes.push_back(std::move(owned));
-  rec::EventLoop loop(opts, rs::NodeName{"bench", "flag"}, std::move(*writer), std::move(probes));
+  rec::LoopConfig config;
+  ServeLoad serve_load(writer->temp_path(), config);
+  rec::EventLoop loop(opts, rs::NodeName{"bench", "flag"}, std::move(*writer), std::move(probes),
+                      std::move(config));
 
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> calls{0};
@@ -146,6 +231,7 @@ RunResult RunOnce(const std::string& dir, double seconds, uint64_t rate) {
   res.loop_cpu_pct = probe->recording_cpu_pct;
   res.drain_cpu_pct = probe->drain_cpu_pct;
   res.peak_queued_bytes = probe->peak_queued_bytes;
+  serve_load.Fill(res);
   struct stat st {};
   if (stat(out.c_str(), &st) == 0) res.bundle_bytes = st.st_size;
   unlink(out.c_str());
@@ -185,7 +271,6 @@ void WriterOnly(const std::string& dir, uint64_t n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  (void)rs::UseSqliteFromOneThreadOnly();  // as rankscope-record does
   double seconds = 3;
   std::string rates = "0,100000,10000";
   std::string dir = "/tmp";
@@ -199,10 +284,22 @@ int main(int argc, char** argv) {
       dir = argv[i + 1];
     else if (a == "--journal")
       g_journal = argv[i + 1];
+    else if (a == "--serve")
+      g_serve_certs = argv[i + 1];
+    else if (a == "--query-every")
+      g_query_every_ms = std::atoi(argv[i + 1]);
     else if (a == "--writer-only") {
       WriterOnly(dir, std::strtoull(argv[i + 1], nullptr, 10));
       return 0;
     }
+  }
+  // As rankscope-record does: SQLite from one thread, or with --serve one connection per thread
+  // and the database in WAL mode.
+  if (!g_serve_certs.empty()) {
+    (void)rs::UseSqliteConnectionsPerThread();
+    g_journal = "WAL";
+  } else {
+    (void)rs::UseSqliteFromOneThreadOnly();
   }
   if (geteuid() != 0) {
     std::fprintf(stderr, "bench_ringbuf_sqlite: run as root (loads a BPF program)\n");
@@ -213,9 +310,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   // calls = events + drops + lost; lost must be 0 (every call after attach is accounted).
-  std::printf("%-8s %10s %10s %12s %9s %6s %10s %11s %10s %12s %9s\n", "rate", "calls", "events",
-              "events/s", "drops", "lost", "loop CPU%", "drain CPU%", "peak MiB", "bytes/event",
-              "total s");
+  std::printf("%-8s %10s %10s %12s %9s %6s %10s %11s %10s %12s %9s %8s %10s\n", "rate", "calls",
+              "events", "events/s", "drops", "lost", "loop CPU%", "drain CPU%", "peak MiB",
+              "bytes/event", "total s", "queries", "query ms");
   std::stringstream ss(rates);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -223,12 +320,20 @@ int main(int argc, char** argv) {
     RunResult r = RunOnce(dir, seconds, rate);
     long long lost = static_cast<long long>(r.calls) - static_cast<long long>(r.events) -
                      static_cast<long long>(r.drops);
-    std::printf("%-8s %10llu %10llu %12.0f %9llu %6lld %10.1f %11.1f %10.1f %12.2f %9.2f\n",
-                rate == 0 ? "max" : item.c_str(), static_cast<unsigned long long>(r.calls),
-                static_cast<unsigned long long>(r.events), r.events / r.seconds,
-                static_cast<unsigned long long>(r.drops), lost, r.loop_cpu_pct, r.drain_cpu_pct,
-                static_cast<double>(r.peak_queued_bytes) / (1 << 20),
-                r.events ? static_cast<double>(r.bundle_bytes) / r.events : 0.0, r.total_s);
+    char queries[32] = "-", latency[32] = "-";
+    if (r.queries || r.query_errors) {
+      std::snprintf(queries, sizeof queries, "%lld%s", static_cast<long long>(r.queries),
+                    r.query_errors ? "+err" : "");
+      std::snprintf(latency, sizeof latency, "%.0f/%.0f", r.query_ms_median, r.query_ms_max);
+    }
+    std::printf(
+        "%-8s %10llu %10llu %12.0f %9llu %6lld %10.1f %11.1f %10.1f %12.2f %9.2f %8s %10s\n",
+        rate == 0 ? "max" : item.c_str(), static_cast<unsigned long long>(r.calls),
+        static_cast<unsigned long long>(r.events), r.events / r.seconds,
+        static_cast<unsigned long long>(r.drops), lost, r.loop_cpu_pct, r.drain_cpu_pct,
+        static_cast<double>(r.peak_queued_bytes) / (1 << 20),
+        r.events ? static_cast<double>(r.bundle_bytes) / r.events : 0.0, r.total_s, queries,
+        latency);
     std::fflush(stdout);
   }
   return 0;

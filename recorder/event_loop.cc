@@ -59,6 +59,7 @@ rs::Result<RecordingSummary> EventLoop::Record() {
   recording_began_ = true;
   recording.Loop();
   recording.Finish();
+  if (config_.before_end) config_.before_end();
   return recording.End();
 }
 

@@ -53,6 +53,9 @@ struct LoopConfig {
   // Runs once every probe has started, before recording goes on (still on one thread: the
   // ring drain thread starts after it).
   std::function<void()> after_start;
+  // Runs once the probes are drained, before the end is written and the bundle made (--serve
+  // stops its server there: the database is about to leave WAL mode and be compressed).
+  std::function<void()> before_end;
 };
 
 class EventLoop {

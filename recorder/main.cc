@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
 
 #include "recorder/event_loop.h"
 #include "recorder/log.h"
@@ -21,6 +24,10 @@
 #include "rscore/path.h"
 #include "rscore/sqlite.h"
 #include "rscore/time_arg.h"
+
+#ifdef RANKSCOPE_WITH_SERVE
+#include "recorder/serve/serve_module_loader.h"
+#endif
 
 namespace {
 
@@ -153,6 +160,24 @@ rs::Result<std::string> PrepareRing(const rec::RecorderOptions& opts, const std:
   return opts.ring_dir + "/" + node + ".rsb";
 }
 
+// --serve ADDR[:PORT] and the --serve-NAME options, checked before anything starts (usage
+// errors). Without cpp-httplib (the static recorder) there is no server.
+#ifdef RANKSCOPE_WITH_SERVE
+rs::Result<serve::ServeOptions> ServeOptionsOf(const rec::RecorderOptions& opts) {
+  serve::ServeOptions so;
+  if (auto r = serve::ParseListen(*opts.serve, so); !r.ok()) return r.error().Wrap("--serve");
+  for (const auto& [name, value] : opts.serve_options) {
+    if (auto r = serve::SetServeOption(name, value, so); !r.ok()) {
+      return r.error().Wrap("--serve-" + name);
+    }
+  }
+  RETURN_IF_ERROR(serve::CheckServeOptions(so, "--serve-"));
+  // The clock the node reports is the one its recording's timestamps are in.
+  so.simulate_clock_offset_ns = opts.simulate_clock_offset_ns;
+  return so;
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -172,8 +197,27 @@ int main(int argc, char** argv) {
   libbpf_set_print(LibbpfPrint);
   // A write that fails for lack of space is told from other failures (see NoSpace).
   (void)rec::WatchSqliteFullErrors();
-  // Every database access is on this thread (the ring drain thread never touches SQLite).
-  if (auto r = rs::UseSqliteFromOneThreadOnly(); !r.ok()) return Fail(r.error(), kExitError);
+#ifdef RANKSCOPE_WITH_SERVE
+  std::optional<serve::ServeOptions> serve_options;
+  if (opts.serve) {
+    auto so = ServeOptionsOf(opts);
+    if (!so.ok()) return Fail(so.error(), kExitUsage);
+    serve_options = *so;
+  }
+#else
+  if (opts.serve) {
+    return Fail(rs::Error("--serve: this rankscope-record was built without its server (the "
+                          "static recorder has no cpp-httplib); serve the cuts with "
+                          "rankscope-serve, or run the packaged rankscope-record"),
+                kExitUsage);
+  }
+#endif
+  // Every database access of the recording is on this thread (the ring drain thread never
+  // touches SQLite); with --serve the server's threads read through connections of their own.
+  if (auto r = opts.serve ? rs::UseSqliteConnectionsPerThread() : rs::UseSqliteFromOneThreadOnly();
+      !r.ok()) {
+    return Fail(r.error(), kExitError);
+  }
   if (opts.recover) return RecoverMain(opts);
   if (opts.cut_command) return CutMain(opts);
 
@@ -213,16 +257,42 @@ int main(int argc, char** argv) {
         rec::RecoverCommand(l.path).c_str());
   }
   // The output must be writable before anything is loaded into the kernel.
-  auto writer = rec::RecordingDb::Create(out, {.force = opts.force});
+  // Served, the database is in WAL mode: a query reads a snapshot of the last commit and
+  // never holds the recorder's next commit back (a rollback journal would).
+  auto writer = rec::RecordingDb::Create(
+      out, {.force = opts.force, .journal_mode = opts.serve ? "WAL" : "TRUNCATE"});
   if (!writer.ok()) return Fail(writer.error(), kExitError);
 
   rec::LoopConfig config;
+#ifdef RANKSCOPE_WITH_SERVE
+  std::unique_ptr<serve::LoadedServer> server;
+  if (serve_options) {
+    // A query that holds a snapshot for long lets the WAL grow meanwhile; it is cut back to
+    // this after the next checkpoint.
+    (void)writer->db().Exec("PRAGMA journal_size_limit=67108864");
+    auto bound = serve::LoadedServer::Bind(
+        *serve_options, node->name, opts.ring_ns ? rec::CutDir(opts) : "", writer->temp_path(),
+        [](const std::string& line) { Log("serve: %s", line.c_str()); });
+    if (!bound.ok()) return Fail(bound.error().Wrap("--serve"), kExitError);
+    server = std::move(bound).value();
+    config.before_end = [&server] { server->Stop(); };
+  }
+#endif
   // Classic tracepoints are attached by now: back to the node's mount namespace, if tracefs
-  // needed one of the recorder's own.
-  config.after_start = [] {
+  // needed one of the recorder's own (while the recorder has one thread: a process with more
+  // cannot change it); then the server's threads may start.
+  config.after_start = [&] {
     if (auto r = rec::LeaveTracefsNamespace(); !r.ok()) {
       Log("warning: %s", r.error().message().c_str());
     }
+#ifdef RANKSCOPE_WITH_SERVE
+    if (server) {
+      server->Run();
+      Log("serving the live recording%s on https://%s:%d to rankscope-fleet (%s)",
+          opts.ring_ns ? " and its cuts" : "", serve_options->host.c_str(), server->port(),
+          serve_options->tls.ca.empty() ? "bearer token" : "mutual TLS");
+    }
+#endif
   };
   rec::EventLoop loop(opts, *node, std::move(*writer), rec::MakeProbes(opts), std::move(config));
   auto summary = loop.Run();

@@ -9,8 +9,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 
+#include "rscore/byte_size.h"
 #include "rscore/duration.h"
 
 namespace rec {
@@ -39,7 +41,21 @@ enum LongOnly {
   kOptCutOnStall,
   kOptCutKeep,
   kOptCutOnSlowdown,
+  kOptServe,
+  kOptServeOption,  // --serve-NAME: kOptServeOption + index in kServeOptionNames
 };
+
+// The server's own options, spelled --serve-NAME (recorder/serve/serve_options.h).
+constexpr const char* kServeOptionNames[] = {"ca",
+                                             "cert",
+                                             "key",
+                                             "token-file",
+                                             "max-connections",
+                                             "max-queries",
+                                             "max-rows",
+                                             "max-result-bytes",
+                                             "max-request-bytes",
+                                             "query-timeout"};
 
 const option kLongOptions[] = {
     {"out", required_argument, nullptr, 'o'},
@@ -67,6 +83,17 @@ const option kLongOptions[] = {
     {"cut-on-stall", required_argument, nullptr, kOptCutOnStall},
     {"cut-keep", required_argument, nullptr, kOptCutKeep},
     {"cut-on-slowdown", required_argument, nullptr, kOptCutOnSlowdown},
+    {"serve", required_argument, nullptr, kOptServe},
+    {"serve-ca", required_argument, nullptr, kOptServeOption + 0},
+    {"serve-cert", required_argument, nullptr, kOptServeOption + 1},
+    {"serve-key", required_argument, nullptr, kOptServeOption + 2},
+    {"serve-token-file", required_argument, nullptr, kOptServeOption + 3},
+    {"serve-max-connections", required_argument, nullptr, kOptServeOption + 4},
+    {"serve-max-queries", required_argument, nullptr, kOptServeOption + 5},
+    {"serve-max-rows", required_argument, nullptr, kOptServeOption + 6},
+    {"serve-max-result-bytes", required_argument, nullptr, kOptServeOption + 7},
+    {"serve-max-request-bytes", required_argument, nullptr, kOptServeOption + 8},
+    {"serve-query-timeout", required_argument, nullptr, kOptServeOption + 9},
     {"verbose", no_argument, nullptr, 'v'},
     {"quiet", no_argument, nullptr, 'q'},
     {"help", no_argument, nullptr, kOptHelp},
@@ -163,7 +190,8 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
       }
       case kOptRingSize: {
         auto b = ParseBytes(arg);
-        if (!b.ok()) return rs::Error("--ring-size '" + std::string(arg) + "': " + b.error().message());
+        if (!b.ok())
+          return rs::Error("--ring-size '" + std::string(arg) + "': " + b.error().message());
         if (*b < (uint64_t{1} << 20)) {
           return rs::Error("--ring-size '" + std::string(arg) + "': at least 1M");
         }
@@ -181,7 +209,8 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
       }
       case kOptCutKeep: {
         auto b = ParseBytes(arg);
-        if (!b.ok()) return rs::Error("--cut-keep '" + std::string(arg) + "': " + b.error().message());
+        if (!b.ok())
+          return rs::Error("--cut-keep '" + std::string(arg) + "': " + b.error().message());
         o.cut_keep_bytes = *b;
         break;
       }
@@ -271,6 +300,10 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
         if (o.sources.empty()) return rs::Error("--sources: no source named");
         break;
       }
+      case kOptServe:
+        if (!*arg) return rs::Error(std::string("--serve: empty address"));
+        o.serve = arg;
+        break;
       case 'v':
         o.verbose = true;
         break;
@@ -287,6 +320,11 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
       case ':':
         return rs::Error(FlagName(optopt ? optopt : kLongOptions[idx].val) + " needs a value");
       default: {
+        const int serve_index = opt - kOptServeOption;
+        if (serve_index >= 0 && serve_index < static_cast<int>(std::size(kServeOptionNames))) {
+          o.serve_options.emplace_back(kServeOptionNames[serve_index], arg);
+          break;
+        }
         std::string bad = (optind > 0 && optind <= argc) ? argv[optind - 1] : "?";
         if (optopt && optopt < 256 && bad.rfind("--", 0) != 0) {
           bad = std::string("-") + static_cast<char>(optopt);
@@ -300,6 +338,14 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
                      "' (options take the form --name VALUE)");
   }
   if (o.help || o.version) return o;
+  if (!o.serve_options.empty() && !o.serve) {
+    return rs::Error("--serve-" + o.serve_options.front().first +
+                     " configures the server: give --serve ADDR[:PORT] too");
+  }
+  if (o.serve && (o.cut_command || o.recover)) {
+    return rs::Error(std::string("--serve serves a recording: not with ") +
+                     (o.cut_command ? "cut" : "--recover"));
+  }
   if (o.cut_command) {
     if (!o.out.empty() || o.ring_ns || o.duration_ns || o.recover || !o.pids.empty()) {
       return rs::Error("cut takes only --ring-dir, --timeout, -q and -v");
@@ -399,6 +445,17 @@ options:
       --sources LIST          record only these sources (comma-separated: process, tcp, sched,
                               block, nccl, cuda, gpu; default all); the others cost nothing.
                               process stays with nccl, cuda or gpu (they follow its execs)
+      --serve ADDR[:PORT]     serve this recording read-only over HTTPS (TLS 1.3) to
+                              rankscope-fleet: queries on the live recording, with --ring the
+                              cuts for download, this node's clock (default port 7443)
+      --serve-cert FILE       the node's certificate (PEM)
+      --serve-key FILE        its private key (PEM)
+      --serve-ca FILE         clients must present a certificate of this CA (mutual TLS)
+      --serve-token-file FILE or: clients must send this bearer token (mode 0600)
+      --serve-max-queries N   queries run at once, more get 503 (default 2); also
+                              --serve-max-connections N (8), --serve-max-rows N (100000),
+                              --serve-max-result-bytes N (16M), --serve-max-request-bytes N
+                              (64K), --serve-query-timeout D (30s): see rankscope-serve(8)
   -v, --verbose               log every attachment
   -q, --quiet                 no informational lines (the start, the final summary, cuts);
                               warnings and errors are still printed
@@ -416,6 +473,9 @@ examples:
       until Ctrl-C, without a probe on every NCCL call (the profiler plugin times them)
   rankscope-record --ring 15m --ring-size 2G
       always on: the last 15 minutes are kept; `rankscope-record cut` writes them out
+  rankscope-record --ring 15m --serve :7443 --serve-cert node3.pem --serve-key node3.key \
+      --serve-ca ca.pem
+      always on, and rankscope-fleet may query the live ring and collect its cuts
   rankscope-record --recover .node3.rsb.rec-4242-Ab12Cd.db
       after a recorder was killed: what it had committed becomes node3.rsb
 
@@ -425,24 +485,7 @@ See rankscope-record(8).
 )";
 }
 
-rs::Result<uint64_t> ParseBytes(std::string_view text) {
-  size_t digits = 0;
-  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
-  std::string_view unit = text.substr(digits);
-  if (digits == 0 || digits > 15 || unit.size() > 1) {
-    return rs::Error("expected a size such as 512M, 2G or 1048576 (bytes)");
-  }
-  uint64_t v = std::stoull(std::string(text.substr(0, digits)));
-  int shift = 0;
-  if (!unit.empty()) {
-    const std::string_view units = "KMGT";
-    const size_t i = units.find(static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0]))));
-    if (i == std::string_view::npos) return rs::Error("unknown unit '" + std::string(unit) + "' (K, M, G, T)");
-    shift = 10 * static_cast<int>(i + 1);
-  }
-  if (shift && v > (~uint64_t{0} >> shift)) return rs::Error("too large");
-  return v << shift;
-}
+rs::Result<uint64_t> ParseBytes(std::string_view text) { return rs::ParseByteSize(text); }
 
 std::string CutDir(const RecorderOptions& o) {
   return o.cut_dir.empty() ? o.ring_dir + "/cuts" : o.cut_dir;

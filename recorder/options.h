@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rscore/result.h"
@@ -62,6 +63,11 @@ struct RecorderOptions {
   // --cut-on-slowdown FRACTION: cut when the node's collective rate over 10 s falls below
   // FRACTION of its median over the last 5 minutes.
   std::optional<double> cut_on_slowdown;
+  // --serve ADDR[:PORT]: serve the live recording (and with --ring the cuts) read-only over
+  // HTTPS to rankscope-fleet (recorder/serve/); the --serve-NAME options by NAME ("ca",
+  // "cert", "key", "token-file", "max-queries", ...), checked where the server is built.
+  std::optional<std::string> serve;
+  std::vector<std::pair<std::string, std::string>> serve_options;
   bool cut_command = false;                          // `rankscope-record cut`
   int64_t cut_timeout_ns = int64_t{120} * 1'000'000'000;  // cut --timeout D
   bool verbose = false;  // -v

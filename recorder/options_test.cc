@@ -248,5 +248,25 @@ TEST(ParseOptions, ForceAndRecover) {
   EXPECT_NE(ErrorOf({"--force"}).find("--out FILE.rsb is required"), std::string::npos);
 }
 
+TEST(ParseOptions, ServeAndItsOptions) {
+  RecorderOptions o = MustParse({"--ring", "15m", "--serve", ":7443", "--serve-cert", "n.pem",
+                                 "--serve-key", "n.key", "--serve-ca", "ca.pem",
+                                 "--serve-max-queries", "4", "--serve-query-timeout", "5s"});
+  ASSERT_TRUE(o.serve.has_value());
+  EXPECT_EQ(*o.serve, ":7443");
+  const std::vector<std::pair<std::string, std::string>> want = {{"cert", "n.pem"},
+                                                                 {"key", "n.key"},
+                                                                 {"ca", "ca.pem"},
+                                                                 {"max-queries", "4"},
+                                                                 {"query-timeout", "5s"}};
+  EXPECT_EQ(o.serve_options, want);
+  EXPECT_NE(ErrorOf({"--out", "x.rsb", "--serve-ca", "ca.pem"}).find("give --serve"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf({"--recover", "x.db", "--serve", ":7443"}).find("not with --recover"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf({"--out", "x.rsb", "--serve"}).find("--serve needs a value"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace rec

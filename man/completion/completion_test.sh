@@ -49,6 +49,18 @@ check _rankscope_analyze "$build/analyzer/rankscope-analyze" report
 check _rankscope_analyze "$build/analyzer/rankscope-analyze" schema 2
 check _rankscope_analyze "$build/analyzer/rankscope-analyze" mcp
 check _rankscope_export "$build/exporter/rankscope-export"
+if [[ -x "$build/analyzer/fleet/rankscope-fleet" ]]; then
+  check _rankscope_fleet "$build/analyzer/fleet/rankscope-fleet" query
+  check _rankscope_fleet "$build/analyzer/fleet/rankscope-fleet" collect
+  check _rankscope_serve "$build/recorder/serve/rankscope-serve"
+  [[ "$(complete_words _rankscope_fleet rankscope-fleet "" | sort | tr '\n' ' ')" == *"collect query"* ]] ||
+    { echo "FAIL: fleet's commands"; fails=$((fails + 1)); }
+  [[ "$(complete_words _rankscope_fleet rankscope-fleet query --format "" | sort | tr '\n' ' ')" == "csv json table " ]] ||
+    { echo "FAIL: fleet query --format values"; fails=$((fails + 1)); }
+elif [[ -n "${CI:-}" ]]; then
+  echo "FAIL: rankscope-fleet is not built (cpp-httplib and OpenSSL are in .ci/install-deps)"
+  fails=$((fails + 1))
+fi
 # Values of the options that take a fixed set, and the subcommands.
 [[ "$(complete_words _rankscope_analyze rankscope-analyze "" | sort | tr '\n' ' ')" == *"mcp query report"* ]] ||
   { echo "FAIL: analyze's commands"; fails=$((fails + 1)); }

@@ -162,6 +162,31 @@ cmp -s "w-${start_utc//[:+]/_}.json" "w-_0.json" && cmp -s "w-$start_ns.json" "w
 [[ $(python3 -c "import json; print(json.load(open('r1.json'))['nccl_calls'] == json.load(open('r2.json'))['nccl_calls'])") == True ]] ||
   fail "report --from <start> --to +1h is not the whole recording"
 
+# The fleet's tools, where they are built (cpp-httplib and OpenSSL): the same layout and exit 2.
+fleet=$build/analyzer/fleet/rankscope-fleet
+serve=$build/recorder/serve/rankscope-serve
+if [[ -x "$fleet" && -x "$serve" ]]; then
+  for cmd in "$fleet query" "$fleet collect" "$serve"; do
+    for flag in -h --help; do
+      out=$($cmd $flag 2>&1); rc=$?
+      [[ $rc == 0 ]] || fail "$cmd $flag exits $rc"
+      for part in "^usage: " "^options:$" "^examples:$" "^exit status: 0 done, 1 error, 2 usage error" "^See rankscope-"; do
+        grep -q -E "$part" <<<"$out" || fail "$cmd $flag: no '$part' line"
+      done
+      grep -q -E '^  -q, --quiet ' <<<"$out" || fail "$cmd $flag: no '-q, --quiet'"
+      grep -q -E '^  -o, --out ' <<<"$out" || [[ "$cmd" == "$serve" ]] || fail "$cmd $flag: no '-o, --out'"
+    done
+  done
+  for cmd in "$fleet" "$fleet nope" "$fleet query --no-such-flag" "$fleet query 'SELECT 1'" \
+             "$fleet query --nodes a,b 'SELECT 1'" "$fleet query --nodes a --ca /nonexistent --cert x --key y 'SELECT 1'" \
+             "$fleet query --nodes 'a[3-1]' --ca x --token-file y 'SELECT 1'" \
+             "$fleet collect --nodes a --ca x --cert y --key z dir" "$serve" "$serve --listen :1 dir" \
+             "$serve --listen :1 --cert a --key b dir" "$serve --max-queries 0 dir"; do
+    eval "$cmd" >/dev/null 2>&1; rc=$?
+    [[ $rc == 2 ]] || fail "'$cmd' exits $rc, not 2 (usage)"
+  done
+fi
+
 [[ -e "$work/-" || -e "$build/-" ]] && fail "a file named '-' was created"
 if ((fails)); then echo "$fails failure(s)"; exit 1; fi
 echo "PASS"

@@ -199,6 +199,14 @@ Result<void> UseSqliteFromOneThreadOnly() {
   return Ok();
 }
 
+Result<void> UseSqliteConnectionsPerThread() {
+  if (sqlite3_config(SQLITE_CONFIG_MULTITHREAD) != SQLITE_OK ||
+      sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) != SQLITE_OK) {
+    return Error("SQLite is already initialized: multi-thread mode must be chosen first");
+  }
+  return Ok();
+}
+
 Statement::~Statement() {
   if (stmt_) sqlite3_finalize(stmt_);
 }

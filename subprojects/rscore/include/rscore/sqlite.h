@@ -38,6 +38,10 @@ struct InputGuardState {
 // memory statistics (~5% of the recorder's insert path). Only for a process that uses SQLite
 // from one thread; an error when SQLite was already initialized.
 Result<void> UseSqliteFromOneThreadOnly();
+// The same without memory statistics, for a process whose threads each use connections of their
+// own (SQLITE_CONFIG_MULTITHREAD: SQLite's global mutexes stay, a connection is never shared):
+// the recorder while it serves queries (--serve).
+Result<void> UseSqliteConnectionsPerThread();
 
 class Db {
  public:

@@ -1,0 +1,35 @@
+// The query endpoint's work: one read-only statement under the guard of
+// `rankscope-analyze query` (analyzer/query.h: the same refusals, the same time limit) on a
+// connection of its own, its rows encoded for the wire (rscore/fleet_wire.h) with a row limit
+// and a size limit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "rscore/fleet_wire.h"
+#include "rscore/result.h"
+#include "rscore/sqlite.h"
+
+namespace serve {
+
+struct QueryLimits {
+  int64_t max_rows = 100000;
+  int64_t max_result_bytes = 16 << 20;
+  int64_t timeout_ns = int64_t{30} * 1'000'000'000;
+};
+
+// A read-only connection for one query: `path` (a decompressed bundle, or the live recording's
+// database in WAL mode, where a read transaction is a snapshot that never holds the writer
+// back) opened read-only and guarded (rs::Db::GuardInput), with the query views
+// (analyzer::CreateQueryViews) and the read-only guard (analyzer::InstallReadOnlyGuard).
+// `label` names it in errors.
+rs::Result<rs::Db> OpenQueryConnection(const std::string& path, const std::string& label);
+
+// Runs `req` on `db` within `limits` (the request's own limit and timeout when smaller) and
+// returns the reply's JSON. Errors: refused or invalid SQL, the time limit.
+rs::Result<std::string> RunWireQuery(rs::Db& db, const rs::wire::QueryRequest& req,
+                                     const std::string& node, const std::string& source,
+                                     const QueryLimits& limits);
+
+}  // namespace serve
