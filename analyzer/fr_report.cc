@@ -1,0 +1,125 @@
+// The Flight Recorder analysis folded into the report (fr_hang.h: AddFlightRecorder).
+#include <algorithm>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "confidence.h"
+#include "fr_hang.h"
+#include "rscore/cli.h"
+
+namespace analyzer {
+namespace {
+
+Straggler FrStraggler(const HangReport& h, size_t i) {
+  Straggler s;
+  s.rank = h.culprit_ranks[i];
+  s.ranks = {*s.rank};
+  for (const RankProgress& p : h.progress) {
+    if (p.rank == s.rank) {
+      s.node = p.node;
+      if (p.pid) {
+        s.pid = p.pid;
+        s.pids = {p.pid};
+      }
+    }
+  }
+  s.cause = "hang";
+  s.shape = "hang";
+  s.confidence = h.confidence.value_or(Confidence::kLow);
+  s.confidence_score = TierScore(ScoreBasis::kHang, s.confidence, 0);
+  s.basis =
+      "PyTorch Flight Recorder dumps: each rank's state (scheduled, started, completed) of "
+      "the first operation of " +
+      h.process_group + " not completed everywhere";
+  s.summary = h.culprit_labels[i] + ": " + h.summary;
+  Cause c;
+  c.kind = "hang";
+  c.score = 1;
+  c.summary = h.summary;
+  s.causes.push_back(std::move(c));
+  return s;
+}
+
+void LowerTo(std::optional<Confidence>& c, Confidence cap) {
+  if (!c || static_cast<int>(*c) > static_cast<int>(cap)) c = cap;
+}
+
+}  // namespace
+
+rs::Result<void> AddFlightRecorder(rs::Db& db, Report& r) {
+  ASSIGN_OR_RETURN(FlightRecorderSummary fr, AnalyzeFlightRecorder(db));
+  if (fr.dumps == 0) return rs::Ok();
+  if (!fr.missing_ranks.empty()) {
+    r.warnings.push_back("no Flight Recorder dump for rank(s) " +
+                         rs::cli::RankRanges(fr.missing_ranks) +
+                         ": their state is unknown to the Flight Recorder analysis");
+  }
+  if (fr.unaligned_dumps > 0 && r.nccl_calls > 0) {
+    r.notes.push_back(std::to_string(fr.unaligned_dumps) +
+                      " Flight Recorder dump(s) ran where no recording saw the rank: their times "
+                      "are their host's wall clock, not aligned with the recording");
+  }
+  const bool recorder = r.hang.detected;
+  if (fr.hang.detected && recorder) {
+    std::set<int64_t> a(r.hang.culprit_ranks.begin(), r.hang.culprit_ranks.end());
+    std::set<int64_t> b(fr.hang.culprit_ranks.begin(), fr.hang.culprit_ranks.end());
+    if (a == b) {
+      fr.agreement = "agree";
+      r.notes.push_back("the Flight Recorder dumps agree with the recording on the hang: " +
+                        fr.hang.summary);
+    } else {
+      fr.agreement = "disagree";
+      r.warnings.push_back(
+          "the recording and the Flight Recorder dumps disagree on the hang: "
+          "the recording names rank(s) " +
+          rs::cli::RankRanges(std::vector<int64_t>(a.begin(), a.end())) + " (" + r.hang.basis +
+          "), the dumps rank(s) " + rs::cli::RankRanges(std::vector<int64_t>(b.begin(), b.end())) +
+          "; both are shown and the confidence is lowered");
+      LowerTo(r.hang.confidence, Confidence::kLow);
+      for (Straggler& s : r.stragglers) {
+        if (s.cause == "hang") {
+          s.confidence = Confidence::kLow;
+          s.confidence_score = TierScore(ScoreBasis::kHang, s.confidence, 0);
+        }
+      }
+    }
+  } else if (fr.hang.detected) {
+    fr.agreement = "flight_recorder_only";
+    r.hang = fr.hang;
+    if (r.nccl_calls > 0) {
+      // The recording saw the collectives and no stuck one: it may have ended before the hang.
+      LowerTo(r.hang.confidence, Confidence::kMedium);
+      r.notes.push_back(
+          "the hang comes from the Flight Recorder dumps only: the recording has "
+          "no collective stuck (it may have ended before the hang)");
+    } else {
+      r.notes.push_back(
+          "hang analysis from PyTorch Flight Recorder dumps only (no recorder "
+          "data on NCCL calls): states as PyTorch's watchdog saw them");
+    }
+    r.notes.push_back(
+        "a Flight Recorder dump holds no time of its own: the analysis takes the first "
+        "operation not completed everywhere as stuck (dumps are written when a collective "
+        "times out; one taken on demand mid-step may look alike), and how long it was stuck "
+        "is not known");
+    std::vector<Straggler> hang;
+    for (size_t i = 0; i < r.hang.culprit_ranks.size(); ++i) hang.push_back(FrStraggler(r.hang, i));
+    for (Straggler& s : hang) s.confidence = r.hang.confidence.value_or(s.confidence);
+    r.stragglers.insert(r.stragglers.begin(), hang.begin(), hang.end());
+  } else if (recorder) {
+    fr.agreement = "recorder_only";
+    r.notes.push_back(
+        "the Flight Recorder dumps show no stuck operation, unlike the recording "
+        "(dumps written before the hang?)");
+  } else {
+    fr.agreement = "no_hang";
+  }
+  for (const Mismatch& m : fr.hang.mismatches) {
+    if (fr.agreement != "flight_recorder_only") r.hang.mismatches.push_back(m);
+  }
+  r.flight_recorder = std::move(fr);
+  return rs::Ok();
+}
+
+}  // namespace analyzer
