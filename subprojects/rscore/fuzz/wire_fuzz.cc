@@ -4,9 +4,6 @@
 // hang or leak. Built with libFuzzer when configured with -Dfuzz=true and clang; otherwise a
 // replay tool that runs the same entry point over files given on the command line.
 #include <cstdint>
-#include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "rscore/fleet_wire.h"
@@ -30,14 +27,4 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return 0;
 }
 
-#ifndef RSCORE_LIBFUZZER
-int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    std::ifstream in(argv[i], std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-    std::printf("%s: ok\n", argv[i]);
-  }
-  return 0;
-}
-#endif
+#include "replay_main.h"
