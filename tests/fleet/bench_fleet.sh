@@ -27,19 +27,9 @@ cleanup() {
 }
 trap cleanup EXIT
 addr() { echo "$SUBNET.$((1 + $1 / 200)).$((10 + $1 % 200))"; }
-ip netns add "$TAG-sw"
-NETNS+=("$TAG-sw")
-ip -n "$TAG-sw" link add br0 type bridge
-ip -n "$TAG-sw" link set br0 up
-join() {  # ns index address
-  ip netns add "$1"
-  NETNS+=("$1")
-  ip -n "$1" link add eth0 type veth peer name "p$2" netns "$TAG-sw"
-  ip -n "$TAG-sw" link set "p$2" master br0 up
-  ip -n "$1" addr add "$3/16" dev eth0
-  ip -n "$1" link set eth0 up
-  ip -n "$1" link set lo up
-}
+source "$HERE/netns.sh"
+netns_switch "$TAG"
+join() { netns_join "$TAG" "$1" "$2" "$3/16"; }  # ns index address
 join "$TAG-ws" ws "$SUBNET.0.2"
 specs=(ws=DNS:workstation)
 for ((k = 0; k < NODES; k++)); do

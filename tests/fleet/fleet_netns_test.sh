@@ -67,19 +67,9 @@ deadline=$((SECONDS + 170))  # the whole test, bounded
 in_time() { ((SECONDS < deadline)) || fail "out of time"; }
 
 # ---- the network: a bridge in a switch namespace, the workstation and four nodes -------------
-ip netns add "$TAG-sw"
-NETNS+=("$TAG-sw")
-ip -n "$TAG-sw" link add br0 type bridge
-ip -n "$TAG-sw" link set br0 up
-join() {  # ns index address
-  ip netns add "$1"
-  NETNS+=("$1")
-  ip -n "$1" link add eth0 type veth peer name "p$2" netns "$TAG-sw"
-  ip -n "$TAG-sw" link set "p$2" master br0 up
-  ip -n "$1" addr add "$3/24" dev eth0
-  ip -n "$1" link set eth0 up
-  ip -n "$1" link set lo up
-}
+source "$HERE/netns.sh"
+netns_switch "$TAG"
+join() { netns_join "$TAG" "$1" "$2" "$3/24"; }  # ns index address
 join "$TAG-ws" 9 "$SUBNET.2"
 NODES=4
 for ((k = 0; k < NODES; k++)); do join "$TAG-n$k" "$k" "$SUBNET.1$k"; done
