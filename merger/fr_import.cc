@@ -20,11 +20,15 @@ struct RecordedRank {
 // Global rank -> the recorded process that had it (the one with the most NCCL calls).
 rs::Result<std::map<int64_t, RecordedRank>> RecordedRanks(rs::Db& out) {
   std::map<int64_t, RecordedRank> ranks;
+  // The merged tables have no indexes yet (they come last): one scan counts every process's
+  // calls, where a count per process would scan the table once per process.
   ASSIGN_OR_RETURN(rs::Statement st,
-                   out.Prepare("SELECT p.node, p.pid, p.rank, (SELECT COUNT(*) FROM nccl_events e"
-                               " WHERE e.node = p.node AND e.pid = p.pid) AS calls"
-                               " FROM processes p WHERE p.rank IS NOT NULL"
-                               " ORDER BY calls DESC, p.node, p.pid"));
+                   out.Prepare("WITH calls AS (SELECT node, pid, COUNT(*) AS n FROM nccl_events"
+                               " GROUP BY node, pid)"
+                               " SELECT p.node, p.pid, p.rank, COALESCE(c.n, 0) AS n"
+                               " FROM processes p LEFT JOIN calls c ON c.node = p.node"
+                               " AND c.pid = p.pid WHERE p.rank IS NOT NULL"
+                               " ORDER BY n DESC, p.node, p.pid"));
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
