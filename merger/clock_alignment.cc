@@ -179,6 +179,82 @@ std::string Us(double ns) {
 
 }  // namespace
 
+namespace {
+
+// The sparsest window of `sorted` near its middle (AlignOptions' mode_* fields; windows of
+// `fraction` of the values on either side): its width, its centre, and the median width of the
+// windows searched. width < 0: too few values.
+struct Window {
+  double width = -1, centre = 0, typical = 0;
+};
+Window SparsestWindow(const std::vector<double>& sorted, const AlignOptions& opt, double fraction,
+                      bool want_typical) {
+  Window w;
+  const int64_t n = static_cast<int64_t>(sorted.size());
+  if (n < opt.min_mode_points) return w;
+  const int64_t k = std::max<int64_t>(2, static_cast<int64_t>(fraction * n));
+  const int64_t lo =
+      std::max<int64_t>(k, static_cast<int64_t>((1 - opt.mode_search_fraction) / 2 * n));
+  const int64_t hi =
+      std::min<int64_t>(n - 1 - k, static_cast<int64_t>((1 + opt.mode_search_fraction) / 2 * n));
+  if (hi <= lo) return w;
+  std::vector<double> widths;
+  for (int64_t i = lo; i <= hi; ++i) {
+    const double width = sorted[i + k] - sorted[i - k];
+    if (want_typical) widths.push_back(width);
+    if (width > w.width) {
+      w.width = width;
+      w.centre = (sorted[i + k] + sorted[i - k]) / 2;
+    }
+  }
+  if (want_typical) w.typical = Median(std::move(widths));
+  return w;
+}
+
+}  // namespace
+
+ExitCentre CentreOfExits(std::vector<double> v, const AlignOptions& opt) {
+  ExitCentre out;
+  if (v.empty()) return out;
+  std::sort(v.begin(), v.end());
+  out.value = Median(v);
+  const Window w = SparsestWindow(v, opt, opt.mode_window_fraction, true);
+  if (w.width < 0 || w.width < opt.mode_sparsity_ratio * std::max(w.typical, 1.0)) return out;
+  out.value = w.centre;
+  out.between_modes = true;
+  return out;
+}
+
+double SeparatingSlope(const std::vector<double>& u, const std::vector<double>& y, double lo,
+                       double hi, const AlignOptions& opt) {
+  std::vector<double> r(u.size());
+  auto gap = [&](double slope) {
+    for (size_t i = 0; i < u.size(); ++i) r[i] = y[i] - slope * u[i];
+    std::sort(r.begin(), r.end());
+    return SparsestWindow(r, opt, opt.mode_slope_window_fraction, false).width;
+  };
+  // The gap narrows about linearly as the slope moves away from the best one, with a flat top
+  // of a fraction of a ppm: steps of 0.25 ppm (40 to 400 of them), then finer ones around the
+  // best.
+  int steps = static_cast<int>(std::clamp((hi - lo) / 0.25e-6, 40.0, 400.0));
+  double best = (lo + hi) / 2, best_gap = gap(best);
+  for (double a = lo, b = hi; b - a > 1e-12; steps = 40) {
+    const double step = (b - a) / steps;
+    for (int i = 0; i <= steps; ++i) {
+      const double slope = a + i * step;
+      const double g = gap(slope);
+      if (g > best_gap) {
+        best_gap = g;
+        best = slope;
+      }
+    }
+    if (step < 1e-9) break;  // 0.001 ppm
+    a = std::max(lo, best - step);
+    b = std::min(hi, best + step);
+  }
+  return best;
+}
+
 const char* EvidenceName(Evidence e) {
   switch (e) {
     case Evidence::kDevice:
@@ -289,15 +365,41 @@ PairEstimate EstimatePair(std::vector<PairConstraint> cs, int64_t anchor_ns,
     drift = true;
     if (!points) line.slope = (k_lo + k_hi) / 2;
   }
+  line.intercept = 0;
   if (drift) {
     line.slope = std::clamp(line.slope, k_lo, k_hi);
   } else {
-    line = Line{points ? Median(pt) : 0, 0};
+    line.slope = 0;
   }
-  std::vector<double> resid;
-  for (size_t i = 0; i < pt.size(); ++i) {
-    resid.push_back(pt[i] - (line.intercept + line.slope * pu[i]));
+  auto residuals = [&] {
+    std::vector<double> r;
+    for (size_t i = 0; i < pt.size(); ++i) r.push_back(pt[i] - line.slope * pu[i]);
+    return r;
+  };
+  std::vector<double> resid = residuals();
+  // The intercept: the centre of the exit differences at the chosen slope (CentreOfExits). With
+  // two exit modes, a fitted slope is the one that separates them best (least squares weighs
+  // how often each rank was last, which varies along a recording).
+  // The modes may show only at that slope: a slope as far off as the weights can pull least
+  // squares smears the gap across the recording.
+  ExitCentre centre = CentreOfExits(resid, opt);
+  if (drift && static_cast<int>(pt.size()) >= opt.min_mode_points) {
+    const double half = std::max(opt.mode_slope_search_ppm * 1e-6, 4 * line.slope_se);
+    const double separating = SeparatingSlope(pu, pt, std::max(k_lo, line.slope - half),
+                                              std::min(k_hi, line.slope + half), opt);
+    const double fitted = line.slope;
+    line.slope = separating;
+    std::vector<double> at_separating = residuals();
+    ExitCentre c = CentreOfExits(at_separating, opt);
+    if (c.between_modes) {
+      resid = std::move(at_separating);
+      centre = c;
+    } else {
+      line.slope = fitted;
+    }
   }
+  line.intercept = centre.value;
+  for (double& r : resid) r -= centre.value;
   const double spread = points ? Mad(resid) : std::numeric_limits<double>::infinity();
   // The offset at the chosen slope (0 without drift): the exit-cluster estimate when the exits
   // agree closely and the estimate lies inside what the constraints allow; otherwise the centre
@@ -307,7 +409,7 @@ PairEstimate EstimatePair(std::vector<PairConstraint> cs, int64_t anchor_ns,
   // widely spread exits hide it.
   const double lo_i = drift ? lines.F(line.slope) : lo_max;
   const double hi_i = drift ? lines.G(line.slope) : hi_min;
-  std::string how = "exit cluster";
+  std::string how = centre.between_modes ? "exit modes' centre" : "exit cluster";
   const bool inside = line.intercept > lo_i && line.intercept < hi_i;
   // Standard error of a median of normal residuals: 1.25 sigma / sqrt(n), sigma = 1.4826 MAD.
   const double exit_se =

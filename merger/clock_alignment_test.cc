@@ -232,6 +232,111 @@ TEST(AlignClocks, ValidRendezvousWhoseExitsDoNotClusterStillAlign) {
   }
 }
 
+TEST(CentreOfExits, TwoModesGiveTheCentreOfTheGapWhateverTheirWeights) {
+  // A pair's exit differences around a ring: +h when one rank arrived last, -h when the other
+  // did, each with some wakeup noise. The median lies in the heavier mode; the gap's centre
+  // stays on the truth (0) at any weighting.
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> noise(0, 15'000);
+  for (double weight : {0.5, 0.6, 0.68}) {
+    SCOPED_TRACE(weight);
+    std::vector<double> v;
+    for (int i = 0; i < 1000; ++i) {
+      double h = i < weight * 1000 ? 60'000 : -60'000;
+      v.push_back(h + noise(rng));
+    }
+    ExitCentre c = CentreOfExits(v);
+    EXPECT_TRUE(c.between_modes);
+    EXPECT_NEAR(c.value, 0, 15'000);
+    if (weight > 0.55) {
+      std::nth_element(v.begin(), v.begin() + 500, v.end());
+      EXPECT_GT(v[500], 30'000);  // what the median would have said
+    }
+  }
+}
+
+TEST(CentreOfExits, OneModeOrFewPointsGiveTheMedian) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> noise(20'000, 40'000);
+  std::vector<double> v;
+  for (int i = 0; i < 2000; ++i) v.push_back(noise(rng));
+  ExitCentre c = CentreOfExits(v);
+  EXPECT_FALSE(c.between_modes);
+  std::vector<double> sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_DOUBLE_EQ(c.value, (sorted[999] + sorted[1000]) / 2);
+  // Two clean modes, but too few differences to tell a gap from chance.
+  std::vector<double> few;
+  for (int i = 0; i < 60; ++i) few.push_back(i % 3 == 0 ? -50'000 + i : 50'000 + i);
+  c = CentreOfExits(few);
+  EXPECT_FALSE(c.between_modes);
+  EXPECT_GT(c.value, 40'000);
+  EXPECT_FALSE(CentreOfExits({}).between_modes);
+}
+
+TEST(EstimatePair, RingOrderExitsCentredBetweenTheirModes) {
+  // Node a's rank leaves 50 us before node b's in 65% of the collectives (b arrived last) and
+  // 50 us after in the rest; d = 3 ms. The estimate is the centre between the modes, not the
+  // heavier mode.
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> noise(0, 10'000);
+  std::vector<PairConstraint> cs;
+  const int64_t d = 3'000'000;
+  for (int i = 0; i < 600; ++i) {
+    PairConstraint c;
+    c.x_ns = 1'000'000'000 + i * 20'000'000LL;
+    c.lo_ns = d - 2'000'000;
+    c.hi_ns = d + 2'000'000;
+    c.point_ns = d + (i % 20 < 13 ? -50'000 : 50'000) + std::llround(noise(rng));
+    c.evidence = Evidence::kSyncAfter;
+    cs.push_back(c);
+  }
+  PairEstimate e = EstimatePair(cs, 1'000'000'000);
+  ASSERT_TRUE(e.usable) << e.note;
+  EXPECT_NEAR(e.offset_ns, d, 10'000) << e.note;
+  EXPECT_NE(e.note.find("exit modes' centre"), std::string::npos) << e.note;
+  EXPECT_LE(std::abs(e.offset_ns - d), e.error_bound_ns);
+}
+
+TEST(EstimatePair, DriftSeparatesTheExitModesWhenWhoIsLastChangesAlongTheRecording) {
+  // d drifts by 20 ppm over 12 s; the exit differences sit 60 us above or below it, above in 75%
+  // of the first half's collectives and in 25% of the second's (another rank became the usual
+  // last arrival). Least squares follows the weights (a slope about 7 ppm off); the line that
+  // separates the modes does not.
+  std::mt19937_64 rng(13);
+  std::normal_distribution<double> noise(0, 12'000);
+  const int64_t d = -41'000'000, anchor = 5'000'000'000;
+  std::vector<PairConstraint> cs;
+  for (int i = 0; i < 1200; ++i) {
+    const int64_t x = anchor + i * 10'000'000LL;
+    const double truth = d + 20e-6 * static_cast<double>(x - anchor);
+    const bool above = (i < 600) == (i % 4 != 0);
+    PairConstraint c;
+    c.x_ns = x;
+    c.lo_ns = std::llround(truth) - 3'000'000;
+    c.hi_ns = std::llround(truth) + 3'000'000;
+    c.point_ns = std::llround(truth + (above ? 60'000 : -60'000) + noise(rng));
+    c.evidence = Evidence::kSyncAfter;
+    cs.push_back(c);
+  }
+  PairEstimate e = EstimatePair(cs, anchor);
+  ASSERT_TRUE(e.usable) << e.note;
+  EXPECT_NE(e.note.find("linear drift fitted"), std::string::npos) << e.note;
+  EXPECT_NEAR(e.drift_ppm, 20, 1) << e.note;
+  EXPECT_NEAR(e.offset_ns, d, 10'000) << e.note;
+}
+
+TEST(SeparatingSlope, FindsTheSlopeThatLeavesTheWidestGap) {
+  std::vector<double> u, y;
+  for (int i = 0; i < 400; ++i) {
+    u.push_back(i * 1e7);
+    y.push_back(-3e-6 * u.back() + (i % 3 == 0 ? 50'000.0 : -50'000.0) + (i % 7) * 1'000.0);
+  }
+  EXPECT_NEAR(SeparatingSlope(u, y, -10e-6, 10e-6), -3e-6, 0.05e-6);
+  // Confined to the range given.
+  EXPECT_NEAR(SeparatingSlope(u, y, 1e-6, 10e-6), 1e-6, 0.05e-6);
+}
+
 TEST(PairConstraints, ExitsOfDifferentKindsGiveNoPoint) {
   Rendezvous r;
   r.nodes = {NodeObservation{0, 100, 200, 250, Evidence::kDevice},
