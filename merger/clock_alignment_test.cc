@@ -335,6 +335,14 @@ TEST(SeparatingSlope, FindsTheSlopeThatLeavesTheWidestGap) {
   EXPECT_NEAR(SeparatingSlope(u, y, -10e-6, 10e-6), -3e-6, 0.05e-6);
   // Confined to the range given.
   EXPECT_NEAR(SeparatingSlope(u, y, 1e-6, 10e-6), 1e-6, 0.05e-6);
+  // A long recording (searched on a subsample) gives the same slope.
+  u.clear();
+  y.clear();
+  for (int i = 0; i < 20000; ++i) {
+    u.push_back(i * 2e5);
+    y.push_back(7e-6 * u.back() + (i % 5 < 2 ? 50'000.0 : -50'000.0) + (i % 7) * 1'000.0);
+  }
+  EXPECT_NEAR(SeparatingSlope(u, y, 0, 20e-6), 7e-6, 0.05e-6);
 }
 
 TEST(PairConstraints, ExitsOfDifferentKindsGiveNoPoint) {
