@@ -180,10 +180,6 @@ std::string Us(double ns) {
   return buf;
 }
 
-}  // namespace
-
-namespace {
-
 // The sparsest window of `sorted` near its middle (AlignOptions' mode_* fields; windows of
 // `fraction` of the values on either side): its width, its centre, and the median width of the
 // windows searched. width < 0: too few values.
@@ -398,10 +394,9 @@ PairEstimate EstimatePair(std::vector<PairConstraint> cs, int64_t anchor_ns,
   };
   std::vector<double> resid = residuals();
   // The intercept: the centre of the exit differences at the chosen slope (CentreOfExits). With
-  // two exit modes, a fitted slope is the one that separates them best (least squares weighs
-  // how often each rank was last, which varies along a recording).
-  // The modes may show only at that slope: a slope as far off as the weights can pull least
-  // squares smears the gap across the recording.
+  // two exit modes, a fitted slope is the one that separates them best: least squares weighs
+  // how often each rank was last, which varies along a recording, and can be pulled so far off
+  // that the gap is smeared across the recording and the modes show only at the better slope.
   ExitCentre centre = CentreOfExits(resid, opt);
   if (drift && static_cast<int>(pt.size()) >= opt.min_mode_points) {
     const double half = std::max(opt.mode_slope_search_ppm * 1e-6, 4 * line.slope_se);

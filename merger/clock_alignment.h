@@ -7,11 +7,12 @@
 // (how far each clock is ahead of true time), every rendezvous seen on both gives, in the nodes'
 // own clocks,
 //     entry_i - exit_j  <=  o_a - o_b  <=  exit_i - entry_j     (ranks i on a, j on b)
-// The intersection over all rendezvous is a guaranteed interval. The difference of the nodes'
-// median exits (where both rest on one kind of evidence) is the estimate when the exits agree
-// closely and it lies inside the interval; otherwise the interval's centre (smallest worst-case
-// error: exit differences carry the bias of the algorithm's exit order, e.g. around a ring).
-// With linear drift the slope comes from the trend of the exit differences and the offset is
+// The intersection over all rendezvous is a guaranteed interval. The centre of the differences
+// of the nodes' median exits (where both rest on one kind of evidence; CentreOfExits: between
+// their two modes where the algorithm's exit order makes two, else their median) is the
+// estimate when it is precise enough and lies inside the interval; otherwise the interval's
+// centre (smallest worst-case error). With linear drift the slope comes from the trend of the
+// exit differences (with two modes, the slope that separates them best) and the offset is
 // chosen the same way among those the constraints allow for that slope (the feasible set of
 // lines bounds the error). Which calls are rendezvous is decided before (evidence.h), never from
 // how well exits cluster: widely spread exits only make the estimate the interval's centre.
