@@ -1,6 +1,8 @@
 #include "clock_bound_warnings.h"
 
 #include <algorithm>
+#include <set>
+#include <utility>
 
 #include "rscore/duration.h"
 #include "rscore/schema.h"
@@ -39,10 +41,34 @@ rs::Result<CollectiveDurations> MeasureCollectiveDurations(rs::Db& merged) {
     d.source = "device";
   }
   if (v.empty()) {
-    ASSIGN_OR_RETURN(v, Column(merged, std::string("SELECT duration_ns FROM nccl_events"
-                                                   " WHERE duration_ns >= 0"
-                                                   " AND state = 'complete'") +
-                                           kCollectiveOps));
+    // Processes whose calls enqueue (evidence.h, HostCall::gpu_process): CUDA calls recorded,
+    // CUDA_LAUNCH_BLOCKING not "1". One scan of cuda_events, not one per call.
+    std::set<std::pair<std::string, int64_t>> gpu, blocking;
+    ASSIGN_OR_RETURN(rs::Statement st, merged.Prepare("SELECT DISTINCT node, pid FROM cuda_events"));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      gpu.emplace(st.Text(0), st.Int(1));
+    }
+    ASSIGN_OR_RETURN(rs::Statement pb, merged.Prepare("SELECT node, pid FROM processes"
+                                                      " WHERE cuda_launch_blocking = 1"));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, pb.Step());
+      if (!row) break;
+      blocking.emplace(pb.Text(0), pb.Int(1));
+    }
+    ASSIGN_OR_RETURN(rs::Statement calls,
+                     merged.Prepare(std::string("SELECT duration_ns, node, pid FROM nccl_events"
+                                                " WHERE duration_ns >= 0"
+                                                " AND state = 'complete'") +
+                                    kCollectiveOps));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, calls.Step());
+      if (!row) break;
+      v.push_back(calls.Int(0));
+      const std::pair<std::string, int64_t> process{calls.Text(1), calls.Int(2)};
+      if (gpu.count(process) != 0 && blocking.count(process) == 0) ++d.enqueued;
+    }
     d.source = "call";
   }
   d.count = static_cast<int64_t>(v.size());
@@ -59,14 +85,22 @@ std::vector<std::string> ClockBoundWarnings(const std::vector<NodeAlignment>& al
   if (durations.count == 0) return out;
   for (const NodeAlignment& a : alignment) {
     if (a.error_bound_ns <= durations.median_ns) continue;
-    out.push_back("node " + a.node + ": its clock error bound (+-" +
-                  rs::FormatDuration(a.error_bound_ns) +
-                  ") exceeds the median duration of the recording's collectives (" +
+    const std::string bound = "node " + a.node + ": its clock error bound (+-" +
+                              rs::FormatDuration(a.error_bound_ns) + ")";
+    const std::string tail =
+        ": lateness differences smaller than the bound cannot be ordered across nodes";
+    if (durations.source == "call" && 2 * durations.enqueued > durations.count) {
+      out.push_back(bound + " exceeds the median duration of the recording's NCCL calls (" +
+                    rs::FormatDuration(durations.median_ns) + ", over " +
+                    std::to_string(durations.count) + "; " + std::to_string(durations.enqueued) +
+                    " of them only enqueue a collective on a GPU stream, whose time on the "
+                    "device was not recorded: no profiler plugin)" + tail);
+      continue;
+    }
+    out.push_back(bound + " exceeds the median duration of the recording's collectives (" +
                   rs::FormatDuration(durations.median_ns) + ", " +
                   (durations.source == "device" ? "on the device" : "of the NCCL calls") +
-                  ", over " + std::to_string(durations.count) +
-                  "): lateness differences smaller than the bound cannot be ordered across "
-                  "nodes");
+                  ", over " + std::to_string(durations.count) + ")" + tail);
   }
   return out;
 }

@@ -21,11 +21,16 @@ struct CollectiveDurations {
   int64_t count = 0;  // collectives measured (0: none, no median)
   int64_t median_ns = 0;
   std::string source;  // 'device' (gpu_ops) or 'call' (nccl_events)
+  // Of `count` ('call' only): calls of processes that made CUDA calls and ran without
+  // CUDA_LAUNCH_BLOCKING=1, whose NCCL calls only enqueue the collective: their duration is the
+  // enqueue's, not the collective's.
+  int64_t enqueued = 0;
 };
 rs::Result<CollectiveDurations> MeasureCollectiveDurations(rs::Db& merged);
 
 // One warning per node (in `alignment` order) whose error_bound_ns exceeds the median; none
-// without collectives.
+// without collectives. Where most measured calls only enqueue, the warning says that the
+// collectives' own durations were not recorded.
 std::vector<std::string> ClockBoundWarnings(const std::vector<NodeAlignment>& alignment,
                                             const CollectiveDurations& durations);
 

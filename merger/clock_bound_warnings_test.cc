@@ -43,6 +43,25 @@ TEST(CollectiveDurations, MedianOfTheCompletedCollectiveCalls) {
   EXPECT_EQ(d->median_ns, 3'000'000);
 }
 
+TEST(CollectiveDurations, CountsTheCallsThatOnlyEnqueue) {
+  rs::Db db = MergedDb();
+  Exec(db, kCalls);
+  // pid 2 on n1 made CUDA calls (its 3 completed collectives enqueue); pid 1 on n0 did too but
+  // ran with CUDA_LAUNCH_BLOCKING=1 (its calls block); a CUDA call of pid 1 on n1 is another
+  // process.
+  Exec(db,
+       "INSERT INTO cuda_events(node, timestamp_ns, local_timestamp_ns, pid, tid, api, library)"
+       " VALUES ('n1', 1, 1, 2, 2, 'cudaMemcpy', 'cudart'), ('n1', 2, 2, 2, 2, 'cudaMemcpy',"
+       " 'cudart'), ('n0', 3, 3, 1, 1, 'cudaMemcpy', 'cudart'), ('n1', 4, 4, 1, 1, 'cudaMalloc',"
+       " 'cudart')");
+  Exec(db, "INSERT INTO processes(node, pid, cuda_launch_blocking) VALUES ('n0', 1, 1)");
+  auto d = MeasureCollectiveDurations(db);
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  EXPECT_EQ(d->source, "call");
+  EXPECT_EQ(d->count, 5);
+  EXPECT_EQ(d->enqueued, 3);
+}
+
 TEST(CollectiveDurations, DeviceDurationsWhereThePluginRecordedThem) {
   rs::Db db = MergedDb();
   Exec(db, kCalls);
@@ -78,6 +97,18 @@ TEST(ClockBoundWarnings, NamesEveryNodeWhoseBoundExceedsTheMedian) {
   EXPECT_NE(w[0].find("over 5): lateness differences smaller than the bound cannot be ordered"),
             std::string::npos)
       << w[0];
+  // Most calls only enqueue: the warning says what the median is of.
+  d.enqueued = 3;
+  w = ClockBoundWarnings(nodes, d);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("exceeds the median duration of the recording's NCCL calls (3.00 ms, over "
+                      "5; 3 of them only enqueue a collective on a GPU stream, whose time on the "
+                      "device was not recorded: no profiler plugin): lateness differences"),
+            std::string::npos)
+      << w[0];
+  d.enqueued = 2;  // a minority: the collectives' durations
+  EXPECT_NE(ClockBoundWarnings(nodes, d)[0].find("median duration of the recording's collectives"),
+            std::string::npos);
   // Without collectives there is nothing to compare the bound with.
   EXPECT_TRUE(ClockBoundWarnings(nodes, CollectiveDurations{}).empty());
 }
