@@ -44,7 +44,8 @@ rs::Result<CollectiveDurations> MeasureCollectiveDurations(rs::Db& merged) {
     // Processes whose calls enqueue (evidence.h, HostCall::gpu_process): CUDA calls recorded,
     // CUDA_LAUNCH_BLOCKING not "1". One scan of cuda_events, not one per call.
     std::set<std::pair<std::string, int64_t>> gpu, blocking;
-    ASSIGN_OR_RETURN(rs::Statement st, merged.Prepare("SELECT DISTINCT node, pid FROM cuda_events"));
+    ASSIGN_OR_RETURN(rs::Statement st,
+                     merged.Prepare("SELECT DISTINCT node, pid FROM cuda_events"));
     while (true) {
       ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
@@ -94,7 +95,8 @@ std::vector<std::string> ClockBoundWarnings(const std::vector<NodeAlignment>& al
                     rs::FormatDuration(durations.median_ns) + ", over " +
                     std::to_string(durations.count) + "; " + std::to_string(durations.enqueued) +
                     " of them only enqueue a collective on a GPU stream, whose time on the "
-                    "device was not recorded: no profiler plugin)" + tail);
+                    "device was not recorded: no profiler plugin)" +
+                    tail);
       continue;
     }
     out.push_back(bound + " exceeds the median duration of the recording's collectives (" +

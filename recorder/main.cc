@@ -136,6 +136,9 @@ rs::Result<std::string> PrepareRing(const rec::RecorderOptions& opts, const std:
   if (access(rec::CutDir(opts).c_str(), W_OK) != 0) {
     return rs::Error(rec::CutDir(opts) + ": cannot write cuts there: " + std::strerror(errno));
   }
+  for (const std::string& gone : rec::RemoveStaleCutFiles(rec::CutDir(opts), node)) {
+    LogInfo("removed %s, left by a cut its recorder did not finish", gone.c_str());
+  }
   for (const rec::LeftBehind& l : rec::FindLeftBehind(opts.ring_dir)) {
     rec::CutInfo info;
     info.reason = "recovered";

@@ -58,8 +58,6 @@ void OnSqliteLog(void*, int code, const char*) {
   if ((code & 0xff) == SQLITE_FULL) g_full_errors.fetch_add(1, std::memory_order_relaxed);
 }
 
-bool ProcessAlive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
-
 void RemoveDbFiles(const std::string& path) {
   unlink(path.c_str());
   for (const char* suffix : {"-journal", "-wal", "-shm", kReserveSuffix}) {
@@ -177,6 +175,8 @@ std::string KeptMessage(const std::string& why, const std::string& db_path,
 }
 
 }  // namespace
+
+bool ProcessAlive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
 
 std::string FormatBytes(uint64_t bytes) {
   char buf[64];

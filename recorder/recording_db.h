@@ -147,4 +147,7 @@ rs::Result<std::string> BundleFromDatabase(const std::string& db_path, std::stri
 
 std::string FormatBytes(uint64_t bytes);
 
+// Whether a process with that pid exists (signal 0; EPERM: it does, another user's).
+bool ProcessAlive(pid_t pid);
+
 }  // namespace rec

@@ -352,6 +352,49 @@ std::vector<std::string> RotateCuts(const std::string& cut_dir, const std::strin
   return removed;
 }
 
+std::vector<std::string> RemoveStaleCutFiles(const std::string& cut_dir, const std::string& node) {
+  std::vector<std::string> removed;
+  const std::string copy_prefix = "." + node + ".cut-";
+  const std::string partial = node + ".rsb.partial";
+  std::vector<std::string> cuts;
+  if (DIR* d = opendir(cut_dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] != '.') cuts.emplace_back(e->d_name);
+    }
+    closedir(d);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  for (const std::string& cut : cuts) {
+    const std::string dir = cut_dir + "/" + cut;
+    std::vector<std::string> stale;
+    DIR* cd = opendir(dir.c_str());
+    if (cd == nullptr) continue;  // a file, or gone
+    while (dirent* e = readdir(cd)) {
+      const std::string name = e->d_name;
+      if (name == partial) {
+        stale.push_back(name);
+        continue;
+      }
+      if (name.compare(0, copy_prefix.size(), copy_prefix) != 0) continue;
+      // PID.db, PID.db-journal, PID.db-wal, PID.db-shm
+      const size_t digits = name.find_first_not_of("0123456789", copy_prefix.size());
+      if (digits == copy_prefix.size() || digits == std::string::npos ||
+          name.compare(digits, 3, ".db") != 0 || digits - copy_prefix.size() > 9) {
+        continue;
+      }
+      const pid_t pid = static_cast<pid_t>(std::strtol(
+          name.substr(copy_prefix.size(), digits - copy_prefix.size()).c_str(), nullptr, 10));
+      if (pid != getpid() && !ProcessAlive(pid)) stale.push_back(name);
+    }
+    closedir(cd);
+    std::sort(stale.begin(), stale.end());
+    for (const std::string& name : stale) {
+      if (unlink((dir + "/" + name).c_str()) == 0) removed.push_back(dir + "/" + name);
+    }
+  }
+  return removed;
+}
+
 std::string PidFilePath(const std::string& ring_dir) { return ring_dir + "/recorder.pid"; }
 std::string CutLogPath(const std::string& ring_dir) { return ring_dir + "/cuts.log"; }
 

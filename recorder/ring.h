@@ -143,6 +143,12 @@ rs::Result<std::string> WriteCut(rs::Db& live, const std::string& cut_dir, const
 std::vector<std::string> RotateCuts(const std::string& cut_dir, const std::string& node,
                                     uint64_t max_bytes);
 
+// What a cut of `node` leaves when its recorder dies while writing it (SIGKILL, power): the
+// copy of the ring (CUT_DIR/CUT-ID/.NODE.cut-PID.db and its journal) of a recorder no longer
+// running, and the half-written bundle (NODE.rsb.partial: only NODE's recorder writes it, one
+// per ring directory, which the caller has claimed). Removes them and returns their paths.
+std::vector<std::string> RemoveStaleCutFiles(const std::string& cut_dir, const std::string& node);
+
 // mkdir -p, mode 0700 (cuts hold what ran on the node).
 rs::Result<void> MakeDirs(const std::string& dir);
 

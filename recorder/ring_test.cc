@@ -3,6 +3,7 @@
 #include "recorder/ring.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -149,6 +150,39 @@ TEST(CutRotation, OldestOfThisNodeGoFirstNeverTheNewest) {
   EXPECT_NE(access((dir.path + "/20260102T000000Z-stop").c_str(), F_OK), 0) << "emptied: gone";
   EXPECT_EQ(access((dir.path + "/20260103T000000Z-stop/n1.rsb").c_str(), F_OK), 0);
   EXPECT_TRUE(RotateCuts(dir.path, "n1", 0).empty()) << "0 keeps all";
+}
+
+TEST(CutLeftovers, ADeadRecordersCopyAndHalfBundleGoNothingElse) {
+  TempDirGuard dir;
+  // A pid that no longer runs: a child that has exited and been reaped.
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  ASSERT_GT(dead, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(dead, &status, 0), dead);
+  const std::string cut = dir.path + "/20260101T000000Z-stall";
+  ASSERT_TRUE(MakeDirs(cut).ok());
+  const std::string d = std::to_string(dead), me = std::to_string(getpid());
+  for (const std::string& name : std::vector<std::string>{
+           ".n1.cut-" + d + ".db", ".n1.cut-" + d + ".db-journal", "n1.rsb.partial",  // stale
+           ".n1.cut-" + me + ".db",                   // a live recorder's copy (ours)
+           ".n2.cut-" + d + ".db", "n2.rsb.partial",  // another node's
+           "n1.rsb", "request", ".n1.cut-x.db", ".n1.cut-" + d + ".txt"}) {
+    std::ofstream(cut + "/" + name) << "x";
+  }
+  std::ofstream(dir.path + "/notes") << "a file beside the cuts";
+  const auto removed = RemoveStaleCutFiles(dir.path, "n1");
+  ASSERT_EQ(removed.size(), 3u);
+  EXPECT_EQ(removed[0], cut + "/.n1.cut-" + d + ".db");
+  EXPECT_EQ(removed[1], cut + "/.n1.cut-" + d + ".db-journal");
+  EXPECT_EQ(removed[2], cut + "/n1.rsb.partial");
+  for (const std::string& kept :
+       std::vector<std::string>{".n1.cut-" + me + ".db", ".n2.cut-" + d + ".db", "n2.rsb.partial",
+                                "n1.rsb", "request", ".n1.cut-x.db", ".n1.cut-" + d + ".txt"}) {
+    EXPECT_EQ(access((cut + "/" + kept).c_str(), F_OK), 0) << kept;
+  }
+  EXPECT_TRUE(RemoveStaleCutFiles(dir.path, "n1").empty());
+  EXPECT_TRUE(RemoveStaleCutFiles(dir.path + "/missing", "n1").empty());
 }
 
 TEST(CutPath, IdFromTheRequestElseTimeAndReason) {
