@@ -17,6 +17,7 @@
 #include "network.h"
 #include "plots.h"
 #include "report_format.h"
+#include "report_notes.h"
 #include "report_warnings.h"
 #include "side_events.h"
 #include "straggler.h"
@@ -50,40 +51,6 @@ void DiscountNetworkUnderCpu(Straggler& s) {
   SetTopCause(s);
 }
 
-rs::Result<void> AddSourceNotes(rs::Db& db, std::vector<std::string>& notes) {
-  ASSIGN_OR_RETURN(rs::Statement st,
-                   db.Prepare("SELECT node, source, COALESCE(method, ''), drops FROM sources"
-                              " WHERE drops > 0 OR method = 'off' ORDER BY node, source"));
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    if (st.Text(2) == "off") {
-      notes.push_back("node " + st.Text(0) + ": source '" + st.Text(1) +
-                      "' was off; causes it would show cannot be seen there");
-    } else {
-      notes.push_back("node " + st.Text(0) + ": source '" + st.Text(1) + "' dropped " +
-                      std::to_string(st.Int(3)) + " events; counts from it are lower bounds");
-    }
-  }
-  return rs::Ok();
-}
-
-// Inputs rankscope-merge skipped: their nodes are missing from every conclusion.
-rs::Result<void> AddMergeNotes(rs::Db& db, std::vector<std::string>& notes) {
-  ASSIGN_OR_RETURN(rs::Statement st,
-                   db.Prepare("SELECT file, COALESCE(original_node, '?'), status,"
-                              " COALESCE(reason, '') FROM merge_inputs WHERE status != 'merged'"
-                              " ORDER BY input_id"));
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    notes.push_back("input " + st.Text(0) + " (node " + st.Text(1) + ") was " + st.Text(2) +
-                    " by rankscope-merge" + (st.Text(3).empty() ? "" : ": " + st.Text(3)) +
-                    "; its ranks are missing from this report");
-  }
-  return rs::Ok();
-}
-
 // Describes what the hang's culprits and (a few of) the ranks waiting for them were doing.
 rs::Result<void> DescribeHangRanks(rs::Db& db, const CollectiveData& data,
                                    const std::vector<std::vector<CudaWait>>& cuda_in_flight,
@@ -98,103 +65,6 @@ rs::Result<void> DescribeHangRanks(rs::Db& db, const CollectiveData& data,
                    hang.culprit_labels.end();
     if (!culprit && waiting++ >= kWaitingDescribed) continue;
     RETURN_IF_ERROR(DescribeActivity(db, who, cuda_in_flight[it->second], p));
-  }
-  return rs::Ok();
-}
-
-// What the lateness rests on, and the data gaps the reader should know about.
-void AddTimingNotes(const CollectiveData& data, const CallSemantics& sem, Report& r) {
-  Timing& t = r.timing;
-  t.gpu_ops_table = data.gpu_ops_table;
-  t.device_ops = data.device_ops;
-  t.device_collectives = data.device_collectives;
-  t.excluded_collectives = data.excluded_collectives;
-  t.host_collectives = data.matched - data.device_collectives - data.excluded_collectives;
-  t.arrival_basis = ArrivalBasis(t.device_collectives, t.device_collectives + t.host_collectives);
-  t.call_semantics = sem.kind;
-  t.semantics_evidence = sem.evidence;
-  if (sem.kind == "enqueue" && t.device_collectives == 0 && data.matched > 0) {
-    r.notes.push_back(
-        "GPU-side arrival was not seen: the NCCL calls here only enqueue (" + sem.evidence +
-        "); lateness is when each host issued a collective, which a slow GPU does not show, so "
-        "no straggler is claimed with high confidence from it" +
-        (data.gpu_ops_table ? std::string()
-                            : std::string(" (the recording has no gpu_ops table: an earlier "
-                                          "recorder)")) +
-        "; record with rankscope's NCCL profiler plugin loaded (NCCL_PROFILER_PLUGIN) to see "
-        "device arrival and device-side hang states");
-  } else if (t.arrival_basis == "mixed") {
-    r.notes.push_back("device arrival for " + std::to_string(t.device_collectives) + " of " +
-                      std::to_string(data.matched) +
-                      " matched collectives (every rank's device start recorded); the other " +
-                      std::to_string(t.host_collectives) +
-                      " are compared on host entry, so conclusions drawn from them are at most "
-                      "medium confidence");
-  }
-  if (data.excluded_collectives > 0) {
-    r.notes.push_back(std::to_string(data.excluded_collectives) + " of " +
-                      std::to_string(data.matched) +
-                      " matched collectives lack some rank's device start (before the profiler "
-                      "plugin recorded, or rows lost) and are left out of lateness: their calls "
-                      "only enqueue, so their entries are no arrival");
-  }
-  if (data.device_only_calls > 0) {
-    r.notes.push_back(std::to_string(data.device_only_calls) +
-                      " collective calls were seen by the profiler plugin only (no NCCL call "
-                      "recorded): their host entry is the plugin's enqueue time");
-  }
-  int64_t unbounded = 0;
-  for (const Participant& p : data.participants) unbounded += p.device_unbounded;
-  if (unbounded > 0) {
-    r.notes.push_back(std::to_string(unbounded) +
-                      " device arrivals have no device-to-host conversion bound (clock_error_ns "
-                      "NULL): conclusions resting on them are at most medium confidence");
-  }
-}
-
-// Clock quality and foreign inputs, at the top of the report. A verdict that compares a
-// wall-clock-aligned node's times with the others' (its arrivals are host entries or device
-// starts on that clock, not the clock-free device waits) says so and drops one confidence
-// step.
-rs::Result<void> AddWarnings(rs::Db& db, bool merged, Report& r) {
-  std::set<std::string> unaligned;
-  for (const NodeClock& c : r.clock) {
-    if (c.method != "wall_clock") continue;
-    unaligned.insert(c.node);
-    r.warnings.push_back("node " + c.node +
-                         ": clock aligned by its wall clock only (no "
-                         "rendezvous with the other nodes), error up to +-" +
-                         rs::FormatDuration(c.error_bound_ns) +
-                         ": comparing its times with other nodes' can mislead");
-  }
-  ASSIGN_OR_RETURN(const bool has_inputs, rs::HasTable(db, "merge_inputs"));
-  if (merged && has_inputs) {
-    ASSIGN_OR_RETURN(rs::Statement st,
-                     db.Prepare("SELECT file, COALESCE(node, '?') FROM merge_inputs WHERE"
-                                " status = 'merged' AND reason LIKE '%another job%'"
-                                " ORDER BY input_id"));
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, st.Step());
-      if (!row) break;
-      r.warnings.push_back("input " + st.Text(0) + " (node " + st.Text(1) +
-                           ") shares no communicator and no recording time with the others: "
-                           "another job's bundle? Its ranks are counted here.");
-    }
-  }
-  auto lower = [](Straggler& s) {
-    if (!AtLeastMedium(s.confidence)) return;  // low and undetermined stay
-    const bool high = s.confidence == Confidence::kHigh;
-    s.confidence = high ? Confidence::kMedium : Confidence::kLow;
-    s.confidence_score = std::min(s.confidence_score, high ? 0.6 : 0.3);
-  };
-  for (Straggler& s : r.stragglers) {
-    if (!unaligned.count(s.node) || s.arrival_basis.empty() || s.arrival_basis == "device_waits") {
-      continue;
-    }
-    lower(s);
-    s.summary +=
-        " (its clock is aligned by wall clock only: this comparison can be off by up "
-        "to its error bound)";
   }
   return rs::Ok();
 }
@@ -333,26 +203,6 @@ void TakeInventory(const CollectiveData& data, Report& r) {
     r.notes.push_back("one node only (" + r.nodes.front() +
                       "): lateness compares its ranks with each other; merge all nodes' "
                       "bundles to compare nodes");
-  }
-}
-
-// Notes on how the retransmits were counted.
-void AddRetransmitNotes(const SideEvents& side, Report& r) {
-  if (side.retransmits_duplicate > 0) {
-    r.notes.push_back(std::to_string(side.retransmits_duplicate) +
-                      " retransmit rows were recorded by more than one node (recorders sharing "
-                      "one kernel) and counted once");
-  }
-  if (side.retransmits_failed > 0) {
-    r.notes.push_back(std::to_string(side.retransmits_failed) +
-                      " retransmit rows are attempts the kernel could not send (err != 0; it "
-                      "tries again later): not counted");
-  }
-  if (side.retransmits_without_peer > 0 && !side.retransmits.empty()) {
-    r.notes.push_back(std::to_string(side.retransmits_without_peer) + " of " +
-                      std::to_string(side.retransmits.size()) +
-                      " retransmits go to addresses of no recorded node (attributed to the "
-                      "sender only)");
   }
 }
 

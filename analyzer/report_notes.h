@@ -1,0 +1,38 @@
+// The report's notes and warnings about its inputs and evidence: sources that were off or
+// dropped events, inputs the merge skipped, what the lateness rests on (device arrival, host
+// entries of enqueueing calls), clocks aligned by wall clock only and other jobs' bundles, and
+// how retransmits were counted. The verdicts' own clock-bound warnings: report_warnings.h.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "call_semantics.h"
+#include "collectives.h"
+#include "report_model.h"
+#include "side_events.h"
+
+#include "rscore/result.h"
+#include "rscore/sqlite.h"
+
+namespace analyzer {
+
+// Sources of the recording that were off or dropped events (table sources).
+rs::Result<void> AddSourceNotes(rs::Db& db, std::vector<std::string>& notes);
+
+// Inputs rankscope-merge skipped (table merge_inputs): their nodes are missing from every
+// conclusion.
+rs::Result<void> AddMergeNotes(rs::Db& db, std::vector<std::string>& notes);
+
+// What the lateness rests on (r.timing), and the data gaps the reader should know about.
+void AddTimingNotes(const CollectiveData& data, const CallSemantics& sem, Report& r);
+
+// Clock quality and foreign inputs, at the top of the report; lowers the verdicts that compare
+// a wall-clock-aligned node's times with the others'. Call once r.clock and r.stragglers are
+// set.
+rs::Result<void> AddWarnings(rs::Db& db, bool merged, Report& r);
+
+// How the retransmits were counted (duplicates, failed attempts, unknown peers).
+void AddRetransmitNotes(const SideEvents& side, Report& r);
+
+}  // namespace analyzer
