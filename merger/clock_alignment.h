@@ -132,7 +132,8 @@ ExitCentre CentreOfExits(std::vector<double> residuals, const AlignOptions& opt 
 
 // Among slopes in [lo, hi], the one whose residuals y - slope*u leave the widest gap between two
 // exit modes (the line that separates them with the largest margin): a wrong slope tilts the
-// gap across the recording and narrows it. `u`, `y`: the exit differences and their times.
+// gap across the recording and narrows it. `u`: when each exit difference was taken (from the
+// anchor), `y`: the difference.
 double SeparatingSlope(const std::vector<double>& u, const std::vector<double>& y, double lo,
                        double hi, const AlignOptions& opt = {});
 
