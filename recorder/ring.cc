@@ -378,8 +378,10 @@ std::vector<std::string> RemoveStaleCutFiles(const std::string& cut_dir, const s
       if (name.compare(0, copy_prefix.size(), copy_prefix) != 0) continue;
       // PID.db, PID.db-journal, PID.db-wal, PID.db-shm
       const size_t digits = name.find_first_not_of("0123456789", copy_prefix.size());
-      if (digits == copy_prefix.size() || digits == std::string::npos ||
-          name.compare(digits, 3, ".db") != 0 || digits - copy_prefix.size() > 9) {
+      const std::string suffix = digits == std::string::npos ? "" : name.substr(digits);
+      if (digits == copy_prefix.size() || digits - copy_prefix.size() > 9 ||
+          (suffix != ".db" && suffix != ".db-journal" && suffix != ".db-wal" &&
+           suffix != ".db-shm")) {
         continue;
       }
       const pid_t pid = static_cast<pid_t>(std::strtol(

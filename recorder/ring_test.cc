@@ -167,7 +167,7 @@ TEST(CutLeftovers, ADeadRecordersCopyAndHalfBundleGoNothingElse) {
            ".n1.cut-" + d + ".db", ".n1.cut-" + d + ".db-journal", "n1.rsb.partial",  // stale
            ".n1.cut-" + me + ".db",                   // a live recorder's copy (ours)
            ".n2.cut-" + d + ".db", "n2.rsb.partial",  // another node's
-           "n1.rsb", "request", ".n1.cut-x.db", ".n1.cut-" + d + ".txt"}) {
+           "n1.rsb", "request", ".n1.cut-x.db", ".n1.cut-" + d + ".txt", ".n1.cut-" + d + ".dbx"}) {
     std::ofstream(cut + "/" + name) << "x";
   }
   std::ofstream(dir.path + "/notes") << "a file beside the cuts";
@@ -176,9 +176,9 @@ TEST(CutLeftovers, ADeadRecordersCopyAndHalfBundleGoNothingElse) {
   EXPECT_EQ(removed[0], cut + "/.n1.cut-" + d + ".db");
   EXPECT_EQ(removed[1], cut + "/.n1.cut-" + d + ".db-journal");
   EXPECT_EQ(removed[2], cut + "/n1.rsb.partial");
-  for (const std::string& kept :
-       std::vector<std::string>{".n1.cut-" + me + ".db", ".n2.cut-" + d + ".db", "n2.rsb.partial",
-                                "n1.rsb", "request", ".n1.cut-x.db", ".n1.cut-" + d + ".txt"}) {
+  for (const std::string& kept : std::vector<std::string>{
+           ".n1.cut-" + me + ".db", ".n2.cut-" + d + ".db", "n2.rsb.partial", "n1.rsb", "request",
+           ".n1.cut-x.db", ".n1.cut-" + d + ".txt", ".n1.cut-" + d + ".dbx"}) {
     EXPECT_EQ(access((cut + "/" + kept).c_str(), F_OK), 0) << kept;
   }
   EXPECT_TRUE(RemoveStaleCutFiles(dir.path, "n1").empty());
