@@ -35,20 +35,12 @@ struct Line {
   double slope_se = std::numeric_limits<double>::infinity();
 };
 
-// Least squares of y on u, refitted three times without the points further than 2.5 MADs from
-// the previous line: a late exit from a descheduled rank must not tilt the fit, and on a machine
-// with more ranks than CPUs a quarter of the exit differences can lie milliseconds out (seen:
-// three nodes of two ranks on two CPUs), which a looser cut kept, inflating the slope's standard
-// error until a 20 ppm drift went unfitted. Two exit modes (CentreOfExits) lie within the cut.
-// The standard error of a trimmed fit is scaled by 1.25, what trimming normal residuals at 2.5
-// MADs (1.69 sigma) takes off their standard deviation, so that the drift test does not become
-// looser for the trimming.
+// Least squares of y on u, refitted once without points further than 5 MADs from the line
+// (a late exit from a descheduled rank must not tilt the fit).
 Line FitLine(const std::vector<double>& u, const std::vector<double>& y) {
-  constexpr int kPasses = 4;
-  constexpr double kCutMads = 2.5, kTrimmedSeScale = 1.25;
   std::vector<bool> keep(u.size(), true);
   Line line;
-  for (int pass = 0; pass < kPasses; ++pass) {
+  for (int pass = 0; pass < 2; ++pass) {
     double n = 0, su = 0, sy = 0;
     for (size_t i = 0; i < u.size(); ++i) {
       if (!keep[i]) continue;
@@ -73,9 +65,8 @@ Line FitLine(const std::vector<double>& u, const std::vector<double>& y) {
       res.push_back(r);
       if (keep[i]) ss += r * r;
     }
-    line.slope_se = n > 2 ? std::sqrt(ss / (n - 2) / suu) * (pass > 0 ? kTrimmedSeScale : 1.0)
-                          : std::numeric_limits<double>::infinity();
-    double cut = kCutMads * std::max(Mad(res), 1.0);
+    line.slope_se = n > 2 ? std::sqrt(ss / (n - 2) / suu) : std::numeric_limits<double>::infinity();
+    double cut = 5 * std::max(Mad(res), 1.0);
     for (size_t i = 0; i < u.size(); ++i) keep[i] = std::fabs(res[i]) <= cut;
   }
   return line;
