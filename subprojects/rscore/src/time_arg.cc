@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 
 #include "rscore/duration.h"
@@ -93,7 +94,20 @@ Result<int64_t> ParseUtc(std::string_view text) {
   tm.tm_sec = second;
   const time_t t = timegm(&tm);
   if (tm.tm_mday != day) return bad;  // normalized: a day the month does not have
-  return (static_cast<int64_t>(t) - zone_s) * 1'000'000'000 + fraction_ns;
+  // Every time is nanoseconds since the epoch in 64 bits: 9999-01-01 would wrap to 1816 and
+  // select (or list) a window nobody asked for. Refused instead, naming the range.
+  int64_t s = static_cast<int64_t>(t) - zone_s;
+  if (s < 0 && fraction_ns > 0) {  // the earliest second holds only its later nanoseconds
+    s += 1;
+    fraction_ns -= 1'000'000'000;
+  }
+  int64_t ns = 0;
+  if (__builtin_mul_overflow(s, int64_t{1'000'000'000}, &ns) ||
+      __builtin_add_overflow(ns, fraction_ns, &ns)) {
+    return Error("'" + shown + "': outside the times this can hold (" + FormatUtc(INT64_MIN) +
+                 " to " + FormatUtc(INT64_MAX) + ": nanoseconds since 1970 in 64 bits)");
+  }
+  return ns;
 }
 
 std::string FormatUtc(int64_t ns) {

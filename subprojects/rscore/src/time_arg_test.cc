@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 namespace rs {
 namespace {
 
@@ -26,6 +28,29 @@ TEST(TimeArg, BadTimesNameTheFlag) {
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.error().message().find("--from"), std::string::npos) << r.error().message();
   }
+}
+
+// 64-bit nanoseconds since 1970 hold 1677-09-21 to 2262-04-11: a year past them used to wrap
+// (9999 became 1816) and select a window nobody asked for.
+TEST(TimeArg, TimesOutsideWhatNanosecondsHoldAreRefused) {
+  for (const char* far : {"9999-01-01T00:00:00Z", "2262-04-12T00:00:00Z", "1677-09-21T00:12:43Z",
+                          "0001-01-01T00:00:00Z", "2262-04-11T23:47:16.854775808Z"}) {
+    auto r = ParseTimeArg(far, "--until");
+    ASSERT_FALSE(r.ok()) << far << " -> " << FormatUtc(r->ns);
+    EXPECT_NE(r.error().message().find("--until"), std::string::npos) << r.error().message();
+    EXPECT_NE(r.error().message().find(far), std::string::npos) << r.error().message();
+    EXPECT_NE(r.error().message().find("outside the times this can hold"), std::string::npos)
+        << r.error().message();
+  }
+  // The first and the last nanosecond still are times.
+  EXPECT_EQ(ParseUtc("2262-04-11T23:47:16.854775807Z").value(), INT64_MAX);
+  EXPECT_EQ(ParseUtc("1677-09-21T00:12:43.145224192Z").value(), INT64_MIN);
+  EXPECT_EQ(ParseUtc(FormatUtc(INT64_MIN)).value(), INT64_MIN);
+  EXPECT_EQ(ParseUtc("2261-12-31T00:00:00Z").value(), 9'214'560'000'000'000'000);
+  // An offset past the end resolves to the end, not to 1677.
+  auto off = ParseTimeArg("+2000000000s", "--to");
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->Resolve(9'000'000'000'000'000'000), INT64_MAX);
 }
 
 TEST(FormatUtc, RoundTripsWithNanoseconds) {
