@@ -80,14 +80,15 @@ int RecoverMain(const rec::RecorderOptions& opts) {
   }
   std::string out = opts.out;
   if (out.empty()) {
-    auto parsed = rec::ParseTempName(opts.recover->substr(opts.recover->rfind('/') + 1));
+    std::string path = *opts.recover;  // "DIR/" names DIR
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    auto parsed = rec::ParseTempName(rs::BaseOf(path));
     if (!parsed) {
       return Fail(
           rs::Error(*opts.recover + ": not named like a recorder's temporary database; give --out"),
           kExitUsage);
     }
-    out = (opts.recover->find('/') == std::string::npos ? "" : DirOf(*opts.recover) + "/") +
-          parsed->first;
+    out = (path.find('/') == std::string::npos ? "" : DirOf(path) + "/") + parsed->first;
   }
   bool usage = false;
   if (auto r = rec::CheckOutPath(out, opts.force, &usage); !r.ok()) {

@@ -23,6 +23,7 @@
 #include "rscore/path.h"
 #include "rscore/schema.h"
 #include "rscore/zstd_file.h"
+#include "recorder/work_dir.h"
 
 namespace rec {
 namespace {
@@ -30,8 +31,6 @@ namespace {
 using rs::BaseOf;
 using rs::DirOf;
 
-constexpr char kTempMarker[] = ".rec-";
-constexpr char kTempSuffix[] = ".db";
 constexpr char kReserveSuffix[] = ".reserve";
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
@@ -56,13 +55,6 @@ std::atomic<uint64_t> g_full_errors{0};
 
 void OnSqliteLog(void*, int code, const char*) {
   if ((code & 0xff) == SQLITE_FULL) g_full_errors.fetch_add(1, std::memory_order_relaxed);
-}
-
-void RemoveDbFiles(const std::string& path) {
-  unlink(path.c_str());
-  for (const char* suffix : {"-journal", "-wal", "-shm", kReserveSuffix}) {
-    unlink((path + suffix).c_str());
-  }
 }
 
 // Holds `bytes` of the file system in a file of zeros (fallocate, else written).
@@ -152,14 +144,18 @@ rs::Result<Compressed> FinishAndCompress(rs::Db& db, const std::string& db_path,
   }
   (void)db.Exec("PRAGMA journal_mode=DELETE");
   db = rs::Db();  // closed once its last statement is finalized; nothing is pending
-  const std::string partial = out + ".partial";
-  if (auto r = rs::CompressFile(db_path, partial, level, 0600); !r.ok()) {
-    unlink(partial.c_str());
-    return r.error();
+  ASSIGN_OR_RETURN(PartialFile partial, CreatePartialBeside(out));
+  auto written = rs::CompressToFd(db_path, partial.fd, partial.path, level);
+  if (written.ok() && fsync(partial.fd) != 0) {
+    written = rs::Error(partial.path + ": fsync failed: " + std::strerror(errno));
   }
-  if (auto r = PlaceBundle(partial, out, force); !r.ok()) {
-    unlink(partial.c_str());
-    return r.error();
+  if (close(partial.fd) != 0 && written.ok()) {
+    written = rs::Error(partial.path + ": cannot write: " + std::strerror(errno));
+  }
+  if (written.ok()) written = PlaceBundle(partial.path, out, force);
+  if (!written.ok()) {
+    unlink(partial.path.c_str());
+    return written.error();
   }
   return c;
 }
@@ -175,8 +171,6 @@ std::string KeptMessage(const std::string& why, const std::string& db_path,
 }
 
 }  // namespace
-
-bool ProcessAlive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
 
 std::string FormatBytes(uint64_t bytes) {
   char buf[64];
@@ -234,18 +228,18 @@ rs::Result<RecordingDb> RecordingDb::Create(const std::string& out_path,
   w.options_ = options;
   w.full_errors_at_create_ = g_full_errors.load(std::memory_order_relaxed);
   const std::string dir = DirOf(out_path);
-  std::string tmpl = dir + "/." + BaseOf(out_path) + kTempMarker + std::to_string(getpid()) +
-                     "-XXXXXX" + kTempSuffix;
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  int fd = mkostemps(buf.data(), static_cast<int>(std::strlen(kTempSuffix)), O_CLOEXEC);
+  // The database and its journals in a directory of the recorder's own (see work_dir.h).
+  ASSIGN_OR_RETURN(const std::string work_dir, MakeWorkDir(out_path));
+  w.temp_path_ = work_dir + "/" + kWorkDbName;
+  const int fd = open(w.temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
-    return rs::Error(dir +
-                     ": cannot create the recording's temporary database: " + std::strerror(errno));
+    const int e = errno;
+    rmdir(work_dir.c_str());
+    w.temp_path_.clear();
+    return rs::Error(work_dir + ": cannot create the recording's temporary database: " +
+                     std::strerror(e));
   }
-  fchmod(fd, 0600);
   close(fd);
-  w.temp_path_ = buf.data();
   ASSIGN_OR_RETURN(w.db_, rs::Db::Open(w.temp_path_, rs::Db::Mode::kReadWrite));
   // synchronous=OFF: a commit is in the kernel's page cache when it returns, which is what
   // survives the recorder's own death; a crash of the node's kernel is not covered.
@@ -359,55 +353,15 @@ rs::Result<void> WriteClockRef(rs::Statement& st, const std::string& node, int64
 }
 
 std::string RecoverCommand(const std::string& temp_path) {
-  return "rankscope-record --recover " + temp_path;
+  const std::string work_dir = WorkDirOf(temp_path);
+  return "rankscope-record --recover " + (work_dir.empty() ? temp_path : work_dir);
 }
 
-std::optional<std::pair<std::string, pid_t>> ParseTempName(const std::string& name) {
-  if (name.size() < 2 || name[0] != '.' || !EndsWith(name, kTempSuffix)) return std::nullopt;
-  const size_t marker = name.rfind(kTempMarker);
-  if (marker == std::string::npos || marker < 2) return std::nullopt;
-  // PID-XXXXXX.db
-  const std::string rest =
-      name.substr(marker + std::strlen(kTempMarker),
-                  name.size() - marker - std::strlen(kTempMarker) - std::strlen(kTempSuffix));
-  const size_t dash = rest.find('-');
-  if (dash == std::string::npos || dash == 0 || rest.size() - dash - 1 != 6) return std::nullopt;
-  pid_t pid = 0;
-  for (size_t i = 0; i < dash; ++i) {
-    if (rest[i] < '0' || rest[i] > '9' || pid > 100'000'000) return std::nullopt;
-    pid = pid * 10 + (rest[i] - '0');
-  }
-  return std::make_pair(name.substr(1, marker - 1), pid);
-}
-
-std::vector<LeftBehind> FindLeftBehind(const std::string& dir) {
-  std::vector<LeftBehind> found;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return found;
-  std::vector<std::string> names;
-  while (dirent* e = readdir(d)) names.emplace_back(e->d_name);
-  closedir(d);
-  std::sort(names.begin(), names.end());
-  const std::string prefix = dir == "/" ? "/" : dir + "/";
-  for (const std::string& name : names) {
-    const bool reserve = EndsWith(name, kReserveSuffix);
-    auto parsed =
-        ParseTempName(reserve ? name.substr(0, name.size() - std::strlen(kReserveSuffix)) : name);
-    if (!parsed || parsed->second == getpid() || ProcessAlive(parsed->second)) continue;
-    if (reserve) {
-      unlink((prefix + name).c_str());  // only held space for a recorder that is gone
-      continue;
-    }
-    found.push_back({prefix + name, parsed->second, FileBytes(prefix + name)});
-  }
-  return found;
-}
-
-rs::Result<RecoverResult> Recover(const std::string& path, const std::string& out_in, bool force,
-                                  int zstd_level) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return rs::Error(path + ": " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return rs::Error(path + ": not a file");
+rs::Result<RecoverResult> Recover(const std::string& path_in, const std::string& out_in,
+                                  bool force, int zstd_level) {
+  std::string path = path_in;  // "DIR/" names DIR
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  ASSIGN_OR_RETURN(const std::string db_path, RecoverableDb(path));
   auto parsed = ParseTempName(BaseOf(path));
   RETURN_IF_ERROR(
       CheckOutPath(out_in.empty() && parsed ? DirOf(path) + "/" + parsed->first : out_in, force));
@@ -416,7 +370,7 @@ rs::Result<RecoverResult> Recover(const std::string& path, const std::string& ou
                      " is still writing it; stop that recorder (SIGINT or SIGTERM) and it "
                      "writes its bundle itself");
   }
-  if (rs::HasZstdMagic(path)) return rs::Error(path + ": already a compressed bundle");
+  if (rs::HasZstdMagic(db_path)) return rs::Error(path + ": already a compressed bundle");
   RecoverResult res;
   res.out_path = out_in;
   if (res.out_path.empty()) {
@@ -427,10 +381,10 @@ rs::Result<RecoverResult> Recover(const std::string& path, const std::string& ou
                                                                               : DirOf(path) + "/") +
                    parsed->first;
   }
-  unlink((path + kReserveSuffix).c_str());  // room for the bundle
+  unlink((db_path + kReserveSuffix).c_str());  // room for the bundle
 
   // Opening read-write rolls back the journal of a commit the recorder did not finish.
-  ASSIGN_OR_RETURN(rs::Db db, rs::Db::Open(path, rs::Db::Mode::kReadWrite));
+  ASSIGN_OR_RETURN(rs::Db db, rs::Db::Open(db_path, rs::Db::Mode::kReadWrite));
   {
     auto qc = db.QueryText("PRAGMA quick_check");
     if (!qc.ok()) return rs::Error(path + ": damaged database: " + qc.error().message());
@@ -494,9 +448,9 @@ rs::Result<RecoverResult> Recover(const std::string& path, const std::string& ou
     }
   }
   // Indexes only where they leave room for the bundle.
-  const uint64_t db_bytes = FileBytes(path);
+  const uint64_t db_bytes = FileBytes(db_path);
   const bool with_indexes = FreeBytesIn(DirOf(res.out_path)) > db_bytes / 4 + db_bytes / 2;
-  auto c = FinishAndCompress(db, path, res.out_path, force, zstd_level, with_indexes);
+  auto c = FinishAndCompress(db, db_path, res.out_path, force, zstd_level, with_indexes);
   if (!c.ok()) {
     return rs::Error("cannot write the bundle " + res.out_path + ": " + c.error().message() + " (" +
                      FormatBytes(FreeBytesIn(DirOf(res.out_path))) + " free in " +
@@ -504,7 +458,7 @@ rs::Result<RecoverResult> Recover(const std::string& path, const std::string& ou
                      "metadata: free some space and run the same command again");
   }
   res.indexes_left_out = c->indexes_left_out;
-  RemoveDbFiles(path);
+  RemoveDbFiles(db_path);
   return res;
 }
 

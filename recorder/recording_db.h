@@ -1,13 +1,14 @@
 // The recorder's database while it records, and what becomes of it.
 //
-//  - A temporary SQLite file next to the bundle, named .BASE.rec-PID-XXXXXX.db (BASE: the
-//    bundle's file name, PID: the recorder's), with a rollback journal: the event loop
-//    commits in batches, so a recorder that dies (kill -9, out of memory) leaves a database
-//    that holds every batch committed before it died.
-//  - A reserve of disk space beside it (the same name + .reserve), released when the disk
+//  - A temporary SQLite database in the recorder's working directory next to the bundle
+//    (.BASE.rec-PID-XXXXXX/recording.db, see work_dir.h), with a rollback journal: the event
+//    loop commits in batches, so a recorder that dies (kill -9, out of memory) leaves a
+//    database that holds every batch committed before it died.
+//  - A reserve of disk space beside it (recording.db.reserve), released when the disk
 //    fills and before finishing, so that a bundle can still be written after a full disk.
-//  - Finalize: indexes, then the zstd bundle (temp + rename, mode 0600). When the bundle
-//    cannot be written, the database is kept and the error says where and how to recover it.
+//  - Finalize: indexes, then the zstd bundle (a new temporary file + rename, mode 0600).
+//    When the bundle cannot be written, the database is kept and the error says where and
+//    how to recover it.
 //  - Recover (rankscope-record --recover): a database left behind becomes a bundle.
 #pragma once
 
@@ -19,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "recorder/work_dir.h"
 #include "rscore/clock.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
@@ -110,18 +112,6 @@ rs::Result<void> WriteClockRef(rs::Statement& st, const std::string& node, int64
 // The command that turns a left-behind database into a bundle.
 std::string RecoverCommand(const std::string& temp_path);
 
-// ".BASE.rec-PID-XXXXXX.db" -> {BASE, PID}; nullopt for any other name.
-std::optional<std::pair<std::string, pid_t>> ParseTempName(const std::string& file_name);
-
-// Temporary databases in `dir` whose recorder is no longer running (pid not alive), and the
-// reserve files beside them (removed: they only hold space).
-struct LeftBehind {
-  std::string path;
-  pid_t pid = 0;
-  uint64_t bytes = 0;
-};
-std::vector<LeftBehind> FindLeftBehind(const std::string& dir);
-
 struct RecoverResult {
   std::string out_path;
   bool finished = false;  // the recording had been finalized (only the bundle was missing)
@@ -131,7 +121,8 @@ struct RecoverResult {
   int64_t events = 0;
   bool indexes_left_out = false;
 };
-// Turns a temporary database left behind into a bundle: the journal of an interrupted
+// Turns a temporary database left behind into a bundle (`path`: its working directory, or a
+// database file; only the recorder's own, see RecoverableDb): the journal of an interrupted
 // commit is rolled back, end_ns becomes the last committed event (metadata stop_reason
 // 'recovered', recovered_ns), then indexes and compression as Finalize. `out`: default
 // the bundle the recorder was writing (from the file name). The database is removed once
@@ -146,8 +137,5 @@ rs::Result<std::string> BundleFromDatabase(const std::string& db_path, std::stri
                                            int zstd_level = 9);
 
 std::string FormatBytes(uint64_t bytes);
-
-// Whether a process with that pid exists (signal 0; EPERM: it does, another user's).
-bool ProcessAlive(pid_t pid);
 
 }  // namespace rec

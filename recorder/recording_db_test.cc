@@ -14,6 +14,7 @@
 
 #include "recorder/event_loop.h"
 #include "rscore/bundle.h"
+#include "rscore/zstd_file.h"
 
 namespace rec {
 namespace {
@@ -80,15 +81,33 @@ TEST_F(RecordingDbTest, OutPathChecks) {
   EXPECT_NE(dash.error().message().find("a bundle is a file"), std::string::npos);
 }
 
-TEST_F(RecordingDbTest, TempDatabaseAndReserveAreNamedAfterTheBundleAndRemoved) {
+TEST(RecordingDbNames, WorkingDirectoriesAndPartialsParse) {
+  auto p = ParseTempName(".node3.rsb.rec-4242-Ab12Cd");
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->first, "node3.rsb");
+  EXPECT_EQ(p->second, 4242);
+  EXPECT_EQ(ParsePartialName(".node3.rsb.partial-77-xY12zz"), std::optional<pid_t>(77));
+  for (const char* bad : {"node3.rsb.partial", ".n.partial-x-abcdef", ".n.partial-7-abc"}) {
+    EXPECT_FALSE(ParsePartialName(bad).has_value()) << bad;
+  }
+  EXPECT_EQ(WorkDirOf("/d/.n.rsb.rec-1-abcdef/recording.db"), "/d/.n.rsb.rec-1-abcdef");
+  EXPECT_EQ(WorkDirOf("/d/recording.db"), "");
+  EXPECT_EQ(WorkDirOf("/d/.n.rsb.rec-1-abcdef/other.db"), "");
+}
+
+TEST_F(RecordingDbTest, TempDatabaseAndReserveAreInAPrivateDirectoryNamedAfterTheBundle) {
   {
     auto w = RecordingDb::Create(dir_ + "/n.rsb");
     ASSERT_TRUE(w.ok()) << w.error().message();
-    auto parsed = ParseTempName(fs::path(w->temp_path()).filename());
+    const std::string work = fs::path(w->temp_path()).parent_path();
+    EXPECT_EQ(fs::path(w->temp_path()).filename(), "recording.db");
+    auto parsed = ParseTempName(fs::path(work).filename());
     ASSERT_TRUE(parsed.has_value()) << w->temp_path();
     EXPECT_EQ(parsed->first, "n.rsb");
     EXPECT_EQ(parsed->second, getpid());
     struct stat st {};
+    ASSERT_EQ(stat(work.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << "nobody else may add a file beside the database";
     ASSERT_EQ(stat(w->temp_path().c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0600u);
     EXPECT_GT(w->reserve_bytes(), 0u);
@@ -97,8 +116,66 @@ TEST_F(RecordingDbTest, TempDatabaseAndReserveAreNamedAfterTheBundleAndRemoved) 
     auto journal = w->db().QueryText("PRAGMA journal_mode");
     ASSERT_TRUE(journal.ok());
     EXPECT_EQ(journal.value().value_or(""), "truncate");
+    EXPECT_EQ(RecoverCommand(w->temp_path()), "rankscope-record --recover " + work);
   }
-  EXPECT_TRUE(Files().empty());
+  EXPECT_TRUE(Files().empty()) << "the working directory goes with its database";
+}
+
+// The attack on a bundle written into a directory others can write (fs.protected_symlinks
+// 0): links planted where the recorder's files go, to a file the planter cannot write.
+TEST_F(RecordingDbTest, PlantedLinksBesideTheBundleAreNeverWrittenThrough) {
+  const std::string victim = dir_ + "/victim";
+  std::ofstream(victim) << "precious";
+  const std::string out = dir_ + "/n.rsb";
+  ASSERT_EQ(symlink(victim.c_str(), (out + ".partial").c_str()), 0);  // an earlier name
+  ASSERT_EQ(symlink(victim.c_str(), out.c_str()), 0);                 // the bundle's own
+  {
+    auto w = RecordingDb::Create(out, {.force = true});
+    ASSERT_TRUE(w.ok()) << w.error().message();
+    ASSERT_TRUE(w->SetMetadata("node", "n").ok());
+    auto done = w->Finalize();
+    ASSERT_TRUE(done.ok()) << done.error().message();
+  }
+  std::ifstream in(victim);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "precious");
+  EXPECT_FALSE(fs::is_symlink(out)) << "--force replaced the link, not its target";
+  EXPECT_TRUE(rs::HasZstdMagic(out));
+  struct stat st {};
+  ASSERT_EQ(stat(victim.c_str(), &st), 0);
+  EXPECT_NE(st.st_mode & 0777, 0600u) << "the victim was not chmod-ed either";
+}
+
+TEST_F(RecordingDbTest, RecoverTakesOnlyTheRecordersOwnFiles) {
+  std::string work;
+  {
+    auto w = RecordingDb::Create(dir_ + "/n.rsb");
+    ASSERT_TRUE(w.ok());
+    w->Keep();
+    work = fs::path(w->temp_path()).parent_path();
+  }
+  const std::string db = work + "/recording.db";
+  ASSERT_TRUE(RecoverableDb(work).ok());
+  EXPECT_EQ(*RecoverableDb(work + "/"), db);
+  // A journal planted as a link, or a second name of another file, is refused.
+  unlink((db + "-journal").c_str());
+  ASSERT_EQ(symlink("/etc/passwd", (db + "-journal").c_str()), 0);
+  auto linked = RecoverableDb(work);
+  ASSERT_FALSE(linked.ok());
+  EXPECT_NE(linked.error().message().find("a symbolic link"), std::string::npos);
+  unlink((db + "-journal").c_str());
+  ASSERT_EQ(link(db.c_str(), (dir_ + "/second-name").c_str()), 0);
+  auto hard = RecoverableDb(work);
+  ASSERT_FALSE(hard.ok());
+  EXPECT_NE(hard.error().message().find("with 2 links"), std::string::npos);
+  unlink((dir_ + "/second-name").c_str());
+  // A working directory others may write to is not the recorder's.
+  chmod(work.c_str(), 0777);
+  auto open_dir = RecoverableDb(work);
+  ASSERT_FALSE(open_dir.ok());
+  EXPECT_NE(open_dir.error().message().find("with mode 777"), std::string::npos);
+  chmod(work.c_str(), 0700);
+  ASSERT_EQ(symlink(work.c_str(), (dir_ + "/to-work").c_str()), 0);
+  EXPECT_FALSE(RecoverableDb(dir_ + "/to-work").ok());
 }
 
 // Writes `rows_per_tick` process_events rows per Tick. At tick `fill_at` the database stops
