@@ -18,6 +18,7 @@
 #include "recorder/probes.h"
 #include "recorder/recording_db.h"
 #include "recorder/ring.h"
+#include "recorder/trusted_dir.h"
 #include "rscore/cli.h"
 #include "rscore/duration.h"
 #include "rscore/identity.h"
@@ -73,6 +74,13 @@ rs::Result<rs::NodeName> ResolveNode(const rec::RecorderOptions& opts) {
   return rs::ResolveNodeName(src);
 }
 
+// The bundle's path with its directory resolved, once that is checked (trusted_dir.h).
+rs::Result<std::string> TrustedOut(const std::string& out) {
+  ASSIGN_OR_RETURN(std::string dir,
+                   rec::TrustedDir(DirOf(out), rec::DirUse::kOutput, "--out", geteuid()));
+  return (dir == "/" ? "" : dir) + "/" + rs::BaseOf(out);
+}
+
 // --recover FILE [--out OUT] [--force]
 int RecoverMain(const rec::RecorderOptions& opts) {
   if (access(opts.recover->c_str(), F_OK) != 0) {
@@ -94,7 +102,9 @@ int RecoverMain(const rec::RecorderOptions& opts) {
   if (auto r = rec::CheckOutPath(out, opts.force, &usage); !r.ok()) {
     return Fail(r.error(), usage ? kExitUsage : kExitError);
   }
-  auto res = rec::Recover(*opts.recover, out, opts.force);
+  auto trusted = TrustedOut(out);
+  if (!trusted.ok()) return Fail(trusted.error(), kExitError);
+  auto res = rec::Recover(*opts.recover, *trusted, opts.force);
   if (!res.ok()) return Fail(res.error(), kExitError);
   std::string rows;
   for (const auto& [table, n] : res->rows) {
@@ -119,9 +129,12 @@ struct RingDirClaim {
   }
 };
 
-// `rankscope-record cut`: the ring's recorder writes a cut; its path goes to stdout.
+// `rankscope-record cut`: the ring's recorder writes a cut; its path goes to stdout. The pid
+// it signals is read from the ring directory: only from one no other user can write.
 int CutMain(const rec::RecorderOptions& opts) {
-  auto cut = rec::RequestCut(opts.ring_dir, opts.cut_timeout_ns);
+  auto ring_dir = rec::TrustedDir(opts.ring_dir, rec::DirUse::kPrivate, "--ring-dir", geteuid());
+  if (!ring_dir.ok()) return Fail(ring_dir.error(), kExitError);
+  auto cut = rec::RequestCut(*ring_dir, opts.cut_timeout_ns);
   if (!cut.ok()) return Fail(cut.error(), kExitError);
   std::printf("%s\n", cut->c_str());
   return std::fflush(stdout) == 0 ? kExitOk : kExitError;
@@ -131,12 +144,20 @@ int CutMain(const rec::RecorderOptions& opts) {
 // that died (kill -9, power) becomes a cut with stop_reason 'recovered' before recording
 // starts, so nothing it had committed is lost and nothing stale stays. The working database
 // is named after NODE.rsb in the ring directory; the bundles go to the cut directory.
-rs::Result<std::string> PrepareRing(const rec::RecorderOptions& opts, const std::string& node) {
-  RETURN_IF_ERROR(rec::ClaimRingDir(opts.ring_dir));
-  RETURN_IF_ERROR(rec::MakeDirs(rec::CutDir(opts)));
+// Both directories must be the recorder's alone (trusted_dir.h): it reads cut requests and
+// its pid file there as its own; from here on they are named by their resolved paths.
+rs::Result<std::string> PrepareRing(rec::RecorderOptions& opts, const std::string& node) {
+  RETURN_IF_ERROR(rec::MakeDirs(opts.ring_dir));
+  ASSIGN_OR_RETURN(opts.ring_dir,
+                   rec::TrustedDir(opts.ring_dir, rec::DirUse::kPrivate, "--ring-dir", geteuid()));
+  const std::string cut_dir = rec::CutDir(opts);
+  RETURN_IF_ERROR(rec::MakeDirs(cut_dir));
+  ASSIGN_OR_RETURN(opts.cut_dir,
+                   rec::TrustedDir(cut_dir, rec::DirUse::kPrivate, "--cut-dir", geteuid()));
   if (access(rec::CutDir(opts).c_str(), W_OK) != 0) {
     return rs::Error(rec::CutDir(opts) + ": cannot write cuts there: " + std::strerror(errno));
   }
+  RETURN_IF_ERROR(rec::ClaimRingDir(opts.ring_dir));
   for (const std::string& gone : rec::RemoveStaleCutFiles(rec::CutDir(opts), node)) {
     LogInfo("removed %s, left by a cut its recorder did not finish", gone.c_str());
   }
@@ -148,7 +169,7 @@ rs::Result<std::string> PrepareRing(const rec::RecorderOptions& opts, const std:
     clock_gettime(CLOCK_REALTIME, &now);
     info.cut_ns = int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
     const std::string out = rec::CutPath(rec::CutDir(opts), info);
-    auto made = rec::MakeDirs(DirOf(out));
+    auto made = rec::CutIdDir(rec::CutDir(opts), rs::BaseOf(DirOf(out)));
     auto r = made.ok() ? rec::Recover(l.path, out, /*force=*/false)
                        : rs::Result<rec::RecoverResult>(made.error());
     if (r.ok()) {
@@ -187,7 +208,7 @@ rs::Result<serve::ServeOptions> ServeOptionsOf(const rec::RecorderOptions& opts)
 int main(int argc, char** argv) {
   auto parsed = rec::ParseOptions(argc, argv);
   if (!parsed.ok()) return Fail(parsed.error(), kExitUsage);
-  const rec::RecorderOptions& opts = *parsed;
+  rec::RecorderOptions& opts = *parsed;  // directories are replaced by their resolved paths
   if (opts.help) {
     std::fputs(rec::UsageText().c_str(), stdout);
     return kExitOk;
@@ -243,6 +264,9 @@ int main(int argc, char** argv) {
     if (auto r = rec::CheckOutPath(opts.out, opts.force, &usage); !r.ok()) {
       return Fail(r.error(), usage ? kExitUsage : kExitError);
     }
+    auto trusted = TrustedOut(opts.out);
+    if (!trusted.ok()) return Fail(trusted.error(), kExitError);
+    out = opts.out = *trusted;
   }
   // Before any thread starts (they inherit the mount namespace it may make).
   if (auto r = rec::EnsureTracefs(); !r.ok()) {

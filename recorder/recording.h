@@ -172,7 +172,9 @@ class Recording {
   std::vector<uint64_t> before_finish_;  // each source's rows when finishing began
   rs::Result<void> end_ref_ = rs::Ok();
   std::optional<Ring> ring_;
-  std::set<std::string> answered_;  // cut ids this recording has cut for
+  std::set<std::string> answered_;  // cut ids this recording has cut for (or passed over)
+  std::set<std::string> refused_;   // cut ids whose request was refused (logged once each)
+  PostedCutLimit posted_cut_limit_;
   int64_t stall_cut_for_ = 0;       // entry time of the call in flight the last stall cut was for
   std::optional<SlowdownWatch> slowdown_;
 };

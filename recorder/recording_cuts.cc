@@ -8,6 +8,7 @@
 #include "recorder/recording.h"
 #include "rscore/duration.h"
 #include "rscore/path.h"
+#include "rscore/text_escape.h"
 
 namespace rec {
 
@@ -53,10 +54,26 @@ void Recording::AnswerCutRequest() {
   CutFor(*req);
 }
 
-// Requests other nodes posted in the cut directory since this recording began.
+// Requests other nodes posted in the cut directory since this recording began; the refused
+// ones (see cut_dir.h) and those past the rate limit are logged once each and never cut for.
 void Recording::AnswerPostedRequests() {
-  for (const CutRequest& req : PendingCutRequests(CutDir(opts_), node_.name, summary_.start_ns)) {
-    if (answered_.count(req.cut_id) == 0) CutFor(req);
+  const PendingRequests found = PendingCutRequests(CutDir(opts_), node_.name, summary_.start_ns);
+  for (const RefusedRequest& r : found.refused) {
+    if (refused_.insert(r.cut_id).second) {
+      Log("cut request %s/%s refused: %s", CutDir(opts_).c_str(), rs::EscapeText(r.cut_id).c_str(),
+          r.why.c_str());
+    }
+  }
+  for (const CutRequest& req : found.pending) {
+    if (answered_.count(req.cut_id) != 0) continue;
+    if (!posted_cut_limit_.Allow(rs::MonotonicNowNs())) {
+      answered_.insert(req.cut_id);
+      Log("cut request %s from %s not answered: %zu cuts were made for other nodes' requests "
+          "in the last 10 minutes, the most this recorder makes",
+          req.cut_id.c_str(), req.node.c_str(), PostedCutLimit::kMaxCuts);
+      continue;
+    }
+    CutFor(req);
   }
 }
 
@@ -164,7 +181,7 @@ rs::Result<void> Recording::PrepareStopCut() {
   const CutInfo info = MakeCutInfo("stop");
   RETURN_IF_ERROR(WriteCutMetadata(db_, info, *ring_));
   const std::string out = CutPath(CutDir(opts_), info);
-  RETURN_IF_ERROR(MakeDirs(rs::DirOf(out)));
+  RETURN_IF_ERROR(CutIdDir(CutDir(opts_), rs::BaseOf(rs::DirOf(out))));
   writer_.set_out_path(out);
   return rs::Ok();
 }

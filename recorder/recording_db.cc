@@ -20,10 +20,10 @@
 
 #include "recorder/log.h"
 #include "recorder/options.h"
+#include "recorder/work_dir.h"
 #include "rscore/path.h"
 #include "rscore/schema.h"
 #include "rscore/zstd_file.h"
-#include "recorder/work_dir.h"
 
 namespace rec {
 namespace {
@@ -231,13 +231,14 @@ rs::Result<RecordingDb> RecordingDb::Create(const std::string& out_path,
   // The database and its journals in a directory of the recorder's own (see work_dir.h).
   ASSIGN_OR_RETURN(const std::string work_dir, MakeWorkDir(out_path));
   w.temp_path_ = work_dir + "/" + kWorkDbName;
-  const int fd = open(w.temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  const int fd =
+      open(w.temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     const int e = errno;
     rmdir(work_dir.c_str());
     w.temp_path_.clear();
-    return rs::Error(work_dir + ": cannot create the recording's temporary database: " +
-                     std::strerror(e));
+    return rs::Error(work_dir +
+                     ": cannot create the recording's temporary database: " + std::strerror(e));
   }
   close(fd);
   ASSIGN_OR_RETURN(w.db_, rs::Db::Open(w.temp_path_, rs::Db::Mode::kReadWrite));
@@ -357,8 +358,8 @@ std::string RecoverCommand(const std::string& temp_path) {
   return "rankscope-record --recover " + (work_dir.empty() ? temp_path : work_dir);
 }
 
-rs::Result<RecoverResult> Recover(const std::string& path_in, const std::string& out_in,
-                                  bool force, int zstd_level) {
+rs::Result<RecoverResult> Recover(const std::string& path_in, const std::string& out_in, bool force,
+                                  int zstd_level) {
   std::string path = path_in;  // "DIR/" names DIR
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   ASSIGN_OR_RETURN(const std::string db_path, RecoverableDb(path));

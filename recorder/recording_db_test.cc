@@ -252,7 +252,8 @@ TEST_F(RecordingDbTest, FullDatabaseStopsWritingAndKeepsWhatWasCommitted) {
   EXPECT_NE(err.find(loop->writer().temp_path() + ": disk full ("), std::string::npos) << err;
   EXPECT_NE(err.find(" free): stopped writing events"), std::string::npos) << err;
   size_t lines = 0;
-  for (size_t at = err.find("disk full"); at != std::string::npos; at = err.find("disk full", at + 1)) {
+  for (size_t at = err.find("disk full"); at != std::string::npos;
+       at = err.find("disk full", at + 1)) {
     ++lines;
   }
   EXPECT_EQ(lines, 1u) << err;
@@ -327,8 +328,8 @@ TEST_F(RecordingDbTest, KilledRecorderLeavesADatabaseThatRecoversIntoABundle) {
     LoopConfig cfg;
     cfg.tick_period_ns = 10'000'000;
     cfg.poll_timeout_ms = 5;
-    EventLoop loop(opts, rs::NodeName{"killednode", "flag"}, std::move(*writer),
-                   std::move(probes), cfg);
+    EventLoop loop(opts, rs::NodeName{"killednode", "flag"}, std::move(*writer), std::move(probes),
+                   cfg);
     (void)loop.Run();  // no duration: until killed
     _exit(4);
   }

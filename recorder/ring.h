@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "recorder/cut_dir.h"
+#include "recorder/ring_dir_claim.h"
 #include "rscore/clock.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
@@ -75,8 +77,8 @@ class Ring {
 class SlowdownWatch {
  public:
   static constexpr int64_t kWindowNs = int64_t{10} * 1'000'000'000;
-  static constexpr size_t kHistory = 30;     // the windows the median is taken over (5 min)
-  static constexpr size_t kMinHistory = 6;   // windows needed before anything is judged
+  static constexpr size_t kHistory = 30;    // the windows the median is taken over (5 min)
+  static constexpr size_t kMinHistory = 6;  // windows needed before anything is judged
   explicit SlowdownWatch(double fraction) : fraction_(fraction) {}
   // `ops`: the operations recorded since the start, read at `now_ns`; true: cut now.
   bool Feed(int64_t now_ns, uint64_t ops);
@@ -93,41 +95,19 @@ class SlowdownWatch {
   uint64_t last_ = 0, median_ = 0;
 };
 
-// What a cut says about itself (metadata cut_*).
-struct CutInfo {
-  std::string reason;  // request, stop, recovered
-  std::string node;
-  int64_t cut_ns = 0;  // wall time of the cut
-  int64_t recording_start_ns = 0;
-  // A cut asked for through the cut directory: its id (CUT-ID), who asked and when.
-  std::string cut_id;
-  std::string requested_by;
-  int64_t requested_ns = 0;
-  // Writing had stopped (a full disk): the cut holds what was committed until then.
-  int64_t writing_stopped_ns = 0;
-  std::string writing_stopped_reason;
-};
+// Answers to other nodes' cut requests: at most kMaxCuts within any kWindowNs. A cut copies
+// the whole ring; a flood of requests (a peer gone wrong) would otherwise fill the disk with
+// copies and rotate the cut of a real incident away.
+class PostedCutLimit {
+ public:
+  static constexpr size_t kMaxCuts = 4;
+  static constexpr int64_t kWindowNs = int64_t{10} * 60 * 1'000'000'000;
+  // True (and counted) when a cut may be made at `now_ns`.
+  bool Allow(int64_t now_ns);
 
-// CUT_DIR/CUT-ID/NODE.rsb. CUT-ID is the request's, else the UTC time of the cut and its
-// reason (20261125T174502Z-request): the cuts of one request on every node share a directory.
-std::string CutPath(const std::string& cut_dir, const CutInfo& info);
-
-// A cluster-wide cut goes through the cut directory (a shared file system: no service, no
-// port): the node that cuts writes CUT_DIR/CUT-ID/request (its node, the wall time, the
-// reason); every recorder watching the directory answers each request newer than its own
-// start with a cut of its ring into the same CUT-ID directory.
-struct CutRequest {
-  std::string cut_id, node, reason;
-  int64_t cut_ns = 0;
+ private:
+  std::deque<int64_t> cuts_ns_;
 };
-// Posts a request, or joins one posted within `join_ns` of `cut_ns` (overlapping windows make
-// one cut): returns the request this cut answers.
-rs::Result<CutRequest> PostCutRequest(const std::string& cut_dir, const std::string& node,
-                                      int64_t cut_ns, const std::string& reason, int64_t join_ns);
-// Requests in `cut_dir` posted at or after `since_ns` that `node` has not answered (no
-// NODE.rsb in their directory), oldest first.
-std::vector<CutRequest> PendingCutRequests(const std::string& cut_dir, const std::string& node,
-                                           int64_t since_ns);
 
 // Writes the metadata of a cut into `db` (the copy, or the live database at a stop cut).
 rs::Result<void> WriteCutMetadata(rs::Db& db, const CutInfo& info, const Ring& ring);
@@ -136,33 +116,5 @@ rs::Result<void> WriteCutMetadata(rs::Db& db, const CutInfo& info, const Ring& r
 // as its end clock reference, compressed to CutPath(). Returns the bundle's path.
 rs::Result<std::string> WriteCut(rs::Db& live, const std::string& cut_dir, const CutInfo& info,
                                  const Ring& ring, const rs::ClockRef& end);
-
-// Removes `node`'s oldest cuts (CUT_DIR/*/NODE.rsb, by CUT-ID: its UTC time comes first)
-// while they take more than `max_bytes` together, and a cut directory left without bundles;
-// never the newest. Returns the bundles removed.
-std::vector<std::string> RotateCuts(const std::string& cut_dir, const std::string& node,
-                                    uint64_t max_bytes);
-
-// What a cut of `node` leaves when its recorder dies while writing it (SIGKILL, power): the
-// copy of the ring (CUT_DIR/CUT-ID/.NODE.cut-PID.db and its journal) of a recorder no longer
-// running, and the half-written bundle (NODE.rsb.partial: only NODE's recorder writes it, one
-// per ring directory, which the caller has claimed). Removes them and returns their paths.
-std::vector<std::string> RemoveStaleCutFiles(const std::string& cut_dir, const std::string& node);
-
-// mkdir -p, mode 0700 (cuts hold what ran on the node).
-rs::Result<void> MakeDirs(const std::string& dir);
-
-// --ring-dir/recorder.pid: one recorder per ring directory; `rankscope-record cut` reads it.
-std::string PidFilePath(const std::string& ring_dir);
-// Writes our pid; refuses when a live recorder holds the directory.
-rs::Result<void> ClaimRingDir(const std::string& ring_dir);
-void ReleaseRingDir(const std::string& ring_dir);
-// --ring-dir/cuts.log: one line per cut written (its path), appended by the recorder.
-std::string CutLogPath(const std::string& ring_dir);
-void AppendCutLog(const std::string& ring_dir, const std::string& line);
-
-// `rankscope-record cut`: asks the recorder of `ring_dir` for a cut (SIGUSR1) and waits for
-// it to be written; returns the bundle's path.
-rs::Result<std::string> RequestCut(const std::string& ring_dir, int64_t timeout_ns);
 
 }  // namespace rec

@@ -32,15 +32,17 @@ rs::Result<void> CheckOne(const std::string& path, bool is_target, DirUse use,
   }
   const std::string where = path == dir ? path : path + " (above " + dir + ")";
   if (S_ISLNK(st.st_mode)) {  // realpath resolved them all: one appeared since
-    return rs::Error(what + " " + dir + ": " + where + " changed into a symbolic link while it "
-                     "was checked; " + kWhy);
+    return rs::Error(what + " " + dir + ": " + where +
+                     " changed into a symbolic link while it "
+                     "was checked; " +
+                     kWhy);
   }
   if (!S_ISDIR(st.st_mode)) return rs::Error(what + " " + dir + ": " + where + ": not a directory");
   if (st.st_uid != 0 && st.st_uid != self) {
     return rs::Error(what + " " + dir + ": " + where + " is owned by uid " +
                      std::to_string(st.st_uid) + ", not by root" +
-                     (self != 0 ? " or uid " + std::to_string(self) : std::string()) + ": " +
-                     kWhy + "; give a directory root owns (e.g. install -d -m 0700 -o root "
+                     (self != 0 ? " or uid " + std::to_string(self) : std::string()) + ": " + kWhy +
+                     "; give a directory root owns (e.g. install -d -m 0700 -o root "
                      "/var/lib/rankscope/DIR)");
   }
   const bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;

@@ -82,8 +82,7 @@ TEST_F(TrustedDirTest, OwnedBySomeoneElseIsRefused) {
   }
   auto r = TrustedDir(d, DirUse::kOutput, "--out", self);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message().find("is owned by uid"), std::string::npos)
-      << r.error().message();
+  EXPECT_NE(r.error().message().find("is owned by uid"), std::string::npos) << r.error().message();
 }
 
 TEST_F(TrustedDirTest, ALinkIsResolvedAndItsTargetChecked) {
@@ -100,7 +99,11 @@ TEST_F(TrustedDirTest, ALinkIsResolvedAndItsTargetChecked) {
 TEST_F(TrustedDirTest, MissingAndNotADirectory) {
   EXPECT_NE(Error(top_ + "/nope", DirUse::kOutput).find("No such file"), std::string::npos);
   const std::string file = top_ + "/file";
-  { FILE* f = fopen(file.c_str(), "w"); ASSERT_NE(f, nullptr); fclose(f); }
+  {
+    FILE* f = fopen(file.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fclose(f);
+  }
   EXPECT_NE(Error(file, DirUse::kOutput).find("not a directory"), std::string::npos);
 }
 

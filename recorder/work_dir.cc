@@ -77,8 +77,8 @@ bool ProcessAlive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == 
 rs::Result<std::string> MakeWorkDir(const std::string& out_path) {
   std::string tmpl = Template(out_path, kTempMarker);
   if (mkdtemp(tmpl.data()) == nullptr) {
-    return rs::Error(DirOf(out_path) + ": cannot create the recording's working directory: " +
-                     std::strerror(errno));
+    return rs::Error(DirOf(out_path) +
+                     ": cannot create the recording's working directory: " + std::strerror(errno));
   }
   return tmpl;
 }
@@ -185,8 +185,9 @@ rs::Result<std::string> RecoverableDb(const std::string& path) {
     }
     db = (EndsWith(path, "/") ? path : path + "/") + kWorkDbName;
   } else if (S_ISLNK(st.st_mode)) {
-    return rs::Error(path + ": a symbolic link: give the recorder's working directory or "
-                            "database itself");
+    return rs::Error(path +
+                     ": a symbolic link: give the recorder's working directory or "
+                     "database itself");
   }
   RETURN_IF_ERROR(CheckOwnFile(db, path));
   for (const char* suffix : kJournalSuffixes) {
