@@ -3,6 +3,8 @@
 #include <cstdarg>
 #include <string>
 
+#include "rscore/text_escape.h"
+
 namespace rec {
 namespace {
 
@@ -11,6 +13,13 @@ bool g_quiet = false;
 
 void Write(const std::string& text) {
   std::fputs(text.c_str(), g_sink ? g_sink : stderr);  // one write: lines from threads stay whole
+}
+
+// One line whatever the text holds: a newline, a carriage return or a terminal escape in a
+// name the recorder logs (a library path, a process name, a file it found) is shown escaped,
+// never acted on (rscore/text_escape.h), so that no line can be forged.
+std::string Line(const std::string& text) {
+  return "rankscope-record: " + rs::EscapeText(text) + "\n";
 }
 
 std::string Format(const char* format, va_list args) {
@@ -28,7 +37,7 @@ std::string Format(const char* format, va_list args) {
 void Log(const char* format, ...) {
   va_list args;
   va_start(args, format);
-  std::string line = "rankscope-record: " + Format(format, args) + "\n";
+  std::string line = Line(Format(format, args));
   va_end(args);
   Write(line);
 }
@@ -37,14 +46,19 @@ void LogInfo(const char* format, ...) {
   if (g_quiet) return;
   va_list args;
   va_start(args, format);
-  std::string line = "rankscope-record: " + Format(format, args) + "\n";
+  std::string line = Line(Format(format, args));
   va_end(args);
   Write(line);
 }
 
 void SetQuiet(bool quiet) { g_quiet = quiet; }
 
-void LogAsIs(const char* format, va_list args) { Write(Format(format, args)); }
+void LogAsIs(const char* format, va_list args) {
+  std::string text = Format(format, args);
+  const bool newline = !text.empty() && text.back() == '\n';
+  if (newline) text.pop_back();
+  Write(rs::EscapeText(text) + (newline ? "\n" : ""));
+}
 
 FILE* SetLogSink(FILE* sink) {
   FILE* old = g_sink;

@@ -40,5 +40,30 @@ TEST(Log, InformationalLinesGoUnderQuietWarningsStay) {
   EXPECT_EQ(quiet, "rankscope-record: warning: tracefs\n");
 }
 
+// A name from the node (a request's field, a library path, a process name) cannot forge a
+// line of its own nor drive the terminal.
+TEST(Log, ControlCharactersInWhatIsLoggedAreShownNotActedOn) {
+  const std::string logged = Logged([] {
+    Log("cut requested by %s", "n1\nrankscope-record: wrote /etc/shadow");
+    Log("library %s", "/tmp/\x1b]0;owned\x07libnccl.so");
+  });
+  EXPECT_EQ(logged,
+            "rankscope-record: cut requested by n1\\nrankscope-record: wrote /etc/shadow\n"
+            "rankscope-record: library /tmp/\\x1b]0;owned\\x07libnccl.so\n");
+}
+
+TEST(Log, LibbpfLinesKeepTheirOwnNewlineOnly) {
+  const std::string logged = Logged([] {
+    auto as_is = [](const char* format, ...) {
+      va_list args;
+      va_start(args, format);
+      LogAsIs(format, args);
+      va_end(args);
+    };
+    as_is("libbpf: elf: %s\n", "/p/\rlib.so");
+  });
+  EXPECT_EQ(logged, "libbpf: elf: /p/\\rlib.so\n");
+}
+
 }  // namespace
 }  // namespace rec

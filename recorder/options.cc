@@ -390,7 +390,7 @@ std::string UsageText() {
   return R"(usage: rankscope-record --out FILE.rsb [options]
        rankscope-record --ring D [--ring-size BYTES] [--ring-dir DIR] [--cut-dir DIR] [options]
        rankscope-record cut [--ring-dir DIR] [--timeout D]
-       rankscope-record --recover FILE [--out FILE.rsb] [--force]
+       rankscope-record --recover DIR [--out FILE.rsb] [--force]
 
 Records kernel (TCP retransmits, scheduler, block I/O, process exec/exit), NCCL and CUDA
 activity on this node into a zstd-compressed SQLite bundle. Needs root.
@@ -400,9 +400,10 @@ options:
                               file is refused unless --force; not - (a bundle is a file:
                               copy it once written)
       --force                 replace an existing --out
-      --recover FILE          turn the temporary database FILE left behind by a recorder
-                              that died into a bundle (default --out: the bundle that
-                              recorder was writing), then remove FILE
+      --recover DIR           turn the working directory DIR (.NAME.rec-PID-XXXXXX, or an
+                              earlier recorder's .db file) left behind by a recorder that
+                              died into a bundle (default --out: the bundle that recorder
+                              was writing), then remove it
   -d, --duration D            stop after D (e.g. 500ms, 30s, 2m); default: until SIGINT/SIGTERM
       --ring D                record all the time, keeping only the last D (e.g. 15m) in a
                               working database in --ring-dir; a bundle of what it holds (a
@@ -476,7 +477,7 @@ examples:
   rankscope-record --ring 15m --serve :7443 --serve-cert node3.pem --serve-key node3.key \
       --serve-ca ca.pem
       always on, and rankscope-fleet may query the live ring and collect its cuts
-  rankscope-record --recover .node3.rsb.rec-4242-Ab12Cd.db
+  rankscope-record --recover .node3.rsb.rec-4242-Ab12Cd
       after a recorder was killed: what it had committed becomes node3.rsb
 
 exit status: 0 done, 1 error, 2 usage error, 3 partial (some inputs skipped),

@@ -53,16 +53,17 @@ void CheckCut(const std::string& cut, int64_t window_ns) {
                                      std::to_string(start - kWriteLagNs)),
             0)
       << "before the window by more than the write lag: "
-      << *QueryBundleInt(cut, "SELECT " + std::to_string(start) +
-                                  " - MIN(timestamp_ns) FROM process_events")
+      << *QueryBundleInt(
+             cut, "SELECT " + std::to_string(start) + " - MIN(timestamp_ns) FROM process_events")
       << " ns";
   EXPECT_GT(*QueryBundleInt(cut, "SELECT COUNT(*) FROM process_events"), 0);
   EXPECT_EQ(*QueryBundleInt(cut, "SELECT events FROM sources WHERE source = 'process'"),
             *QueryBundleInt(cut, "SELECT COUNT(*) FROM process_events"));
   EXPECT_GT(Meta(cut, "process_ring_aged_out"), 0) << "older execs fell out of the ring";
   EXPECT_EQ(Meta(cut, "ring_aged_out") + Meta(cut, "ring_size_dropped"),
-            *QueryBundleInt(cut, "SELECT SUM(CAST(value AS INTEGER)) FROM metadata WHERE key "
-                                 "LIKE '%\\_ring\\_aged\\_out' ESCAPE '\\'"));
+            *QueryBundleInt(cut,
+                            "SELECT SUM(CAST(value AS INTEGER)) FROM metadata WHERE key "
+                            "LIKE '%\\_ring\\_aged\\_out' ESCAPE '\\'"));
   EXPECT_EQ(Meta(cut, "ring_window_ns"), window_ns);
 }
 
@@ -88,8 +89,9 @@ TEST(Ring, CutsHoldTheWindowAndCountWhatFellOut) {
   EXPECT_NE(cut.find("/cuts/"), std::string::npos) << cut;
   EXPECT_NE(cut.find("-request-kring/kring.rsb"), std::string::npos) << cut;
   CheckCut(cut, window_ns);
-  EXPECT_EQ(*QueryBundleInt(cut, "SELECT COUNT(*) FROM metadata WHERE (key = 'stop_reason' AND "
-                                 "value = 'cut') OR (key = 'cut_reason' AND value = 'request')"),
+  EXPECT_EQ(*QueryBundleInt(cut,
+                            "SELECT COUNT(*) FROM metadata WHERE (key = 'stop_reason' AND "
+                            "value = 'cut') OR (key = 'cut_reason' AND value = 'request')"),
             2);
 
   Execs(1);
@@ -127,8 +129,9 @@ TEST(Ring, ACutDirectorySharedByNodesGivesOneSetOfBundles) {
   for (int i = 0; i < 100 && access(cut_b.c_str(), F_OK) != 0; ++i) usleep(100'000);
   ASSERT_EQ(access(cut_b.c_str(), F_OK), 0) << b->stderr_text();
   for (const std::string& cut : {cut_a, cut_b}) {
-    EXPECT_EQ(*QueryBundleInt(cut, "SELECT COUNT(*) FROM metadata WHERE key = "
-                                   "'cut_requested_by' AND value = 'ka'"),
+    EXPECT_EQ(*QueryBundleInt(cut,
+                              "SELECT COUNT(*) FROM metadata WHERE key = "
+                              "'cut_requested_by' AND value = 'ka'"),
               1)
         << cut;
     EXPECT_GT(*QueryBundleInt(cut, "SELECT COUNT(*) FROM process_events"), 0) << cut;
@@ -146,26 +149,42 @@ TEST(Ring, ACutDirectorySharedByNodesGivesOneSetOfBundles) {
   ASSERT_EQ(b->Stop(SIGINT), 0) << b->stderr_text();
 }
 
-// --cut-keep: this node's oldest cuts go once they take more than the cap, never the newest.
+// --cut-keep: this node's oldest cuts go once they take more than the cap, never the newest
+// nor the newest it asked for itself (an incident: here the operator's `cut`).
 TEST(Ring, OldCutsGoBeyondTheCap) {
   REQUIRE_ROOT_OR_SKIP();
   TempDir dir;
   const std::string ring = dir.File("ring");
-  auto rec = RecorderProcess::Start({"--ring", "30s", "--ring-dir", ring, "--node", "kring",
-                                     "--sources", "process", "--cut-keep", "1"});
+  const std::vector<std::string> args = {"--ring",     "30s",   "--ring-dir", ring,
+                                         "--node",     "kring", "--sources",  "process",
+                                         "--cut-keep", "1"};
+  auto rec = RecorderProcess::Start(args);
   ASSERT_TRUE(rec.ok());
   ASSERT_TRUE(rec->WaitReady()) << rec->stderr_text();
   Execs(0.5);
-  const std::string first = ShOut(RecorderPath() + " cut --ring-dir " + ring);
-  ASSERT_EQ(access(first.c_str(), F_OK), 0) << first << rec->stderr_text();
+  const std::string asked = ShOut(RecorderPath() + " cut --ring-dir " + ring);
+  ASSERT_EQ(access(asked.c_str(), F_OK), 0) << asked << rec->stderr_text();
   ASSERT_EQ(rec->Stop(SIGINT), 0) << rec->stderr_text();
-  const std::vector<std::string> log = Lines(ring + "/cuts.log");
+  std::vector<std::string> log = Lines(ring + "/cuts.log");
   ASSERT_EQ(log.size(), 2u);
-  EXPECT_NE(access(first.c_str(), F_OK), 0) << "the older cut is removed";
-  EXPECT_NE(access(first.substr(0, first.rfind('/')).c_str(), F_OK), 0) << "and its directory";
-  EXPECT_EQ(access(log[1].c_str(), F_OK), 0) << "the newest stays, whatever its size";
-  EXPECT_NE(rec->stderr_text().find("removed the cut " + first), std::string::npos)
-      << rec->stderr_text();
+  EXPECT_EQ(access(asked.c_str(), F_OK), 0) << "the node's own incident stays";
+  const std::string first_stop = log[1];
+  EXPECT_EQ(access(first_stop.c_str(), F_OK), 0) << "the newest stays, whatever its size";
+  // A second recording's stop cut: the first stop cut is the oldest that may go.
+  sleep(1);  // another second: another stop cut's name
+  auto again = RecorderProcess::Start(args);
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE(again->WaitReady()) << again->stderr_text();
+  ASSERT_EQ(again->Stop(SIGINT), 0) << again->stderr_text();
+  log = Lines(ring + "/cuts.log");
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_NE(access(first_stop.c_str(), F_OK), 0) << "the older cut is removed";
+  EXPECT_NE(access(first_stop.substr(0, first_stop.rfind('/')).c_str(), F_OK), 0)
+      << "and its directory";
+  EXPECT_EQ(access(asked.c_str(), F_OK), 0) << "the incident still stays";
+  EXPECT_EQ(access(log[2].c_str(), F_OK), 0);
+  EXPECT_NE(again->stderr_text().find("removed the cut " + first_stop), std::string::npos)
+      << again->stderr_text();
 }
 
 TEST(Ring, ARingLeftByKillIsACutAtTheNextStart) {
