@@ -23,6 +23,7 @@
 #include "rscore/clock.h"
 #include "rscore/duration.h"
 #include "rscore/output.h"
+#include "rscore/text_escape.h"
 
 namespace po = boost::program_options;
 
@@ -54,7 +55,7 @@ const rs::cli::HelpText kHelp = {
 
 // A usage error of `command` ("rankscope-analyze query"), as every tool prints one.
 int UsageError(const std::string& command, const std::string& message) {
-  std::cerr << command << ": " << rs::cli::WithHelpHint(message, command) << "\n";
+  std::cerr << command << ": " << rs::EscapeText(rs::cli::WithHelpHint(message, command)) << "\n";
   return rs::cli::kExitUsage;
 }
 
@@ -116,7 +117,7 @@ int RunSchemaCommand(int argc, char** argv) {
   }
   auto opened = OpenForQuery(positional[0]);
   if (!opened.ok()) {
-    std::cerr << "rankscope-analyze schema: " << opened.error().message() << "\n";
+    std::cerr << "rankscope-analyze schema: " << rs::EscapeText(opened.error().message()) << "\n";
     return rs::cli::kExitError;
   }
   rs::FdOstream out(STDOUT_FILENO, "standard output");  // every write checked
@@ -124,11 +125,11 @@ int RunSchemaCommand(int argc, char** argv) {
                      ? analyzer::PrintSchema(opened->db(), out)
                      : analyzer::PrintTableSchema(opened->db(), positional[1], out);
   if (!printed.ok()) {
-    std::cerr << "rankscope-analyze schema: " << printed.error().message() << "\n";
+    std::cerr << "rankscope-analyze schema: " << rs::EscapeText(printed.error().message()) << "\n";
     return rs::cli::kExitError;
   }
   if (auto flushed = out.Close(); !flushed.ok()) {
-    std::cerr << "rankscope-analyze schema: " << flushed.error().message() << "\n";
+    std::cerr << "rankscope-analyze schema: " << rs::EscapeText(flushed.error().message()) << "\n";
     return rs::cli::kExitError;
   }
   if (!vm.count("quiet")) {
@@ -206,25 +207,25 @@ int RunQueryCommand(int argc, char** argv) {
   if (rs::cli::IsStdio(positional[1])) {  // the statement from standard input
     auto sql = rs::cli::ReadStdin(1 << 20);
     if (!sql.ok()) {
-      std::cerr << "rankscope-analyze query: " << sql.error().message() << "\n";
+      std::cerr << "rankscope-analyze query: " << rs::EscapeText(sql.error().message()) << "\n";
       return rs::cli::kExitError;
     }
     positional[1] = std::move(sql).value();
   }
   auto opened = OpenForQuery(positional[0]);
   if (!opened.ok()) {
-    std::cerr << "rankscope-analyze query: " << opened.error().message() << "\n";
+    std::cerr << "rankscope-analyze query: " << rs::EscapeText(opened.error().message()) << "\n";
     return 1;
   }
   rs::FdOstream out(STDOUT_FILENO, "standard output");  // every write checked
   auto stats = analyzer::RunQuery(opened->db(), positional[1],
                                   {*fmt, limit, timeout_ns.value(), timeout}, out);
   if (!stats.ok()) {
-    std::cerr << "rankscope-analyze query: " << stats.error().message() << "\n";
+    std::cerr << "rankscope-analyze query: " << rs::EscapeText(stats.error().message()) << "\n";
     return 1;
   }
   if (auto flushed = out.Close(); !flushed.ok()) {
-    std::cerr << "rankscope-analyze query: " << flushed.error().message() << "\n";
+    std::cerr << "rankscope-analyze query: " << rs::EscapeText(flushed.error().message()) << "\n";
     return rs::cli::kExitError;
   }
   if (stats->truncated) {

@@ -17,6 +17,7 @@
 #include "rscore/cli_help.h"
 #include "rscore/clock.h"
 #include "rscore/output.h"
+#include "rscore/text_escape.h"
 #include "rscore/time_arg.h"
 
 namespace po = boost::program_options;
@@ -155,7 +156,8 @@ int RunReportCommand(int argc, char** argv) {
   po::options_description opts;
   auto args = ParseArgs(argc, argv, opts);
   if (!args.ok()) {
-    std::cerr << kName << ": " << WithHelpHint(args.error().message(), kName) << "\n";
+    std::cerr << kName << ": " << rs::EscapeText(WithHelpHint(args.error().message(), kName))
+              << "\n";
     return kExitUsage;
   }
   if (args->help) {
@@ -164,7 +166,8 @@ int RunReportCommand(int argc, char** argv) {
   }
   auto format = analyzer::ParseReportFormat(args->format);
   if (!format.ok()) {
-    std::cerr << kName << ": " << WithHelpHint(format.error().message(), kName) << "\n";
+    std::cerr << kName << ": " << rs::EscapeText(WithHelpHint(format.error().message(), kName))
+              << "\n";
     return kExitUsage;
   }
   // Where the report goes, checked before any work: never the input, never an existing file
@@ -172,29 +175,33 @@ int RunReportCommand(int argc, char** argv) {
   auto target =
       rs::CheckOutput(args->output.empty() ? "-" : args->output, args->force, {args->input});
   if (!target.ok()) {
-    std::cerr << kName << ": " << WithHelpHint(target.error().message(), kName) << "\n";
+    std::cerr << kName << ": " << rs::EscapeText(WithHelpHint(target.error().message(), kName))
+              << "\n";
     return kExitUsage;
   }
   Progress progress(args->quiet);
-  progress.Show(kName + std::string(": opening ") + args->input + " (decompressing, checking)...");
+  progress.Show(kName + std::string(": opening ") + rs::EscapeText(args->input) +
+                " (decompressing, checking)...");
   auto opened = rs::OpenRankscopeFile(args->input, !args->skip_integrity);
   if (!opened.ok()) {
     progress.Done();
-    std::cerr << kName << ": " << opened.error().message() << "\n";
+    std::cerr << kName << ": " << rs::EscapeText(opened.error().message()) << "\n";
     return kExitError;
   }
   auto filtered =
       analyzer::ApplyReportFilter(opened->db(), args->filter, analyzer::RecordingStartNs(*opened));
   if (!filtered.ok()) {
     progress.Done();
-    std::cerr << kName << ": " << args->input << ": " << filtered.error().message() << "\n";
+    std::cerr << kName << ": " << rs::EscapeText(args->input) << ": "
+              << rs::EscapeText(filtered.error().message()) << "\n";
     return kExitError;
   }
-  progress.Show(kName + std::string(": analysing ") + args->input + "...");
+  progress.Show(kName + std::string(": analysing ") + rs::EscapeText(args->input) + "...");
   auto report = analyzer::BuildReport(*opened);
   if (!report.ok()) {
     progress.Done();
-    std::cerr << kName << ": " << args->input << ": " << report.error().message() << "\n";
+    std::cerr << kName << ": " << rs::EscapeText(args->input) << ": "
+              << rs::EscapeText(report.error().message()) << "\n";
     return kExitError;
   }
   if (!filtered->empty()) report->notes.insert(report->notes.begin(), *filtered);
@@ -203,12 +210,12 @@ int RunReportCommand(int argc, char** argv) {
   const std::string text = analyzer::Render(*report, *format);
   auto written = WriteOutput(*target, text);
   if (!written.ok()) {
-    std::cerr << kName << ": " << written.error().message() << "\n";
+    std::cerr << kName << ": " << rs::EscapeText(written.error().message()) << "\n";
     return kExitError;
   }
   if (!args->quiet) {
     std::cerr << kName << ": "
-              << WroteLine(target->shown(),
+              << WroteLine(rs::EscapeText(target->shown()),
                            args->format + " report, " + std::to_string(text.size()) + " bytes",
                            rs::MonotonicNowNs() - started)
               << "\n";

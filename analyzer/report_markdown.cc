@@ -4,6 +4,7 @@
 #include "report_format.h"
 #include "report_render.h"
 #include "rscore/comm_hash.h"
+#include "rscore/text_escape.h"
 
 namespace analyzer {
 namespace {
@@ -12,15 +13,13 @@ namespace {
 // Markdown that shows it literally: no HTML (a node named <script>), no links, code spans or
 // strong emphasis, no table row broken by '|' or a newline, no heading or list made by a
 // leading character. The escapes are CommonMark's backslash escapes; '_' stays as it is
-// (cpu_contention reads better raw, and inside words it emphasizes nothing).
-std::string Md(std::string_view s) {
+// (cpu_contention reads better raw, and inside words it emphasizes nothing). Control
+// characters are first shown as escapes (rscore/text_escape.h): a newline as \n, ESC as \x1b.
+std::string Md(std::string_view raw) {
+  const std::string s = rs::EscapeText(raw);
   std::string o;
   for (size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
-    if (c == '\n' || c == '\r') {
-      o += ' ';
-      continue;
-    }
     const bool inline_special = std::string_view("\\`*[]<>|~").find(c) != std::string_view::npos;
     const bool line_start = i == 0 && std::string_view("#+-=>").find(c) != std::string_view::npos;
     if (inline_special || line_start) o += '\\';

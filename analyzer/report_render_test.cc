@@ -122,6 +122,36 @@ TEST(ReportRenderTest, MarkdownShowsRecordedNamesLiterally) {
       << md;
 }
 
+// A Flight Recorder process group named "0\nSTRAGGLER: node7 ..." put a forged verdict line into
+// the text report. Every string of every human format is shown through rs::EscapeText: the
+// name stays on its line, terminal escapes are shown rather than sent.
+TEST(ReportRenderTest, ControlCharactersInInputNamesCannotForgeLines) {
+  ScratchDir dir;
+  Report r = ClusterReport(dir.path(), "cpu", 1);
+  const std::string group = "process group 0\nSTRAGGLER: node7 rank 7: cause cpu_contention\x1b[2J";
+  r.hang.detected = true;
+  r.hang.summary = "all_reduce seq 7 of " + group + " never completed";
+  r.hang.mismatches.push_back(Mismatch{0, 7, "count", {{"2048\r", {"rank 0"}}}, group});
+  r.notes.push_back(
+      "node\x9b"
+      "31m\xc2\x9b"
+      "31m");
+  const std::string text = RenderText(r);
+  EXPECT_EQ(text.find("\nSTRAGGLER: node7"), std::string::npos) << text;
+  EXPECT_NE(text.find("of process group 0\\nSTRAGGLER: node7 rank 7: cause cpu_contention\\x1b[2J"
+                      " never completed"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("[2048\\r: 1 rank(s)"), std::string::npos) << text;
+  EXPECT_NE(text.find("node\\x9b31m\\u009b31m"), std::string::npos) << text;
+  for (const std::string& out : {text, RenderMarkdown(r), RenderHtml(r)}) {
+    EXPECT_EQ(out.find('\x1b'), std::string::npos);
+    EXPECT_EQ(out.find('\r'), std::string::npos);
+    EXPECT_EQ(out.find("\xc2\x9b"), std::string::npos);
+    EXPECT_EQ(out.find("\nSTRAGGLER: node7"), std::string::npos);
+  }
+}
+
 // The HTML marks the verdict's ranks (table rows and heatmap rows), draws counts as bars on an
 // integer axis, and names time, op and seq in the tooltips of the plotted marks.
 TEST(ReportRenderTest, HtmlMarksTheStragglerCountsAsBarsAndTooltipsNameCollectives) {

@@ -5,37 +5,43 @@
 #include "report_format.h"
 #include "report_render.h"
 #include "rscore/comm_hash.h"
+#include "rscore/text_escape.h"
 
 namespace analyzer {
 namespace {
 
 constexpr size_t kTextRanks = 8;
 
+// Every string of the report is shown through this: names and values from the inputs (a
+// process group named "0\nSTRAGGLER: node7 ...", a process name with terminal escapes) keep
+// to their line and show what they hold (rscore/text_escape.h).
+std::string T(const std::string& s) { return rs::EscapeText(s); }
+
 void HangText(std::ostream& o, const std::string& title, const HangReport& h, int64_t start_ns) {
-  o << title << ": " << (h.detected ? "DETECTED" : "none") << " — " << h.summary << "\n";
+  o << title << ": " << (h.detected ? "DETECTED" : "none") << " — " << T(h.summary) << "\n";
   if (h.detected) {
-    o << "  confidence " << HangConfidence(h) << ", states from " << Spoken(h.basis) << "\n";
+    o << "  confidence " << HangConfidence(h) << ", states from " << T(Spoken(h.basis)) << "\n";
     for (const RankProgress& p : h.progress) {
-      o << "  " << (p.node.empty() ? "" : p.node + " ") << "rank "
-        << (p.rank ? std::to_string(*p.rank) : "?") << ": " << Spoken(p.state) << " ("
-        << Spoken(p.state_basis) << "); last entered "
+      o << "  " << (p.node.empty() ? "" : T(p.node) + " ") << "rank "
+        << (p.rank ? std::to_string(*p.rank) : "?") << ": " << T(Spoken(p.state)) << " ("
+        << T(Spoken(p.state_basis)) << "); last entered "
         << (p.last_entered_seq ? std::to_string(*p.last_entered_seq) : "-");
       if (p.last_started_seq) o << ", last started " << *p.last_started_seq;
       o << ", last completed "
         << (p.last_completed_seq ? std::to_string(*p.last_completed_seq) : "-");
-      if (p.in_flight_seq) o << ", in flight " << p.in_flight_op << " seq " << *p.in_flight_seq;
+      if (p.in_flight_seq) o << ", in flight " << T(p.in_flight_op) << " seq " << *p.in_flight_seq;
       o << "\n";
       for (const Activity& a : p.doing) {
-        o << "      " << DescribeActivityLine(a, start_ns) << "\n";
+        o << "      " << T(DescribeActivityLine(a, start_ns)) << "\n";
       }
     }
   }
   for (const Mismatch& m : h.mismatches) {
     o << "  mismatch at seq " << m.seq << " ("
-      << (m.process_group.empty() ? rs::HashHex(m.comm_id_hash) : m.process_group)
-      << "): " << m.field;
+      << (m.process_group.empty() ? rs::HashHex(m.comm_id_hash) : T(m.process_group))
+      << "): " << T(m.field);
     for (const auto& [value, who] : m.variants) {
-      o << " [" << value << ": " << who.size() << " rank(s), e.g. " << who.front() << "]";
+      o << " [" << T(value) << ": " << who.size() << " rank(s), e.g. " << T(who.front()) << "]";
     }
     o << "\n";
   }
@@ -45,28 +51,29 @@ void HangText(std::ostream& o, const std::string& title, const HangReport& h, in
 
 std::string RenderText(const Report& r) {
   std::ostringstream o;
-  o << r.verdict << "\n\n";
-  for (const std::string& w : r.warnings) o << "WARNING: " << w << "\n";
+  o << T(r.verdict) << "\n\n";
+  for (const std::string& w : r.warnings) o << "WARNING: " << T(w) << "\n";
   if (!r.warnings.empty()) o << "\n";
   auto finding = [&](const Straggler& s) {
-    o << StragglerLabel(s) << ": cause " << s.cause;
-    if (!s.shape.empty()) o << ", " << Spoken(s.shape);
+    o << T(StragglerLabel(s)) << ": cause " << T(s.cause);
+    if (!s.shape.empty()) o << ", " << T(Spoken(s.shape));
     o << ", confidence " << ConfidenceName(s.confidence) << "\n";
-    o << "  " << s.summary << "\n";
-    if (std::string who = StragglerWho(s); !who.empty()) o << "  who: " << who << "\n";
+    o << "  " << T(s.summary) << "\n";
+    if (std::string who = StragglerWho(s); !who.empty()) o << "  who: " << T(who) << "\n";
     if (!s.competitors.empty()) {
-      o << "  competing for its CPUs: " << CompetitorsLine(s) << "\n";
+      o << "  competing for its CPUs: " << T(CompetitorsLine(s)) << "\n";
     }
     size_t i = 0;
     for (const Cause& c : s.causes) {
-      o << "  " << ++i << ". " << c.kind << " (" << FormatPercent(c.score) << "): " << c.summary
-        << "\n";
-      if (!c.remediation.empty()) o << "     -> " << c.remediation << "\n";
+      o << "  " << ++i << ". " << T(c.kind) << " (" << FormatPercent(c.score)
+        << "): " << T(c.summary) << "\n";
+      if (!c.remediation.empty()) o << "     -> " << T(c.remediation) << "\n";
     }
     o << "  evidence:\n";
-    for (const Evidence& e : s.evidence) o << "   - " << e.summary << "\n";
-    o << "  basis" << (s.arrival_basis.empty() ? "" : " (arrival: " + Spoken(s.arrival_basis) + ")")
-      << ": " << s.basis << "\n\n";
+    for (const Evidence& e : s.evidence) o << "   - " << T(e.summary) << "\n";
+    o << "  basis"
+      << (s.arrival_basis.empty() ? "" : " (arrival: " + T(Spoken(s.arrival_basis)) + ")") << ": "
+      << T(s.basis) << "\n\n";
   };
   for (const Straggler& s : r.stragglers) finding(s);
   if (!r.observations.empty()) {
@@ -75,7 +82,7 @@ std::string RenderText(const Report& r) {
   }
   HangText(o, "hang", r.hang, r.start_ns);
   if (const auto& fr = r.flight_recorder) {
-    o << "flight recorder: " << FlightRecorderLine(*fr) << "\n";
+    o << "flight recorder: " << T(FlightRecorderLine(*fr)) << "\n";
     // Shown beside the recorder's where both found a hang (its own section otherwise is r.hang).
     if (fr->agreement == "agree" || fr->agreement == "disagree") {
       HangText(o, "  flight recorder hang", fr->hang, r.start_ns);
@@ -83,11 +90,11 @@ std::string RenderText(const Report& r) {
   }
   o << "\n"
     << r.nodes.size() << " node(s), " << r.ranks << " rank(s), " << r.collectives
-    << " matched collectives (" << r.nccl_calls << " calls), input " << r.input << " (" << r.db_kind
-    << ")\n"
+    << " matched collectives (" << r.nccl_calls << " calls), input " << T(r.input) << " ("
+    << T(r.db_kind) << ")\n"
     << RecordingSpan(r) << "\n";
   auto line = [&](const ArrivalStats& s, const std::string& who) {
-    o << "  " << who << ": " << FormatNs(s.median_lateness_ns) << " / "
+    o << "  " << T(who) << ": " << FormatNs(s.median_lateness_ns) << " / "
       << FormatNs(s.p90_lateness_ns) << ", last " << s.last_count << "/" << s.collectives << ", "
       << (s.median_duration_ns >= 0 ? FormatNs(s.median_duration_ns) : "-") << "\n";
   };
@@ -118,21 +125,21 @@ std::string RenderText(const Report& r) {
     }
   }
   if (!r.timing.arrival_basis.empty()) {
-    o << "\ntiming: arrivals from " << Spoken(r.timing.arrival_basis) << " ("
+    o << "\ntiming: arrivals from " << T(Spoken(r.timing.arrival_basis)) << " ("
       << r.timing.device_collectives << " collectives on device, " << r.timing.host_collectives
       << " on host entry, " << r.timing.excluded_collectives << " left out); NCCL calls "
-      << r.timing.call_semantics << ": " << r.timing.semantics_evidence << "\n";
+      << T(r.timing.call_semantics) << ": " << T(r.timing.semantics_evidence) << "\n";
   }
   o << "\nclock (offset applied, error bound, method, evidence):\n";
   for (const NodeClock& c : r.clock) {
-    o << "  " << c.node << ": " << FormatNs(c.offset_ns) << ", +/-" << FormatNs(c.error_bound_ns)
-      << ", " << c.method;
-    if (!c.evidence.empty()) o << ", " << c.evidence;
+    o << "  " << T(c.node) << ": " << FormatNs(c.offset_ns) << ", +/-" << FormatNs(c.error_bound_ns)
+      << ", " << T(c.method);
+    if (!c.evidence.empty()) o << ", " << T(c.evidence);
     o << "\n";
   }
   if (!r.notes.empty()) {
     o << "\nnotes:\n";
-    for (const std::string& n : r.notes) o << "  - " << n << "\n";
+    for (const std::string& n : r.notes) o << "  - " << T(n) << "\n";
   }
   o << "\nreading this report: " << ReadingGuide() << "\n";
   return o.str();

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "report_format.h"
+#include "rscore/text_escape.h"
 
 namespace analyzer {
 namespace {
@@ -145,7 +146,9 @@ const char* Color(size_t k) { return kPalette[k % (sizeof kPalette / sizeof kPal
 
 }  // namespace
 
-std::string HtmlEscape(const std::string& s) {
+std::string HtmlEscape(const std::string& raw) {
+  // Control characters, invalid in HTML text, first shown as escapes (rscore/text_escape.h).
+  const std::string s = rs::EscapeText(raw);
   std::string o;
   for (char c : s) {
     switch (c) {

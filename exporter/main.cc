@@ -6,6 +6,7 @@
 #include "rscore/cli.h"
 #include "rscore/clock.h"
 #include "rscore/output.h"
+#include "rscore/text_escape.h"
 #include "rscore/time_arg.h"
 
 #ifndef RANKSCOPE_VERSION
@@ -19,7 +20,7 @@ int main(int argc, char** argv) {
   auto cl = ParseCommandLine(argc, argv);
   if (!cl.ok()) {
     std::fprintf(stderr, "rankscope-export: %s\n",
-                 WithHelpHint(cl.error().message(), "rankscope-export").c_str());
+                 rs::EscapeText(WithHelpHint(cl.error().message(), "rankscope-export")).c_str());
     return kExitUsage;
   }
   if (cl->help) {
@@ -34,17 +35,19 @@ int main(int argc, char** argv) {
   // without --force (Export checks again when it creates the output).
   auto checked = rs::CheckOutput(cl->options.output, cl->options.force, {cl->options.input});
   if (!checked.ok()) {
-    std::fprintf(stderr, "rankscope-export: %s\n",
-                 WithHelpHint(checked.error().message(), "rankscope-export").c_str());
+    std::fprintf(
+        stderr, "rankscope-export: %s\n",
+        rs::EscapeText(WithHelpHint(checked.error().message(), "rankscope-export")).c_str());
     return kExitUsage;
   }
-  const std::string shown = checked->shown();
+  // File names and what the input holds, printed one line each (rscore/text_escape.h).
+  const std::string shown = rs::EscapeText(checked->shown());
   Progress progress(cl->quiet);
-  progress.Show("rankscope-export: exporting " + cl->options.input + "...");
+  progress.Show("rankscope-export: exporting " + rs::EscapeText(cl->options.input) + "...");
   auto r = Export(cl->options);
   progress.Done();
   if (!r.ok()) {
-    std::fprintf(stderr, "rankscope-export: %s\n", r.error().message().c_str());
+    std::fprintf(stderr, "rankscope-export: %s\n", rs::EscapeText(r.error().message()).c_str());
     return kExitError;
   }
   if (cl->quiet) return kExitOk;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "fr_bounds.h"
 #include "rscore/pickle.h"
 
 namespace merge::fr {
@@ -19,6 +20,8 @@ using Json = nlohmann::json;
 
 // A dump is a few MB (2000 entries by default); beyond this it is not one.
 constexpr int64_t kMaxDumpBytes = int64_t{1} << 30;
+
+constexpr std::string_view kUtf8Bom = "\xef\xbb\xbf";
 
 // Where in the dump a value sits, for errors: "entries[12].state".
 std::string At(const std::string& where, const std::string& key) {
@@ -301,11 +304,16 @@ rs::Result<std::string> ReadAll(const std::string& path) {
 
 Sniff SniffFile(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  char head[2] = {0, 0};
-  if (!f.read(head, 2)) return Sniff::kNotDump;
-  const auto b0 = static_cast<unsigned char>(head[0]), b1 = static_cast<unsigned char>(head[1]);
-  if (b0 == 0x80 && b1 >= 2 && b1 <= 5) return Sniff::kPickle;  // PROTO 2..5
-  if (b0 == '{') return Sniff::kJson;
+  char head[64] = {};
+  f.read(head, sizeof head);
+  const std::string_view h(head, static_cast<size_t>(f.gcount()));
+  if (h.size() < 2) return Sniff::kNotDump;
+  const auto b1 = static_cast<unsigned char>(h[1]);
+  if (static_cast<unsigned char>(h[0]) == 0x80 && b1 >= 2 && b1 <= 5) return Sniff::kPickle;
+  if (h[0] == '}' || h.substr(0, 2) == "(d") return Sniff::kPickle;  // protocol 1, 0
+  std::string_view json = h.substr(0, 3) == kUtf8Bom ? h.substr(3) : h;
+  const size_t first = json.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && json[first] == '{') return Sniff::kJson;
   return Sniff::kNotDump;
 }
 
@@ -334,10 +342,13 @@ rs::Result<Dump> ParseDump(std::string_view data, std::string format, const std:
   if (format == "pickle") {
     ASSIGN_OR_RETURN(root, rs::pickle::Decode(data));
   } else {
+    if (data.substr(0, 3) == kUtf8Bom) data.remove_prefix(3);
     root = Json::parse(data.begin(), data.end(), nullptr, /*allow_exceptions=*/false);
     if (root.is_discarded()) return rs::Error("not valid JSON");
   }
-  return Normalize(root, std::move(dump));
+  ASSIGN_OR_RETURN(dump, Normalize(root, std::move(dump)));
+  RETURN_IF_ERROR(BoundValues(dump));
+  return dump;
 }
 
 rs::Result<Dump> ReadDump(const std::string& path) {
@@ -350,13 +361,36 @@ rs::Result<Dump> ReadDump(const std::string& path) {
   }
   Sniff kind = SniffFile(path);
   if (kind == Sniff::kNotDump) {
-    return rs::Error(path + ": neither a pickle (protocol 2-5) nor a JSON Flight Recorder dump");
+    return rs::Error(path + ": neither a pickle (protocol 0-5) nor a JSON Flight Recorder dump");
   }
   auto data = ReadAll(path);
   if (!data.ok()) return fail(data.error());
   auto dump = ParseDump(*data, kind == Sniff::kPickle ? "pickle" : "json", path, *rank);
   if (!dump.ok()) return fail(dump.error());
   return dump;
+}
+
+std::string StatusJson(const std::vector<PgStatus>& status) {
+  Json j = Json::object();
+  for (const PgStatus& s : status) {
+    Json row = Json::object();
+    if (s.last_enqueued) row["last_enqueued_collective"] = *s.last_enqueued;
+    if (s.last_started) row["last_started_collective"] = *s.last_started;
+    if (s.last_completed) row["last_completed_collective"] = *s.last_completed;
+    j[s.pg_id] = row;
+  }
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string RanksJson(const std::vector<int64_t>& ranks) { return Json(ranks).dump(); }
+
+std::string StackText(const std::vector<Frame>& frames) {
+  std::string text;
+  for (const Frame& f : frames) {
+    if (!text.empty()) text += '\n';
+    text += f.name + " (" + f.file + ":" + std::to_string(f.line) + ")";
+  }
+  return text;
 }
 
 std::string OpFromProfilingName(std::string_view name) {

@@ -73,17 +73,29 @@ struct Dump {
   std::vector<ProcessGroup> groups;
   std::vector<PgStatus> status;
   std::string nccl_comm_state;  // JSON text; empty when absent
+  // Values cut to fit the merged database ("entries[3].profiling_name (314572800 bytes)"):
+  // see fr_bounds.h.
+  std::vector<std::string> truncated;
 };
 
+// The stored forms of a dump's values (fr_dumps.pg_status, process_groups.ranks, stacks.frames).
+std::string StatusJson(const std::vector<PgStatus>& status);
+std::string RanksJson(const std::vector<int64_t>& ranks);
+std::string StackText(const std::vector<Frame>& frames);
+
 // What a file's first bytes say it is: a Flight Recorder pickle or JSON dump, or neither.
+//   pickle  protocol 2-5: PROTO (0x80) and the protocol; protocol 1: EMPTY_DICT ('}'), how
+//           Python's pickle starts a dict there; protocol 0: MARK and DICT ("(d"), likewise
+//   JSON    '{', after an optional UTF-8 byte order mark (Python's 'utf-8-sig', Windows
+//           editors) and whitespace
 enum class Sniff { kNotDump, kPickle, kJson };
 Sniff SniffFile(const std::string& path);
 
 // The global rank at the end of a dump's file name ('nccl_trace_rank_12' -> 12).
 std::optional<int64_t> RankFromFileName(std::string_view path);
 
-// Reads and checks one dump. Errors name the file and what is wrong (for a pickle: the byte
-// offset and the opcode refused).
+// Reads and checks one dump, its values bounded (fr_bounds.h). Errors name the file and what
+// is wrong (for a pickle: the byte offset and the opcode refused).
 rs::Result<Dump> ReadDump(const std::string& path);
 
 // Parses an already decoded/loaded dump body (exposed for tests).

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
 
 #include "rscore/cli.h"
+#include "rscore/text_escape.h"
 #include "stack_dedup.h"
 
 namespace merge {
@@ -65,8 +65,6 @@ struct Group {
   std::string match = "fr_only";
 };
 
-std::string RanksJson(const std::vector<int64_t>& ranks) { return nlohmann::json(ranks).dump(); }
-
 // The recorded communicator over the group's ranks: of the right size, every rank seen calling
 // it a member. Unique or none.
 void MatchCommunicator(Group& g, const std::map<int64_t, RecordedComm>& comms) {
@@ -85,27 +83,6 @@ void MatchCommunicator(Group& g, const std::map<int64_t, RecordedComm>& comms) {
   } else if (fits.size() > 1) {
     g.match = "ambiguous";
   }
-}
-
-std::string StackText(const std::vector<fr::Frame>& frames) {
-  std::string text;
-  for (const fr::Frame& f : frames) {
-    if (!text.empty()) text += '\n';
-    text += f.name + " (" + f.file + ":" + std::to_string(f.line) + ")";
-  }
-  return text;
-}
-
-std::string StatusJson(const std::vector<fr::PgStatus>& status) {
-  nlohmann::json j = nlohmann::json::object();
-  for (const fr::PgStatus& s : status) {
-    nlohmann::json row = nlohmann::json::object();
-    if (s.last_enqueued) row["last_enqueued_collective"] = *s.last_enqueued;
-    if (s.last_started) row["last_started_collective"] = *s.last_started;
-    if (s.last_completed) row["last_completed_collective"] = *s.last_completed;
-    j[s.pg_id] = row;
-  }
-  return j.dump();
 }
 
 }  // namespace
@@ -163,7 +140,7 @@ rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<F
     RETURN_IF_ERROR(ins_group.Bind(1, g.id)
                         .Bind(2, g.pg.name)
                         .Bind(3, g.pg.desc)
-                        .Bind(4, RanksJson(g.pg.ranks))
+                        .Bind(4, fr::RanksJson(g.pg.ranks))
                         .Bind(5, static_cast<int64_t>(g.pg.ranks.size()))
                         .Bind(6, g.comm_id_hash)
                         .Bind(7, g.match)
@@ -214,14 +191,14 @@ rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<F
             .Bind(7, d.comm_lib_version.empty() ? std::optional<std::string>() : d.comm_lib_version)
             .Bind(8, static_cast<int64_t>(d.entries.size()))
             .Bind(9, a ? "aligned" : "unaligned")
-            .Bind(10, StatusJson(d.status))
+            .Bind(10, fr::StatusJson(d.status))
             .Bind(11, d.nccl_comm_state.empty() ? std::optional<std::string>() : d.nccl_comm_state)
             .Run());
     for (const fr::Entry& e : d.entries) {
       const Group* g = find_group(e.pg_name, d.rank);
       std::optional<int64_t> stack_id;
       if (!e.frames.empty()) {
-        std::string text = StackText(e.frames);
+        std::string text = fr::StackText(e.frames);
         stack_id = StackId(text);
         RETURN_IF_ERROR(ins_stack.Bind(1, *stack_id).Bind(2, text).Run());
       }
@@ -340,11 +317,24 @@ FrPlan PlanFlightRecorder(std::vector<std::string>& files, int first_id, std::os
       rank_file[dump->rank] = f;
       in.reason = "Flight Recorder dump (" + dump->format + ", version " + dump->version +
                   ", rank " + std::to_string(dump->rank) + ")";
+      if (const std::vector<std::string>& cut = dump->truncated; !cut.empty()) {
+        std::string fields;
+        for (size_t i = 0; i < cut.size() && i < 3; ++i) fields += (i ? ", " : "") + cut[i];
+        if (cut.size() > 3) fields += " and " + std::to_string(cut.size() - 3) + " more";
+        const std::string what = std::to_string(cut.size()) +
+                                 " value(s) over what the merged database holds, truncated "
+                                 "(marked '[truncated by rankscope-merge: N bytes]'): " +
+                                 fields;
+        in.reason += "; " + what;
+        plan.warnings.push_back(f + " (Flight Recorder rank " + std::to_string(dump->rank) +
+                                "): " + what);
+      }
       plan.dumps.push_back(FrInput{in.input_id, std::move(dump).value()});
     }
     if (in.status == "skipped") {
       ++plan.skipped;
-      log << "rankscope-merge: skipping " << f << ": " << in.reason << "\n";
+      log << "rankscope-merge: skipping " << rs::EscapeText(f) << ": " << rs::EscapeText(in.reason)
+          << "\n";
     }
     plan.inputs.push_back(std::move(in));
   }

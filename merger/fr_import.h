@@ -42,11 +42,13 @@ namespace merge {
 
 // The Flight Recorder dumps among `files` (told by their first bytes), taken out of `files`
 // and read: each becomes an Input, 'merged' with its dump or 'skipped' with why (a pickle that
-// would import or call, a bad field, a second dump of the same rank). Ids from first_id on.
+// would import or call, a bad field, a value no reader would accept, a second dump of the same
+// rank). Ids from first_id on. A dump merged with values cut to fit (fr_bounds.h) is a warning.
 struct FrPlan {
   std::vector<FrInput> dumps;
   std::vector<Input> inputs;
   int skipped = 0;
+  std::vector<std::string> warnings;
 };
 FrPlan PlanFlightRecorder(std::vector<std::string>& files, int first_id, std::ostream& log);
 

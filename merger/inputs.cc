@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <thread>
@@ -15,6 +16,8 @@
 #include "rscore/event_id.h"
 #include "rscore/identity.h"
 #include "rscore/schema.h"
+#include "rscore/text_escape.h"
+#include "rscore/time_arg.h"
 
 namespace merge {
 namespace {
@@ -122,6 +125,49 @@ void ProbeFile(const std::string& file, Probe& p) {
   p.image = std::make_shared<rs::OpenedDb>(std::move(opened).value());
 }
 
+// A cut's window (metadata cut_window_start_ns, cut_window_end_ns), else the recording's span.
+std::pair<int64_t, int64_t> Window(const rs::BundleInfo& info) {
+  auto ns = [&](const char* key, int64_t otherwise) {
+    auto it = info.metadata.find(key);
+    if (it == info.metadata.end()) return otherwise;
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(it->second.c_str(), &end, 10);
+    return errno == 0 && end != it->second.c_str() && *end == '\0' ? static_cast<int64_t>(v)
+                                                                   : otherwise;
+  };
+  return {ns("cut_window_start_ns", info.start_ns), ns("cut_window_end_ns", info.end_ns)};
+}
+
+// Two files of one recording hold the same rows (a bundle copied twice, or collected twice):
+// the same span and window, the same rows in every table.
+bool SameContent(const Input& a, const Input& b) {
+  return a.info.start_ns == b.info.start_ns && a.info.end_ns == b.info.end_ns &&
+         Window(a.info) == Window(b.info) && a.table_rows == b.table_rows;
+}
+
+// Why a second, different file of a merged recording is skipped: a merged database holds one
+// window per recording. Two cuts of one ring (another window, or a recovered bundle beside the
+// finished one) are not merged together: where their windows do not meet, the node would seem
+// to do nothing in between, the very thing a hang analysis looks for; where they overlap,
+// their rows are one allocator's and the later cut's counts and metadata would contradict the
+// earlier's. Merged once, from the first file given, and said loudly (exit 3).
+std::string OtherPartOfRecording(const Input& first, const Input& other) {
+  auto window = [](const rs::BundleInfo& info) {
+    const auto [from, to] = Window(info);
+    return rs::FormatUtc(from) + " to " + rs::FormatUtc(to);
+  };
+  const bool cuts = other.info.metadata.count("cut_ns") || first.info.metadata.count("cut_ns");
+  return std::string(cuts ? "another cut of the same ring"
+                          : "another, different file of the same") +
+         " recording (id " + other.info.recording_id + ", node " + other.info.node + ") as input " +
+         std::to_string(first.input_id) + " (" + first.file + "): it holds " + window(other.info) +
+         ", input " + std::to_string(first.input_id) + " holds " + window(first.info) +
+         "; a merged database holds one window per recording, this one is input " +
+         std::to_string(first.input_id) +
+         "'s (the first given). Merge this file without the other to analyse its window";
+}
+
 // Validates every file, on as many threads as there are cores (decompression and the SQLite
 // integrity check dominate the cost and are independent per file).
 std::vector<Probe> ProbeAll(const std::vector<std::string>& files) {
@@ -190,7 +236,8 @@ std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostrea
     auto skip = [&](const std::string& why) {
       in.status = "skipped";
       in.reason = why;
-      log << "rankscope-merge: skipping " << file << ": " << why << "\n";
+      log << "rankscope-merge: skipping " << rs::EscapeText(file) << ": " << rs::EscapeText(why)
+          << "\n";
     };
     Probe& probe = probes[f];
     if (probe.error) {
@@ -213,13 +260,19 @@ std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostrea
     in.original_node = info.node;
     // The node name keeps the one rule of every tool: opening the bundle checked it.
     if (auto it = by_recording.find(info.recording_id); it != by_recording.end()) {
+      const Input& first = inputs[it->second - 1];
+      if (!SameContent(first, in)) {
+        skip(OtherPartOfRecording(first, in));
+        inputs.push_back(std::move(in));
+        continue;
+      }
       in.status = "duplicate";
       in.reason = "same recording (id " + info.recording_id + ") as input " +
-                  std::to_string(it->second) + " (" + inputs[it->second - 1].file +
-                  "); merged once";
-      in.node = inputs[it->second - 1].node;
+                  std::to_string(it->second) + " (" + first.file + "); merged once";
+      in.node = first.node;
       in.duplicate_of = it->second;
-      log << "rankscope-merge: " << file << ": " << in.reason << "\n";
+      log << "rankscope-merge: " << rs::EscapeText(file) << ": " << rs::EscapeText(in.reason)
+          << "\n";
       inputs.push_back(std::move(in));
       continue;
     }
@@ -266,7 +319,7 @@ std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostrea
     in.image = std::move(probe.image);
     for (const std::string& n : notes) {
       in.reason += (in.reason.empty() ? "" : "; ") + n;
-      log << "rankscope-merge: " << file << ": " << n << "\n";
+      log << "rankscope-merge: " << rs::EscapeText(file) << ": " << rs::EscapeText(n) << "\n";
     }
     by_recording[info.recording_id] = in.input_id;
     inputs.push_back(std::move(in));

@@ -1,6 +1,7 @@
 // The inputs of a merge: which files, whether each is a valid recording, and how it joins
-// the others (duplicate recordings merged once, clashing node names disambiguated, event ids
-// that would collide moved to a free recording key).
+// the others (duplicate recordings merged once, another cut of a merged recording skipped
+// loudly, clashing node names disambiguated, event ids that would collide moved to a free
+// recording key).
 #pragma once
 
 #include <cstdint>

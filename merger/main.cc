@@ -11,6 +11,7 @@
 #include "rscore/cli.h"
 #include "rscore/clock.h"
 #include "rscore/output.h"
+#include "rscore/text_escape.h"
 #include "rscore/time_arg.h"
 
 #ifndef RANKSCOPE_VERSION
@@ -23,8 +24,8 @@ int main(int argc, char** argv) {
   merge::ConfigureSqlite();
   auto cl = merge::ParseCommandLine(argc, argv);
   if (!cl.ok()) {
-    std::cerr << "rankscope-merge: " << WithHelpHint(cl.error().message(), "rankscope-merge")
-              << "\n";
+    std::cerr << "rankscope-merge: "
+              << rs::EscapeText(WithHelpHint(cl.error().message(), "rankscope-merge")) << "\n";
     return kExitUsage;
   }
   if (cl->help) {
@@ -45,18 +46,20 @@ int main(int argc, char** argv) {
     if (!out) continue;
     auto checked = rs::CheckOutput(*out, cl->merge.force, cl->merge.inputs);
     if (!checked.ok()) {
-      std::cerr << "rankscope-merge: " << WithHelpHint(checked.error().message(), "rankscope-merge")
+      std::cerr << "rankscope-merge: "
+                << rs::EscapeText(WithHelpHint(checked.error().message(), "rankscope-merge"))
                 << "\n";
       return kExitUsage;
     }
   }
-  const std::string shown = IsStdio(cl->merge.out_path) ? "standard output" : cl->merge.out_path;
+  const std::string shown =
+      IsStdio(cl->merge.out_path) ? "standard output" : rs::EscapeText(cl->merge.out_path);
   std::ostringstream quiet_sink;
   std::ostream& log = cl->quiet ? static_cast<std::ostream&>(quiet_sink) : std::cerr;
   auto result = merge::Merge(cl->merge, log);
   if (!result.ok()) {
     if (cl->quiet) std::cerr << quiet_sink.str();
-    std::cerr << "rankscope-merge: " << result.error().message() << "\n";
+    std::cerr << "rankscope-merge: " << rs::EscapeText(result.error().message()) << "\n";
     return kExitError;
   }
   const merge::MergeResult& r = *result;
@@ -66,17 +69,21 @@ int main(int argc, char** argv) {
             [](const auto* a, const auto* b) { return NaturalLess(a->node, b->node); });
   if (!cl->quiet) {
     for (const merge::NodeAlignment* a : nodes) {
-      std::cerr << "  clock " << a->node << ": " << a->method << " offset " << a->offset_ns
-                << " ns +- " << a->error_bound_ns << " ns";
+      std::cerr << "  clock " << rs::EscapeText(a->node) << ": " << a->method << " offset "
+                << a->offset_ns << " ns +- " << a->error_bound_ns << " ns";
       if (a->drift_ppm != 0) std::cerr << ", drift " << a->drift_ppm << " ppm";
       std::cerr << " (" << a->rendezvous_count << " rendezvous"
-                << (a->evidence.empty() ? "" : ": " + a->evidence) << ")\n";
+                << (a->evidence.empty() ? "" : ": " + rs::EscapeText(a->evidence)) << ")\n";
     }
   }
-  for (const std::string& w : r.warnings) std::cerr << "rankscope-merge: warning: " << w << "\n";
+  // Names, files and reasons come from the inputs: one line each, whatever they hold.
+  for (const std::string& w : r.warnings) {
+    std::cerr << "rankscope-merge: warning: " << rs::EscapeText(w) << "\n";
+  }
   for (const merge::InputSummary& in : r.inputs) {
     if (in.status == "skipped") {
-      std::cerr << "rankscope-merge: warning: skipped " << in.file << ": " << in.reason << "\n";
+      std::cerr << "rankscope-merge: warning: skipped " << rs::EscapeText(in.file) << ": "
+                << rs::EscapeText(in.reason) << "\n";
     }
   }
   if (!cl->quiet && r.start_ns > 0) {

@@ -28,6 +28,7 @@
 #include "rscore/path.h"
 #include "rscore/schema.h"
 #include "rscore/sqlite.h"
+#include "rscore/text_escape.h"
 #include "rscore/zstd_file.h"
 #include "stack_dedup.h"
 #include "table_copy.h"
@@ -202,7 +203,8 @@ void CheckAgainstWireClocks(const std::vector<std::string>& inputs, std::ostream
     }
     if (c.agrees) {
       ++agree;
-      log << "rankscope-merge: node " << c.node << ": " << c.note << "\n";
+      log << "rankscope-merge: node " << rs::EscapeText(c.node) << ": " << rs::EscapeText(c.note)
+          << "\n";
     } else {
       ++disagree;
       result.warnings.push_back("node " + c.node + ": " + c.note +
@@ -339,6 +341,7 @@ rs::Result<void> MergeRun::Plan() {
     if (in.status == "skipped") skipped_list += "\n  " + in.file + ": " + in.reason;
   }
   result_.skipped += fr_.skipped;
+  for (const std::string& w : fr_.warnings) result_.warnings.push_back(w);
   if (opt_.strict && result_.skipped > 0) {
     return rs::Error("--strict: " + std::to_string(result_.skipped) +
                      " input(s) failed validation, nothing written:" + skipped_list);
@@ -398,7 +401,7 @@ rs::Result<void> MergeRun::CopyInputs() {
   for (size_t k = 0; k < order_.size(); ++k) {
     Input& in = *merged_[order_[k]];
     progress_.Show("[" + std::to_string(k + 1) + "/" + std::to_string(order_.size()) +
-                   "] merging " + in.file);
+                   "] merging " + rs::EscapeText(in.file));
     rs::Result<InputCopy> c = CopyOne(k);
     parts_->Discard(std::move(in.image));  // its temp file is no longer needed
     progress_.Done();
@@ -409,7 +412,8 @@ rs::Result<void> MergeRun::CopyInputs() {
       in.status = "skipped";
       in.reason = "copy failed: " + c.error().message();
       ++result_.skipped;
-      log_ << "rankscope-merge: skipping " << in.file << ": " << in.reason << "\n";
+      log_ << "rankscope-merge: skipping " << rs::EscapeText(in.file) << ": "
+           << rs::EscapeText(in.reason) << "\n";
       if (opt_.strict) return rs::Error("--strict: " + in.file + ": " + in.reason);
       continue;
     }

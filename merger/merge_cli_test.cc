@@ -174,6 +174,69 @@ TEST_F(MergeCli, AClockBoundWiderThanTheCollectivesIsAWarning) {
   EXPECT_EQ(r.output.find("exceeds the median duration"), std::string::npos) << r.output;
 }
 
+// Two cuts of one ring (rankscope-record --ring: one recording, two windows) used to be
+// merged as one "duplicate", the second dropped without a word (exit 0, nothing under -q). A
+// merged database holds one window per recording: the second cut is skipped, loudly, exit 3.
+// A byte-for-byte copy of a bundle stays a quiet duplicate.
+TEST_F(MergeCli, ASecondCutOfTheSameRingIsSkippedLoudly) {
+  const std::string cut1 = dir_.File("cut1.rsb"), cut2 = dir_.File("cut2.rsb");
+  const std::string copy = dir_.File("copy.rsb");
+  auto cut = [](int64_t from_s, int64_t to_s) {
+    const std::string from = std::to_string(from_s * 1'000'000'000);
+    const std::string to = std::to_string(to_s * 1'000'000'000);
+    return "INSERT OR REPLACE INTO metadata(key, value) VALUES ('cut_reason', 'request'),"
+           " ('cut_ns', '" +
+           to + "'), ('cut_window_start_ns', '" + from +
+           "'),"
+           " ('cut_window_end_ns', '" +
+           to + "');";
+  };
+  ASSERT_TRUE(testing::RewriteBundle(bundles_[0], cut1, cut(1'700'000'000, 1'700'000'060)).ok());
+  // The later window: the ring's oldest rows aged out, new ones came.
+  ASSERT_TRUE(
+      testing::RewriteBundle(bundles_[0], cut2,
+                             cut(1'700'000'030, 1'700'000'090) +
+                                 " DELETE FROM nccl_events WHERE id IN (SELECT id FROM nccl_events"
+                                 " ORDER BY id LIMIT 4);")
+          .ok());
+  std::filesystem::copy_file(cut1, copy);
+  const std::string out = dir_.File("m.rsdb");
+  CliRun r = Merge("-q -o " + out + " " + cut1 + " " + bundles_[1] + " " + cut2 + " " + copy);
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_NE(
+      r.output.find("warning: skipped " + cut2 + ": another cut of the same ring recording (id "),
+      std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("as input 1 (" + cut1 + "): it holds 2023-11-14T22:13:50"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("a merged database holds one window per recording"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find(copy), std::string::npos) << "a copy is a quiet duplicate: " << r.output;
+  auto merged = testing::OpenMerged(out);
+  ASSERT_TRUE(merged.ok()) << merged.error().message();
+  EXPECT_EQ(merged
+                ->QueryText("SELECT group_concat(status, ',') FROM (SELECT status FROM"
+                            " merge_inputs ORDER BY input_id)")
+                .value(),
+            "merged,merged,skipped,duplicate");
+  // Alone, the second cut merges.
+  r = Merge("-q -o " + dir_.File("second.rsdb") + " " + cut2 + " " + bundles_[1]);
+  EXPECT_EQ(r.status, 0) << r.output;
+}
+
+// File names are printed through rs::EscapeText: a name cannot start a line of its own.
+TEST_F(MergeCli, FileNamesCannotForgeLines) {
+  const std::string forged = dir_.File("bad\nrankscope-merge: wrote m.rsdb\x1b[2J.rsb");
+  ASSERT_TRUE(testing::WriteText(forged, "garbage").ok());
+  CliRun r = Merge("-q -o " + dir_.File("m.rsdb") + " '" + forged + "' " + bundles_[0]);
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_NE(r.output.find("bad\\nrankscope-merge: wrote m.rsdb\\x1b[2J.rsb: "), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("\nrankscope-merge: wrote"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << r.output;
+}
+
 // The shared convention (rscore/cli.h): usage errors exit 2, --help is laid out like every
 // tool's, '-' is standard output, the last line says how long it took.
 TEST_F(MergeCli, UsageErrorsExitTwo) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "rscore/schema.h"
+#include "rscore/text_escape.h"
 
 namespace merge {
 namespace {
@@ -41,8 +42,9 @@ rs::Result<void> SetMeta(rs::Db& db, const std::string& key, const std::string& 
 
 void PrintCounts(std::ostream& log, const Input& in, const std::vector<TableCount>& counts) {
   // A Flight Recorder dump has no node of its own; its reason says what it is.
-  log << "rankscope-merge: input " << in.input_id << " " << in.file << " -> "
-      << (in.node.empty() && !in.reason.empty() ? in.reason : "node " + in.node) << "\n";
+  log << "rankscope-merge: input " << in.input_id << " " << rs::EscapeText(in.file) << " -> "
+      << rs::EscapeText(in.node.empty() && !in.reason.empty() ? in.reason : "node " + in.node)
+      << "\n";
   for (const TableCount& c : counts) {
     if (c.rows_in == 0 && c.rows_out == 0) continue;
     log << "  " << std::left << std::setw(16) << c.table << std::right << " in " << std::setw(9)

@@ -85,7 +85,7 @@ std::optional<GpuOpRow> DecodeGpuOp(const rs_gpu_op& op) {
   if (!p2p && op.nccl_seq != UINT64_MAX) row.nccl_seq = static_cast<int64_t>(op.nccl_seq);
   row.count = static_cast<int64_t>(op.count);
   row.datatype = NcclDatatypeName(op.datatype);
-  if (auto size = NcclDatatypeSize(op.datatype)) row.bytes = *row.count * *size;
+  row.bytes = NcclBytes(*row.count, op.datatype);  // a forged count: NULL, not overflow
   if (p2p) {
     row.peer = NonNegative(op.peer);
   } else if (op.func == RS_GPU_BROADCAST || op.func == RS_GPU_REDUCE) {

@@ -185,6 +185,21 @@ TEST(GpuDecode, RecordsThisRecorderCannotReadAreRefused) {
   EXPECT_FALSE(DecodeGpuOp(no_time));
 }
 
+// Found by the reader's fuzzer: a region's count is any value; its bytes overflowed.
+TEST(GpuDecode, ACountWhoseBytesDoNotFitHasNoBytes) {
+  rs_gpu_op op = Record(RS_GPU_ALL_REDUCE);
+  op.datatype = 7;  // float32
+  op.count = 0x7a00000000000000;
+  auto row = DecodeGpuOp(op);
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->count, static_cast<int64_t>(0x7a00000000000000));
+  EXPECT_FALSE(row->bytes);
+  op.count = UINT64_MAX;  // -1 as a row's count: no bytes either
+  EXPECT_FALSE(DecodeGpuOp(op)->bytes);
+  op.count = (uint64_t{1} << 61) - 1;  // the largest that fits, times 4
+  EXPECT_EQ(DecodeGpuOp(op)->bytes, static_cast<int64_t>(((uint64_t{1} << 61) - 1) * 4));
+}
+
 TEST(GpuDecode, Names) {
   EXPECT_STREQ(GpuAlgorithmName(RS_GPU_ALGO_TREE), "TREE");
   EXPECT_STREQ(GpuAlgorithmName(RS_GPU_ALGO_COLLNET_DIRECT), "COLLNET_DIRECT");

@@ -149,7 +149,7 @@ void GpuProbe::Discover(RecorderContext& ctx, int64_t now_ms) {
       ++it;
       continue;
     }
-    LogFailure(ctx, it->first, it->second.error);
+    LogFailure(ctx, it->first, it->second);
     it = failures_.erase(it);
   }
   std::erase_if(retry_at_ms_, [&](const auto& e) { return !current.count(e.first); });
@@ -166,35 +166,44 @@ void GpuProbe::Discover(RecorderContext& ctx, int64_t now_ms) {
 }
 
 void GpuProbe::Consider(RecorderContext& ctx, int pid, int64_t now_ms) {
-  auto found = FindGpuRing(ctx.proc_root, pid);
+  // The recorder maps every region it reads: its own descriptors of them are no process's
+  // region (and, of another user's region, would be refused as of the wrong owner).
+  std::set<int> own_fds;
+  if (pid == getpid()) {
+    for (const auto& [key, r] : regions_) own_fds.insert(r->reader.fd());
+  }
+  auto found = FindGpuRing(ctx.proc_root, pid, own_fds);
   if (!found.ok()) return Failed(ctx, pid, now_ms, found.error().message());
   if (!found->has_value()) {
     // Its maps showed the region (or did until it exited): look again at the rescans' pace.
     retry_at_ms_[pid] = now_ms + kLibraryRescanMs;
     return;
   }
-  const GpuRingLocation& loc = **found;
-  const Key key{loc.dev, loc.ino};
+  // Opened (and its owner checked against this process) before it is known whether another
+  // process's region is the same: a region read for one process is refused for another
+  // user's process that holds it too.
+  std::optional<GpuRegionFault> fault;
+  auto reader = GpuRingReader::Open((*found)->path, &fault);
+  if (!reader.ok()) return Failed(ctx, pid, now_ms, reader.error().message(), fault);
+  const Key key{reader->dev(), reader->ino()};
   if (auto it = regions_.find(key); it != regions_.end()) {
     Region& r = *it->second;  // a forked child (or its parent) of a process already read
     r.pids.insert(pid);
     pid_region_[pid] = key;
-    if (!r.creator && IsPid(ctx.proc_root, pid, r.reader.header().pid)) {
+    if (!r.creator && IsPid(ctx.proc_root, pid, r.reader.view().creator_pid())) {
       r.pid = pid;
       r.creator = true;
       r.api_written = false;
     }
     return;
   }
-  auto reader = GpuRingReader::Open(loc.path);
-  if (!reader.ok()) return Failed(ctx, pid, now_ms, reader.error().message());
   auto region = std::make_unique<Region>(std::move(reader).value());
-  const rs_gpu_ring_header& h = region->reader.header();
+  const GpuRingCounters& c = region->reader.view().counters();
   region->pid = pid;
-  region->creator = IsPid(ctx.proc_root, pid, h.pid);
+  region->creator = IsPid(ctx.proc_root, pid, region->reader.view().creator_pid());
   region->pids.insert(pid);
-  region->slots_full_at_open = h.drops_slots_full;
-  region->late_event_at_open = h.drops_late_event;
+  region->slots_full_at_open = c.drops_slots_full;
+  region->late_event_at_open = c.drops_late_event;
   regions_.emplace(key, std::move(region));
   pid_region_[pid] = key;
   failures_.erase(pid);
@@ -203,21 +212,29 @@ void GpuProbe::Consider(RecorderContext& ctx, int pid, int64_t now_ms) {
   if (ctx.attach_log) ctx.attach_log->Record("gpu", "pid " + std::to_string(pid), "", true);
 }
 
-void GpuProbe::Failed(RecorderContext& ctx, int pid, int64_t now_ms, const std::string& error) {
+void GpuProbe::Failed(RecorderContext& ctx, int pid, int64_t now_ms, const std::string& error,
+                      std::optional<GpuRegionFault> fault) {
   Failure& f = failures_[pid];
   if (f.first_ms == 0) f.first_ms = now_ms;
   f.error = error;
-  if (now_ms - f.first_ms < kOpenGraceMs) {
+  f.fault = fault;
+  // A region of the wrong owner, or not a sealed memfd, stays one: refused at once. Others
+  // are retried (the plugin may still be writing its header).
+  const bool final = fault == GpuRegionFault::kOwner || fault == GpuRegionFault::kNotSealed;
+  if (!final && now_ms - f.first_ms < kOpenGraceMs) {
     retry_at_ms_[pid] = now_ms;  // the next tick
     return;
   }
-  LogFailure(ctx, pid, error);
+  LogFailure(ctx, pid, f);
   failures_.erase(pid);
 }
 
-void GpuProbe::LogFailure(RecorderContext& ctx, int pid, const std::string& error) {
+void GpuProbe::LogFailure(RecorderContext& ctx, int pid, const Failure& f) {
   given_up_.insert(pid);
-  if (ctx.attach_log) ctx.attach_log->Record("gpu", "pid " + std::to_string(pid), "", false, error);
+  if (f.fault) ++dropped_[static_cast<size_t>(*f.fault)];
+  if (ctx.attach_log) {
+    ctx.attach_log->Record("gpu", "pid " + std::to_string(pid), "", false, f.error);
+  }
 }
 
 void GpuProbe::Write(RecorderContext& ctx, const Region& r, const rs_gpu_op& op) {
@@ -249,19 +266,23 @@ void GpuProbe::Write(RecorderContext& ctx, const Region& r, const rs_gpu_op& op)
 std::vector<rs_gpu_op> GpuProbe::Drain(RecorderContext& ctx, Region& r) {
   std::vector<rs_gpu_op> read = r.reader.Read();
   for (const rs_gpu_op& op : read) Write(ctx, r, op);
-  if (!r.api_written && r.reader.header().api_version > 0 && ctx.processes) {
+  const int32_t api = r.reader.view().counters().api_version;
+  if (!r.api_written && api > 0 && ctx.processes) {
     // A process with a region is traced (it may have exited meanwhile: not an error).
-    r.api_written = ctx.processes->SetNcclProfilerApi(r.pid, r.reader.header().api_version).ok();
+    r.api_written = ctx.processes->SetNcclProfilerApi(r.pid, api).ok();
   }
   return read;
 }
 
 void GpuProbe::ReadAll(RecorderContext& ctx, int64_t now_ms) {
   const int64_t now_ns = rs::MonotonicNowNs();
+  std::vector<Key> corrupt;
   for (auto& [key, r] : regions_) {
     r->reader.Heartbeat(now_ns);
     Drain(ctx, *r);
+    if (r->reader.view().corrupt()) corrupt.push_back(key);
   }
+  for (const Key& key : corrupt) Drop(key);
   if (now_ms < next_liveness_ms_) return;
   next_liveness_ms_ = now_ms + kLibraryRescanMs;
   std::vector<Key> gone;
@@ -296,13 +317,17 @@ std::optional<int64_t> GpuProbe::OldestInFlightNs() const {
 Probe::CutRows GpuProbe::WriteInFlightForCut(RecorderContext& ctx) {
   if (finished_ || !ctx.ids) return {};
   std::vector<std::pair<Region*, std::vector<rs_gpu_op>>> pending;
+  std::vector<Key> corrupt;
   for (auto& [key, r] : regions_) {
     std::vector<rs_gpu_op> in_flight = r->reader.InFlight();
     const std::vector<rs_gpu_op> last = Drain(ctx, *r);
+    if (r->reader.view().corrupt()) {  // its slots were read from a region no longer trusted
+      corrupt.push_back(key);
+      continue;
+    }
     std::erase_if(in_flight, [&](const rs_gpu_op& op) {
-      return std::any_of(last.begin(), last.end(), [&](const rs_gpu_op& done) {
-        return SameOperation(op, done);
-      });
+      return std::any_of(last.begin(), last.end(),
+                         [&](const rs_gpu_op& done) { return SameOperation(op, done); });
     });
     pending.emplace_back(r.get(), std::move(in_flight));
   }
@@ -314,6 +339,7 @@ Probe::CutRows GpuProbe::WriteInFlightForCut(RecorderContext& ctx) {
   }
   cut.last_id = rs::MakeEventId(ctx.ids->key(), ctx.ids->count());
   cut.rows = events_ - before;
+  for (const Key& key : corrupt) Drop(key);
   return cut;
 }
 
@@ -328,6 +354,7 @@ void GpuProbe::Close(RecorderContext& ctx, const Key& key) {
   // (in both: its ring record wins). The other order could miss it in both.
   std::vector<rs_gpu_op> in_flight = r.reader.InFlight();
   const std::vector<rs_gpu_op> last = Drain(ctx, r);
+  if (r.reader.view().corrupt()) return Drop(key);  // its slots are not trusted either
   for (const rs_gpu_op& op : in_flight) {
     bool written = false;
     for (const rs_gpu_op& done : last) written = written || SameOperation(op, done);
@@ -335,11 +362,31 @@ void GpuProbe::Close(RecorderContext& ctx, const Key& key) {
     Write(ctx, r, op);
     ++in_flight_;
   }
-  const rs_gpu_ring_header& h = r.reader.header();
+  Forget(it);
+}
+
+// The region changed in a way its plugin never changes it (GpuRingView): nothing more is read
+// from it, its rows so far stay (read while it was intact), it is counted and logged once.
+void GpuProbe::Drop(const Key& key) {
+  auto it = regions_.find(key);
+  if (it == regions_.end()) return;
+  const Region& r = *it->second;
+  ++dropped_[static_cast<size_t>(GpuRegionFault::kChanged)];
+  Log("gpu: pid %d: %s; its region is no longer read (counted in gpu_regions_dropped_%s)", r.pid,
+      r.reader.view().corruption().c_str(), GpuRegionFaultName(GpuRegionFault::kChanged));
+  // Not opened again while its processes hold it (a header put back would be trusted anew).
+  given_up_.insert(r.pids.begin(), r.pids.end());
+  Forget(it);
+}
+
+// Its counts as of its last intact read join those of the closed regions.
+void GpuProbe::Forget(std::map<Key, std::unique_ptr<Region>>::iterator it) {
+  const Region& r = *it->second;
+  const GpuRingCounters& c = r.reader.view().counters();
   closed_.overrun += r.reader.overruns();
-  closed_.slots_full += h.drops_slots_full - r.slots_full_at_open;
-  closed_.late_event += h.drops_late_event - r.late_event_at_open;
-  unrecorded_closed_ += h.ops_unrecorded;
+  closed_.slots_full += c.drops_slots_full - r.slots_full_at_open;
+  closed_.late_event += c.drops_late_event - r.late_event_at_open;
+  unrecorded_closed_ += c.ops_unrecorded;
   for (int pid : r.pids) pid_region_.erase(pid);
   regions_.erase(it);
 }
@@ -374,27 +421,39 @@ void GpuProbe::OnProcessExec(RecorderContext& ctx, int pid) {
 GpuProbe::Drops GpuProbe::drop_counts() const {
   Drops d = closed_;
   for (const auto& [key, r] : regions_) {
-    const rs_gpu_ring_header& h = r->reader.header();
+    const GpuRingCounters& c = r->reader.view().counters();
     d.overrun += r->reader.overruns();
-    d.slots_full += h.drops_slots_full - r->slots_full_at_open;
-    d.late_event += h.drops_late_event - r->late_event_at_open;
+    d.slots_full += c.drops_slots_full - r->slots_full_at_open;
+    d.late_event += c.drops_late_event - r->late_event_at_open;
   }
   return d;
 }
 
+// Operations lost, and each region refused or dropped as one (how many operations it held is
+// not known, or not to be believed).
 uint64_t GpuProbe::drops() const {
   const Drops d = drop_counts();
-  return d.overrun + d.slots_full + d.late_event + d.undecodable;
+  return d.overrun + d.slots_full + d.late_event + d.undecodable + regions_dropped();
+}
+
+uint64_t GpuProbe::regions_dropped() const {
+  uint64_t n = 0;
+  for (uint64_t k : dropped_) n += k;
+  return n;
 }
 
 uint64_t GpuProbe::ops_unrecorded() const {
   uint64_t n = unrecorded_closed_ + before_start_;
-  for (const auto& [key, r] : regions_) n += r->reader.header().ops_unrecorded;
+  for (const auto& [key, r] : regions_) n += r->reader.view().counters().ops_unrecorded;
   return n;
 }
 
 std::string GpuProbe::note() const {
   if (!enabled_) return "--no-gpu";
+  if (const uint64_t dropped = regions_dropped(); dropped > 0) {
+    return std::to_string(dropped) +
+           " profiler plugin region(s) refused or dropped (metadata gpu_regions_dropped_*)";
+  }
   if (regions_read_ == 0) {
     return "no process loaded rankscope's NCCL profiler plugin"
            " (NCCL_PROFILER_PLUGIN=libnccl-profiler-rankscope.so)";
@@ -409,7 +468,7 @@ rs::Result<void> GpuProbe::Finish(RecorderContext& ctx) {
   std::vector<Key> keys;
   for (const auto& [key, r] : regions_) keys.push_back(key);
   for (const Key& key : keys) Close(ctx, key);
-  for (const auto& [pid, f] : failures_) LogFailure(ctx, pid, f.error);
+  for (const auto& [pid, f] : failures_) LogFailure(ctx, pid, f);
   failures_.clear();
   if (!ctx.db) return rs::Ok();
   auto filled = FillGpuCommIdHash(*ctx.db, ctx.node);
@@ -431,6 +490,12 @@ rs::Result<void> GpuProbe::Finish(RecorderContext& ctx) {
   };
   for (const auto& [key, n] : counts) {
     RETURN_IF_ERROR(st.Bind(1, key).Bind(2, std::to_string(n)).Run());
+  }
+  // Regions not read, by reason (GpuRegionFault): refused when found, or dropped while read.
+  for (GpuRegionFault fault : kGpuRegionFaults) {
+    RETURN_IF_ERROR(st.Bind(1, std::string("gpu_regions_dropped_") + GpuRegionFaultName(fault))
+                        .Bind(2, std::to_string(dropped_[static_cast<size_t>(fault)]))
+                        .Run());
   }
   if (!filled.ok()) return filled.error().Wrap("gpu: filling comm_id_hash");
   if (!first_error_.empty()) return rs::Error("gpu: " + first_error_);

@@ -5,7 +5,12 @@
 //  - Discovery: the processes whose /proc/PID/maps show the region (the readings the NCCL and
 //    CUDA rescans share, ProcLibraryMaps; read here only when no rescan did), within --pid and
 //    --scope netns; the region is opened through /proc/PID/fd (FindGpuRing) once per
-//    (dev, ino): a forked child shares its parent's.
+//    (dev, ino): a forked child shares its parent's. Regions are untrusted (any user can make
+//    one): a region not owned by its process's user, not sealed against shrinking, or of
+//    another layout is refused (GpuRingReader::Open), one that changes as the plugin never
+//    changes it is dropped (GpuRingView); either is logged once and counted by reason
+//    (metadata gpu_regions_dropped_<reason>, and one drop of the source each), and recording
+//    goes on.
 //  - Every loop tick (never on the event path): the heartbeat that tells the plugin a recorder
 //    reads (only then does it record operations and ask NCCL for device-side events), then
 //    the records finished since the last tick, one gpu_ops row each.
@@ -16,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -70,6 +76,7 @@ class GpuProbe : public Probe {
   // Operations the plugins counted as launched while no recorder read (not drops).
   uint64_t ops_unrecorded() const;
   uint64_t regions_read() const { return regions_read_; }
+  uint64_t regions_dropped() const;  // refused or dropped, every reason
   size_t open_regions() const { return regions_.size(); }
 
   // How long a region that cannot be opened is retried before the failure is logged (the
@@ -90,16 +97,20 @@ class GpuProbe : public Probe {
   struct Failure {
     int64_t first_ms = 0;
     std::string error;
+    std::optional<GpuRegionFault> fault;  // the region was refused (else: gone, no permission)
   };
 
   void Discover(RecorderContext& ctx, int64_t now_ms);
   void Consider(RecorderContext& ctx, int pid, int64_t now_ms);
-  void Failed(RecorderContext& ctx, int pid, int64_t now_ms, const std::string& error);
-  void LogFailure(RecorderContext& ctx, int pid, const std::string& error);
+  void Failed(RecorderContext& ctx, int pid, int64_t now_ms, const std::string& error,
+              std::optional<GpuRegionFault> fault = std::nullopt);
+  void LogFailure(RecorderContext& ctx, int pid, const Failure& f);
   void ReadAll(RecorderContext& ctx, int64_t now_ms);
   // Reads the records written since the last read into rows; returns them.
   std::vector<rs_gpu_op> Drain(RecorderContext& ctx, Region& r);
   void Close(RecorderContext& ctx, const Key& key);
+  void Drop(const Key& key);
+  void Forget(std::map<Key, std::unique_ptr<Region>>::iterator it);
   void Write(RecorderContext& ctx, const Region& r, const rs_gpu_op& op);
   bool Selected(RecorderContext& ctx, int pid) const;
 
@@ -113,7 +124,8 @@ class GpuProbe : public Probe {
   std::set<int> given_up_;              // failure logged: not retried
   int64_t next_pid_scan_ms_ = 0;
   int64_t next_liveness_ms_ = 0;
-  Drops closed_;  // of regions already closed
+  Drops closed_;                                        // of regions already closed
+  uint64_t dropped_[std::size(kGpuRegionFaults)] = {};  // regions not read, by GpuRegionFault
   uint64_t unrecorded_closed_ = 0;
   // Records of a startup window (gpu_ring.h) that ended before the recording started: not
   // written, counted with the operations launched while no recorder read.

@@ -458,6 +458,63 @@ TEST(GpuProbe, AFailureOfAProcessThatExitsWithinTheGraceIsLoggedThen) {
   EXPECT_EQ(env.Int("SELECT COUNT(*) FROM attachments"), 1);  // once
 }
 
+// A hostile region: its rows so far stay (read while it was intact); once it changes as the
+// plugin never changes it, it is read no more (not even its slots at the end), not opened
+// again, counted by reason and logged once, and the recording ends as usual.
+TEST(GpuProbe, ARegionChangedWhileReadIsDroppedCountedAndLoggedOnce) {
+  FakeGpuRegion region(4, 8);
+  region.Hold(2, FakeGpuRegion::Op(40));
+  Env env("/proc", {getpid()});
+  GpuProbe probe;
+  ASSERT_TRUE(probe.Start(env.ctx).ok());
+  region.WriteMany(1, 2);
+  probe.Tick(env.ctx);
+  EXPECT_EQ(probe.events(), 2u);
+  region.h->ring_records = UINT32_MAX;  // what crashed the recorder: a count raised under it
+  region.h->head = 1'000'000;
+  for (int i = 0; i < 3; ++i) probe.Tick(env.ctx);
+  EXPECT_EQ(probe.open_regions(), 0u);
+  region.h->ring_records = 8;  // put back: still not read
+  region.h->head = 2;
+  region.WriteMany(3, 2);
+  probe.Tick(env.ctx);
+  auto finished = probe.Finish(env.ctx);
+  ASSERT_TRUE(finished.ok()) << finished.error().message();
+  EXPECT_EQ(env.Int("SELECT COUNT(*) FROM gpu_ops"), 2);
+  EXPECT_EQ(env.Int("SELECT COUNT(*) FROM gpu_ops WHERE seq > 2"), 0);
+  EXPECT_EQ(env.Meta("gpu_regions_dropped_changed"), "1");
+  EXPECT_EQ(env.Meta("gpu_regions_dropped_layout"), "0");
+  EXPECT_EQ(env.Meta("gpu_regions_dropped_owner"), "0");
+  EXPECT_EQ(env.Meta("gpu_regions_dropped_not_sealed"), "0");
+  EXPECT_EQ(env.Meta("gpu_in_flight"), "0");
+  EXPECT_EQ(probe.drops(), 1u);
+  EXPECT_NE(probe.note().find("1 profiler plugin region(s) refused or dropped"), std::string::npos);
+  const std::string log = env.LogText();
+  const std::string line = "gpu: pid " + Pid(getpid()) + ": its header changed";
+  EXPECT_NE(log.find(line), std::string::npos) << log;
+  EXPECT_EQ(log.find(line, log.find(line) + 1), std::string::npos) << log;  // once
+}
+
+// One that could be truncated under the recorder is refused when found, without the grace
+// of a region still being made, and counted.
+TEST(GpuProbe, AnUnsealedRegionIsRefusedAtOnceAndCounted) {
+  FakeGpuRegion region(4, 8, RS_GPU_RING_NAME, /*seal=*/false);
+  region.WriteMany(1, 3);
+  Env env("/proc", {getpid()});
+  GpuProbe probe;
+  ASSERT_TRUE(probe.Start(env.ctx).ok());
+  EXPECT_EQ(env.Int("SELECT COUNT(*) FROM attachments WHERE kind = 'gpu' AND ok = 0 AND error"
+                    " LIKE '%not sealed against shrinking%'"),
+            1);
+  probe.Tick(env.ctx);
+  ASSERT_TRUE(probe.Finish(env.ctx).ok());
+  EXPECT_EQ(env.Int("SELECT COUNT(*) FROM attachments"), 1);  // once
+  EXPECT_EQ(probe.events(), 0u);
+  EXPECT_EQ(region.h->reader_heartbeat_ns, 0);
+  EXPECT_EQ(env.Meta("gpu_regions_dropped_not_sealed"), "1");
+  EXPECT_EQ(probe.drops(), 1u);
+}
+
 TEST(GpuProbe, NoGpuLeavesThePluginUnread) {
   FakeGpuRegion region(4, 8);
   region.WriteMany(1, 1);

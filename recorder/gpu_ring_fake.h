@@ -1,8 +1,10 @@
 // For the recorder's unit tests: a plugin region built by hand in a memfd named as the plugin
 // names it (so it shows in /proc/self/fd and /proc/self/maps as the plugin's does), laid out as
-// gpu_ring.h says, with the writer's half of the ring protocol.
+// gpu_ring.h says, with the writer's half of the ring protocol. Sealed against shrinking as the
+// plugin's is, unless `seal` is false (a region the recorder must refuse).
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -16,12 +18,16 @@ namespace rec::testing {
 
 class FakeGpuRegion {
  public:
-  FakeGpuRegion(uint32_t slots, uint32_t records, const char* name = RS_GPU_RING_NAME)
+  FakeGpuRegion(uint32_t slots, uint32_t records, const char* name = RS_GPU_RING_NAME,
+                bool seal = true)
       : records_(records) {
-    fd_ = memfd_create(name, MFD_CLOEXEC);
+    fd_ = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     EXPECT_GE(fd_, 0);
     size_ = RS_GPU_REGION_BYTES(slots, records);
     EXPECT_EQ(ftruncate(fd_, static_cast<off_t>(size_)), 0);
+    if (seal) {
+      EXPECT_EQ(fcntl(fd_, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+    }
     base_ = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
     EXPECT_NE(base_, MAP_FAILED);
     h = static_cast<rs_gpu_ring_header*>(base_);

@@ -1,10 +1,18 @@
 // The GPU ring reader on regions built by hand (gpu_ring_fake.h): a memfd laid out as
-// gpu_ring.h says, written as the plugin writes it (the ring protocol's writer half).
+// gpu_ring.h says, written as the plugin writes it (the ring protocol's writer half), and
+// regions a hostile user would make: unsealed, of another owner, not a memfd, changed under
+// the reader.
 #include "recorder/gpu_ring_reader.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/fsuid.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
 
 #include <string>
 #include <vector>
@@ -201,12 +209,122 @@ TEST(GpuRingReader, RefusesRegionsOfAnotherLayoutSayingWhy) {
     EXPECT_NE(OpenError(region.path()).find("does not fit"), std::string::npos);
   }
   {
-    FakeGpuRegion region(4, 8);
-    ASSERT_EQ(ftruncate(region.fd(), 100), 0);  // created, not sized yet
-    EXPECT_NE(OpenError(region.path()).find("shorter than its header"), std::string::npos);
+    // Created and sealed, not sized yet.
+    const int fd = memfd_create(RS_GPU_RING_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(ftruncate(fd, 100), 0);
+    ASSERT_EQ(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+    std::optional<GpuRegionFault> fault;
+    auto r = GpuRingReader::Open("/proc/self/fd/" + std::to_string(fd), &fault);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message().find("shorter than its header"), std::string::npos);
+    EXPECT_EQ(fault, GpuRegionFault::kLayout);
+    close(fd);
   }
-  const std::string e = OpenError("/nonexistent/rankscope-gpu");
-  EXPECT_NE(e.find("/nonexistent/rankscope-gpu: cannot open the GPU ring"), std::string::npos) << e;
+  const std::string e = OpenError("/nonexistent/fd/3");
+  EXPECT_NE(e.find("/nonexistent/fd/3: cannot open its process's directory"), std::string::npos)
+      << e;
+  EXPECT_NE(OpenError("/proc/self/fd/x").find("not a /proc/PID/fd/N path"), std::string::npos);
+}
+
+std::optional<GpuRegionFault> OpenFault(const std::string& path, std::string* error = nullptr) {
+  std::optional<GpuRegionFault> fault;
+  auto r = GpuRingReader::Open(path, &fault);
+  EXPECT_FALSE(r.ok()) << path << ": opened";
+  if (error && !r.ok()) *error = r.error().message();
+  return fault;
+}
+
+// The SIGBUS: a region its owner truncates while the recorder has it mapped. One that
+// could shrink is never mapped; one sealed against shrinking cannot be truncated.
+TEST(GpuRingReader, ARegionThatCouldShrinkIsRefusedAndASealedOneCannotShrink) {
+  {
+    FakeGpuRegion unsealed(4, 8, RS_GPU_RING_NAME, /*seal=*/false);
+    unsealed.WriteMany(1, 3);
+    std::string error;
+    EXPECT_EQ(OpenFault(unsealed.path(), &error), GpuRegionFault::kNotSealed);
+    EXPECT_NE(error.find(unsealed.path() + ": GPU ring not sealed against shrinking"),
+              std::string::npos)
+        << error;
+    EXPECT_EQ(unsealed.h->reader_heartbeat_ns, 0);  // never mapped
+  }
+  FakeGpuRegion sealed(4, 8);
+  GpuRingReader reader = MustOpen(sealed);
+  sealed.WriteMany(1, 2);
+  EXPECT_NE(ftruncate(sealed.fd(), 0), 0);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_EQ(Seqs(reader.Read()), (std::vector<uint64_t>{1, 2}));
+}
+
+// Named like the region, but not a memfd: a file elsewhere (on a filesystem that could be
+// FUSE, whose open can wait forever) is refused without being opened.
+TEST(GpuRingReader, AFileThatIsNotAMemfdIsRefused) {
+  char name[] = "/tmp/rs_gpu_notmemfd_XXXXXX";
+  const int fd = mkstemp(name);
+  ASSERT_GE(fd, 0);
+  unlink(name);
+  ASSERT_EQ(ftruncate(fd, static_cast<off_t>(RS_GPU_REGION_BYTES(4, 8))), 0);
+  std::string error;
+  EXPECT_EQ(OpenFault("/proc/self/fd/" + std::to_string(fd), &error), GpuRegionFault::kNotSealed);
+  EXPECT_NE(error.find("not a memory file (memfd)"), std::string::npos) << error;
+  close(fd);
+  // A memfd of huge pages (its pages can run out: SIGBUS) lives on another mount.
+  const int huge = memfd_create(RS_GPU_RING_NAME, MFD_CLOEXEC | MFD_HUGETLB | MFD_ALLOW_SEALING);
+  if (huge >= 0) {
+    EXPECT_EQ(OpenFault("/proc/self/fd/" + std::to_string(huge)), GpuRegionFault::kNotSealed);
+    close(huge);
+  }
+}
+
+// The forged rows: a region another user made, in a process of this user (here: root,
+// holding a memfd made with the filesystem uid of nobody).
+TEST(GpuRingReader, ARegionOwnedByAnotherUserThanItsProcessIsRefused) {
+  if (geteuid() != 0) {
+    if (std::getenv("CI") != nullptr) FAIL() << "needs root, and CI is set: it must not skip";
+    GTEST_SKIP() << "needs root (a file of another owner): run the unit tests as root";
+  }
+  setfsuid(65534);  // this thread only: files it creates are nobody's
+  const bool as_nobody = setfsuid(static_cast<uid_t>(-1)) == 65534;
+  std::optional<FakeGpuRegion> foreign;
+  if (as_nobody) foreign.emplace(4, 8);
+  setfsuid(0);
+  ASSERT_TRUE(as_nobody);
+  struct stat st;
+  ASSERT_EQ(fstat(foreign->fd(), &st), 0);
+  ASSERT_EQ(st.st_uid, 65534u);
+  foreign->WriteMany(1, 50);
+  std::string error;
+  EXPECT_EQ(OpenFault(foreign->path(), &error), GpuRegionFault::kOwner);
+  EXPECT_NE(error.find("GPU ring owned by uid 65534, held by a process of uid 0/0/0/0"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(foreign->h->reader_heartbeat_ns, 0);
+}
+
+// The segfaults: counts changed after the reader sized its reads by them.
+TEST(GpuRingReader, CountsChangedUnderTheReaderEndItsReadingWithoutAFault) {
+  FakeGpuRegion region(4, 8);
+  rs_gpu_op held = FakeGpuRegion::Op(9);
+  region.Hold(1, held);
+  GpuRingReader reader = MustOpen(region);
+  region.WriteMany(1, 2);
+  EXPECT_EQ(reader.Read().size(), 2u);
+  region.h->slot_count = UINT32_MAX;
+  EXPECT_TRUE(reader.InFlight().empty());  // read at stop: nothing, no read past the slots
+  region.h->slot_count = 4;
+  region.h->ring_records = UINT32_MAX;
+  region.h->head = 3'000'000'000;
+  EXPECT_TRUE(reader.Read().empty());
+  EXPECT_TRUE(reader.view().corrupt());
+  EXPECT_TRUE(reader.InFlight().empty());
+}
+
+TEST(ParseStatusUids, ReadsTheFourUidsOfTheUidLine) {
+  EXPECT_EQ(ParseStatusUids("Name:\tx\nUmask:\t0022\nUid:\t1000\t1001\t1002\t1003\nGid:\t5\n"),
+            (std::array<uint32_t, 4>{1000, 1001, 1002, 1003}));
+  EXPECT_EQ(ParseStatusUids("Name:\tUid: 1 2 3 4\nUid:\t7\t7\n"), std::nullopt);  // 2 values
+  EXPECT_EQ(ParseStatusUids("Name:\tx\n"), std::nullopt);
+  EXPECT_EQ(ParseStatusUids("Name:\tx\nUid:\t-1\t0\t0\t0\n"), std::nullopt);
 }
 
 TEST(FindGpuRing, FindsTheRegionAmongTheProcessFds) {
@@ -216,14 +334,14 @@ TEST(FindGpuRing, FindsTheRegionAmongTheProcessFds) {
   ASSERT_TRUE(found.ok()) << found.error().message();
   ASSERT_TRUE(found->has_value());
   const GpuRingLocation& loc = **found;
-  struct stat st;
-  ASSERT_EQ(fstat(region.fd(), &st), 0);
-  EXPECT_EQ(loc.dev, static_cast<uint64_t>(st.st_dev));
-  EXPECT_EQ(loc.ino, static_cast<uint64_t>(st.st_ino));
   EXPECT_EQ(loc.path.rfind("/proc/" + std::to_string(getpid()) + "/fd/", 0), 0u) << loc.path;
   // The path it returns opens the same region.
   auto reader = GpuRingReader::Open(loc.path);
   ASSERT_TRUE(reader.ok()) << reader.error().message();
+  struct stat st;
+  ASSERT_EQ(fstat(region.fd(), &st), 0);
+  EXPECT_EQ(reader->dev(), static_cast<uint64_t>(st.st_dev));
+  EXPECT_EQ(reader->ino(), static_cast<uint64_t>(st.st_ino));
   region.Write(5);
   EXPECT_EQ(Seqs(reader->Read()), (std::vector<uint64_t>{5}));
 }

@@ -119,6 +119,13 @@ std::optional<int64_t> NcclDatatypeSize(int32_t dt) {
   return kSizes[dt];
 }
 
+std::optional<int64_t> NcclBytes(int64_t count, int32_t dt) {
+  const std::optional<int64_t> size = NcclDatatypeSize(dt);
+  int64_t bytes = 0;
+  if (!size || count < 0 || __builtin_mul_overflow(count, *size, &bytes)) return std::nullopt;
+  return bytes;
+}
+
 std::string NcclRedOpName(int32_t op) {
   static const char* kNames[] = {"sum", "prod", "max", "min", "avg"};
   if (op >= 0 && op < 5) return kNames[op];
@@ -286,7 +293,7 @@ std::optional<NcclRow> NcclDecoder::Decode(const nccl_event& e) {
   row.count = S64(Arg(r, layout->count));
   int32_t dt = I32(Arg(r, layout->datatype));
   row.datatype = NcclDatatypeName(dt);
-  if (auto size = NcclDatatypeSize(dt)) row.bytes = *row.count * *size;
+  row.bytes = NcclBytes(*row.count, dt);
   if (layout->op >= 0) row.reduce_op = NcclRedOpName(I32(Arg(r, layout->op)));
   if (layout->root >= 0) row.root = I32(Arg(r, layout->root));
   if (layout->peer >= 0) row.peer = I32(Arg(r, layout->peer));

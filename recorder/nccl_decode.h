@@ -57,6 +57,9 @@ struct NcclInitInfo {
 const char* NcclFuncOpName(int func);
 std::optional<std::string> NcclDatatypeName(int32_t dt);  // 'float32', ...
 std::optional<int64_t> NcclDatatypeSize(int32_t dt);
+// `count` elements of `dt` in bytes; nullopt for an unknown type or a count (the caller's, or
+// a profiler region's: any value) whose bytes are negative or do not fit 64 bits.
+std::optional<int64_t> NcclBytes(int64_t count, int32_t dt);
 std::string NcclRedOpName(int32_t op);  // 'sum', ..., 'custom' for >= 5
 
 class NcclDecoder {

@@ -19,6 +19,7 @@
 #include "rscore/clock.h"
 #include "rscore/duration.h"
 #include "rscore/output.h"
+#include "rscore/text_escape.h"
 #include "rscore/time_arg.h"
 #include "rscore/tls.h"
 
@@ -165,8 +166,11 @@ const HelpText kCollectHelp = {
           "then: merge them (a second collect resumes and skips what is there)"}},
     .man_page = "rankscope-fleet(1)"};
 
+// A warning carries what a node answered: one line each, whatever it holds.
 void PrintWarnings(const std::vector<std::string>& warnings) {
-  for (const std::string& w : warnings) std::cerr << "rankscope-fleet: warning: " << w << "\n";
+  for (const std::string& w : warnings) {
+    std::cerr << "rankscope-fleet: warning: " << rs::EscapeText(w) << "\n";
+  }
 }
 
 int QueryMain(int argc, char** argv) {
@@ -241,7 +245,7 @@ int QueryMain(int argc, char** argv) {
     if (auto closed = out.Close(); result.ok() && !closed.ok()) result = closed.error();
   }
   if (!result.ok()) {
-    std::cerr << "rankscope-fleet query: " << result.error().message() << "\n";
+    std::cerr << "rankscope-fleet query: " << rs::EscapeText(result.error().message()) << "\n";
     return kExitError;
   }
   PrintWarnings(result->warnings);
@@ -310,7 +314,7 @@ int CollectMain(int argc, char** argv) {
   const int64_t started = rs::MonotonicNowNs();
   auto r = fleet::RunFleetCollect(col);
   if (!r.ok()) {
-    std::cerr << "rankscope-fleet collect: " << r.error().message() << "\n";
+    std::cerr << "rankscope-fleet collect: " << rs::EscapeText(r.error().message()) << "\n";
     return kExitError;
   }
   PrintWarnings(r->warnings);

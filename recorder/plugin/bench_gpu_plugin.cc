@@ -176,7 +176,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  std::vector<double> clock_ns, base_ns, full_ns, null_base_ns, null_full_ns;
+  std::vector<double> clock_ns, base_ns, full_ns, null_base_ns, null_full_ns, read_ns;
   for (int r = 0; r < rounds; ++r) {
     int64_t t0 = Now();
     for (long i = 0; i < n; ++i) null_base.Operation();
@@ -211,6 +211,18 @@ int main(int argc, char** argv) {
                    static_cast<unsigned long long>(reader->header().head - head));
       return 1;
     }
+    // The recorder's side: a read with nothing new, i.e. what it checks of the region
+    // (header unchanged, counters neither back nor past their bound) at every tick.
+    (void)reader->Read();
+    size_t got = 0;
+    t0 = Now();
+    for (long i = 0; i < n; ++i) got += reader->Read().size();
+    read_ns.push_back(static_cast<double>(Now() - t0) / n);
+    if (got != 0 || reader->view().corrupt()) {
+      std::fprintf(stderr, "a read with nothing new read %zu records (%s)\n", got,
+                   reader->view().corruption().c_str());
+      return 1;
+    }
   }
   std::printf("%ld operations per round, %d rounds; ns per operation:\n%-36s %8s %8s\n", n, rounds,
               "", "min", "median");
@@ -219,6 +231,7 @@ int main(int argc, char** argv) {
   Print("a plugin doing nothing, full mask", null_full_ns);
   Print("rankscope, no reader (base mask)", base_ns);
   Print("rankscope, reader (full mask)", full_ns);
+  Print("recorder: a read, nothing new", read_ns);
   const rs_gpu_ring_header& h = reader->header();
   std::printf("plugin counters: ops %llu, unrecorded %llu, slots full %llu, late %llu\n",
               static_cast<unsigned long long>(h.ops),

@@ -2,6 +2,7 @@
 #include "gpu_region.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -46,12 +47,17 @@ static int64_t startup_window_ns(void) {
   return ms * 1000000;
 }
 
-/* memfd, size, mapping, header; the magic is written last, so a reader that maps the region
- * meanwhile refuses it ("not initialized yet") instead of reading half a header. */
+/* memfd, size, seals, mapping, header; the magic is written last, so a reader that maps the
+ * region meanwhile refuses it ("not initialized yet") instead of reading half a header.
+ * Sealed before it is mapped (so before /proc/PID/maps shows it), against shrinking and
+ * growing, and against further seals: the recorder maps only regions that can never shrink
+ * (a truncated mapping raises SIGBUS in every process that touches it) and refuses any other
+ * (gpu_ring.h). */
 static struct rs_gpu_ring_header* create(void) {
-  const int fd = memfd_create(RS_GPU_RING_NAME, MFD_CLOEXEC);
+  const int fd = memfd_create(RS_GPU_RING_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return NULL;
-  if (ftruncate(fd, (off_t)kRegionBytes) != 0) {
+  if (ftruncate(fd, (off_t)kRegionBytes) != 0 ||
+      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
     const int err = errno;
     close(fd);
     errno = err;

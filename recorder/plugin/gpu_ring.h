@@ -5,7 +5,11 @@
  * training process) keeps one shared-memory region per process: a memfd named
  * RS_GPU_RING_NAME, mapped MAP_SHARED and kept open (close-on-exec), so that it shows in
  * /proc/PID/fd and /proc/PID/maps as "/memfd:rankscope-gpu (deleted)" and disappears with the
- * process. The recorder finds it there, maps it too, and is its only reader. Layout:
+ * process. The recorder finds it there, maps it too, and is its only reader. The memfd is
+ * sealed (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) before it is mapped: the recorder, which
+ * runs as root among other users' processes, maps only a region that can never shrink under
+ * it, owned by the user of the process that holds it, and bounds every count and index it
+ * reads from it (recorder/gpu_ring_reader.h, gpu_ring_view.h). Layout:
  *
  *   struct rs_gpu_ring_header                    (RS_GPU_HEADER_BYTES)
  *   struct rs_gpu_op slots[header.slot_count]    operations in flight (stamp != 0)

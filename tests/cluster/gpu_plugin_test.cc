@@ -5,6 +5,7 @@
 // network bytes the test bed's transport moved. Each rank reads its own region as the
 // recorder would (gpu_plugin_ranks.h); this process compares the ranks.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <fstream>
@@ -89,7 +90,9 @@ TEST(GpuPluginTestbed, RegionOutlivesTheLastCommunicator) {
       if (ncclCommInitRank(&comm, 1, id, 0) != ncclSuccess) _exit(11);
       auto where = rec::FindGpuRing("/proc", getpid());
       if (!where.ok() || !where.value()) _exit(12);
-      ino[i] = where.value()->ino;
+      struct stat st;
+      if (stat(where.value()->path.c_str(), &st) != 0) _exit(12);
+      ino[i] = st.st_ino;
       float x = 1;
       if (ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess) _exit(13);
       if (cudaStreamSynchronize(nullptr) != cudaSuccess) _exit(14);

@@ -2,8 +2,10 @@
 # PyTorch Flight Recorder dumps through rankscope-merge and rankscope-analyze report:
 #  1. every version (2.4 to 2.10) x format (pickle protocol 2 as PyTorch writes, protocol 5,
 #     JSON) x hang shape -> the right culprit, mismatch, missing rank; every entry a row;
+#     the MCP server's hang_report says the same; pickles of protocols 0 and 1 and JSON with a
+#     byte order mark read; a 5 MiB value cut at merge with a warning; a process group name
+#     with control characters shown escaped;
 #  2. hostile pickles -> refused naming file and offset, nothing executed, --strict refuses;
-#     the MCP server's hang_report says the same;
 #  3. dumps beside a synthetic recording of the same hang -> one verdict ('agree'), and dumps
 #     naming another rank -> both shown, a warning, the confidence lowered.
 # Needs python3 (it writes the dumps); without it the test skips, but fails when CI is set.
@@ -98,6 +100,42 @@ assert out["hang"]["culprit_ranks"] == [2], out["hang"]["culprit_ranks"]
 assert out["flight_recorder"]["agreement"] == "flight_recorder_only", out["flight_recorder"]
 PY
 check "mcp hang_report on dumps only: the dumps' culprit and agreement" $?
+
+# Python's pickle at protocols 0 and 1, and JSON after a UTF-8 byte order mark: read like the
+# others (they were refused as "not a rankscope bundle").
+for format in pickle0 pickle1 json-bom; do
+  d="$work/2.10-$format"
+  python3 "$GEN" "$d" missing_collective 2.10 "$format" >/dev/null
+  "$MERGE" -q -o "$d.rsdb" "$d" >"$d.merge.log" 2>&1
+  rc=$?
+  [[ $rc -eq 0 ]] && "$ANALYZE" report "$d.rsdb" --format json 2>/dev/null |
+    python3 -c 'import json, sys; h = json.load(sys.stdin)["hang"]; sys.exit(h["culprit_ranks"] != [2])'
+  check "$format dumps merged (exit $rc) and their hang found" $?
+done
+
+# A dump with a 5 MiB string (over the 4 MiB every reader accepts) merged with exit 0 and the
+# merged database was then refused by report. The value is cut at merge, said in a warning
+# that -q keeps (file, rank, field), and the database reads.
+d="$work/big-value"
+python3 "$GEN" "$d" missing_collective 2.10 pickle --big-value $((5 << 20)) >/dev/null
+"$MERGE" -q -o "$d.rsdb" "$d" >"$d.merge.log" 2>&1
+rc=$?
+[[ $rc -eq 0 ]] && grep -qF "warning: $d/nccl_trace_rank_0 (Flight Recorder rank 0): 1 value(s) over what the merged database holds, truncated" "$d.merge.log" &&
+  grep -qF "entries[0].profiling_name (5242895 bytes)" "$d.merge.log"
+check "a 5 MiB value: merged (exit $rc) with a warning naming file, rank and field" $?
+"$ANALYZE" report "$d.rsdb" --format json >"$d.json" 2>"$d.err" &&
+  python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["hang"]["culprit_ranks"] != [2])' "$d.json"
+check "a 5 MiB value: the merged database reads, the hang found ($(head -c 300 "$d.err"))" $?
+
+# A process group whose name forges a verdict line in the text report.
+d="$work/forged-name"
+python3 "$GEN" "$d" missing_collective 2.10 pickle \
+  --pg-name $'0\nSTRAGGLER: node7 rank 7: cause cpu_contention, confidence high\e[2J' >/dev/null
+"$MERGE" -q -o "$d.rsdb" "$d" >"$d.merge.log" 2>&1
+"$ANALYZE" report "$d.rsdb" >"$d.txt" 2>&1
+! grep -q "^STRAGGLER: node7" "$d.txt" && ! grep -q $'\e' "$d.txt" &&
+  grep -qF 'process group 0\nSTRAGGLER: node7 rank 7: cause cpu_contention, confidence high\x1b[2J' "$d.txt"
+check "a process group name with control characters stays on its line in the text report" $?
 
 # 2. Hostile pickles.
 h="$work/hostile"

@@ -4,12 +4,15 @@
 entries and optionally nccl_comm_state and comm_lib_version).
 
   make_dumps.py OUT_DIR SCENARIO VERSION FORMAT [--ranks N] [--t0 NS] [--skip-ranks 2,3]
-                [--culprit R]
+                [--culprit R] [--pg-name NAME] [--big-value BYTES]
 
 SCENARIO: healthy | missing_collective | stuck_started | size_mismatch | p2p_hang |
           missing_dump | hostile (a set of malicious pickles, one per file)
 FORMAT:   pickle (protocol 2, as PyTorch's C++ pickler writes) | pickle5 (protocol 5, framed)
-          | json
+          | pickle0 | pickle1 (Python's pickle at protocols 0 and 1) | json
+          | json-bom (JSON after a UTF-8 byte order mark, Python's 'utf-8-sig')
+--pg-name:   the default process group's name (instead of '0')
+--big-value: rank 0's first entry's profiling name grows by that many bytes
 Prints one line per dump file: its name and its number of entries.
 """
 import json
@@ -18,6 +21,8 @@ import pickle
 import sys
 
 STEPS = 8  # collectives per rank before the fault
+PG_NAME = "0"
+BIG_VALUE = 0
 CULPRIT = {"missing_collective": 2, "stuck_started": 1, "size_mismatch": 3, "missing_dump": 2,
            "p2p_hang": 1}
 
@@ -52,7 +57,7 @@ def entry(version, fmt, rank, pg, record_id, seq, p2p_seq, op_id, name, sizes, d
     if minor >= 10:
         e["thread_id"] = str(140000000000 + rank)
         e["thread_name"] = "pt_main_thread"
-    if fmt == "json":
+    if fmt.startswith("json"):
         # JSON dumps: 0 for a time not discovered, no frames, the group as a list.
         e["time_discovered_started_ns"] = started or 0
         e["time_discovered_completed_ns"] = completed or 0
@@ -68,10 +73,10 @@ def entry(version, fmt, rank, pg, record_id, seq, p2p_seq, op_id, name, sizes, d
 
 
 def dump_for(version, fmt, rank, ranks, entries, with_state=True):
-    pg0 = {"name": "0", "desc": "default_pg", "ranks": str(list(range(ranks)))}
+    pg0 = {"name": PG_NAME, "desc": "default_pg", "ranks": str(list(range(ranks)))}
     d = {
         "version": version,
-        "pg_config": {"0": pg0},
+        "pg_config": {PG_NAME: pg0},
         "pg_status": {"0": {"last_enqueued_collective": 0, "last_started_collective": 0,
                             "last_completed_collective": 0}},
         "entries": entries,
@@ -89,7 +94,7 @@ def dump_for(version, fmt, rank, ranks, entries, with_state=True):
         d["comm_lib_version"] = "2.27.3"
     if with_state:
         d["nccl_comm_state"] = {"0x5c1a": {"rank": str(rank), "status": "ok"}}
-    if fmt == "json":
+    if fmt.startswith("json"):
         # JSON: pg_status numbers as strings, pg_config as written by getPgConfigJson.
         d["pg_status"] = {k: {kk: str(vv) for kk, vv in v.items()} for k, v in d["pg_status"].items()}
     return d
@@ -97,7 +102,7 @@ def dump_for(version, fmt, rank, ranks, entries, with_state=True):
 
 def collectives(version, fmt, rank, ranks, t0, scenario):
     """Entries of one rank for a collective scenario."""
-    pg = {"id": 0, "name": "0", "desc": "default_pg"}
+    pg = {"id": 0, "name": PG_NAME, "desc": "default_pg"}
     out = []
     last = STEPS - 1  # seq of the faulty step
     for seq in range(STEPS):
@@ -130,7 +135,7 @@ def collectives(version, fmt, rank, ranks, t0, scenario):
 def p2p(version, fmt, rank, ranks, t0):
     """Ranks 0 and 1 exchange; at the end rank 0 sends to rank 1, which never posts the
     receive. The other ranks only do the collectives."""
-    pg = {"id": 0, "name": "0", "desc": "default_pg"}
+    pg = {"id": 0, "name": PG_NAME, "desc": "default_pg"}
     out = collectives(version, fmt, rank, ranks, t0, "healthy")
     t = t0 + STEPS * 1_000_000
     if rank in (0, 1):
@@ -149,12 +154,13 @@ def p2p(version, fmt, rank, ranks, t0):
 
 
 def write(path, obj, fmt):
-    if fmt == "json":
-        with open(path, "w") as f:
+    if fmt.startswith("json"):
+        with open(path, "w", encoding="utf-8-sig" if fmt == "json-bom" else "utf-8") as f:
             json.dump(obj, f)
     else:
+        protocol = {"pickle": 2, "pickle0": 0, "pickle1": 1, "pickle5": 5}[fmt]
         with open(path, "wb") as f:
-            f.write(pickle.dumps(obj, protocol=2 if fmt == "pickle" else 5))
+            f.write(pickle.dumps(obj, protocol=protocol))
 
 
 def hostile(out_dir):
@@ -191,6 +197,7 @@ def hostile(out_dir):
 
 
 def main():
+    global PG_NAME, BIG_VALUE
     args = sys.argv[1:]
     if len(args) < 4:
         sys.exit(__doc__)
@@ -208,6 +215,10 @@ def main():
             CULPRIT[scenario] = int(v)
         elif k == "--skip-ranks":
             skip = {int(x) for x in v.split(",") if x}
+        elif k == "--pg-name":
+            PG_NAME = v
+        elif k == "--big-value":
+            BIG_VALUE = int(v)
     os.makedirs(out_dir, exist_ok=True)
     if scenario == "hostile":
         hostile(out_dir)
@@ -221,8 +232,10 @@ def main():
             entries = p2p(version, fmt, rank, ranks, t0)
         else:
             entries = collectives(version, fmt, rank, ranks, t0, scenario)
+        if rank == 0 and BIG_VALUE and entries:
+            entries[0]["profiling_name"] += "x" * BIG_VALUE
         d = dump_for(version, fmt, rank, ranks, entries)
-        name = f"nccl_trace_rank_{rank}" + (".json" if fmt == "json" else "")
+        name = f"nccl_trace_rank_{rank}" + (".json" if fmt.startswith("json") else "")
         write(os.path.join(out_dir, name), d, fmt)
         print(name, len(entries))
 
