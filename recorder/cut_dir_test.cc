@@ -13,20 +13,15 @@
 #include <fstream>
 #include <map>
 
+#include "recorder/test_temp_dir.h"
+
 namespace rec {
 namespace {
 
 constexpr int64_t kSec = 1'000'000'000;
 constexpr uid_t kNobody = 65534;
 
-struct TempDirGuard {
-  std::string path = [] {
-    char tmpl[] = "/tmp/rs_cut_dir.XXXXXX";
-    const char* d = mkdtemp(tmpl);
-    return std::string(d ? d : "");
-  }();
-  ~TempDirGuard() { (void)!std::system(("rm -rf '" + path + "'").c_str()); }
-};
+using TempDirGuard = testing::TempDir;
 
 bool Exists(const std::string& path) {
   struct stat st {};

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "recorder/test_temp_dir.h"
 #include "rscore/clock.h"
 
 namespace rec {
@@ -17,14 +18,7 @@ namespace {
 
 constexpr int64_t kSec = 1'000'000'000;
 
-struct TempDirGuard {
-  std::string path = [] {
-    char tmpl[] = "/tmp/rs_claim.XXXXXX";
-    const char* d = mkdtemp(tmpl);
-    return std::string(d ? d : "");
-  }();
-  ~TempDirGuard() { (void)!std::system(("rm -rf '" + path + "'").c_str()); }
-};
+using TempDirGuard = testing::TempDir;
 
 // A child that sleeps, with SIGUSR1's default action (it ends the process).
 pid_t SleepingChild() {
