@@ -107,7 +107,7 @@ Result<void> DecompressToFd(const std::string& in_path, int out_fd, const std::s
     if (written + static_cast<int64_t>(more) > by_ratio) {
       return Error(in_path + ": decompresses to more than " + std::to_string(by_ratio) +
                    " bytes, over " + std::to_string(kMaxDecompressionRatio) +
-                   " times its size (rankscope's bundles decompress to 5 to 10 times theirs): "
+                   " times its size (rankscope's bundles decompress to less than 20 times theirs): "
                    "refused as a decompression bomb. If you trust the file, decompress it "
                    "yourself (zstd -d) and give the SQLite file instead");
     }

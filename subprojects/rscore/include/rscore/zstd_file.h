@@ -14,7 +14,7 @@ Result<void> CompressFile(const std::string& in_path, const std::string& out_pat
 // What decompressing a file may write, checked before each write (a 436 KB zstd bomb wrote
 // 12.3 GB to $TMPDIR before its content was refused): at most kMaxDecompressionRatio times the
 // file's size, or kDecompressionFloorBytes when that is more (a small recording's mostly empty
-// pages compress far better than its events, which take 5 to 10 times less room), and never
+// pages compress far better than its events, which take about 6 times less room), and never
 // more than the output's file system has free beyond kDecompressionKeepFreeBytes. Past either
 // the decompression stops with an error that names the file and the limit.
 inline constexpr int64_t kMaxDecompressionRatio = 200;
