@@ -232,7 +232,10 @@ void ConnectionGuard::Watch() {
 void ConnectionGuard::LogAlert(const SSL* ssl, int where, int ret) {
   if (std::strcmp(SSL_alert_type_string(ret), "F") != 0) return;  // warnings: close_notify
   if (!log_) return;
-  const std::string peer = PeerAddress(SSL_get_fd(ssl));
+  // The address noted at the handshake's start: by the time of an alert the socket may be
+  // gone.
+  const auto* c = static_cast<const Conn*>(SSL_get_ex_data(ssl, ConnIndex()));
+  const std::string peer = c != nullptr ? c->peer : PeerAddress(SSL_get_fd(ssl));
   const std::string desc = rs::tls::AlertText(ret);
   if (where & SSL_CB_WRITE) {
     log_("refused a TLS connection from " + peer + ": " + desc);

@@ -100,11 +100,13 @@ class Slow(threading.Thread):
             return False
         try:
             if self.in_handshake:
-                data = self.sock.recv(1, socket.MSG_DONTWAIT | socket.MSG_PEEK)
+                if not select.select([self.sock], [], [], 0)[0]:
+                    return True
+                self.sock.recv(1, socket.MSG_PEEK)
             else:
                 self.sock.setblocking(False)
                 try:
-                    data = self.sock.recv(1)
+                    self.sock.recv(1)
                 finally:
                     self.sock.setblocking(True)
             return False  # an answer (408, an alert) or the end of the connection
