@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "query_functions.h"
 #include "rscore/duration.h"
 #include "rscore/json.h"
 #include "rscore/schema.h"
@@ -484,7 +485,11 @@ rs::Result<OutputFormat> ParseOutputFormat(const std::string& name) {
 }
 
 rs::Result<void> InstallReadOnlyGuard(rs::Db& db) {
+  // The guard limits values to rs::kMaxValueBytes (SQLITE_LIMIT_LENGTH) and time to the
+  // deadline each query restarts; the functions whose one call outlasts a deadline are bounded
+  // by their arguments (query_functions.h).
   if (!db.guarded()) RETURN_IF_ERROR(db.GuardInput(db.path()));
+  RETURN_IF_ERROR(BoundExpensiveFunctions(db));
   sqlite3_set_authorizer(db.raw(), Authorize, nullptr);
   return rs::Ok();
 }
@@ -552,7 +557,11 @@ rs::Result<QueryStats> RunQuery(rs::Db& db, const std::string& sql, const QueryO
       case OutputFormat::kTable: {
         std::vector<std::string> row;
         for (int c = 0; c < ncol; ++c) {
-          row.push_back(sqlite3_column_type(raw, c) == SQLITE_NULL ? "NULL" : CellText(raw, c));
+          std::string cell = sqlite3_column_type(raw, c) == SQLITE_NULL ? "NULL" : CellText(raw, c);
+          // The table shows 60 characters of a cell: a page of 1000 rows of 4 MiB values is
+          // not kept whole.
+          if (cell.size() > 61) cell.resize(61);
+          row.push_back(std::move(cell));
         }
         table.Add(std::move(row));
         break;

@@ -15,6 +15,10 @@ namespace analyzer::mcp {
 namespace {
 
 constexpr int kNameTries = 100;
+// What one server writes to --trace-dir at most: an assistant that calls export_trace in a
+// loop (300 calls wrote 405 MB) fills the directory with nothing a person will open.
+constexpr int kMaxTraces = 20;
+constexpr int64_t kMaxTraceBytes = int64_t{1} << 30;
 
 Json Schema() {
   using namespace schema;
@@ -54,6 +58,16 @@ rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext& 
   rec.BeginCall(kAnalysisTimeLimitNs);  // the node names, once per server
   for (const std::string& n : o.nodes) RETURN_IF_ERROR(rec.CheckNode(n, "argument 'nodes'"));
   static int count = 0;  // traces written by this server (it answers one request at a time)
+  static int written = 0;
+  static int64_t written_bytes = 0;
+  if (written >= kMaxTraces || written_bytes >= kMaxTraceBytes) {
+    return rs::Error("this server has written " + std::to_string(written) + " traces (" +
+                     std::to_string(written_bytes >> 20) + " MiB) to " + ctx.trace_dir +
+                     ", its limit (" + std::to_string(kMaxTraces) + " traces or " +
+                     std::to_string(kMaxTraceBytes >> 20) +
+                     " MiB): open the traces written so far, or ask the person to start the "
+                     "server again");
+  }
   rs::Result<rs::exporter::ExportResult> done = rs::Error("no file name tried");
   for (int i = 0; i < kNameTries; ++i) {
     o.output = TraceName(ctx.trace_dir, ++count);
@@ -63,6 +77,8 @@ rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext& 
   }
   if (!done.ok()) return done.error();
   const auto& r = done.value();
+  ++written;
+  written_bytes += r.bytes;
   const int64_t from = o.from ? o.from->Resolve(r.recording_start_ns) : r.summary.first_ts;
   const int64_t to = o.to ? o.to->Resolve(r.recording_start_ns) : r.summary.last_ts;
   Json out = {{"path", o.output},
@@ -91,7 +107,9 @@ Tool ExportTraceTool() {
       "collectives linked across ranks, GPU tracks, retransmits, block I/O) of the window "
       "'from'..'to' and of 'nodes' to a new file in the server's trace directory, and returns "
       "its path, for a person to open in https://ui.perfetto.dev. Times as node_timeline "
-      "takes them.";
+      "takes them. At most " +
+      std::to_string(kMaxTraces) + " traces (and " + std::to_string(kMaxTraceBytes >> 20) +
+      " MiB) per server.";
   t.params = {Param("from", Param::Type::kStringOrInteger,
                     "start of the window (default: the recording's start): ISO 8601 "
                     "UTC, ns since the epoch, or +offset like +40s"),

@@ -12,6 +12,7 @@
 #include "recorder/serve/server.h"
 #include "rscore/cli.h"
 #include "rscore/identity.h"
+#include "rscore/sqlite.h"
 #include "rscore/time_arg.h"
 
 namespace {
@@ -164,6 +165,12 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  // Each server thread queries on connections of its own, and a query's SQLite memory is
+  // bounded (serve/query_service.h): before the first database is opened.
+  if (auto r = rs::UseSqliteConnectionsPerThread(); !r.ok()) {
+    std::fprintf(stderr, "rankscope-serve: %s\n", r.error().message().c_str());
+    return kExitError;
+  }
   serve::BundleStore probe(config.bundle_dir);
   auto listing = probe.List();
   if (!listing.ok()) {

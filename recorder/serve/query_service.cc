@@ -22,28 +22,48 @@ rs::Result<std::string> RunWireQuery(rs::Db& db, const rs::wire::QueryRequest& r
   const auto start = std::chrono::steady_clock::now();
   const int64_t timeout_ns = std::min(limits.timeout_ns, req.timeout_ms * 1'000'000);
   const int64_t max_rows = req.limit > 0 ? std::min(req.limit, limits.max_rows) : limits.max_rows;
-  ASSIGN_OR_RETURN(
-      analyzer::QueryStatement st,
-      analyzer::PrepareReadOnlyQuery(db, req.sql, timeout_ns,
-                                     "the query time limit " + rs::FormatDuration(timeout_ns)));
+  rs::SqliteMemoryBudget memory(QueryMemoryLimit(limits));
+  auto failed = [&](const rs::Error& e) -> rs::Error {
+    if (!memory.hit()) return e;
+    return rs::Error(source + ": the query needed more than " +
+                     std::to_string(memory.max_bytes() >> 20) +
+                     " MiB of memory (this node's limit for one query: 64 MiB and twice "
+                     "--max-result-bytes); select fewer or smaller columns");
+  };
+  auto prepared = analyzer::PrepareReadOnlyQuery(
+      db, req.sql, timeout_ns, "the query time limit " + rs::FormatDuration(timeout_ns));
+  if (!prepared.ok()) return failed(prepared.error());
+  analyzer::QueryStatement st = std::move(prepared).value();
   sqlite3_stmt* raw = st.get();
   const int ncol = sqlite3_column_count(raw);
   std::vector<std::string> names;
   for (int c = 0; c < ncol; ++c) names.push_back(sqlite3_column_name(raw, c));
   rs::wire::QueryReplyWriter w(node, source, names);
+  // Room for the reply's end (Finish) under the limit.
+  const int64_t room = limits.max_result_bytes - 256;
   int64_t rows = 0;
   std::string truncated_by;
   for (;;) {
     const int rc = sqlite3_step(raw);
     if (rc == SQLITE_DONE) break;
-    if (rc != SQLITE_ROW) return db.StepError("query");
+    if (rc != SQLITE_ROW) return failed(db.StepError("query"));
     if (rows >= max_rows) {
       truncated_by = "rows";
       break;
     }
     w.BeginRow();
-    for (int c = 0; c < ncol; ++c) {
-      switch (sqlite3_column_type(raw, c)) {
+    // Value by value: a value that cannot fit (its bytes at least, a blob's hex twice that)
+    // ends the reply before it is copied.
+    for (int c = 0; c < ncol && truncated_by.empty(); ++c) {
+      const int type = sqlite3_column_type(raw, c);
+      const int64_t least = type == SQLITE_BLOB   ? 2 * int64_t{sqlite3_column_bytes(raw, c)}
+                            : type == SQLITE_TEXT ? sqlite3_column_bytes(raw, c)
+                                                  : 0;
+      if (static_cast<int64_t>(w.size()) + least > room) {
+        truncated_by = "bytes";
+        break;
+      }
+      switch (type) {
         case SQLITE_NULL:
           w.Null();
           break;
@@ -65,10 +85,10 @@ rs::Result<std::string> RunWireQuery(rs::Db& db, const rs::wire::QueryRequest& r
           w.Text(std::string_view(reinterpret_cast<const char*>(t), t ? n : 0));
         }
       }
+      if (static_cast<int64_t>(w.size()) > room) truncated_by = "bytes";
     }
-    if (static_cast<int64_t>(w.size()) + 256 > limits.max_result_bytes) {
+    if (!truncated_by.empty()) {
       w.AbandonRow();
-      truncated_by = "bytes";
       break;
     }
     w.EndRow();

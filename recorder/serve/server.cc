@@ -1,11 +1,9 @@
 #include "recorder/serve/server.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <httplib.h>
-#include <netinet/in.h>
 #include <openssl/crypto.h>
-#include <sys/socket.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +11,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "recorder/serve/connection_guard.h"
 #include "recorder/serve/query_service.h"
 #include "rscore/fleet_wire.h"
 #include "rscore/time_arg.h"
@@ -34,24 +33,6 @@ void Fail(httplib::Response& res, int status, const std::string& message) {
   res.set_content(rs::wire::EncodeError(message), kJson);
 }
 
-std::string PeerAddress(int fd) {
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "?";
-  char host[INET6_ADDRSTRLEN] = "?";
-  int port = 0;
-  if (ss.ss_family == AF_INET) {
-    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
-    inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
-    port = ntohs(a->sin_port);
-  } else if (ss.ss_family == AF_INET6) {
-    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
-    inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
-    port = ntohs(a->sin6_port);
-  }
-  return std::string(host) + ":" + std::to_string(port);
-}
-
 // Text for a log line: control characters as spaces, at most `max` bytes.
 std::string Printable(std::string_view s, size_t max = 200) {
   std::string out(s.substr(0, max));
@@ -61,21 +42,23 @@ std::string Printable(std::string_view s, size_t max = 200) {
   return s.size() > max ? out + "..." : out;
 }
 
-// TLS alerts: the handshakes the server refused (a client without a certificate, one of another
-// CA) and the ones clients refused, logged with the peer's address.
-void OnTlsInfo(const SSL* ssl, int where, int ret) {
-  if (!(where & SSL_CB_ALERT)) return;
-  if (std::strcmp(SSL_alert_type_string(ret), "F") != 0) return;  // warnings: close_notify
-  auto* log = static_cast<std::function<void(const std::string&)>*>(
-      SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)));
-  if (log == nullptr || !*log) return;
-  const std::string peer = PeerAddress(SSL_get_fd(ssl));
-  const std::string desc = rs::tls::AlertText(ret);
-  if (where & SSL_CB_WRITE) {
-    (*log)("refused a TLS connection from " + peer + ": " + desc);
-  } else {
-    (*log)("the client at " + peer + " refused the TLS connection: " + desc);
+// The one range of a download request within a file of `size` bytes, its end clipped to the
+// file's (a resumed download asks from where it stopped to the end). One range only: a list
+// of ranges would make one request answer the file many times over.
+rs::Result<std::pair<ssize_t, ssize_t>> SatisfiableRange(
+    const std::vector<std::pair<ssize_t, ssize_t>>& ranges, int64_t size) {
+  if (ranges.size() != 1) return rs::Error("one byte range per request");
+  auto [first, last] = ranges[0];
+  if (first < 0) {  // "-N": the last N bytes
+    if (last <= 0 || size == 0) return rs::Error("the range is empty");
+    return std::pair<ssize_t, ssize_t>{std::max<int64_t>(0, size - last), size - 1};
   }
+  if (first >= size) {
+    return rs::Error("the range starts at byte " + std::to_string(first) + ", past the end (" +
+                     std::to_string(size) + " bytes)");
+  }
+  if (last < 0 || last >= size) last = size - 1;
+  return std::pair<ssize_t, ssize_t>{first, last};
 }
 
 }  // namespace
@@ -92,7 +75,15 @@ rs::Result<std::unique_ptr<Server>> Server::Start(ServerConfig config) {
 
 void Server::Run() {
   if (thread_.joinable()) return;
+  // The server's threads (this one's and the workers it starts, which inherit its mask) take no
+  // SIGPIPE: a client that goes away mid-reply is a failed write (EPIPE), and must not end the
+  // process it serves from (rankscope-record --serve does not ignore the signal).
+  sigset_t pipe, old;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, &old);
   thread_ = std::thread([this] { http_->listen_after_bind(); });
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 rs::Result<std::unique_ptr<Server>> Server::Bind(ServerConfig config) {
@@ -102,18 +93,31 @@ rs::Result<std::unique_ptr<Server>> Server::Bind(ServerConfig config) {
   if (!o.token_file.empty()) {
     ASSIGN_OR_RETURN(s->token_, rs::tls::ReadTokenFile(o.token_file));
   }
+  ConnectionLimits limits;
+  // As many places for connections still authenticating as for those served: a flood of
+  // clients without credentials fills the first and never the second.
+  limits.max_unauthenticated = o.max_connections;
+  limits.max_body_bytes = o.max_request_bytes;
+  auto log = s->config_.log;
+  s->guard_ = std::make_unique<ConnectionGuard>(limits, [log](const std::string& line) {
+    if (log) log(line);
+  });
   rs::Result<void> tls = rs::Ok();
-  auto* log = &s->config_.log;
+  ConnectionGuard* guard = s->guard_.get();
   s->http_ = std::make_unique<httplib::SSLServer>([&](SSL_CTX& ctx) {
     tls = rs::tls::ConfigureServer(&ctx, o.tls, /*require_client_cert=*/!o.tls.ca.empty());
-    SSL_CTX_set_app_data(&ctx, log);
-    SSL_CTX_set_info_callback(&ctx, OnTlsInfo);
+    // A connection whose reading side the guard shut reads an end of file, not a TLS error,
+    // so that the reply saying why can still be written.
+    SSL_CTX_set_options(&ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+    guard->Install(&ctx);
     return tls.ok();
   });
   if (!tls.ok()) return tls.error();
   if (!s->http_->is_valid()) return rs::Error("cannot set up TLS: " + rs::tls::TakeErrors());
-  const int threads = o.max_connections;
+  const int threads = o.max_connections + limits.max_unauthenticated;
   s->http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // A body with a Content-Length over the limit is refused before it is read (cpp-httplib);
+  // every other form of it, and the headers, the guard bounds while they are read.
   s->http_->set_payload_max_length(static_cast<size_t>(o.max_request_bytes));
   // Small replies (the clock) go out at once: Nagle's delay would be in every round trip.
   s->http_->set_tcp_nodelay(true);
@@ -135,6 +139,12 @@ rs::Result<std::unique_ptr<Server>> Server::Bind(ServerConfig config) {
   return s;
 }
 
+bool Server::TokenMatches(const httplib::Request& req) const {
+  const std::string want = "Bearer " + token_;
+  const std::string got = req.get_header_value("Authorization");
+  return got.size() == want.size() && CRYPTO_memcmp(got.data(), want.data(), want.size()) == 0;
+}
+
 void Server::Stop() {
   if (!http_) return;
   http_->stop();
@@ -145,25 +155,67 @@ void Server::Route() {
   const ServeOptions& o = config_.options;
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     ++requests_;
-    if (token_.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    const std::string want = "Bearer " + token_;
-    const std::string got = req.get_header_value("Authorization");
-    if (got.size() != want.size() || CRYPTO_memcmp(got.data(), want.data(), want.size()) != 0) {
-      res.set_header("WWW-Authenticate", "Bearer");
-      Fail(res, 401, "this node needs a bearer token (rankscope-fleet --token-file)");
+    // Ranges are for the bundle downloads; cpp-httplib would apply one to any reply (an error
+    // cut to a range of its JSON, a query's rows as 206).
+    if (req.path.rfind("/v1/bundle/", 0) != 0) const_cast<httplib::Request&>(req).ranges.clear();
+    auto refuse = [&](int status, const std::string& why) {
+      Fail(res, status, why);
+      guard_->EndAfterResponse();  // its body, if any, is not read as a next request
       return httplib::Server::HandlerResponse::Handled;
+    };
+    if (!token_.empty() && !TokenMatches(req)) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      return refuse(401, "this node needs a bearer token (rankscope-fleet --token-file)");
+    }
+    guard_->Authenticated();
+    // cpp-httplib adds four fields of its own (REMOTE_ADDR, REMOTE_PORT, LOCAL_ADDR, LOCAL_PORT).
+    // Their sizes bound what was read only after the fact (the guard bounds it while reading).
+    int64_t header_bytes = static_cast<int64_t>(req.method.size() + req.target.size());
+    for (const auto& [name, value] : req.headers) header_bytes += name.size() + value.size() + 4;
+    if (req.headers.size() > static_cast<size_t>(kMaxHeaderFields) + 4) {
+      return refuse(431, "more than " + std::to_string(kMaxHeaderFields) + " header fields");
+    }
+    if (header_bytes > kMaxHeaderBytes + 256) {  // with cpp-httplib's four
+      return refuse(431, "the request line and header fields pass " +
+                             std::to_string(kMaxHeaderBytes >> 10) + " KiB");
+    }
+    // A body comes with its length, as rankscope-fleet sends it: cpp-httplib reads a chunked
+    // one, or one without a length, whole before the handler could refuse it, and would
+    // decompress a compressed one past any limit.
+    if (req.has_header("Transfer-Encoding")) {
+      return refuse(411, "a request body must come with a Content-Length, not chunked");
+    }
+    if (req.has_header("Content-Encoding")) {
+      return refuse(415, "a request body must not be compressed (Content-Encoding)");
+    }
+    if (req.method != "GET" && req.method != "HEAD" && !req.has_header("Content-Length")) {
+      return refuse(411, "a request body must come with a Content-Length");
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
   http_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    guard_->ResponseSent();
     if (!config_.log) return;
+    // Who sent it, as far as this node knows: the certificate's subject, or whether the bearer
+    // token was right, wrong or missing.
     std::string who = rs::tls::PeerSubject(req.ssl);
-    if (who.empty()) who = token_.empty() ? "(no certificate)" : "(bearer token)";
-    std::string line = req.remote_addr + ":" + std::to_string(req.remote_port) + " \"" +
-                       Printable(who) + "\" " + req.method + " " + Printable(req.path) + " " +
-                       std::to_string(res.status);
-    if (req.path == "/v1/query") {
+    if (who.empty() && !token_.empty()) {
+      who = TokenMatches(req)                 ? "(bearer token)"
+            : req.has_header("Authorization") ? "(wrong bearer token)"
+                                              : "(no bearer token)";
+    }
+    if (who.empty()) who = "(no certificate)";
+    // A request cut short before its headers were read has no address or line yet.
+    const std::string peer = req.remote_addr.empty()
+                                 ? guard_->PeerOfThisThread()
+                                 : req.remote_addr + ":" + std::to_string(req.remote_port);
+    std::string line =
+        peer + " \"" + Printable(who) + "\" " +
+        (req.method.empty() ? "(no request line)"
+                            : Printable(req.method, 16) + " " + Printable(req.path)) +
+        " " + std::to_string(res.status);
+    if (req.path == "/v1/query" && !req.body.empty()) {  // a refused one was not read
       auto q = rs::wire::DecodeQueryRequest(req.body);
       line += q.ok() ? " sql=\"" + Printable(q->sql) + "\"" : " (not a query request)";
     }
@@ -171,8 +223,14 @@ void Server::Route() {
     config_.log(line);
   });
 
-  http_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
+  http_->set_error_handler([this](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;
+    // The guard closed the connection while the request was read: say why, not "bad request".
+    if (const ConnectionGuard::Cut cut = guard_->CutOfThisThread(); cut.status != 0) {
+      res.status = cut.status;
+      res.set_content(rs::wire::EncodeError(cut.why), kJson);
+      return;
+    }
     const char* why = res.status == 413   ? "the request is larger than this node accepts"
                       : res.status == 404 ? "no such endpoint (GET /v1/time, POST /v1/query, "
                                             "GET /v1/bundles, GET /v1/bundle/NAME)"
@@ -184,12 +242,14 @@ void Server::Route() {
   });
 
   http_->Get("/v1/time", [this](const httplib::Request&, httplib::Response& res) {
+    guard_->RequestRead();
     res.set_content(
         rs::wire::EncodeTime(config_.node, RealtimeNs() + config_.options.simulate_clock_offset_ns),
         kJson);
   });
 
   http_->Post("/v1/query", [this, &o](const httplib::Request& req, httplib::Response& res) {
+    guard_->RequestRead();
     struct Running {
       std::atomic<int>& n;
       ~Running() { --n; }
@@ -230,6 +290,7 @@ void Server::Route() {
   });
 
   http_->Get("/v1/bundles", [this](const httplib::Request& req, httplib::Response& res) {
+    guard_->RequestRead();
     int64_t since = 0, until = 0;
     for (auto [key, dest] : {std::pair{"since", &since}, std::pair{"until", &until}}) {
       if (!req.has_param(key)) continue;
@@ -249,6 +310,12 @@ void Server::Route() {
   });
 
   http_->Get("/v1/bundle/(.+)", [this](const httplib::Request& req, httplib::Response& res) {
+    guard_->RequestRead();
+    // cpp-httplib applies req.ranges to whatever reply this makes: an error's JSON must not be
+    // cut to the range, and a range that ends past the file is the rest of the file (RFC 9110).
+    auto& ranges = const_cast<httplib::Request&>(req).ranges;
+    std::vector<std::pair<ssize_t, ssize_t>> asked(ranges.begin(), ranges.end());
+    ranges.clear();
     auto found = store_.Find(req.matches[1].str());
     if (!found.ok()) return Fail(res, 404, found.error().message());
     const int fd = open(found->path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -260,6 +327,15 @@ void Server::Route() {
     if (st.st_size != found->entry.bytes) {
       close(fd);
       return Fail(res, 409, found->entry.name + " changed since it was listed; list again");
+    }
+    if (!asked.empty()) {
+      auto range = SatisfiableRange(asked, st.st_size);
+      if (!range.ok()) {
+        close(fd);
+        res.set_header("Content-Range", "bytes */" + std::to_string(st.st_size));
+        return Fail(res, 416, found->entry.name + ": " + range.error().message());
+      }
+      ranges = {*range};
     }
     res.set_header(rs::wire::kXxh64Header, found->entry.xxh64);
     res.set_header("Accept-Ranges", "bytes");

@@ -1,8 +1,11 @@
 // A node's fleet server: HTTPS only (TLS 1.3), mutual TLS against the cluster's CA or a bearer
 // token, read-only. Serves the node's clock, guarded queries (query_service.h) on a bundle or
 // on the live recording, and the bundles themselves (bundle_store.h) for download with ranges
-// and a checksum. Requests beyond the limits are refused (413 too large, 503 too many queries
-// at once); every request is logged with the client certificate's subject. The HTTP and TLS
+// and a checksum (one range per request; a range past the end is 416). Requests beyond the
+// limits are refused (413 too large, 431 too many header fields, 411 a body without a length,
+// 503 too many queries at once); what a connection may send, for how long, and how many may
+// wait to authenticate is the ConnectionGuard's (connection_guard.h). Every request is logged
+// with the client certificate's subject, or whether its bearer token was right. The HTTP and TLS
 // are cpp-httplib's over OpenSSL. Runs on threads of its own: rankscope-serve's, or beside the
 // recorder's event loop (rankscope-record --serve), whose database it only reads through
 // connections of its own.
@@ -15,12 +18,14 @@
 #include <thread>
 
 #include "recorder/serve/bundle_store.h"
+#include "recorder/serve/connection_guard.h"
 #include "recorder/serve/serve_options.h"
 #include "rscore/result.h"
 
 namespace httplib {
 class SSLServer;
-}
+struct Request;
+}  // namespace httplib
 
 namespace serve {
 
@@ -55,9 +60,12 @@ class Server {
  private:
   explicit Server(ServerConfig config);
   void Route();
+  // The request carries this node's bearer token (compared in constant time).
+  bool TokenMatches(const httplib::Request& req) const;
 
   ServerConfig config_;
   std::string token_;
+  std::unique_ptr<ConnectionGuard> guard_;  // outlives http_: its connections end first
   std::unique_ptr<httplib::SSLServer> http_;
   BundleStore store_;
   std::thread thread_;

@@ -204,7 +204,7 @@ Result<void> UseSqliteConnectionsPerThread() {
       sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) != SQLITE_OK) {
     return Error("SQLite is already initialized: multi-thread mode must be chosen first");
   }
-  return Ok();
+  return CountSqliteMemoryPerThread();
 }
 
 Statement::~Statement() {

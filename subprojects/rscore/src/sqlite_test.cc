@@ -31,5 +31,29 @@ TEST(Statement, FailedBindFailsTheStep) {
       << big.error().message();
 }
 
+TEST(SqliteMemoryBudget, BoundsWhatTheThreadAllocates) {
+  // The allocator is chosen while SQLite is not initialized (no connection is open here).
+  ASSERT_EQ(sqlite3_shutdown(), SQLITE_OK);
+  ASSERT_TRUE(CountSqliteMemoryPerThread().ok());
+  auto db = Db::Open(":memory:", Db::Mode::kCreate);
+  ASSERT_TRUE(db.ok());
+  // 64 values of 1 MB held at once (a group_concat grows to 64 MB).
+  const std::string sql =
+      "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 64) "
+      "SELECT length(group_concat(printf('%.*c', 1000000, 'a'))) FROM c";
+  {
+    SqliteMemoryBudget budget(8 << 20);
+    auto r = db->QueryInt(sql);
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(budget.hit());
+    EXPECT_NE(r.error().message().find("out of memory"), std::string::npos) << r.error().message();
+  }
+  SqliteMemoryBudget roomy(256 << 20);
+  auto r = db->QueryInt(sql);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(*r, 64 * 1000000 + 63);
+  EXPECT_FALSE(roomy.hit());
+}
+
 }  // namespace
 }  // namespace rs

@@ -4,11 +4,14 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -88,6 +91,34 @@ Result<void> DecompressFile(const std::string& in_path, const std::string& out_p
 Result<void> DecompressToFd(const std::string& in_path, int out_fd, const std::string& out_name) {
   Fd in{open(in_path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (in.fd < 0) return Error(in_path + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  if (fstat(in.fd, &st) != 0) return Error(in_path + ": " + std::strerror(errno));
+  const int64_t by_ratio =
+      std::max(kDecompressionFloorBytes, int64_t{st.st_size} * kMaxDecompressionRatio);
+  int64_t room = std::numeric_limits<int64_t>::max();
+  struct statvfs fs {};
+  if (fstatvfs(out_fd, &fs) == 0) {
+    room = static_cast<int64_t>(fs.f_bavail) * static_cast<int64_t>(fs.f_frsize) -
+           kDecompressionKeepFreeBytes;
+  }
+  int64_t written = 0;
+  // Checked before each write: nothing past a limit reaches the disk.
+  auto check = [&](size_t more) -> Result<void> {
+    if (written + static_cast<int64_t>(more) > by_ratio) {
+      return Error(in_path + ": decompresses to more than " + std::to_string(by_ratio) +
+                   " bytes, over " + std::to_string(kMaxDecompressionRatio) +
+                   " times its size (rankscope's bundles decompress to less than 20 times theirs): "
+                   "refused as a decompression bomb. If you trust the file, decompress it "
+                   "yourself (zstd -d) and give the SQLite file instead");
+    }
+    if (written + static_cast<int64_t>(more) > room) {
+      return Error(in_path + ": its decompressed copy (" + out_name + ") would leave less than " +
+                   std::to_string(kDecompressionKeepFreeBytes >> 20) +
+                   " MiB free on its file system: set TMPDIR to a file system with room");
+    }
+    written += static_cast<int64_t>(more);
+    return Ok();
+  };
   std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
   std::vector<char> ibuf(ZSTD_DStreamInSize()), obuf(ZSTD_DStreamOutSize());
   size_t last_ret = 0;
@@ -107,6 +138,7 @@ Result<void> DecompressToFd(const std::string& in_path, int out_fd, const std::s
       if (ZSTD_isError(last_ret)) {
         return Error(in_path + ": corrupted zstd data (" + ZSTD_getErrorName(last_ret) + ")");
       }
+      RETURN_IF_ERROR(check(ob.pos));
       RETURN_IF_ERROR(WriteAllTo(out_fd, obuf.data(), ob.pos, out_name));
     }
   }

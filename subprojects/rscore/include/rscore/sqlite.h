@@ -40,8 +40,31 @@ struct InputGuardState {
 Result<void> UseSqliteFromOneThreadOnly();
 // The same without memory statistics, for a process whose threads each use connections of their
 // own (SQLITE_CONFIG_MULTITHREAD: SQLite's global mutexes stay, a connection is never shared):
-// the recorder while it serves queries (--serve).
+// the recorder while it serves queries (--serve), rankscope-serve. SQLite's memory is counted
+// per thread (CountSqliteMemoryPerThread), so that a query's can be bounded.
 Result<void> UseSqliteConnectionsPerThread();
+
+// Process-wide, before SQLite is initialized: SQLite allocates through a counter per thread
+// (16 bytes more per allocation), which SqliteMemoryBudget reads.
+Result<void> CountSqliteMemoryPerThread();
+
+// While it lives, what SQLite allocates on the calling thread may grow by at most `max_bytes`:
+// an allocation past that fails, and the statement with it (SQLITE_NOMEM; hit() then says the
+// budget did it). The memory one query's statements hold, whatever its SQL makes SQLite build
+// (a row of 300 values of 4 MiB). Limits nothing unless CountSqliteMemoryPerThread() was chosen.
+// One at a time per thread.
+class SqliteMemoryBudget {
+ public:
+  explicit SqliteMemoryBudget(int64_t max_bytes);
+  ~SqliteMemoryBudget();
+  SqliteMemoryBudget(const SqliteMemoryBudget&) = delete;
+  SqliteMemoryBudget& operator=(const SqliteMemoryBudget&) = delete;
+  bool hit() const;
+  int64_t max_bytes() const { return max_bytes_; }
+
+ private:
+  int64_t max_bytes_;
+};
 
 class Db {
  public:
