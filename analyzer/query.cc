@@ -14,6 +14,7 @@
 #include "rscore/duration.h"
 #include "rscore/json.h"
 #include "rscore/schema.h"
+#include "rscore/text_escape.h"
 
 namespace analyzer {
 namespace {
@@ -537,7 +538,9 @@ rs::Result<QueryStats> RunQuery(rs::Db& db, const std::string& sql, const QueryO
   std::vector<std::string> names;
   for (int c = 0; c < ncol; ++c) names.push_back(sqlite3_column_name(raw, c));
   QueryStats stats;
-  TablePrinter table(names, out);
+  std::vector<std::string> shown_names;
+  for (const std::string& n : names) shown_names.push_back(rs::EscapeText(n));
+  TablePrinter table(shown_names, out);
   if (options.format == OutputFormat::kCsv) {
     for (int c = 0; c < ncol; ++c) out << (c ? "," : "") << CsvQuote(names[c]);
     out << '\n';
@@ -559,9 +562,10 @@ rs::Result<QueryStats> RunQuery(rs::Db& db, const std::string& sql, const QueryO
         for (int c = 0; c < ncol; ++c) {
           std::string cell = sqlite3_column_type(raw, c) == SQLITE_NULL ? "NULL" : CellText(raw, c);
           // The table shows 60 characters of a cell: a page of 1000 rows of 4 MiB values is
-          // not kept whole.
+          // not kept whole. It is for a terminal: a control character in a value is shown
+          // escaped, never acted on (CSV and JSON carry values as they are, quoted).
           if (cell.size() > 61) cell.resize(61);
-          row.push_back(std::move(cell));
+          row.push_back(rs::EscapeText(cell));
         }
         table.Add(std::move(row));
         break;

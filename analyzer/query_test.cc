@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <sstream>
 
 #include "rscore/schema.h"
@@ -60,6 +62,18 @@ TEST_F(QueryTest, CsvAndJson) {
                   Options(OutputFormat::kJson, 0))
                   .ok());
   EXPECT_EQ(out_.str(), "[\n {\"id\": 3, \"rank\": null, \"s\": \"a\\\"b\"}\n]\n");
+}
+
+// A value that holds a newline or a terminal escape cannot forge a row nor drive the terminal
+// in the table; CSV carries it as it is, quoted.
+TEST_F(QueryTest, TheTableShowsControlCharactersEscaped) {
+  ASSERT_TRUE(Run("SELECT 'n1' || char(10) || 'STRAGGLER: node7' || char(27) || '[2J' AS v").ok());
+  EXPECT_EQ(out_.str().find('\x1b'), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("n1\\nSTRAGGLER: node7\\x1b[2J"), std::string::npos) << out_.str();
+  const std::string table = out_.str();
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 3) << table;
+  ASSERT_TRUE(Run("SELECT 'a' || char(10) || 'b' AS v", Options(OutputFormat::kCsv, 0)).ok());
+  EXPECT_EQ(out_.str(), "v\n\"a\nb\"\n");
 }
 
 TEST_F(QueryTest, JsonNumbersAreShortestRoundTrip) {

@@ -14,6 +14,7 @@
 #include "recorder/serve/connection_guard.h"
 #include "recorder/serve/query_service.h"
 #include "rscore/fleet_wire.h"
+#include "rscore/text_escape.h"
 #include "rscore/time_arg.h"
 #include "rscore/tls.h"
 
@@ -295,7 +296,8 @@ void Server::Route() {
     for (auto [key, dest] : {std::pair{"since", &since}, std::pair{"until", &until}}) {
       if (!req.has_param(key)) continue;
       auto t = rs::ParseTimeArg(req.get_param_value(key), key);
-      if (!t.ok() || t->relative) {
+      if (!t.ok()) return Fail(res, 400, rs::EscapeText(t.error().message()));
+      if (t->relative) {
         return Fail(res, 400, std::string(key) + ": expected epoch nanoseconds or ISO 8601 UTC");
       }
       *dest = t->ns;
