@@ -96,9 +96,11 @@ TEST_F(QueryFunctionsTest, QuadraticSearchesRefused) {
     const std::string e = Value(sql);
     EXPECT_NE(e.find("is more work than one call may do"), std::string::npos) << sql << ": " << e;
   }
-  // A short needle in a long text is fine.
+  // A short needle in a long text is fine. (LIKE's '%' scans with strcspn(), which ASan's
+  // strict_string_checks, as .ci/sanitize runs it, makes read the whole rest of the text on
+  // every call: 20 KB there, not 4 MB.)
   EXPECT_EQ(Value("SELECT instr(" + big + " || 'needle', 'needle')"), "4000001");
-  EXPECT_EQ(Value("SELECT " + big + " LIKE '%aab%'"), "0");
+  EXPECT_EQ(Value("SELECT printf('%.*c', 20000, 'a') LIKE '%aab%'"), "0");
 }
 
 TEST_F(QueryFunctionsTest, PrintfFieldBytesReadsFormatsAsSqliteDoes) {
