@@ -26,7 +26,8 @@ if [[ $EUID -ne 0 ]]; then
   echo "SKIP: needs root"; exit 77
 fi
 command -v setpriv >/dev/null || fail "setpriv (util-linux) is missing"
-as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
+nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups --)
+as_nobody() { "${nobody[@]}" "$@"; }
 
 dir=$(mktemp -d /tmp/rs_local_user.XXXXXX)
 chmod 0755 "$dir"
@@ -62,7 +63,7 @@ for name in n1.rsb.partial n1.rsb n1.rsb.journal; do
   as_nobody ln -s "$secret" "$shared/$name"
 done
 # While recording: plant links at every name inside whatever the recorder creates there.
-as_nobody bash -c '
+"${nobody[@]}" bash -c '
   for ((i = 0; i < 300; ++i)); do
     for d in "$1"/.n1.rsb.rec-*; do
       [[ -d $d ]] || continue
@@ -173,7 +174,7 @@ echo "ok   a stranger's files in the cut directory refused; cut, stop and rotati
 # --- 4. a pid file left behind, naming a process of nobody ----------------------------
 ring2=$dir/ring2
 mkdir -m 0700 "$ring2"
-as_nobody sleep 60 &
+"${nobody[@]}" sleep 60 &  # not through a function: $! is then sleep itself
 sleeper=$!
 pids+=($sleeper)
 sleep 0.2
