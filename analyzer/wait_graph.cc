@@ -1,0 +1,276 @@
+#include "wait_graph.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "wait_internal.h"
+
+namespace analyzer::wait {
+namespace {
+
+// Rule 7: at most this many mismatches are listed (each one a line of the report); all of
+// them still decide the culprits.
+constexpr size_t kMaxMismatches = 20;
+
+bool Open(Outcome o) { return o == Outcome::kPending || o == Outcome::kFailed; }
+
+// Rule 5: an entry whose outcome the record cannot tell, of a collective a member provably
+// never entered, failed. A completed one there means the records were taken at different
+// moments (counted for a note).
+void PromoteEnded(Index& ix, Result& out) {
+  int skewed = 0;
+  for (size_t ri = 0; ri < ix.in.ranks.size(); ++ri) {
+    const Rank& r = ix.in.ranks[ri];
+    for (size_t k = 0; k < r.ops.size(); ++k) {
+      const Op& o = r.ops[k];
+      if (o.p2p ||
+          (ix.outcome[ri][k] != Outcome::kEnded && ix.outcome[ri][k] != Outcome::kCompleted))
+        continue;
+      bool someone_missing = false;
+      for (int64_t m : ix.in.groups[o.group].members) {
+        if (m != r.rank && ix.ProvesNotReached(m, o.group, o.seq)) someone_missing = true;
+      }
+      if (!someone_missing) continue;
+      if (ix.outcome[ri][k] == Outcome::kEnded) {
+        ix.outcome[ri][k] = Outcome::kFailed;
+      } else {
+        ++skewed;
+      }
+    }
+  }
+  if (skewed > 0) {
+    out.notes.push_back(std::to_string(skewed) +
+                        " completed operation(s) that some member never entered: the records "
+                        "were taken at different moments; those operations are not waited in");
+  }
+}
+
+// Rule 1: per rank, the earliest open collective of each group and every open send/recv
+// (the earliest per peer and direction).
+std::vector<std::vector<size_t>> OpenOps(const Index& ix) {
+  std::vector<std::vector<size_t>> open(ix.in.ranks.size());
+  for (size_t ri = 0; ri < ix.in.ranks.size(); ++ri) {
+    const Rank& r = ix.in.ranks[ri];
+    for (const auto& [g, ops] : ix.collectives[ri]) {
+      for (size_t k : ops) {
+        if (Open(ix.outcome[ri][k])) {
+          open[ri].push_back(k);
+          break;
+        }
+      }
+    }
+    std::set<std::tuple<size_t, int64_t, rs::NcclOp>> seen;
+    std::vector<size_t> p2p;
+    for (size_t k = 0; k < r.ops.size(); ++k) {
+      if (r.ops[k].p2p && Open(ix.outcome[ri][k])) p2p.push_back(k);
+    }
+    std::sort(p2p.begin(), p2p.end(), [&](size_t a, size_t b) {
+      return std::tie(r.ops[a].group, r.ops[a].seq) < std::tie(r.ops[b].group, r.ops[b].seq);
+    });
+    for (size_t k : p2p) {
+      const Op& o = r.ops[k];
+      if (seen.insert({o.group, o.peer.value_or(-1), o.op}).second) open[ri].push_back(k);
+    }
+  }
+  return open;
+}
+
+// Rule 3: the peer holds an open counterpart towards `rank` in the group.
+bool Matched(const Index& ix, const std::vector<std::vector<size_t>>& open, int64_t rank,
+             const Op& o) {
+  auto pi = ix.Find(*o.peer);
+  if (!pi) return false;
+  const rs::NcclOp want = o.op == rs::NcclOp::kSend ? rs::NcclOp::kRecv : rs::NcclOp::kSend;
+  for (size_t k : open[*pi]) {
+    const Op& q = ix.in.ranks[*pi].ops[k];
+    if (q.p2p && q.group == o.group && q.op == want && q.peer == rank) return true;
+  }
+  return false;
+}
+
+// Rules 2 and 3: the edges of every open operation.
+std::vector<Edge> Edges(const Index& ix, const std::vector<std::vector<size_t>>& open) {
+  std::vector<Edge> edges;
+  std::map<std::pair<size_t, int64_t>, std::vector<int64_t>> behind;  // (group, seq) -> members
+  for (size_t ri = 0; ri < ix.in.ranks.size(); ++ri) {
+    const Rank& r = ix.in.ranks[ri];
+    for (size_t k : open[ri]) {
+      const Op& o = r.ops[k];
+      Edge e{r.rank, k, {}};
+      if (!o.p2p) {
+        auto key = std::make_pair(o.group, o.seq);
+        auto it = behind.find(key);
+        if (it == behind.end()) {
+          std::vector<int64_t> not_there;
+          for (int64_t m : ix.in.groups[o.group].members) {
+            if (!ix.Reached(m, o.group, o.seq)) not_there.push_back(m);
+          }
+          it = behind.emplace(key, std::move(not_there)).first;
+        }
+        for (int64_t m : it->second) {
+          if (m != r.rank) e.to.push_back(m);
+        }
+      } else if (o.peer && *o.peer != r.rank && !Matched(ix, open, r.rank, o)) {
+        e.to.push_back(*o.peer);
+      }
+      if (!e.to.empty()) edges.push_back(std::move(e));
+    }
+  }
+  return edges;
+}
+
+// Strongly connected components of the rank graph (Tarjan, iterative), each listed once.
+std::vector<std::vector<int64_t>> Components(const std::map<int64_t, std::set<int64_t>>& adj) {
+  std::map<int64_t, int> index, low;
+  std::set<int64_t> on_stack;
+  std::vector<int64_t> stack;
+  std::vector<std::vector<int64_t>> out;
+  int counter = 0;
+  static const std::set<int64_t> kNone;
+  auto next_of = [&](int64_t v) -> const std::set<int64_t>& {
+    auto it = adj.find(v);
+    return it == adj.end() ? kNone : it->second;
+  };
+  for (const auto& [root, unused] : adj) {
+    if (index.count(root)) continue;
+    // (node, iterator position into its successors)
+    std::vector<std::pair<int64_t, std::set<int64_t>::const_iterator>> call;
+    auto enter = [&](int64_t v) {
+      index[v] = low[v] = counter++;
+      stack.push_back(v);
+      on_stack.insert(v);
+      call.emplace_back(v, next_of(v).begin());
+    };
+    enter(root);
+    while (!call.empty()) {
+      auto& [v, it] = call.back();
+      if (it != next_of(v).end()) {
+        const int64_t w = *it++;
+        if (!index.count(w)) {
+          enter(w);
+        } else if (on_stack.count(w)) {
+          low[v] = std::min(low[v], index[w]);
+        }
+        continue;
+      }
+      const int64_t done = v;
+      call.pop_back();
+      if (!call.empty()) low[call.back().first] = std::min(low[call.back().first], low[done]);
+      if (low[done] == index[done]) {
+        std::vector<int64_t> comp;
+        int64_t w;
+        do {
+          w = stack.back();
+          stack.pop_back();
+          on_stack.erase(w);
+          comp.push_back(w);
+        } while (w != done);
+        std::sort(comp.begin(), comp.end());
+        out.push_back(std::move(comp));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+bool IsCulprit(EndKind k) { return k != EndKind::kStuckTogether && k != EndKind::kUnattributed; }
+
+const char* EndKindName(EndKind k) {
+  switch (k) {
+    case EndKind::kWaitsInNothing:
+      return "waits_in_nothing";
+    case EndKind::kStuckAlone:
+      return "stuck_alone";
+    case EndKind::kMismatched:
+      return "mismatched";
+    case EndKind::kInCycle:
+      return "in_cycle";
+    case EndKind::kNoRecord:
+      return "no_record";
+    case EndKind::kRingWrapped:
+      return "ring_wrapped";
+    case EndKind::kStuckTogether:
+      return "stuck_together";
+    case EndKind::kUnattributed:
+      return "unattributed";
+  }
+  return "";
+}
+
+const char* VerdictName(Verdict v) {
+  switch (v) {
+    case Verdict::kNone:
+      return "none";
+    case Verdict::kHang:
+      return "hang";
+    case Verdict::kDeadlock:
+      return "deadlock";
+    case Verdict::kMismatch:
+      return "mismatch";
+    case Verdict::kStuckInOp:
+      return "stuck_in_op";
+    case Verdict::kUndetermined:
+      return "undetermined";
+  }
+  return "";
+}
+
+Result Analyze(const Input& in) {
+  Result out;
+  Index ix(in);
+  out.latest_ns = ix.latest_ns;
+  PromoteEnded(ix, out);
+  out.mismatches = FindMismatches(ix);
+  const std::vector<std::vector<size_t>> open = OpenOps(ix);
+  out.edges = Edges(ix, open);
+
+  std::map<int64_t, std::set<int64_t>> adj;  // every rank with an open operation or an edge
+  std::map<int64_t, std::vector<int64_t>> waited_by;
+  for (size_t ri = 0; ri < in.ranks.size(); ++ri) {
+    if (!open[ri].empty()) adj[in.ranks[ri].rank];
+  }
+  for (const Edge& e : out.edges) {
+    for (int64_t t : e.to) {
+      adj[e.from].insert(t);
+      adj[t];
+      waited_by[t].push_back(e.from);
+    }
+  }
+  for (auto& [t, from] : waited_by) {
+    std::sort(from.begin(), from.end());
+    from.erase(std::unique(from.begin(), from.end()), from.end());
+  }
+  std::set<int64_t> waiting;
+  for (const Edge& e : out.edges) waiting.insert(e.from);
+  out.waiting.assign(waiting.begin(), waiting.end());
+
+  std::map<int64_t, size_t> comp_of;
+  const std::vector<std::vector<int64_t>> comps = Components(adj);
+  for (size_t c = 0; c < comps.size(); ++c) {
+    for (int64_t r : comps[c]) comp_of[r] = c;
+  }
+  for (const auto& comp : comps) {
+    if (comp.size() > 1) out.cycles.push_back(comp);
+  }
+  const EndsContext ctx{ix, open, out.edges, waited_by, out.mismatches};
+  for (size_t c = 0; c < comps.size(); ++c) {
+    bool sink = true;
+    for (int64_t r : comps[c]) {
+      for (int64_t t : adj[r]) sink = sink && comp_of[t] == c;
+    }
+    if (comps[c].size() > 1) {
+      for (int64_t r : comps[c]) out.ends.push_back(MakeEnd(ctx, r, EndKind::kInCycle));
+    } else if (sink) {
+      out.ends.push_back(ClassifySink(ctx, comps[c][0]));
+    }
+  }
+  Decide(ctx, out);
+  return out;
+}
+
+}  // namespace analyzer::wait

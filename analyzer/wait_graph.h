@@ -1,0 +1,183 @@
+// The hang engine: a wait-for graph over every process group (communicator) of a job, built
+// from whatever each rank's record holds (Flight Recorder entries now; device states, NCCL
+// calls in flight and host syncs are the same positions), and the ranks where its chains end.
+//
+// Rules, each with the fact it rests on:
+//  1. A rank whose operation of group G has not completed waits in it. Per rank and group only
+//     the earliest such collective counts: NCCL runs a communicator's kernels in issue order on
+//     one stream, ProcessGroupGloo runs a group's work in queue order, so later ones wait
+//     behind it. Every open send/recv counts (a peer each).
+//  2. A rank waiting in collective seq N of G waits for every member of G that has not
+//     reached N (its last entry in G is older). Every collective of NCCL and gloo needs each
+//     member's part to progress (rings and trees pass through every rank), and PyTorch counts
+//     collective_seq_id per group identically on every member (FlightRecorder.hpp:
+//     "collective_seq_id only increments for true collective operations (over all ranks in
+//     the group)").
+//  3. A rank waiting in a send (recv) waits for its peer unless the peer has an open recv from
+//     (send to) it: the pair matched and both wait inside. Counting sends against receives
+//     is not used: a ring that wrapped has lost the early ones.
+//  4. "Never reached N" is believed only where the member's record proves it: it holds an
+//     older entry of G, or its ring never wrapped (FlightRecorder::record overwrites the oldest
+//     entry once max_entries_ are held; ids count from 0, so a first record_id above 0 means
+//     older entries were dropped) and lost nothing in between (a dump of active entries only
+//     skips ids). Otherwise the edge still stands but its end is a suspect, not a culprit.
+//  5. Gloo's Flight Recorder records no completion: its entries stay 'scheduled' and 'retired'
+//     is set once the work ran, finished or failed alike (ProcessGroupGloo::runLoop retires
+//     after AsyncWork::execute, which catches the error; measured on PyTorch 2.14). Such an
+//     entry's outcome is unknown, unless a member provably never entered it: a collective
+//     cannot complete without every member, so it failed (rule 2) and the rank waited in it.
+//  6. NCCL's Flight Recorder marks an entry retired when the watchdog drops it; "a retired but
+//     not completed event has timed out" (FlightRecorder.hpp). Such an entry failed.
+//  7. The culprits are the ends of the chains, every one of them: ranks waiting in nothing (the
+//     record shows no open operation), ranks still in an operation every other member
+//     completed, and members without a record (suspects, low confidence). A set of ranks
+//     waiting for each other with no way out is a cycle: a deadlock. Members that called one
+//     sequence with another op, element count or dtype (same_count ops only, rscore/nccl_ops.h)
+//     are a mismatch; where the stuck operation has one, its minority is the culprit (a tie
+//     names nobody).
+//  8. An operation every member entered and none completed has no laggard: the chain ends in
+//     the operation itself (network or device). It is a hang only where it timed out or
+//     waited past its timeout; otherwise it is in flight (a dump taken mid-step looks alike).
+//  9. Nothing open and some outcome unknown (gloo, rule 5): a clean end and a hang where every
+//     rank timed out in the same operation look alike. That is said, never a hang.
+// 10. Times are the evidence's own: the latest time any record holds (an entry's creation,
+//     discovered start or completion) bounds the moment the records were taken from below. A
+//     wait lasted at least from its entry's creation to then, and at least its timeout where
+//     it timed out (rule 6); a culprit was idle at least from its last entry to then.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "confidence.h"
+#include "rscore/nccl_ops.h"
+#include "rscore/op_state.h"
+
+namespace analyzer::wait {
+
+// How a rank's operation ended, as its record says.
+enum class Outcome : uint8_t {
+  kPending,    // not ended when recorded: queued or in flight
+  kCompleted,  // completed
+  kFailed,     // ended without completing (timed out, aborted)
+  kEnded,      // ended, completed or failed: the record cannot tell (rule 5)
+};
+
+// What a rank's record rests on.
+enum class Basis : uint8_t {
+  kFlightRecorderNccl,  // ProcessGroupNCCL's Flight Recorder: completion recorded
+  kFlightRecorderGloo,  // ProcessGroupGloo's: no completion, no send/recv (rule 5)
+};
+
+struct Op {
+  size_t group = 0;  // index into Input::groups
+  rs::NcclOp op = rs::NcclOp::kUnknown;
+  bool p2p = false;
+  int64_t seq = 0;              // collective_seq_id; p2p: the rank's own p2p_seq_id
+  std::optional<int64_t> peer;  // p2p: the other rank (global); none: not named (a batch)
+  rs::OpState state = rs::OpState::kEnqueued;
+  Outcome outcome = Outcome::kPending;
+  std::optional<int64_t> count;  // elements over all inputs
+  std::string dtype;
+  int64_t created_ns = 0;
+  std::optional<int64_t> started_ns, completed_ns;
+  std::optional<int64_t> timeout_ns;
+  std::string stack;  // caller frames, one per line ('' when not recorded)
+};
+
+struct Rank {
+  int64_t rank = 0;
+  bool recorded = false;  // false: no record of it (no dump)
+  Basis basis = Basis::kFlightRecorderNccl;
+  // Rule 4: its record lost older operations (wrapped) or some in between (gaps).
+  bool wrapped = false;
+  bool gaps = false;
+  std::vector<Op> ops;
+};
+
+struct Group {
+  std::string label;             // 'process group 3 (pp)'
+  std::vector<int64_t> members;  // global ranks in group-rank order
+};
+
+struct Input {
+  std::vector<Group> groups;
+  std::vector<Rank> ranks;  // one per rank with a record, and members without one
+};
+
+// Where a chain ends.
+enum class EndKind : uint8_t {
+  kWaitsInNothing,  // culprit: no open operation; it never entered what others wait in
+  kStuckAlone,      // culprit: in an operation another member completed
+  kMismatched,      // culprit: called the stuck operation unlike the others (minority)
+  kInCycle,         // culprit: one of ranks waiting for each other (deadlock)
+  kNoRecord,        // suspect: a member without a record
+  kRingWrapped,     // suspect: its record does not reach back far enough to prove it
+  kStuckTogether,   // no culprit: in an operation every member entered and none completed
+  kUnattributed,    // no culprit: waits in an operation whose peers the record does not name
+};
+bool IsCulprit(EndKind k);
+const char* EndKindName(EndKind k);  // 'waits_in_nothing', ...
+
+enum class Verdict : uint8_t {
+  kNone,          // nothing waits, or only in flight with nobody behind (rule 8)
+  kHang,          // chains end at ranks
+  kDeadlock,      // chains end in a cycle
+  kMismatch,      // the stuck operation was called differently by its members
+  kStuckInOp,     // chains end in an operation every member entered (rule 8)
+  kUndetermined,  // the records cannot decide (rule 9)
+};
+const char* VerdictName(Verdict v);  // 'none', 'hang', 'deadlock', ...
+
+// rank -> ranks it waits for, through one of its open operations.
+struct Edge {
+  int64_t from = 0;
+  size_t op = 0;  // index into the waiting rank's ops
+  std::vector<int64_t> to;
+};
+
+struct End {
+  int64_t rank = 0;
+  EndKind kind = EndKind::kWaitsInNothing;
+  // The operation it is in (kStuckAlone, kStuckTogether, kMismatched, kUnattributed) or the
+  // last it entered of the group it is waited in (kWaitsInNothing); none without a record.
+  std::optional<Op> op;
+  int64_t idle_ns = -1;             // last entry to the latest time recorded; -1: unknown
+  std::vector<int64_t> waited_by;   // ranks with an edge to it
+  std::optional<size_t> waited_in;  // the group it is waited in (first edge's)
+};
+
+struct FieldMismatch {
+  size_t group = 0;
+  int64_t seq = 0;
+  std::string field;  // 'op' | 'count' | 'datatype'
+  std::vector<std::pair<std::string, std::vector<int64_t>>> variants;  // value -> ranks
+  std::vector<int64_t> minority;  // the one least used value's ranks; empty: a tie
+};
+
+struct Result {
+  Verdict verdict = Verdict::kNone;
+  std::string reason;  // kNone, kUndetermined, kStuckInOp: why, in words
+  Confidence confidence = Confidence::kUndetermined;
+  std::vector<Edge> edges;
+  std::vector<End> ends;          // every chain end, culprits first, by rank
+  std::vector<int64_t> culprits;  // ranks of the culprit ends, ascending
+  std::vector<int64_t> waiting;   // ranks with an edge, ascending
+  std::vector<std::vector<int64_t>> cycles;
+  std::vector<FieldMismatch> mismatches;
+  // The operation the verdict names: a culprit's own (stuck alone, mismatched) or the oldest
+  // one waiting directly on a culprit; the oldest open one otherwise.
+  std::optional<int64_t> stuck_rank;
+  std::optional<Op> stuck;
+  int64_t stuck_for_ns = 0;  // rule 10, at least
+  bool timed_out = false;    // some waiting operation failed or waited past its timeout
+  int64_t latest_ns = 0;     // the latest time any record holds
+  std::vector<std::string> notes;
+};
+
+Result Analyze(const Input& in);
+
+}  // namespace analyzer::wait

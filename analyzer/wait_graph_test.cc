@@ -1,0 +1,384 @@
+// The hang engine on hand-built jobs: each test lays out what every rank's record holds and
+// checks the culprit set, the class of the verdict and the chain in words.
+#include "wait_graph.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "wait_words.h"
+
+namespace analyzer::wait {
+namespace {
+
+using rs::NcclOp;
+using rs::OpState;
+using V = std::vector<int64_t>;
+
+constexpr int64_t kT0 = 1'764'000'000'000'000'000;
+constexpr int64_t kS = 1'000'000'000;
+
+class Job {
+ public:
+  size_t Group(const std::string& label, V members) {
+    in.groups.push_back(wait::Group{label, std::move(members)});
+    return in.groups.size() - 1;
+  }
+  Rank& R(int64_t rank, Basis basis = Basis::kFlightRecorderNccl) {
+    for (Rank& r : in.ranks) {
+      if (r.rank == rank) return r;
+    }
+    in.ranks.push_back(Rank{rank, true, basis, false, false, {}});
+    return in.ranks.back();
+  }
+  void Missing(int64_t rank) { in.ranks.push_back(Rank{rank, false, {}, false, false, {}}); }
+  Op& Coll(int64_t rank, size_t g, int64_t seq, Outcome out, int64_t t,
+           NcclOp op = NcclOp::kAllReduce) {
+    Op o;
+    o.group = g;
+    o.op = op;
+    o.seq = seq;
+    o.outcome = out;
+    o.state = out == Outcome::kCompleted ? OpState::kCompleted : OpState::kEnqueued;
+    o.created_ns = t;
+    if (out == Outcome::kCompleted) o.completed_ns = t + 1000;
+    o.count = 2048;
+    o.dtype = "float32";
+    o.timeout_ns = 600 * kS;
+    R(rank).ops.push_back(o);
+    return R(rank).ops.back();
+  }
+  // Collectives first..last of group g, completed, on every given rank.
+  void Done(size_t g, V ranks, int64_t first, int64_t last, NcclOp op = NcclOp::kAllReduce) {
+    for (int64_t r : ranks) {
+      for (int64_t s = first; s <= last; ++s) Coll(r, g, s, Outcome::kCompleted, kT0 + s * kS, op);
+    }
+  }
+  Op& P2p(int64_t rank, size_t g, NcclOp op, int64_t peer, int64_t seq, Outcome out, int64_t t) {
+    Op& o = Coll(rank, g, seq, out, t, op);
+    o.p2p = true;
+    o.peer = peer;
+    o.count.reset();
+    return o;
+  }
+  Result Run() { return Analyze(in); }
+
+  Input in;
+};
+
+std::string Joined(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const auto& l : lines) s += l + "\n";
+  return s;
+}
+
+const End* EndOf(const Result& r, int64_t rank) {
+  for (const End& e : r.ends) {
+    if (e.rank == rank) return &e;
+  }
+  return nullptr;
+}
+
+// The shape: a pipeline receive waits on a stage that waits in an expert all-to-all
+// for two ranks that never entered it. The culprits are those two; the pipeline peer is a
+// victim (the old analysis named it).
+TEST(WaitGraph, ChainAcrossGroupsEndsAtBothRoots) {
+  Job j;
+  const size_t pp = j.Group("pp", {5, 13});
+  const size_t ep = j.Group("ep", {1, 5, 9, 14});
+  j.Done(ep, {1, 5, 9, 14}, 1, 6, NcclOp::kAllToAll);
+  j.P2p(13, pp, NcclOp::kRecv, 5, 0, Outcome::kCompleted, kT0 + 2 * kS);
+  j.P2p(5, pp, NcclOp::kSend, 13, 0, Outcome::kCompleted, kT0 + 2 * kS);
+  j.Coll(1, ep, 7, Outcome::kPending, kT0 + 10 * kS, NcclOp::kAllToAll);
+  j.Coll(5, ep, 7, Outcome::kPending, kT0 + 10 * kS, NcclOp::kAllToAll);
+  j.P2p(13, pp, NcclOp::kRecv, 5, 1, Outcome::kPending, kT0 + 11 * kS);
+  j.R(13).ops.back().started_ns = kT0 + 190 * kS;  // the latest time any record holds
+  const Result r = j.Run();
+  EXPECT_EQ(r.verdict, Verdict::kHang);
+  EXPECT_EQ(r.culprits, (V{9, 14}));
+  EXPECT_EQ(r.waiting, (V{1, 5, 13}));
+  EXPECT_EQ(EndOf(r, 9)->kind, EndKind::kWaitsInNothing);
+  EXPECT_EQ(EndOf(r, 9)->waited_by, (V{1, 5}));
+  EXPECT_EQ(EndOf(r, 9)->idle_ns, 190 * kS - 6 * kS - 1000);
+  EXPECT_EQ(r.stuck->seq, 7);
+  EXPECT_EQ(r.stuck_for_ns, 180 * kS);           // seq 7 created at +10 s, latest +190 s
+  EXPECT_EQ(r.confidence, Confidence::kMedium);  // no timeout recorded
+  const std::string chains = Joined(Chains(j.in, r, 10));
+  EXPECT_NE(chains.find("rank 13 waits in recv from rank 5 (pp) for at least 179 s, which waits in "
+                        "all-to-all seq 7 of ep for at least 180 s for ranks 9 and 14, each of "
+                        "which entered nothing after all-to-all seq 6 of ep (completed) for at "
+                        "least 184 s"),
+            std::string::npos)
+      << chains;
+}
+
+// Two independent faults in two groups: both are named.
+TEST(WaitGraph, TwoRootsInTwoGroups) {
+  Job j;
+  const size_t dp = j.Group("dp", {0, 1, 2, 3});
+  const size_t tp = j.Group("tp", {4, 5});
+  j.Done(dp, {0, 1, 2, 3}, 1, 4);
+  j.Done(tp, {4, 5}, 1, 9);
+  for (int64_t r : {0, 1, 3}) j.Coll(r, dp, 5, Outcome::kFailed, kT0 + 20 * kS);
+  j.Coll(4, tp, 10, Outcome::kFailed, kT0 + 21 * kS);
+  const Result r = j.Run();
+  EXPECT_EQ(r.verdict, Verdict::kHang);
+  EXPECT_EQ(r.culprits, (V{2, 5}));
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_EQ(r.confidence, Confidence::kHigh);
+  EXPECT_GE(r.stuck_for_ns, 600 * kS);  // NCCL's failed entries waited their timeout
+  EXPECT_EQ(Chains(j.in, r, 10).size(), 2u);
+}
+
+// Two ranks that each receive first: a deadlock, its own class.
+TEST(WaitGraph, CycleOfReceivesIsADeadlock) {
+  Job j;
+  const size_t pp = j.Group("pp", {0, 1});
+  j.P2p(0, pp, NcclOp::kRecv, 1, 0, Outcome::kPending, kT0);
+  j.P2p(1, pp, NcclOp::kRecv, 0, 0, Outcome::kPending, kT0);
+  const Result r = j.Run();
+  EXPECT_EQ(r.verdict, Verdict::kDeadlock);
+  ASSERT_EQ(r.cycles.size(), 1u);
+  EXPECT_EQ(r.cycles[0], (V{0, 1}));
+  EXPECT_EQ(r.culprits, (V{0, 1}));
+  const std::string chains = Joined(Chains(j.in, r, 10));
+  EXPECT_NE(chains.find("a cycle"), std::string::npos) << chains;
+}
+
+// A cycle through two groups: each rank is ahead in the group the other waits in.
+TEST(WaitGraph, CycleAcrossGroups) {
+  Job j;
+  const size_t a = j.Group("a", {0, 1});
+  const size_t b = j.Group("b", {0, 1});
+  j.Done(a, {0, 1}, 1, 2);
+  j.Done(b, {0, 1}, 1, 4);
+  j.Coll(0, a, 3, Outcome::kPending, kT0 + 10 * kS);
+  j.Coll(1, b, 5, Outcome::kPending, kT0 + 10 * kS);
+  const Result r = j.Run();
+  EXPECT_EQ(r.verdict, Verdict::kDeadlock);
+  EXPECT_EQ(r.culprits, (V{0, 1}));
+}
+
+TEST(WaitGraph, SizeMismatchNamesTheMinority) {
+  Job j;
+  const size_t g = j.Group("0", {0, 1, 2, 3});
+  j.Done(g, {0, 1, 2, 3}, 1, 6);
+  for (int64_t r : {0, 1, 2, 3}) j.Coll(r, g, 7, Outcome::kPending, kT0 + 10 * kS);
+  j.R(3).ops.back().count = 1024;
+  const Result r = j.Run();
+  EXPECT_EQ(r.verdict, Verdict::kMismatch);
+  EXPECT_EQ(r.culprits, (V{3}));
+  ASSERT_EQ(r.mismatches.size(), 1u);
+  EXPECT_EQ(r.mismatches[0].field, "count");
+  EXPECT_EQ(r.mismatches[0].minority, (V{3}));
+  EXPECT_EQ(r.stuck->seq, 7);
+}
+
+TEST(WaitGraph, MismatchTieNamesNobody) {
+  Job j;
+  const size_t g = j.Group("0", {0, 1, 2, 3});
+  for (int64_t r : {0, 1, 2, 3}) j.Coll(r, g, 7, Outcome::kPending, kT0);
+  j.R(2).ops.back().dtype = "float16";
+  j.R(3).ops.back().dtype = "float16";
+  const Result r = j.Run();
+  EXPECT_EQ(r.verdict, Verdict::kMismatch);
+  EXPECT_TRUE(r.culprits.empty());
+}
+
+TEST(WaitGraph, MissingDumpIsASuspect) {
+  Job j;
+  const size_t g = j.Group("0", {0, 1, 2, 3});
+  j.Done(g, {0, 1, 3}, 1, 6);
+  for (int64_t r : {0, 1, 3}) j.Coll(r, g, 7, Outcome::kPending, kT0 + 10 * kS);
+  j.Missing(2);
+  const Result r = j.Run();
+  EXPECT_EQ(r.verdict, Verdict::kHang);
+  EXPECT_EQ(r.culprits, (V{2}));
+  EXPECT_EQ(EndOf(r, 2)->kind, EndKind::kNoRecord);
+  EXPECT_EQ(r.confidence, Confidence::kLow);
+}
+
+// Rule 4: a ring that wrapped and holds nothing of the group is no proof; one that still holds
+// an older entry of the group is.
+TEST(WaitGraph, WrappedRingProvesOnlyWithAnOlderEntry) {
+  for (bool older_held : {false, true}) {
+    Job j;
+    const size_t g = j.Group("dp", {0, 1, 2});
+    const size_t tp = j.Group("tp", {2, 3});
+    j.Done(g, {0, 1}, 1, 6);
+    if (older_held) j.Done(g, {2}, 6, 6);
+    j.Done(tp, {2, 3}, 1, 50);
+    j.R(2).wrapped = true;
+    for (int64_t r : {0, 1}) j.Coll(r, g, 7, Outcome::kPending, kT0 + 60 * kS);
+    const Result r = j.Run();
+    EXPECT_EQ(r.culprits, (V{2})) << older_held;
+    EXPECT_EQ(EndOf(r, 2)->kind, older_held ? EndKind::kWaitsInNothing : EndKind::kRingWrapped);
+    EXPECT_EQ(r.confidence, older_held ? Confidence::kMedium : Confidence::kLow);
+  }
+}
+
+TEST(WaitGraph, GapsInARecordProveNothing) {
+  Job j;
+  const size_t g = j.Group("0", {0, 1});
+  j.Done(g, {0, 1}, 1, 3);
+  j.R(1).gaps = true;
+  j.Coll(0, g, 4, Outcome::kPending, kT0 + 10 * kS);
+  EXPECT_EQ(EndOf(j.Run(), 1)->kind, EndKind::kRingWrapped);
+}
+
+// Gloo (rule 5, PyTorch 2.14): every entry 'scheduled', retired once run.
+TEST(WaitGraph, GlooAllAtTheSameLastEntryIsUndetermined) {
+  Job j;
+  const size_t g = j.Group("0", {0, 1, 2, 3});
+  for (int64_t r : {0, 1, 2, 3}) {
+    j.R(r, Basis::kFlightRecorderGloo);
+    for (int64_t s = 1; s <= 50; ++s) j.Coll(r, g, s, Outcome::kEnded, kT0 + s * kS);
+  }
+  const Result r = j.Run();
+  EXPECT_EQ(r.verdict, Verdict::kUndetermined);
+  EXPECT_TRUE(r.culprits.empty());
+  EXPECT_TRUE(r.edges.empty());
+  EXPECT_NE(r.reason.find("gloo"), std::string::npos) << r.reason;
+  EXPECT_EQ(r.confidence, Confidence::kUndetermined);
+}
+
+TEST(WaitGraph, GlooRankThatSkippedACollectiveIsTheCulprit) {
+  Job j;
+  const size_t g = j.Group("0", {0, 1, 2, 3});
+  for (int64_t r : {0, 1, 2, 3}) {
+    j.R(r, Basis::kFlightRecorderGloo);
+    for (int64_t s = 1; s <= (r == 2 ? 49 : 50); ++s) {
+      j.Coll(r, g, s, Outcome::kEnded, kT0 + s * kS + (s == 50 ? 0 : 0));
+    }
+  }
+  const Result r = j.Run();
+  EXPECT_EQ(r.verdict, Verdict::kHang);
+  EXPECT_EQ(r.culprits, (V{2}));
+  EXPECT_EQ(r.waiting, (V{0, 1, 3}));
+  EXPECT_EQ(r.stuck->seq, 50);
+  EXPECT_TRUE(r.timed_out);  // their seq 50 ended, and cannot have completed without rank 2
+  EXPECT_EQ(r.confidence, Confidence::kHigh);
+  const std::string chains = Joined(Chains(j.in, r, 10));
+  EXPECT_NE(chains.find("each of ranks 0, 1 and 3 waits in all-reduce seq 50 of 0"),
+            std::string::npos)
+      << chains;
+  EXPECT_NE(chains.find("rank 2, which entered nothing after all-reduce seq 49 of 0"),
+            std::string::npos)
+      << chains;
+}
+
+TEST(WaitGraph, GlooWaitStillInFlightIsAHangOfMediumConfidence) {
+  Job j;
+  const size_t g = j.Group("0", {0, 1});
+  j.R(0, Basis::kFlightRecorderGloo);
+  j.R(1, Basis::kFlightRecorderGloo);
+  j.Coll(0, g, 1, Outcome::kEnded, kT0);
+  j.Coll(1, g, 1, Outcome::kEnded, kT0);
+  j.Coll(0, g, 2, Outcome::kPending, kT0 + kS);
+  const Result r = j.Run();
+  EXPECT_EQ(r.culprits, (V{1}));
+  EXPECT_EQ(r.confidence, Confidence::kMedium);
+}
+
+TEST(WaitGraph, StuckAloneInWhatOthersCompleted) {
+  Job j;
+  const size_t g = j.Group("0", {0, 1, 2, 3});
+  j.Done(g, {0, 1, 2, 3}, 1, 6);
+  j.Done(g, {0, 2, 3}, 7, 7);
+  Op& stuck = j.Coll(1, g, 7, Outcome::kPending, kT0 + 7 * kS);
+  stuck.state = OpState::kStarted;
+  for (int64_t r : {0, 2, 3}) j.Coll(r, g, 8, Outcome::kPending, kT0 + 8 * kS);
+  const Result r = j.Run();
+  EXPECT_EQ(r.verdict, Verdict::kHang);
+  EXPECT_EQ(r.culprits, (V{1}));
+  EXPECT_EQ(EndOf(r, 1)->kind, EndKind::kStuckAlone);
+  EXPECT_EQ(r.stuck->seq, 7);
+  EXPECT_EQ(*r.stuck_rank, 1);
+}
+
+// Rule 8: everyone inside, none completed: a hang only where it timed out.
+TEST(WaitGraph, EveryMemberInsideTheOperation) {
+  for (Outcome out : {Outcome::kPending, Outcome::kFailed}) {
+    Job j;
+    const size_t g = j.Group("0", {0, 1, 2, 3});
+    j.Done(g, {0, 1, 2, 3}, 1, 6);
+    for (int64_t r : {0, 1, 2, 3}) j.Coll(r, g, 7, out, kT0 + 7 * kS);
+    const Result r = j.Run();
+    EXPECT_TRUE(r.culprits.empty());
+    if (out == Outcome::kFailed) {
+      EXPECT_EQ(r.verdict, Verdict::kStuckInOp);
+      EXPECT_NE(r.reason.find("network or device"), std::string::npos) << r.reason;
+    } else {
+      EXPECT_EQ(r.verdict, Verdict::kNone);
+      EXPECT_NE(r.reason.find("in flight on every member"), std::string::npos) << r.reason;
+    }
+  }
+}
+
+TEST(WaitGraph, CleanJobNamesNobody) {
+  Job j;
+  const size_t g = j.Group("0", {0, 1, 2, 3});
+  j.Done(g, {0, 1, 2, 3}, 1, 30);
+  const Result r = j.Run();
+  EXPECT_EQ(r.verdict, Verdict::kNone);
+  EXPECT_TRUE(r.culprits.empty());
+  EXPECT_TRUE(r.ends.empty());
+}
+
+// Records taken at different moments: a completed operation one member never entered is not
+// waited in.
+TEST(WaitGraph, SkewedRecordsOfACleanJob) {
+  Job j;
+  const size_t g = j.Group("0", {0, 1});
+  j.Done(g, {0}, 1, 10);
+  j.Done(g, {1}, 1, 9);
+  const Result r = j.Run();
+  EXPECT_EQ(r.verdict, Verdict::kNone);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("different moments"), std::string::npos);
+}
+
+// A send and its receive both posted: matched, no rank behind.
+TEST(WaitGraph, MatchedSendAndReceiveWaitTogether) {
+  Job j;
+  const size_t pp = j.Group("pp", {0, 1});
+  j.P2p(0, pp, NcclOp::kSend, 1, 3, Outcome::kPending, kT0);
+  j.P2p(1, pp, NcclOp::kRecv, 0, 3, Outcome::kPending, kT0);
+  const Result r = j.Run();
+  EXPECT_TRUE(r.edges.empty());
+  EXPECT_EQ(r.verdict, Verdict::kNone);
+}
+
+// A send whose receiver never posted the receive waits for it.
+TEST(WaitGraph, SendWaitsForItsReceiver) {
+  Job j;
+  const size_t pp = j.Group("pp", {0, 1});
+  j.P2p(0, pp, NcclOp::kSend, 1, 3, Outcome::kPending, kT0);
+  j.P2p(1, pp, NcclOp::kRecv, 0, 2, Outcome::kCompleted, kT0 - kS);
+  const Result r = j.Run();
+  EXPECT_EQ(r.culprits, (V{1}));
+  EXPECT_EQ(Chains(j.in, r, 10).front().substr(0, 30), "rank 0 waits in send to rank 1");
+}
+
+// Only the earliest open collective of a group is waited in (rule 1): the later ones queue.
+TEST(WaitGraph, LaterOperationsOfAGroupQueueBehindTheFirst) {
+  Job j;
+  const size_t g = j.Group("0", {0, 1});
+  j.Done(g, {0, 1}, 1, 3);
+  j.Coll(0, g, 4, Outcome::kPending, kT0 + 4 * kS);
+  j.Coll(1, g, 4, Outcome::kPending, kT0 + 4 * kS);
+  j.Coll(0, g, 5, Outcome::kPending, kT0 + 5 * kS);  // rank 1 never issued 5: not an edge
+  const Result r = j.Run();
+  EXPECT_TRUE(r.edges.empty());
+}
+
+TEST(WaitWords, RanksPhrase) {
+  EXPECT_EQ(RanksPhrase({2}), "rank 2");
+  EXPECT_EQ(RanksPhrase({9, 14}), "ranks 9 and 14");
+  EXPECT_EQ(RanksPhrase({0, 1, 3}), "ranks 0, 1 and 3");
+  EXPECT_EQ(RanksPhrase({0, 1, 2, 3, 4, 7}), "ranks 0-4, 7");
+}
+
+}  // namespace
+}  // namespace analyzer::wait

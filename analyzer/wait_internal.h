@@ -1,0 +1,58 @@
+// The hang engine's parts (wait_graph.h): what each part of wait_graph.cc, wait_index.cc and
+// wait_verdict.cc needs of the others. Not used outside the engine.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "wait_graph.h"
+
+namespace analyzer::wait {
+
+// Lookups over the input: per rank and group its collectives in sequence order, and the
+// outcome of every operation (the input's, changed by rule 5).
+struct Index {
+  explicit Index(const Input& in);
+
+  const Input& in;
+  std::map<int64_t, size_t> by_rank;  // rank -> index into in.ranks
+  // [rank index][group] -> indices of its collective ops, by seq (then as given)
+  std::vector<std::map<size_t, std::vector<size_t>>> collectives;
+  std::vector<std::vector<Outcome>> outcome;  // [rank index][op index]
+  std::vector<int64_t> last_activity;         // [rank index]: its latest time; 0: none
+  int64_t latest_ns = 0;                      // the latest time of every record
+
+  std::optional<size_t> Find(int64_t rank) const;  // only ranks with a record
+  // The rank has a record and entered seq or a later collective of the group.
+  bool Reached(int64_t rank, size_t group, int64_t seq) const;
+  // Rule 4: its record proves it never entered seq of the group.
+  bool ProvesNotReached(int64_t rank, size_t group, int64_t seq) const;
+  const Op* Last(int64_t rank, size_t group) const;                  // its last collective there
+  const Op* At(int64_t rank, size_t group, int64_t seq) const;       // its first entry at seq
+  Outcome OutcomeAt(int64_t rank, size_t group, int64_t seq) const;  // kPending: none
+};
+
+// The latest of an operation's times.
+int64_t OpTime(const Op& o);
+
+// Rule 7: per group and collective sequence, the values of op, count and dtype that differ.
+std::vector<FieldMismatch> FindMismatches(const Index& ix);
+
+struct EndsContext {
+  const Index& ix;
+  const std::vector<std::vector<size_t>>& open;  // [rank index]: its open ops (rule 1)
+  const std::vector<Edge>& edges;
+  const std::map<int64_t, std::vector<int64_t>>& waited_by;
+  const std::vector<FieldMismatch>& mismatches;
+};
+
+End MakeEnd(const EndsContext& ctx, int64_t rank, EndKind kind);
+// A rank no edge leaves (rules 4, 7, 8).
+End ClassifySink(const EndsContext& ctx, int64_t rank);
+// Verdict, culprits, confidence, times and the operation named (rules 7 to 10).
+void Decide(const EndsContext& ctx, Result& out);
+
+}  // namespace analyzer::wait

@@ -1,0 +1,238 @@
+// The ends of the waiting chains and the verdict on them (wait_graph.h, rules 4 and 7 to 10).
+#include <algorithm>
+#include <set>
+
+#include "wait_internal.h"
+#include "wait_words.h"
+
+namespace analyzer::wait {
+namespace {
+
+const Edge* FirstEdgeInto(const EndsContext& ctx, int64_t rank) {
+  for (const Edge& e : ctx.edges) {
+    if (std::find(e.to.begin(), e.to.end(), rank) != e.to.end()) return &e;
+  }
+  return nullptr;
+}
+
+const Op& EdgeOp(const EndsContext& ctx, const Edge& e) {
+  return ctx.ix.in.ranks[*ctx.ix.Find(e.from)].ops[e.op];
+}
+
+// Rule 4: some edge into the rank rests on its record proving it never entered the operation.
+bool ProvenAbsent(const EndsContext& ctx, int64_t rank) {
+  for (const Edge& e : ctx.edges) {
+    if (std::find(e.to.begin(), e.to.end(), rank) == e.to.end()) continue;
+    const Op& o = EdgeOp(ctx, e);
+    if (o.p2p || ctx.ix.ProvesNotReached(rank, o.group, o.seq)) return true;
+  }
+  return false;
+}
+
+const FieldMismatch* MismatchAt(const EndsContext& ctx, size_t group, int64_t seq) {
+  for (const FieldMismatch& m : ctx.mismatches) {
+    if (m.group == group && m.seq == seq) return &m;
+  }
+  return nullptr;
+}
+
+// The wait an open operation shows (rule 10), and whether it timed out.
+int64_t WaitOf(const EndsContext& ctx, const Rank& r, size_t k, bool* timed_out) {
+  const Op& o = r.ops[k];
+  int64_t wait = std::max<int64_t>(0, ctx.ix.latest_ns - o.created_ns);
+  const Outcome now = ctx.ix.outcome[*ctx.ix.Find(r.rank)][k];
+  if (now == Outcome::kFailed) *timed_out = true;
+  // Rule 6: NCCL's own failed entries timed out, so they waited their timeout. Gloo's failures
+  // (rule 5) may be a peer that went away, which ends a wait at once.
+  if (o.timeout_ns && o.outcome == Outcome::kFailed && r.basis == Basis::kFlightRecorderNccl) {
+    wait = std::max(wait, *o.timeout_ns);
+  }
+  if (o.timeout_ns && *o.timeout_ns > 0 && wait >= *o.timeout_ns) *timed_out = true;
+  return wait;
+}
+
+Confidence ConfidenceOf(const Result& out) {
+  switch (out.verdict) {
+    case Verdict::kHang: {
+      const bool proven = std::any_of(out.ends.begin(), out.ends.end(), [](const End& e) {
+        return IsCulprit(e.kind) && e.kind != EndKind::kNoRecord && e.kind != EndKind::kRingWrapped;
+      });
+      if (!proven) return Confidence::kLow;  // only suspects: ranks the records do not show
+      return out.timed_out ? Confidence::kHigh : Confidence::kMedium;
+    }
+    case Verdict::kDeadlock:
+      return out.timed_out ? Confidence::kHigh : Confidence::kMedium;
+    case Verdict::kMismatch:
+      return Confidence::kMedium;
+    case Verdict::kStuckInOp:
+      return Confidence::kLow;
+    case Verdict::kNone:
+    case Verdict::kUndetermined:
+      break;
+  }
+  return Confidence::kUndetermined;
+}
+
+}  // namespace
+
+End MakeEnd(const EndsContext& ctx, int64_t rank, EndKind kind) {
+  End end;
+  end.rank = rank;
+  end.kind = kind;
+  if (auto w = ctx.waited_by.find(rank); w != ctx.waited_by.end()) end.waited_by = w->second;
+  const Edge* in = FirstEdgeInto(ctx, rank);
+  if (in) end.waited_in = EdgeOp(ctx, *in).group;
+  auto ri = ctx.ix.Find(rank);
+  if (!ri) return end;
+  if (ctx.ix.last_activity[*ri] > 0) {
+    end.idle_ns = std::max<int64_t>(0, ctx.ix.latest_ns - ctx.ix.last_activity[*ri]);
+  }
+  const Rank& r = ctx.ix.in.ranks[*ri];
+  if (kind == EndKind::kInCycle) {
+    for (const Edge& e : ctx.edges) {
+      if (e.from == rank) {
+        end.op = r.ops[e.op];
+        break;
+      }
+    }
+  } else if (kind == EndKind::kWaitsInNothing || kind == EndKind::kRingWrapped) {
+    const Op* last = in && !EdgeOp(ctx, *in).p2p ? ctx.ix.Last(rank, *end.waited_in) : nullptr;
+    if (!last && !r.ops.empty()) {  // its latest entry of any group
+      last = &*std::max_element(r.ops.begin(), r.ops.end(),
+                                [](const Op& a, const Op& b) { return OpTime(a) < OpTime(b); });
+    }
+    if (last) end.op = *last;
+  }
+  return end;
+}
+
+End ClassifySink(const EndsContext& ctx, int64_t rank) {
+  auto ri = ctx.ix.Find(rank);
+  if (!ri) return MakeEnd(ctx, rank, EndKind::kNoRecord);
+  if (ctx.open[*ri].empty()) {
+    return MakeEnd(ctx, rank,
+                   ProvenAbsent(ctx, rank) ? EndKind::kWaitsInNothing : EndKind::kRingWrapped);
+  }
+  // Its open operations have no laggard (rule 8); the most telling names the end.
+  const Rank& r = ctx.ix.in.ranks[*ri];
+  EndKind best = EndKind::kStuckTogether;
+  size_t best_op = ctx.open[*ri].front();
+  auto rank_of = [](EndKind k) {
+    switch (k) {
+      case EndKind::kStuckAlone:
+        return 3;
+      case EndKind::kMismatched:
+        return 2;
+      case EndKind::kUnattributed:
+        return 1;
+      default:
+        return 0;
+    }
+  };
+  for (size_t k : ctx.open[*ri]) {
+    const Op& o = r.ops[k];
+    EndKind kind = EndKind::kStuckTogether;
+    if (o.p2p) {
+      if (!o.peer) kind = EndKind::kUnattributed;
+    } else {
+      bool others_completed = false;
+      for (int64_t m : ctx.ix.in.groups[o.group].members) {
+        if (m != rank && ctx.ix.OutcomeAt(m, o.group, o.seq) == Outcome::kCompleted) {
+          others_completed = true;
+        }
+      }
+      const FieldMismatch* mm = MismatchAt(ctx, o.group, o.seq);
+      if (others_completed) {
+        kind = EndKind::kStuckAlone;
+      } else if (mm &&
+                 std::find(mm->minority.begin(), mm->minority.end(), rank) != mm->minority.end()) {
+        kind = EndKind::kMismatched;
+      }
+    }
+    if (rank_of(kind) > rank_of(best)) {
+      best = kind;
+      best_op = k;
+    }
+  }
+  End end = MakeEnd(ctx, rank, best);
+  end.op = r.ops[best_op];
+  return end;
+}
+
+void Decide(const EndsContext& ctx, Result& out) {
+  std::stable_sort(out.ends.begin(), out.ends.end(), [](const End& a, const End& b) {
+    return std::make_pair(!IsCulprit(a.kind), a.rank) < std::make_pair(!IsCulprit(b.kind), b.rank);
+  });
+  std::set<EndKind> kinds;
+  for (const End& e : out.ends) {
+    kinds.insert(e.kind);
+    if (IsCulprit(e.kind)) out.culprits.push_back(e.rank);
+  }
+  // Rule 10 over every operation taking part: the waits of the edges and the ends' own.
+  std::vector<std::pair<const Rank*, size_t>> involved;
+  for (const Edge& e : out.edges)
+    involved.emplace_back(&ctx.ix.in.ranks[*ctx.ix.Find(e.from)], e.op);
+  for (const End& e : out.ends) {
+    auto ri = ctx.ix.Find(e.rank);
+    if (!ri || e.kind == EndKind::kWaitsInNothing || e.kind == EndKind::kRingWrapped) continue;
+    for (size_t k : ctx.open[*ri]) involved.emplace_back(&ctx.ix.in.ranks[*ri], k);
+  }
+  for (const auto& [r, k] : involved) {
+    out.stuck_for_ns = std::max(out.stuck_for_ns, WaitOf(ctx, *r, k, &out.timed_out));
+  }
+
+  const bool tie_mismatch = std::any_of(out.ends.begin(), out.ends.end(), [&](const End& e) {
+    if (e.kind != EndKind::kStuckTogether || !e.op || e.op->p2p) return false;
+    const FieldMismatch* m = MismatchAt(ctx, e.op->group, e.op->seq);
+    return m && m->minority.empty();
+  });
+  const bool rank_culprits = kinds.count(EndKind::kWaitsInNothing) ||
+                             kinds.count(EndKind::kStuckAlone) || kinds.count(EndKind::kNoRecord) ||
+                             kinds.count(EndKind::kRingWrapped);
+  const bool in_op = kinds.count(EndKind::kStuckTogether) || kinds.count(EndKind::kUnattributed);
+  if (kinds.count(EndKind::kInCycle)) {
+    out.verdict = Verdict::kDeadlock;
+  } else if (rank_culprits) {
+    out.verdict = Verdict::kHang;
+  } else if (kinds.count(EndKind::kMismatched) || tie_mismatch) {
+    out.verdict = Verdict::kMismatch;
+  } else if (in_op && (!out.edges.empty() || out.timed_out)) {
+    out.verdict = Verdict::kStuckInOp;
+  } else if (in_op) {
+    out.verdict = Verdict::kNone;
+  } else {
+    bool unknown = false;
+    for (const auto& ops : ctx.ix.outcome) {
+      unknown = unknown || std::count(ops.begin(), ops.end(), Outcome::kEnded) > 0;
+    }
+    out.verdict = unknown ? Verdict::kUndetermined : Verdict::kNone;
+  }
+  out.confidence = ConfidenceOf(out);
+
+  // The operation named: a culprit's own, or the oldest one waiting directly on a culprit;
+  // else the oldest one taking part.
+  auto consider = [&](int64_t rank, const Op& o) {
+    if (!out.stuck || o.created_ns < out.stuck->created_ns) {
+      out.stuck = o;
+      out.stuck_rank = rank;
+    }
+  };
+  for (const End& e : out.ends) {
+    if (!IsCulprit(e.kind)) continue;
+    if ((e.kind == EndKind::kStuckAlone || e.kind == EndKind::kMismatched) && e.op) {
+      consider(e.rank, *e.op);
+      continue;
+    }
+    for (const Edge& x : out.edges) {
+      if (std::find(x.to.begin(), x.to.end(), e.rank) != x.to.end()) {
+        consider(x.from, EdgeOp(ctx, x));
+      }
+    }
+  }
+  if (!out.stuck) {
+    for (const auto& [r, k] : involved) consider(r->rank, r->ops[k]);
+  }
+  out.reason = Reason(ctx.ix.in, out);
+}
+
+}  // namespace analyzer::wait
