@@ -3,215 +3,282 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
+#include <sstream>
+#include <tuple>
 
 namespace trainer {
 namespace {
 
-int64_t WallNs() {
+int64_t WallNs() {  // c10::getTime(): the system clock
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
-// A pickle writer for the values a dump holds (protocol 2 opcodes).
-class Pickler {
- public:
-  Pickler() { out_ += "\x80\x02"; }
-  Pickler& Str(const std::string& s) {
-    out_ += 'X';
-    Le32(static_cast<uint32_t>(s.size()));
-    out_ += s;
-    return *this;
-  }
-  Pickler& Int(int64_t v) {
-    if (v >= INT32_MIN && v <= INT32_MAX) {
-      out_ += 'J';
-      Le32(static_cast<uint32_t>(static_cast<int32_t>(v)));
-    } else {
-      out_ += '\x8a';  // LONG1, 8 bytes little-endian two's complement
-      out_ += '\x08';
-      for (int i = 0; i < 8; ++i)
-        out_ += static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff);
-    }
-    return *this;
-  }
-  Pickler& Float(double d) {  // BINFLOAT: big-endian IEEE double
-    uint64_t bits;
-    std::memcpy(&bits, &d, 8);
-    out_ += 'G';
-    for (int i = 7; i >= 0; --i) out_ += static_cast<char>((bits >> (8 * i)) & 0xff);
-    return *this;
-  }
-  Pickler& Bool(bool b) {
-    out_ += b ? '\x88' : '\x89';
-    return *this;
-  }
-  Pickler& None() {
-    out_ += 'N';
-    return *this;
-  }
-  Pickler& BeginDict() {
-    out_ += "}(";  // EMPTY_DICT, MARK ... SETITEMS
-    return *this;
-  }
-  Pickler& EndDict() {
-    out_ += 'u';
-    return *this;
-  }
-  Pickler& BeginList() {
-    out_ += "](";  // EMPTY_LIST, MARK ... APPENDS
-    return *this;
-  }
-  Pickler& EndList() {
-    out_ += 'e';
-    return *this;
-  }
-  Pickler& BeginTuple() {
-    out_ += '(';
-    return *this;
-  }
-  Pickler& EndTuple() {
-    out_ += 't';
-    return *this;
-  }
-  std::string Finish() { return out_ + '.'; }
+// ranks_str(): "[0, 1, 2]".
+std::string RanksText(const std::vector<int>& ranks) {
+  std::string s = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s + "]";
+}
 
- private:
-  void Le32(uint32_t v) {
-    for (int i = 0; i < 4; ++i) out_ += static_cast<char>((v >> (8 * i)) & 0xff);
+fr::Value Shapes(const std::vector<std::vector<int64_t>>& shapes) {
+  fr::Value list = fr::Value::List();
+  for (const auto& shape : shapes) {
+    fr::Value dims = fr::Value::List();
+    for (int64_t d : shape) dims.items.push_back(fr::Value::Int(d));
+    list.items.push_back(std::move(dims));
   }
-  std::string out_;
-};
+  return list;
+}
+
+fr::Value Names(const std::vector<std::string>& names) {
+  fr::Value list = fr::Value::List();
+  for (const std::string& n : names) list.items.push_back(fr::Value::Str(n));
+  return list;
+}
 
 }  // namespace
 
-FlightRecorder::FlightRecorder(std::string dir, int rank, int world_size, int timeout_ms)
-    : dir_(std::move(dir)), rank_(rank), world_size_(world_size), timeout_ms_(timeout_ms) {
-  last_progress_ns_ = WallNs();
+FlightRecorder::FlightRecorder(Options options) : o_(std::move(options)) {
+  std::ostringstream tid;  // c10::str(std::this_thread::get_id()), as the entries state it
+  tid << std::this_thread::get_id();
+  thread_id_ = tid.str();
+  ring_.reserve(static_cast<size_t>(std::min(o_.buffer_size, 1 << 16)));
   thread_ = std::thread([this] { Run(); });
 }
 
 FlightRecorder::~FlightRecorder() {
   stop_ = true;
   thread_.join();
-  for (Entry& e : entries_) {
-    if (e.start) cudaEventDestroy(e.start);
-    if (e.end) cudaEventDestroy(e.end);
-  }
+  for (Entry& e : ring_) Release(e);
 }
 
-void FlightRecorder::Begin(const char* name, int64_t count, const char* dtype,
-                           cudaStream_t stream) {
+void FlightRecorder::AddGroup(const FrGroup& group) {
+  std::lock_guard<std::mutex> lock(mu_);
+  groups_.push_back(group);
+}
+
+void FlightRecorder::Release(Entry& e) {
+  if (e.start) cudaEventDestroy(e.start);
+  if (e.end) cudaEventDestroy(e.end);
+  e.start = e.end = nullptr;
+}
+
+int64_t FlightRecorder::Begin(const FrOp& op, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(mu_);
   Entry e;
-  e.seq = entries_.empty() ? 1 : entries_.back().seq + 1;  // PyTorch counts from 1
-  e.name = name;
-  e.dtype = dtype;
-  e.count = count;
+  e.record_id = next_id_++;
+  e.op = op;
+  if (op.group != nullptr) e.group = *op.group;
+  e.op.group = nullptr;
   e.created_ns = WallNs();
-  cudaEventCreateWithFlags(&e.start, cudaEventDisableTiming);
-  cudaEventCreateWithFlags(&e.end, cudaEventDisableTiming);
-  cudaEventRecord(e.start, stream);
-  entries_.push_back(e);
-  last_progress_ns_ = e.created_ns;
+  e.work = stream != nullptr;
+  if (e.work) {
+    const unsigned flags = o_.timing ? cudaEventDefault : cudaEventDisableTiming;
+    if (o_.timing) {
+      cudaEventCreateWithFlags(&e.start, flags);
+      cudaEventRecord(e.start, stream);
+    }
+    cudaEventCreateWithFlags(&e.end, flags);  // recorded by End, after the operation
+  }
+  // pg_status lists a group from its first recorded operation on (recordWithResetEnabled adds
+  // it to all_pg_status_ there), and its last enqueued Work's sequence number.
+  Status* st = nullptr;
+  for (auto& [pg, s] : status_) {
+    if (pg == e.group.pg_id) st = &s;
+  }
+  if (st == nullptr) st = &status_.emplace_back(e.group.pg_id, Status{}).second;
+  if (e.work) st->enqueued = op.is_p2p ? op.p2p_seq_id : op.collective_seq_id;
+  last_created_ns_ = e.created_ns;
+  if (ring_.size() < static_cast<size_t>(o_.buffer_size)) {
+    ring_.push_back(std::move(e));
+  } else {
+    Release(ring_[next_]);
+    ring_[next_] = std::move(e);
+    next_ = (next_ + 1) % ring_.size();
+  }
+  return next_id_ - 1;
 }
 
-void FlightRecorder::End(cudaStream_t stream) {
+FlightRecorder::Entry* FlightRecorder::Find(int64_t record_id) {
+  for (Entry& e : ring_) {
+    if (e.record_id == record_id) return &e;
+  }
+  return nullptr;
+}
+
+void FlightRecorder::End(int64_t record_id, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!entries_.empty()) cudaEventRecord(entries_.back().end, stream);
+  Entry* e = Find(record_id);
+  if (e != nullptr && e->end != nullptr) {
+    cudaEventRecord(e->end, stream);
+    e->end_recorded = true;
+  }
 }
 
-void FlightRecorder::Poll() {
-  const int64_t now = WallNs();
-  for (Entry& e : entries_) {
-    if (e.completed_ns) continue;
-    if (!e.started_ns && cudaEventQuery(e.start) == cudaSuccess) e.started_ns = now;
-    if (e.started_ns && cudaEventQuery(e.end) == cudaSuccess) {
+void FlightRecorder::Poll(int64_t now) {
+  for (Entry& e : ring_) {
+    if (!e.work || !e.end_recorded || e.completed_ns) continue;
+    const int64_t seq = e.op.is_p2p ? e.op.p2p_seq_id : e.op.collective_seq_id;
+    Status* st = nullptr;
+    for (auto& [pg, s] : status_) {
+      if (pg == e.group.pg_id) st = &s;
+    }
+    if (e.start != nullptr && !e.started_ns && cudaEventQuery(e.start) == cudaSuccess) {
+      e.started_ns = now;
+      if (st != nullptr) st->started = seq;
+    }
+    if (cudaEventQuery(e.end) == cudaSuccess) {
       e.completed_ns = now;
-      last_progress_ns_ = now;
-      cudaEventDestroy(e.start);
-      cudaEventDestroy(e.end);
-      e.start = e.end = nullptr;
+      if (e.start != nullptr && !e.started_ns) e.started_ns = now;
+      if (st != nullptr) st->completed = seq;
+      // retire_id(): retired, with the duration the two events give when timing is on.
+      e.retired = true;
+      float ms = 0;
+      if (e.start != nullptr && cudaEventElapsedTime(&ms, e.start, e.end) == cudaSuccess) {
+        e.duration_ms = ms;
+      }
+      Release(e);
     }
   }
 }
 
-std::string FlightRecorder::Pickle() const {
-  Pickler p;
-  const std::string ranks = [&] {
-    std::string s = "[";
-    for (int r = 0; r < world_size_; ++r) s += (r ? ", " : "") + std::to_string(r);
-    return s + "]";
-  }();
-  int64_t enqueued = 0, started = 0, completed = 0;
-  for (const Entry& e : entries_) {
-    enqueued = e.seq;
-    if (e.started_ns) started = e.seq;
-    if (e.completed_ns) completed = e.seq;
+bool FlightRecorder::TimedOut(int64_t now) const {
+  const int64_t timeout = int64_t{o_.timeout_ms} * 1'000'000;
+  if (ring_.empty()) return false;
+  if (now - last_created_ns_ >= timeout) return true;  // issued nothing for the timeout
+  for (const Entry& e : ring_) {
+    if (e.work && e.end_recorded && !e.completed_ns && now - e.created_ns >= timeout) return true;
   }
-  p.BeginDict().Str("version").Str("2.10").Str("comm_lib_version").Str("test bed");
-  p.Str("pg_config").BeginDict().Str("0").BeginDict();
-  p.Str("name").Str("0").Str("desc").Str("default_pg").Str("ranks").Str(ranks);
-  p.EndDict().EndDict();
-  p.Str("pg_status").BeginDict().Str("0").BeginDict();
-  p.Str("last_enqueued_collective").Int(enqueued).Str("last_started_collective").Int(started);
-  p.Str("last_completed_collective").Int(completed).EndDict().EndDict();
-  p.Str("entries").BeginList();
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    const Entry& e = entries_[i];
-    p.BeginDict();
-    p.Str("frames").BeginList();
-    p.BeginDict().Str("name").Str("all_reduce").Str("filename");
-    p.Str("torch/distributed/distributed_c10d.py").Str("line").Int(2696).EndDict();
-    p.BeginDict().Str("name").Str("train_step").Str("filename").Str("rankscope-trainer");
-    p.Str("line").Int(1).EndDict();
-    p.EndList();
-    p.Str("record_id").Int(static_cast<int64_t>(i)).Str("pg_id").Int(0);
-    p.Str("process_group").BeginTuple().Str("0").Str("default_pg").EndTuple();
-    p.Str("thread_name").Str("pt_main_thread").Str("thread_id").Str(std::to_string(getpid()));
-    p.Str("collective_seq_id").Int(e.seq).Str("p2p_seq_id").Int(0).Str("op_id").Int(e.seq);
-    p.Str("profiling_name").Str(e.name).Str("time_created_ns").Int(e.created_ns);
-    p.Str("input_sizes").BeginList().BeginList().Int(e.count).EndList().EndList();
-    p.Str("input_dtypes").BeginList().Str(e.dtype).EndList();
-    p.Str("output_sizes").BeginList().BeginList().Int(e.count).EndList().EndList();
-    p.Str("output_dtypes").BeginList().Str(e.dtype).EndList();
-    p.Str("state").Str(e.completed_ns ? "completed" : e.started_ns ? "started" : "scheduled");
-    p.Str("time_discovered_started_ns");
-    e.started_ns ? p.Int(e.started_ns) : p.None();
-    p.Str("time_discovered_completed_ns");
-    e.completed_ns ? p.Int(e.completed_ns) : p.None();
-    p.Str("retired").Bool(e.completed_ns != 0).Str("timeout_ms").Int(600000);
-    p.Str("is_p2p").Bool(false);
-    p.EndDict();
-  }
-  p.EndList().EndDict();
-  return p.Finish();
+  return false;
 }
+
+std::vector<const FlightRecorder::Entry*> FlightRecorder::InOrder() const {
+  std::vector<const Entry*> out;
+  for (size_t i = 0; i < ring_.size(); ++i) out.push_back(&ring_[(next_ + i) % ring_.size()]);
+  return out;
+}
+
+fr::Value FlightRecorder::DumpValue(bool json) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Poll(WallNs());  // dump_entries() queries the events once more
+  using fr::Value;
+  Value d = Value::Dict();
+  // pg_config: a std::map keyed by (name, desc); pg_status: by pg_id (std::map<size_t, ...>).
+  std::vector<const FrGroup*> groups;
+  for (const FrGroup& g : groups_) groups.push_back(&g);
+  std::sort(groups.begin(), groups.end(), [](const FrGroup* a, const FrGroup* b) {
+    return std::tie(a->name, a->desc) < std::tie(b->name, b->desc);
+  });
+  Value config = Value::Dict();
+  for (const FrGroup* g : groups) {
+    config.Set(g->name, Value::Dict()
+                            .Set("name", Value::Str(g->name))
+                            .Set("desc", Value::Str(g->desc))
+                            .Set("ranks", Value::Str(RanksText(g->ranks))));
+  }
+  std::vector<std::pair<int64_t, Status>> status = status_;
+  std::sort(status.begin(), status.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  Value pg_status = Value::Dict();
+  for (const auto& [pg, st] : status) {
+    // getPgStatusJson() writes the numbers as strings.
+    auto num = [json](int64_t v) { return json ? Value::Str(std::to_string(v)) : Value::Int(v); };
+    pg_status.Set(std::to_string(pg), Value::Dict()
+                                          .Set("last_enqueued_collective", num(st.enqueued))
+                                          .Set("last_started_collective", num(st.started))
+                                          .Set("last_completed_collective", num(st.completed)));
+  }
+  // dump_dict(): version, pg_config, comm_lib_version, pg_status, entries; dump_json() the same
+  // keys (sorted on output) with entries only when there are some.
+  d.Set("version", Value::Str("2.10"));
+  d.Set("pg_config", std::move(config));
+  d.Set("comm_lib_version", Value::Str("2.28.9"));
+  d.Set("pg_status", std::move(pg_status));
+  Value entries = Value::List();
+  for (const Entry* e : InOrder()) {
+    Value x = Value::Dict();
+    if (!json) {  // stack traces: pickle only
+      Value frames = Value::List();
+      for (const FrFrame& f : e->op.frames) {
+        frames.items.push_back(Value::Dict()
+                                   .Set("name", Value::Str(f.name))
+                                   .Set("filename", Value::Str(f.file))
+                                   .Set("line", Value::Int(f.line)));
+      }
+      x.Set("frames", std::move(frames));
+    }
+    x.Set("record_id", Value::Int(e->record_id));
+    x.Set("pg_id", Value::Int(e->group.pg_id));
+    x.Set("process_group", Value::Tuple({Value::Str(e->group.name), Value::Str(e->group.desc)}));
+    x.Set("thread_name", Value::Str("pt_main_thread"));
+    x.Set("thread_id", Value::Str(thread_id_));
+    x.Set("collective_seq_id", Value::Int(e->op.collective_seq_id));
+    x.Set("p2p_seq_id", Value::Int(e->op.p2p_seq_id));
+    x.Set("op_id", Value::Int(e->op.op_id));
+    x.Set("profiling_name", Value::Str(e->op.profiling_name));
+    x.Set("time_created_ns", Value::Int(e->created_ns));
+    if (e->duration_ms) x.Set("duration_ms", Value::Double(*e->duration_ms));
+    x.Set("input_sizes", Shapes(e->op.input_sizes));
+    x.Set("input_dtypes", Names(e->op.input_dtypes));
+    x.Set("output_sizes", Shapes(e->op.output_sizes));
+    x.Set("output_dtypes", Names(e->op.output_dtypes));
+    x.Set("state", Value::Str(e->completed_ns ? "completed"
+                              : e->started_ns ? "started"
+                                              : "scheduled"));
+    // A time not discovered: None in the pickle, 0 in JSON.
+    auto when = [json](const std::optional<int64_t>& t) {
+      return t ? Value::Int(*t) : json ? Value::Int(0) : Value::None();
+    };
+    x.Set("time_discovered_started_ns", when(e->started_ns));
+    x.Set("time_discovered_completed_ns", when(e->completed_ns));
+    x.Set("retired", Value::Bool(e->retired));
+    x.Set("timeout_ms", Value::Int(o_.op_timeout_ms));
+    x.Set("is_p2p", Value::Bool(e->op.is_p2p));
+    entries.items.push_back(std::move(x));
+  }
+  if (!json || !entries.items.empty()) d.Set("entries", std::move(entries));
+  return d;
+}
+
+bool FlightRecorder::WriteFile(const std::string& path, const std::string& data) const {
+  const std::string tmp = path + ".tmp";
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  bool ok = fd >= 0 && write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size());
+  if (fd >= 0) close(fd);
+  ok = ok && rename(tmp.c_str(), path.c_str()) == 0;
+  std::fprintf(stderr, "rank %d: Flight Recorder dump %s %s\n", o_.rank, path.c_str(),
+               ok ? "written" : "FAILED");
+  return ok;
+}
+
+void FlightRecorder::WriteDumps(const char* why) {
+  if (dumped_.exchange(true)) return;  // once, as PyTorch dumps once
+  std::fprintf(stderr, "rank %d: Flight Recorder: %s\n", o_.rank, why);
+  const std::string name = "nccl_trace_rank_" + std::to_string(o_.rank);
+  if (!o_.json_dir.empty()) {
+    WriteFile(o_.json_dir + "/" + name + ".json", fr::Json(DumpValue(true)));
+  }
+  WriteFile(o_.dir + "/" + name, fr::Pickle(DumpValue(false)));
+}
+
+void FlightRecorder::DumpNow(const char* why) { WriteDumps(why); }
 
 void FlightRecorder::Run() {
-  while (!stop_) {
+  while (!stop_ && !dumped_) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    std::string dump;
+    bool timed_out = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      Poll();
-      if (entries_.empty() || WallNs() - last_progress_ns_ < int64_t{timeout_ms_} * 1'000'000) {
-        continue;
-      }
-      dump = Pickle();
+      const int64_t now = WallNs();
+      Poll(now);
+      timed_out = TimedOut(now);
     }
-    const std::string path = dir_ + "/nccl_trace_rank_" + std::to_string(rank_);
-    const std::string tmp = path + ".tmp";
-    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    bool ok = fd >= 0 && write(fd, dump.data(), dump.size()) == static_cast<ssize_t>(dump.size());
-    if (fd >= 0) close(fd);
-    ok = ok && rename(tmp.c_str(), path.c_str()) == 0;
-    std::fprintf(stderr, "rank %d: Flight Recorder dump %s %s\n", rank_, path.c_str(),
-                 ok ? "written" : "FAILED");
-    return;  // once, as PyTorch dumps once per timeout
+    if (timed_out) WriteDumps("no progress for the timeout: writing the dump");
   }
 }
 

@@ -19,6 +19,7 @@
 #include "flight_recorder.h"
 #include "kernels.h"
 #include "nccl.h"
+#include "parallel_trainer.h"
 #include "rendezvous.h"
 #include "trainer_options.h"
 #include "watchdog.h"
@@ -119,23 +120,57 @@ rs::Result<void> Train(const TrainerOptions& o) {
   }
   Compute compute = Compute::Calibrate();
   if (o.startup_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.startup_ms));
+  if (o.parallel) {
+    RETURN_IF_ERROR(Cuda(cudaSetDevice(o.env.local_rank % 8), "cudaSetDevice"));
+    ASSIGN_OR_RETURN(ncclComm_t world, InitWorld(o));
+    rs::Result<void> r = TrainParallel(o, world, compute, loader ? &*loader : nullptr);
+    if (r.ok()) ncclCommDestroy(world);
+    return r;
+  }
   const size_t count = static_cast<size_t>(o.grad_mb * (1 << 20) / sizeof(float));
   const size_t batch_bytes = static_cast<size_t>(o.data_kb_per_step) * 1024;
   ASSIGN_OR_RETURN(Gpu g, SetUpGpu(o, count, batch_bytes));
   ASSIGN_OR_RETURN(ncclComm_t comm, InitWorld(o));
   if (o.warmup_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.warmup_ms));
-  std::unique_ptr<Watchdog> watchdog;
-  if (o.async) watchdog = std::make_unique<Watchdog>(comm, e.rank);
   std::unique_ptr<FlightRecorder> fr;
+  FrGroup world;  // the default group: the job's one communicator
+  world.name = "0";
+  world.desc = "default_pg";
+  for (int r = 0; r < e.world_size; ++r) world.ranks.push_back(r);
   if (!o.fr_dump_dir.empty()) {
-    fr = std::make_unique<FlightRecorder>(o.fr_dump_dir, e.rank, e.world_size, o.fr_timeout_ms);
+    FlightRecorder::Options fo;
+    fo.dir = o.fr_dump_dir;
+    fo.json_dir = o.fr_json_dir;
+    fo.rank = e.rank;
+    fo.timeout_ms = o.fr_timeout_ms;
+    fo.timing = o.fr_timing;
+    fo.buffer_size = o.fr_buffer_size;
+    fr = std::make_unique<FlightRecorder>(fo);
+    fr->AddGroup(world);
+  }
+  std::unique_ptr<Watchdog> watchdog;
+  if (o.async) {
+    FlightRecorder* f = fr.get();
+    watchdog = std::make_unique<Watchdog>(std::vector<ncclComm_t>{comm}, e.rank, [f] {
+      if (f != nullptr) f->DumpNow("the communicator reported an error: writing the dump");
+    });
   }
   // The Flight Recorder's entry around each collective, as ProcessGroupNCCL keeps one.
+  int64_t fr_seq = 0, fr_id = -1;
   auto fr_begin = [&](const char* name, size_t n, const char* dtype) {
-    if (fr) fr->Begin(name, static_cast<int64_t>(n), dtype, g.comm);
+    if (!fr) return;
+    FrOp op;
+    op.group = &world;
+    op.collective_seq_id = op.op_id = ++fr_seq;  // PyTorch counts from 1
+    op.profiling_name = name;
+    op.input_sizes = op.output_sizes = {{static_cast<int64_t>(n)}};
+    op.input_dtypes = op.output_dtypes = {dtype};
+    op.frames = {{std::string(name).substr(5), "torch/distributed/distributed_c10d.py", 2696},
+                 {"train_step", "rankscope-trainer", 1}};
+    fr_id = fr->Begin(op, g.comm);
   };
   auto fr_end = [&] {
-    if (fr) fr->End(g.comm);
+    if (fr) fr->End(fr_id, g.comm);
   };
   std::printf("rank %d/%d (node %d, local rank %d): ready, %s collectives, %.0f work units/ms\n",
               e.rank, e.world_size, e.group_rank, e.local_rank, o.async ? "async" : "sync",
@@ -282,8 +317,8 @@ rs::Result<void> Train(const TrainerOptions& o) {
   std::printf("done: rank %d steps=%d seconds=%.3f steps_per_s=%.3f\n", e.rank, o.steps, seconds,
               o.steps / seconds);
   std::fflush(stdout);
+  watchdog.reset();  // its callback uses the Flight Recorder
   fr.reset();
-  watchdog.reset();
   ncclCommDestroy(comm);
   return rs::Ok();
 }

@@ -26,6 +26,36 @@ rs::Result<int> ParseInt(const std::string& flag, const std::string& text) {
 
 }  // namespace
 
+const char* FaultPointName(FaultPoint p) {
+  switch (p) {
+    case FaultPoint::kStep:
+      return "step";
+    case FaultPoint::kTp:
+      return "tp";
+    case FaultPoint::kPp:
+      return "pp";
+    case FaultPoint::kDp:
+      return "dp";
+    case FaultPoint::kEp:
+      return "ep";
+  }
+  return "?";
+}
+
+const char* MismatchName(Mismatch m) {
+  switch (m) {
+    case Mismatch::kNone:
+      return "none";
+    case Mismatch::kSize:
+      return "size";
+    case Mismatch::kDtype:
+      return "dtype";
+    case Mismatch::kOp:
+      return "op";
+  }
+  return "?";
+}
+
 const char* Usage() {
   return R"(usage: rankscope-trainer [options]
 A data-parallel training loop (like PyTorch DDP) on the test bed's CUDA runtime and collective
@@ -57,11 +87,32 @@ serves it at MASTER_ADDR:MASTER_PORT); the device is LOCAL_RANK.
                         dump DIR/nccl_trace_rank_R (pickle, schema 2.10) once none completed
                         for --fr-timeout-ms (off)
   --fr-timeout-ms N     (1500)
+  --fr-json-dir DIR     also write the dump as JSON, DIR/nccl_trace_rank_R.json (off)
+  --fr-timing           TORCH_NCCL_ENABLE_TIMING: a start event per operation, so that entries
+                        become 'started' and completed ones carry duration_ms (off, as PyTorch)
+  --fr-buffer-size N    TORCH_FR_BUFFER_SIZE: entries kept, the oldest dropped first (2000)
+multi-group job, shaped like Megatron-LM (tests/cluster/README.md):
+  --parallel tp=T,pp=P,dp=D[,ep=E]   process groups split from the world communicator
+                        (ncclCommSplit), ranks laid out tp fastest, then dp, then pp;
+                        per step a 1F1B pipeline of micro-batches: tensor-parallel all-reduces
+                        in every layer, expert-parallel all-to-alls with ep > 1, send/recv
+                        between stages, data-parallel reduce-scatter and all-gather at the end
+  --microbatches N      micro-batches per step (4)
+  --layers N            transformer layers per pipeline stage (2)
+  --act-kb F            one micro-batch's activation, KiB of bfloat16 (32)
+  --no-batch-p2p-sync   do not synchronize the device after each pipeline exchange
 fault hooks (also from RANKSCOPE_TRAINER_FAULTS="name=value,..."):
   --slow-factor F       device kernels F times longer (a slower GPU; the host is not) ...
   --slow-from-step N    ... from step N on (0)
   --hang-at-step N      issue nothing from step N on (sleeps forever)
   --crash-at-step N     die at step N
+  --fault-in WHERE      with --parallel: a hang, crash or mismatch strikes at the step's start
+                        (step) or just before the rank's first operation of the step in its
+                        tp, pp, dp or ep group (step)
+  --mismatch KIND       issue one collective with another size (half the count), dtype
+                        (float32 instead of bfloat16) or op (max instead of sum) ...
+  --mismatch-at-step N  ... at step N: the rank's first operation of that step in its
+                        --fault-in group
 )";
 }
 
@@ -80,9 +131,12 @@ rs::Result<TrainerOptions> ParseOptions(const std::vector<std::string>& argv,
       }
       std::string name = item.substr(0, eq);
       if (name != "slow-factor" && name != "slow-from-step" && name != "hang-at-step" &&
-          name != "crash-at-step") {
-        return rs::Error("RANKSCOPE_TRAINER_FAULTS: unknown fault hook '" + name +
-                         "' (slow-factor, slow-from-step, hang-at-step, crash-at-step)");
+          name != "crash-at-step" && name != "fault-in" && name != "mismatch" &&
+          name != "mismatch-at-step") {
+        return rs::Error(
+            "RANKSCOPE_TRAINER_FAULTS: unknown fault hook '" + name +
+            "' (slow-factor, slow-from-step, hang-at-step, crash-at-step, fault-in, mismatch, "
+            "mismatch-at-step)");
       }
       pairs.push_back({name, item.substr(eq + 1)});
     }
@@ -100,8 +154,11 @@ rs::Result<TrainerOptions> ParseOptions(const std::vector<std::string>& argv,
     if (eq != std::string::npos) {
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
-    } else if (name == "direct") {
+    } else if (name == "direct" || name == "fr-timing") {
       value = "1";
+    } else if (name == "no-batch-p2p-sync") {
+      name = "batch-p2p-sync";
+      value = "0";
     } else {
       if (i + 1 >= argv.size()) return rs::Error("--" + name + " needs a value");
       value = argv[++i];
@@ -147,8 +204,48 @@ rs::Result<TrainerOptions> ParseOptions(const std::vector<std::string>& argv,
       o.data_dir = value;
     } else if (name == "fr-dump-dir") {
       o.fr_dump_dir = value;
+    } else if (name == "fr-json-dir") {
+      o.fr_json_dir = value;
     } else if (name == "fr-timeout-ms") {
       RETURN_IF_ERROR(integer(&o.fr_timeout_ms, 100, 3600000));
+    } else if (name == "fr-timing") {
+      o.fr_timing = value != "0";
+    } else if (name == "fr-buffer-size") {
+      // PyTorch's default ring is 2000 entries; a million bounds the dump's memory.
+      RETURN_IF_ERROR(integer(&o.fr_buffer_size, 1, 1000000));
+    } else if (name == "parallel") {
+      ASSIGN_OR_RETURN(o.parallel, ParseParallel(value));
+    } else if (name == "microbatches") {
+      RETURN_IF_ERROR(integer(&o.microbatches, 1, 1024));
+    } else if (name == "layers") {
+      RETURN_IF_ERROR(integer(&o.layers, 1, 1024));
+    } else if (name == "act-kb") {
+      // A 64 MiB bound keeps a test bed rank's buffers (a few activations per micro-batch)
+      // well inside one machine's memory.
+      RETURN_IF_ERROR(dbl(&o.act_kb, 1.0, 65536.0));
+    } else if (name == "batch-p2p-sync") {
+      o.batch_p2p_sync = value != "0";
+    } else if (name == "fault-in") {
+      bool found = false;
+      for (FaultPoint p : {FaultPoint::kStep, FaultPoint::kTp, FaultPoint::kPp, FaultPoint::kDp,
+                           FaultPoint::kEp}) {
+        if (value == FaultPointName(p)) {
+          o.fault_in = p;
+          found = true;
+        }
+      }
+      if (!found) return rs::Error("--fault-in '" + value + "': use step, tp, pp, dp or ep");
+    } else if (name == "mismatch") {
+      bool found = false;
+      for (Mismatch m : {Mismatch::kNone, Mismatch::kSize, Mismatch::kDtype, Mismatch::kOp}) {
+        if (value == MismatchName(m)) {
+          o.mismatch = m;
+          found = true;
+        }
+      }
+      if (!found) return rs::Error("--mismatch '" + value + "': use size, dtype or op");
+    } else if (name == "mismatch-at-step") {
+      RETURN_IF_ERROR(integer(&o.mismatch_at_step, -1, 1 << 30));
     } else if (name == "data-kb-per-step") {
       RETURN_IF_ERROR(integer(&o.data_kb_per_step, 4, 1 << 20));
       if (o.data_kb_per_step % 4 != 0)
@@ -181,6 +278,20 @@ rs::Result<TrainerOptions> ParseOptions(const std::vector<std::string>& argv,
   }
   if (o.data_kb_per_step > o.data_file_mb * 1024) {
     return rs::Error("--data-kb-per-step is larger than --data-file-mb");
+  }
+  if (!o.parallel && (o.fault_in != FaultPoint::kStep || o.mismatch != Mismatch::kNone)) {
+    return rs::Error("--fault-in and --mismatch need a multi-group job (--parallel)");
+  }
+  if ((o.mismatch != Mismatch::kNone) != (o.mismatch_at_step >= 0)) {
+    return rs::Error("--mismatch and --mismatch-at-step go together");
+  }
+  if (o.mismatch != Mismatch::kNone && o.fault_in == FaultPoint::kStep) {
+    return rs::Error("--mismatch needs --fault-in tp, pp, dp or ep (the group of the collective)");
+  }
+  if (o.mismatch == Mismatch::kOp &&
+      (o.fault_in == FaultPoint::kPp || o.fault_in == FaultPoint::kEp)) {
+    return rs::Error(std::string("--mismatch op --fault-in ") + FaultPointName(o.fault_in) +
+                     ": send/recv and all-to-all have no reduction op (use size or dtype)");
   }
   return o;
 }

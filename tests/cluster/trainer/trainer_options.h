@@ -4,9 +4,11 @@
 // recorder never stores command lines or that variable, so faults stay invisible to it.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "parallel_layout.h"
 #include "rscore/result.h"
 
 namespace trainer {
@@ -20,6 +22,14 @@ struct RankEnv {
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
 };
+
+// Where a fault of a multi-group job (--parallel) strikes within its step: at the step's start,
+// or just before the rank's first operation of the step in one of its process groups.
+enum class FaultPoint { kStep, kTp, kPp, kDp, kEp };
+const char* FaultPointName(FaultPoint p);
+// A collective issued differently from the rest of its group (--mismatch).
+enum class Mismatch { kNone, kSize, kDtype, kOp };
+const char* MismatchName(Mismatch m);
 
 struct TrainerOptions {
   // async: collectives enqueued on CUDA streams, the host blocks only at the step's end (a GPU
@@ -37,15 +47,28 @@ struct TrainerOptions {
   int gather_every = 10;       // AllGather every N steps (0: never)
   int bcast_every = 25;        // Broadcast every N steps (0: never)
   int rendezvous_timeout_s = 60;
-  int startup_ms = 0;  // sleep before the NCCL init (a framework's import time)
-  int warmup_ms = 0;   // sleep after it, before the first step (building the model)
-  std::string fr_dump_dir;   // non-empty: a Flight Recorder dump on a stall (flight_recorder.h)
+  int startup_ms = 0;       // sleep before the NCCL init (a framework's import time)
+  int warmup_ms = 0;        // sleep after it, before the first step (building the model)
+  std::string fr_dump_dir;  // non-empty: a Flight Recorder dump on a stall (flight_recorder.h)
+  std::string fr_json_dir;  // non-empty: the same dump as JSON there too
   int fr_timeout_ms = 1500;
+  bool fr_timing = false;     // TORCH_NCCL_ENABLE_TIMING: start events, started states, durations
+  int fr_buffer_size = 2000;  // TORCH_FR_BUFFER_SIZE: entries kept (a ring)
+  // A multi-group job shaped like Megatron-LM (parallel_trainer.h); unset: DDP.
+  std::optional<ParallelSpec> parallel;
+  int microbatches = 4;  // per step and pipeline (1F1B)
+  int layers = 2;        // transformer layers per pipeline stage
+  double act_kb = 32;    // one microbatch's activation (bfloat16), KiB
+  bool batch_p2p_sync =
+      true;  // Megatron's batch_p2p_sync: the device synchronized after each exchange
   // Fault hooks.
-  double slow_factor = 1.0;  // the device's kernels take this many times longer ...
-  int slow_from_step = 0;    // ... from this step on
-  int hang_at_step = -1;     // stop issuing work at this step (sleep forever)
-  int crash_at_step = -1;    // die (SIGKILL to itself) at this step
+  double slow_factor = 1.0;                 // the device's kernels take this many times longer ...
+  int slow_from_step = 0;                   // ... from this step on
+  int hang_at_step = -1;                    // stop issuing work at this step (sleep forever)
+  int crash_at_step = -1;                   // die (SIGKILL to itself) at this step
+  FaultPoint fault_in = FaultPoint::kStep;  // where in the step a hang, crash or mismatch strikes
+  Mismatch mismatch = Mismatch::kNone;      // issue one collective with another size, type or op
+  int mismatch_at_step = -1;                // ... at this step
   RankEnv env;
 };
 

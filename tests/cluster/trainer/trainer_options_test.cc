@@ -68,6 +68,48 @@ TEST(TrainerOptions, ErrorsNameTheFlag) {
   EXPECT_FALSE(ParseOptions({"--data-kb-per-step", "6"}, nullptr, &help).ok());
 }
 
+TEST(TrainerOptions, MultiGroupJobAndItsFaults) {
+  bool help = false;
+  auto o = ParseOptions({"--parallel", "tp=2,pp=2,dp=2,ep=2", "--microbatches", "6", "--fr-timing",
+                         "--no-batch-p2p-sync"},
+                        "hang-at-step=4,fault-in=ep", &help);
+  ASSERT_TRUE(o.ok()) << o.error().message();
+  ASSERT_TRUE(o->parallel.has_value());
+  EXPECT_EQ(*o->parallel, (ParallelSpec{2, 2, 2, 2}));
+  EXPECT_EQ(o->microbatches, 6);
+  EXPECT_TRUE(o->fr_timing);
+  EXPECT_FALSE(o->batch_p2p_sync);
+  EXPECT_EQ(o->fault_in, FaultPoint::kEp);
+  EXPECT_EQ(o->hang_at_step, 4);
+  EXPECT_FALSE(ParseOptions({}, nullptr, &help)->parallel.has_value());  // DDP by default
+
+  auto m = ParseOptions({"--parallel", "tp=2,dp=2", "--mismatch", "dtype", "--mismatch-at-step",
+                         "3", "--fault-in", "tp"},
+                        nullptr, &help);
+  ASSERT_TRUE(m.ok()) << m.error().message();
+  EXPECT_EQ(m->mismatch, Mismatch::kDtype);
+  EXPECT_EQ(m->mismatch_at_step, 3);
+
+  struct Bad {
+    std::vector<std::string> args;
+    const char* says;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {{"--fault-in", "tp"}, "need a multi-group job"},
+           {{"--parallel", "tp=2", "--fault-in", "xp"}, "--fault-in 'xp'"},
+           {{"--parallel", "tp=2", "--mismatch", "op", "--fault-in", "tp"}, "go together"},
+           {{"--parallel", "tp=2", "--mismatch", "op", "--mismatch-at-step", "1"},
+            "needs --fault-in"},
+           {{"--parallel", "pp=2", "--mismatch", "op", "--mismatch-at-step", "1", "--fault-in",
+             "pp"},
+            "no reduction op"},
+           {{"--parallel", "tp=2,qq=1"}, "not a parallel dimension"}}) {
+    auto r = ParseOptions(b.args, nullptr, &help);
+    ASSERT_FALSE(r.ok()) << b.says;
+    EXPECT_NE(r.error().message().find(b.says), std::string::npos) << r.error().message();
+  }
+}
+
 TEST(TrainerOptions, RankEnvironment) {
   g_env = {{"RANK", "5"},           {"LOCAL_RANK", "1"},
            {"WORLD_SIZE", "8"},     {"LOCAL_WORLD_SIZE", "2"},

@@ -6,7 +6,8 @@
 
 namespace trainer {
 
-Watchdog::Watchdog(ncclComm_t comm, int rank) : comm_(comm), rank_(rank) {
+Watchdog::Watchdog(std::vector<ncclComm_t> comms, int rank, std::function<void()> on_error)
+    : comms_(std::move(comms)), rank_(rank), on_error_(std::move(on_error)) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -17,13 +18,16 @@ Watchdog::~Watchdog() {
 
 void Watchdog::Run() {
   while (!stop_.load()) {
-    ncclResult_t error = ncclSuccess;
-    if (ncclCommGetAsyncError(comm_, &error) == ncclSuccess && error != ncclSuccess) {
-      std::fprintf(stderr,
-                   "rankscope-trainer: rank %d: NCCL asynchronous error: %s (a peer rank died or "
-                   "the network failed); exiting\n",
-                   rank_, ncclGetErrorString(error));
-      std::_Exit(1);
+    for (ncclComm_t comm : comms_) {
+      ncclResult_t error = ncclSuccess;
+      if (ncclCommGetAsyncError(comm, &error) == ncclSuccess && error != ncclSuccess) {
+        std::fprintf(stderr,
+                     "rankscope-trainer: rank %d: NCCL asynchronous error: %s (a peer rank died "
+                     "or the network failed); exiting\n",
+                     rank_, ncclGetErrorString(error));
+        if (on_error_) on_error_();
+        std::_Exit(1);
+      }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
