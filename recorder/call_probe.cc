@@ -145,12 +145,14 @@ void CallProbe::Tick(RecorderContext& ctx) {
   Consume();  // the BPF side wakes the poller only when much is pending
 }
 
-void CallProbe::OnProcessExec(RecorderContext& /*ctx*/, int pid) {
+void CallProbe::OnProcessExec(RecorderContext& /*ctx*/, const ProcessExec& exec) {
   if (!attacher_) return;
-  attacher_->Watch(pid, rs::MonotonicNowNs() / 1'000'000);
-  Consume();  // rows of the old image first; then forget its state and mappings
-  ForgetProcess(pid);
-  symbolizer_->Forget(pid);
+  attacher_->Watch(exec.pid, rs::MonotonicNowNs() / 1'000'000);
+  // Rows of the old image first; then forget its state and mappings. The new image's calls
+  // may have been decoded already (its first communicators): the decoder keeps what they made.
+  Consume();
+  ForgetProcess(exec.pid, exec.mono_ns);
+  symbolizer_->Forget(exec.pid);
 }
 
 void CallProbe::OnProcessTraced(RecorderContext& /*ctx*/, int pid) {

@@ -33,7 +33,7 @@ class CallProbe : public Probe {
   ~CallProbe() override;
   rs::Result<void> Start(RecorderContext& ctx) override;
   void Tick(RecorderContext& ctx) override;
-  void OnProcessExec(RecorderContext& ctx, int pid) override;
+  void OnProcessExec(RecorderContext& ctx, const ProcessExec& exec) override;
   void OnProcessTraced(RecorderContext& ctx, int pid) override;
   rs::Result<void> Finish(RecorderContext& ctx) override;
   std::string method() const override { return method_; }
@@ -81,7 +81,8 @@ class CallProbe : public Probe {
   virtual size_t MinEventSize() const = 0;
   virtual uint64_t EntryNs(const void* data) const = 0;
   virtual uint64_t ExitNs(const void* data) const = 0;  // 0: the slot's call is in flight
-  virtual void ForgetProcess(int /*pid*/) {}
+  // What the decoder knows of the process's image before the exec at exec_ns.
+  virtual void ForgetProcess(int /*pid*/, uint64_t /*exec_ns*/) {}
   virtual rs::Result<void> WriteMetadata(RecorderContext& /*ctx*/, uint64_t /*in_flight*/) {
     return rs::Ok();
   }

@@ -44,10 +44,12 @@ class FakeProbe : public Probe {
                  .Bind(4, 1)
                  .Run();
     if (r.ok()) ++events_;
-    if (report_exec_ && calls_->ticks == 2) ctx.exec_pids.push_back(4242);
+    if (report_exec_ && calls_->ticks == 2) ctx.execs.push_back({4242, 1});
   }
   void OnProcessTraced(RecorderContext&, int pid) override { calls_->traced.push_back(pid); }
-  void OnProcessExec(RecorderContext&, int pid) override { calls_->execs.push_back(pid); }
+  void OnProcessExec(RecorderContext&, const ProcessExec& exec) override {
+    calls_->execs.push_back(exec.pid);
+  }
   rs::Result<void> Finish(RecorderContext&) override {
     ++calls_->finish;
     return rs::Ok();

@@ -402,8 +402,9 @@ void GpuProbe::OnProcessTraced(RecorderContext& /*ctx*/, int pid) {
   retry_at_ms_.erase(pid);  // --pid: newly within the selection
 }
 
-void GpuProbe::OnProcessExec(RecorderContext& ctx, int pid) {
+void GpuProbe::OnProcessExec(RecorderContext& ctx, const ProcessExec& exec) {
   if (!enabled_ || finished_) return;
+  const int pid = exec.pid;
   // The new image may load the plugin again (a new region); the old one is no longer its.
   retry_at_ms_.erase(pid);
   given_up_.erase(pid);

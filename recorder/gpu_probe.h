@@ -52,7 +52,7 @@ class GpuProbe : public Probe {
   std::string_view source() const override { return "gpu"; }
   rs::Result<void> Start(RecorderContext& ctx) override;
   void Tick(RecorderContext& ctx) override;
-  void OnProcessExec(RecorderContext& ctx, int pid) override;
+  void OnProcessExec(RecorderContext& ctx, const ProcessExec& exec) override;
   void OnProcessTraced(RecorderContext& ctx, int pid) override;
   rs::Result<void> Finish(RecorderContext& ctx) override;
   std::string method() const override { return regions_read_ > 0 ? "plugin" : "off"; }

@@ -376,7 +376,7 @@ TEST(GpuProbe, ExecEndsTheOldImagesRegion) {
   rs_gpu_op held = FakeGpuRegion::Op(2);
   held.state = RS_GPU_ENQUEUED;
   region.Hold(0, held);
-  probe.OnProcessExec(env.ctx, getpid());
+  probe.OnProcessExec(env.ctx, {getpid(), static_cast<uint64_t>(rs::MonotonicNowNs())});
   EXPECT_EQ(probe.open_regions(), 0u);
   EXPECT_EQ(probe.events(), 2u);
   EXPECT_EQ(env.t.Text("SELECT state FROM gpu_ops WHERE seq = 2"), "enqueued");

@@ -135,7 +135,10 @@ std::string NcclRedOpName(int32_t op) {
 NcclDecoder::Comm* NcclDecoder::Lookup(int pid, uint64_t comm) {
   if (comm == 0) return nullptr;
   auto [it, inserted] = comms_.try_emplace({pid, comm});
-  if (inserted) ++unknown_comms_;
+  if (inserted) {
+    ++unknown_comms_;
+    it->second.since_ns = now_ns_;
+  }
   return &it->second;
 }
 
@@ -162,6 +165,7 @@ void NcclDecoder::DecodeInit(const nccl_event& e, NcclRow& row, bool ok) {
   row.comm = e.out[0];
   Comm& c = comms_[{static_cast<int>(e.pid), e.out[0]}];
   c = Comm{};
+  c.since_ns = now_ns_;
   c.rank = row.rank;
   c.nranks = row.nranks;
   c.hash = row.comm_id_hash;
@@ -181,6 +185,8 @@ void NcclDecoder::DecodeInitAll(const nccl_event& e, NcclRow& row, bool ok) {
     if (e.out[i] == 0) continue;
     Comm& c = comms_[{static_cast<int>(e.pid), e.out[i]}];
     c = Comm{};
+    c.since_ns = now_ns_;
+  c.since_ns = now_ns_;
     c.rank = i;
     c.nranks = ndev;
     c.hash = hash;
@@ -206,6 +212,7 @@ void NcclDecoder::DecodeSplit(const nccl_event& e, NcclRow& row, bool ok) {
   if (e.n_out < 1 || e.out[0] == 0) return;  // NCCL_SPLIT_NOCOLOR: no new communicator
   Comm& child = comms_[{pid, e.out[0]}];
   child = Comm{};
+  child.since_ns = now_ns_;
   child.hash = child_hash;  // rank / nranks: from ncclCommUserRank/Count if the program asks
   child.nccl_hash = child_nccl_hash;
 }
@@ -216,6 +223,7 @@ std::optional<NcclRow> NcclDecoder::Decode(const nccl_event& e) {
     return std::nullopt;
   }
   const int pid = static_cast<int>(e.pid);
+  now_ns_ = e.entry_ns;
   const bool in_flight = e.exit_ns == 0;
   // A call counts for the communicator when it succeeded or is still running.
   const bool ok = in_flight || e.ret == 0 || e.ret == kNcclInProgress;
@@ -250,7 +258,9 @@ std::optional<NcclRow> NcclDecoder::Decode(const nccl_event& e) {
     row.duration_ns = S64(e.exit_ns - e.entry_ns);
     row.ret = e.ret;
   }
-  int& depth = group_depth_[{pid, row.tid}];
+  auto [group, fresh] = group_depth_.try_emplace({pid, row.tid});
+  if (fresh) group->second.since_ns = now_ns_;
+  int& depth = group->second.depth;
 
   switch (e.fn) {
     case NCCL_FN_GROUP_START:
@@ -311,9 +321,14 @@ std::optional<NcclRow> NcclDecoder::Decode(const nccl_event& e) {
   return row;
 }
 
-void NcclDecoder::ForgetProcess(int pid) {
-  comms_.erase(comms_.lower_bound({pid, 0}), comms_.lower_bound({pid + 1, 0}));
-  group_depth_.erase(group_depth_.lower_bound({pid, 0}), group_depth_.lower_bound({pid + 1, 0}));
+void NcclDecoder::ForgetProcess(int pid, uint64_t exec_ns) {
+  auto before_exec = [exec_ns](const auto& entry) { return entry.second.since_ns < exec_ns; };
+  std::erase_if(comms_, [&](const auto& entry) {
+    return entry.first.first == pid && before_exec(entry);
+  });
+  std::erase_if(group_depth_, [&](const auto& entry) {
+    return entry.first.first == pid && before_exec(entry);
+  });
 }
 
 }  // namespace rec

@@ -69,8 +69,10 @@ class NcclDecoder {
   std::optional<NcclRow> Decode(const nccl_event& e);
   // Set by Decode when a successful ncclCommInitRank* was decoded; cleared by TakeInit.
   std::optional<NcclInitInfo> TakeInit() { return std::exchange(init_, std::nullopt); }
-  // An exec replaced the process image: its communicators and group state are gone.
-  void ForgetProcess(int pid);
+  // An exec replaced the process image at exec_ns: the communicators and group state made by
+  // calls entered before it are gone; those of calls entered after it (the new image's, when
+  // its events were decoded before the exec was handed on) stay.
+  void ForgetProcess(int pid, uint64_t exec_ns);
   // Communicators first seen in a call without their creation (recording started later).
   uint64_t unknown_comms() const { return unknown_comms_; }
   uint64_t abi_mismatches() const { return abi_mismatches_; }
@@ -83,6 +85,11 @@ class NcclDecoder {
     int64_t coll_seq = 0;
     uint64_t splits = 0;  // successful ncclCommSplit calls on this communicator
     std::map<int64_t, int64_t> send_seq, recv_seq;  // by peer
+    uint64_t since_ns = 0;  // entry time of the call that made it known
+  };
+  struct GroupDepth {
+    int depth = 0;
+    uint64_t since_ns = 0;
   };
   using Key = std::pair<int, uint64_t>;  // (pid, comm pointer)
 
@@ -93,7 +100,8 @@ class NcclDecoder {
   void DecodeSplit(const nccl_event& e, NcclRow& row, bool ok);
 
   std::map<Key, Comm> comms_;
-  std::map<std::pair<int, int>, int> group_depth_;  // (pid, tid) -> depth
+  std::map<std::pair<int, int>, GroupDepth> group_depth_;  // by (pid, tid)
+  uint64_t now_ns_ = 0;  // entry time of the event being decoded
   std::optional<NcclInitInfo> init_;
   uint64_t unknown_comms_ = 0;
   uint64_t abi_mismatches_ = 0;

@@ -372,8 +372,35 @@ TEST(NcclDecode, DestroyForgetsTheCommunicatorAndExecForgetsTheProcess) {
   // The pointer reused by a new communicator starts a fresh sequence.
   ASSERT_TRUE(d.Decode(InitRank(0xbb, 2, 0, Id(10))));
   EXPECT_EQ(d.Decode(AllReduce(0xbb, 1, 7, 0, 0))->seq, 1);
-  d.ForgetProcess(kPid);
+  d.ForgetProcess(kPid, 1'000'001);  // an exec after every call so far
   EXPECT_FALSE(d.Decode(AllReduce(0xbb, 1, 7, 0, 0))->rank);
+}
+
+// The rings are read in no order among them: the new image's first calls may be decoded before
+// the loop hands the exec on. What they made stays; what the old image made goes.
+TEST(NcclDecode, ExecHandedOnLateKeepsTheNewImagesCommunicators) {
+  NcclDecoder d;
+  ASSERT_TRUE(d.Decode(InitRank(0xaa, 2, 1, Id(9))));  // the old image, at 1 ms
+  nccl_event init = InitRank(0xbb, 2, 0, Id(10));        // the new image, after the exec
+  init.entry_ns = 3'000'000;
+  init.exit_ns = 3'000'500;
+  ASSERT_TRUE(d.Decode(init));
+  nccl_event first = AllReduce(0xbb, 1, 7, 0, 0);
+  first.entry_ns = 4'000'000;
+  first.exit_ns = 4'000'500;
+  EXPECT_EQ(d.Decode(first)->seq, 1);
+  d.ForgetProcess(kPid, 2'000'000);
+  nccl_event hang = first;
+  hang.entry_ns = 5'000'000;
+  hang.exit_ns = 0;
+  auto r = d.Decode(hang);
+  EXPECT_EQ(r->rank, 0);
+  EXPECT_EQ(r->seq, 2);
+  EXPECT_EQ(d.unknown_comms(), 0u);
+  nccl_event old = AllReduce(0xaa, 1, 7, 0, 0);
+  old.entry_ns = 6'000'000;
+  EXPECT_FALSE(d.Decode(old)->rank);  // the old image's communicator is gone
+  EXPECT_EQ(d.unknown_comms(), 1u);
 }
 
 TEST(NcclDecode, InitAllGivesEachCommunicatorItsIndexAsRank) {

@@ -42,7 +42,7 @@ class NcclProbe : public CallProbe {
   size_t MinEventSize() const override { return offsetof(nccl_event, unique_id); }
   uint64_t EntryNs(const void* data) const override;
   uint64_t ExitNs(const void* data) const override;
-  void ForgetProcess(int pid) override { decoder_.ForgetProcess(pid); }
+  void ForgetProcess(int pid, uint64_t exec_ns) override { decoder_.ForgetProcess(pid, exec_ns); }
   rs::Result<void> WriteMetadata(RecorderContext& ctx, uint64_t in_flight) override;
   uint64_t decode_drops() const override { return decoder_.abi_mismatches(); }
   void SaveDecodeState() override { saved_decoder_ = decoder_; }

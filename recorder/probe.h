@@ -27,6 +27,12 @@ class RingPoller;
 
 // Everything a probe may use while recording. Owned by the event loop; valid from Start
 // to Finish. All calls happen on the event-loop thread (no locking needed).
+// A process replaced its image (exec), at mono_ns (CLOCK_MONOTONIC, as the probes' events).
+struct ProcessExec {
+  int pid = 0;
+  uint64_t mono_ns = 0;
+};
+
 struct RecorderContext {
   rs::Db* db = nullptr;                   // the bundle's SQLite db (a batch transaction is open)
   std::string node;                       // node name written into every row
@@ -41,9 +47,9 @@ struct RecorderContext {
   // Library paths mapped by each process, one /proc reading shared by the NCCL and CUDA
   // probes' rescans; null: each discovery reads /proc itself.
   ProcLibraryMaps* library_maps = nullptr;
-  // Pids that exec'd since the loop last looked (filled by the process probe); the loop
+  // Processes that exec'd since the loop last looked (filled by the process probe); the loop
   // hands each to every probe's OnProcessExec outside the ring-buffer callbacks.
-  std::vector<int> exec_pids;
+  std::vector<ProcessExec> execs;
   // Recording is ending: the probes are being detached one after another, and a library
   // load reported meanwhile must not attach anything new.
   bool finishing = false;
@@ -78,7 +84,9 @@ class Probe {
   // Called about every 100 ms from the loop (periodic summaries, library re-scans).
   virtual void Tick(RecorderContext& /*ctx*/) {}
   // A process was exec'd (from the process probe) or newly chosen for tracing.
-  virtual void OnProcessExec(RecorderContext& /*ctx*/, int /*pid*/) {}
+  // The exec's monotonic time tells the new image's events (they may be decoded before the
+  // loop hands the exec on: the rings are read in no order among them) from the old one's.
+  virtual void OnProcessExec(RecorderContext& /*ctx*/, const ProcessExec& /*exec*/) {}
   virtual void OnProcessTraced(RecorderContext& /*ctx*/, int /*pid*/) {}
   // Drain what is pending, write in-flight calls (state 'in_flight', duration NULL),
   // then detach. Must succeed as far as it can: the bundle is finalized afterwards.

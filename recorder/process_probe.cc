@@ -42,7 +42,7 @@ rs::Result<rs_process_event> ProcessEventWriter::Write(std::span<const uint8_t> 
 rs::Result<void> ProcessProbe::OnSample(std::span<const uint8_t> data) {
   ASSIGN_OR_RETURN(rs_process_event e, writer_.Write(data));
   if (e.kind == RS_PROCESS_EXEC && ctx_ != nullptr) {
-    ctx_->exec_pids.push_back(static_cast<int>(e.pid));
+    ctx_->execs.push_back({static_cast<int>(e.pid), e.ts_ns});
   }
   return rs::Ok();
 }

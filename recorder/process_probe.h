@@ -1,5 +1,5 @@
 // Process exec / exit (table process_events). Every exec is also handed to the other probes
-// (Probe::OnProcessExec) through RecorderContext::exec_pids.
+// (Probe::OnProcessExec) through RecorderContext::execs.
 #pragma once
 
 #include <span>

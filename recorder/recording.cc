@@ -176,11 +176,11 @@ uint64_t Recording::TotalEvents() const {
 }
 
 void Recording::FanOut() {
-  std::vector<int> execs;
-  execs.swap(ctx_.exec_pids);
-  for (int pid : execs) {
+  std::vector<ProcessExec> execs;
+  execs.swap(ctx_.execs);
+  for (const ProcessExec& exec : execs) {
     for (size_t i = 0; i < probes_.size(); ++i) {
-      if (started_[i]) probes_[i]->OnProcessExec(ctx_, pid);
+      if (started_[i]) probes_[i]->OnProcessExec(ctx_, exec);
     }
   }
   for (int pid : processes_->TakeNewlyTraced()) {
