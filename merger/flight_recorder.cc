@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "fr_bounds.h"
+#include "fr_groups.h"
+#include "fr_recording.h"
 #include "rscore/pickle.h"
 
 namespace merge::fr {
@@ -20,6 +22,10 @@ using Json = nlohmann::json;
 
 // A dump is a few MB (2000 entries by default); beyond this it is not one.
 constexpr int64_t kMaxDumpBytes = int64_t{1} << 30;
+
+// The newest schema PyTorch writes: FlightRecorder.hpp's version_val "2.10" (PyTorch main,
+// FlightRecorder<EventType> with per-backend recorders).
+constexpr int kNewestMinor = 10;
 
 constexpr std::string_view kUtf8Bom = "\xef\xbb\xbf";
 
@@ -240,9 +246,19 @@ rs::Result<Dump> Normalize(const Json& root, Dump dump) {
   if (!root.is_object()) return rs::Error("the dump is not a dict");
   ASSIGN_OR_RETURN(dump.version, RequireString(root, "version", ""));
   int major = 0, minor = 0;
-  if (std::sscanf(dump.version.c_str(), "%d.%d", &major, &minor) != 2 || major != 2) {
+  if (std::sscanf(dump.version.c_str(), "%d.%d", &major, &minor) != 2 || major != 2 || minor < 0) {
     return rs::Error("version '" + dump.version +
-                     "': not a Flight Recorder schema this reads (2.0 to 2.10)");
+                     "': not a Flight Recorder schema this reads (2.0 to 2." +
+                     std::to_string(kNewestMinor) + ")");
+  }
+  if (minor > kNewestMinor) {
+    // PyTorch raises the minor version only when it adds fields (FlightRecorder.hpp: "minor
+    // when adding fields, major when changing existing fields"): every field read here keeps
+    // its meaning.
+    dump.notes.push_back("Flight Recorder version " + dump.version +
+                         " is newer than the newest this rankscope knows (2." +
+                         std::to_string(kNewestMinor) + "): read as 2." +
+                         std::to_string(kNewestMinor) + "; fields added since are not read");
   }
   dump.comm_lib_version = OptionalString(root, "comm_lib_version");
   if (const Json* cfg = Find(root, "pg_config")) {
@@ -348,6 +364,8 @@ rs::Result<Dump> ParseDump(std::string_view data, std::string format, const std:
   }
   ASSIGN_OR_RETURN(dump, Normalize(root, std::move(dump)));
   RETURN_IF_ERROR(BoundValues(dump));
+  DescribeRecording(dump);
+  ResolveGroups(dump);
   return dump;
 }
 

@@ -8,9 +8,16 @@
 //
 // Schema versions 2.0 to 2.10 are read: every entry field that a version may lack is optional
 // (is_p2p, thread_id/thread_name, retired, duration_ms — only with TORCH_NCCL_ENABLE_TIMING —,
-// frames — pickle only, and only with stack traces —, comm_lib_version). What differs between
+// frames — pickle only, and only with stack traces —, comm_lib_version). 2.10 is the newest
+// PyTorch writes (FlightRecorder.hpp's version_val on main); PyTorch raises the minor version
+// when it adds fields and the major when it changes one, so a later 2.x is read as 2.10 with a
+// note (the fields it added are not read) and another major is refused. What differs between
 // the formats is normalized here: JSON writes 0 for a time not yet discovered where the pickle
 // writes None, and strings for pg_status's numbers.
+//
+// gloo (ProcessGroupGloo) writes the same structure with other meanings: how a dump was
+// recorded (backend, timing, how much of the ring is left) is read by fr_recording.h, and its
+// pg_config mapped to the groups its entries name by fr_groups.h.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +63,10 @@ struct Entry {
 struct ProcessGroup {
   std::string name, desc;
   std::vector<int64_t> ranks;  // global ranks
+  // Where `ranks` comes from (process_groups.members): 'listed' (a pg_config entry under the
+  // group's name) or 'default_group' (gloo's unnamed entry tied to the default group:
+  // fr_groups.h).
+  std::string members = "listed";
 };
 
 struct PgStatus {
@@ -73,6 +84,16 @@ struct Dump {
   std::vector<ProcessGroup> groups;
   std::vector<PgStatus> status;
   std::string nccl_comm_state;  // JSON text; empty when absent
+  // How it was recorded (fr_recording.h): the backend ('nccl', 'gloo', another profiling-name
+  // prefix; empty: no entry says), whether CUDA timing events were on ('on', 'off', 'partial',
+  // 'unknown', 'none'), and which part of the ring of entries the dump holds.
+  std::string backend;
+  std::string timing;
+  std::optional<int64_t> first_record_id, last_record_id;
+  std::string ring;  // 'complete' | 'wrapped' | 'filtered'; empty: no record ids
+  // What the merge says about this dump as warnings: a newer version read as the newest known,
+  // a pg_config entry that names no group, several backends in one dump.
+  std::vector<std::string> notes;
   // Values cut to fit the merged database ("entries[3].profiling_name (314572800 bytes)"):
   // see fr_bounds.h.
   std::vector<std::string> truncated;

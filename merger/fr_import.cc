@@ -60,10 +60,16 @@ rs::Result<std::map<int64_t, RecordedComm>> RecordedComms(rs::Db& out) {
 
 struct Group {
   int64_t id = 0;
-  fr::ProcessGroup pg;
+  fr::ProcessGroup pg;  // pg.members 'unknown' where no pg_config lists it
   std::optional<int64_t> comm_id_hash;
   std::string match = "fr_only";
+  std::set<int64_t> ranks_seen;  // ranks whose dumps hold entries of it
 };
+
+std::string GroupLabel(const fr::ProcessGroup& pg) {
+  // Shown escaped where printed (main.cc), like every warning.
+  return "'" + pg.name + "'" + (pg.desc.empty() ? "" : " (" + pg.desc + ")");
+}
 
 // The recorded communicator over the group's ranks: of the right size, every rank seen calling
 // it a member. Unique or none.
@@ -123,19 +129,23 @@ rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<F
   }
   for (const FrInput& in : inputs) {  // groups an entry names that no pg_config listed
     for (const fr::Entry& e : in.dump.entries) {
-      if (!find_group(e.pg_name, in.dump.rank)) {
-        Group g;
-        g.id = static_cast<int64_t>(groups.size()) + 1;
-        g.pg = fr::ProcessGroup{e.pg_name, e.pg_desc, {}};
-        groups.push_back(std::move(g));
+      Group* g = find_group(e.pg_name, in.dump.rank);
+      if (!g) {
+        Group unknown;
+        unknown.id = static_cast<int64_t>(groups.size()) + 1;
+        unknown.pg = fr::ProcessGroup{e.pg_name, e.pg_desc, {}, "unknown"};
+        groups.push_back(std::move(unknown));
+        g = &groups.back();
       }
+      g->ranks_seen.insert(in.dump.rank);
     }
   }
   for (Group& g : groups) MatchCommunicator(g, comms);
 
   ASSIGN_OR_RETURN(rs::Statement ins_group,
                    out.Prepare("INSERT INTO process_groups(id, pg_name, pg_desc, ranks, size,"
-                               " comm_id_hash, match) VALUES (?,?,?,?,?,?,?)"));
+                               " comm_id_hash, match, members, ranks_seen)"
+                               " VALUES (?,?,?,?,?,?,?,?,?)"));
   for (const Group& g : groups) {
     RETURN_IF_ERROR(ins_group.Bind(1, g.id)
                         .Bind(2, g.pg.name)
@@ -144,13 +154,16 @@ rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<F
                         .Bind(5, static_cast<int64_t>(g.pg.ranks.size()))
                         .Bind(6, g.comm_id_hash)
                         .Bind(7, g.match)
+                        .Bind(8, g.pg.members)
+                        .Bind(9, fr::RanksJson({g.ranks_seen.begin(), g.ranks_seen.end()}))
                         .Run());
   }
 
   ASSIGN_OR_RETURN(rs::Statement ins_dump,
                    out.Prepare("INSERT INTO fr_dumps(input_id, rank, node, pid, format, version,"
-                               " comm_lib_version, entries, clock, pg_status, nccl_comm_state)"
-                               " VALUES (?,?,?,?,?,?,?,?,?,?,?)"));
+                               " comm_lib_version, entries, clock, pg_status, nccl_comm_state,"
+                               " backend, timing, first_record_id, last_record_id, ring)"
+                               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   ASSIGN_OR_RETURN(
       rs::Statement ins_entry,
       out.Prepare("INSERT INTO fr_entries(input_id, rank, node, pg, comm_id_hash, seq, is_p2p, op,"
@@ -193,6 +206,11 @@ rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<F
             .Bind(9, a ? "aligned" : "unaligned")
             .Bind(10, fr::StatusJson(d.status))
             .Bind(11, d.nccl_comm_state.empty() ? std::optional<std::string>() : d.nccl_comm_state)
+            .Bind(12, d.backend.empty() ? std::optional<std::string>() : d.backend)
+            .Bind(13, d.timing)
+            .Bind(14, d.first_record_id)
+            .Bind(15, d.last_record_id)
+            .Bind(16, d.ring.empty() ? std::optional<std::string>() : d.ring)
             .Run());
     for (const fr::Entry& e : d.entries) {
       const Group* g = find_group(e.pg_name, d.rank);
@@ -269,6 +287,17 @@ rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<F
                               " in the process groups: their state is unknown (copy their "
                               "nccl_trace_rank_N files too)");
   }
+  // A group whose members no dump lists cannot say who never entered it: said, never silent.
+  for (const Group& g : groups) {
+    if (g.pg.members != "unknown") continue;
+    result.warnings.push_back(
+        "process group " + GroupLabel(g.pg) +
+        ": no dump's pg_config lists its members (gloo records them before a group is named; "
+        "a dump's ring may have lost them): kept with unknown members, ranks with entries in "
+        "it: " +
+        rs::cli::RankRanges({g.ranks_seen.begin(), g.ranks_seen.end()}) +
+        "; a rank that never entered it cannot be named from the dumps");
+  }
   std::sort(unaligned.begin(), unaligned.end());
   if (!unaligned.empty() && !alignment.empty()) {
     result.warnings.push_back(
@@ -295,6 +324,9 @@ FrPlan PlanFlightRecorder(std::vector<std::string>& files, int first_id, std::os
   FrPlan plan;
   std::vector<std::string> rest;
   std::map<int64_t, std::string> rank_file;
+  // What the dumps say about themselves, once per text with the ranks it holds for (a job of
+  // 1000 ranks writes the same note 1000 times).
+  std::map<std::string, std::vector<int64_t>> notes;
   for (const std::string& f : files) {
     if (fr::SniffFile(f) == fr::Sniff::kNotDump) {
       rest.push_back(f);
@@ -329,6 +361,7 @@ FrPlan PlanFlightRecorder(std::vector<std::string>& files, int first_id, std::os
         plan.warnings.push_back(f + " (Flight Recorder rank " + std::to_string(dump->rank) +
                                 "): " + what);
       }
+      for (const std::string& note : dump->notes) notes[note].push_back(dump->rank);
       plan.dumps.push_back(FrInput{in.input_id, std::move(dump).value()});
     }
     if (in.status == "skipped") {
@@ -337,6 +370,10 @@ FrPlan PlanFlightRecorder(std::vector<std::string>& files, int first_id, std::os
           << "\n";
     }
     plan.inputs.push_back(std::move(in));
+  }
+  for (auto& [note, ranks] : notes) {
+    std::sort(ranks.begin(), ranks.end());
+    plan.warnings.push_back("Flight Recorder rank(s) " + rs::cli::RankRanges(ranks) + ": " + note);
   }
   files = std::move(rest);
   return plan;

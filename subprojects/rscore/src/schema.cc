@@ -297,7 +297,20 @@ CREATE TABLE fr_dumps (
                                          -- 'unaligned': the host's wall clock as written
   pg_status        TEXT,                 -- per process group id: last enqueued, started and
                                          -- completed collective (JSON)
-  nccl_comm_state  TEXT                  -- NCCL's communicator dump, where present (JSON)
+  nccl_comm_state  TEXT,                 -- NCCL's communicator dump, where present (JSON)
+  backend          TEXT,                 -- who recorded it, from the profiling names: 'nccl' |
+                                         -- 'gloo' | another prefix | 'mixed'; NULL: no entry says
+  timing           TEXT,                 -- what 'started' can mean: 'on' (NCCL start events:
+                                         -- started states and durations exist) | 'off' (none:
+                                         -- entries go scheduled -> completed) | 'partial' |
+                                         -- 'unknown' | 'none' (gloo: no events, every entry
+                                         -- stays scheduled, retired = done, finished or failed)
+  first_record_id  INTEGER,              -- record_id of the first entry kept (oldest)
+  last_record_id   INTEGER,              -- ... of the last
+  ring             TEXT                  -- 'complete' (ids from 0, no gap) | 'wrapped' (entries
+                                         -- before first_record_id overwritten by the ring of
+                                         -- TORCH_FR_BUFFER_SIZE) | 'filtered' (gaps: only some
+                                         -- dumped); NULL: no record ids
 ) STRICT;
 -- process groups of the Flight Recorder dumps and the recorded NCCL communicator of each
 CREATE TABLE process_groups (
@@ -307,8 +320,13 @@ CREATE TABLE process_groups (
   ranks        TEXT NOT NULL,     -- its global ranks (JSON list)
   size         INTEGER NOT NULL,
   comm_id_hash INTEGER,           -- the recorded communicator over the same ranks
-  match        TEXT NOT NULL      -- 'recorded' (comm_id_hash set) | 'fr_only' (no recorded
+  match        TEXT NOT NULL,     -- 'recorded' (comm_id_hash set) | 'fr_only' (no recorded
                                   -- communicator fits) | 'ambiguous' (several fit)
+  members      TEXT,              -- where ranks comes from: 'listed' (pg_config under its
+                                  -- name) | 'default_group' (gloo's unnamed pg_config entry,
+                                  -- tied by pg_id 0 and 'default_pg') | 'unknown' (no dump
+                                  -- lists it: ranks is [], size 0)
+  ranks_seen   TEXT               -- global ranks whose dumps hold entries of it (JSON list)
 ) STRICT;
 -- one row per Flight Recorder entry: an operation of a process group as PyTorch saw it
 CREATE TABLE fr_entries (
@@ -325,15 +343,17 @@ CREATE TABLE fr_entries (
   src                          INTEGER,           -- send/recv: group rank of the sender
   dst                          INTEGER,           -- ... and of the receiver
   state                        TEXT NOT NULL,     -- 'enqueued' (FR: scheduled) | 'started' |
-                                                  -- 'completed', when the dump was written
+                                                  -- 'completed', when the dump was written;
+                                                  -- read with fr_dumps.timing
   timestamp_ns                 INTEGER NOT NULL,  -- time_created_ns: the host enqueued it
   time_discovered_started_ns   INTEGER,           -- PyTorch's watchdog saw it started (late by
                                                   -- up to its poll interval)
   time_discovered_completed_ns INTEGER,           -- ... saw it completed
   duration_ns                  INTEGER,           -- device time (TORCH_NCCL_ENABLE_TIMING=1 only)
   timeout_ms                   INTEGER,
-  retired                      INTEGER,           -- PyTorch stopped watching it (1 and not
-                                                  -- completed: it timed out)
+  retired                      INTEGER,           -- PyTorch stopped watching it (NCCL: 1 and
+                                                  -- not completed: it timed out; gloo: 1 =
+                                                  -- done, finished or failed alike)
   record_id                    INTEGER,
   pg_id                        INTEGER,           -- the process's own number of the group
   op_id                        INTEGER,
