@@ -19,7 +19,7 @@ std::string Bounded(const Statement& st, int col) {
 
 constexpr const char* kTableNames[kTableCount] = {
     "nccl_events",  "cuda_events",    "tcp_events", "sched_events",
-    "block_events", "process_events", "gpu_ops",
+    "block_events", "process_events", "gpu_ops",    "fr_entries",
 };
 
 // Each SELECT yields the common columns (id, node, timestamp_ns, duration_ns, pid, tid,
@@ -40,11 +40,60 @@ constexpr const char* kSelect[kTableCount] = {
     "SELECT id, node, timestamp_ns, 0, pid, tid, op, rank, nranks, comm_id_hash, seq, count,"
     " datatype, bytes, peer, root, algorithm, protocol, channels, device_start_ns, device_end_ns,"
     " clock_error_ns, net_bytes_sent, net_bytes_recv, state FROM gpu_ops",
+    "SELECT id, node, timestamp_ns, duration_ns, pid, rank, op, pg, pg_name, pg_desc, seq, is_p2p,"
+    " state, profiling_name, src, dst, count, datatype, input_sizes, started_ns, completed_ns,"
+    " retired, device_ns, backend, timing FROM fr_entries",
 };
 
-// Whether the input has table t: gpu_ops came with a later recorder.
+// The Flight Recorder entries with their dump's process and facts and their group's name, as
+// one table: timestamp_ns and node keep their names so that the filters apply unchanged.
+// fr_dumps.backend and timing came with a later merge: NULL where an input lacks them.
+constexpr const char* kFrSource =
+    "(SELECT e.id AS id, e.node AS node, e.timestamp_ns AS timestamp_ns,"
+    " CASE WHEN e.time_discovered_completed_ns IS NULL THEN 0"
+    " ELSE MAX(e.time_discovered_completed_ns - e.timestamp_ns, 0) END AS duration_ns,"
+    " d.pid AS pid, e.rank AS rank, e.op AS op, e.pg AS pg, g.pg_name AS pg_name,"
+    " g.pg_desc AS pg_desc, e.seq AS seq, e.is_p2p AS is_p2p, e.state AS state,"
+    " e.profiling_name AS profiling_name, e.src AS src, e.dst AS dst, e.count AS count,"
+    " e.datatype AS datatype, e.input_sizes AS input_sizes,"
+    " e.time_discovered_started_ns AS started_ns,"
+    " e.time_discovered_completed_ns AS completed_ns, e.retired AS retired,"
+    " e.duration_ns AS device_ns, @BACKEND AS backend, @TIMING AS timing"
+    " FROM fr_entries e JOIN fr_dumps d ON d.input_id = e.input_id"
+    " LEFT JOIN process_groups g ON g.id = e.pg)";
+
+// What a SELECT of table t reads from: the table, or for fr_entries the source above.
+Result<std::string> Source(Db& db, int t) {
+  if (t != static_cast<int>(Table::kFr)) return std::string(kTableNames[t]);
+  std::string sql = kFrSource;
+  for (const char* column : {"backend", "timing"}) {
+    ASSIGN_OR_RETURN(const bool has, rs::HasColumn(db, "fr_dumps", column));
+    const std::string key = std::string("@") + (column[0] == 'b' ? "BACKEND" : "TIMING");
+    sql.replace(sql.find(key), key.size(), has ? std::string("d.") + column : "NULL");
+  }
+  return sql;
+}
+
+// A SELECT of kSelect[t] reading from Source(t).
+Result<std::string> SelectOf(Db& db, int t) {
+  std::string select = kSelect[t];
+  if (t == static_cast<int>(Table::kFr)) {
+    ASSIGN_OR_RETURN(const std::string source, Source(db, t));
+    select.replace(select.rfind("fr_entries"), 10, source);
+  }
+  return select;
+}
+
+// Whether the input has table t: gpu_ops came with a later recorder, fr_entries only with
+// Flight Recorder dumps in a merged database.
 Result<bool> HasTable(Db& db, int t) {
   if (t == static_cast<int>(Table::kGpu)) return HasGpuOps(db);
+  if (t == static_cast<int>(Table::kFr)) {
+    for (const char* table : {"fr_entries", "fr_dumps", "process_groups"}) {
+      ASSIGN_OR_RETURN(const bool has, rs::HasTable(db, table));
+      if (!has) return false;
+    }
+  }
   return true;
 }
 
@@ -93,8 +142,8 @@ Result<std::optional<int64_t>> FirstEventTimestamp(Db& db) {
   for (int t = 0; t < kTableCount; ++t) {
     ASSIGN_OR_RETURN(bool present, HasTable(db, t));
     if (!present) continue;
-    ASSIGN_OR_RETURN(Statement st,
-                     db.Prepare(std::string("SELECT MIN(timestamp_ns) FROM ") + kTableNames[t]));
+    ASSIGN_OR_RETURN(const std::string source, Source(db, t));
+    ASSIGN_OR_RETURN(Statement st, db.Prepare("SELECT MIN(timestamp_ns) FROM " + source));
     ASSIGN_OR_RETURN(bool has, st.Step());
     if (has && !st.IsNull(0)) first = first ? std::min(*first, st.Int(0)) : st.Int(0);
   }
@@ -117,6 +166,8 @@ Result<std::vector<std::string>> ListNodes(Db& db) {
       "SELECT node FROM clock_refs UNION SELECT node FROM processes UNION SELECT node FROM "
       "interfaces UNION SELECT node FROM sources";
   for (int t = 0; t < kTableCount; ++t) {
+    // A dump's node is the node of a recorded process (in processes), or none.
+    if (t == static_cast<int>(Table::kFr)) continue;
     ASSIGN_OR_RETURN(bool present, HasTable(db, t));
     if (present) sql += std::string(" UNION SELECT node FROM ") + kTableNames[t];
   }
@@ -151,8 +202,9 @@ Result<std::optional<std::pair<int64_t, int64_t>>> EventSpan(Db& db) {
   for (int t = 0; t < kTableCount; ++t) {
     ASSIGN_OR_RETURN(bool present, HasTable(db, t));
     if (!present) continue;
+    ASSIGN_OR_RETURN(const std::string source, Source(db, t));
     ASSIGN_OR_RETURN(Statement st, db.Prepare("SELECT MIN(timestamp_ns), MAX(" + EndExpr(t) +
-                                              ") FROM " + kTableNames[t]));
+                                              ") FROM " + source));
     ASSIGN_OR_RETURN(bool has, st.Step());
     if (!has || st.IsNull(0)) continue;
     span = span
@@ -186,12 +238,13 @@ Result<InputSummary> Summarize(Db& db, const RowFilter& filter) {
   const std::string where = Where(filter);
   ASSIGN_OR_RETURN(const bool gpu, HasGpuOps(db));
   for (int t = 0; t < kTableCount; ++t) {
-    if (t == static_cast<int>(Table::kGpu) && !gpu) continue;
-    ASSIGN_OR_RETURN(Statement st,
-                     PrepareFiltered(db,
-                                     "SELECT COUNT(*), MIN(timestamp_ns), MAX(" + EndExpr(t) +
-                                         ") FROM " + kTableNames[t] + where,
-                                     filter));
+    ASSIGN_OR_RETURN(bool present, HasTable(db, t));
+    if (!present) continue;
+    ASSIGN_OR_RETURN(const std::string source, Source(db, t));
+    ASSIGN_OR_RETURN(Statement st, PrepareFiltered(db,
+                                                   "SELECT COUNT(*), MIN(timestamp_ns), MAX(" +
+                                                       EndExpr(t) + ") FROM " + source + where,
+                                                   filter));
     ASSIGN_OR_RETURN(bool has, st.Step());
     if (!has || st.Int(0) == 0) continue;
     s.rows_per_table[t] = st.Int(0);
@@ -254,9 +307,10 @@ Result<EventReader> EventReader::Open(Db& db, const RowFilter& filter) {
       r.cursors_[t].started = true;  // never valid
       continue;
     }
-    // The timestamp index yields (timestamp_ns, id) order without a sort step. Equal
-    // starts thus come in id order; the lanes of TrackModel keep them nested regardless.
-    std::string select = kSelect[t];
+    // The timestamp index yields (timestamp_ns, id) order without a sort step (fr_entries,
+    // a few thousand rows per rank, is sorted). Equal starts thus come in id order; the lanes
+    // of TrackModel keep them nested regardless.
+    ASSIGN_OR_RETURN(std::string select, SelectOf(db, t));
     if (t == static_cast<int>(Table::kTcp)) {
       ASSIGN_OR_RETURN(std::string ca_state_err, rs::TcpCaStateErrColumns(db));
       select.replace(select.find("ca_state, err"), 13, ca_state_err);

@@ -2,7 +2,9 @@
 // order: timestamp, then longer slices first across tables, then table, then id. One prepared
 // statement per table, merged k-way: memory stays bounded by the number of tables, not rows.
 // gpu_ops rows come in enqueue order (their timestamp_ns); an input of an earlier recorder
-// has no gpu_ops table and its stream is exactly the other six tables'.
+// has no gpu_ops table and its stream is exactly the other six tables'. A merged database with
+// PyTorch Flight Recorder dumps adds their entries (fr_entries, at time_created_ns), read with
+// their dump's and group's facts; an input without dumps has none.
 #pragma once
 
 #include <array>
@@ -20,8 +22,8 @@
 
 namespace rs::exporter {
 
-enum class Table : uint8_t { kNccl, kCuda, kTcp, kSched, kBlock, kProcess, kGpu };
-inline constexpr int kTableCount = 7;
+enum class Table : uint8_t { kNccl, kCuda, kTcp, kSched, kBlock, kProcess, kGpu, kFr };
+inline constexpr int kTableCount = 8;
 const char* TableName(Table table);
 
 // Column layout of every row (the SELECTs in event_reader.cc produce exactly this).
@@ -54,6 +56,15 @@ inline constexpr int kRank = 7, kNranks = 8, kCommIdHash = 9, kSeq = 10, kCount 
                      kDatatype = 12, kBytes = 13, kPeer = 14, kRoot = 15, kAlgorithm = 16,
                      kProtocol = 17, kChannels = 18, kDeviceStart = 19, kDeviceEnd = 20,
                      kClockError = 21, kNetBytesSent = 22, kNetBytesRecv = 23, kState = 24;
+}
+// fr_entries: kTs is time_created_ns, kDur the time to the discovered completion (0 where none
+// was discovered), kNode / kPid the recorded process of the dump's rank (NULL: none), kTid
+// the global rank, kName the op ('ALL_REDUCE').
+namespace fr {
+inline constexpr int kPg = 7, kPgName = 8, kPgDesc = 9, kSeq = 10, kIsP2p = 11, kState = 12,
+                     kProfilingName = 13, kSrc = 14, kDst = 15, kCount = 16, kDatatype = 17,
+                     kInputSizes = 18, kStarted = 19, kCompleted = 20, kRetired = 21,
+                     kDeviceNs = 22, kBackend = 23, kTiming = 24;
 }
 }  // namespace col
 

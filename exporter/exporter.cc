@@ -12,6 +12,7 @@
 #include "perfetto_writer.h"
 #include "rscore/bundle.h"
 #include "rscore/output.h"
+#include "rscore/schema.h"
 #include "rscore/time_arg.h"
 #include "track_model.h"
 
@@ -65,11 +66,26 @@ Result<void> EmptyWindow(Db& db, const ExportOptions& o, const RowFilter& f) {
     window += std::string(window.empty() ? "" : " ") + "--nodes ";
     for (size_t i = 0; i < o.nodes.size(); ++i) window += (i ? "," : "") + o.nodes[i];
   }
-  std::string held = span
-                         ? "its events run from " + TimeAndOffset(span->first, base) + " to " +
-                               TimeAndOffset(span->second, base) + " (offsets from the recording's start)"
-                         : "it holds no events at all";
+  std::string held = span ? "its events run from " + TimeAndOffset(span->first, base) + " to " +
+                                TimeAndOffset(span->second, base) +
+                                " (offsets from the recording's start)"
+                          : "it holds no events at all";
   return Error(o.input + ": no event in the window " + window + ": " + held + "; nothing written");
+}
+
+// A database of Flight Recorder dumps without a single entry, and no recorded event: its trace
+// would be empty, and an empty trace with exit 0 reads as "nothing happened".
+Result<void> RefuseEmptyDumps(Db& db, const std::string& input) {
+  ASSIGN_OR_RETURN(const bool has, rs::HasTable(db, "fr_dumps"));
+  if (!has) return Ok();
+  ASSIGN_OR_RETURN(Statement st, db.Prepare("SELECT COUNT(*) FROM fr_dumps"));
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  const int64_t dumps = row ? st.Int(0) : 0;
+  if (dumps == 0) return Ok();
+  return Error(input + ": nothing to export: its " + std::to_string(dumps) +
+               " Flight Recorder dump(s) hold no entries and it has no recorded events (the "
+               "dumps' groups and states: rankscope-analyze query " +
+               input + " 'SELECT * FROM fr_dumps'); nothing written");
 }
 
 Result<void> RunTimeline(Db& db, const std::string& source, const RowFilter& filter,
@@ -111,6 +127,7 @@ Result<ExportResult> Export(const ExportOptions& o) {
   if (result.summary.rows == 0 && (o.from || o.to || !o.nodes.empty())) {
     RETURN_IF_ERROR(EmptyWindow(db, o, filter));
   }
+  if (result.summary.rows == 0) RETURN_IF_ERROR(RefuseEmptyDumps(db, o.input));
 
   // Written without a name beside the output (or in $TMPDIR for standard output and
   // streams), and given its name only once complete (rscore/output.h).

@@ -60,6 +60,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rankscope-export: %lld of the slices are NCCL operations on GPU tracks\n",
                  static_cast<long long>(s.device_slices));
   }
+  if (s.fr_slices + s.fr_instants > 0) {
+    std::fprintf(stderr,
+                 "rankscope-export: %lld slices and %lld instants are Flight Recorder entries "
+                 "(an instant: no completion was discovered)\n",
+                 static_cast<long long>(s.fr_slices), static_cast<long long>(s.fr_instants));
+  }
   char what[512];
   std::snprintf(what, sizeof(what),
                 "%lld rows -> %lld slices (%lld in flight), %lld instants, %lld counter "

@@ -65,6 +65,8 @@ Result<void> Timeline::OnRow(const Row& row) {
       return Process(row);
     case Table::kGpu:
       return Gpu(row);
+    case Table::kFr:
+      return Fr(row);
   }
   return Ok();
 }
@@ -433,6 +435,45 @@ Result<void> Timeline::EmitDevice(DeviceOp op) {
   if (op.open) ++stats_.in_flight;
   ++stats_.device_slices;
   return Slice(tracks_.DeviceTrack(op.node, op.pid), op.start, op.end);
+}
+
+Result<void> Timeline::Fr(const Row& row) {
+  namespace c = col::fr;
+  const int64_t ts = row.Int(col::kTs), rank = row.Int(col::kTid);
+  const bool recorded = !row.IsNull(col::kNode) && !row.IsNull(col::kPid);
+  std::string label = "pg " + (row.IsNull(c::kPgName) ? "?" : row.Text(c::kPgName));
+  if (!row.IsNull(c::kPgDesc) && !row.Text(c::kPgDesc).empty()) {
+    label += " (" + row.Text(c::kPgDesc) + ")";
+  }
+  const uint32_t logical =
+      tracks_.FlightRecorder(recorded ? row.Text(col::kNode) : "",
+                             recorded ? row.Int(col::kPid) : 0, rank, row.Int(c::kPg), label);
+  Reset("flight_recorder");
+  name_ = row.Text(c::kProfilingName).empty() ? row.Text(col::kName) : row.Text(c::kProfilingName);
+  ArgString("op", row.Text(col::kName));
+  ArgInt("rank", rank);
+  if (!row.IsNull(c::kPgName)) ArgString("pg", row.Text(c::kPgName));
+  ArgInt(row.Int(c::kIsP2p) ? "p2p_seq" : "seq", row.Int(c::kSeq));
+  ArgString("state", row.Text(c::kState));
+  ArgOptInt("src", row, c::kSrc);
+  ArgOptInt("dst", row, c::kDst);
+  ArgOptInt("count", row, c::kCount);
+  if (!row.IsNull(c::kDatatype)) ArgString("datatype", row.Text(c::kDatatype));
+  if (!row.IsNull(c::kInputSizes)) ArgString("input_sizes", row.Text(c::kInputSizes));
+  ArgOptInt("discovered_started_ns", row, c::kStarted);
+  ArgOptInt("discovered_completed_ns", row, c::kCompleted);
+  if (!row.IsNull(c::kRetired)) ArgBool("retired", row.Int(c::kRetired) != 0);
+  ArgOptInt("device_ns", row, c::kDeviceNs);
+  if (!row.IsNull(c::kBackend)) ArgString("backend", row.Text(c::kBackend));
+  if (!row.IsNull(c::kTiming)) ArgString("timing", row.Text(c::kTiming));
+  if (row.IsNull(c::kCompleted)) {
+    // Only its creation is known: when (or whether) it ran is not (gloo never says; NCCL says
+    // 'started' only with timing on).
+    ++stats_.fr_instants;
+    return Instant(logical, ts);
+  }
+  ++stats_.fr_slices;
+  return Slice(logical, ts, ts + row.Int(col::kDur));
 }
 
 }  // namespace rs::exporter

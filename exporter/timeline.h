@@ -11,6 +11,11 @@
 // host call row, or of an operation that never started on the GPU, is an instant on the
 // enqueuing thread. A collective's flow goes through the device slices of ranks with
 // gpu_ops and the host calls of ranks without.
+//
+// Flight Recorder entries (fr_entries) go on their rank's track of their process group: a
+// slice from time_created_ns to the discovered completion where PyTorch discovered one, an
+// instant at time_created_ns where it did not (a scheduled or started entry, every gloo
+// entry); their args say op, group, seq, sizes, state and what the dump says of timing.
 #pragma once
 
 #include <array>
@@ -32,7 +37,8 @@ namespace rs::exporter {
 struct TimelineStats {
   std::array<int64_t, kTableCount> rows{};  // rows consumed per table
   int64_t slices = 0, instants = 0, counter_samples = 0, flow_events = 0, in_flight = 0;
-  int64_t device_slices = 0;  // of slices: on GPU tracks
+  int64_t device_slices = 0;               // of slices: on GPU tracks
+  int64_t fr_slices = 0, fr_instants = 0;  // of slices and instants: Flight Recorder entries
   int64_t events() const { return 2 * slices + instants + counter_samples; }
 };
 
@@ -89,6 +95,7 @@ class Timeline {
   Result<void> Block(const Row& row);
   Result<void> Process(const Row& row);
   Result<void> Gpu(const Row& row);
+  Result<void> Fr(const Row& row);
   Result<void> EmitDevice(DeviceOp op);
   void GpuArgs(const Row& row);
   void CollectiveFlow(std::pair<uint64_t, int64_t> key);

@@ -16,6 +16,10 @@ namespace {
 constexpr int32_t kNodeChildSort = 1 << 29;
 constexpr int32_t kDiskSort = 1 << 30;
 constexpr int32_t kDiskStride = 1 << 12;
+// Top-level tracks of ranks no node recorded (dumps alone), after every node, by rank; and a
+// process's Flight Recorder tracks after its threads, by group.
+constexpr int32_t kFrRankSort = 1 << 30;
+constexpr int32_t kFrGroupSort = 1 << 29;
 
 int32_t Clamp(int64_t v) { return static_cast<int32_t>(std::clamp<int64_t>(v, 0, INT32_MAX)); }
 
@@ -224,6 +228,38 @@ uint32_t TrackModel::Counter(uint32_t owner, std::string_view what, CounterUnit 
   t.pid = o.pid;
   t.unit = unit;
   t.sort_index = Clamp((o.kind == TrackKind::kNode ? kNodeChildSort : 0) + NextId());
+  uint32_t idx = Add(std::move(t));
+  child_.emplace(key, idx);
+  return idx;
+}
+
+uint32_t TrackModel::FlightRecorder(std::string_view node, int64_t pid, int64_t rank, int64_t pg,
+                                    std::string_view label) {
+  uint32_t parent = 0;
+  if (!node.empty()) {
+    parent = Process(node, pid);
+  } else if (auto it = fr_ranks_.find(rank); it != fr_ranks_.end()) {
+    parent = it->second;
+  } else {
+    Track t;
+    t.kind = TrackKind::kProcess;
+    t.name = "rank " + std::to_string(rank) + " (Flight Recorder dump)";
+    t.pid = static_cast<int32_t>(NextId());
+    t.sort_index = Clamp(int64_t{kFrRankSort} + rank);
+    t.explicit_child_order = true;
+    parent = Add(std::move(t));
+    fr_ranks_.emplace(rank, parent);
+  }
+  auto key = std::make_tuple(parent, "fr:" + std::to_string(pg));
+  auto it = child_.find(key);
+  if (it != child_.end()) return it->second;
+  Track t;
+  t.kind = TrackKind::kSlices;
+  t.parent_uuid = tracks_[parent].uuid;
+  t.name = "Flight Recorder " + std::string(label);
+  t.pid = tracks_[parent].pid;
+  t.tid = NextId();
+  t.sort_index = Clamp(int64_t{kFrGroupSort} + pg);
   uint32_t idx = Add(std::move(t));
   child_.emplace(key, idx);
   return idx;

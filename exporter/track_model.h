@@ -8,6 +8,10 @@
 // node's ranks by rank (processes without one after them, by pid), then its network and
 // process-event tracks, then one track per block device (by device name, naturally) holding
 // the device's lanes "lane 0", "lane 1", ... in order.
+//
+// Flight Recorder entries go on one track per (rank, process group): under the rank's process
+// where a node recorded it, else under a top-level track of the rank ("rank 3 (Flight Recorder
+// dump)"), after every node, by rank.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +54,11 @@ class TrackModel {
   uint32_t DeviceTrack(std::string_view node, int64_t pid);
   // A counter under the node or process track `owner`.
   uint32_t Counter(uint32_t owner, std::string_view what, CounterUnit unit);
+  // The Flight Recorder track of process group `pg` (process_groups.id, shown as `label`) of
+  // global rank `rank`: under the process (node, pid) when `node` is not empty, else under the
+  // rank's own top-level track.
+  uint32_t FlightRecorder(std::string_view node, int64_t pid, int64_t rank, int64_t pg,
+                          std::string_view label);
 
   // The track of `logical` a slice [begin, end] goes on: the logical track itself when the
   // slice nests inside or follows what is open there, else an overlap lane next to it, so
@@ -100,7 +109,8 @@ class TrackModel {
   std::map<std::tuple<uint32_t, int64_t, int64_t>, uint32_t> thread_;         // (node, pid, tid)
   std::map<std::tuple<uint32_t, int64_t, int64_t>, uint32_t> sched_;          // (node, pid, tid)
   std::map<std::tuple<uint32_t, std::string>, uint32_t, std::less<>> child_;  // (parent, name)
-  std::vector<Lanes> lanes_;  // by logical track index
+  std::map<int64_t, uint32_t> fr_ranks_;  // rank -> its top-level Flight Recorder track
+  std::vector<Lanes> lanes_;              // by logical track index
   uint64_t next_uuid_ = 1;
   int64_t next_id_ = 1;
 };
