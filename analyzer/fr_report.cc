@@ -29,15 +29,23 @@ Straggler FrStraggler(const HangReport& h, size_t i) {
   s.confidence = h.confidence.value_or(Confidence::kLow);
   s.confidence_score = TierScore(ScoreBasis::kHang, s.confidence, 0);
   s.basis =
-      "PyTorch Flight Recorder dumps: each rank's state (scheduled, started, completed) of "
-      "the first operation of " +
-      h.process_group + " not completed everywhere";
-  s.summary = h.culprit_labels[i] + ": " + h.summary;
+      "PyTorch Flight Recorder dumps: every rank's position in every process group, as a "
+      "wait-for graph whose chains end at this rank";
+  const std::string why = i < h.culprits.size() ? h.culprits[i].evidence : h.summary;
+  s.summary = why;
   Cause c;
   c.kind = "hang";
   c.score = 1;
   c.summary = h.summary;
   s.causes.push_back(std::move(c));
+  Evidence e;
+  e.kind = "hang";
+  e.summary = why;
+  if (i < h.culprits.size() && h.culprits[i].idle_ns >= 0) {
+    e.values.emplace_back("idle_ns", static_cast<double>(h.culprits[i].idle_ns));
+  }
+  e.values.emplace_back("stuck_for_ns", static_cast<double>(h.stuck_for_ns));
+  s.evidence.push_back(std::move(e));
   return s;
 }
 
@@ -99,10 +107,14 @@ rs::Result<void> AddFlightRecorder(rs::Db& db, Report& r) {
           "data on NCCL calls): states as PyTorch's watchdog saw them");
     }
     r.notes.push_back(
-        "a Flight Recorder dump holds no time of its own: the analysis takes the first "
-        "operation not completed everywhere as stuck (dumps are written when a collective "
-        "times out; one taken on demand mid-step may look alike), and how long it was stuck "
-        "is not known");
+        "a Flight Recorder dump holds no time of its own: how long an operation was stuck is "
+        "counted from its entry's creation to the latest time any dump holds (at least its "
+        "timeout where PyTorch timed it out); the dumps were written later still");
+    if (r.hang.confidence && *r.hang.confidence == Confidence::kMedium && r.hang.kind == "hang") {
+      r.notes.push_back(
+          "no entry of the waiting ranks shows a timeout: dumps taken on demand mid-step would "
+          "show ranks at different positions too");
+    }
     std::vector<Straggler> hang;
     for (size_t i = 0; i < r.hang.culprit_ranks.size(); ++i) hang.push_back(FrStraggler(r.hang, i));
     for (Straggler& s : hang) s.confidence = r.hang.confidence.value_or(s.confidence);
@@ -114,7 +126,10 @@ rs::Result<void> AddFlightRecorder(rs::Db& db, Report& r) {
         "(dumps written before the hang?)");
   } else {
     fr.agreement = "no_hang";
+    // Dumps only: theirs is the only hang analysis there is, said as it is (undetermined too).
+    if (r.nccl_calls == 0) r.hang = fr.hang;
   }
+  r.notes.insert(r.notes.end(), fr.notes.begin(), fr.notes.end());
   for (const Mismatch& m : fr.hang.mismatches) {
     if (fr.agreement != "flight_recorder_only") r.hang.mismatches.push_back(m);
   }

@@ -100,6 +100,9 @@ void NameWho(Straggler& s, const CollectiveData& data, const SideEvents& side,
 
 std::string Verdict(const Report& r, const std::vector<ArrivalStats>& stats) {
   if (r.hang.detected) return "HANG: " + r.hang.summary;
+  if (r.nccl_calls == 0 && r.flight_recorder) {  // dumps only: their verdict
+    return (r.hang.kind == "undetermined" ? "UNDETERMINED: " : "NO HANG: ") + r.hang.summary;
+  }
   if (r.nccl_calls == 0) {
     return "NO COLLECTIVES: the recording has no NCCL collectives; straggler and hang analysis "
            "need them";

@@ -115,7 +115,18 @@ std::string RenderHtml(const Report& r) {
     << HtmlEscape(r.hang.summary) << "</p>";
   if (r.hang.detected) {
     o << "<p>Confidence " << HtmlEscape(HangConfidence(r.hang)) << "; states from "
-      << HtmlEscape(Spoken(r.hang.basis)) << ".</p>";
+      << HtmlEscape(Spoken(r.hang.basis))
+      << (r.hang.stuck_for_ns > 0 ? "; stuck for at least " + FormatNs(r.hang.stuck_for_ns) : "")
+      << ".</p>";
+    if (!r.hang.chains.empty() || !r.hang.culprits.empty()) {
+      o << "<ul id='hang-chains'>";
+      for (const std::string& c : r.hang.chains) o << "<li>chain: " << HtmlEscape(c) << "</li>";
+      for (const HangCulprit& c : r.hang.culprits) {
+        o << "<li>culprit (" << HtmlEscape(Spoken(c.kind)) << "): " << HtmlEscape(c.evidence)
+          << "</li>";
+      }
+      o << "</ul>";
+    }
   }
   if (!r.hang.progress.empty()) {
     std::vector<std::vector<std::string>> rows;

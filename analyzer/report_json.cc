@@ -97,6 +97,41 @@ void Findings(rs::JsonWriter& w, const std::vector<Straggler>& findings) {
   w.EndArray();
 }
 
+void Ints(rs::JsonWriter& w, const std::vector<int64_t>& v) {
+  w.BeginArray();
+  for (int64_t x : v) w.Int(x);
+  w.EndArray();
+}
+
+// The hang engine's view (wait_graph.h): its class, every culprit with its evidence, the chains
+// in words, the cycles and the edges of the wait-for graph.
+void HangGraph(rs::JsonWriter& w, const HangReport& h) {
+  w.Key("kind").String(h.kind.empty() ? (h.detected ? "hang" : "none") : h.kind);
+  w.Key("reason").String(h.reason).Key("culprits").BeginArray();
+  for (const HangCulprit& c : h.culprits) {
+    w.BeginObject().Key("rank").Int(c.rank).Key("label").String(c.label);
+    w.Key("node").String(c.node).Key("pid").Int(c.pid).Key("kind").String(c.kind);
+    w.Key("evidence").String(c.evidence).Key("op").String(c.op).Key("seq");
+    OptInt(w, c.seq);
+    w.Key("process_group").String(c.process_group).Key("state").String(c.state);
+    w.Key("idle_ns").Int(c.idle_ns).Key("waited_by");
+    Ints(w, c.waited_by);
+    w.EndObject();
+  }
+  w.EndArray().Key("chains").BeginArray();
+  for (const std::string& c : h.chains) w.String(c);
+  w.EndArray().Key("cycles").BeginArray();
+  for (const auto& c : h.cycles) Ints(w, c);
+  w.EndArray().Key("edges").BeginArray();
+  for (const HangEdge& e : h.edges) {
+    w.BeginObject().Key("from").Int(e.from).Key("op").String(e.op).Key("seq").Int(e.seq);
+    w.Key("p2p").Bool(e.p2p).Key("process_group").String(e.process_group).Key("to");
+    Ints(w, e.to);
+    w.EndObject();
+  }
+  w.EndArray().Key("edges_total").Int(static_cast<int64_t>(h.edges_total));
+}
+
 void Hang(rs::JsonWriter& w, const HangReport& h) {
   w.BeginObject().Key("detected").Bool(h.detected);
   w.Key("comm_id_hash");
@@ -167,7 +202,9 @@ void Hang(rs::JsonWriter& w, const HangReport& h) {
     }
     w.EndArray().EndObject();
   }
-  w.EndArray().EndObject();
+  w.EndArray();
+  HangGraph(w, h);
+  w.EndObject();
 }
 
 }  // namespace

@@ -69,7 +69,13 @@ std::string RenderMarkdown(const Report& r) {
   o << "## Hang\n\n" << (r.hang.detected ? "**Detected.** " : "") << Md(r.hang.summary) << "\n\n";
   if (r.hang.detected) {
     o << "Confidence " << Md(HangConfidence(r.hang)) << "; states from " << Md(Spoken(r.hang.basis))
+      << (r.hang.stuck_for_ns > 0 ? "; stuck for at least " + FormatNs(r.hang.stuck_for_ns) : "")
       << ".\n\n";
+    for (const std::string& c : r.hang.chains) o << "- chain: " << Md(c) << "\n";
+    for (const HangCulprit& c : r.hang.culprits) {
+      o << "- culprit (" << Md(Spoken(c.kind)) << "): " << Md(c.evidence) << "\n";
+    }
+    if (!r.hang.chains.empty() || !r.hang.culprits.empty()) o << "\n";
   }
   if (!r.hang.progress.empty()) {
     o << "| node | rank | state | last entered | last started | last completed | in flight |"

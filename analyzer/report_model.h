@@ -152,6 +152,35 @@ struct Mismatch {
   std::string process_group;  // Flight Recorder mismatches: 'process group 0 (default_pg)'
 };
 
+// Where the hang's waiting chains end (wait_graph.h): a culprit with what shows it.
+struct HangCulprit {
+  int64_t rank = 0;
+  std::string label;  // "node1 rank 2"
+  std::string node;
+  int64_t pid = 0;
+  // 'waits_in_nothing' | 'stuck_alone' | 'mismatched' | 'in_cycle' | 'no_record' (a suspect:
+  // no dump) | 'ring_wrapped' (a suspect: its record does not reach back far enough)
+  std::string kind;
+  std::string evidence;  // in words: "entered nothing after all-reduce seq 49 of ... for 3 min"
+  // The operation it is in, or the last it entered where it is waited for ('' / none: no record)
+  std::string op;
+  std::optional<int64_t> seq;
+  std::string process_group;
+  std::string state;               // that operation's state ('completed', 'enqueued', ...)
+  int64_t idle_ns = -1;            // its last entry to the latest time recorded; -1: unknown
+  std::vector<int64_t> waited_by;  // ranks waiting for it directly
+};
+
+// One edge of the wait-for graph: a rank waiting in an operation for other ranks.
+struct HangEdge {
+  int64_t from = 0;
+  std::string op;
+  int64_t seq = 0;  // collective sequence; p2p: the rank's own p2p sequence
+  bool p2p = false;
+  std::string process_group;
+  std::vector<int64_t> to;
+};
+
 struct HangReport {
   bool detected = false;
   uint64_t comm_id_hash = 0;
@@ -161,7 +190,10 @@ struct HangReport {
   std::vector<int64_t> culprit_ranks;
   std::vector<std::string> culprit_labels;  // "node1 rank 2" (also for ranks without a number)
   std::vector<int64_t> waiting_ranks;
-  int64_t stuck_for_ns = 0;  // from the first in-flight entry to the end of the recording
+  // From the first in-flight entry to the end of the recording; Flight Recorder: at least this
+  // long, from the stuck entry's creation to the latest time the dumps hold (and at least its
+  // timeout where PyTorch timed it out)
+  int64_t stuck_for_ns = 0;
   // High, or medium where device-side state was not seen; empty without a hang.
   std::optional<Confidence> confidence;
   // 'device' (gpu_ops states), 'host_call' (blocking calls in flight), 'host_enqueue' (who
@@ -172,7 +204,19 @@ struct HangReport {
   std::string summary;
   std::vector<RankProgress> progress;  // of the stuck communicator (or every one if no hang)
   std::vector<Mismatch> mismatches;
+  // The hang engine's view (wait_graph.h; the Flight Recorder analysis fills it): 'hang' |
+  // 'deadlock' | 'mismatch' | 'stuck_in_op' | 'undetermined' | 'none'; '' where not run.
+  std::string kind;
+  std::string reason;                 // kinds undetermined, none, stuck_in_op: why, in words
+  std::vector<HangCulprit> culprits;  // every culprit, each with its evidence
+  std::vector<std::string> chains;    // the waiting chains in words
+  std::vector<std::vector<int64_t>> cycles;
+  std::vector<HangEdge> edges;  // at most kMaxHangEdges
+  size_t edges_total = 0;
 };
+
+// Edges kept in a report (the JSON lists them): chains of thousands of ranks stay readable.
+inline constexpr size_t kMaxHangEdges = 2000;
 
 // What PyTorch Flight Recorder dumps merged into the recording say (fr_hang.h).
 struct FlightRecorderSummary {
@@ -186,6 +230,9 @@ struct FlightRecorderSummary {
   // shown, confidence lowered) | 'flight_recorder_only' (the hang verdict comes from the dumps)
   // | 'recorder_only' | 'no_hang'.
   std::string agreement;
+  // What the report should say of them: how a group's members were found where no dump lists
+  // them, records taken at different moments.
+  std::vector<std::string> notes;
 };
 
 // Time series for the plots (time in ns since the report's time zero). The plots span the

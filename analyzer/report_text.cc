@@ -18,9 +18,19 @@ constexpr size_t kTextRanks = 8;
 std::string T(const std::string& s) { return rs::EscapeText(s); }
 
 void HangText(std::ostream& o, const std::string& title, const HangReport& h, int64_t start_ns) {
-  o << title << ": " << (h.detected ? "DETECTED" : "none") << " — " << T(h.summary) << "\n";
+  o << title << ": "
+    << (h.detected                 ? "DETECTED"
+        : h.kind == "undetermined" ? "UNDETERMINED"
+                                   : "none")
+    << " — " << T(h.summary) << "\n";
   if (h.detected) {
-    o << "  confidence " << HangConfidence(h) << ", states from " << T(Spoken(h.basis)) << "\n";
+    o << "  confidence " << HangConfidence(h) << ", states from " << T(Spoken(h.basis));
+    if (h.stuck_for_ns > 0) o << ", stuck for at least " << FormatNs(h.stuck_for_ns);
+    o << "\n";
+    for (const std::string& c : h.chains) o << "  chain: " << T(c) << "\n";
+    for (const HangCulprit& c : h.culprits) {
+      o << "  culprit (" << T(Spoken(c.kind)) << "): " << T(c.evidence) << "\n";
+    }
     for (const RankProgress& p : h.progress) {
       o << "  " << (p.node.empty() ? "" : T(p.node) + " ") << "rank "
         << (p.rank ? std::to_string(*p.rank) : "?") << ": " << T(Spoken(p.state)) << " ("

@@ -117,6 +117,26 @@ Json Hang() {
                           {"in_flight_op", String()},
                           {"doing", ArrayOf(activity, "what it was doing at the end")}});
   Json variant = Object({{"value", String()}, {"ranks", ArrayOf(String())}});
+  Json culprit = Object(
+      {{"rank", Integer()},
+       {"label", String()},
+       {"node", String()},
+       {"pid", Integer()},
+       {"kind", String("waits_in_nothing | stuck_alone | mismatched | in_cycle | no_record | "
+                       "ring_wrapped")},
+       {"evidence", String("in words")},
+       {"op", String("the operation it is in, or the last it entered where it is waited for")},
+       {"seq", OrNull(Integer())},
+       {"process_group", String()},
+       {"state", String()},
+       {"idle_ns", Integer("its last entry to the latest time recorded; -1: unknown")},
+       {"waited_by", ArrayOf(Integer(), "ranks waiting for it directly")}});
+  Json edge = Object({{"from", Integer()},
+                      {"op", String()},
+                      {"seq", Integer()},
+                      {"p2p", Boolean()},
+                      {"process_group", String()},
+                      {"to", ArrayOf(Integer())}});
   Json mismatch = Object({{"comm_id_hash", Integer()},
                           {"comm_id_hex", String()},
                           {"process_group", String("Flight Recorder mismatches: its process "
@@ -142,7 +162,14 @@ Json Hang() {
        {"confidence", String("high | medium | low | '' (no hang)")},
        {"basis", String("device | host_call | host_enqueue | flight_recorder | ''")},
        {"progress", ArrayOf(progress, "every rank's state at the stuck collective")},
-       {"mismatches", ArrayOf(mismatch, "op/count/datatype/root that differ at one sequence")}});
+       {"mismatches", ArrayOf(mismatch, "op/count/datatype/root that differ at one sequence")},
+       {"kind", String("hang | deadlock | mismatch | stuck_in_op | undetermined | none")},
+       {"reason", String("undetermined, none, stuck_in_op: why, in words")},
+       {"culprits", ArrayOf(culprit, "every rank where the waiting chains end, with its evidence")},
+       {"chains", ArrayOf(String(), "the waiting chains in words")},
+       {"cycles", ArrayOf(ArrayOf(Integer()), "ranks waiting for each other (deadlocks)")},
+       {"edges", ArrayOf(edge, "the wait-for graph (at most 2000)")},
+       {"edges_total", Integer("edges in the graph")}});
 }
 
 Json RankStats() {
