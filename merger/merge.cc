@@ -30,6 +30,7 @@
 #include "rscore/sqlite.h"
 #include "rscore/text_escape.h"
 #include "rscore/zstd_file.h"
+#include "split_ranks.h"
 #include "stack_dedup.h"
 #include "table_copy.h"
 #include "wire_clock_check.h"
@@ -268,7 +269,8 @@ std::vector<size_t> CopyOrder(const std::vector<Input*>& merged) {
 }
 
 // One merge, in phases: Plan (validate, refuse what --strict refuses, align clocks) ->
-// OpenOutput -> CopyInputs -> AddPartEventTables -> WriteMergeSummary -> WriteOut.
+// OpenOutput -> CopyInputs -> AddPartEventTables -> DeriveSplits -> ImportDumps ->
+// WriteMergeSummary -> WriteOut.
 class MergeRun {
  public:
   MergeRun(const MergeOptions& opt, std::ostream& log, rs::OutputFile& out_file)
@@ -277,6 +279,7 @@ class MergeRun {
   rs::Result<void> Plan();
   rs::Result<void> OpenOutput();
   rs::Result<void> CopyInputs();
+  rs::Result<void> DeriveSplits();  // split communicators' ranks (split_ranks.h)
   rs::Result<void> AddPartEventTables();
   rs::Result<void> ImportDumps();
   rs::Result<void> WriteMergeSummary();
@@ -320,6 +323,8 @@ rs::Result<void> MergeRun::Plan() {
   progress_.Show("validating " + std::to_string(given) + " inputs...");
   fr_ = PlanFlightRecorder(files, /*first_id=*/1, log_);
   inputs_ = PlanInputs(files, log_);
+  // ImportDumps appends the dumps' inputs; merged_ (below) points into inputs_.
+  inputs_.reserve(inputs_.size() + fr_.inputs.size());
   // Dumps after the bundles in merge_inputs.
   for (Input& in : fr_.inputs) in.input_id += static_cast<int>(inputs_.size());
   for (FrInput& d : fr_.dumps) d.input_id += static_cast<int>(inputs_.size());
@@ -449,6 +454,19 @@ rs::Result<void> MergeRun::AddPartEventTables() {
   return rs::Ok();
 }
 
+rs::Result<void> MergeRun::DeriveSplits() {
+  if (merged_.empty()) return rs::Ok();
+  ASSIGN_OR_RETURN(rs::Transaction tx, rs::Transaction::Begin(out_));
+  ASSIGN_OR_RETURN(SplitRanksResult splits, DeriveSplitRanks(out_));
+  RETURN_IF_ERROR(tx.Commit());
+  for (std::string& w : splits.warnings) result_.warnings.push_back(std::move(w));
+  if (splits.communicators > 0) {
+    timer_.End("split communicators (" + std::to_string(splits.communicators) + ", " +
+               std::to_string(splits.rows) + " rows)");
+  }
+  return rs::Ok();
+}
+
 rs::Result<void> MergeRun::ImportDumps() {
   if (fr_.inputs.empty()) return rs::Ok();
   FrImportResult imported;
@@ -462,6 +480,7 @@ rs::Result<void> MergeRun::ImportDumps() {
     counts_[d.input_id].push_back(TableCount{"fr_entries", n, n, 0, ""});
   }
   for (std::string& w : imported.warnings) result_.warnings.push_back(std::move(w));
+  // merged_ points into inputs_: room was made for the dumps in Plan, so no pointer moves.
   for (Input& in : fr_.inputs) inputs_.push_back(std::move(in));
   if (merged_.empty()) {  // the recording's span is the dumps'
     fr_span_ = std::make_pair(imported.first_ns, imported.last_ns);
@@ -523,6 +542,7 @@ rs::Result<MergeResult> MergeInto(const MergeOptions& opt, std::ostream& log,
   RETURN_IF_ERROR(run.OpenOutput());
   RETURN_IF_ERROR(run.CopyInputs());
   RETURN_IF_ERROR(run.AddPartEventTables());
+  RETURN_IF_ERROR(run.DeriveSplits());
   RETURN_IF_ERROR(run.ImportDumps());
   RETURN_IF_ERROR(run.WriteMergeSummary());
   return run.WriteOut();

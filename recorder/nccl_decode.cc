@@ -186,7 +186,6 @@ void NcclDecoder::DecodeInitAll(const nccl_event& e, NcclRow& row, bool ok) {
     Comm& c = comms_[{static_cast<int>(e.pid), e.out[i]}];
     c = Comm{};
     c.since_ns = now_ns_;
-  c.since_ns = now_ns_;
     c.rank = i;
     c.nranks = ndev;
     c.hash = hash;
@@ -201,6 +200,9 @@ void NcclDecoder::DecodeSplit(const nccl_event& e, NcclRow& row, bool ok) {
   Comm* parent = Lookup(pid, e.regs.arg[0]);
   if (!ok || !parent) return;
   const int32_t color = I32(e.regs.arg[1]);
+  row.split_color = color;
+  row.split_key = I32(e.regs.arg[2]);
+  row.split_seq = static_cast<int64_t>(parent->splits + 1);
   std::optional<uint64_t> child_hash, child_nccl_hash;
   if (parent->hash) child_hash = rs::SplitCommIdHash(*parent->hash, color, parent->splits);
   // NCCL counts the parent's splits from 1 (its splitCount after the increment).

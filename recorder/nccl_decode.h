@@ -44,6 +44,10 @@ struct NcclRow {
   bool in_group = false;
   bool in_flight = false;
   uint64_t caller = 0;  // return address at entry (symbolized into stack_id)
+  // COMM_SPLIT that succeeded: its color (-1: NCCL_SPLIT_NOCOLOR) and key, and which split of
+  // the parent it is (1 for the first: NCCL's splitCount). The merge derives each child's rank
+  // and size from every member's (rank, color, key) (merger/split_ranks.h).
+  std::optional<int64_t> split_color, split_key, split_seq;
 };
 
 // What a decoded ncclCommInitRank* told about the calling process (for ProcessTable).

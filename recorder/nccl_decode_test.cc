@@ -246,7 +246,7 @@ TEST(NcclDecode, SplitChildGetsTheSplitHashAndRankOnlyWhenTold) {
     nccl_event e = Event(NCCL_FN_COMM_SPLIT, NCCL_OUT_ARG3);
     e.regs.arg[0] = 0xe;
     e.regs.arg[1] = IntReg(color);
-    e.regs.arg[2] = IntReg(0);
+    e.regs.arg[2] = IntReg(9);
     e.regs.arg[3] = 0x7ffd0000;
     e.n_out = 1;
     e.out[0] = child;
@@ -257,8 +257,13 @@ TEST(NcclDecode, SplitChildGetsTheSplitHashAndRankOnlyWhenTold) {
   EXPECT_EQ(s->comm, 0xeu);  // the parent the split is collective over
   EXPECT_EQ(s->rank, 3);
   EXPECT_EQ(s->comm_id_hash, parent_hash);
-  split(0, -1);  // NCCL_SPLIT_NOCOLOR: no child, but the split counts on every rank
-  split(0xf3, 7);
+  // What the merge needs to derive the child's rank and size from every member's split.
+  EXPECT_EQ(s->split_color, 5);
+  EXPECT_EQ(s->split_key, 9);
+  EXPECT_EQ(s->split_seq, 1);
+  // NCCL_SPLIT_NOCOLOR: no child, but the split counts on every rank
+  EXPECT_EQ(split(0, -1)->split_color, -1);
+  EXPECT_EQ(split(0xf3, 7)->split_seq, 3);
   auto c1 = d.Decode(AllReduce(0xf1, 1, 7, 0, 0));
   EXPECT_EQ(c1->comm_id_hash, rs::SplitCommIdHash(parent_hash, 5, 0));
   EXPECT_FALSE(c1->rank);

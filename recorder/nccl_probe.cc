@@ -48,7 +48,8 @@ rs::Result<rs::Statement> PrepareNcclInsert(rs::Db& db) {
   return PrepareInsert(db, "nccl_events",
                        "id, node, timestamp_ns, duration_ns, pid, tid, op, rank, nranks,"
                        " comm_id_hash, comm, seq, count, datatype, reduce_op, bytes, peer, root,"
-                       " stream, ret, in_group, state, stack_id, nccl_comm_hash");
+                       " stream, ret, in_group, state, stack_id, nccl_comm_hash, split_color, split_key,"
+                       " split_seq");
 }
 
 rs::Result<void> WriteNcclRow(rs::Statement& st, const NcclRow& row, const std::string& node,
@@ -59,7 +60,8 @@ rs::Result<void> WriteNcclRow(rs::Statement& st, const NcclRow& row, const std::
   st.Bind(14, row.datatype).Bind(15, row.reduce_op).Bind(16, row.bytes).Bind(17, row.peer);
   st.Bind(18, row.root).Bind(19, row.stream).Bind(20, row.ret).Bind(21, row.in_group ? 1 : 0);
   st.Bind(22, row.in_flight ? "in_flight" : "complete").Bind(23, stack_id);
-  st.Bind(24, row.nccl_comm_hash);
+  st.Bind(24, row.nccl_comm_hash).Bind(25, row.split_color).Bind(26, row.split_key);
+  st.Bind(27, row.split_seq);
   return st.Run();
 }
 

@@ -117,7 +117,13 @@ CREATE TABLE nccl_events (
   ret          INTEGER,
   in_group     INTEGER NOT NULL DEFAULT 0,
   state        TEXT NOT NULL DEFAULT 'complete',   -- 'complete' | 'in_flight'
-  stack_id     INTEGER
+  stack_id     INTEGER,
+  -- COMM_SPLIT that succeeded (the row's communicator is the parent): the color (-1:
+  -- NCCL_SPLIT_NOCOLOR, no new communicator), the key, and which split of the parent it is
+  -- (1 for the first). The merge derives the children's rank and nranks from them.
+  split_color  INTEGER,
+  split_key    INTEGER,
+  split_seq    INTEGER
 ) STRICT;
 -- CUDA runtime and driver API calls (kernel launches may be sampled)
 CREATE TABLE cuda_events (
