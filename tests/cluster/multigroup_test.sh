@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Cluster tests of the multi-group test bed (run-cluster --parallel): a Megatron-LM-shaped job,
+# tp=2,pp=2,dp=2,ep=2 on 4 nodes x 2 ranks, recorded, with Flight Recorder dumps.
+#   multigroup_test.sh BUILD_DIR SOURCE_DIR SCENARIO
+# SCENARIO:
+#   clean  no fault: every rank finishes with every check of the data it received passing; the
+#          recording holds every group's communicator on every member with the operations the
+#          schedule issues (counts per rank); no rank wrote a Flight Recorder dump
+#   hang2  two faulty ranks in different roles at once: rank 1 stops before its first
+#          tensor-parallel all-reduce of the fault step, rank 6 before its first pipeline
+#          exchange; both struck (truth.json), the others wait where the schedule says
+#          (recording and dumps), every rank's dump is readable as pickle and as JSON and
+#          merges with the bundles, holding every group it is a member of
+# The verdicts of rankscope-analyze on these runs are not checked here
+# (multigroup_verdicts.sh, suite multigroup_verdicts).
+# Exit 77 = skipped (not root and CI unset). With CI set, a missing prerequisite fails.
+set -euo pipefail
+
+BUILD=$1
+SRC=$2
+SCENARIO=$3
+HARNESS="$SRC/tests/cluster/run-cluster"
+CHECKS="$SRC/tests/cluster/multigroup_checks.py"
+NODES=4
+RPN=2
+STEPS=9  # the fault at step 3
+SHAPE="tp=2,pp=2,dp=2,ep=2"
+
+skip_or_fail() {
+  if [[ -n "${CI:-}" ]]; then
+    echo "FAIL (CI must not skip): $*"
+    exit 1
+  fi
+  echo "SKIP: $*"
+  exit 77
+}
+fail() {
+  echo "FAIL [multigroup $SCENARIO]: $*"
+  exit 1
+}
+((EUID == 0)) || skip_or_fail "needs root: run 'sudo meson test -C build --suite cluster'"
+command -v python3 >/dev/null || skip_or_fail "python3 not installed"
+for tool in tests/cluster/rankscope-trainer recorder/rankscope-record merger/rankscope-merge; do
+  [[ -x "$BUILD/$tool" ]] || skip_or_fail "$tool is not built in $BUILD"
+done
+
+OUT=$(mktemp -d "/tmp/rankscope-multigroup-test.$$.XXXX")
+# RANKSCOPE_KEEP_TEST_OUT=1 keeps the bundles, dumps and logs of the run for a look.
+trap '[[ -n "${RANKSCOPE_KEEP_TEST_OUT:-}" ]] && echo "kept $OUT" || rm -rf "$OUT"' EXIT
+
+run_harness() {  # args...: bounded in time; the harness must finish by itself
+  local start=$SECONDS rc=0
+  timeout -s INT 240 "$HARNESS" --build "$BUILD" --out "$OUT/run" --nodes "$NODES" \
+    --ranks-per-node "$RPN" --steps "$STEPS" --parallel "$SHAPE" --compute-ms 20 --grad-mb 0.25 \
+    --timeout 120 --fr-dumps --no-tools "$@" >"$OUT/harness.out" 2>&1 || rc=$?
+  echo "harness: $* exit=$rc in $((SECONDS - start)) s"
+  ((rc != 124)) || fail "the harness did not finish within 240 s"
+  ((rc == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
+}
+
+merge() {  # output inputs...
+  local out=$1
+  shift
+  "$BUILD/merger/rankscope-merge" -q -o "$out" "$@" >"$OUT/merge.out" 2>&1 ||
+    fail "rankscope-merge $*: $(tail -n 5 "$OUT/merge.out")"
+}
+
+case "$SCENARIO" in
+  clean)
+    run_harness --fault none
+    merge "$OUT/merged.rsdb" "$OUT"/run/bundles/*.rsb
+    python3 "$CHECKS" clean "$OUT/run" "$OUT/merged.rsdb" || fail "see above"
+    ;;
+  hang2)
+    run_harness --fault hang --fault-ranks 1,6 --fault-in tp,pp
+    merge "$OUT/merged.rsdb" "$OUT"/run/bundles/*.rsb "$OUT/run/fr"
+    merge "$OUT/dumps-pickle.rsdb" "$OUT/run/fr"
+    merge "$OUT/dumps-json.rsdb" "$OUT/run/fr-json"
+    python3 "$CHECKS" hang2 "$OUT/run" "$OUT/merged.rsdb" "$OUT/dumps-pickle.rsdb" \
+      "$OUT/dumps-json.rsdb" || fail "see above"
+    ;;
+  *) fail "unknown scenario" ;;
+esac
+echo "PASS [multigroup $SCENARIO]"

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# The verdicts rankscope-analyze must give on the multi-group test bed (run-cluster --parallel
+# tp=2,pp=2,dp=2,ep=2 on 4 nodes x 2 ranks, Flight Recorder dumps merged beside the bundles):
+#   - a hang, a crash, a slow rank and a mismatch, each with one and with two faulty ranks in
+#     different roles: the culprit SET equals the ranks whose fault struck (truth.json `ranks`),
+#     from the recording and from the dumps alone;
+#   - a clean run names nobody.
+# The default test run checks the dumps' verdicts of hang1, hang2, crash1 and crash2 ('multigroup
+# dump verdicts'); every scenario both ways is run directly: it prints every scenario's verdicts
+# and a summary, and fails when one is wrong.
+#   multigroup_verdicts.sh BUILD_DIR SOURCE_DIR [SCENARIO...]
+# SCENARIO: clean | hang1 | hang2 | crash1 | crash2 | slow1 | slow2 | mismatch1 | mismatch2
+# (all by default). RANKSCOPE_VERDICTS_FROM=recording|dumps checks only the verdicts from the
+# bundles (with the dumps beside them) or only those from the dumps alone (both by default).
+# Exit 77 = skipped (not root and CI unset).
+set -euo pipefail
+
+BUILD=$1
+SRC=$2
+shift 2
+SCENARIOS=("$@")
+((${#SCENARIOS[@]})) || SCENARIOS=(clean hang1 hang2 crash1 crash2 slow1 slow2 mismatch1 mismatch2)
+HARNESS="$SRC/tests/cluster/run-cluster"
+
+skip_or_fail() {
+  if [[ -n "${CI:-}" ]]; then
+    echo "FAIL (CI must not skip): $*"
+    exit 1
+  fi
+  echo "SKIP: $*"
+  exit 77
+}
+((EUID == 0)) || skip_or_fail "needs root: run it with sudo"
+command -v python3 >/dev/null || skip_or_fail "python3 not installed"
+for tool in tests/cluster/rankscope-trainer recorder/rankscope-record merger/rankscope-merge \
+  analyzer/rankscope-analyze; do
+  [[ -x "$BUILD/$tool" ]] || skip_or_fail "$tool is not built in $BUILD"
+done
+
+OUT=$(mktemp -d "/tmp/rankscope-multigroup-verdicts.$$.XXXX")
+trap '[[ -n "${RANKSCOPE_KEEP_TEST_OUT:-}" ]] && echo "kept $OUT" || rm -rf "$OUT"' EXIT
+
+# The faults of each scenario: run-cluster arguments. Two faulty ranks are placed so that both
+# strike (each reaches its fault point before the other's hang can hold its host up).
+args_of() {
+  case "$1" in
+    clean) echo "--fault none" ;;
+    hang1) echo "--fault hang --fault-ranks 3 --fault-in ep" ;;
+    hang2) echo "--fault hang --fault-ranks 1,6 --fault-in tp,pp" ;;
+    crash1) echo "--fault crash --fault-ranks 5 --fault-in pp" ;;
+    crash2) echo "--fault crash --fault-ranks 0,7 --fault-in dp,pp" ;;
+    slow1) echo "--fault slow --fault-ranks 2" ;;
+    slow2) echo "--fault slow --fault-ranks 2,5" ;;
+    mismatch1) echo "--fault mismatch --mismatch size --fault-ranks 4 --fault-in tp" ;;
+    mismatch2) echo "--fault mismatch --mismatch dtype --fault-ranks 1,6 --fault-in ep,pp" ;;
+    *) echo "unknown" ;;
+  esac
+}
+
+verdicts() {  # dir db label -> prints the analyzer's culprit set and checks it
+  python3 - "$1/truth.json" "$2" "$3" <<'PY'
+import json, sys
+truth, report_path, label = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+report = json.load(open(report_path))
+want = sorted(truth["ranks"]) if truth["fault"] != "none" else []
+hang = report.get("hang") or {}
+fr = (report.get("flight_recorder") or {}).get("hang") or {}
+stragglers = [s for s in report.get("stragglers") or [] if s.get("confidence") in ("high", "medium")]
+named = set()
+if hang.get("detected"):
+    named |= set(hang.get("culprit_ranks") or [])
+for s in stragglers:
+    named |= set(s.get("ranks") or [])
+fr_named = set(fr.get("culprit_ranks") or []) if fr.get("detected") else set()
+if label == "dumps":
+    named = fr_named
+got = sorted(named)
+ok = got == want
+print("  %s: %s: culprits %s, injected %s (hang %s: %s; dumps' hang %s: %s; stragglers %s)" % (
+    "ok" if ok else "WRONG", label, got, want, hang.get("detected"), hang.get("summary", ""),
+    fr.get("detected"), fr.get("culprit_ranks"),
+    ["%s ranks %s %s/%s" % (s.get("node"), s.get("ranks"), s.get("cause"), s.get("confidence"))
+     for s in report.get("stragglers") or []][:4]))
+sys.exit(0 if ok else 1)
+PY
+}
+
+summary=()
+failed=0
+for sc in "${SCENARIOS[@]}"; do
+  read -r -a fault_args <<<"$(args_of "$sc")"
+  [[ "${fault_args[0]}" != unknown ]] || { echo "unknown scenario $sc"; exit 2; }
+  dir="$OUT/$sc"
+  rc=0
+  start=$SECONDS
+  timeout -s INT 240 "$HARNESS" --build "$BUILD" --out "$dir" --nodes 4 --ranks-per-node 2 \
+    --steps 9 --parallel tp=2,pp=2,dp=2,ep=2 --compute-ms 20 --grad-mb 0.25 --timeout 120 \
+    --fr-dumps --no-tools "${fault_args[@]}" >"$OUT/$sc.out" 2>&1 || rc=$?
+  echo "== $sc: ${fault_args[*]}: harness exit $rc in $((SECONDS - start)) s, end $(
+    python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); print(t["end"], "struck", t["ranks"])' \
+      "$dir/truth.json" 2>/dev/null || echo '?')"
+  line="$sc:"
+  for what in ${RANKSCOPE_VERDICTS_FROM:-recording dumps}; do
+    inputs=("$dir"/bundles/*.rsb)
+    [[ -d "$dir/fr" ]] && compgen -G "$dir/fr/nccl_trace_rank_*" >/dev/null && inputs+=("$dir/fr")
+    [[ "$what" == dumps ]] && inputs=("$dir/fr")
+    if [[ "$what" == dumps ]] && ! compgen -G "$dir/fr/nccl_trace_rank_*" >/dev/null; then
+      echo "  (no dumps: nothing stalled)"
+      continue
+    fi
+    db="$OUT/$sc-$what.rsdb"
+    "$BUILD/merger/rankscope-merge" -q -o "$db" "${inputs[@]}" >"$OUT/$sc-$what.merge" 2>&1 ||
+      { echo "  merge of the $what failed: $(tail -n 2 "$OUT/$sc-$what.merge")"; failed=1; continue; }
+    arc=0
+    "$BUILD/analyzer/rankscope-analyze" report "$db" --format json -o "$db.json" \
+      >"$OUT/$sc-$what.analyze" 2>&1 || arc=$?
+    if [[ ! -f "$db.json" ]]; then
+      echo "  analyze of the $what failed (exit $arc): $(tail -n 2 "$OUT/$sc-$what.analyze")"
+      failed=1
+      continue
+    fi
+    if verdicts "$dir" "$db.json" "$what"; then line+=" $what ok"; else line+=" $what WRONG"; failed=1; fi
+  done
+  summary+=("$line")
+done
+echo "---- summary ----"
+printf '%s\n' "${summary[@]}"
+exit $failed
