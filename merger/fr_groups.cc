@@ -1,6 +1,7 @@
 #include "fr_groups.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -18,8 +19,13 @@ void ResolveGroups(Dump& dump) {
   if (unnamed.empty()) return;
   // The groups of the process's first backend (pg_id = local_id_ 0), as its entries name them.
   std::set<std::pair<std::string, std::string>> first;
+  std::optional<int64_t> later;  // a pg_id of a backend built after the first
   for (const Entry& e : dump.entries) {
-    if (e.pg_id == 0) first.emplace(e.pg_name, e.pg_desc);
+    if (e.pg_id == 0) {
+      first.emplace(e.pg_name, e.pg_desc);
+    } else if (e.pg_id > 0) {
+      later = e.pg_id;
+    }
   }
   for (ProcessGroup& u : unnamed) {
     const std::string size = std::to_string(u.ranks.size());
@@ -36,7 +42,11 @@ void ResolveGroups(Dump& dump) {
     bool counting = true;
     for (size_t i = 0; i < u.ranks.size(); ++i) counting = counting && u.ranks[i] == int64_t(i);
     counting = counting && dump.rank < static_cast<int64_t>(u.ranks.size());
-    if (counting && first.size() == 1 && !first.begin()->first.empty() &&
+    // Each gloo backend built replaces the unnamed entry with its own 0..size-1 (PyTorch
+    // 2.14's gloo dumps of a job with tp and dp subgroups hold '[0, 1]' on every rank: the
+    // last subgroup's positions). Once a later backend left entries, the entry is not the
+    // first group's.
+    if (counting && !later && first.size() == 1 && !first.begin()->first.empty() &&
         first.begin()->second == kDefaultGroupDesc) {
       const auto& [name, desc] = *first.begin();
       const bool listed = std::any_of(dump.groups.begin(), dump.groups.end(),
@@ -55,6 +65,10 @@ void ResolveGroups(Dump& dump) {
             " with this rank among them, as the first gloo group's are";
     } else if (first.empty()) {
       why = "no entry of the process's first group (pg_id 0) is left in the dump";
+    } else if (later) {
+      why = "entries of pg_id " + std::to_string(*later) +
+            " show a gloo group built after the first, and each one built replaces this "
+            "entry with its own positions 0..size-1";
     } else if (first.size() > 1) {
       why = "entries of pg_id 0 name several groups";
     } else {

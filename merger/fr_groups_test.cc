@@ -95,6 +95,19 @@ TEST(FrGroups, GlooUnnamedConfigThatCannotBeTiedIsLeftOutWithANote) {
   EXPECT_NE(wrapped->notes[0].find("no entry of the process's first group"), std::string::npos);
   EXPECT_EQ(wrapped->ring, "wrapped");
 
+  // As PyTorch 2.14 wrote it on every rank of a job with tp and dp subgroups built after the
+  // default group: '[0, 1]', the last subgroup's positions, not the default group's members.
+  auto later = ParseDump(
+      DumpText(R"({"": {"name": "", "desc": "", "ranks": "[0, 1]"}})",
+               {E(0, 0, "0", "default_pg", 1, "gloo:allreduce", "scheduled"),
+                E(1, 1, "1", "tp", 1, "gloo:allreduce", "scheduled"),
+                E(2, 2, "3", "dp", 1, "gloo:allreduce", "scheduled")}),
+      "json", "nccl_trace_rank_0.json", 0);
+  ASSERT_TRUE(later.ok());
+  EXPECT_TRUE(later->groups.empty());
+  ASSERT_EQ(later->notes.size(), 1u);
+  EXPECT_NE(later->notes[0].find("built after the first"), std::string::npos) << later->notes[0];
+
   // Rank 7 is not among ranks 0-3: the list is not its default group's.
   auto outside = ParseDump(
       DumpText(kGlooConfig, {E(0, 0, "0", "default_pg", 1, "gloo:all_reduce", "scheduled")}),
