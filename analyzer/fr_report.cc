@@ -53,6 +53,14 @@ void LowerTo(std::optional<Confidence>& c, Confidence cap) {
   if (!c || static_cast<int>(*c) > static_cast<int>(cap)) c = cap;
 }
 
+// The dumps' culprits head the findings, at the hang's confidence.
+void AddFrStragglers(Report& r) {
+  std::vector<Straggler> hang;
+  for (size_t i = 0; i < r.hang.culprit_ranks.size(); ++i) hang.push_back(FrStraggler(r.hang, i));
+  for (Straggler& s : hang) s.confidence = r.hang.confidence.value_or(s.confidence);
+  r.stragglers.insert(r.stragglers.begin(), hang.begin(), hang.end());
+}
+
 }  // namespace
 
 rs::Result<void> AddFlightRecorder(rs::Db& db, Report& r) {
@@ -72,7 +80,27 @@ rs::Result<void> AddFlightRecorder(rs::Db& db, Report& r) {
   if (fr.hang.detected && recorder) {
     std::set<int64_t> a(r.hang.culprit_ranks.begin(), r.hang.culprit_ranks.end());
     std::set<int64_t> b(fr.hang.culprit_ranks.begin(), fr.hang.culprit_ranks.end());
-    if (a == b) {
+    if (r.comms_per_rank > 1) {
+      // Several groups per rank: the recording's analysis (hang.h) looks at one communicator
+      // and names communicator ranks; the dumps' (wait_graph.h) follows the waiting chains
+      // across every process group and names global ranks. The dumps' stands; whether they
+      // agree is read from the labels (node and global rank).
+      std::set<std::string> la(r.hang.culprit_labels.begin(), r.hang.culprit_labels.end());
+      std::set<std::string> lb(fr.hang.culprit_labels.begin(), fr.hang.culprit_labels.end());
+      fr.agreement = la == lb ? "agree" : "disagree";
+      if (la != lb) {
+        r.warnings.push_back(
+            "the recording and the Flight Recorder dumps disagree on the hang: the recording's "
+            "analysis of one communicator names its rank(s) " +
+            rs::cli::RankRanges(std::vector<int64_t>(a.begin(), a.end())) +
+            ", the dumps' waiting chains across every process group end at rank(s) " +
+            rs::cli::RankRanges(std::vector<int64_t>(b.begin(), b.end())) +
+            "; in a job whose ranks are in several groups the dumps' verdict is shown");
+      }
+      std::erase_if(r.stragglers, [](const Straggler& s) { return s.cause == "hang"; });
+      r.hang = fr.hang;
+      AddFrStragglers(r);
+    } else if (a == b) {
       fr.agreement = "agree";
       r.notes.push_back("the Flight Recorder dumps agree with the recording on the hang: " +
                         fr.hang.summary);
@@ -115,10 +143,7 @@ rs::Result<void> AddFlightRecorder(rs::Db& db, Report& r) {
           "no entry of the waiting ranks shows a timeout: dumps taken on demand mid-step would "
           "show ranks at different positions too");
     }
-    std::vector<Straggler> hang;
-    for (size_t i = 0; i < r.hang.culprit_ranks.size(); ++i) hang.push_back(FrStraggler(r.hang, i));
-    for (Straggler& s : hang) s.confidence = r.hang.confidence.value_or(s.confidence);
-    r.stragglers.insert(r.stragglers.begin(), hang.begin(), hang.end());
+    AddFrStragglers(r);
   } else if (recorder) {
     fr.agreement = "recorder_only";
     r.notes.push_back(

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <set>
 
 #include "call_semantics.h"
 #include "causes.h"
 #include "clock_bounds.h"
+#include "confidence.h"
 #include "collectives.h"
 #include "device_arrival.h"
 #include "fr_hang.h"
@@ -213,10 +215,33 @@ void TakeInventory(const CollectiveData& data, Report& r) {
 rs::Result<void> AddHang(rs::Db& db, const CollectiveData& data, Report& r) {
   ASSIGN_OR_RETURN(auto cuda_in_flight, LoadCudaInFlight(db, data));
   r.hang = AnalyzeHang(data, cuda_in_flight, r.end_ns);
+  std::map<int32_t, std::set<uint64_t>> comms;
+  for (const NcclCall& c : data.calls) comms[c.participant].insert(c.comm);
+  for (const auto& [p, mine] : comms) {
+    r.comms_per_rank = std::max(r.comms_per_rank, static_cast<int64_t>(mine.size()));
+  }
   if (r.hang.detected) {
     RETURN_IF_ERROR(DescribeHangRanks(db, data, cuda_in_flight, r.hang));
+    const bool multi_group = r.comms_per_rank > 1;
+    if (multi_group) {
+      // A rank stuck in one group may only wait for another group's laggard: the chain across
+      // groups is the hang engine's (wait_graph.h), run on Flight Recorder dumps where merged.
+      r.hang.confidence = Confidence::kLow;
+      r.warnings.push_back(
+          "the ranks of this job call collectives in up to " + std::to_string(r.comms_per_rank) +
+          " communicators each (tensor-, pipeline-, data- or expert-parallel groups), and the "
+          "recording's hang analysis looks at one communicator and its collectives: the ranks it "
+          "names (communicator ranks) may only be waiting for a rank of another group; confidence "
+          "low. With every rank's PyTorch Flight Recorder dump merged beside the bundles, the "
+          "verdict across every group (the dumps') is shown instead");
+    }
     for (size_t i = 0; i < r.hang.culprit_labels.size(); ++i) {
       r.stragglers.push_back(HangStraggler(r.hang, data, i));
+      if (multi_group) {
+        r.stragglers.back().confidence = Confidence::kLow;
+        r.stragglers.back().confidence_score =
+            TierScore(ScoreBasis::kHang, Confidence::kLow, 0);
+      }
     }
     if (r.hang.basis == "host_enqueue") {
       r.notes.push_back(

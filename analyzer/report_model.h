@@ -301,6 +301,10 @@ struct Report {
   int64_t ranks = 0;
   int64_t collectives = 0;  // matched across >= 2 ranks
   int64_t nccl_calls = 0;   // rows considered
+  // The most communicators whose collectives one rank called: above 1 in a job with tensor-,
+  // pipeline-, data- or expert-parallel groups, where the recording's hang analysis (hang.h:
+  // one communicator) may name a rank that only waits for another group.
+  int64_t comms_per_rank = 0;
   std::string verdict;      // first line of every format
   // Verdicts: findings that explain measured lateness (of a rank, a node, or collectives
   // slowed while data moved) or a hang, best first.

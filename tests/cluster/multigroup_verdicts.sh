@@ -5,9 +5,9 @@
 #     different roles: the culprit SET equals the ranks whose fault struck (truth.json `ranks`),
 #     from the recording and from the dumps alone;
 #   - a clean run names nobody.
-# The default test run checks the dumps' verdicts of hang1, hang2, crash1 and crash2 ('multigroup
-# dump verdicts'); every scenario both ways is run directly: it prints every scenario's verdicts
-# and a summary, and fails when one is wrong.
+# The default test run checks hang1, hang2 and crash1 both ways ('multigroup verdicts') and crash2
+# from the dumps ('multigroup dump verdicts'); every scenario both ways is run directly: it
+# prints every scenario's verdicts and a summary, and fails when one is wrong.
 #   multigroup_verdicts.sh BUILD_DIR SOURCE_DIR [SCENARIO...]
 # SCENARIO: clean | hang1 | hang2 | crash1 | crash2 | slow1 | slow2 | mismatch1 | mismatch2
 # (all by default). RANKSCOPE_VERDICTS_FROM=recording|dumps checks only the verdicts from the
