@@ -4,7 +4,9 @@
 #include <set>
 #include <utility>
 
+#include "fr_lateness.h"
 #include "fr_wait_input.h"
+#include "report_format.h"
 #include "rscore/cli.h"
 #include "wait_words.h"
 
@@ -222,6 +224,21 @@ rs::Result<FlightRecorderSummary> AnalyzeFlightRecorder(rs::Db& db) {
   fa.unaligned_dumps = job.unaligned_dumps;
   fa.missing_ranks = job.missing_ranks;
   fa.notes = job.notes;
+
+  const FrLateness late = FindFrLateness(job.input, job.unaligned_dumps == 0);
+  fa.late_floor_ns = late.floor_ns;
+  for (const FrLateRank& l : late.late) {
+    fa.late_entries.push_back(
+        FrLateEntry{l.rank, FrRankLabel(job, l.rank), l.last, l.collectives, l.median_behind_ns});
+  }
+  if (!fa.late_entries.empty()) {
+    fa.notes.push_back(
+        "late entries come from the Flight Recorder entries' creation times (when each rank "
+        "issued the collective, on its host's wall clock): lateness under " +
+        FormatNs(late.floor_ns) +
+        " is not counted, and a rank late because it waited in another group just before is "
+        "named only where it is last in more than half of its collectives");
+  }
 
   const wait::Result res = wait::Analyze(job.input);
   fa.notes.insert(fa.notes.end(), res.notes.begin(), res.notes.end());

@@ -87,7 +87,9 @@ rs::Result<void> AddFlightRecorder(rs::Db& db, Report& r) {
       // agree is read from the labels (node and global rank).
       std::set<std::string> la(r.hang.culprit_labels.begin(), r.hang.culprit_labels.end());
       std::set<std::string> lb(fr.hang.culprit_labels.begin(), fr.hang.culprit_labels.end());
-      fr.agreement = la == lb ? "agree" : "disagree";
+      // Unlike 'disagree' (both verdicts shown), only the dumps' stands: the recording's is
+      // named in the warning.
+      fr.agreement = la == lb ? "agree" : "flight_recorder_only";
       if (la != lb) {
         r.warnings.push_back(
             "the recording and the Flight Recorder dumps disagree on the hang: the recording's "

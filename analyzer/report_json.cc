@@ -243,6 +243,13 @@ std::string RenderJson(const Report& r) {
     w.EndArray().Key("versions").BeginArray();
     for (const auto& v : fr->versions) w.String(v);
     w.EndArray().Key("unaligned_dumps").Int(fr->unaligned_dumps);
+    w.Key("late_entries").BeginArray();
+    for (const FrLateEntry& l : fr->late_entries) {
+      w.BeginObject().Key("rank").Int(l.rank).Key("label").String(l.label);
+      w.Key("last").Int(l.last).Key("collectives").Int(l.collectives);
+      w.Key("median_behind_ns").Int(l.median_behind_ns).EndObject();
+    }
+    w.EndArray().Key("late_floor_ns").Int(fr->late_floor_ns);
     w.Key("agreement").String(fr->agreement).Key("hang");
     Hang(w, fr->hang);
     w.EndObject();

@@ -44,6 +44,11 @@ std::string FlightRecorderLine(const FlightRecorderSummary& fr) {
   if (fr.unaligned_dumps > 0) {
     line += "; " + std::to_string(fr.unaligned_dumps) + " on their host's wall clock (unaligned)";
   }
+  for (const FrLateEntry& l : fr.late_entries) {
+    line += "; " + l.label + " entered " + std::to_string(l.last) + " of its " +
+            std::to_string(l.collectives) + " collectives last, a median " +
+            FormatNs(l.median_behind_ns) + " behind the others (entry times)";
+  }
   if (fr.agreement == "agree") {
     line += "; their hang agrees with the recording's";
   } else if (fr.agreement == "disagree") {

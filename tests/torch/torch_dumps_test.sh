@@ -6,7 +6,8 @@
 # what the job did:
 #   healthy, slow     no hang and nobody blamed: gloo records no completion, so the dumps cannot
 #                     tell a clean end from every rank timing out alike ('undetermined'), and
-#                     --fail-on hang exits 0
+#                     --fail-on hang exits 0; slow: rank 3 (2 s late into every collective) is
+#                     the one late entry, by its entries' creation times, and no other job has one
 #   skipped           rank 2 never entered the last world all_reduce: the culprit is rank 2
 #   subgroup_stall    rank 1 stalled before a tp all_reduce: the culprit is rank 1
 #   size_mismatch     rank 3 passed half the elements: a mismatch naming rank 3
@@ -21,36 +22,38 @@ OUT=$(mktemp -d /tmp/rankscope-torch-dumps.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
 failed=0
 
-# check SCENARIO FORMAT WANT_KIND WANT_CULPRITS (comma-separated, '' for none)
+# check SCENARIO FORMAT WANT_KIND WANT_CULPRITS WANT_LATE (comma-separated, '' for none)
 check() {
-  local sc=$1 fmt=$2 kind=$3 culprits=$4 db="$OUT/$1-$2.rsdb" rc=0
+  local sc=$1 fmt=$2 kind=$3 culprits=$4 late=$5 db="$OUT/$1-$2.rsdb" rc=0
   "$MERGE" -q -o "$db" "$DUMPS/$sc/$fmt" >"$OUT/merge.log" 2>&1 ||
     { echo "FAIL: $sc $fmt: merge: $(tail -n 3 "$OUT/merge.log")"; failed=1; return; }
   "$ANALYZE" report "$db" --format json -o "$db.json" --fail-on hang >"$OUT/report.log" 2>&1 || rc=$?
   local got
   got=$(python3 - "$db.json" <<'PY'
 import json, sys
-hang = ((json.load(open(sys.argv[1])).get("flight_recorder") or {}).get("hang") or {})
-print("%s %s %s" % (hang.get("kind"), ",".join(str(r) for r in sorted(hang.get("culprit_ranks") or [])),
-                    "detected" if hang.get("detected") else "not-detected"))
+fr = json.load(open(sys.argv[1])).get("flight_recorder") or {}
+hang = fr.get("hang") or {}
+print("%s %s %s late:%s" % (hang.get("kind"), ",".join(str(r) for r in sorted(hang.get("culprit_ranks") or [])),
+                    "detected" if hang.get("detected") else "not-detected",
+                    ",".join(str(l["rank"]) for l in fr.get("late_entries") or [])))
 PY
 )
   local want_detected=detected want_rc=4
   [[ -z "$culprits" ]] && want_detected=not-detected want_rc=0
-  if [[ "$got" == "$kind $culprits $want_detected" && $rc -eq $want_rc ]]; then
+  if [[ "$got" == "$kind $culprits $want_detected late:$late" && $rc -eq $want_rc ]]; then
     echo "ok: $sc ($fmt): $got, --fail-on hang exit $rc"
   else
-    echo "FAIL: $sc ($fmt): got '$got' exit $rc, want '$kind $culprits $want_detected' exit $want_rc"
+    echo "FAIL: $sc ($fmt): got '$got' exit $rc, want '$kind $culprits $want_detected late:$late' exit $want_rc"
     failed=1
   fi
 }
 
 for fmt in pickle json; do
-  check healthy "$fmt" undetermined ""
-  check slow "$fmt" undetermined ""
-  check skipped "$fmt" hang 2
-  check subgroup_stall "$fmt" hang 1
-  check size_mismatch "$fmt" mismatch 3
+  check healthy "$fmt" undetermined "" ""
+  check slow "$fmt" undetermined "" 3
+  check skipped "$fmt" hang 2 ""
+  check subgroup_stall "$fmt" hang 1 ""
+  check size_mismatch "$fmt" mismatch 3 ""
 done
 # The dumps hold what the job's truth.json says they were written by.
 for sc in healthy skipped subgroup_stall size_mismatch slow; do

@@ -1,0 +1,83 @@
+// Late entries from Flight Recorder creation times (fr_lateness.h), on hand-built records.
+#include "fr_lateness.h"
+
+#include <gtest/gtest.h>
+
+namespace analyzer {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+wait::Op Coll(size_t group, int64_t seq, int64_t created_ns) {
+  wait::Op o;
+  o.group = group;
+  o.op = rs::NcclOp::kAllReduce;
+  o.seq = seq;
+  o.created_ns = created_ns;
+  o.outcome = wait::Outcome::kCompleted;
+  return o;
+}
+
+// Ranks 0-3; group 0 = tp {0,1}, group 1 = world {0..3}. Rank `slow` enters every collective
+// `late` after the others; with `victim`, rank 0 also enters group 1's collectives late (it
+// waited in group 0 just before) but not group 0's.
+wait::Input Job(int64_t slow, int64_t late, bool victim, int steps = 5) {
+  wait::Input in;
+  in.groups = {{"tp", {0, 1}}, {"world", {0, 1, 2, 3}}};
+  for (int64_t r = 0; r < 4; ++r) {
+    wait::Rank rank;
+    rank.rank = r;
+    rank.recorded = true;
+    for (int s = 1; s <= steps; ++s) {
+      const int64_t base = s * 10'000 * kMs;
+      const int64_t extra = r == slow ? late : 0;
+      if (r < 2) rank.ops.push_back(Coll(0, s, base + extra + r));
+      const int64_t wait = victim && r == 0 ? late : 0;
+      rank.ops.push_back(Coll(1, s, base + 5'000 * kMs + extra + wait + r));
+    }
+    in.ranks.push_back(rank);
+  }
+  return in;
+}
+
+TEST(FrLateness, NamesTheRankLastInMostOfItsCollectives) {
+  const FrLateness got = FindFrLateness(Job(3, 2'000 * kMs, false), /*one_clock=*/false);
+  EXPECT_EQ(got.collectives, 10);
+  EXPECT_EQ(got.floor_ns, kUnalignedFloorNs);
+  ASSERT_EQ(got.late.size(), 1u);
+  EXPECT_EQ(got.late[0].rank, 3);
+  EXPECT_EQ(got.late[0].last, 5);
+  EXPECT_EQ(got.late[0].collectives, 5);
+  EXPECT_EQ(got.late[0].median_behind_ns, 2'000 * kMs + 2);  // +3 ns against rank 1's +1 ns
+}
+
+// Rank 0 is last in the world collectives only because it waited in tp just before: it is
+// last in 5 of its 10 collectives, not more than half, and is not named.
+TEST(FrLateness, AVictimLateInOneGroupOfTwoIsNotNamed) {
+  EXPECT_TRUE(FindFrLateness(Job(-1, 2'000 * kMs, true), false).late.empty());
+  // Late in both groups, it is.
+  wait::Input in = Job(0, 2'000 * kMs, false);
+  const FrLateness got = FindFrLateness(in, false);
+  ASSERT_EQ(got.late.size(), 1u);
+  EXPECT_EQ(got.late[0].rank, 0);
+  EXPECT_EQ(got.late[0].last, 10);
+}
+
+TEST(FrLateness, UnderTheFloorAndTooFewCollectivesNameNobody) {
+  // 50 ms is within what two hosts' clocks may differ by; counted on one clock.
+  EXPECT_TRUE(FindFrLateness(Job(3, 50 * kMs, false), false).late.empty());
+  ASSERT_EQ(FindFrLateness(Job(3, 50 * kMs, false), true).late.size(), 1u);
+  EXPECT_TRUE(FindFrLateness(Job(3, 2'000 * kMs, false, 2), false).late.empty());
+}
+
+TEST(FrLateness, PointToPointAndUnrecordedRanksAreLeftOut) {
+  wait::Input in = Job(3, 2'000 * kMs, false);
+  in.ranks[3].recorded = false;
+  EXPECT_TRUE(FindFrLateness(in, false).late.empty());
+  in = Job(3, 2'000 * kMs, false);
+  for (wait::Op& o : in.ranks[3].ops) o.p2p = true;
+  EXPECT_TRUE(FindFrLateness(in, false).late.empty());
+}
+
+}  // namespace
+}  // namespace analyzer
