@@ -33,8 +33,9 @@
 //     completed, and members without a record (suspects, low confidence). A set of ranks
 //     waiting for each other with no way out is a cycle: a deadlock. Members that called one
 //     sequence with another op, element count or dtype (same_count ops only, rscore/nccl_ops.h)
-//     are a mismatch; where the stuck operation has one, its minority is the culprit (a tie
-//     names nobody).
+//     are a mismatch; where the stuck operation has one, its minority is the culprit, even where
+//     it completed its own call and went on, and a member stuck in it is not (a smaller call
+//     can end while the larger one waits for data that never comes); a tie names nobody.
 //  8. An operation every member entered and none completed has no laggard: the chain ends in
 //     the operation itself (network or device). It is a hang only where it timed out or
 //     waited past its timeout; otherwise it is in flight (a dump taken mid-step looks alike).
@@ -156,6 +157,9 @@ struct FieldMismatch {
   std::string field;  // 'op' | 'count' | 'datatype'
   std::vector<std::pair<std::string, std::vector<int64_t>>> variants;  // value -> ranks
   std::vector<int64_t> minority;  // the one least used value's ranks; empty: a tie
+  // A tie of two values decided by the ranks' own other calls of that op in the group: one
+  // side's value is what its ranks always pass there, the other's new to them (minority).
+  bool by_history = false;
 };
 
 struct Result {

@@ -186,6 +186,72 @@ TEST(WaitGraph, MismatchTieNamesNobody) {
   EXPECT_TRUE(r.culprits.empty());
 }
 
+// The test bed's size mismatch in a group of two: the smaller call completed, the larger waits.
+// The waiting rank is no culprit. One against one, the votes cannot say which side is wrong;
+// the ranks' own other all-reduces in the group (2048 each) name rank 4's 1024 (low).
+TEST(WaitGraph, MismatchExplainsTheRankStuckWhereTheOtherCompleted) {
+  Job j;
+  const size_t g = j.Group("tp", {4, 5});
+  j.Done(g, {4, 5}, 1, 6);
+  j.Coll(4, g, 7, Outcome::kCompleted, kT0 + 10 * kS).count = 1024;
+  j.Coll(5, g, 7, Outcome::kPending, kT0 + 10 * kS);
+  const Result r = j.Run();
+  EXPECT_EQ(r.verdict, Verdict::kMismatch);
+  EXPECT_EQ(r.culprits, (V{4}));
+  EXPECT_EQ(r.confidence, Confidence::kLow);
+  ASSERT_EQ(r.mismatches.size(), 1u);
+  EXPECT_TRUE(r.mismatches[0].by_history);
+  const std::vector<std::string> chains = Chains(j.in, r, 10);
+  ASSERT_FALSE(chains.empty());
+}
+
+// A mismatched call that completed on both ranks (the CPU NCCL lets it), and a later collective
+// of the group stuck on one: the earlier mismatch explains it, its stuck rank is no culprit.
+TEST(WaitGraph, AnEarlierMismatchInTheGroupExplainsALaterStall) {
+  Job j;
+  const size_t g = j.Group("tp", {4, 5});
+  j.Done(g, {4, 5}, 1, 6);
+  j.Coll(4, g, 7, Outcome::kCompleted, kT0 + 7 * kS).count = 1024;
+  j.Coll(5, g, 7, Outcome::kCompleted, kT0 + 7 * kS);
+  j.Done(g, {4, 5}, 8, 9);
+  j.Coll(4, g, 10, Outcome::kCompleted, kT0 + 10 * kS);
+  j.Coll(5, g, 10, Outcome::kPending, kT0 + 10 * kS);
+  const Result r = j.Run();
+  EXPECT_EQ(r.verdict, Verdict::kMismatch);
+  EXPECT_EQ(r.culprits, (V{4}));
+  ASSERT_TRUE(r.stuck);
+  EXPECT_EQ(r.stuck->seq, 10);  // what never completed; the culprit's call is seq 7
+  ASSERT_EQ(r.ends.size(), 2u);
+  EXPECT_EQ(r.ends[0].op->seq, 7);
+}
+
+// Shapes that vary from call to call (no value is any rank's usual one): a tie names nobody.
+TEST(WaitGraph, MismatchTieWithVaryingShapesNamesNobody) {
+  Job j;
+  const size_t g = j.Group("tp", {4, 5});
+  for (int64_t s = 1; s <= 6; ++s) {
+    for (int64_t r : {4, 5}) j.Coll(r, g, s, Outcome::kCompleted, kT0 + s * kS).count = 100 * s;
+  }
+  j.Coll(4, g, 7, Outcome::kCompleted, kT0 + 10 * kS).count = 1024;
+  j.Coll(5, g, 7, Outcome::kPending, kT0 + 10 * kS).count = 4096;
+  const Result r = j.Run();
+  EXPECT_EQ(r.verdict, Verdict::kMismatch);
+  EXPECT_TRUE(r.culprits.empty());
+}
+
+// Three against one: the minority completed its smaller call and went on; it is the culprit,
+// not the three stuck in the larger one.
+TEST(WaitGraph, MismatchMinorityThatWentOnIsTheCulprit) {
+  Job j;
+  const size_t g = j.Group("0", {0, 1, 2, 3});
+  j.Done(g, {0, 1, 2, 3}, 1, 6);
+  for (int64_t r : {0, 1, 2}) j.Coll(r, g, 7, Outcome::kPending, kT0 + 10 * kS);
+  j.Coll(3, g, 7, Outcome::kCompleted, kT0 + 10 * kS).count = 1024;
+  const Result r = j.Run();
+  EXPECT_EQ(r.verdict, Verdict::kMismatch);
+  EXPECT_EQ(r.culprits, (V{3}));
+}
+
 TEST(WaitGraph, MissingDumpIsASuspect) {
   Job j;
   const size_t g = j.Group("0", {0, 1, 2, 3});

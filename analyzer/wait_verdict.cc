@@ -29,11 +29,20 @@ bool ProvenAbsent(const EndsContext& ctx, int64_t rank) {
   return false;
 }
 
+// The mismatch that explains an operation of the group stuck at seq: at that seq, else the
+// latest before it. NCCL has every rank pass one count, datatype and op to a collective (its
+// API documentation) and does not check them: a mismatched call may complete with wrong data
+// and leave the group's later collectives waiting for bytes that never come (the test bed's
+// CPU NCCL: a half-size tp all-reduce at seq 97 completed on both ranks, one rank then stuck
+// at seq 128).
 const FieldMismatch* MismatchAt(const EndsContext& ctx, size_t group, int64_t seq) {
+  const FieldMismatch* before = nullptr;
   for (const FieldMismatch& m : ctx.mismatches) {
-    if (m.group == group && m.seq == seq) return &m;
+    if (m.group != group || m.seq > seq) continue;
+    if (m.seq == seq) return &m;
+    if (!before || m.seq > before->seq) before = &m;
   }
-  return nullptr;
+  return before;
 }
 
 // The wait an open operation shows (rule 10), and whether it timed out.
@@ -62,8 +71,12 @@ Confidence ConfidenceOf(const Result& out) {
     }
     case Verdict::kDeadlock:
       return out.timed_out ? Confidence::kHigh : Confidence::kMedium;
-    case Verdict::kMismatch:
-      return Confidence::kMedium;
+    case Verdict::kMismatch: {
+      // Decided by the ranks' own history rather than by a majority: a hint.
+      const bool by_history = std::any_of(out.mismatches.begin(), out.mismatches.end(),
+                                          [](const FieldMismatch& m) { return m.by_history; });
+      return by_history ? Confidence::kLow : Confidence::kMedium;
+    }
     case Verdict::kStuckInOp:
       return Confidence::kLow;
     case Verdict::kNone:
@@ -142,11 +155,16 @@ End ClassifySink(const EndsContext& ctx, int64_t rank) {
         }
       }
       const FieldMismatch* mm = MismatchAt(ctx, o.group, o.seq);
-      if (others_completed) {
+      if (mm) {
+        // Rule 7: members called it differently. That explains a member stuck in it while
+        // another completed its own call (the test bed's size mismatch: the smaller call ends,
+        // the larger waits for data that never comes): the minority is the culprit, a member
+        // of the majority or of a tie is not.
+        if (std::find(mm->minority.begin(), mm->minority.end(), rank) != mm->minority.end()) {
+          kind = EndKind::kMismatched;
+        }
+      } else if (others_completed) {
         kind = EndKind::kStuckAlone;
-      } else if (mm &&
-                 std::find(mm->minority.begin(), mm->minority.end(), rank) != mm->minority.end()) {
-        kind = EndKind::kMismatched;
       }
     }
     if (rank_of(kind) > rank_of(best)) {
@@ -156,10 +174,38 @@ End ClassifySink(const EndsContext& ctx, int64_t rank) {
   }
   End end = MakeEnd(ctx, rank, best);
   end.op = r.ops[best_op];
+  if (best == EndKind::kMismatched) {  // the call unlike the others, maybe an earlier one
+    if (const FieldMismatch* mm = MismatchAt(ctx, end.op->group, end.op->seq)) {
+      if (const Op* o = ctx.ix.At(rank, mm->group, mm->seq)) end.op = *o;
+    }
+  }
   return end;
 }
 
+// Rule 7: the minority of a mismatch at an operation a chain ends in is a culprit even where
+// it completed its call and went on (it is then no end of the graph itself).
+void AddMismatchMinorities(const EndsContext& ctx, Result& out) {
+  std::vector<End> minority;
+  for (const End& e : out.ends) {
+    if (e.kind != EndKind::kStuckTogether || !e.op || e.op->p2p) continue;
+    const FieldMismatch* m = MismatchAt(ctx, e.op->group, e.op->seq);
+    if (!m) continue;
+    for (int64_t r : m->minority) {
+      auto known = [r](const End& x) { return x.rank == r; };
+      if (std::any_of(out.ends.begin(), out.ends.end(), known) ||
+          std::any_of(minority.begin(), minority.end(), known)) {
+        continue;
+      }
+      End x = MakeEnd(ctx, r, EndKind::kMismatched);
+      if (const Op* o = ctx.ix.At(r, m->group, m->seq)) x.op = *o;  // the call unlike the others
+      minority.push_back(std::move(x));
+    }
+  }
+  out.ends.insert(out.ends.end(), minority.begin(), minority.end());
+}
+
 void Decide(const EndsContext& ctx, Result& out) {
+  AddMismatchMinorities(ctx, out);
   std::stable_sort(out.ends.begin(), out.ends.end(), [](const End& a, const End& b) {
     return std::make_pair(!IsCulprit(a.kind), a.rank) < std::make_pair(!IsCulprit(b.kind), b.rank);
   });
@@ -183,8 +229,7 @@ void Decide(const EndsContext& ctx, Result& out) {
 
   const bool tie_mismatch = std::any_of(out.ends.begin(), out.ends.end(), [&](const End& e) {
     if (e.kind != EndKind::kStuckTogether || !e.op || e.op->p2p) return false;
-    const FieldMismatch* m = MismatchAt(ctx, e.op->group, e.op->seq);
-    return m && m->minority.empty();
+    return MismatchAt(ctx, e.op->group, e.op->seq) != nullptr;
   });
   const bool rank_culprits = kinds.count(EndKind::kWaitsInNothing) ||
                              kinds.count(EndKind::kStuckAlone) || kinds.count(EndKind::kNoRecord) ||
@@ -220,7 +265,8 @@ void Decide(const EndsContext& ctx, Result& out) {
   for (const End& e : out.ends) {
     if (!IsCulprit(e.kind)) continue;
     if ((e.kind == EndKind::kStuckAlone || e.kind == EndKind::kMismatched) && e.op) {
-      consider(e.rank, *e.op);
+      // A mismatched call that completed (an earlier one) is not what is stuck.
+      if (e.op->outcome != Outcome::kCompleted) consider(e.rank, *e.op);
       continue;
     }
     for (const Edge& x : out.edges) {

@@ -147,8 +147,15 @@ std::string EndPhrase(const Input& in, const Result& r, const End& e) {
       return "is still in " + op + " (" + OutcomeWord(*e.op) + ")" +
              AtLeast(std::max<int64_t>(0, r.latest_ns - e.op->created_ns)) +
              ", which another member completed";
-    case EndKind::kMismatched:
+    case EndKind::kMismatched: {
+      for (const FieldMismatch& m : r.mismatches) {
+        if (!e.op || m.group != e.op->group || m.seq != e.op->seq || !m.by_history) continue;
+        return "called " + op + " with a " + m.field +
+               " unlike the other member(s), and unlike its own other calls of it in that "
+               "group, which pass the others' value (see the mismatches)";
+      }
       return "called " + op + " unlike the other members (see the mismatches)";
+    }
     case EndKind::kInCycle:
       return "waits in " + op + " in a cycle of ranks waiting for each other";
     case EndKind::kStuckTogether:

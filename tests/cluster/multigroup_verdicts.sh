@@ -5,8 +5,8 @@
 #     different roles: the culprit SET equals the ranks whose fault struck (truth.json `ranks`),
 #     from the recording and from the dumps alone;
 #   - a clean run names nobody.
-# The default test run checks hang1, hang2 and crash1 both ways ('multigroup verdicts') and crash2
-# from the dumps ('multigroup dump verdicts'); every scenario both ways is run directly: it
+# The default test run checks hang1, hang2, crash1 and mismatch1 both ways ('multigroup
+# verdicts') and crash2 from the dumps ('multigroup dump verdicts'); every scenario both ways is run directly: it
 # prints every scenario's verdicts and a summary, and fails when one is wrong.
 #   multigroup_verdicts.sh BUILD_DIR SOURCE_DIR [SCENARIO...]
 # SCENARIO: clean | hang1 | hang2 | crash1 | crash2 | slow1 | slow2 | mismatch1 | mismatch2
