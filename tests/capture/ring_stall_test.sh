@@ -72,7 +72,8 @@ stall_case() {
   [[ $(q "$in_flight_sql") -ge 1 ]] || fail "$node: the hung operation is not in flight in the cut:
 $(q "SELECT rank, op, seq, state FROM nccl_events")"
   [[ $(q "SELECT COUNT(*) FROM nccl_events WHERE op = 'ALL_REDUCE' AND seq = 1 AND
-            state = 'complete'") -eq 2 ]] || fail "$node: the first AllReduce on both ranks"
+            state = 'complete'") -eq 2 ]] || fail "$node: the first AllReduce on both ranks:
+$(q "SELECT rank, pid, op, seq, state, comm_id_hash FROM nccl_events")"
   for source in ${sources//,/ }; do
     [[ $(q "SELECT events FROM sources WHERE source = '$source'") -eq \
        $(q "SELECT COUNT(*) FROM $(table_of "$source")") ]] || fail "$node: $source events vs rows"
