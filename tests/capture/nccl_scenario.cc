@@ -6,7 +6,8 @@
 //                         communicator, every collective, a group of send/recv, two splits;
 //                         prints 'done' and exits at the next line on stdin
 //   nccl_scenario hang    two processes over loopback (NCCL_COMM_ID must be set): one
-//                         AllReduce together, then rank 1 stops and rank 0 blocks in the next
+//                         AllReduce together (rank 0 waits until rank 1's has returned), then
+//                         rank 1 stops and rank 0 blocks in the next
 //
 // Both run the library in sync mode (blocking collectives, streams ignored).
 // Output lines: 'key value' (values of pointers in hex).
@@ -89,6 +90,11 @@ int Hang() {
   ncclUniqueId id;
   Check(ncclGetUniqueId(&id), "GetUniqueId");
   std::fflush(stdout);
+  // Rank 1 says when its first AllReduce has returned: rank 0 enters the second only then, so
+  // that a recording of the hang holds the first complete on both ranks (on a loaded machine
+  // rank 1's return could otherwise come after the stall was cut).
+  int returned[2];
+  if (pipe(returned) != 0) return 1;
   pid_t child = fork();
   if (child < 0) return 1;
   const int rank = child == 0 ? 1 : 0;
@@ -100,9 +106,12 @@ int Hang() {
               reinterpret_cast<unsigned long>(comm));
   std::fflush(stdout);
   if (rank == 1) {
+    (void)!write(returned[1], "r", 1);
     pause();  // never enters the second collective: rank 0 hangs in it
     return 0;
   }
+  char r;
+  if (read(returned[0], &r, 1) != 1) return 1;
   std::printf("hanging\n");
   std::fflush(stdout);
   ncclAllReduce(a.data(), b.data(), 256, ncclFloat32, ncclSum, comm, nullptr);
