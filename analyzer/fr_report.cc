@@ -77,6 +77,7 @@ rs::Result<void> AddFlightRecorder(rs::Db& db, Report& r) {
                       "are their host's wall clock, not aligned with the recording");
   }
   const bool recorder = r.hang.detected;
+  bool replaced = false;  // r.hang is the dumps' (their mismatches with it)
   if (fr.hang.detected && recorder) {
     std::set<int64_t> a(r.hang.culprit_ranks.begin(), r.hang.culprit_ranks.end());
     std::set<int64_t> b(fr.hang.culprit_ranks.begin(), fr.hang.culprit_ranks.end());
@@ -101,6 +102,7 @@ rs::Result<void> AddFlightRecorder(rs::Db& db, Report& r) {
       }
       std::erase_if(r.stragglers, [](const Straggler& s) { return s.cause == "hang"; });
       r.hang = fr.hang;
+      replaced = true;
       AddFrStragglers(r);
     } else if (a == b) {
       fr.agreement = "agree";
@@ -154,11 +156,14 @@ rs::Result<void> AddFlightRecorder(rs::Db& db, Report& r) {
   } else {
     fr.agreement = "no_hang";
     // Dumps only: theirs is the only hang analysis there is, said as it is (undetermined too).
-    if (r.nccl_calls == 0) r.hang = fr.hang;
+    if (r.nccl_calls == 0) {
+      r.hang = fr.hang;
+      replaced = true;
+    }
   }
   r.notes.insert(r.notes.end(), fr.notes.begin(), fr.notes.end());
   for (const Mismatch& m : fr.hang.mismatches) {
-    if (fr.agreement != "flight_recorder_only") r.hang.mismatches.push_back(m);
+    if (fr.agreement != "flight_recorder_only" && !replaced) r.hang.mismatches.push_back(m);
   }
   r.flight_recorder = std::move(fr);
   return rs::Ok();
