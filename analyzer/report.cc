@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <map>
 #include <optional>
 #include <set>
 
@@ -215,10 +214,15 @@ void TakeInventory(const CollectiveData& data, Report& r) {
 rs::Result<void> AddHang(rs::Db& db, const CollectiveData& data, Report& r) {
   ASSIGN_OR_RETURN(auto cuda_in_flight, LoadCudaInFlight(db, data));
   r.hang = AnalyzeHang(data, cuda_in_flight, r.end_ns);
-  std::map<int32_t, std::set<uint64_t>> comms;
-  for (const NcclCall& c : data.calls) comms[c.participant].insert(c.comm);
-  for (const auto& [p, mine] : comms) {
-    r.comms_per_rank = std::max(r.comms_per_rank, static_cast<int64_t>(mine.size()));
+  // data.calls are ordered by communicator: a participant's calls of one communicator are
+  // contiguous among its own, so counting changes of communicator counts them once each.
+  std::vector<std::optional<uint64_t>> last_comm(data.participants.size());
+  std::vector<int64_t> comms(data.participants.size(), 0);
+  for (const NcclCall& c : data.calls) {
+    const auto p = static_cast<size_t>(c.participant);
+    if (last_comm[p] == c.comm) continue;
+    last_comm[p] = c.comm;
+    r.comms_per_rank = std::max(r.comms_per_rank, ++comms[p]);
   }
   if (r.hang.detected) {
     RETURN_IF_ERROR(DescribeHangRanks(db, data, cuda_in_flight, r.hang));
