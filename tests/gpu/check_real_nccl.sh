@@ -52,14 +52,18 @@ else
   RECORD=(rankscope-record)
 fi
 "${RECORD[@]}" --version
-"${RECORD[@]}" --node gpunode --out "$OUTDIR/gpunode.rsb" -v >"$OUTDIR/record.log" 2>&1 &
-REC=$!
-for ((i = 0; i < 300; i++)); do
-  grep -q "recording node" "$OUTDIR/record.log" && break
-  kill -0 $REC 2>/dev/null || { echo "recorder exited:"; tail -n 20 "$OUTDIR/record.log"; exit 1; }
-  sleep 0.1
-done
-grep "recording node" "$OUTDIR/record.log" || echo "no readiness line; going on"
+# start_recorder BUNDLE LOG: REC is its pid once it says it records (at most 30 s)
+start_recorder() {
+  "${RECORD[@]}" --node gpunode --out "$1" -v >"$2" 2>&1 &
+  REC=$!
+  for ((i = 0; i < 300; i++)); do
+    grep -q "recording node" "$2" && break
+    kill -0 $REC 2>/dev/null || { echo "recorder exited:"; tail -n 20 "$2"; exit 1; }
+    sleep 0.1
+  done
+  grep "recording node" "$2" || echo "no readiness line; going on"
+}
+start_recorder "$OUTDIR/gpunode.rsb" "$OUTDIR/record.log"
 
 step "short job, the plugin found by its default name on the library path"
 ln -sf libnccl-profiler-rankscope.so "$PLUGIN_DIR/libnccl-profiler.so"
@@ -103,3 +107,22 @@ pkill -KILL -f "$HERE/real_nccl_job.py"
 for p in "${JOB[@]}"; do wait "$p" 2>/dev/null; done
 grep -h -i -E "profiler|NCCL version" "$OUTDIR"/job_rank*.log | sort | uniq -c | head -20
 ls -l "$OUTDIR"
+
+# The Flight Recorder jobs: 4 ranks, tp and dp split from the world, NCCL writing the dumps
+# (tests/torch/jobs.py --backend nccl says what each does), each under a recording of its own
+# that the job stops once every rank dumped (while a hang still holds).
+step "Flight Recorder jobs"
+for sc in ${RANKSCOPE_FR_SCENARIOS:-healthy slow skipped two_stalls size_mismatch}; do
+  d="$OUTDIR/fr/$sc"
+  mkdir -p "$d"
+  start_recorder "$d/gpunode.rsb" "$d/record.log"
+  timeout 240 python3 "$SRC/tests/torch/jobs.py" --backend nccl --plugin "$PLUGIN" \
+    --recorder-pid $REC "$d" "$sc"
+  echo "$sc: job exit $?"
+  kill -INT $REC 2>/dev/null
+  wait $REC
+  echo "$sc: recorder exit $?"
+  grep -E "drop|unrecorded|bundle" "$d/record.log" | tail -n 4
+  pkill -KILL -f -- "--nccl-worker $d" 2>/dev/null
+  ls -l "$d" "$d/auto" "$d/pickle"
+done

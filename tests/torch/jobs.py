@@ -4,8 +4,10 @@ python3-torch, inside the root tests/torch/setup_chroot.sh builds), each rank wr
 Flight Recorder dump in both formats PyTorch writes.
 
   jobs.py OUT_DIR SCENARIO
+  jobs.py --backend nccl [--plugin LIB] [--recorder-pid PID] OUT_DIR SCENARIO
 
-SCENARIO: healthy | skipped | subgroup_stall | size_mismatch | slow
+SCENARIO (gloo): healthy | skipped | subgroup_stall | size_mismatch | slow
+SCENARIO (nccl): healthy | slow | skipped | two_stalls | size_mismatch   (NCCL_SCENARIOS below)
 
 The job is shaped like a small 2-way tensor-parallel x 2-way data-parallel job:
   world  ranks 0-3   the default group (init_process_group, FileStore)
@@ -229,13 +231,276 @@ def launch(out_dir, scenario):
     return 1 if "no dump" in outcomes.values() else 0
 
 
+# ---- The NCCL jobs (a GPU node: tests/gpu/check_real_nccl.sh runs them) ----------------------
+# The same 2 x 2 shape on the nccl backend, the four ranks on one GPU: each claims a host of its
+# own (NCCL_HOSTID), so NCCL connects them over its socket transport on loopback instead of
+# refusing a second rank on one device. init_process_group gets device_id, so the world
+# communicator is made at once and new_subgroups splits tp and dp from it (ncclCommSplit), as
+# torchtitan and Megatron-LM set up theirs. Every step: all_reduce and all_gather in tp, a
+# send/receive from stage 0 to stage 1 (0 -> 2, 1 -> 3, on the world group, as a pipeline's
+# activations), all_reduce in dp, all_reduce in world, then torch.cuda.synchronize() (a
+# training loop's loss.item()): the host enqueues the step's operations and waits at its end,
+# so a rank stuck in one operation has the step's later ones recorded as scheduled behind it.
+#
+# The dumps are written twice, as PyTorch writes them:
+#   OUT_DIR/auto/nccl_trace_rank_R   PyTorch's own dump on a timeout (TORCH_NCCL_DUMP_ON_TIMEOUT,
+#                                    TORCH_NCCL_DEBUG_INFO_TEMP_FILE): the rank whose watchdog
+#                                    timed out writes it and signals the others through the
+#                                    store, whose monitor threads then write theirs (pickle)
+#   OUT_DIR/{pickle,json}/...        torch._C._distributed_c10d._dump_nccl_trace and
+#                                    _dump_nccl_trace_json, called DUMP_AFTER_S into the last
+#                                    step (before any timeout), or at the end of a clean job
+NCCL_TIMEOUT_S = 20  # every group's timeout
+NCCL_SLOW_S = 0.5  # how late the slow rank enters each operation
+DUMP_AFTER_S = 6  # the explicit dumps, this long after a rank began the last step
+NCCL_JOB_S = 150
+AUTO_DUMP_WAIT_S = 30  # after the timeout, how long the ranks get to write their own dumps
+# RANKSCOPE_JOBS_DRY_RUN=1: the NCCL jobs' logic on gloo and the CPU (no GPU; no dump of
+# PyTorch's own): a check of this script where no GPU is, as the chroot's PyTorch allows.
+DRY_RUN = os.environ.get("RANKSCOPE_JOBS_DRY_RUN") == "1"
+
+NCCL_SCENARIOS = {
+    "healthy": {"faulty_ranks": [], "kind": "none",
+                "what": f"{STEPS} steps; every rank dumps at the end"},
+    "slow": {"faulty_ranks": [3], "kind": "slow",
+             "what": f"rank 3 enters every operation {NCCL_SLOW_S} s late; nothing times out"},
+    "skipped": {"faulty_ranks": [2], "kind": "missing_collective", "group": "world",
+                "op": "all_reduce", "timing": False,
+                "what": "rank 2 never calls the last step's world all_reduce (then idles); "
+                        "ranks 0, 1, 3 time out in it. TORCH_NCCL_ENABLE_TIMING is off here"},
+    "two_stalls": {"faulty_ranks": [1, 2], "kind": "stall", "group": "tp {0,1} and tp {2,3}",
+                   "op": "all_reduce",
+                   "what": "ranks 1 and 2 stall (sleep) before the last step's tp all_reduce: "
+                           "rank 0 times out in tp {0,1} waiting for 1, rank 3 in tp {2,3} "
+                           "waiting for 2"},
+    "size_mismatch": {"faulty_ranks": [3], "kind": "mismatch", "group": "world",
+                      "op": "all_reduce", "field": "size",
+                      "what": f"rank 3 passes {NUMEL // 2} elements to the last step's world "
+                              f"all_reduce, the others {NUMEL}: NCCL checks no count across "
+                              f"ranks, so what follows is whatever the transport does"},
+}
+
+
+def nccl_dump(out_dir, rank, outcome):
+    """This rank's dump in both formats (the NCCL entry points), then its done.R file."""
+    import torch._C._distributed_c10d as c10d
+    try:
+        nccl = hasattr(c10d, "_dump_nccl_trace") and not DRY_RUN
+        pick = c10d._dump_nccl_trace() if nccl else c10d._dump_fr_trace()
+        with open(os.path.join(out_dir, "pickle", f"nccl_trace_rank_{rank}"), "wb") as f:
+            f.write(pick)
+        js = c10d._dump_nccl_trace_json() if nccl else c10d._dump_fr_trace_json()
+        with open(os.path.join(out_dir, "json", f"nccl_trace_rank_{rank}.json"), "wb") as f:
+            f.write(js if isinstance(js, bytes) else js.encode())
+    except Exception as e:  # written down, not fatal: the auto dumps may still come
+        outcome = f"{outcome}; dump failed: {type(e).__name__}: {e}"
+    with open(os.path.join(out_dir, f"done.{rank}"), "w") as f:
+        f.write(outcome + "\n")
+    log(rank, f"dumped ({outcome})")
+
+
+def nccl_worker(out_dir, scenario, rank):
+    import threading
+    import torch
+    import torch.distributed as dist
+
+    timeout = datetime.timedelta(seconds=NCCL_TIMEOUT_S)
+    if DRY_RUN:
+        dev, sync = torch.device("cpu"), (lambda: None)
+        dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=WORLD,
+                                timeout=timeout)
+    else:
+        dev, sync = torch.device("cuda", 0), torch.cuda.synchronize
+        torch.cuda.set_device(dev)
+        dist.init_process_group("nccl", init_method="env://", rank=rank, world_size=WORLD,
+                                timeout=timeout, device_id=dev)
+    world = dist.group.WORLD
+    tp, _ = dist.new_subgroups(group_size=2, timeout=timeout, group_desc="tp")
+    dp, _ = dist.new_subgroups_by_enumeration([[0, 2], [1, 3]], timeout=timeout, group_desc="dp")
+    log(rank, f"torch {torch.__version__}, groups ready")
+
+    faulty = rank in NCCL_SCENARIOS[scenario]["faulty_ranks"]
+    slow = scenario == "slow" and faulty
+
+    def op(fn):
+        if slow:
+            time.sleep(NCCL_SLOW_S)
+        fn()
+
+    for step in range(STEPS):
+        last = step == STEPS - 1
+        if last and scenario != "healthy" and scenario != "slow":
+            threading.Thread(target=lambda: (time.sleep(DUMP_AFTER_S),
+                                             nccl_dump(out_dir, rank, "dumped in the last step")),
+                             daemon=True).start()
+        x = torch.full((NUMEL,), float(rank + step), device=dev)
+        if last and scenario == "two_stalls" and faulty:
+            log(rank, "stalls before the tp all_reduce")
+            time.sleep(NCCL_JOB_S)
+            os._exit(0)
+        op(lambda: dist.all_reduce(x, group=tp))
+        parts = [torch.empty(NUMEL, device=dev) for _ in range(2)]
+        op(lambda: dist.all_gather(parts, x, group=tp))
+        if rank < 2:
+            op(lambda: dist.send(x, rank + 2))
+        else:
+            buf = torch.empty(NUMEL, device=dev)
+            op(lambda: dist.recv(buf, rank - 2))
+        op(lambda: dist.all_reduce(x, group=dp))
+        if last and scenario == "skipped" and faulty:
+            log(rank, "skips the world all_reduce")
+            sync()
+            time.sleep(NCCL_JOB_S)
+            os._exit(0)
+        y = x
+        if last and scenario == "size_mismatch" and faulty:
+            y = torch.ones(NUMEL // 2, device=dev)
+            log(rank, f"passes {y.numel()} elements to the world all_reduce")
+        op(lambda: dist.all_reduce(y, group=world))
+        log(rank, f"step {step} enqueued")
+        sync()
+        log(rank, f"step {step} done")
+    nccl_dump(out_dir, rank, "completed")
+    wait_for(out_dir, range(WORLD))
+    os._exit(0)  # no teardown: nothing is left to wait for
+
+
+def nccl_launch(out_dir, scenario, plugin, recorder_pid):
+    import signal
+    import socket
+    for sub in ("pickle", "json", "auto"):
+        os.makedirs(os.path.join(out_dir, sub), exist_ok=True)
+    for r in range(WORLD):
+        try:
+            os.unlink(os.path.join(out_dir, f"done.{r}"))
+        except FileNotFoundError:
+            pass
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    spec = NCCL_SCENARIOS[scenario]
+    timing = spec.get("timing", True)
+    procs = []
+    for rank in range(WORLD):
+        env = dict(os.environ)
+        env.update({
+            "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(WORLD),
+            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+            "NCCL_HOSTID": f"rankscope-fr-{rank}", "NCCL_SOCKET_IFNAME": "lo",
+            "NCCL_IB_DISABLE": "1", "NCCL_DEBUG": "WARN",
+            "TORCH_FR_BUFFER_SIZE": str(FR_BUFFER), "TORCH_NCCL_TRACE_BUFFER_SIZE": str(FR_BUFFER),
+            "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
+            "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": os.path.join(out_dir, "auto", "nccl_trace_rank_"),
+            "TORCH_NCCL_ENABLE_TIMING": "1" if timing else "0",
+            "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1",
+        })
+        if plugin:
+            env["NCCL_PROFILER_PLUGIN"] = plugin
+        if DRY_RUN:
+            env["USE_LIBUV"] = "0"  # Debian's PyTorch has a TCPStore without libuv
+        logf = open(os.path.join(out_dir, f"rank_{rank}.log"), "w")
+        procs.append((subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--nccl-worker", out_dir, scenario,
+             str(rank)], env=env, stdout=logf, stderr=subprocess.STDOUT), logf))
+
+    def all_dumped():
+        return all(os.path.exists(os.path.join(out_dir, f"done.{r}")) for r in range(WORLD))
+
+    def stop_recorder(why):
+        nonlocal recorder_pid
+        if recorder_pid:
+            print(f"{scenario}: stopping the recorder ({why})", flush=True)
+            try:
+                os.kill(recorder_pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+            recorder_pid = None
+
+    # Until every process ended, or every rank wrote PyTorch's own dump (then 2 s more for the
+    # writing to end), or the timeout and AUTO_DUMP_WAIT_S passed after the explicit dumps.
+    start = time.monotonic()
+    deadline = start + NCCL_JOB_S
+    dumped_at = auto_at = None
+    while time.monotonic() < deadline:
+        now = time.monotonic()
+        if dumped_at is None and all_dumped():
+            dumped_at = now
+            stop_recorder("every rank dumped")
+        if all(p.poll() is not None for p, _ in procs):
+            break
+        if auto_at is None and all(
+                os.path.exists(os.path.join(out_dir, "auto", f"nccl_trace_rank_{r}"))
+                for r in range(WORLD)):
+            auto_at = now
+        if auto_at is not None and now - auto_at > 2:
+            break
+        if dumped_at is not None and now - dumped_at > NCCL_TIMEOUT_S + AUTO_DUMP_WAIT_S:
+            break
+        time.sleep(0.2)
+    stop_recorder("the job ended")
+    codes = []
+    for p, logf in procs:
+        if p.poll() is None:
+            p.kill()
+        codes.append(p.wait())
+        logf.close()
+    outcomes = {}
+    for rank in range(WORLD):
+        try:
+            with open(os.path.join(out_dir, f"done.{rank}")) as f:
+                outcomes[str(rank)] = f.read().strip()
+            os.unlink(os.path.join(out_dir, f"done.{rank}"))
+        except FileNotFoundError:
+            outcomes[str(rank)] = "no dump"
+    import torch
+    truth = dict(spec)
+    truth.update({
+        "scenario": scenario, "world_size": WORLD, "steps": STEPS, "timeout_s": NCCL_TIMEOUT_S,
+        "groups": {"world": [[0, 1, 2, 3]], "tp": [[0, 1], [2, 3]], "dp": [[0, 2], [1, 3]],
+                   "p2p": [[0, 2], [1, 3]]},
+        "per_step": ["tp all_reduce", "tp all_gather", "p2p send 0->2 1->3 (world)",
+                     "dp all_reduce", "world all_reduce", "torch.cuda.synchronize"],
+        "backend": "nccl", "timing": timing, "dump_after_s": DUMP_AFTER_S,
+        "torch_version": torch.__version__,
+        "nccl_version": "none (dry run)" if DRY_RUN else
+        ".".join(map(str, torch.cuda.nccl.version())),
+        "auto_dumps": sorted(os.listdir(os.path.join(out_dir, "auto"))),
+        "outcome": outcomes,
+        "exit_codes": {str(r): c for r, c in enumerate(codes)},
+        "seconds": round(time.monotonic() - start, 1),
+    })
+    with open(os.path.join(out_dir, "truth.json"), "w") as f:
+        json.dump(truth, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print(f"{scenario}: exit codes {codes}, outcomes {outcomes}, auto dumps "
+          f"{truth['auto_dumps']}, {truth['seconds']} s", flush=True)
+    return 1 if "no dump" in outcomes.values() else 0
+
+
 def main():
     args = sys.argv[1:]
     if args and args[0] == "--worker":
         worker(args[1], args[2], int(args[3]))
         return 0
-    if len(args) != 2 or args[1] not in SCENARIOS:
+    if args and args[0] == "--nccl-worker":
+        nccl_worker(args[1], args[2], int(args[3]))
+        return 0
+    backend, plugin, recorder_pid = "gloo", None, None
+    while args and args[0].startswith("--"):
+        if args[0] == "--backend" and len(args) > 1:
+            backend = args[1]
+        elif args[0] == "--plugin" and len(args) > 1:
+            plugin = args[1]
+        elif args[0] == "--recorder-pid" and len(args) > 1:
+            recorder_pid = int(args[1])
+        else:
+            sys.exit(__doc__)
+        args = args[2:]
+    scenarios = NCCL_SCENARIOS if backend == "nccl" else SCENARIOS
+    if backend not in ("gloo", "nccl") or len(args) != 2 or args[1] not in scenarios:
         sys.exit(__doc__)
+    if backend == "nccl":
+        return nccl_launch(args[0], args[1], plugin, recorder_pid)
     return launch(args[0], args[1])
 
 
