@@ -11,6 +11,14 @@
 #   skipped           rank 2 never entered the last world all_reduce: the culprit is rank 2
 #   subgroup_stall    rank 1 stalled before a tp all_reduce: the culprit is rank 1
 #   size_mismatch     rank 3 passed half the elements: a mismatch naming rank 3
+# and the NCCL jobs' dumps (PyTorch 2.11.0+cu130, NCCL 2.28.9, one H200, tests/torch/jobs.py
+# --backend nccl; dumps/nccl_SCENARIO/{pickle,json} written by the job, auto/ by PyTorch's
+# watchdog on the timeout, gpunode.rsb the recording of the job), each format alone and the
+# recording merged with the dumps:
+#   nccl_healthy, nccl_slow      no hang (NCCL records completion: 'none'); slow: rank 3 late
+#   nccl_skipped                 rank 2 never entered the last world all_reduce: rank 2
+#   nccl_two_stalls              ranks 1 and 2 stalled in different tp groups: ranks 1 and 2
+#   nccl_size_mismatch           rank 3 passed half the elements (all four hang): rank 3
 #   torch_dumps_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 BUILD=$1
@@ -55,8 +63,49 @@ for fmt in pickle json; do
   check subgroup_stall "$fmt" hang 1 ""
   check size_mismatch "$fmt" mismatch 3 ""
 done
+for fmt in pickle json auto; do
+  if [[ $fmt != auto ]]; then
+    check nccl_healthy "$fmt" none "" ""
+    check nccl_slow "$fmt" none "" 3
+  fi
+  check nccl_skipped "$fmt" hang 2 ""
+  check nccl_two_stalls "$fmt" hang 1,2 ""
+  check nccl_size_mismatch "$fmt" mismatch 3 ""
+done
+
+# check_recorded SCENARIO INPUTS WANT_KIND WANT_CULPRITS: the report's hang verdict on the
+# recording (with whatever else INPUTS names beside it)
+check_recorded() {
+  local sc=$1 inputs=$2 kind=$3 culprits=$4 db="$OUT/$1-rec-${2//\//_}.rsdb" rc=0 args=()
+  for i in $inputs; do args+=("$DUMPS/$sc/$i"); done
+  "$MERGE" -q -o "$db" "${args[@]}" >"$OUT/merge.log" 2>&1 ||
+    { echo "FAIL: $sc $inputs: merge: $(tail -n 3 "$OUT/merge.log")"; failed=1; return; }
+  "$ANALYZE" report "$db" --format json -o "$db.json" --fail-on hang >"$OUT/report.log" 2>&1 || rc=$?
+  local got want_rc=4
+  got=$(python3 - "$db.json" <<'PY'
+import json, sys
+hang = json.load(open(sys.argv[1])).get("hang") or {}
+print("%s %s" % (hang.get("kind"), ",".join(str(r) for r in sorted(hang.get("culprit_ranks") or []))))
+PY
+)
+  [[ -z "$culprits" ]] && want_rc=0
+  if [[ "$got" == "$kind $culprits" && $rc -eq $want_rc ]]; then
+    echo "ok: $sc ($inputs): $got, --fail-on hang exit $rc"
+  else
+    echo "FAIL: $sc ($inputs): got '$got' exit $rc, want '$kind $culprits' exit $want_rc"
+    failed=1
+  fi
+}
+check_recorded nccl_healthy "gpunode.rsb pickle" none ""
+check_recorded nccl_slow "gpunode.rsb pickle" none ""
+check_recorded nccl_skipped "gpunode.rsb pickle" hang 2
+check_recorded nccl_two_stalls "gpunode.rsb pickle" hang 1,2
+check_recorded nccl_size_mismatch "gpunode.rsb pickle" mismatch 3
+
 # The dumps hold what the job's truth.json says they were written by.
 for sc in healthy skipped subgroup_stall size_mismatch slow; do
   grep -q '"torch_version": "2.14' "$DUMPS/$sc/truth.json" || { echo "FAIL: $sc: not PyTorch 2.14"; failed=1; }
+  grep -q '"torch_version": "2.11' "$DUMPS/nccl_$sc/truth.json" 2>/dev/null ||
+    [[ ! -d $DUMPS/nccl_$sc ]] || { echo "FAIL: nccl_$sc: not PyTorch 2.11"; failed=1; }
 done
 exit $failed
