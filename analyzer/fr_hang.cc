@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "confidence.h"
 #include "fr_lateness.h"
 #include "fr_wait_input.h"
 #include "report_format.h"
@@ -46,7 +47,8 @@ const wait::Rank* RankOf(const FrJob& job, int64_t rank) {
 }
 
 // The group's members at the stuck operation, as the report's progress table shows them.
-void AddProgress(const FrJob& job, const wait::Result& res, HangReport& h) {
+void AddProgress(const FrJob& job, const wait::Result& res, const EngineSource& src,
+                 HangReport& h) {
   if (!res.stuck) return;
   const wait::Op& stuck = *res.stuck;
   std::vector<int64_t> rows;
@@ -73,7 +75,7 @@ void AddProgress(const FrJob& job, const wait::Result& res, HangReport& h) {
     const FrDumpInfo& d = job.dumps.at(rank);
     p.node = d.node;
     p.pid = d.pid;
-    p.state_basis = "flight_recorder";
+    p.state_basis = src.state_basis;
     const wait::Op* at = nullptr;
     const wait::Op* last = nullptr;
     const wait::Op* open = nullptr;
@@ -179,29 +181,29 @@ void AddMismatches(const FrJob& job, const wait::Result& res, HangReport& h) {
   }
 }
 
-std::string Summary(const FrJob& job, const wait::Result& res, const HangReport& h) {
-  const std::string dumps = std::to_string(job.dumps.size()) + " rank(s)";
+std::string Summary(const FrJob& job, const wait::Result& res, const EngineSource& src,
+                    const HangReport& h) {
+  const std::string records = src.records + " " + std::to_string(job.dumps.size()) + " rank(s)";
+  const std::string tag = " (" + src.name + ")";
   if (!h.detected) {
     if (res.verdict == wait::Verdict::kUndetermined) {
-      return "the Flight Recorder dumps of " + dumps +
-             " cannot tell a hang from a clean end: " + res.reason;
+      return records + " cannot tell a hang from a clean end: " + res.reason;
     }
-    return "no operation is stuck in the Flight Recorder dumps of " + dumps +
-           (res.stuck ? ": " + res.reason : "");
+    return "no operation is stuck in " + records + (res.stuck ? ": " + res.reason : "");
   }
   const std::string op =
       res.stuck ? wait::OpPhrase(job.input, *res.stuck) + " never completed" : "a hang";
-  if (res.verdict == wait::Verdict::kStuckInOp) return op + " (Flight Recorder): " + res.reason;
+  if (res.verdict == wait::Verdict::kStuckInOp) return op + tag + ": " + res.reason;
   if (res.verdict == wait::Verdict::kDeadlock) {
     std::string cycles;
     for (const auto& c : res.cycles) cycles += (cycles.empty() ? "" : "; ") + wait::RanksPhrase(c);
-    return "deadlock (Flight Recorder): " + cycles + " wait for each other" +
+    return "deadlock" + tag + ": " + cycles + " wait for each other" +
            (h.chains.empty() ? "" : " — " + h.chains.front());
   }
   if (h.culprits.empty()) {  // a mismatch evenly split
-    return op +
-           " (Flight Recorder): its members called it with different op, size or dtype, "
-           "evenly split: which side is wrong is not decidable";
+    return op + tag +
+           ": its members called it with different op, size or dtype, evenly split: which side "
+           "is wrong is not decidable";
   }
   std::string names, why;
   for (size_t i = 0; i < h.culprits.size(); ++i) {
@@ -209,10 +211,86 @@ std::string Summary(const FrJob& job, const wait::Result& res, const HangReport&
     if (i < 3) why += (i ? "; " : "") + h.culprits[i].evidence;
   }
   if (h.culprits.size() > 3) why += "; and " + std::to_string(h.culprits.size() - 3) + " more";
-  return op + " (Flight Recorder): the waiting chains end at " + names + " — " + why;
+  return op + tag + ": the waiting chains end at " + names + " — " + why;
 }
 
 }  // namespace
+
+const EngineSource kFlightRecorderSource{"Flight Recorder", "the Flight Recorder dumps of",
+                                         "flight_recorder"};
+
+HangReport EngineHang(const FrJob& job, const wait::Result& res, const EngineSource& src) {
+  HangReport h;
+  h.basis = src.state_basis;
+  h.detected = Detected(res.verdict);
+  h.kind = wait::VerdictName(res.verdict);
+  h.reason = res.reason;
+  if (h.detected) {
+    h.confidence = res.confidence;
+    h.stuck_for_ns = res.stuck_for_ns;
+    if (res.stuck) {
+      const FrGroupInfo& g = job.groups[res.stuck->group];
+      h.process_group = g.label;
+      h.comm_id_hash = static_cast<uint64_t>(g.comm_id_hash.value_or(0));
+      h.seq = res.stuck->seq;
+      h.op = std::string(rs::OpName(res.stuck->op));
+    }
+    AddCulprits(job, res, h);
+    h.waiting_ranks = res.waiting;
+    h.chains = wait::Chains(job.input, res, kMaxChainLines);
+    h.cycles = res.cycles;
+    AddEdges(job, res, h);
+    AddProgress(job, res, src, h);
+  }
+  AddMismatches(job, res, h);
+  h.summary = Summary(job, res, src, h);
+  return h;
+}
+
+Straggler EngineStraggler(const HangReport& h, size_t i, const std::string& basis) {
+  Straggler s;
+  s.rank = h.culprit_ranks[i];
+  s.ranks = {*s.rank};
+  for (const RankProgress& p : h.progress) {
+    if (p.rank == s.rank) {
+      s.node = p.node;
+      if (p.pid) {
+        s.pid = p.pid;
+        s.pids = {p.pid};
+      }
+    }
+  }
+  s.cause = "hang";
+  s.shape = "hang";
+  s.confidence = h.confidence.value_or(Confidence::kLow);
+  s.confidence_score = TierScore(ScoreBasis::kHang, s.confidence, 0);
+  s.basis = basis;
+  const std::string why = i < h.culprits.size() ? h.culprits[i].evidence : h.summary;
+  s.summary = why;
+  Cause c;
+  c.kind = "hang";
+  c.score = 1;
+  c.summary = h.summary;
+  const std::string label = i < h.culprit_labels.size() ? h.culprit_labels[i]
+                                                        : "rank " + std::to_string(*s.rank);
+  c.remediation =
+      "dump the stacks of " + label +
+      (s.pid ? " (py-spy dump --pid " + std::to_string(*s.pid) + ", gdb -p " +
+                   std::to_string(*s.pid) + " on " + s.node + ")"
+             : " (py-spy dump, gdb -p with its pid)") +
+      ": the waiting chains end there — it is stuck before its next operation, took another "
+      "code path, or died; the ranks waiting for it only time out";
+  s.causes.push_back(std::move(c));
+  Evidence e;
+  e.kind = "hang";
+  e.summary = why;
+  if (i < h.culprits.size() && h.culprits[i].idle_ns >= 0) {
+    e.values.emplace_back("idle_ns", static_cast<double>(h.culprits[i].idle_ns));
+  }
+  e.values.emplace_back("stuck_for_ns", static_cast<double>(h.stuck_for_ns));
+  s.evidence.push_back(std::move(e));
+  return s;
+}
 
 rs::Result<FlightRecorderSummary> AnalyzeFlightRecorder(rs::Db& db) {
   FlightRecorderSummary fa;
@@ -242,30 +320,7 @@ rs::Result<FlightRecorderSummary> AnalyzeFlightRecorder(rs::Db& db) {
 
   const wait::Result res = wait::Analyze(job.input);
   fa.notes.insert(fa.notes.end(), res.notes.begin(), res.notes.end());
-  HangReport& h = fa.hang;
-  h.basis = "flight_recorder";
-  h.detected = Detected(res.verdict);
-  h.kind = wait::VerdictName(res.verdict);
-  h.reason = res.reason;
-  if (h.detected) {
-    h.confidence = res.confidence;
-    h.stuck_for_ns = res.stuck_for_ns;
-    if (res.stuck) {
-      const FrGroupInfo& g = job.groups[res.stuck->group];
-      h.process_group = g.label;
-      h.comm_id_hash = static_cast<uint64_t>(g.comm_id_hash.value_or(0));
-      h.seq = res.stuck->seq;
-      h.op = std::string(rs::OpName(res.stuck->op));
-    }
-    AddCulprits(job, res, h);
-    h.waiting_ranks = res.waiting;
-    h.chains = wait::Chains(job.input, res, kMaxChainLines);
-    h.cycles = res.cycles;
-    AddEdges(job, res, h);
-    AddProgress(job, res, h);
-  }
-  AddMismatches(job, res, h);
-  h.summary = Summary(job, res, h);
+  fa.hang = EngineHang(job, res, kFlightRecorderSource);
   return fa;
 }
 

@@ -9,11 +9,29 @@
 #include <string>
 #include <vector>
 
+#include "fr_wait_input.h"
 #include "report_model.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
+#include "wait_graph.h"
 
 namespace analyzer {
+
+// Where a job's records came from, as the hang's words name them.
+struct EngineSource {
+  std::string name;         // 'Flight Recorder' | 'recording': the summary's tag
+  std::string records;      // 'the Flight Recorder dumps of' (N rank(s))
+  std::string state_basis;  // HangReport::basis and each progress row's state_basis
+};
+extern const EngineSource kFlightRecorderSource;
+
+// The engine's answer on a job's records (the dumps, or the recorded calls:
+// recorded_wait_input.h) as the report's hang: culprits with their evidence, chains, edges,
+// mismatches, the stuck operation's members.
+HangReport EngineHang(const FrJob& job, const wait::Result& res, const EngineSource& src);
+
+// Culprit i of such a hang as a finding at the hang's confidence; basis: what it rests on.
+Straggler EngineStraggler(const HangReport& h, size_t i, const std::string& basis);
 
 // Empty (dumps == 0) for a db without Flight Recorder tables or rows.
 rs::Result<FlightRecorderSummary> AnalyzeFlightRecorder(rs::Db& db);

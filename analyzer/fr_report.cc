@@ -11,44 +11,6 @@
 namespace analyzer {
 namespace {
 
-Straggler FrStraggler(const HangReport& h, size_t i) {
-  Straggler s;
-  s.rank = h.culprit_ranks[i];
-  s.ranks = {*s.rank};
-  for (const RankProgress& p : h.progress) {
-    if (p.rank == s.rank) {
-      s.node = p.node;
-      if (p.pid) {
-        s.pid = p.pid;
-        s.pids = {p.pid};
-      }
-    }
-  }
-  s.cause = "hang";
-  s.shape = "hang";
-  s.confidence = h.confidence.value_or(Confidence::kLow);
-  s.confidence_score = TierScore(ScoreBasis::kHang, s.confidence, 0);
-  s.basis =
-      "PyTorch Flight Recorder dumps: every rank's position in every process group, as a "
-      "wait-for graph whose chains end at this rank";
-  const std::string why = i < h.culprits.size() ? h.culprits[i].evidence : h.summary;
-  s.summary = why;
-  Cause c;
-  c.kind = "hang";
-  c.score = 1;
-  c.summary = h.summary;
-  s.causes.push_back(std::move(c));
-  Evidence e;
-  e.kind = "hang";
-  e.summary = why;
-  if (i < h.culprits.size() && h.culprits[i].idle_ns >= 0) {
-    e.values.emplace_back("idle_ns", static_cast<double>(h.culprits[i].idle_ns));
-  }
-  e.values.emplace_back("stuck_for_ns", static_cast<double>(h.stuck_for_ns));
-  s.evidence.push_back(std::move(e));
-  return s;
-}
-
 void LowerTo(std::optional<Confidence>& c, Confidence cap) {
   if (!c || static_cast<int>(*c) > static_cast<int>(cap)) c = cap;
 }
@@ -56,7 +18,12 @@ void LowerTo(std::optional<Confidence>& c, Confidence cap) {
 // The dumps' culprits head the findings, at the hang's confidence.
 void AddFrStragglers(Report& r) {
   std::vector<Straggler> hang;
-  for (size_t i = 0; i < r.hang.culprit_ranks.size(); ++i) hang.push_back(FrStraggler(r.hang, i));
+  for (size_t i = 0; i < r.hang.culprit_ranks.size(); ++i) {
+    hang.push_back(EngineStraggler(r.hang, i,
+                                   "PyTorch Flight Recorder dumps: every rank's position in every "
+                                   "process group, as a wait-for graph whose chains end at this "
+                                   "rank"));
+  }
   for (Straggler& s : hang) s.confidence = r.hang.confidence.value_or(s.confidence);
   r.stragglers.insert(r.stragglers.begin(), hang.begin(), hang.end());
 }

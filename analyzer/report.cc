@@ -17,6 +17,7 @@
 #include "lateness_straggler.h"
 #include "network.h"
 #include "plots.h"
+#include "recorded_wait_input.h"
 #include "report_format.h"
 #include "report_notes.h"
 #include "report_warnings.h"
@@ -210,6 +211,24 @@ void TakeInventory(const CollectiveData& data, Report& r) {
   }
 }
 
+// Several communicators per rank: the wait-for graph over all of them (recorded_wait_input.h,
+// wait_graph.h) replaces the one-communicator verdict where it finds the hang too. false (and
+// why_not) where it cannot be built or finds none.
+bool HangAcrossGroups(const CollectiveData& data, Report& r, std::string* why_not) {
+  std::optional<FrJob> job = RecordedJob(data, r.end_ns, why_not);
+  if (!job) return false;
+  const wait::Result res = wait::Analyze(job->input);
+  const EngineSource src{"recording", "the recorded collectives of", r.hang.basis};
+  HangReport h = EngineHang(*job, res, src);
+  if (!h.detected) {
+    *why_not = "the wait-for graph over every communicator finds no hang: " + h.summary;
+    return false;
+  }
+  r.notes.insert(r.notes.end(), res.notes.begin(), res.notes.end());
+  r.hang = std::move(h);
+  return true;
+}
+
 // The hang analysis; its culprits head the findings.
 rs::Result<void> AddHang(rs::Db& db, const CollectiveData& data, Report& r) {
   ASSIGN_OR_RETURN(auto cuda_in_flight, LoadCudaInFlight(db, data));
@@ -225,9 +244,23 @@ rs::Result<void> AddHang(rs::Db& db, const CollectiveData& data, Report& r) {
     r.comms_per_rank = std::max(r.comms_per_rank, ++comms[p]);
   }
   if (r.hang.detected) {
-    RETURN_IF_ERROR(DescribeHangRanks(db, data, cuda_in_flight, r.hang));
     const bool multi_group = r.comms_per_rank > 1;
-    if (multi_group) {
+    std::string why_not;
+    const bool across = multi_group && HangAcrossGroups(data, r, &why_not);
+    RETURN_IF_ERROR(DescribeHangRanks(db, data, cuda_in_flight, r.hang));
+    if (across) {
+      for (size_t i = 0; i < r.hang.culprit_ranks.size(); ++i) {
+        r.stragglers.push_back(EngineStraggler(
+            r.hang, i,
+            "the recorded NCCL collectives of every communicator (device states from rankscope's "
+            "profiler plugin where recorded), as a wait-for graph whose chains end at this rank"));
+      }
+      r.notes.push_back(
+          "the ranks of this job call collectives in up to " + std::to_string(r.comms_per_rank) +
+          " communicators each: the hang is the wait-for graph over all of them (a rank waiting "
+          "in a collective waits for the members that have not reached it), whose chains end at "
+          "the culprits");
+    } else if (multi_group) {
       // A rank stuck in one group may only wait for another group's laggard: the chain across
       // groups is the hang engine's (wait_graph.h), run on Flight Recorder dumps where merged.
       r.hang.confidence = Confidence::kLow;
@@ -236,10 +269,11 @@ rs::Result<void> AddHang(rs::Db& db, const CollectiveData& data, Report& r) {
           " communicators each (tensor-, pipeline-, data- or expert-parallel groups), and the "
           "recording's hang analysis looks at one communicator and its collectives: the ranks it "
           "names (communicator ranks) may only be waiting for a rank of another group; confidence "
-          "low. With every rank's PyTorch Flight Recorder dump merged beside the bundles, the "
+          "low (" + why_not +
+          "). With every rank's PyTorch Flight Recorder dump merged beside the bundles, the "
           "verdict across every group (the dumps') is shown instead");
     }
-    for (size_t i = 0; i < r.hang.culprit_labels.size(); ++i) {
+    for (size_t i = 0; i < r.hang.culprit_labels.size() && !across; ++i) {
       r.stragglers.push_back(HangStraggler(r.hang, data, i));
       if (multi_group) {
         r.stragglers.back().confidence = Confidence::kLow;

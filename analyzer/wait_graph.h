@@ -42,7 +42,8 @@
 //  9. Nothing open and some outcome unknown (gloo, rule 5): a clean end and a hang where every
 //     rank timed out in the same operation look alike. That is said, never a hang.
 // 10. Times are the evidence's own: the latest time any record holds (an entry's creation,
-//     discovered start or completion) bounds the moment the records were taken from below. A
+//     discovered start or completion; a recording's end) bounds the moment the records were
+//     taken from below. A
 //     wait lasted at least from its entry's creation to then, and at least its timeout where
 //     it timed out (rule 6); a culprit was idle at least from its last entry to then.
 #pragma once
@@ -107,6 +108,9 @@ struct Group {
 struct Input {
   std::vector<Group> groups;
   std::vector<Rank> ranks;  // one per rank with a record, and members without one
+  // When the records were taken, where that is known (a recording's end): rule 10's latest
+  // time is then at least this. 0: unknown (a Flight Recorder dump holds no time of its own).
+  int64_t taken_ns = 0;
 };
 
 // Where a chain ends.

@@ -30,6 +30,7 @@ Index::Index(const Input& input) : in(input) {
     }
     latest_ns = std::max(latest_ns, last_activity[ri]);
   }
+  latest_ns = std::max(latest_ns, in.taken_ns);
 }
 
 std::optional<size_t> Index::Find(int64_t rank) const {

@@ -13,8 +13,8 @@
 #   size_mismatch     rank 3 passed half the elements: a mismatch naming rank 3
 # and the NCCL jobs' dumps (PyTorch 2.11.0+cu130, NCCL 2.28.9, one H200, tests/torch/jobs.py
 # --backend nccl; dumps/nccl_SCENARIO/{pickle,json} written by the job, auto/ by PyTorch's
-# watchdog on the timeout, gpunode.rsb the recording of the job), each format alone and the
-# recording merged with the dumps:
+# watchdog on the timeout, gpunode.rsb the recording of the job), each format alone, the
+# recording alone and the recording merged with the dumps:
 #   nccl_healthy, nccl_slow      no hang (NCCL records completion: 'none'); slow: rank 3 late
 #   nccl_skipped                 rank 2 never entered the last world all_reduce: rank 2
 #   nccl_two_stalls              ranks 1 and 2 stalled in different tp groups: ranks 1 and 2
@@ -96,6 +96,13 @@ PY
     failed=1
   fi
 }
+# The recording alone: its calls in every communicator as the same wait-for graph
+# (analyzer/recorded_wait_input.h) give the dumps' culprits.
+check_recorded nccl_healthy gpunode.rsb none ""
+check_recorded nccl_slow gpunode.rsb none ""
+check_recorded nccl_skipped gpunode.rsb hang 2
+check_recorded nccl_two_stalls gpunode.rsb hang 1,2
+check_recorded nccl_size_mismatch gpunode.rsb mismatch 3
 check_recorded nccl_healthy "gpunode.rsb pickle" none ""
 check_recorded nccl_slow "gpunode.rsb pickle" none ""
 check_recorded nccl_skipped "gpunode.rsb pickle" hang 2

@@ -1,0 +1,150 @@
+// The recorded collectives of a multi-group job as the hang engine's input
+// (recorded_wait_input.h), on hand-built recordings shaped like tests/torch/jobs.py's NCCL jobs:
+// 4 ranks, tp {0,1} {2,3}, dp {0,2} {1,3}, world; every step tp all_reduce, dp all_reduce,
+// world all_reduce.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "recorded_wait_input.h"
+#include "wait_graph.h"
+
+namespace analyzer {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kT0 = 1'000'000 * kMs;
+
+struct Job {
+  CollectiveData data;
+  std::map<std::string, uint64_t> comm;     // 'tp0', 'tp1', 'dp0', 'dp1', 'world'
+  std::map<int64_t, std::map<std::string, int64_t>> seq;  // rank -> comm name -> last seq
+
+  Job() {
+    comm = {{"tp0", 0x10}, {"tp1", 0x11}, {"dp0", 0x20}, {"dp1", 0x21}, {"world", 0x30}};
+    for (int64_t r = 0; r < 4; ++r) AddParticipant(data, "node1", 100 + r, r, "python3");
+  }
+  static std::string Tp(int64_t r) { return r < 2 ? "tp0" : "tp1"; }
+  static std::string Dp(int64_t r) { return r % 2 == 0 ? "dp0" : "dp1"; }
+  static int64_t RankIn(const std::string& c, int64_t r) {
+    if (c == "world") return r;
+    if (c[0] == 't') return r % 2;
+    return r / 2;
+  }
+  // One collective call of rank r in communicator c at time ts; device: start and end (ends
+  // unset: started, not completed; started unset too: enqueued only).
+  NcclCall& Call(int64_t r, const std::string& c, int64_t ts, std::optional<int64_t> start,
+                 std::optional<int64_t> end) {
+    NcclCall call;
+    call.participant = static_cast<int32_t>(r);
+    call.comm = comm.at(c);
+    call.seq = ++seq[r][c];
+    call.op = "ALL_REDUCE";
+    call.ts = ts;
+    call.dur = 10'000;
+    call.rank = RankIn(c, r);
+    call.nranks = c == "world" ? 4 : 2;
+    call.count = 1024;
+    call.datatype = "float32";
+    call.enqueue = true;
+    DeviceOp d;
+    d.enqueue_ns = ts;
+    d.start_ns = start;
+    d.end_ns = end;
+    d.state = end ? "completed" : start ? "started" : "enqueued";
+    call.device = d;
+    data.calls.push_back(call);
+    return data.calls.back();
+  }
+  // A completed step of every rank from t.
+  void Step(int64_t t, const std::vector<int64_t>& ranks = {0, 1, 2, 3}) {
+    for (int64_t r : ranks) {
+      Call(r, Tp(r), t, t + 1 * kMs, t + 2 * kMs);
+      Call(r, Dp(r), t + 3 * kMs, t + 4 * kMs, t + 5 * kMs);
+      Call(r, "world", t + 6 * kMs, t + 7 * kMs, t + 8 * kMs);
+    }
+  }
+};
+
+wait::Result Analyze(const Job& job, int64_t end_ns) {
+  std::string why;
+  std::optional<FrJob> fr = RecordedJob(job.data, end_ns, &why);
+  EXPECT_TRUE(fr.has_value()) << why;
+  if (!fr) return {};
+  EXPECT_EQ(fr->input.groups.size(), 5u);
+  return wait::Analyze(fr->input);
+}
+
+// Ranks 1 and 2 stop before a step's tp all_reduce; ranks 0 and 3 start theirs on the device,
+// and enqueue the step's dp and world all_reduce behind it.
+Job TwoStalls(int64_t stall_at) {
+  Job job;
+  job.Step(kT0);
+  job.Step(kT0 + 20 * kMs);
+  for (int64_t r : {0, 3}) {
+    job.Call(r, Job::Tp(r), stall_at, stall_at + kMs, std::nullopt);
+    job.Call(r, Job::Dp(r), stall_at + 2 * kMs, std::nullopt, std::nullopt);
+    job.Call(r, "world", stall_at + 3 * kMs, std::nullopt, std::nullopt);
+  }
+  return job;
+}
+
+TEST(RecordedWaitInputTest, ChainsAcrossCommunicatorsEndAtBothStalledRanks) {
+  const int64_t stall_at = kT0 + 40 * kMs;
+  wait::Result r = Analyze(TwoStalls(stall_at), stall_at + 13'000 * kMs);
+  EXPECT_EQ(r.verdict, wait::Verdict::kHang) << r.reason;
+  EXPECT_EQ(r.culprits, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(r.waiting, (std::vector<int64_t>{0, 3}));
+  // The recording's end bounds how long they waited (rule 10), not their last call.
+  EXPECT_GE(r.stuck_for_ns, 12'900 * kMs);
+}
+
+TEST(RecordedWaitInputTest, CallsYoungerThanTheStuckThresholdAreProgressing) {
+  // The recording ended 50 ms after ranks 0 and 3 entered: mid-step, not a hang.
+  const int64_t stall_at = kT0 + 40 * kMs;
+  wait::Result r = Analyze(TwoStalls(stall_at), stall_at + 50 * kMs);
+  EXPECT_EQ(r.verdict, wait::Verdict::kNone) << r.reason;
+  EXPECT_TRUE(r.culprits.empty());
+}
+
+TEST(RecordedWaitInputTest, EnqueuesWithoutDeviceStatesFailWhereAMemberNeverEntered) {
+  // No profiler plugin: the calls only enqueue and their outcome is unknown; rank 2 never
+  // enqueued the last world all_reduce, so the others' failed (rule 5) and they wait in it.
+  Job job;
+  job.Step(kT0);
+  job.Step(kT0 + 20 * kMs, {0, 1, 3});
+  job.Call(2, "tp1", kT0 + 20 * kMs, kT0 + 21 * kMs, kT0 + 22 * kMs);
+  job.Call(2, "dp0", kT0 + 23 * kMs, kT0 + 24 * kMs, kT0 + 25 * kMs);
+  for (NcclCall& c : job.data.calls) c.device.reset();
+  wait::Result r = Analyze(job, kT0 + 10'000 * kMs);
+  EXPECT_EQ(r.verdict, wait::Verdict::kHang) << r.reason;
+  EXPECT_EQ(r.culprits, std::vector<int64_t>{2});
+  EXPECT_EQ(r.waiting, (std::vector<int64_t>{0, 1, 3}));
+}
+
+TEST(RecordedWaitInputTest, NotBuiltWithoutGlobalRanksOrWithUnseenMembers) {
+  std::string why;
+  {
+    Job job;
+    job.Step(kT0);
+    job.data.participants[1].rank.reset();
+    EXPECT_FALSE(RecordedJob(job.data, kT0 + kMs, &why).has_value());
+    EXPECT_NE(why.find("node1 pid 101 has no global rank"), std::string::npos) << why;
+  }
+  {
+    Job job;
+    job.Step(kT0, {0, 1, 2});  // rank 3 never seen: the world has 4 ranks, dp1 and tp1 2
+    EXPECT_FALSE(RecordedJob(job.data, kT0 + kMs, &why).has_value());
+    EXPECT_NE(why.find("has 2 ranks and the recording saw 1"), std::string::npos) << why;
+  }
+  {
+    Job job;
+    job.Step(kT0);
+    job.data.participants[3].rank = 0;  // two processes claim rank 0
+    EXPECT_FALSE(RecordedJob(job.data, kT0 + kMs, &why).has_value());
+    EXPECT_NE(why.find("two processes claim rank 0"), std::string::npos) << why;
+  }
+}
+
+}  // namespace
+}  // namespace analyzer
