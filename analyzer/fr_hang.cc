@@ -28,9 +28,10 @@ std::string StateWord(const wait::Op& o) {
   return std::string(rs::OpStateName(o.state));
 }
 
-Activity ActivityOf(const wait::Op& o) {
+// kind: the backend that ran it, as the rank's record says ('nccl' | 'gloo').
+Activity ActivityOf(const wait::Op& o, wait::Basis basis) {
   Activity a;
-  a.kind = "nccl";
+  a.kind = basis == wait::Basis::kFlightRecorderGloo ? "gloo" : "nccl";
   a.what = std::string(rs::OpName(o.op));
   a.seq = o.seq;
   a.timestamp_ns = o.created_ns;
@@ -109,12 +110,12 @@ void AddProgress(const FrJob& job, const wait::Result& res, const EngineSource& 
     const bool culprit =
         std::find(res.culprits.begin(), res.culprits.end(), rank) != res.culprits.end();
     if (at) {
-      p.doing.push_back(ActivityOf(*at));
+      p.doing.push_back(ActivityOf(*at, r->basis));
     } else if (culprit && last) {
-      p.doing.push_back(ActivityOf(*last));  // what it did last, in the group
+      p.doing.push_back(ActivityOf(*last, r->basis));  // what it did last, in the group
     }
     if (!involved.count(rank) && !culprit && p.doing.empty() && last) {
-      p.doing.push_back(ActivityOf(*last));
+      p.doing.push_back(ActivityOf(*last, r->basis));
     }
     h.progress.push_back(std::move(p));
   }

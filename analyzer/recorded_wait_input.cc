@@ -22,20 +22,29 @@ struct Where {
   int64_t pending_since = -1;
 };
 
-Where WhereOf(const NcclCall& c) {
-  if (c.device) {
-    const DeviceOp& d = *c.device;
-    if (d.end_ns || d.state == "completed") {
-      return {rs::OpState::kCompleted, wait::Outcome::kCompleted, -1};
-    }
-    if (d.start_ns || d.state == "started") {
-      return {rs::OpState::kStarted, wait::Outcome::kPending, d.start_ns.value_or(d.enqueue_ns)};
-    }
-    return {rs::OpState::kEnqueued, wait::Outcome::kPending, d.enqueue_ns};
+Where WhereOfDevice(const DeviceOp& d) {
+  if (d.end_ns || d.state == "completed") {
+    return {rs::OpState::kCompleted, wait::Outcome::kCompleted, -1};
   }
+  if (d.start_ns || d.state == "started") {
+    return {rs::OpState::kStarted, wait::Outcome::kPending, d.start_ns.value_or(d.enqueue_ns)};
+  }
+  return {rs::OpState::kEnqueued, wait::Outcome::kPending, d.enqueue_ns};
+}
+
+Where WhereOf(const NcclCall& c) {
+  if (c.device) return WhereOfDevice(*c.device);
   if (c.in_flight()) return {rs::OpState::kStarted, wait::Outcome::kPending, c.ts};
   if (c.enqueue) return {rs::OpState::kEnqueued, wait::Outcome::kEnded, c.ts};
   return {rs::OpState::kCompleted, wait::Outcome::kCompleted, -1};
+}
+
+// A send or receive: NCCL's p2p calls enqueue, so without a device state a returned one's
+// outcome is unknown.
+Where WhereOf(const RecordedP2p& c) {
+  if (c.device) return WhereOfDevice(*c.device);
+  if (c.dur < 0) return {rs::OpState::kStarted, wait::Outcome::kPending, c.ts};
+  return {rs::OpState::kEnqueued, wait::Outcome::kEnded, c.ts};
 }
 
 // Per communicator: how long a call must have been pending to count as stuck.
@@ -58,7 +67,54 @@ std::map<uint64_t, int64_t> StuckThresholds(const CollectiveData& data) {
 
 }  // namespace
 
-std::optional<FrJob> RecordedJob(const CollectiveData& data, int64_t end_ns, std::string* why) {
+rs::Result<std::vector<RecordedP2p>> LoadRecordedP2p(rs::Db& db, const CollectiveData& data) {
+  std::vector<RecordedP2p> out;
+  const std::string device_cols =
+      data.gpu_ops_table
+          ? "g.timestamp_ns, g.device_start_ns, g.device_end_ns, g.state"
+          : "NULL, NULL, NULL, NULL";
+  const std::string join = data.gpu_ops_table
+                               ? " LEFT JOIN gpu_ops g ON g.node = e.node AND g.pid = e.pid"
+                                 " AND g.comm_id_hash = e.comm_id_hash AND g.seq = e.seq"
+                                 " AND g.op = e.op AND g.peer = e.peer"
+                               : "";
+  ASSIGN_OR_RETURN(
+      rs::Statement st,
+      db.Prepare("SELECT e.node, e.pid, e.comm_id_hash, e.seq, e.op, e.rank, e.nranks, e.peer,"
+                 " e.timestamp_ns, e.duration_ns, e.state, " +
+                 device_cols + " FROM nccl_events e" + join +
+                 " WHERE e.op IN ('SEND', 'RECV') AND e.comm_id_hash IS NOT NULL"
+                 "   AND e.seq IS NOT NULL AND e.peer IS NOT NULL"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    auto who = data.participant_index.find({st.Text(0), st.Int(1)});
+    if (who == data.participant_index.end()) continue;
+    RecordedP2p c;
+    c.participant = who->second;
+    c.comm = static_cast<uint64_t>(st.Int(2));
+    c.seq = st.Int(3);
+    c.send = st.Text(4) == "SEND";
+    c.rank = st.OptInt(5);
+    c.nranks = st.OptInt(6);
+    c.peer = st.Int(7);
+    c.ts = st.Int(8);
+    c.dur = st.IsNull(9) || st.Text(10) == "in_flight" ? -1 : std::max<int64_t>(0, st.Int(9));
+    if (!st.IsNull(11)) {
+      DeviceOp d;
+      d.enqueue_ns = st.Int(11);
+      d.start_ns = st.OptInt(12);
+      d.end_ns = d.start_ns ? st.OptInt(13) : std::nullopt;
+      d.state = st.Text(14);
+      c.device = d;
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::optional<FrJob> RecordedJob(const CollectiveData& data, const std::vector<RecordedP2p>& p2p,
+                                 int64_t end_ns, std::string* why) {
   auto fail = [&](std::string reason) -> std::optional<FrJob> {
     if (why) *why = std::move(reason);
     return std::nullopt;
@@ -83,6 +139,12 @@ std::optional<FrJob> RecordedJob(const CollectiveData& data, int64_t end_ns, std
                   rs::HashHex(c.comm) + " with no communicator rank recorded");
     }
     comm_members[c.comm][*c.rank] = *data.participants[c.participant].rank;
+    if (c.nranks) comm_nranks[c.comm] = std::max(comm_nranks[c.comm], *c.nranks);
+  }
+  for (const RecordedP2p& c : p2p) {
+    const Participant& who = data.participants[c.participant];
+    if (!c.rank || !who.rank || by_rank.count(*who.rank) == 0) continue;  // no collective
+    comm_members[c.comm][*c.rank] = *who.rank;
     if (c.nranks) comm_nranks[c.comm] = std::max(comm_nranks[c.comm], *c.nranks);
   }
   FrJob job;
@@ -136,6 +198,31 @@ std::optional<FrJob> RecordedJob(const CollectiveData& data, int64_t end_ns, std
       o.completed_ns = c.ts + c.dur;
     }
     r.ops.push_back(std::move(o));
+  }
+  for (const RecordedP2p& c : p2p) {
+    const Participant& who = data.participants[c.participant];
+    if (!who.rank || !ranks.count(*who.rank) || !group_of.count(c.comm)) continue;
+    wait::Op o;
+    o.group = group_of[c.comm];
+    o.op = c.send ? rs::NcclOp::kSend : rs::NcclOp::kRecv;
+    o.p2p = true;
+    o.seq = c.seq;
+    const std::map<int64_t, int64_t>& members = comm_members[c.comm];
+    if (auto peer = members.find(c.peer); peer != members.end()) o.peer = peer->second;
+    const Where w = WhereOf(c);
+    o.state = w.state;
+    o.outcome = w.outcome;
+    const auto threshold = stuck_ns.find(c.comm);
+    if (w.pending_since >= 0 &&
+        end_ns - w.pending_since < (threshold == stuck_ns.end() ? kMinStuckNs : threshold->second)) {
+      o.outcome = wait::Outcome::kCompleted;  // progressing, not stuck (see the header)
+    }
+    o.created_ns = c.ts;
+    if (c.device) {
+      o.started_ns = c.device->start_ns;
+      o.completed_ns = c.device->end_ns;
+    }
+    ranks[*who.rank].ops.push_back(std::move(o));
   }
   for (auto& [rank, r] : ranks) {
     std::stable_sort(r.ops.begin(), r.ops.end(), [](const wait::Op& a, const wait::Op& b) {

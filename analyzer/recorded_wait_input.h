@@ -13,7 +13,10 @@
 // communicator's 10 x p99 completed duration, at least 100 ms: the threshold hang.h uses) is
 // taken as progressing: a recording cut at an arbitrary moment holds calls that began a moment
 // ago, and a member that has not reached them yet is no culprit.
-// Sends and receives are not in the collectives' data (collectives.h) and are left out.
+// Sends and receives (LoadRecordedP2p: nccl_events with the plugin's gpu_ops row where it has
+// one) are the engine's p2p operations, their peer the global rank of the communicator member
+// the call names; without a device state a returned one's outcome is unknown, and the engine
+// does not wait in it.
 // Not built (nullopt, `why` says why) where a calling process has no global rank
 // (processes.rank), two processes claim one, or a communicator has members the recording never
 // saw (fewer communicator ranks than its nranks): their global ranks would be unknown.
@@ -22,13 +25,34 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "collectives.h"
 #include "fr_wait_input.h"
+#include "rscore/result.h"
+#include "rscore/sqlite.h"
 
 namespace analyzer {
 
+// One send or receive of a process that also called collectives (data.participants).
+struct RecordedP2p {
+  int32_t participant = 0;
+  uint64_t comm = 0;
+  int64_t seq = 0;  // per peer
+  bool send = false;
+  std::optional<int64_t> rank, nranks;
+  int64_t peer = 0;  // communicator rank
+  int64_t ts = 0;
+  int64_t dur = -1;  // -1: in flight at the end of the recording
+  std::optional<DeviceOp> device;
+};
+
+// The sends and receives of the participants the collectives' data knows (a process without a
+// collective is left out: it has no participant).
+rs::Result<std::vector<RecordedP2p>> LoadRecordedP2p(rs::Db& db, const CollectiveData& data);
+
 // end_ns: the end of the recording (aligned).
-std::optional<FrJob> RecordedJob(const CollectiveData& data, int64_t end_ns, std::string* why);
+std::optional<FrJob> RecordedJob(const CollectiveData& data, const std::vector<RecordedP2p>& p2p,
+                                 int64_t end_ns, std::string* why);
 
 }  // namespace analyzer

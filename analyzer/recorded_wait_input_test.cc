@@ -68,7 +68,7 @@ struct Job {
 
 wait::Result Analyze(const Job& job, int64_t end_ns) {
   std::string why;
-  std::optional<FrJob> fr = RecordedJob(job.data, end_ns, &why);
+  std::optional<FrJob> fr = RecordedJob(job.data, {}, end_ns, &why);
   EXPECT_TRUE(fr.has_value()) << why;
   if (!fr) return {};
   EXPECT_EQ(fr->input.groups.size(), 5u);
@@ -122,26 +122,73 @@ TEST(RecordedWaitInputTest, EnqueuesWithoutDeviceStatesFailWhereAMemberNeverEnte
   EXPECT_EQ(r.waiting, (std::vector<int64_t>{0, 1, 3}));
 }
 
+RecordedP2p P2p(int64_t global, bool send, int64_t peer_comm_rank, int64_t seq, int64_t ts,
+               std::optional<int64_t> end) {
+  RecordedP2p c;
+  c.participant = static_cast<int32_t>(global);
+  c.comm = 0x40;  // ranks 0 and 2: a pipeline's stages
+  c.seq = seq;
+  c.send = send;
+  c.rank = global / 2;
+  c.nranks = 2;
+  c.peer = peer_comm_rank;
+  c.ts = ts;
+  c.dur = 10'000;
+  DeviceOp d;
+  d.enqueue_ns = ts;
+  d.start_ns = ts + kMs;
+  d.end_ns = end;
+  d.state = end ? "completed" : "started";
+  c.device = d;
+  return c;
+}
+
+TEST(RecordedWaitInputTest, AReceiveWaitsForItsPeer) {
+  // Rank 0 receives from rank 2 every step; in the third, rank 2 never sends.
+  Job job;
+  job.Step(kT0);
+  job.Step(kT0 + 20 * kMs);
+  std::vector<RecordedP2p> p2p;
+  for (int64_t seq : {1, 2}) {
+    const int64_t t = kT0 + (seq * 20 - 10) * kMs;
+    p2p.push_back(P2p(0, false, 1, seq, t, t + 2 * kMs));
+    p2p.push_back(P2p(2, true, 0, seq, t, t + 2 * kMs));
+  }
+  const int64_t stuck = kT0 + 50 * kMs;
+  p2p.push_back(P2p(0, false, 1, 3, stuck, std::nullopt));
+  std::string why;
+  std::optional<FrJob> fr = RecordedJob(job.data, p2p, stuck + 5'000 * kMs, &why);
+  ASSERT_TRUE(fr.has_value()) << why;
+  EXPECT_EQ(fr->input.groups.size(), 6u);
+  wait::Result r = wait::Analyze(fr->input);
+  EXPECT_EQ(r.verdict, wait::Verdict::kHang) << r.reason;
+  EXPECT_EQ(r.culprits, std::vector<int64_t>{2});
+  EXPECT_EQ(r.waiting, std::vector<int64_t>{0});
+  ASSERT_TRUE(r.stuck.has_value());
+  EXPECT_TRUE(r.stuck->p2p);
+  EXPECT_EQ(r.stuck->peer, std::optional<int64_t>(2));
+}
+
 TEST(RecordedWaitInputTest, NotBuiltWithoutGlobalRanksOrWithUnseenMembers) {
   std::string why;
   {
     Job job;
     job.Step(kT0);
     job.data.participants[1].rank.reset();
-    EXPECT_FALSE(RecordedJob(job.data, kT0 + kMs, &why).has_value());
+    EXPECT_FALSE(RecordedJob(job.data, {}, kT0 + kMs, &why).has_value());
     EXPECT_NE(why.find("node1 pid 101 has no global rank"), std::string::npos) << why;
   }
   {
     Job job;
     job.Step(kT0, {0, 1, 2});  // rank 3 never seen: the world has 4 ranks, dp1 and tp1 2
-    EXPECT_FALSE(RecordedJob(job.data, kT0 + kMs, &why).has_value());
+    EXPECT_FALSE(RecordedJob(job.data, {}, kT0 + kMs, &why).has_value());
     EXPECT_NE(why.find("has 2 ranks and the recording saw 1"), std::string::npos) << why;
   }
   {
     Job job;
     job.Step(kT0);
     job.data.participants[3].rank = 0;  // two processes claim rank 0
-    EXPECT_FALSE(RecordedJob(job.data, kT0 + kMs, &why).has_value());
+    EXPECT_FALSE(RecordedJob(job.data, {}, kT0 + kMs, &why).has_value());
     EXPECT_NE(why.find("two processes claim rank 0"), std::string::npos) << why;
   }
 }

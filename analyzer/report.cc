@@ -214,8 +214,10 @@ void TakeInventory(const CollectiveData& data, Report& r) {
 // Several communicators per rank: the wait-for graph over all of them (recorded_wait_input.h,
 // wait_graph.h) replaces the one-communicator verdict where it finds the hang too. false (and
 // why_not) where it cannot be built or finds none.
-bool HangAcrossGroups(const CollectiveData& data, Report& r, std::string* why_not) {
-  std::optional<FrJob> job = RecordedJob(data, r.end_ns, why_not);
+rs::Result<bool> HangAcrossGroups(rs::Db& db, const CollectiveData& data, Report& r,
+                                  std::string* why_not) {
+  ASSIGN_OR_RETURN(std::vector<RecordedP2p> p2p, LoadRecordedP2p(db, data));
+  std::optional<FrJob> job = RecordedJob(data, p2p, r.end_ns, why_not);
   if (!job) return false;
   const wait::Result res = wait::Analyze(job->input);
   const EngineSource src{"recording", "the recorded collectives of", r.hang.basis};
@@ -246,7 +248,10 @@ rs::Result<void> AddHang(rs::Db& db, const CollectiveData& data, Report& r) {
   if (r.hang.detected) {
     const bool multi_group = r.comms_per_rank > 1;
     std::string why_not;
-    const bool across = multi_group && HangAcrossGroups(data, r, &why_not);
+    bool across = false;
+    if (multi_group) {
+      ASSIGN_OR_RETURN(across, HangAcrossGroups(db, data, r, &why_not));
+    }
     RETURN_IF_ERROR(DescribeHangRanks(db, data, cuda_in_flight, r.hang));
     if (across) {
       for (size_t i = 0; i < r.hang.culprit_ranks.size(); ++i) {

@@ -110,7 +110,7 @@ struct ArrivalStats {
 
 // Something a rank was doing at the end of the recording (hang reports).
 struct Activity {
-  std::string kind;            // 'nccl' | 'cuda' | 'exit'
+  std::string kind;            // 'nccl' | 'cuda' | 'exit'; 'gloo' for a gloo Flight Recorder entry
   std::string what;            // op or API name ('ALL_REDUCE', 'cudaMemcpy'); 'exit' for kind exit
   std::optional<int64_t> seq;  // nccl
   int64_t timestamp_ns = 0;

@@ -3,15 +3,17 @@
 # tp=2,pp=2,dp=2,ep=2 on 4 nodes x 2 ranks, Flight Recorder dumps merged beside the bundles):
 #   - a hang, a crash, a slow rank and a mismatch, each with one and with two faulty ranks in
 #     different roles: the culprit SET equals the ranks whose fault struck (truth.json `ranks`),
-#     from the recording and from the dumps alone;
+#     from the recording with the dumps beside it, from the recording alone and from the dumps
+#     alone;
 #   - a clean run names nobody.
 # The default test run checks hang1, hang2, crash1, crash2 and mismatch1 both ways, the hang's
 # culprits only ('multigroup verdicts'); every scenario is run directly: it prints every
 # scenario's verdicts and a summary, and fails when one is wrong.
 #   multigroup_verdicts.sh BUILD_DIR SOURCE_DIR [SCENARIO...]
 # SCENARIO: clean | hang1 | hang2 | crash1 | crash2 | slow1 | slow2 | mismatch1 | mismatch2
-# (all by default). RANKSCOPE_VERDICTS_FROM=recording|dumps checks only the verdicts from the
-# bundles (with the dumps beside them) or only those from the dumps alone (both by default).
+# (all by default). RANKSCOPE_VERDICTS_FROM: which of recording (the bundles with the dumps
+# beside them), bundles (the bundles alone) and dumps (the dumps alone) to check (all three by
+# default; space-separated).
 # RANKSCOPE_VERDICTS_HANG_ONLY=1 counts only the hang's culprits, not the other stragglers of
 # medium or high confidence: during a stall the waiting ranks' spinning is at times named a
 # CPU-contention straggler (crash2, mismatch1), which the default run counts as a wrong name.
@@ -105,9 +107,10 @@ for sc in "${SCENARIOS[@]}"; do
     python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); print(t["end"], "struck", t["ranks"])' \
       "$dir/truth.json" 2>/dev/null || echo '?')"
   line="$sc:"
-  for what in ${RANKSCOPE_VERDICTS_FROM:-recording dumps}; do
+  for what in ${RANKSCOPE_VERDICTS_FROM:-recording bundles dumps}; do
     inputs=("$dir"/bundles/*.rsb)
-    [[ -d "$dir/fr" ]] && compgen -G "$dir/fr/nccl_trace_rank_*" >/dev/null && inputs+=("$dir/fr")
+    [[ "$what" == recording && -d "$dir/fr" ]] && compgen -G "$dir/fr/nccl_trace_rank_*" >/dev/null &&
+      inputs+=("$dir/fr")
     [[ "$what" == dumps ]] && inputs=("$dir/fr")
     if [[ "$what" == dumps ]] && ! compgen -G "$dir/fr/nccl_trace_rank_*" >/dev/null; then
       echo "  (no dumps: nothing stalled)"
