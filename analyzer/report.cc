@@ -231,6 +231,36 @@ rs::Result<bool> HangAcrossGroups(rs::Db& db, const CollectiveData& data, Report
   return true;
 }
 
+// Beside a hang the recording's tail is the stall, and the ranks that wait in it spin: CUDA's
+// default synchronization spins or yields on the host, NCCL's proxy threads poll, and the
+// waiting ranks enter nothing, so lateness and run-queue findings over that tail describe the
+// stall. Seen on the multi-group test bed: a CPU-contention finding of medium confidence on the
+// node of ranks that only waited (crash2, mismatch1), beside the hang's right culprits. Such
+// findings stay listed, at low confidence, with a note; the hang's culprits are the verdict.
+void CapBesideHang(Report& r) {
+  std::vector<std::string> capped;
+  for (Straggler& s : r.stragglers) {
+    if (s.cause == "hang" || !AtLeastMedium(s.confidence)) continue;
+    s.confidence = Confidence::kLow;
+    s.confidence_score =
+        std::min(s.confidence_score, TierScore(ScoreBasis::kLateness, Confidence::kLow, 1.0));
+    capped.push_back(s.node + (s.rank ? " rank " + std::to_string(*s.rank) : "") + " (" +
+                     s.cause + ")");
+  }
+  if (capped.empty()) return;
+  std::stable_sort(r.stragglers.begin(), r.stragglers.end(),
+                   [](const Straggler& a, const Straggler& b) {
+                     return (a.cause == "hang") > (b.cause == "hang");
+                   });
+  std::string who;
+  for (const std::string& c : capped) who += (who.empty() ? "" : ", ") + c;
+  r.notes.push_back(
+      "beside the hang, the other findings (" + who +
+      ") are capped at low: the recording's tail is the stall, in which the waiting ranks spin "
+      "in their synchronizations and enter nothing, so lateness and CPU load measured over it "
+      "describe the stall rather than a straggler");
+}
+
 // The hang analysis; its culprits head the findings.
 rs::Result<void> AddHang(rs::Db& db, const CollectiveData& data, Report& r) {
   ASSIGN_OR_RETURN(auto cuda_in_flight, LoadCudaInFlight(db, data));
@@ -525,6 +555,7 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   for (Straggler& s : r.stragglers) NameWho(s, data, side, r.clock);  // hang culprits
   for (Straggler& s : ranked) r.stragglers.push_back(std::move(s));
   r.observations = std::move(observed);
+  if (r.hang.detected) CapBesideHang(r);
   RETURN_IF_ERROR(AddWarnings(db, merged, r));
   AddClockBoundWarnings(r);
   // Nodes in natural order (node2 before node10) everywhere they are listed.
