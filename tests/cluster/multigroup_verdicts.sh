@@ -6,17 +6,17 @@
 #     from the recording with the dumps beside it, from the recording alone and from the dumps
 #     alone;
 #   - a clean run names nobody.
-# The default test run checks hang1, hang2, crash1, crash2 and mismatch1 both ways, the hang's
-# culprits only ('multigroup verdicts'); every scenario is run directly: it prints every
-# scenario's verdicts and a summary, and fails when one is wrong.
+# The default test run checks hang1, hang2, crash1, crash2 and mismatch1 all three ways
+# ('multigroup verdicts'); every scenario is run directly: it prints every scenario's verdicts
+# and a summary, and fails when one is wrong.
 #   multigroup_verdicts.sh BUILD_DIR SOURCE_DIR [SCENARIO...]
 # SCENARIO: clean | hang1 | hang2 | crash1 | crash2 | slow1 | slow2 | mismatch1 | mismatch2
 # (all by default). RANKSCOPE_VERDICTS_FROM: which of recording (the bundles with the dumps
 # beside them), bundles (the bundles alone) and dumps (the dumps alone) to check (all three by
 # default; space-separated).
 # RANKSCOPE_VERDICTS_HANG_ONLY=1 counts only the hang's culprits, not the other stragglers of
-# medium or high confidence: during a stall the waiting ranks' spinning is at times named a
-# CPU-contention straggler (crash2, mismatch1), which the default run counts as a wrong name.
+# medium or high confidence (the default counts them: beside a hang they are capped at low, as
+# the waiting ranks' spinning during a stall was at times named a CPU-contention straggler).
 # Exit 77 = skipped (not root and CI unset).
 set -euo pipefail
 
