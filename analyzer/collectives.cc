@@ -1,6 +1,7 @@
 #include "collectives.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -154,28 +155,98 @@ ArrivalStats Summarize(Samples& m) {
   return s;
 }
 
-// Device durations of a collective timed on every device: the longest, and the participant
-// with the unique shortest (-1: a tie, or the collective is not timed everywhere).
-struct Waits {
-  int64_t longest = -1;
-  int32_t least = -1;
-};
-
-Waits WaitsOf(const CollectiveData& data, const Collective& g) {
-  Waits w;
-  if (!g.device_basis || g.done < 0) return w;
-  int64_t shortest = -1;
-  for (size_t k = g.begin; k < g.end; ++k) {
-    int64_t d = ComparedDuration(g, data.calls[k]);
-    w.longest = std::max(w.longest, d);
-    if (shortest < 0 || d < shortest) {
-      shortest = d;
-      w.least = data.calls[k].participant;
-    } else if (d == shortest) {
-      w.least = -1;
+// A rank's own lateness, not what it inherited from another group. PyTorch's synchronous c10d
+// collectives make the current CUDA stream wait on the group's NCCL stream (work.wait()), and each
+// group's next collective is ordered after the current stream (ProcessGroupNCCL syncStream): a
+// rank's device cannot start its collective in group G before its previous collective in group H
+// completed there, and a blocking call cannot be entered before the previous one returned. Time
+// it spent held in another communicator's collective that ended just before is not its own.
+class HeldIndex {
+ public:
+  explicit HeldIndex(const CollectiveData& data)
+      : device_(data.participants.size()), host_(data.participants.size()) {
+    for (const NcclCall& c : data.calls) {
+      const bool host_exit = c.host_seen && !c.in_flight();
+      if (c.device && c.device->end_ns) {
+        device_[c.participant].ends.emplace_back(*c.device->end_ns, c.comm);
+      } else if (host_exit) {
+        device_[c.participant].ends.emplace_back(c.ts + c.dur, c.comm);
+      }
+      if (host_exit) host_[c.participant].ends.emplace_back(c.ts + c.dur, c.comm);
+    }
+    for (std::vector<Ends>* basis : {&device_, &host_}) {
+      for (Ends& e : *basis) e.Index();
     }
   }
-  return w;
+  // The latest end, at or before c's arrival in g, of its participant's calls in communicators
+  // other than g's, on g's clock basis (device end, else host exit; host exit on host basis).
+  std::optional<int64_t> Held(const Collective& g, const NcclCall& c) const {
+    const Ends& e = (g.device_basis ? device_ : host_)[c.participant];
+    auto it = std::upper_bound(e.ends.begin(), e.ends.end(),
+                               std::make_pair(c.arrival, std::numeric_limits<uint64_t>::max()));
+    if (it == e.ends.begin()) return std::nullopt;
+    int64_t i = it - e.ends.begin() - 1;
+    if (e.ends[i].second == g.comm) i = e.other[i];
+    if (i < 0) return std::nullopt;
+    return e.ends[i].first;
+  }
+
+ private:
+  struct Ends {
+    std::vector<std::pair<int64_t, uint64_t>> ends;  // (end, comm), sorted
+    std::vector<int64_t> other;  // the latest earlier entry of another comm than ends[i]'s; -1
+    void Index() {
+      std::sort(ends.begin(), ends.end());
+      other.assign(ends.size(), -1);
+      for (size_t i = 1; i < ends.size(); ++i) {
+        other[i] =
+            ends[i - 1].second != ends[i].second ? static_cast<int64_t>(i - 1) : other[i - 1];
+      }
+    }
+  };
+  std::vector<Ends> device_, host_;
+};
+
+// One compared collective's samples: per call (calls[g.begin + i]) its own lateness and its
+// wait (-1: not timed on every device); who was last and who waited least, where that was its own.
+struct GroupSamples {
+  std::vector<int64_t> late, wait;
+  int32_t last = -1, wait_last = -1;
+};
+
+GroupSamples SampleGroup(const CollectiveData& data, const Collective& g, const HeldIndex& held) {
+  GroupSamples out;
+  // Device durations where every device timed it: the longest, and the unique shortest (its
+  // participant waited least; -1 on a tie).
+  int64_t longest = -1, shortest = -1;
+  int32_t least = -1;
+  if (g.device_basis && g.done >= 0) {
+    for (size_t k = g.begin; k < g.end; ++k) {
+      int64_t d = ComparedDuration(g, data.calls[k]);
+      longest = std::max(longest, d);
+      if (shortest < 0 || d < shortest) {
+        shortest = d;
+        least = data.calls[k].participant;
+      } else if (d == shortest) {
+        least = -1;
+      }
+    }
+  }
+  for (size_t k = g.begin; k < g.end; ++k) {
+    const NcclCall& c = data.calls[k];
+    std::optional<int64_t> h = held.Held(g, c);
+    int64_t plain = c.arrival - g.first_arrival;
+    int64_t own =
+        h ? std::clamp<int64_t>(c.arrival - std::max(g.first_arrival, *h), 0, plain) : plain;
+    int64_t wait = longest >= 0 ? longest - ComparedDuration(g, c) : -1;
+    int64_t own_wait = h && wait >= 0 ? std::min(wait, std::max<int64_t>(0, c.arrival - *h)) : wait;
+    out.late.push_back(own);
+    out.wait.push_back(own_wait);
+    // Last (or waiting least) only where most of that lateness is its own.
+    if (c.participant == g.last && own * 2 > plain) out.last = g.last;
+    if (c.participant == least && own_wait * 2 > wait) out.wait_last = least;
+  }
+  return out;
 }
 
 }  // namespace
@@ -183,21 +254,22 @@ Waits WaitsOf(const CollectiveData& data, const Collective& g) {
 std::vector<ArrivalStats> ParticipantStats(const CollectiveData& data) {
   size_t n = data.participants.size();
   std::vector<Samples> m(n);
+  const HeldIndex held(data);
   for (const Collective& g : data.collectives) {
     if (!g.compared()) continue;
-    Waits w = WaitsOf(data, g);
+    GroupSamples s = SampleGroup(data, g, held);
     for (size_t k = g.begin; k < g.end; ++k) {
       const NcclCall& c = data.calls[k];
       Samples& mine = m[c.participant];
-      mine.late.push_back(c.arrival - g.first_arrival);
+      mine.late.push_back(s.late[k - g.begin]);
       mine.host.push_back(c.ts - g.first_entry);
       if (g.device_basis) ++mine.on_device;
       int64_t d = ComparedDuration(g, c);
       if (d >= 0) mine.durs.push_back(d);
-      if (w.longest >= 0) mine.wait.push_back(w.longest - d);
+      if (s.wait[k - g.begin] >= 0) mine.wait.push_back(s.wait[k - g.begin]);
     }
-    if (g.last >= 0) ++m[g.last].last;
-    if (w.least >= 0) ++m[w.least].wait_last;
+    if (s.last >= 0) ++m[s.last].last;
+    if (s.wait_last >= 0) ++m[s.wait_last].wait_last;
   }
   std::vector<ArrivalStats> out;
   for (size_t p = 0; p < n; ++p) {
@@ -217,20 +289,21 @@ std::vector<ArrivalStats> NodeStats(const CollectiveData& data) {
   for (auto& [node, k] : idx) k = i++;
   std::vector<Samples> m(idx.size());
   std::vector<int64_t> node_late(idx.size()), node_host(idx.size()), node_wait(idx.size());
+  const HeldIndex held(data);
   for (const Collective& g : data.collectives) {
     if (!g.compared()) continue;
-    Waits w = WaitsOf(data, g);
+    GroupSamples s = SampleGroup(data, g, held);
     std::fill(node_late.begin(), node_late.end(), -1);
     std::fill(node_host.begin(), node_host.end(), -1);
     std::fill(node_wait.begin(), node_wait.end(), -1);
     for (size_t k = g.begin; k < g.end; ++k) {
       const NcclCall& c = data.calls[k];
       size_t n = idx[data.participants[c.participant].node];
-      node_late[n] = std::max(node_late[n], c.arrival - g.first_arrival);
+      node_late[n] = std::max(node_late[n], s.late[k - g.begin]);
       node_host[n] = std::max(node_host[n], c.ts - g.first_entry);
       int64_t d = ComparedDuration(g, c);
       if (d >= 0) m[n].durs.push_back(d);
-      if (w.longest >= 0) node_wait[n] = std::max(node_wait[n], w.longest - d);
+      node_wait[n] = std::max(node_wait[n], s.wait[k - g.begin]);
     }
     for (size_t n = 0; n < idx.size(); ++n) {
       if (node_late[n] < 0) continue;
@@ -239,8 +312,8 @@ std::vector<ArrivalStats> NodeStats(const CollectiveData& data) {
       if (node_wait[n] >= 0) m[n].wait.push_back(node_wait[n]);
       if (g.device_basis) ++m[n].on_device;
     }
-    if (g.last >= 0) ++m[idx[data.participants[g.last].node]].last;
-    if (w.least >= 0) ++m[idx[data.participants[w.least].node]].wait_last;
+    if (s.last >= 0) ++m[idx[data.participants[s.last].node]].last;
+    if (s.wait_last >= 0) ++m[idx[data.participants[s.wait_last].node]].wait_last;
   }
   std::vector<ArrivalStats> out;
   for (auto& [node, n] : idx) {

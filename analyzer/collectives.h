@@ -107,7 +107,9 @@ rs::Result<CollectiveData> LoadCollectives(rs::Db& db);
 int32_t AddParticipant(CollectiveData& data, const std::string& node, int64_t pid,
                        std::optional<int64_t> rank, const std::string& comm);
 
-// Arrival statistics over matched collectives; per_rank is indexed like participants.
+// Arrival statistics over matched collectives; per_rank is indexed like participants. A rank's
+// lateness is its own: less the time its previous call in another communicator held it
+// (collectives.cc, HeldIndex); one communicator's job keeps its plain lateness.
 std::vector<ArrivalStats> ParticipantStats(const CollectiveData& data);
 std::vector<ArrivalStats> NodeStats(const CollectiveData& data);
 

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <tuple>
+
+#include "device_arrival.h"
+
 #include "rscore/schema.h"
 
 namespace analyzer {
@@ -64,6 +69,118 @@ TEST_F(CollectivesTest, LatenessAndLastAreCountedPerRankAndNode) {
   EXPECT_EQ(nodes[0].node, "a");
   EXPECT_EQ(nodes[0].median_lateness_ns, 10);  // max of its ranks: 10, 0, 10
   EXPECT_EQ(nodes[1].last_count, 2);
+}
+
+// A call whose device ran [start, end) (device basis), or whose blocking host call did (host
+// basis: no device op).
+NcclCall Timed(int32_t p, uint64_t comm, int64_t seq, int64_t start, int64_t end, bool device) {
+  NcclCall c;
+  c.participant = p;
+  c.comm = comm;
+  c.seq = seq;
+  c.op = "ALL_REDUCE";
+  c.ts = device ? start - 5 : start;
+  c.dur = device ? 1 : end - start;
+  if (device) c.device = DeviceOp{start - 5, start, end, 0, "completed"};
+  return c;
+}
+
+// Grouped by (comm, seq) as LoadCollectives does; participants 0 on node a, 1 and 2 on node b.
+CollectiveData Grouped(std::vector<NcclCall> calls) {
+  CollectiveData data;
+  AddParticipant(data, "a", 100, 0, "");
+  AddParticipant(data, "b", 101, 1, "");
+  AddParticipant(data, "b", 102, 2, "");
+  std::stable_sort(calls.begin(), calls.end(), [](const NcclCall& x, const NcclCall& y) {
+    return std::tie(x.comm, x.seq, x.ts) < std::tie(y.comm, y.seq, y.ts);
+  });
+  data.calls = std::move(calls);
+  for (size_t i = 0; i < data.calls.size();) {
+    Collective g;
+    g.comm = data.calls[i].comm;
+    g.seq = data.calls[i].seq;
+    g.begin = i;
+    while (i < data.calls.size() && data.calls[i].comm == g.comm && data.calls[i].seq == g.seq) {
+      g.last_exit = std::max(g.last_exit, data.calls[i].ts + data.calls[i].dur);
+      ++i;
+    }
+    g.end = i;
+    g.first_entry = data.calls[g.begin].ts;
+    g.last_entry = data.calls[g.end - 1].ts;
+    ++data.matched;
+    data.collectives.push_back(g);
+  }
+  SetArrivals(data);
+  return data;
+}
+
+// Rank 0 is slow in group {0, 1}; rank 1, held there until 600, enters group {1, 2} at 610,
+// 510 after rank 2: 500 of that inherited from rank 0, 10 its own. `comm2` is group {1, 2}'s
+// communicator (its sequence numbers follow group {0, 1}'s where both share one).
+std::vector<NcclCall> Cascade(uint64_t comm2, bool device) {
+  std::vector<NcclCall> calls;
+  for (int64_t s = 0; s < 3; ++s) {
+    int64_t t = s * 10000;
+    int64_t seq2 = comm2 == 1 ? 2 * s + 1 : s;
+    calls.push_back(Timed(0, 1, comm2 == 1 ? 2 * s : s, t + 500, t + 600, device));
+    calls.push_back(Timed(1, 1, comm2 == 1 ? 2 * s : s, t, t + 600, device));
+    calls.push_back(Timed(1, comm2, seq2, t + 610, t + 700, device));
+    calls.push_back(Timed(2, comm2, seq2, t + 100, t + 700, device));
+  }
+  return calls;
+}
+
+TEST(OwnLatenessTest, LatenessInheritedFromAnotherCommunicatorIsNotOwn) {
+  for (bool device : {true, false}) {
+    SCOPED_TRACE(device ? "device basis" : "host basis");
+    CollectiveData data = Grouped(Cascade(2, device));
+    ASSERT_EQ(data.collectives.size(), 6u);
+    auto stats = ParticipantStats(data);
+    ASSERT_EQ(stats.size(), 3u);
+    EXPECT_EQ(stats[0].median_lateness_ns, 500);
+    EXPECT_EQ(stats[0].last_count, 3);
+    // Rank 1: 0 in group {0, 1}, 610 - max(100, 600) = 10 of its own in group {1, 2}, where it
+    // arrived last but mostly for rank 0: not counted last.
+    EXPECT_EQ(stats[1].median_lateness_ns, 10);
+    EXPECT_EQ(stats[1].p90_lateness_ns, 10);
+    EXPECT_EQ(stats[1].last_count, 0);
+    EXPECT_EQ(stats[2].median_lateness_ns, 0);
+    EXPECT_EQ(stats[2].last_count, 0);
+    if (device) {
+      // Waits (longest device duration minus its own): rank 0 500; rank 1 510 capped at 10.
+      EXPECT_EQ(stats[0].median_wait_lateness_ns, 500);
+      EXPECT_EQ(stats[0].wait_last_count, 3);
+      EXPECT_EQ(stats[1].median_wait_lateness_ns, 10);
+      EXPECT_EQ(stats[1].p90_wait_lateness_ns, 10);
+      EXPECT_EQ(stats[1].wait_last_count, 0);
+    } else {
+      EXPECT_EQ(stats[1].wait_collectives, 0);
+    }
+    auto nodes = NodeStats(data);
+    ASSERT_EQ(nodes.size(), 2u);
+    EXPECT_EQ(nodes[0].median_lateness_ns, 500);
+    EXPECT_EQ(nodes[0].last_count, 3);
+    EXPECT_EQ(nodes[1].median_lateness_ns, 10);  // max of ranks 1 and 2
+    EXPECT_EQ(nodes[1].last_count, 0);
+  }
+}
+
+TEST(OwnLatenessTest, OneCommunicatorKeepsPlainLateness) {
+  // The same timings with both groups' calls in one communicator: nothing is discounted.
+  CollectiveData data = Grouped(Cascade(1, true));
+  ASSERT_EQ(data.collectives.size(), 6u);
+  auto stats = ParticipantStats(data);
+  ASSERT_EQ(stats.size(), 3u);
+  EXPECT_EQ(stats[0].median_lateness_ns, 500);
+  EXPECT_EQ(stats[0].last_count, 3);
+  EXPECT_EQ(stats[1].median_lateness_ns, 510);  // samples 0, 510, 0, 510, 0, 510
+  EXPECT_EQ(stats[1].last_count, 3);
+  EXPECT_EQ(stats[1].median_wait_lateness_ns, 510);
+  EXPECT_EQ(stats[1].wait_last_count, 3);
+  auto nodes = NodeStats(data);
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[1].median_lateness_ns, 510);
+  EXPECT_EQ(nodes[1].last_count, 3);
 }
 
 TEST(QuantileTest, NearestRank) {

@@ -161,6 +161,11 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
     clock.summary = "lateness margin " + FormatNs(c.margin_ns) +
                     " exceeds the cross-node clock error bound of " + FormatNs(c.bound_ns) +
                     conversion;
+  } else if (c.one_node && c.same_node_margin_ns >= 0) {
+    clock.summary = "it is later than the other ranks on " + who.node + " by " +
+                    FormatNs(c.same_node_margin_ns) +
+                    " (same host clock), inside its device conversion bound of " +
+                    FormatNs(c.mate_bound_ns) + ": the arrival order is undetermined";
   } else {
     clock.summary = "lateness margin " + FormatNs(c.margin_ns) +
                     " is inside the cross-node clock error bound of " + FormatNs(c.bound_ns) +
@@ -198,6 +203,19 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
         "rankscope-merge can align clocks on more rendezvous points";
     s.causes.push_back(std::move(u));
     s.cause = "unknown";
+    if (c.one_node && c.same_node_margin_ns >= 0) {
+      // One clock for every rank: only the device -> host conversion bounds stand in the way.
+      s.causes.back().summary =
+          "ordering undetermined: the lateness is inside the device clock conversion bound";
+      s.causes.back().remediation =
+          "record longer: the profiler plugin's device-to-host conversion bound tightens as it "
+          "sees more operations (the first ones of a process carry the widest)";
+      s.summary = name + " appears " + FormatNs(c.same_node_margin_ns) +
+                  " later than the other ranks on " + who.node +
+                  " (one host clock), but that is inside its device clock conversion bound of " +
+                  FormatNs(c.mate_bound_ns) + ": the ordering is undetermined";
+      return s;
+    }
     s.summary = name + " appears " + FormatNs(c.margin_ns) +
                 " late, but that is inside the clock error bound of " + FormatNs(c.bound_ns) +
                 ": the ordering is undetermined";

@@ -74,6 +74,7 @@ LatenessCandidate FindLatenessStraggler(const CollectiveData& data,
   if (spread.empty()) return c;              // a single rank: nobody to be late against
   c.noise_ns = std::max<int64_t>(1, Quantile(spread, 0.5));
   c.margin_ns = cross.empty() ? 0 : b.median_lateness_ns - Quantile(cross, 0.5);
+  c.one_node = cross.empty();
   if (same_node_max >= 0) c.same_node_margin_ns = b.median_lateness_ns - same_node_max;
   double rank_z = BinomialZ(b.last_count, b.collectives, 1.0 / ranks_total);
   auto stands_out = [&](int64_t margin, double z) {

@@ -28,6 +28,7 @@ struct LatenessCandidate {
   int64_t noise_ns = 0;              // typical p90 - median lateness of the others
   int64_t bound_ns = 0;              // clock error bound of the cross-node comparison
   int64_t mate_bound_ns = 0;         // ... of the same-node one (device conversion bounds)
+  bool one_node = false;             // every competing rank is on its node: no cross-node margin
   int64_t collectives = 0;
   int64_t last_count = 0;
   double chance = 0;  // probability of being last by chance (its ranks / all ranks)

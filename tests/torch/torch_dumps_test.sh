@@ -109,6 +109,34 @@ check_recorded nccl_skipped "gpunode.rsb pickle" hang 2
 check_recorded nccl_two_stalls "gpunode.rsb pickle" hang 1,2
 check_recorded nccl_size_mismatch "gpunode.rsb pickle" mismatch 3
 
+# check_stragglers SCENARIO WANT_RANKS: the ranks the recording alone names as stragglers of
+# medium or high confidence (comma-separated, '' for none). On nccl_slow rank 3's lateness
+# cascades into its peers' next groups (rank 2 waits for it in tp {2,3}, then enters dp {0,2}
+# late): only its own lateness counts (analyzer/collectives.h), so it is the one named.
+check_stragglers() {
+  local sc=$1 want=$2 db="$OUT/$1-stragglers.rsdb"
+  "$MERGE" -q -o "$db" "$DUMPS/$sc/gpunode.rsb" >"$OUT/merge.log" 2>&1 ||
+    { echo "FAIL: $sc stragglers: merge: $(tail -n 3 "$OUT/merge.log")"; failed=1; return; }
+  "$ANALYZE" report "$db" --format json -o "$db.json" >"$OUT/report.log" 2>&1 || true
+  local got
+  got=$(python3 - "$db.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+named = sorted({k for s in r.get("stragglers") or [] if s.get("confidence") in ("medium", "high")
+                for k in (s.get("ranks") or [])})
+print(",".join(str(k) for k in named))
+PY
+)
+  if [[ "$got" == "$want" ]]; then
+    echo "ok: $sc (gpunode.rsb): stragglers '$got'"
+  else
+    echo "FAIL: $sc (gpunode.rsb): stragglers '$got', want '$want'"
+    failed=1
+  fi
+}
+check_stragglers nccl_healthy ""
+check_stragglers nccl_slow 3
+
 # The dumps hold what the job's truth.json says they were written by.
 for sc in healthy skipped subgroup_stall size_mismatch slow; do
   grep -q '"torch_version": "2.14' "$DUMPS/$sc/truth.json" || { echo "FAIL: $sc: not PyTorch 2.14"; failed=1; }
