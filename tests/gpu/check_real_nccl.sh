@@ -63,6 +63,8 @@ start_recorder() {
   done
   grep "recording node" "$2" || echo "no readiness line; going on"
 }
+# RANKSCOPE_FR_ONLY=1: only the Flight Recorder jobs below.
+if [[ -z ${RANKSCOPE_FR_ONLY:-} ]]; then
 start_recorder "$OUTDIR/gpunode.rsb" "$OUTDIR/record.log"
 
 step "short job, the plugin found by its default name on the library path"
@@ -107,6 +109,7 @@ pkill -KILL -f "$HERE/real_nccl_job.py"
 for p in "${JOB[@]}"; do wait "$p" 2>/dev/null; done
 grep -h -i -E "profiler|NCCL version" "$OUTDIR"/job_rank*.log | sort | uniq -c | head -20
 ls -l "$OUTDIR"
+fi
 
 # The Flight Recorder jobs: 4 ranks, tp and dp split from the world, NCCL writing the dumps
 # (tests/torch/jobs.py --backend nccl says what each does), each under a recording of its own

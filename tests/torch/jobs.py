@@ -7,7 +7,8 @@ Flight Recorder dump in both formats PyTorch writes.
   jobs.py --backend nccl [--plugin LIB] [--recorder-pid PID] OUT_DIR SCENARIO
 
 SCENARIO (gloo): healthy | skipped | subgroup_stall | size_mismatch | slow
-SCENARIO (nccl): healthy | slow | skipped | two_stalls | size_mismatch   (NCCL_SCENARIOS below)
+SCENARIO (nccl): healthy | slow | skipped | two_stalls | size_mismatch | crash | p2p_stall
+                 (NCCL_SCENARIOS below)
 
 The job is shaped like a small 2-way tensor-parallel x 2-way data-parallel job:
   world  ranks 0-3   the default group (init_process_group, FileStore)
@@ -278,6 +279,12 @@ NCCL_SCENARIOS = {
                       "what": f"rank 3 passes {NUMEL // 2} elements to the last step's world "
                               f"all_reduce, the others {NUMEL}: NCCL checks no count across "
                               f"ranks, so what follows is whatever the transport does"},
+    "crash": {"faulty_ranks": [1], "kind": "crash", "group": "tp {0,1}", "op": "all_reduce",
+              "what": "rank 1 kills itself (SIGKILL) before the last step's tp all_reduce: it "
+                      "writes no dump; the others find its connections closed or time out"},
+    "p2p_stall": {"faulty_ranks": [2], "kind": "stall", "group": "p2p 0->2", "op": "recv",
+                  "what": "rank 2 stalls (sleeps) before the last step's receive from rank 0: "
+                          "rank 0's send and everything after it wait for rank 2"},
 }
 
 
@@ -300,6 +307,7 @@ def nccl_dump(out_dir, rank, outcome):
 
 
 def nccl_worker(out_dir, scenario, rank):
+    import signal
     import threading
     import torch
     import torch.distributed as dist
@@ -327,39 +335,56 @@ def nccl_worker(out_dir, scenario, rank):
             time.sleep(NCCL_SLOW_S)
         fn()
 
-    for step in range(STEPS):
-        last = step == STEPS - 1
-        if last and scenario != "healthy" and scenario != "slow":
-            threading.Thread(target=lambda: (time.sleep(DUMP_AFTER_S),
-                                             nccl_dump(out_dir, rank, "dumped in the last step")),
-                             daemon=True).start()
-        x = torch.full((NUMEL,), float(rank + step), device=dev)
-        if last and scenario == "two_stalls" and faulty:
-            log(rank, "stalls before the tp all_reduce")
-            time.sleep(NCCL_JOB_S)
-            os._exit(0)
-        op(lambda: dist.all_reduce(x, group=tp))
-        parts = [torch.empty(NUMEL, device=dev) for _ in range(2)]
-        op(lambda: dist.all_gather(parts, x, group=tp))
-        if rank < 2:
-            op(lambda: dist.send(x, rank + 2))
-        else:
-            buf = torch.empty(NUMEL, device=dev)
-            op(lambda: dist.recv(buf, rank - 2))
-        op(lambda: dist.all_reduce(x, group=dp))
-        if last and scenario == "skipped" and faulty:
-            log(rank, "skips the world all_reduce")
+    timer = None
+    try:
+        for step in range(STEPS):
+            last = step == STEPS - 1
+            if last and scenario != "healthy" and scenario != "slow":
+                timer = threading.Thread(
+                    target=lambda: (time.sleep(DUMP_AFTER_S),
+                                    nccl_dump(out_dir, rank, "dumped in the last step")),
+                    daemon=True)
+                timer.start()
+            x = torch.full((NUMEL,), float(rank + step), device=dev)
+            if last and scenario == "two_stalls" and faulty:
+                log(rank, "stalls before the tp all_reduce")
+                time.sleep(NCCL_JOB_S)
+                os._exit(0)
+            if last and scenario == "crash" and faulty:
+                log(rank, "kills itself before the tp all_reduce")
+                os.kill(os.getpid(), signal.SIGKILL)
+            op(lambda: dist.all_reduce(x, group=tp))
+            parts = [torch.empty(NUMEL, device=dev) for _ in range(2)]
+            op(lambda: dist.all_gather(parts, x, group=tp))
+            if rank < 2:
+                op(lambda: dist.send(x, rank + 2))
+            else:
+                buf = torch.empty(NUMEL, device=dev)
+                if last and scenario == "p2p_stall" and faulty:
+                    log(rank, "stalls before the receive from rank 0")
+                    time.sleep(NCCL_JOB_S)
+                    os._exit(0)
+                op(lambda: dist.recv(buf, rank - 2))
+            op(lambda: dist.all_reduce(x, group=dp))
+            if last and scenario == "skipped" and faulty:
+                log(rank, "skips the world all_reduce")
+                sync()
+                time.sleep(NCCL_JOB_S)
+                os._exit(0)
+            y = x
+            if last and scenario == "size_mismatch" and faulty:
+                y = torch.ones(NUMEL // 2, device=dev)
+                log(rank, f"passes {y.numel()} elements to the world all_reduce")
+            op(lambda: dist.all_reduce(y, group=world))
+            log(rank, f"step {step} enqueued")
             sync()
-            time.sleep(NCCL_JOB_S)
-            os._exit(0)
-        y = x
-        if last and scenario == "size_mismatch" and faulty:
-            y = torch.ones(NUMEL // 2, device=dev)
-            log(rank, f"passes {y.numel()} elements to the world all_reduce")
-        op(lambda: dist.all_reduce(y, group=world))
-        log(rank, f"step {step} enqueued")
-        sync()
-        log(rank, f"step {step} done")
+            log(rank, f"step {step} done")
+    except Exception as e:  # a peer's death or an abort, seen by this rank: written down
+        log(rank, f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        if timer is None:
+            nccl_dump(out_dir, rank, f"error before the last step: {type(e).__name__}")
+        time.sleep(NCCL_JOB_S)  # the timer dumps; the launcher ends the job
+        os._exit(1)
     nccl_dump(out_dir, rank, "completed")
     wait_for(out_dir, range(WORLD))
     os._exit(0)  # no teardown: nothing is left to wait for
@@ -403,8 +428,11 @@ def nccl_launch(out_dir, scenario, plugin, recorder_pid):
             [sys.executable, os.path.abspath(__file__), "--nccl-worker", out_dir, scenario,
              str(rank)], env=env, stdout=logf, stderr=subprocess.STDOUT), logf))
 
+    # The ranks that can dump: not one that killed itself.
+    dumping = [r for r in range(WORLD) if not (scenario == "crash" and r in spec["faulty_ranks"])]
+
     def all_dumped():
-        return all(os.path.exists(os.path.join(out_dir, f"done.{r}")) for r in range(WORLD))
+        return all(os.path.exists(os.path.join(out_dir, f"done.{r}")) for r in dumping)
 
     def stop_recorder(why):
         nonlocal recorder_pid
@@ -430,7 +458,7 @@ def nccl_launch(out_dir, scenario, plugin, recorder_pid):
             break
         if auto_at is None and all(
                 os.path.exists(os.path.join(out_dir, "auto", f"nccl_trace_rank_{r}"))
-                for r in range(WORLD)):
+                for r in dumping):
             auto_at = now
         if auto_at is not None and now - auto_at > 2:
             break
@@ -474,7 +502,7 @@ def nccl_launch(out_dir, scenario, plugin, recorder_pid):
         f.write("\n")
     print(f"{scenario}: exit codes {codes}, outcomes {outcomes}, auto dumps "
           f"{truth['auto_dumps']}, {truth['seconds']} s", flush=True)
-    return 1 if "no dump" in outcomes.values() else 0
+    return 1 if any(outcomes[str(r)] == "no dump" for r in dumping) else 0
 
 
 def main():
