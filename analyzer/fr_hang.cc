@@ -266,14 +266,29 @@ Straggler EngineStraggler(const HangReport& h, size_t i, const std::string& basi
   s.confidence = h.confidence.value_or(Confidence::kLow);
   s.confidence_score = TierScore(ScoreBasis::kHang, s.confidence, 0);
   s.basis = basis;
-  const std::string why = i < h.culprits.size() ? h.culprits[i].evidence : h.summary;
+  std::string why = i < h.culprits.size() ? h.culprits[i].evidence : h.summary;
+  // A recording saw its process end (process_events): say so, as the shell spells the code
+  // (ExitCodeFromWaitStatus: 128 + the signal that killed it).
+  for (const RankProgress& p : h.progress) {
+    if (p.rank != s.rank) continue;
+    for (const Activity& a : p.doing) {
+      if (a.kind != "exit") continue;
+      why += "; its process exited";
+      if (a.exit_code) {
+        why += " with code " + std::to_string(*a.exit_code);
+        if (*a.exit_code > 128) {
+          why += " (killed by signal " + std::to_string(*a.exit_code - 128) + ")";
+        }
+      }
+    }
+  }
   s.summary = why;
   Cause c;
   c.kind = "hang";
   c.score = 1;
   c.summary = h.summary;
-  const std::string label = i < h.culprit_labels.size() ? h.culprit_labels[i]
-                                                        : "rank " + std::to_string(*s.rank);
+  const std::string label =
+      i < h.culprit_labels.size() ? h.culprit_labels[i] : "rank " + std::to_string(*s.rank);
   c.remediation =
       "dump the stacks of " + label +
       (s.pid ? " (py-spy dump --pid " + std::to_string(*s.pid) + ", gdb -p " +

@@ -12,8 +12,8 @@
 namespace analyzer {
 namespace {
 
-constexpr int64_t kStuckFactor = 10;             // as hang.cc
-constexpr int64_t kMinStuckNs = 100'000'000;     // as hang.cc
+constexpr int64_t kStuckFactor = 10;          // as hang.cc
+constexpr int64_t kMinStuckNs = 100'000'000;  // as hang.cc
 
 // The operation's state and outcome, and since when it has been pending (-1: not pending).
 struct Where {
@@ -70,9 +70,8 @@ std::map<uint64_t, int64_t> StuckThresholds(const CollectiveData& data) {
 rs::Result<std::vector<RecordedP2p>> LoadRecordedP2p(rs::Db& db, const CollectiveData& data) {
   std::vector<RecordedP2p> out;
   const std::string device_cols =
-      data.gpu_ops_table
-          ? "g.timestamp_ns, g.device_start_ns, g.device_end_ns, g.state"
-          : "NULL, NULL, NULL, NULL";
+      data.gpu_ops_table ? "g.timestamp_ns, g.device_start_ns, g.device_end_ns, g.state"
+                         : "NULL, NULL, NULL, NULL";
   const std::string join = data.gpu_ops_table
                                ? " LEFT JOIN gpu_ops g ON g.node = e.node AND g.pid = e.pid"
                                  " AND g.comm_id_hash = e.comm_id_hash AND g.seq = e.seq"
@@ -214,7 +213,8 @@ std::optional<FrJob> RecordedJob(const CollectiveData& data, const std::vector<R
     o.outcome = w.outcome;
     const auto threshold = stuck_ns.find(c.comm);
     if (w.pending_since >= 0 &&
-        end_ns - w.pending_since < (threshold == stuck_ns.end() ? kMinStuckNs : threshold->second)) {
+        end_ns - w.pending_since <
+            (threshold == stuck_ns.end() ? kMinStuckNs : threshold->second)) {
       o.outcome = wait::Outcome::kCompleted;  // progressing, not stuck (see the header)
     }
     o.created_ns = c.ts;

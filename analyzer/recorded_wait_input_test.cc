@@ -17,7 +17,7 @@ constexpr int64_t kT0 = 1'000'000 * kMs;
 
 struct Job {
   CollectiveData data;
-  std::map<std::string, uint64_t> comm;     // 'tp0', 'tp1', 'dp0', 'dp1', 'world'
+  std::map<std::string, uint64_t> comm;                   // 'tp0', 'tp1', 'dp0', 'dp1', 'world'
   std::map<int64_t, std::map<std::string, int64_t>> seq;  // rank -> comm name -> last seq
 
   Job() {
@@ -123,7 +123,7 @@ TEST(RecordedWaitInputTest, EnqueuesWithoutDeviceStatesFailWhereAMemberNeverEnte
 }
 
 RecordedP2p P2p(int64_t global, bool send, int64_t peer_comm_rank, int64_t seq, int64_t ts,
-               std::optional<int64_t> end) {
+                std::optional<int64_t> end) {
   RecordedP2p c;
   c.participant = static_cast<int32_t>(global);
   c.comm = 0x40;  // ranks 0 and 2: a pipeline's stages

@@ -8,8 +8,8 @@
 #include "call_semantics.h"
 #include "causes.h"
 #include "clock_bounds.h"
-#include "confidence.h"
 #include "collectives.h"
+#include "confidence.h"
 #include "device_arrival.h"
 #include "fr_hang.h"
 #include "hang.h"
@@ -244,8 +244,8 @@ void CapBesideHang(Report& r) {
     s.confidence = Confidence::kLow;
     s.confidence_score =
         std::min(s.confidence_score, TierScore(ScoreBasis::kLateness, Confidence::kLow, 1.0));
-    capped.push_back(s.node + (s.rank ? " rank " + std::to_string(*s.rank) : "") + " (" +
-                     s.cause + ")");
+    capped.push_back(s.node + (s.rank ? " rank " + std::to_string(*s.rank) : "") + " (" + s.cause +
+                     ")");
   }
   if (capped.empty()) return;
   std::stable_sort(r.stragglers.begin(), r.stragglers.end(),
@@ -304,7 +304,8 @@ rs::Result<void> AddHang(rs::Db& db, const CollectiveData& data, Report& r) {
           " communicators each (tensor-, pipeline-, data- or expert-parallel groups), and the "
           "recording's hang analysis looks at one communicator and its collectives: the ranks it "
           "names (communicator ranks) may only be waiting for a rank of another group; confidence "
-          "low (" + why_not +
+          "low (" +
+          why_not +
           "). With every rank's PyTorch Flight Recorder dump merged beside the bundles, the "
           "verdict across every group (the dumps') is shown instead");
     }
@@ -312,8 +313,7 @@ rs::Result<void> AddHang(rs::Db& db, const CollectiveData& data, Report& r) {
       r.stragglers.push_back(HangStraggler(r.hang, data, i));
       if (multi_group) {
         r.stragglers.back().confidence = Confidence::kLow;
-        r.stragglers.back().confidence_score =
-            TierScore(ScoreBasis::kHang, Confidence::kLow, 0);
+        r.stragglers.back().confidence_score = TierScore(ScoreBasis::kHang, Confidence::kLow, 0);
       }
     }
     if (r.hang.basis == "host_enqueue") {

@@ -19,6 +19,8 @@
 #   nccl_skipped                 rank 2 never entered the last world all_reduce: rank 2
 #   nccl_two_stalls              ranks 1 and 2 stalled in different tp groups: ranks 1 and 2
 #   nccl_size_mismatch           rank 3 passed half the elements (all four hang): rank 3
+#   nccl_crash                   rank 1 killed itself (no dump of it; a suspect): rank 1
+#   nccl_p2p_stall               rank 2 stalled before its receive from rank 0: rank 2
 #   torch_dumps_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 BUILD=$1
@@ -71,6 +73,8 @@ for fmt in pickle json auto; do
   check nccl_skipped "$fmt" hang 2 ""
   check nccl_two_stalls "$fmt" hang 1,2 ""
   check nccl_size_mismatch "$fmt" mismatch 3 ""
+  check nccl_crash "$fmt" hang 1 ""
+  check nccl_p2p_stall "$fmt" hang 2 ""
 done
 
 # check_recorded SCENARIO INPUTS WANT_KIND WANT_CULPRITS: the report's hang verdict on the
@@ -103,11 +107,15 @@ check_recorded nccl_slow gpunode.rsb none ""
 check_recorded nccl_skipped gpunode.rsb hang 2
 check_recorded nccl_two_stalls gpunode.rsb hang 1,2
 check_recorded nccl_size_mismatch gpunode.rsb mismatch 3
+check_recorded nccl_crash gpunode.rsb hang 1
+check_recorded nccl_p2p_stall gpunode.rsb hang 2
 check_recorded nccl_healthy "gpunode.rsb pickle" none ""
 check_recorded nccl_slow "gpunode.rsb pickle" none ""
 check_recorded nccl_skipped "gpunode.rsb pickle" hang 2
 check_recorded nccl_two_stalls "gpunode.rsb pickle" hang 1,2
 check_recorded nccl_size_mismatch "gpunode.rsb pickle" mismatch 3
+check_recorded nccl_crash "gpunode.rsb pickle" hang 1
+check_recorded nccl_p2p_stall "gpunode.rsb pickle" hang 2
 
 # check_stragglers SCENARIO WANT_RANKS: the ranks the recording alone names as stragglers of
 # medium or high confidence (comma-separated, '' for none). On nccl_slow rank 3's lateness
@@ -140,7 +148,9 @@ check_stragglers nccl_slow 3
 # The dumps hold what the job's truth.json says they were written by.
 for sc in healthy skipped subgroup_stall size_mismatch slow; do
   grep -q '"torch_version": "2.14' "$DUMPS/$sc/truth.json" || { echo "FAIL: $sc: not PyTorch 2.14"; failed=1; }
-  grep -q '"torch_version": "2.11' "$DUMPS/nccl_$sc/truth.json" 2>/dev/null ||
-    [[ ! -d $DUMPS/nccl_$sc ]] || { echo "FAIL: nccl_$sc: not PyTorch 2.11"; failed=1; }
+done
+for sc in healthy slow skipped two_stalls size_mismatch crash p2p_stall; do
+  grep -q '"torch_version": "2.11' "$DUMPS/nccl_$sc/truth.json" ||
+    { echo "FAIL: nccl_$sc: not PyTorch 2.11"; failed=1; }
 done
 exit $failed
