@@ -212,15 +212,19 @@ void TakeInventory(const CollectiveData& data, Report& r) {
 }
 
 // Several communicators per rank: the wait-for graph over all of them (recorded_wait_input.h,
-// wait_graph.h) replaces the one-communicator verdict where it finds the hang too. false (and
-// why_not) where it cannot be built or finds none.
+// wait_graph.h) is the hang wherever it finds one, in place of the one-communicator verdict or
+// where that found none (a hang held in sends and receives). false (and why_not) where it
+// cannot be built or finds none.
 rs::Result<bool> HangAcrossGroups(rs::Db& db, const CollectiveData& data, Report& r,
                                   std::string* why_not) {
   ASSIGN_OR_RETURN(std::vector<RecordedP2p> p2p, LoadRecordedP2p(db, data));
   std::optional<FrJob> job = RecordedJob(data, p2p, r.end_ns, why_not);
   if (!job) return false;
   const wait::Result res = wait::Analyze(job->input);
-  const EngineSource src{"recording", "the recorded collectives of", r.hang.basis};
+  // The states' basis: the one-communicator analysis's where it found the hang too.
+  const std::string basis =
+      r.hang.detected ? r.hang.basis : data.device_ops > 0 ? "device" : "host_call";
+  const EngineSource src{"recording", "the recorded collectives of", basis};
   HangReport h = EngineHang(*job, res, src);
   if (!h.detected) {
     *why_not = "the wait-for graph over every communicator finds no hang: " + h.summary;
@@ -275,13 +279,16 @@ rs::Result<void> AddHang(rs::Db& db, const CollectiveData& data, Report& r) {
     last_comm[p] = c.comm;
     r.comms_per_rank = std::max(r.comms_per_rank, ++comms[p]);
   }
+  const bool multi_group = r.comms_per_rank > 1;
+  std::string why_not;
+  bool across = false;
+  if (multi_group) {
+    // Every communicator's collectives, sends and receives as one wait-for graph: it also
+    // finds a hang held in sends and receives alone, which the analysis of each
+    // communicator's collectives cannot see.
+    ASSIGN_OR_RETURN(across, HangAcrossGroups(db, data, r, &why_not));
+  }
   if (r.hang.detected) {
-    const bool multi_group = r.comms_per_rank > 1;
-    std::string why_not;
-    bool across = false;
-    if (multi_group) {
-      ASSIGN_OR_RETURN(across, HangAcrossGroups(db, data, r, &why_not));
-    }
     RETURN_IF_ERROR(DescribeHangRanks(db, data, cuda_in_flight, r.hang));
     if (across) {
       for (size_t i = 0; i < r.hang.culprit_ranks.size(); ++i) {

@@ -117,6 +117,45 @@ check_recorded nccl_size_mismatch "gpunode.rsb pickle" mismatch 3
 check_recorded nccl_crash "gpunode.rsb pickle" hang 1
 check_recorded nccl_p2p_stall "gpunode.rsb pickle" hang 2
 
+# A hang held in a send: nccl_p2p_stall's recording with rank 0's last send made still running
+# on its device (in the job it completed: NCCL buffered the 4 KiB send without the posted
+# receive, and rank 0 then waited in the dp all_reduce) and every collective after it removed.
+# The wait-for graph over sends and receives names the stuck send and rank 2.
+p2p_only() {
+  local db="$OUT/p2p-only.rsdb" rc=0
+  "$MERGE" -q -o "$db" "$DUMPS/nccl_p2p_stall/gpunode.rsb" >"$OUT/merge.log" 2>&1 ||
+    { echo "FAIL: p2p only: merge: $(tail -n 3 "$OUT/merge.log")"; failed=1; return; }
+  python3 - "$db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+pid = db.execute("SELECT pid FROM processes WHERE rank = 0").fetchone()[0]
+ts, seq = db.execute("SELECT timestamp_ns, seq FROM gpu_ops WHERE pid = ? AND op = 'SEND'"
+                     " ORDER BY timestamp_ns DESC LIMIT 1", (pid,)).fetchone()
+db.execute("UPDATE gpu_ops SET state = 'started', device_end_ns = NULL"
+           " WHERE pid = ? AND op = 'SEND' AND seq = ?", (pid, seq))
+for table in ("gpu_ops", "nccl_events"):
+    db.execute(f"DELETE FROM {table} WHERE op NOT IN ('SEND', 'RECV') AND op NOT LIKE 'COMM%'"
+               " AND timestamp_ns > ?", (ts,))
+db.commit()
+PY
+  "$ANALYZE" report "$db" --format json -o "$db.json" --fail-on hang >"$OUT/report.log" 2>&1 || rc=$?
+  local got
+  got=$(python3 - "$db.json" <<'PY'
+import json, sys
+hang = json.load(open(sys.argv[1])).get("hang") or {}
+stuck = "p2p" if (hang.get("op") or "") in ("SEND", "RECV") else hang.get("op")
+print("%s %s %s" % (hang.get("kind"), ",".join(str(r) for r in sorted(hang.get("culprit_ranks") or [])), stuck))
+PY
+)
+  if [[ "$got" == "hang 2 p2p" && $rc -eq 4 ]]; then
+    echo "ok: a hang held in a send: $got, --fail-on hang exit $rc"
+  else
+    echo "FAIL: a hang held in a send: got '$got' exit $rc, want 'hang 2 p2p' exit 4"
+    failed=1
+  fi
+}
+p2p_only
+
 # check_stragglers SCENARIO WANT_RANKS: the ranks the recording alone names as stragglers of
 # medium or high confidence (comma-separated, '' for none). On nccl_slow rank 3's lateness
 # cascades into its peers' next groups (rank 2 waits for it in tp {2,3}, then enters dp {0,2}
