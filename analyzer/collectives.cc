@@ -71,6 +71,7 @@ rs::Result<CollectiveData> LoadCollectives(rs::Db& db) {
     NcclCall c;
     c.participant =
         AddParticipant(out, st.Text(0), st.Int(1), rank, st.IsNull(14) ? "" : st.Text(14));
+    if (!st.IsNull(2)) out.participants[c.participant].rank_recorded = true;
     c.rank = st.OptInt(3);
     c.nranks = st.OptInt(4);
     c.comm = static_cast<uint64_t>(st.Int(5));
@@ -166,7 +167,8 @@ class HeldIndex {
   explicit HeldIndex(const CollectiveData& data)
       : device_(data.participants.size()), host_(data.participants.size()) {
     for (const NcclCall& c : data.calls) {
-      const bool host_exit = c.host_seen && !c.in_flight();
+      // An enqueue's return holds nothing: the rank may enter its next call at once.
+      const bool host_exit = c.host_seen && !c.in_flight() && !c.enqueue;
       if (c.device && c.device->end_ns) {
         device_[c.participant].ends.emplace_back(*c.device->end_ns, c.comm);
       } else if (host_exit) {

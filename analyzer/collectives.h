@@ -26,6 +26,7 @@ struct Participant {
   std::string comm;                   // processes.comm ("" when unknown)
   int64_t device_clock_error_ns = 0;  // largest conversion bound of its device arrivals
   int64_t device_unbounded = 0;       // device arrivals without a conversion bound
+  bool rank_recorded = false;         // rank is processes.rank (RANK / SLURM_PROCID)
   std::string Label() const;          // "node1 rank 3" or "node1 pid 4242"
 };
 

@@ -165,6 +165,18 @@ TEST(OwnLatenessTest, LatenessInheritedFromAnotherCommunicatorIsNotOwn) {
   }
 }
 
+TEST(OwnLatenessTest, AnEnqueuesReturnHoldsNothing) {
+  // Host calls that only enqueue (no device times): rank 1's call in group {0, 1} returned at
+  // once in truth, so its entry in group {1, 2} is its own lateness, all 510 of it.
+  std::vector<NcclCall> calls = Cascade(2, false);
+  for (NcclCall& c : calls) c.enqueue = true;
+  CollectiveData data = Grouped(std::move(calls));
+  auto stats = ParticipantStats(data);
+  ASSERT_EQ(stats.size(), 3u);
+  EXPECT_EQ(stats[1].median_lateness_ns, 510);  // samples 0, 510 per step
+  EXPECT_EQ(stats[1].last_count, 3);
+}
+
 TEST(OwnLatenessTest, OneCommunicatorKeepsPlainLateness) {
   // The same timings with both groups' calls in one communicator: nothing is discounted.
   CollectiveData data = Grouped(Cascade(1, true));

@@ -34,6 +34,7 @@ rs::Result<void> JoinDeviceOps(rs::Db& db, CollectiveData& data) {
     std::optional<int64_t> rank = st.OptInt(2);
     if (!rank) rank = st.OptInt(3);
     int32_t p = AddParticipant(data, st.Text(0), st.Int(1), rank, st.IsNull(16) ? "" : st.Text(16));
+    if (!st.IsNull(2)) data.participants[p].rank_recorded = true;
     uint64_t comm = static_cast<uint64_t>(st.Int(5));
     int64_t seq = st.Int(6);
     DeviceOp op;

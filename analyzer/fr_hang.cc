@@ -267,21 +267,24 @@ Straggler EngineStraggler(const HangReport& h, size_t i, const std::string& basi
   s.confidence_score = TierScore(ScoreBasis::kHang, s.confidence, 0);
   s.basis = basis;
   std::string why = i < h.culprits.size() ? h.culprits[i].evidence : h.summary;
-  // A recording saw its process end (process_events): say so, as the shell spells the code
-  // (ExitCodeFromWaitStatus: 128 + the signal that killed it).
+  // A recording saw its process end (process_events): say so, with the code as a shell spells
+  // it (ExitCodeFromWaitStatus: 128 + the signal where a signal killed it).
+  std::optional<std::string> exited;
   for (const RankProgress& p : h.progress) {
     if (p.rank != s.rank) continue;
     for (const Activity& a : p.doing) {
       if (a.kind != "exit") continue;
-      why += "; its process exited";
+      exited = "its process exited";
       if (a.exit_code) {
-        why += " with code " + std::to_string(*a.exit_code);
-        if (*a.exit_code > 128) {
-          why += " (killed by signal " + std::to_string(*a.exit_code - 128) + ")";
+        *exited += " with code " + std::to_string(*a.exit_code);
+        if (*a.exit_code > 128 && *a.exit_code < 128 + 65) {
+          *exited += " (signal " + std::to_string(*a.exit_code - 128) +
+                     " killed it, unless it exited with that code itself)";
         }
       }
     }
   }
+  if (exited) why += "; " + *exited;
   s.summary = why;
   Cause c;
   c.kind = "hang";
@@ -290,12 +293,15 @@ Straggler EngineStraggler(const HangReport& h, size_t i, const std::string& basi
   const std::string label =
       i < h.culprit_labels.size() ? h.culprit_labels[i] : "rank " + std::to_string(*s.rank);
   c.remediation =
-      "dump the stacks of " + label +
-      (s.pid ? " (py-spy dump --pid " + std::to_string(*s.pid) + ", gdb -p " +
-                   std::to_string(*s.pid) + " on " + s.node + ")"
-             : " (py-spy dump, gdb -p with its pid)") +
-      ": the waiting chains end there — it is stuck before its next operation, took another "
-      "code path, or died; the ranks waiting for it only time out";
+      exited ? "read why " + label + " ended (" + *exited + "): its log, and the kernel's on " +
+                   (s.node.empty() ? "its node" : s.node) +
+                   " (dmesg: the OOM killer, Xid errors); the ranks waiting for it only time out"
+             : "dump the stacks of " + label +
+                   (s.pid ? " (py-spy dump --pid " + std::to_string(*s.pid) + ", gdb -p " +
+                                std::to_string(*s.pid) + " on " + s.node + ")"
+                          : " (py-spy dump, gdb -p with its pid)") +
+                   ": the waiting chains end there — it is stuck before its next operation, "
+                   "took another code path, or died; the ranks waiting for it only time out";
   s.causes.push_back(std::move(c));
   Evidence e;
   e.kind = "hang";

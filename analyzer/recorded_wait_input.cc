@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -47,8 +48,11 @@ Where WhereOf(const RecordedP2p& c) {
   return {rs::OpState::kEnqueued, wait::Outcome::kEnded, c.ts};
 }
 
-// Per communicator: how long a call must have been pending to count as stuck.
-std::map<uint64_t, int64_t> StuckThresholds(const CollectiveData& data) {
+// Per communicator: how long a call must have been pending to count as stuck. Its sends' and
+// receives' device durations count too: a pipeline's receive posted early waits in its device
+// for the upstream stage's compute, and that wait is its usual pace.
+std::map<uint64_t, int64_t> StuckThresholds(const CollectiveData& data,
+                                            const std::vector<RecordedP2p>& p2p) {
   std::map<uint64_t, std::vector<int64_t>> durations;
   for (const NcclCall& c : data.calls) {
     std::vector<int64_t>& d = durations[c.comm];
@@ -58,9 +62,44 @@ std::map<uint64_t, int64_t> StuckThresholds(const CollectiveData& data) {
       d.push_back(c.dur);
     }
   }
+  for (const RecordedP2p& c : p2p) {
+    std::vector<int64_t>& d = durations[c.comm];
+    if (c.device && c.device->start_ns && c.device->end_ns) {
+      d.push_back(*c.device->end_ns - *c.device->start_ns);
+    }
+  }
   std::map<uint64_t, int64_t> out;
   for (auto& [comm, d] : durations) {
     out[comm] = std::max(kMinStuckNs, kStuckFactor * (d.empty() ? 0 : Quantile(d, 0.99)));
+  }
+  return out;
+}
+
+// Since when each collective (comm, seq) and each pair's sends and receives (comm, the two
+// communicator ranks) have had a call pending: the oldest of their members' pending calls. A
+// member that entered a moment ago does not make a collective others wait in for seconds young.
+struct PendingSince {
+  std::map<std::pair<uint64_t, int64_t>, int64_t> collective;
+  std::map<std::tuple<uint64_t, int64_t, int64_t>, int64_t> pair;
+  static std::tuple<uint64_t, int64_t, int64_t> PairOf(const RecordedP2p& c) {
+    const int64_t me = c.rank.value_or(-1);
+    return {c.comm, std::min(me, c.peer), std::max(me, c.peer)};
+  }
+};
+
+PendingSince OldestPending(const CollectiveData& data, const std::vector<RecordedP2p>& p2p) {
+  PendingSince out;
+  auto keep = [](auto& map, const auto& key, int64_t since) {
+    auto [it, added] = map.emplace(key, since);
+    if (!added) it->second = std::min(it->second, since);
+  };
+  for (const NcclCall& c : data.calls) {
+    const Where w = WhereOf(c);
+    if (w.pending_since >= 0) keep(out.collective, std::make_pair(c.comm, c.seq), w.pending_since);
+  }
+  for (const RecordedP2p& c : p2p) {
+    const Where w = WhereOf(c);
+    if (w.pending_since >= 0) keep(out.pair, PendingSince::PairOf(c), w.pending_since);
   }
   return out;
 }
@@ -113,7 +152,8 @@ rs::Result<std::vector<RecordedP2p>> LoadRecordedP2p(rs::Db& db, const Collectiv
 }
 
 std::optional<FrJob> RecordedJob(const CollectiveData& data, const std::vector<RecordedP2p>& p2p,
-                                 int64_t end_ns, std::string* why) {
+                                 const std::set<std::string>& lossy_nodes, int64_t end_ns,
+                                 std::string* why) {
   auto fail = [&](std::string reason) -> std::optional<FrJob> {
     if (why) *why = std::move(reason);
     return std::nullopt;
@@ -122,7 +162,10 @@ std::optional<FrJob> RecordedJob(const CollectiveData& data, const std::vector<R
   std::map<int64_t, int32_t> by_rank;
   for (const NcclCall& c : data.calls) {
     const Participant& p = data.participants[c.participant];
-    if (!p.rank) return fail(p.Label() + " has no global rank (RANK or SLURM_PROCID)");
+    if (!p.rank || !p.rank_recorded) {
+      return fail(p.Label() + " (pid " + std::to_string(p.pid) +
+                  ") has no global rank: no RANK or SLURM_PROCID in its environment");
+    }
     auto [it, added] = by_rank.emplace(*p.rank, c.participant);
     if (!added && it->second != c.participant) {
       return fail("two processes claim rank " + std::to_string(*p.rank) + " (" +
@@ -167,7 +210,12 @@ std::optional<FrJob> RecordedJob(const CollectiveData& data, const std::vector<R
     job.input.groups.push_back(std::move(g));
     job.groups.push_back(std::move(info));
   }
-  const std::map<uint64_t, int64_t> stuck_ns = StuckThresholds(data);
+  const std::map<uint64_t, int64_t> stuck_ns = StuckThresholds(data, p2p);
+  const PendingSince oldest = OldestPending(data, p2p);
+  auto threshold = [&](uint64_t comm) {
+    auto it = stuck_ns.find(comm);
+    return it == stuck_ns.end() ? kMinStuckNs : it->second;
+  };
   std::map<int64_t, wait::Rank> ranks;
   for (const NcclCall& c : data.calls) {
     const Participant& p = data.participants[c.participant];
@@ -175,6 +223,7 @@ std::optional<FrJob> RecordedJob(const CollectiveData& data, const std::vector<R
     r.rank = *p.rank;
     r.recorded = true;
     r.basis = wait::Basis::kFlightRecorderNccl;  // completion is recorded (or unknown: kEnded)
+    r.gaps = lossy_nodes.count(p.node) > 0;      // a lost call proves nothing (rule 4)
     job.dumps[*p.rank] = FrDumpInfo{p.node, p.pid};
     wait::Op o;
     o.group = group_of[c.comm];
@@ -183,7 +232,8 @@ std::optional<FrJob> RecordedJob(const CollectiveData& data, const std::vector<R
     const Where w = WhereOf(c);
     o.state = w.state;
     o.outcome = w.outcome;
-    if (w.pending_since >= 0 && end_ns - w.pending_since < stuck_ns.at(c.comm)) {
+    if (w.pending_since >= 0 &&
+        end_ns - oldest.collective.at({c.comm, c.seq}) < threshold(c.comm)) {
       o.outcome = wait::Outcome::kCompleted;  // progressing, not stuck (see the header)
     }
     o.count = c.count;
@@ -211,10 +261,8 @@ std::optional<FrJob> RecordedJob(const CollectiveData& data, const std::vector<R
     const Where w = WhereOf(c);
     o.state = w.state;
     o.outcome = w.outcome;
-    const auto threshold = stuck_ns.find(c.comm);
     if (w.pending_since >= 0 &&
-        end_ns - w.pending_since <
-            (threshold == stuck_ns.end() ? kMinStuckNs : threshold->second)) {
+        end_ns - oldest.pair.at(PendingSince::PairOf(c)) < threshold(c.comm)) {
       o.outcome = wait::Outcome::kCompleted;  // progressing, not stuck (see the header)
     }
     o.created_ns = c.ts;

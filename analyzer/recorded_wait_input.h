@@ -9,21 +9,27 @@
 //   blocking call, no device    returned: completed; in flight: started, pending
 //   enqueue only, no device     enqueued, outcome unknown (Outcome::kEnded): the engine takes it
 //                               as failed where a member provably never entered it (rule 5)
-// A pending call younger than the stuck threshold at the end of the recording (its
-// communicator's 10 x p99 completed duration, at least 100 ms: the threshold hang.h uses) is
-// taken as progressing: a recording cut at an arbitrary moment holds calls that began a moment
-// ago, and a member that has not reached them yet is no culprit.
+// A pending call is taken as progressing where its collective (or, for a send or receive, its
+// pair's pending calls) has been pending for less than the stuck threshold at the end of the
+// recording, counted from the oldest member's pending call: its communicator's 10 x p99
+// completed duration (sends' and receives' device durations included), at least 100 ms, the
+// threshold hang.h uses. A recording cut at an arbitrary moment holds calls that began a
+// moment ago, and a member that has not reached them yet is no culprit.
+// A rank on a node whose recorder lost NCCL or plugin events (sources.drops) has gaps: a call
+// missing from its record proves nothing (wait_graph.h rule 4).
 // Sends and receives (LoadRecordedP2p: nccl_events with the plugin's gpu_ops row where it has
 // one) are the engine's p2p operations, their peer the global rank of the communicator member
 // the call names; without a device state a returned one's outcome is unknown, and the engine
 // does not wait in it.
 // Not built (nullopt, `why` says why) where a calling process has no global rank
-// (processes.rank), two processes claim one, or a communicator has members the recording never
-// saw (fewer communicator ranks than its nranks): their global ranks would be unknown.
+// (processes.rank, from RANK or SLURM_PROCID), two processes claim one, or a communicator has
+// members the recording never saw (fewer communicator ranks than its nranks): their global ranks
+// would be unknown.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -52,7 +58,9 @@ struct RecordedP2p {
 rs::Result<std::vector<RecordedP2p>> LoadRecordedP2p(rs::Db& db, const CollectiveData& data);
 
 // end_ns: the end of the recording (aligned).
+// lossy_nodes: nodes whose recorder dropped NCCL or plugin events.
 std::optional<FrJob> RecordedJob(const CollectiveData& data, const std::vector<RecordedP2p>& p2p,
-                                 int64_t end_ns, std::string* why);
+                                 const std::set<std::string>& lossy_nodes, int64_t end_ns,
+                                 std::string* why);
 
 }  // namespace analyzer

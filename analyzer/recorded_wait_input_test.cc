@@ -22,7 +22,10 @@ struct Job {
 
   Job() {
     comm = {{"tp0", 0x10}, {"tp1", 0x11}, {"dp0", 0x20}, {"dp1", 0x21}, {"world", 0x30}};
-    for (int64_t r = 0; r < 4; ++r) AddParticipant(data, "node1", 100 + r, r, "python3");
+    for (int64_t r = 0; r < 4; ++r) {
+      AddParticipant(data, "node1", 100 + r, r, "python3");
+      data.participants.back().rank_recorded = true;  // RANK in its environment
+    }
   }
   static std::string Tp(int64_t r) { return r < 2 ? "tp0" : "tp1"; }
   static std::string Dp(int64_t r) { return r % 2 == 0 ? "dp0" : "dp1"; }
@@ -68,7 +71,7 @@ struct Job {
 
 wait::Result Analyze(const Job& job, int64_t end_ns) {
   std::string why;
-  std::optional<FrJob> fr = RecordedJob(job.data, {}, end_ns, &why);
+  std::optional<FrJob> fr = RecordedJob(job.data, {}, {}, end_ns, &why);
   EXPECT_TRUE(fr.has_value()) << why;
   if (!fr) return {};
   EXPECT_EQ(fr->input.groups.size(), 5u);
@@ -105,6 +108,36 @@ TEST(RecordedWaitInputTest, CallsYoungerThanTheStuckThresholdAreProgressing) {
   wait::Result r = Analyze(TwoStalls(stall_at), stall_at + 50 * kMs);
   EXPECT_EQ(r.verdict, wait::Verdict::kNone) << r.reason;
   EXPECT_TRUE(r.culprits.empty());
+}
+
+TEST(RecordedWaitInputTest, AMemberThatEnteredAMomentAgoDoesNotMakeTheOtherACulprit) {
+  // Rank 0 has waited 2 s in a tp all_reduce; rank 1 started it 5 ms before the end (slow,
+  // not hung). The collective is as old as its oldest pending call: both wait inside it, and
+  // nobody is blamed (no timeout: in flight, rule 8).
+  Job job;
+  job.Step(kT0);
+  const int64_t end = kT0 + 3'000 * kMs;
+  job.Call(0, "tp0", end - 2'000 * kMs, end - 2'000 * kMs, std::nullopt);
+  job.Call(1, "tp0", end - 6 * kMs, end - 5 * kMs, std::nullopt);
+  wait::Result r = Analyze(job, end);
+  EXPECT_TRUE(r.culprits.empty()) << wait::VerdictName(r.verdict) << ": " << r.reason;
+  EXPECT_NE(r.verdict, wait::Verdict::kHang);
+}
+
+TEST(RecordedWaitInputTest, ALostCallMakesASuspectNotACulprit) {
+  // The two stalls, on a node whose recorder dropped NCCL events: a call missing from a
+  // record proves nothing, so the stalled ranks are suspects.
+  const int64_t stall_at = kT0 + 40 * kMs;
+  Job job = TwoStalls(stall_at);
+  std::string why;
+  std::optional<FrJob> fr = RecordedJob(job.data, {}, {"node1"}, stall_at + 13'000 * kMs, &why);
+  ASSERT_TRUE(fr.has_value()) << why;
+  wait::Result r = wait::Analyze(fr->input);
+  for (const wait::End& e : r.ends) {
+    if (e.rank == 1 || e.rank == 2) {
+      EXPECT_NE(e.kind, wait::EndKind::kWaitsInNothing) << e.rank;
+    }
+  }
 }
 
 TEST(RecordedWaitInputTest, EnqueuesWithoutDeviceStatesFailWhereAMemberNeverEntered) {
@@ -157,7 +190,7 @@ TEST(RecordedWaitInputTest, AReceiveWaitsForItsPeer) {
   const int64_t stuck = kT0 + 50 * kMs;
   p2p.push_back(P2p(0, false, 1, 3, stuck, std::nullopt));
   std::string why;
-  std::optional<FrJob> fr = RecordedJob(job.data, p2p, stuck + 5'000 * kMs, &why);
+  std::optional<FrJob> fr = RecordedJob(job.data, p2p, {}, stuck + 5'000 * kMs, &why);
   ASSERT_TRUE(fr.has_value()) << why;
   EXPECT_EQ(fr->input.groups.size(), 6u);
   wait::Result r = wait::Analyze(fr->input);
@@ -169,26 +202,47 @@ TEST(RecordedWaitInputTest, AReceiveWaitsForItsPeer) {
   EXPECT_EQ(r.stuck->peer, std::optional<int64_t>(2));
 }
 
+TEST(RecordedWaitInputTest, AReceiveWaitingAsLongAsUsualIsNotStuck) {
+  // A pipeline stage's receives wait about 300 ms on the device for the upstream compute every
+  // step; one pending 800 ms at the end is within 10 x that pace.
+  Job job;
+  job.Step(kT0);
+  std::vector<RecordedP2p> p2p;
+  for (int64_t seq : {1, 2, 3}) {
+    const int64_t t = kT0 + seq * 1'000 * kMs;
+    p2p.push_back(P2p(0, false, 1, seq, t, t + 300 * kMs));
+    p2p.push_back(P2p(2, true, 0, seq, t + 299 * kMs, t + 300 * kMs));
+  }
+  const int64_t end = kT0 + 5'000 * kMs;
+  p2p.push_back(P2p(0, false, 1, 4, end - 800 * kMs, std::nullopt));
+  std::string why;
+  std::optional<FrJob> fr = RecordedJob(job.data, p2p, {}, end, &why);
+  ASSERT_TRUE(fr.has_value()) << why;
+  wait::Result r = wait::Analyze(fr->input);
+  EXPECT_EQ(r.verdict, wait::Verdict::kNone) << r.reason;
+  EXPECT_TRUE(r.culprits.empty());
+}
+
 TEST(RecordedWaitInputTest, NotBuiltWithoutGlobalRanksOrWithUnseenMembers) {
   std::string why;
   {
     Job job;
     job.Step(kT0);
-    job.data.participants[1].rank.reset();
-    EXPECT_FALSE(RecordedJob(job.data, {}, kT0 + kMs, &why).has_value());
-    EXPECT_NE(why.find("node1 pid 101 has no global rank"), std::string::npos) << why;
+    job.data.participants[1].rank_recorded = false;  // its rank is a communicator's
+    EXPECT_FALSE(RecordedJob(job.data, {}, {}, kT0 + kMs, &why).has_value());
+    EXPECT_NE(why.find("node1 rank 1 (pid 101) has no global rank"), std::string::npos) << why;
   }
   {
     Job job;
     job.Step(kT0, {0, 1, 2});  // rank 3 never seen: the world has 4 ranks, dp1 and tp1 2
-    EXPECT_FALSE(RecordedJob(job.data, {}, kT0 + kMs, &why).has_value());
+    EXPECT_FALSE(RecordedJob(job.data, {}, {}, kT0 + kMs, &why).has_value());
     EXPECT_NE(why.find("has 2 ranks and the recording saw 1"), std::string::npos) << why;
   }
   {
     Job job;
     job.Step(kT0);
     job.data.participants[3].rank = 0;  // two processes claim rank 0
-    EXPECT_FALSE(RecordedJob(job.data, {}, kT0 + kMs, &why).has_value());
+    EXPECT_FALSE(RecordedJob(job.data, {}, {}, kT0 + kMs, &why).has_value());
     EXPECT_NE(why.find("two processes claim rank 0"), std::string::npos) << why;
   }
 }

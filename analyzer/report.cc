@@ -218,12 +218,27 @@ void TakeInventory(const CollectiveData& data, Report& r) {
 rs::Result<bool> HangAcrossGroups(rs::Db& db, const CollectiveData& data, Report& r,
                                   std::string* why_not) {
   ASSIGN_OR_RETURN(std::vector<RecordedP2p> p2p, LoadRecordedP2p(db, data));
-  std::optional<FrJob> job = RecordedJob(data, p2p, r.end_ns, why_not);
+  std::set<std::string> lossy;
+  {
+    ASSIGN_OR_RETURN(rs::Statement st,
+                     db.Prepare("SELECT DISTINCT node FROM sources"
+                                " WHERE source IN ('nccl', 'gpu') AND drops > 0"));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      lossy.insert(st.Text(0));
+    }
+  }
+  std::optional<FrJob> job = RecordedJob(data, p2p, lossy, r.end_ns, why_not);
   if (!job) return false;
   const wait::Result res = wait::Analyze(job->input);
   // The states' basis: the one-communicator analysis's where it found the hang too.
-  const std::string basis =
-      r.hang.detected ? r.hang.basis : data.device_ops > 0 ? "device" : "host_call";
+  const bool enqueues = std::all_of(data.calls.begin(), data.calls.end(),
+                                    [](const NcclCall& c) { return c.enqueue; });
+  const std::string basis = r.hang.detected       ? r.hang.basis
+                            : data.device_ops > 0 ? "device"
+                            : enqueues            ? "host_enqueue"
+                                                  : "host_call";
   const EngineSource src{"recording", "the recorded collectives of", basis};
   HangReport h = EngineHang(*job, res, src);
   if (!h.detected) {
@@ -260,9 +275,9 @@ void CapBesideHang(Report& r) {
   for (const std::string& c : capped) who += (who.empty() ? "" : ", ") + c;
   r.notes.push_back(
       "beside the hang, the other findings (" + who +
-      ") are capped at low: the recording's tail is the stall, in which the waiting ranks spin "
-      "in their synchronizations and enter nothing, so lateness and CPU load measured over it "
-      "describe the stall rather than a straggler");
+      ") are capped at low: the recording holds the stall, in which the waiting ranks spin in "
+      "their synchronizations and enter nothing, and its CPU load and last collectives are "
+      "counted in them; rank them after the hang, or look at a recording that ends before it");
 }
 
 // The hang analysis; its culprits head the findings.

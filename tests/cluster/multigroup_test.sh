@@ -11,8 +11,8 @@
 #          exchange; both struck (truth.json), the others wait where the schedule says
 #          (recording and dumps), every rank's dump is readable as pickle and as JSON and
 #          merges with the bundles, holding every group it is a member of
-# The verdicts of rankscope-analyze on these runs are not checked here
-# (multigroup_verdicts.sh, suite multigroup_verdicts).
+# clean also checks that rankscope-analyze names nobody on it; the verdicts of faulty runs are
+# checked by multigroup_verdicts.sh ('multigroup verdicts').
 # Exit 77 = skipped (not root and CI unset). With CI set, a missing prerequisite fails.
 set -euo pipefail
 
@@ -40,7 +40,8 @@ fail() {
 }
 ((EUID == 0)) || skip_or_fail "needs root: run 'sudo meson test -C build --suite cluster'"
 command -v python3 >/dev/null || skip_or_fail "python3 not installed"
-for tool in tests/cluster/rankscope-trainer recorder/rankscope-record merger/rankscope-merge; do
+for tool in tests/cluster/rankscope-trainer recorder/rankscope-record merger/rankscope-merge \
+  analyzer/rankscope-analyze; do
   [[ -x "$BUILD/$tool" ]] || skip_or_fail "$tool is not built in $BUILD"
 done
 
@@ -70,6 +71,20 @@ case "$SCENARIO" in
     run_harness --fault none
     merge "$OUT/merged.rsdb" "$OUT"/run/bundles/*.rsb
     python3 "$CHECKS" clean "$OUT/run" "$OUT/merged.rsdb" || fail "see above"
+    # A clean run names nobody: no hang, no finding of medium or high confidence (the
+    # recording's collectives, sends and receives of every group go through the hang engine).
+    "$BUILD/analyzer/rankscope-analyze" report "$OUT/merged.rsdb" --format json \
+      -o "$OUT/report.json" >"$OUT/analyze.out" 2>&1 ||
+      fail "rankscope-analyze report: $(tail -n 5 "$OUT/analyze.out")"
+    python3 - "$OUT/report.json" <<'PY' || fail "the clean run's report names someone"
+import json, sys
+r = json.load(open(sys.argv[1]))
+hang = r.get("hang") or {}
+named = [(s.get("node"), s.get("ranks"), s.get("cause"), s.get("confidence"))
+         for s in r.get("stragglers") or [] if s.get("confidence") in ("medium", "high")]
+print("clean report: hang %s (%s); named %s" % (hang.get("detected"), hang.get("summary"), named))
+sys.exit(1 if hang.get("detected") or named else 0)
+PY
     ;;
   hang2)
     run_harness --fault hang --fault-ranks 1,6 --fault-in tp,pp
