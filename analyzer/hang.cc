@@ -10,12 +10,6 @@
 namespace analyzer {
 namespace {
 
-// A collective counts as hung only when it has been stuck this many times longer than the
-// communicator's slowest (p99) completed collectives — or, where completion is not seen, its
-// slowest gap between consecutive collectives — and at least kMinStuckNs: otherwise the
-// recording may simply have ended while it ran.
-constexpr int64_t kStuckFactor = 10;
-constexpr int64_t kMinStuckNs = 100'000'000;
 constexpr size_t kMaxMismatches = 20;
 
 enum Level : int { kNotEnqueued = 0, kEnqueued = 1, kStarted = 2, kCompleted = 3 };
@@ -107,7 +101,7 @@ Candidate StuckIn(const CollectiveData& data, const std::vector<std::vector<Cuda
       if (s.pending) since = std::min(since, s.since);
     }
     std::vector<int64_t> d = v.durations;
-    needed = std::max(kMinStuckNs, kStuckFactor * (d.empty() ? 0 : Quantile(d, 0.99)));
+    needed = std::max(kHangMinStuckNs, kHangStuckFactor * (d.empty() ? 0 : Quantile(d, 0.99)));
   } else {
     // Nothing pending is seen: the first collective some members never enqueued, where ranks
     // that enqueued it wait at the end.
@@ -133,7 +127,8 @@ Candidate StuckIn(const CollectiveData& data, const std::vector<std::vector<Cuda
     if (!waiting) return out;
     since = g->first_entry;
     std::vector<int64_t> gaps = v.gaps;
-    needed = std::max(kMinStuckNs, kStuckFactor * (gaps.empty() ? 0 : Quantile(gaps, 0.99)));
+    needed =
+        std::max(kHangMinStuckNs, kHangStuckFactor * (gaps.empty() ? 0 : Quantile(gaps, 0.99)));
   }
   out.stuck_for = end_ns - since;
   if (out.stuck_for < needed) return Candidate{};

@@ -23,6 +23,13 @@
 
 namespace analyzer {
 
+// A collective counts as hung only when it has been stuck kHangStuckFactor times longer than
+// the communicator's slowest (p99) completed collectives — or, where completion is not seen,
+// its slowest gap between consecutive collectives — and at least kHangMinStuckNs: otherwise
+// the recording may simply have ended while it ran. recorded_wait_input.h uses the same.
+inline constexpr int64_t kHangStuckFactor = 10;
+inline constexpr int64_t kHangMinStuckNs = 100'000'000;
+
 // end_ns: end of the recording (aligned). cuda_in_flight: LoadCudaInFlight's answer (may be
 // empty: no CUDA calls recorded).
 HangReport AnalyzeHang(const CollectiveData& data,

@@ -7,14 +7,12 @@
 #include <utility>
 #include <vector>
 
+#include "hang.h"
 #include "rscore/cli.h"
 #include "rscore/comm_hash.h"
 
 namespace analyzer {
 namespace {
-
-constexpr int64_t kStuckFactor = 10;          // as hang.cc
-constexpr int64_t kMinStuckNs = 100'000'000;  // as hang.cc
 
 // The operation's state and outcome, and since when it has been pending (-1: not pending).
 struct Where {
@@ -70,7 +68,7 @@ std::map<uint64_t, int64_t> StuckThresholds(const CollectiveData& data,
   }
   std::map<uint64_t, int64_t> out;
   for (auto& [comm, d] : durations) {
-    out[comm] = std::max(kMinStuckNs, kStuckFactor * (d.empty() ? 0 : Quantile(d, 0.99)));
+    out[comm] = std::max(kHangMinStuckNs, kHangStuckFactor * (d.empty() ? 0 : Quantile(d, 0.99)));
   }
   return out;
 }
@@ -105,6 +103,17 @@ PendingSince OldestPending(const CollectiveData& data, const std::vector<Recorde
 }
 
 }  // namespace
+
+rs::Result<std::set<std::string>> LoadLossyNodes(rs::Db& db) {
+  std::set<std::string> out;
+  ASSIGN_OR_RETURN(rs::Statement st, db.Prepare("SELECT DISTINCT node FROM sources"
+                                                " WHERE source IN ('nccl', 'gpu') AND drops > 0"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) return out;
+    out.insert(st.Text(0));
+  }
+}
 
 rs::Result<std::vector<RecordedP2p>> LoadRecordedP2p(rs::Db& db, const CollectiveData& data) {
   std::vector<RecordedP2p> out;
@@ -214,7 +223,7 @@ std::optional<FrJob> RecordedJob(const CollectiveData& data, const std::vector<R
   const PendingSince oldest = OldestPending(data, p2p);
   auto threshold = [&](uint64_t comm) {
     auto it = stuck_ns.find(comm);
-    return it == stuck_ns.end() ? kMinStuckNs : it->second;
+    return it == stuck_ns.end() ? kHangMinStuckNs : it->second;
   };
   std::map<int64_t, wait::Rank> ranks;
   for (const NcclCall& c : data.calls) {

@@ -58,7 +58,10 @@ struct RecordedP2p {
 rs::Result<std::vector<RecordedP2p>> LoadRecordedP2p(rs::Db& db, const CollectiveData& data);
 
 // end_ns: the end of the recording (aligned).
-// lossy_nodes: nodes whose recorder dropped NCCL or plugin events.
+// The nodes whose recorder dropped NCCL or plugin events (sources.drops).
+rs::Result<std::set<std::string>> LoadLossyNodes(rs::Db& db);
+
+// lossy_nodes: LoadLossyNodes's.
 std::optional<FrJob> RecordedJob(const CollectiveData& data, const std::vector<RecordedP2p>& p2p,
                                  const std::set<std::string>& lossy_nodes, int64_t end_ns,
                                  std::string* why);

@@ -218,17 +218,7 @@ void TakeInventory(const CollectiveData& data, Report& r) {
 rs::Result<bool> HangAcrossGroups(rs::Db& db, const CollectiveData& data, Report& r,
                                   std::string* why_not) {
   ASSIGN_OR_RETURN(std::vector<RecordedP2p> p2p, LoadRecordedP2p(db, data));
-  std::set<std::string> lossy;
-  {
-    ASSIGN_OR_RETURN(rs::Statement st,
-                     db.Prepare("SELECT DISTINCT node FROM sources"
-                                " WHERE source IN ('nccl', 'gpu') AND drops > 0"));
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, st.Step());
-      if (!row) break;
-      lossy.insert(st.Text(0));
-    }
-  }
+  ASSIGN_OR_RETURN(std::set<std::string> lossy, LoadLossyNodes(db));
   std::optional<FrJob> job = RecordedJob(data, p2p, lossy, r.end_ns, why_not);
   if (!job) return false;
   const wait::Result res = wait::Analyze(job->input);

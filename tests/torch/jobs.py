@@ -90,6 +90,20 @@ def wait_for(out_dir, ranks):
         time.sleep(0.2)
 
 
+def read_outcomes(out_dir):
+    """Each rank's outcome from its done.R file (removed), 'no dump' where it wrote none."""
+    outcomes = {}
+    for rank in range(WORLD):
+        path = os.path.join(out_dir, f"done.{rank}")
+        try:
+            with open(path) as f:
+                outcomes[str(rank)] = f.read().strip()
+            os.unlink(path)
+        except FileNotFoundError:
+            outcomes[str(rank)] = "no dump"
+    return outcomes
+
+
 def dump(out_dir, rank, outcome):
     """Both dumps of this rank, then its done.R file."""
     import torch._C._distributed_c10d as c10d
@@ -197,13 +211,7 @@ def launch(out_dir, scenario):
             p.kill()
             codes.append(p.wait())
         logf.close()
-    outcomes = {}
-    for rank in range(WORLD):
-        try:
-            with open(os.path.join(out_dir, f"done.{rank}")) as f:
-                outcomes[str(rank)] = f.read().strip()
-        except FileNotFoundError:
-            outcomes[str(rank)] = "no dump"
+    outcomes = read_outcomes(out_dir)
     import torch
     truth = dict(SCENARIOS[scenario])
     truth.update({
@@ -472,14 +480,7 @@ def nccl_launch(out_dir, scenario, plugin, recorder_pid):
             p.kill()
         codes.append(p.wait())
         logf.close()
-    outcomes = {}
-    for rank in range(WORLD):
-        try:
-            with open(os.path.join(out_dir, f"done.{rank}")) as f:
-                outcomes[str(rank)] = f.read().strip()
-            os.unlink(os.path.join(out_dir, f"done.{rank}"))
-        except FileNotFoundError:
-            outcomes[str(rank)] = "no dump"
+    outcomes = read_outcomes(out_dir)
     import torch
     truth = dict(spec)
     truth.update({
