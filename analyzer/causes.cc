@@ -10,6 +10,15 @@
 namespace analyzer {
 namespace {
 
+// How a resource finding's node compares with the others in lateness, for its summary.
+std::string LatenessPhrase(const NodeExcess& e) {
+  std::string numbers = FormatNs(e.excess_ns) + " +- " + FormatNs(e.noise_ns) + " over " +
+                        std::to_string(e.collectives) + " collectives";
+  if (e.later()) return "its ranks arrived " + numbers + " later than the other nodes' in the same collectives";
+  return "but its ranks' lateness against the other nodes' in the same collectives (" + numbers +
+         ") is within three standard errors of none: not shown to delay the job";
+}
+
 // Evidence-backed causes explaining at least this share leave `compute` at half weight.
 constexpr double kEvidenceShare = 0.25;
 // A node's requests stand out at this many times the other nodes' mean latency, and by at least
@@ -351,20 +360,11 @@ IoCandidate AttributeBlockLatency(const SideEvents& side, const CollectiveData& 
   c.requests = by_node[best].n;
   c.mean_ns = mean;
   c.others_mean_ns = rest;
-  std::vector<int64_t> other_late;
-  int64_t mine = 0;
-  for (const ArrivalStats& s : node_stats) {
-    if (s.collectives == 0) continue;
-    if (s.node == best)
-      mine = s.median_lateness_ns;
-    else
-      other_late.push_back(s.median_lateness_ns);
-  }
-  c.lateness_excess_ns = other_late.empty() ? 0 : mine - Quantile(other_late, 0.5);
+  c.lateness = NodeLatenessExcess(node_stats, best);
   // Never high: the lateness statistics did not single the node out on their own. The score
   // grows with the share of its requests' time the other nodes do not need.
   double excess_share = 1.0 - static_cast<double>(rest) / static_cast<double>(mean);
-  c.confidence = c.lateness_excess_ns > 0 ? Confidence::kMedium : Confidence::kLow;
+  c.confidence = c.lateness.later() ? Confidence::kMedium : Confidence::kLow;
   c.score = TierScore(ScoreBasis::kNodeResource, c.confidence, excess_share);
   return c;
 }
@@ -394,8 +394,7 @@ Straggler IoStraggler(const IoCandidate& c) {
   s.cause = cause.kind;
   s.shape = "host_bound";  // block I/O of its hosts' own processes
   s.summary = c.node + ": its ranks' data reads are slow (" + FormatNs(c.mean_ns) + " vs " +
-              FormatNs(c.others_mean_ns) + " elsewhere); its median lateness is " +
-              FormatNs(c.lateness_excess_ns) + " above the other nodes'";
+              FormatNs(c.others_mean_ns) + " elsewhere); " + LatenessPhrase(c.lateness);
   s.causes.push_back(std::move(cause));
   Evidence e;
   e.kind = "block_latency";
@@ -403,7 +402,8 @@ Straggler IoStraggler(const IoCandidate& c) {
   e.values = {{"requests", static_cast<double>(c.requests)},
               {"mean_request_ns", static_cast<double>(c.mean_ns)},
               {"others_mean_request_ns", static_cast<double>(c.others_mean_ns)},
-              {"lateness_excess_ns", static_cast<double>(c.lateness_excess_ns)}};
+              {"lateness_excess_ns", static_cast<double>(c.lateness.excess_ns)},
+              {"lateness_noise_ns", static_cast<double>(c.lateness.noise_ns)}};
   s.evidence.push_back(std::move(e));
   return s;
 }
@@ -450,17 +450,16 @@ RunqShare NodeRunqShare(const SideEvents& side, const CollectiveData& data,
   return r;
 }
 
-int64_t NodeLatenessExcess(const std::vector<ArrivalStats>& node_stats, const std::string& node) {
-  std::vector<int64_t> other_late;
-  int64_t mine = 0;
+NodeExcess NodeLatenessExcess(const std::vector<ArrivalStats>& node_stats,
+                              const std::string& node) {
+  NodeExcess out;
   for (const ArrivalStats& a : node_stats) {
-    if (a.collectives == 0) continue;
-    if (a.node == node)
-      mine = a.median_lateness_ns;
-    else
-      other_late.push_back(a.median_lateness_ns);
+    if (a.node != node) continue;
+    out.excess_ns = a.paired_excess_ns;
+    out.noise_ns = a.paired_excess_se_ns;
+    out.collectives = a.paired_collectives;
   }
-  return other_late.empty() ? 0 : mine - Quantile(other_late, 0.5);
+  return out;
 }
 
 std::vector<Competitor> CpuCompetitors(const SideEvents& side, const CollectiveData& data,
@@ -516,10 +515,10 @@ Straggler CpuStraggler(const std::string& node, const RunqShare& cpu,
   Straggler s;
   s.node = node;
   s.causes.push_back(CpuStarvationCause(node, cpu));
-  int64_t excess = NodeLatenessExcess(node_stats, node);
+  NodeExcess excess = NodeLatenessExcess(node_stats, node);
   // Never high: the lateness statistics did not single the node out on their own.
   double share = s.causes.front().score;
-  s.confidence = excess > 0 ? Confidence::kMedium : Confidence::kLow;
+  s.confidence = excess.later() ? Confidence::kMedium : Confidence::kLow;
   s.confidence_score = TierScore(ScoreBasis::kNodeResource, s.confidence, share);
   s.basis =
       "run-queue latency (sched tracepoints) of the ranks' own processes between their "
@@ -528,13 +527,14 @@ Straggler CpuStraggler(const std::string& node, const RunqShare& cpu,
   s.cause = "cpu_contention";
   s.shape = "host_bound";  // its hosts' CPUs
   s.summary = node + ": its ranks are starved of CPU (" + s.causes.front().summary +
-              "); its median lateness is " + FormatNs(excess) + " above the other nodes'";
+              "); " + LatenessPhrase(excess);
   Evidence e;
   e.kind = "runq_share";
   e.summary = s.causes.front().summary;
   e.values = {{"runq_share", cpu.share},
               {"others_runq_share", cpu.others_share},
-              {"lateness_excess_ns", static_cast<double>(excess)}};
+              {"lateness_excess_ns", static_cast<double>(excess.excess_ns)},
+              {"lateness_noise_ns", static_cast<double>(excess.noise_ns)}};
   s.evidence.push_back(std::move(e));
   return s;
 }

@@ -1,6 +1,7 @@
 #include "collectives.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <tuple>
@@ -135,8 +136,20 @@ namespace {
 // One participant's (or node's) samples over the compared collectives.
 struct Samples {
   std::vector<int64_t> late, host, durs, wait;
+  std::vector<int64_t> paired, paired_wait;  // per node: minus the other nodes' median
   int64_t last = 0, on_device = 0, wait_last = 0;
 };
+
+// The mean of v and its standard error (sample deviation / sqrt(n); 0 under two samples).
+std::pair<int64_t, int64_t> MeanAndError(const std::vector<int64_t>& v) {
+  if (v.empty()) return {0, 0};
+  const double n = static_cast<double>(v.size());
+  double mean = 0, sq = 0;
+  for (int64_t x : v) mean += static_cast<double>(x) / n;
+  for (int64_t x : v) sq += (static_cast<double>(x) - mean) * (static_cast<double>(x) - mean);
+  double se = v.size() < 2 ? 0 : std::sqrt(sq / (n - 1)) / std::sqrt(n);
+  return {static_cast<int64_t>(std::llround(mean)), static_cast<int64_t>(std::llround(se))};
+}
 
 ArrivalStats Summarize(Samples& m) {
   ArrivalStats s;
@@ -153,7 +166,26 @@ ArrivalStats Summarize(Samples& m) {
     s.p90_wait_lateness_ns = Quantile(m.wait, 0.9);
   }
   s.wait_last_count = m.wait_last;
+  std::tie(s.paired_excess_ns, s.paired_excess_se_ns) = MeanAndError(m.paired);
+  s.paired_collectives = static_cast<int64_t>(m.paired.size());
+  std::tie(s.paired_wait_excess_ns, s.paired_wait_excess_se_ns) = MeanAndError(m.paired_wait);
+  s.paired_wait_collectives = static_cast<int64_t>(m.paired_wait.size());
   return s;
+}
+
+// Each node's value in `by_node` (-1: not in the collective) minus the median of the other
+// nodes' values, appended to its samples' `into`.
+void PairWithOthers(const std::vector<int64_t>& by_node, std::vector<Samples>& m,
+                    std::vector<int64_t> Samples::*into) {
+  std::vector<int64_t> others;
+  for (size_t n = 0; n < by_node.size(); ++n) {
+    if (by_node[n] < 0) continue;
+    others.clear();
+    for (size_t o = 0; o < by_node.size(); ++o) {
+      if (o != n && by_node[o] >= 0) others.push_back(by_node[o]);
+    }
+    if (!others.empty()) (m[n].*into).push_back(by_node[n] - Quantile(others, 0.5));
+  }
 }
 
 // A rank's own lateness, not what it inherited from another group. PyTorch's synchronous c10d
@@ -307,6 +339,8 @@ std::vector<ArrivalStats> NodeStats(const CollectiveData& data) {
       if (d >= 0) m[n].durs.push_back(d);
       node_wait[n] = std::max(node_wait[n], s.wait[k - g.begin]);
     }
+    PairWithOthers(node_late, m, &Samples::paired);
+    PairWithOthers(node_wait, m, &Samples::paired_wait);
     for (size_t n = 0; n < idx.size(); ++n) {
       if (node_late[n] < 0) continue;
       m[n].late.push_back(node_late[n]);
@@ -333,6 +367,9 @@ std::vector<ArrivalStats> AsWaitStats(std::vector<ArrivalStats> stats) {
     s.median_lateness_ns = std::max<int64_t>(0, s.median_wait_lateness_ns);
     s.p90_lateness_ns = std::max<int64_t>(0, s.p90_wait_lateness_ns);
     s.last_count = s.wait_last_count;
+    s.paired_collectives = s.paired_wait_collectives;
+    s.paired_excess_ns = s.paired_wait_excess_ns;
+    s.paired_excess_se_ns = s.paired_wait_excess_se_ns;
   }
   return stats;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "causes.h"
 #include "device_arrival.h"
 
 #include "rscore/schema.h"
@@ -21,18 +22,56 @@ class CollectivesTest : public ::testing::Test {
     ASSERT_TRUE(rs::CreateSchema(db_, rs::DbKind::kBundle).ok());
   }
   void Call(const char* node, int pid, int rank, int64_t seq, int64_t ts, int64_t dur,
-            const char* op = "ALL_REDUCE") {
+            const char* op = "ALL_REDUCE", int64_t nranks = 3) {
     auto st = db_.Prepare(
         "INSERT INTO nccl_events(node, timestamp_ns, duration_ns, pid, tid, op, rank, nranks,"
-        " comm_id_hash, seq, count, datatype, state) VALUES (?,?,?,?,?,?,?,3,77,?,10,'float32',?)");
+        " comm_id_hash, seq, count, datatype, state) VALUES (?,?,?,?,?,?,?,?,77,?,10,'float32',?)");
     ASSERT_TRUE(st.ok());
-    st->Bind(1, node).Bind(2, ts).Bind(4, pid).Bind(5, pid).Bind(6, op).Bind(7, rank).Bind(8, seq);
+    st->Bind(1, node).Bind(2, ts).Bind(4, pid).Bind(5, pid).Bind(6, op).Bind(7, rank);
+    st->Bind(8, nranks).Bind(9, seq);
     if (dur >= 0) st->Bind(3, dur);
-    st->Bind(9, dur >= 0 ? "complete" : "in_flight");
+    st->Bind(10, dur >= 0 ? "complete" : "in_flight");
     ASSERT_TRUE(st->Run().ok());
   }
   rs::Db db_;
 };
+
+TEST_F(CollectivesTest, NodesArePairedWithTheOthersInEachCollective) {
+  // Four nodes of one rank; per collective k: a at base, b +100, d +200, c +200 + x[k].
+  const int64_t x[] = {1000, 1200, 800, 1000, 1000};
+  for (int64_t k = 0; k < 5; ++k) {
+    const int64_t base = 10'000 * (k + 1) + 37 * k * k;  // the job's pace varies; pairs do not
+    Call("a", 1, 0, k, base, 5'000, "ALL_REDUCE", 4);
+    Call("b", 2, 1, k, base + 100, 5'000, "ALL_REDUCE", 4);
+    Call("c", 3, 2, k, base + 200 + x[k], 5'000, "ALL_REDUCE", 4);
+    Call("d", 4, 3, k, base + 200, 5'000, "ALL_REDUCE", 4);
+  }
+  auto data = LoadCollectives(db_);
+  ASSERT_TRUE(data.ok()) << data.error().message();
+  auto nodes = NodeStats(*data);
+  ASSERT_EQ(nodes.size(), 4u);
+  ASSERT_EQ(nodes[2].node, "c");
+  // c minus the others' median (b's 100): 200 + x - 100; its deviations 0, 200, -200, 0, 0
+  // give a sample deviation of sqrt(80000 / 4) = 141.4 and an error of 141.4 / sqrt(5) = 63.
+  EXPECT_EQ(nodes[2].paired_collectives, 5);
+  EXPECT_EQ(nodes[2].paired_excess_ns, 1100);
+  EXPECT_EQ(nodes[2].paired_excess_se_ns, 63);
+  // a minus the others' median (d's 200), the same in each: no error.
+  EXPECT_EQ(nodes[0].paired_excess_ns, -200);
+  EXPECT_EQ(nodes[0].paired_excess_se_ns, 0);
+  EXPECT_TRUE(NodeLatenessExcess(nodes, "c").later());
+  EXPECT_FALSE(NodeLatenessExcess(nodes, "a").later());
+  EXPECT_FALSE(NodeLatenessExcess(nodes, "b").later());  // 100 - 200: earlier
+}
+
+TEST(NodeExcessTest, LaterNeedsThreeStandardErrorsAndTwoCollectives) {
+  EXPECT_FALSE((NodeExcess{100, 50, 10}.later()));   // two errors: chance
+  EXPECT_TRUE((NodeExcess{151, 50, 10}.later()));
+  EXPECT_FALSE((NodeExcess{5000, 0, 1}.later()));    // one collective: no error to weigh it by
+  EXPECT_TRUE((NodeExcess{5000, 0, 2}.later()));
+  EXPECT_FALSE((NodeExcess{1, 0, 40}.later()));      // nothing above none
+  EXPECT_FALSE((NodeExcess{}.later()));
+}
 
 TEST_F(CollectivesTest, LatenessAndLastAreCountedPerRankAndNode) {
   // seq 0: rank 2 last by 30; seq 1: rank 2 last by 50; seq 2: tie between ranks 1 and 2.

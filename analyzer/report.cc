@@ -496,7 +496,7 @@ std::vector<Straggler> PlaceResourceFindings(const CollectiveData& data, const S
     // confidence says how sure).
     const bool weak = !AtLeastMedium(network_only->confidence) && lc.participant >= 0;
     const bool resource =
-        network_only->cause != "network" && NodeLatenessExcess(node_view, network_only->node) > 0;
+        network_only->cause != "network" && NodeLatenessExcess(node_view, network_only->node).later();
     // With no other verdict, a confident finding stays one: its summary says whether its
     // collectives were slower.
     const bool alone =
@@ -505,7 +505,7 @@ std::vector<Straggler> PlaceResourceFindings(const CollectiveData& data, const S
   }
   // Resource findings are verdicts where their node is also later than the others.
   if (!ic.node.empty() && !named(ic.node)) {
-    place(IoStraggler(ic), ic.lateness_excess_ns > 0);
+    place(IoStraggler(ic), ic.lateness.later());
   }
   // The most CPU-starved node, where nothing above names it.
   std::string starved;
@@ -519,7 +519,7 @@ std::vector<Straggler> PlaceResourceFindings(const CollectiveData& data, const S
   }
   if (!starved.empty() && !named(starved)) {
     place(CpuStraggler(starved, starved_share, node_view, view_basis),
-          NodeLatenessExcess(node_view, starved) > 0);
+          NodeLatenessExcess(node_view, starved).later());
   }
   DemoteNetworkHints(ranked, observed);
   return observed;

@@ -50,6 +50,14 @@ void Stats(rs::JsonWriter& w, const std::vector<ArrivalStats>& stats, bool with_
       w.Null();
     }
     w.Key("wait_last_count").Int(s.wait_last_count);
+    if (!with_rank) {  // per node: against the other nodes in the same collectives
+      w.Key("paired_collectives").Int(s.paired_collectives);
+      w.Key("paired_excess_ns").Int(s.paired_excess_ns);
+      w.Key("paired_excess_se_ns").Int(s.paired_excess_se_ns);
+      w.Key("paired_wait_collectives").Int(s.paired_wait_collectives);
+      w.Key("paired_wait_excess_ns").Int(s.paired_wait_excess_ns);
+      w.Key("paired_wait_excess_se_ns").Int(s.paired_wait_excess_se_ns);
+    }
     w.EndObject();
   }
   w.EndArray();

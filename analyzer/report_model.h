@@ -106,6 +106,17 @@ struct ArrivalStats {
   int64_t median_wait_lateness_ns = -1;
   int64_t p90_wait_lateness_ns = -1;
   int64_t wait_last_count = 0;  // collectives in which it waited least
+  // Per node only (NodeStats): in each collective it shares with other nodes, its lateness
+  // minus the median of theirs in that collective; the mean over those collectives and its
+  // standard error (sample deviation / sqrt(n); 0 under two samples). Pairing within a
+  // collective removes what every node shares (the job's own pace), so a node late in one
+  // collective of each step shows although its median does not. 0 collectives: never paired.
+  int64_t paired_collectives = 0;
+  int64_t paired_excess_ns = 0;
+  int64_t paired_excess_se_ns = 0;
+  int64_t paired_wait_collectives = 0;  // ... of the clock-free wait lateness
+  int64_t paired_wait_excess_ns = 0;
+  int64_t paired_wait_excess_se_ns = 0;
 };
 
 // Something a rank was doing at the end of the recording (hang reports).
