@@ -9,6 +9,7 @@
 
 #include "device_arrival.h"
 #include "rscore/cli.h"
+#include "rscore/comm_hash.h"
 
 namespace analyzer {
 
@@ -140,14 +141,24 @@ struct Samples {
   int64_t last = 0, on_device = 0, wait_last = 0;
 };
 
-// The mean of v and its standard error (sample deviation / sqrt(n); 0 under two samples).
-std::pair<int64_t, int64_t> MeanAndError(const std::vector<int64_t>& v) {
+// The 10 % trimmed mean of v and its standard error (Tukey-McLaughlin: the winsorized sample
+// deviation / ((1 - 2 x 0.1) sqrt(n)); 0 under two samples). Trimmed because lateness has heavy
+// tails: on the test bed's CPU-starved node (3 nodes x 2 ranks sharing 2 CPUs with another job)
+// a few collectives 50-100 ms late made the plain mean's error as large as the shift itself.
+std::pair<int64_t, int64_t> MeanAndError(std::vector<int64_t> v) {
   if (v.empty()) return {0, 0};
-  const double n = static_cast<double>(v.size());
-  double mean = 0, sq = 0;
-  for (int64_t x : v) mean += static_cast<double>(x) / n;
-  for (int64_t x : v) sq += (static_cast<double>(x) - mean) * (static_cast<double>(x) - mean);
-  double se = v.size() < 2 ? 0 : std::sqrt(sq / (n - 1)) / std::sqrt(n);
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size(), g = n / 10;
+  double mean = 0;
+  for (size_t i = g; i < n - g; ++i) mean += static_cast<double>(v[i]);
+  mean /= static_cast<double>(n - 2 * g);
+  if (n < 2) return {static_cast<int64_t>(std::llround(mean)), 0};
+  double wmean = 0, sq = 0;
+  auto w = [&](size_t i) { return static_cast<double>(v[std::clamp(i, g, n - g - 1)]); };
+  for (size_t i = 0; i < n; ++i) wmean += w(i) / static_cast<double>(n);
+  for (size_t i = 0; i < n; ++i) sq += (w(i) - wmean) * (w(i) - wmean);
+  const double kept = static_cast<double>(n - 2 * g) / static_cast<double>(n);
+  double se = std::sqrt(sq / static_cast<double>(n - 1)) / (kept * std::sqrt(static_cast<double>(n)));
   return {static_cast<int64_t>(std::llround(mean)), static_cast<int64_t>(std::llround(se))};
 }
 
@@ -173,6 +184,16 @@ ArrivalStats Summarize(Samples& m) {
   return s;
 }
 
+// The median of v (the midpoint of the middle two for an even count; Quantile takes the upper
+// one, which, against two other nodes, would compare a node with the later of them); v reordered.
+int64_t Median(std::vector<int64_t>& v) {
+  if (v.size() % 2 == 1 || v.empty()) return Quantile(v, 0.5);
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  const int64_t upper = *mid, lower = *std::max_element(v.begin(), mid);
+  return lower + (upper - lower) / 2;
+}
+
 // Each node's value in `by_node` (-1: not in the collective) minus the median of the other
 // nodes' values, appended to its samples' `into`.
 void PairWithOthers(const std::vector<int64_t>& by_node, std::vector<Samples>& m,
@@ -184,7 +205,7 @@ void PairWithOthers(const std::vector<int64_t>& by_node, std::vector<Samples>& m
     for (size_t o = 0; o < by_node.size(); ++o) {
       if (o != n && by_node[o] >= 0) others.push_back(by_node[o]);
     }
-    if (!others.empty()) (m[n].*into).push_back(by_node[n] - Quantile(others, 0.5));
+    if (!others.empty()) (m[n].*into).push_back(by_node[n] - Median(others));
   }
 }
 
@@ -357,6 +378,107 @@ std::vector<ArrivalStats> NodeStats(const CollectiveData& data) {
     s.node = node;
     out.push_back(std::move(s));
   }
+  return out;
+}
+
+namespace {
+
+// One communicator's samples, per member (participant) on both bases.
+struct GroupSamplesBy {
+  std::map<int32_t, Samples> late, wait;  // Samples::late: own lateness; ::paired: minus others
+  std::vector<int64_t> durs;
+  int64_t collectives = 0;
+  bool all_waited = true;  // every compared collective timed on every device
+};
+
+// Each call's value minus the median of the other calls' values, into its participant's samples.
+void PairMembers(const CollectiveData& data, const Collective& g, const std::vector<int64_t>& v,
+                 std::map<int32_t, Samples>& into, int32_t last) {
+  std::vector<int64_t> others;
+  for (size_t i = 0; i < v.size(); ++i) {
+    others.clear();
+    for (size_t o = 0; o < v.size(); ++o) {
+      if (o != i) others.push_back(v[o]);
+    }
+    Samples& m = into[data.calls[g.begin + i].participant];
+    m.late.push_back(v[i]);
+    m.paired.push_back(v[i] - Median(others));
+  }
+  if (last >= 0) ++into[last].last;
+}
+
+GroupMember Member(const Participant& who, Samples& m) {
+  GroupMember out;
+  out.node = who.node;
+  out.rank = who.rank;
+  out.pid = who.pid;
+  out.collectives = static_cast<int64_t>(m.late.size());
+  out.last_count = m.last;
+  out.median_lateness_ns = Quantile(m.late, 0.5);
+  std::tie(out.excess_ns, out.excess_se_ns) = MeanAndError(m.paired);
+  return out;
+}
+
+}  // namespace
+
+std::vector<GroupView> GroupStats(const CollectiveData& data) {
+  std::map<uint64_t, GroupSamplesBy> by_comm;
+  const HeldIndex held(data);
+  for (const Collective& g : data.collectives) {
+    if (!g.compared()) continue;
+    GroupSamples s = SampleGroup(data, g, held);
+    GroupSamplesBy& b = by_comm[g.comm];
+    ++b.collectives;
+    const bool waited = std::all_of(s.wait.begin(), s.wait.end(), [](int64_t w) { return w >= 0; });
+    b.all_waited = b.all_waited && waited;
+    PairMembers(data, g, s.late, b.late, s.last);
+    if (waited) PairMembers(data, g, s.wait, b.wait, s.wait_last);
+    for (size_t k = g.begin; k < g.end; ++k) {
+      int64_t d = ComparedDuration(g, data.calls[k]);
+      if (d >= 0) b.durs.push_back(d);
+    }
+  }
+  std::vector<GroupView> out;
+  for (auto& [comm, b] : by_comm) {
+    GroupView v;
+    v.comm = comm;
+    v.basis = b.all_waited ? "device_waits" : "arrivals";
+    v.collectives = b.collectives;
+    v.median_duration_ns = b.durs.empty() ? -1 : Quantile(b.durs, 0.5);
+    std::vector<int64_t> ranks;
+    for (auto& [p, m] : b.all_waited ? b.wait : b.late) {
+      v.members.push_back(Member(data.participants[p], m));
+      if (data.participants[p].rank) ranks.push_back(*data.participants[p].rank);
+    }
+    std::sort(ranks.begin(), ranks.end());
+    v.label = "communicator " + rs::HashHex(comm) + " (ranks " + rs::cli::RankRanges(ranks) + ")";
+    std::stable_sort(v.members.begin(), v.members.end(),
+                     [](const GroupMember& x, const GroupMember& y) { return x.excess_ns > y.excess_ns; });
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+// Per rank, over the communicators of the per-group view: where it was the latest member.
+std::vector<RankAcrossGroups> AcrossGroups(const std::vector<GroupView>& groups) {
+  std::map<std::pair<std::string, int64_t>, RankAcrossGroups> by;
+  for (const GroupView& g : groups) {
+    for (size_t i = 0; i < g.members.size(); ++i) {
+      const GroupMember& m = g.members[i];
+      RankAcrossGroups& a = by[{m.node, m.pid}];
+      a.node = m.node, a.rank = m.rank, a.pid = m.pid;
+      ++a.groups;
+      if (i == 0 && m.excess_ns > 0) {
+        ++a.latest_in;
+        a.excess_total_ns += m.excess_ns * m.collectives;
+      }
+    }
+  }
+  std::vector<RankAcrossGroups> out;
+  for (auto& [key, a] : by) out.push_back(std::move(a));
+  std::stable_sort(out.begin(), out.end(), [](const RankAcrossGroups& x, const RankAcrossGroups& y) {
+    return x.excess_total_ns > y.excess_total_ns;
+  });
   return out;
 }
 

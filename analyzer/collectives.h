@@ -114,6 +114,16 @@ int32_t AddParticipant(CollectiveData& data, const std::string& node, int64_t pi
 std::vector<ArrivalStats> ParticipantStats(const CollectiveData& data);
 std::vector<ArrivalStats> NodeStats(const CollectiveData& data);
 
+// Per communicator with at least two members in a compared collective: its members' own
+// lateness on one basis (device waits where every compared collective of it has them, else
+// arrivals), paired within each collective; members the latest first; label is
+// "communicator 0x... (ranks ...)".
+std::vector<GroupView> GroupStats(const CollectiveData& data);
+
+// Per rank over the groups of GroupStats: where it was the latest member (members[0], with a
+// positive excess) and its excess times the collectives there, summed; the largest sum first.
+std::vector<RankAcrossGroups> AcrossGroups(const std::vector<GroupView>& groups);
+
 // The same statistics on the clock-free wait lateness (ArrivalStats::median_wait_lateness_ns):
 // lateness, p90 and last count replaced by their wait counterparts.
 std::vector<ArrivalStats> AsWaitStats(std::vector<ArrivalStats> stats);

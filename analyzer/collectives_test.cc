@@ -22,15 +22,15 @@ class CollectivesTest : public ::testing::Test {
     ASSERT_TRUE(rs::CreateSchema(db_, rs::DbKind::kBundle).ok());
   }
   void Call(const char* node, int pid, int rank, int64_t seq, int64_t ts, int64_t dur,
-            const char* op = "ALL_REDUCE", int64_t nranks = 3) {
+            const char* op = "ALL_REDUCE", int64_t nranks = 3, int64_t comm = 77) {
     auto st = db_.Prepare(
         "INSERT INTO nccl_events(node, timestamp_ns, duration_ns, pid, tid, op, rank, nranks,"
-        " comm_id_hash, seq, count, datatype, state) VALUES (?,?,?,?,?,?,?,?,77,?,10,'float32',?)");
+        " comm_id_hash, seq, count, datatype, state) VALUES (?,?,?,?,?,?,?,?,?,?,10,'float32',?)");
     ASSERT_TRUE(st.ok());
     st->Bind(1, node).Bind(2, ts).Bind(4, pid).Bind(5, pid).Bind(6, op).Bind(7, rank);
-    st->Bind(8, nranks).Bind(9, seq);
+    st->Bind(8, nranks).Bind(9, comm).Bind(10, seq);
     if (dur >= 0) st->Bind(3, dur);
-    st->Bind(10, dur >= 0 ? "complete" : "in_flight");
+    st->Bind(11, dur >= 0 ? "complete" : "in_flight");
     ASSERT_TRUE(st->Run().ok());
   }
   rs::Db db_;
@@ -62,6 +62,42 @@ TEST_F(CollectivesTest, NodesArePairedWithTheOthersInEachCollective) {
   EXPECT_TRUE(NodeLatenessExcess(nodes, "c").later());
   EXPECT_FALSE(NodeLatenessExcess(nodes, "a").later());
   EXPECT_FALSE(NodeLatenessExcess(nodes, "b").later());  // 100 - 200: earlier
+}
+
+TEST_F(CollectivesTest, EachGroupNamesItsLatestMemberAndRanksAddUpAcrossGroups) {
+  // Rank 1 (node b) is in both communicators, 100 ns behind the other member of each; its call
+  // in the other communicator ended well before each arrival, so all of it is its own.
+  for (int64_t k = 0; k < 3; ++k) {
+    const int64_t t = 100'000 * (k + 1);
+    Call("a", 1, 0, k, t, 10, "ALL_REDUCE", 2, 77);
+    Call("b", 2, 1, k, t + 100, 10, "ALL_REDUCE", 2, 77);
+    Call("c", 3, 2, k, t + 500, 10, "ALL_REDUCE", 2, 88);
+    Call("b", 2, 1, k, t + 600, 10, "ALL_REDUCE", 2, 88);
+  }
+  auto data = LoadCollectives(db_);
+  ASSERT_TRUE(data.ok()) << data.error().message();
+  std::vector<GroupView> groups = GroupStats(*data);
+  ASSERT_EQ(groups.size(), 2u);
+  for (const GroupView& g : groups) {
+    EXPECT_EQ(g.collectives, 3);
+    EXPECT_EQ(g.basis, "arrivals");  // no device times
+    ASSERT_EQ(g.members.size(), 2u);
+    EXPECT_EQ(g.members[0].rank, std::optional<int64_t>(1)) << g.label;
+    EXPECT_EQ(g.members[0].excess_ns, 100);
+    EXPECT_EQ(g.members[0].excess_se_ns, 0);
+    EXPECT_EQ(g.members[0].last_count, 3);
+    EXPECT_EQ(g.members[0].median_lateness_ns, 100);
+    EXPECT_EQ(g.members[1].excess_ns, -100);
+  }
+  EXPECT_EQ(groups[0].label, "communicator 0x000000000000004d (ranks 0-1)");
+  std::vector<RankAcrossGroups> across = AcrossGroups(groups);
+  ASSERT_EQ(across.size(), 3u);
+  EXPECT_EQ(across[0].rank, std::optional<int64_t>(1));
+  EXPECT_EQ(across[0].groups, 2);
+  EXPECT_EQ(across[0].latest_in, 2);
+  EXPECT_EQ(across[0].excess_total_ns, 600);  // 100 in each of 3 collectives of 2 groups
+  EXPECT_EQ(across[1].latest_in, 0);
+  EXPECT_EQ(across[1].excess_total_ns, 0);
 }
 
 TEST(NodeExcessTest, LaterNeedsThreeStandardErrorsAndTwoCollectives) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -547,6 +548,10 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   });
   r.per_node = NodeStats(data);
   RETURN_IF_ERROR(AddHang(db, data, r));
+  if (r.comms_per_rank > 1) {
+    r.per_group = GroupStats(data);
+    r.across_groups = AcrossGroups(r.per_group);
+  }
   RETURN_IF_ERROR(AddFlightRecorder(db, r));
   const std::vector<ArrivalStats> wait_stats =
       data.device_collectives > 0 ? AsWaitStats(stats) : std::vector<ArrivalStats>{};

@@ -226,6 +226,38 @@ std::string RenderHtml(const Report& r) {
         {"node", "rank", "collectives", "on device", "last", "median lateness", "p90 lateness",
          "median host lateness", "median duration"},
         rows, marked);
+  size_t groups_left_out = 0;
+  const std::vector<const GroupView*> groups = GroupRows(r, &groups_left_out);
+  if (!groups.empty()) {
+    o << "<h2>Per group</h2><p id='per-group' class='note'>" << HtmlEscape(GroupViewCaption())
+      << ".</p>";
+    std::vector<std::vector<std::string>> group_rows;
+    std::vector<bool> group_marked;
+    for (const GroupView* g : groups) {
+      const GroupMember& m = g->members.front();
+      group_marked.push_back(Marked(r, m.node, m.rank));
+      group_rows.push_back({g->label, MemberLabel(m.node, m.rank, m.pid),
+                            FormatNs(m.excess_ns) + " +- " + FormatNs(m.excess_se_ns),
+                            std::to_string(m.last_count) + "/" + std::to_string(m.collectives),
+                            Spoken(g->basis),
+                            g->median_duration_ns >= 0 ? FormatNs(g->median_duration_ns) : "-"});
+    }
+    Table(o, {"communicator", "latest member", "excess (mean +- error)", "last", "basis",
+              "median duration"},
+          group_rows, group_marked);
+    if (groups_left_out) {
+      o << "<p class='note'>" << groups_left_out << " more group(s) in the JSON report.</p>";
+    }
+    o << "<h3>Across groups</h3>";
+    std::vector<std::vector<std::string>> across_rows;
+    std::vector<bool> across_marked;
+    for (const RankAcrossGroups& a : r.across_groups) {
+      across_marked.push_back(Marked(r, a.node, a.rank));
+      across_rows.push_back({MemberLabel(a.node, a.rank, a.pid), std::to_string(a.groups),
+                             std::to_string(a.latest_in), FormatNs(a.excess_total_ns)});
+    }
+    Table(o, {"rank", "groups", "latest in", "excess in all"}, across_rows, across_marked);
+  }
   if (!r.timing.arrival_basis.empty()) {
     o << "<h2>Timing</h2><p id='timing'>Arrivals from "
       << HtmlEscape(Spoken(r.timing.arrival_basis)) << " (" << r.timing.device_collectives

@@ -63,6 +63,31 @@ void Stats(rs::JsonWriter& w, const std::vector<ArrivalStats>& stats, bool with_
   w.EndArray();
 }
 
+void Groups(rs::JsonWriter& w, const std::vector<GroupView>& groups) {
+  w.BeginArray();
+  for (const GroupView& g : groups) {
+    w.BeginObject().Key("communicator").String(rs::HashHex(g.comm)).Key("label").String(g.label);
+    w.Key("basis").String(g.basis).Key("collectives").Int(g.collectives);
+    w.Key("median_duration_ns");
+    if (g.median_duration_ns >= 0) {
+      w.Int(g.median_duration_ns);
+    } else {
+      w.Null();
+    }
+    w.Key("members").BeginArray();
+    for (const GroupMember& m : g.members) {
+      w.BeginObject().Key("node").String(m.node).Key("rank");
+      OptInt(w, m.rank);
+      w.Key("pid").Int(m.pid).Key("collectives").Int(m.collectives);
+      w.Key("last_count").Int(m.last_count).Key("median_lateness_ns").Int(m.median_lateness_ns);
+      w.Key("excess_ns").Int(m.excess_ns).Key("excess_se_ns").Int(m.excess_se_ns);
+      w.EndObject();
+    }
+    w.EndArray().EndObject();
+  }
+  w.EndArray();
+}
+
 // Verdicts and observations alike.
 void Findings(rs::JsonWriter& w, const std::vector<Straggler>& findings) {
   w.BeginArray();
@@ -284,6 +309,16 @@ std::string RenderJson(const Report& r) {
   Stats(w, r.per_rank, true);
   w.Key("per_node");
   Stats(w, r.per_node, false);
+  w.Key("per_group");
+  Groups(w, r.per_group);
+  w.Key("across_groups").BeginArray();
+  for (const RankAcrossGroups& a : r.across_groups) {
+    w.BeginObject().Key("node").String(a.node).Key("rank");
+    OptInt(w, a.rank);
+    w.Key("pid").Int(a.pid).Key("groups").Int(a.groups).Key("latest_in").Int(a.latest_in);
+    w.Key("excess_total_ns").Int(a.excess_total_ns).EndObject();
+  }
+  w.EndArray();
   w.Key("notes").BeginArray();
   for (const auto& n : r.notes) w.String(n);
   w.EndArray();

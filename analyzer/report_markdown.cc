@@ -126,6 +126,26 @@ std::string RenderMarkdown(const Report& r) {
       << FormatNs(s.median_host_lateness_ns) << " | "
       << (s.median_duration_ns >= 0 ? FormatNs(s.median_duration_ns) : "-") << " |\n";
   }
+  size_t groups_left_out = 0;
+  const std::vector<const GroupView*> groups = GroupRows(r, &groups_left_out);
+  if (!groups.empty()) {
+    o << "\n## Per group\n\n" << Md(GroupViewCaption()) << ".\n\n"
+      << "| communicator | latest member | excess (mean +- error) | last | basis | median duration |\n"
+         "|---|---|---|---|---|---|\n";
+    for (const GroupView* g : groups) {
+      const GroupMember& m = g->members.front();
+      o << "| " << Md(g->label) << " | " << Md(MemberLabel(m.node, m.rank, m.pid)) << " | "
+        << FormatNs(m.excess_ns) << " +- " << FormatNs(m.excess_se_ns) << " | " << m.last_count
+        << "/" << m.collectives << " | " << Md(Spoken(g->basis)) << " | "
+        << (g->median_duration_ns >= 0 ? FormatNs(g->median_duration_ns) : "-") << " |\n";
+    }
+    if (groups_left_out) o << "\n" << groups_left_out << " more group(s) in the JSON report.\n";
+    o << "\n### Across groups\n\n| rank | groups | latest in | excess in all |\n|---|---|---|---|\n";
+    for (const RankAcrossGroups& a : r.across_groups) {
+      o << "| " << Md(MemberLabel(a.node, a.rank, a.pid)) << " | " << a.groups << " | "
+        << a.latest_in << " | " << FormatNs(a.excess_total_ns) << " |\n";
+    }
+  }
   if (!r.timing.arrival_basis.empty()) {
     o << "\n## Timing\n\nArrivals from " << Md(Spoken(r.timing.arrival_basis)) << " ("
       << r.timing.device_collectives << " collectives on device, " << r.timing.host_collectives

@@ -107,8 +107,8 @@ struct ArrivalStats {
   int64_t p90_wait_lateness_ns = -1;
   int64_t wait_last_count = 0;  // collectives in which it waited least
   // Per node only (NodeStats): in each collective it shares with other nodes, its lateness
-  // minus the median of theirs in that collective; the mean over those collectives and its
-  // standard error (sample deviation / sqrt(n); 0 under two samples). Pairing within a
+  // minus the median of theirs in that collective; the mean over those collectives (10 %
+  // trimmed at each end) and its standard error (collectives.cc MeanAndError). Pairing within a
   // collective removes what every node shares (the job's own pace), so a node late in one
   // collective of each step shows although its median does not. 0 collectives: never paired.
   int64_t paired_collectives = 0;
@@ -117,6 +117,43 @@ struct ArrivalStats {
   int64_t paired_wait_collectives = 0;  // ... of the clock-free wait lateness
   int64_t paired_wait_excess_ns = 0;
   int64_t paired_wait_excess_se_ns = 0;
+};
+
+// One member of a communicator over that communicator's compared collectives (GroupView).
+struct GroupMember {
+  std::string node;
+  std::optional<int64_t> rank;  // global rank
+  int64_t pid = 0;
+  int64_t collectives = 0;
+  int64_t last_count = 0;           // collectives in which it alone was the latest
+  int64_t median_lateness_ns = 0;   // its own lateness (collectives.h), on the group's basis
+  int64_t excess_ns = 0;            // mean (10 % trimmed) of its own lateness minus the others' median
+  int64_t excess_se_ns = 0;         // ... and that mean's standard error
+};
+
+// A communicator (tensor-, pipeline-, data- or expert-parallel group) seen on its own: who in
+// it arrives late, on its own account (lateness inherited from another group is removed).
+struct GroupView {
+  uint64_t comm = 0;
+  std::string label;   // "communicator 0x... (ranks 2-3)"
+  std::string basis;   // 'device_waits' (clock-free) | 'arrivals' (device starts or host entries)
+  int64_t collectives = 0;
+  int64_t median_duration_ns = -1;  // of its calls (device time where seen); -1: none finished
+  std::vector<GroupMember> members;  // the latest (largest excess) first
+};
+
+// One rank over every communicator it is a member of (the cross-group view): where it was the
+// latest member and by how much, summed. A view, not a verdict: in a clean pipeline-parallel
+// job some rank of each group is systematically a little later (the stages' work differs).
+struct RankAcrossGroups {
+  std::string node;
+  std::optional<int64_t> rank;
+  int64_t pid = 0;
+  int64_t groups = 0;     // communicators it is compared in
+  int64_t latest_in = 0;  // ... of which it is the latest member (GroupView::members[0])
+  // Over those: its mean excess times the collectives, summed: its own lateness above the other
+  // members' in total.
+  int64_t excess_total_ns = 0;
 };
 
 // Something a rank was doing at the end of the recording (hang reports).
@@ -341,6 +378,9 @@ struct Report {
   std::vector<NodeClock> clock;
   std::vector<ArrivalStats> per_rank;
   std::vector<ArrivalStats> per_node;
+  // Per communicator, in a job whose ranks use several (comms_per_rank > 1): empty otherwise.
+  std::vector<GroupView> per_group;
+  std::vector<RankAcrossGroups> across_groups;  // the largest excess_total_ns first
   // Rows of the per-node table in text, Markdown and HTML: the latest nodes first, this many
   // (0: every node, in natural order). JSON always has every node.
   size_t node_rows = 10;

@@ -115,6 +115,45 @@ std::vector<const ArrivalStats*> NodeRows(const Report& r, size_t* left_out) {
   return rows;
 }
 
+std::vector<const GroupView*> GroupRows(const Report& r, size_t* left_out) {
+  std::vector<const GroupView*> rows;
+  for (const GroupView& g : r.per_group) {
+    if (!g.members.empty()) rows.push_back(&g);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const GroupView* a, const GroupView* b) {
+    return a->members.front().excess_ns > b->members.front().excess_ns;
+  });
+  *left_out = rows.size() > kGroupRows ? rows.size() - kGroupRows : 0;
+  if (*left_out) rows.resize(kGroupRows);
+  return rows;
+}
+
+std::string MemberLabel(const std::string& node, std::optional<int64_t> rank, int64_t pid) {
+  return node + (rank ? " rank " + std::to_string(*rank) : " pid " + std::to_string(pid));
+}
+
+std::string GroupLatest(const GroupView& g) {
+  const GroupMember& m = g.members.front();
+  return MemberLabel(m.node, m.rank, m.pid) + ", +" + FormatNs(m.excess_ns) + " +- " +
+         FormatNs(m.excess_se_ns) + ", last " + std::to_string(m.last_count) + "/" +
+         std::to_string(m.collectives);
+}
+
+std::string AcrossLine(const RankAcrossGroups& a) {
+  return "latest in " + std::to_string(a.latest_in) + " of its " + std::to_string(a.groups) +
+         " groups, " + FormatNs(a.excess_total_ns) + " above the other members in all";
+}
+
+std::string GroupViewCaption() {
+  return "Each communicator on its own: its latest member, by its own lateness (less what another "
+         "group's call held it) above the median of the other members' in each collective, mean "
+         "+- standard error, on device waits where every device timed the group, else on "
+         "arrivals. Across groups: each rank's excess summed over the groups where it was the "
+         "latest, the largest first. A view, not a verdict: in a healthy job some member of each "
+         "group is a little later by the work it does (pipeline stages differ); a rank far ahead "
+         "of the rest here, latest in each of its groups, is where to look";
+}
+
 std::string ReadingGuide() {
   return "Verdicts are findings that explain measured lateness (a rank or node arriving late, "
          "or collectives taking longer while data moved) or a hang; observations are findings "

@@ -39,4 +39,17 @@ std::string RecordingSpan(const Report& r);
 // node in natural order; `left_out` gets how many were cut.
 std::vector<const ArrivalStats*> NodeRows(const Report& r, size_t* left_out);
 
+// The per-group view (Report::per_group, jobs with several communicators per rank): the groups
+// whose latest member is latest by most first, at most kGroupRows; `left_out` gets the rest.
+inline constexpr size_t kGroupRows = 10;
+std::vector<const GroupView*> GroupRows(const Report& r, size_t* left_out);
+// "node1 rank 2, +1.24 ms +- 119 us, last 210/288": its latest member.
+std::string GroupLatest(const GroupView& g);
+// "latest in 2 of its 2 groups, 363 ms above the other members in all"
+std::string AcrossLine(const RankAcrossGroups& a);
+// What the two views show, said once above them in every format.
+std::string GroupViewCaption();
+// "node1 rank 2" ("node1 pid 4242" where its rank is unknown).
+std::string MemberLabel(const std::string& node, std::optional<int64_t> rank, int64_t pid);
+
 }  // namespace analyzer

@@ -17,6 +17,26 @@ constexpr size_t kTextRanks = 8;
 // to their line and show what they hold (rscore/text_escape.h).
 std::string T(const std::string& s) { return rs::EscapeText(s); }
 
+// The per-group and cross-group views (jobs with several communicators per rank).
+void GroupViewText(std::ostream& o, const Report& r) {
+  size_t left_out = 0;
+  std::vector<const GroupView*> rows = GroupRows(r, &left_out);
+  if (rows.empty()) return;
+  o << "\nper group: latest member, its own lateness above the others' (mean +- error), times "
+       "last; basis, median duration\n";
+  for (const GroupView* g : rows) {
+    o << "  " << T(g->label) << ": " << T(GroupLatest(*g)) << "; " << T(Spoken(g->basis)) << ", "
+      << (g->median_duration_ns >= 0 ? FormatNs(g->median_duration_ns) : "-") << "\n";
+  }
+  if (left_out) o << "  ... " << left_out << " more group(s) in the JSON report (per_group)\n";
+  o << "across groups (the largest first):\n";
+  for (size_t i = 0; i < std::min<size_t>(r.across_groups.size(), kTextRanks); ++i) {
+    const RankAcrossGroups& a = r.across_groups[i];
+    o << "  " << T(MemberLabel(a.node, a.rank, a.pid)) << ": " << T(AcrossLine(a)) << "\n";
+  }
+  o << "  (" << T(GroupViewCaption()) << ")\n";
+}
+
 void HangText(std::ostream& o, const std::string& title, const HangReport& h, int64_t start_ns) {
   o << title << ": "
     << (h.detected                 ? "DETECTED"
@@ -134,6 +154,7 @@ std::string RenderText(const Report& r) {
                           : "pid " + std::to_string(s.pid.value_or(0))));
     }
   }
+  GroupViewText(o, r);
   if (!r.timing.arrival_basis.empty()) {
     o << "\ntiming: arrivals from " << T(Spoken(r.timing.arrival_basis)) << " ("
       << r.timing.device_collectives << " collectives on device, " << r.timing.host_collectives

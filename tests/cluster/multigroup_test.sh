@@ -11,7 +11,8 @@
 #          exchange; both struck (truth.json), the others wait where the schedule says
 #          (recording and dumps), every rank's dump is readable as pickle and as JSON and
 #          merges with the bundles, holding every group it is a member of
-# clean also checks that rankscope-analyze names nobody on it; the verdicts of faulty runs are
+# clean also checks that rankscope-analyze names nobody on it and that its per-group view holds
+# every compared collective once; the verdicts of faulty runs are
 # checked by multigroup_verdicts.sh ('multigroup verdicts').
 # Exit 77 = skipped (not root and CI unset). With CI set, a missing prerequisite fails.
 set -euo pipefail
@@ -76,14 +77,25 @@ case "$SCENARIO" in
     "$BUILD/analyzer/rankscope-analyze" report "$OUT/merged.rsdb" --format json \
       -o "$OUT/report.json" >"$OUT/analyze.out" 2>&1 ||
       fail "rankscope-analyze report: $(tail -n 5 "$OUT/analyze.out")"
-    python3 - "$OUT/report.json" <<'PY' || fail "the clean run's report names someone"
+    python3 - "$OUT/report.json" <<'PY' || fail "the clean run's report names someone, or its per-group view does not add up"
 import json, sys
 r = json.load(open(sys.argv[1]))
 hang = r.get("hang") or {}
 named = [(s.get("node"), s.get("ranks"), s.get("cause"), s.get("confidence"))
          for s in r.get("stragglers") or [] if s.get("confidence") in ("medium", "high")]
 print("clean report: hang %s (%s); named %s" % (hang.get("detected"), hang.get("summary"), named))
-sys.exit(1 if hang.get("detected") or named else 0)
+# The per-group view holds every compared collective once, each member in each of its group's.
+groups = r.get("per_group") or []
+counted = sum(g["collectives"] for g in groups)
+compared = r["collectives"] - r["timing"]["excluded_collectives"]
+print("per group: %d groups, %d collectives (compared %d); across groups: %d ranks" %
+      (len(groups), counted, compared, len(r.get("across_groups") or [])))
+bad = [g["label"] for g in groups
+       if len(g["members"]) < 2 or any(m["collectives"] != g["collectives"] for m in g["members"])]
+ok = counted == compared and not bad and len(r.get("across_groups") or []) == r["ranks"]
+if not ok:
+    print("per-group view does not reconcile: groups with members missing a collective: %s" % bad)
+sys.exit(1 if hang.get("detected") or named or not ok else 0)
 PY
     ;;
   hang2)
