@@ -101,6 +101,16 @@ TEST(DeviceArrivalTest, DeviceBoundRankIsLateOnItsDeviceOnly) {
     EXPECT_FALSE(s.rank == std::optional<int64_t>(4) && Confident(s)) << s.summary;
   }
   EXPECT_TRUE(HasNote(host, "GPU-side arrival was not seen"));
+  // Blind to the device, the headline says so first instead of clearing the job.
+  EXPECT_EQ(host.verdict_kind, "undetermined");
+  EXPECT_EQ(host.verdict.rfind("UNDETERMINED (GPU side not seen)", 0), 0u) << host.verdict;
+  EXPECT_NE(host.verdict.find("NCCL_PROFILER_PLUGIN"), std::string::npos);
+  EXPECT_NE(RenderHtml(host).find("class='verdict neutral'"), std::string::npos);
+  // With the plugin, the same healthy shape is cleared in green.
+  GpuJob clean;
+  Report seen = JobReport(clean);
+  EXPECT_EQ(seen.verdict_kind, "no_straggler") << seen.verdict;
+  EXPECT_NE(RenderHtml(seen).find("class='verdict ok'"), std::string::npos);
 }
 
 TEST(DeviceArrivalTest, NetworkSlowsCollectivesAfterEveryDeviceArrived) {

@@ -201,8 +201,8 @@ Cause NetworkCause(const NetworkCandidate& c) {
     cause.summary += "; they took no longer than the collectives without";
   }
   cause.remediation = "check the NIC, cable and switch port of " + c.node +
-                      " (ethtool -S, ip -s link, switch port counters); its inbound or "
-                      "outbound packets are being lost";
+                      " (ethtool -S, ip -s link, switch port counters) for lost inbound or "
+                      "outbound packets";
   cause.values = {
       {"segments_touching_node", static_cast<double>(c.segments_touching)},
       {"collectives_with_retransmits", static_cast<double>(c.collectives_affected)},

@@ -101,36 +101,71 @@ void NameWho(Straggler& s, const CollectiveData& data, const SideEvents& side,
   if (cpu) s.competitors = CpuCompetitors(side, data, s.node, s.pids);
 }
 
-std::string Verdict(const Report& r, const std::vector<ArrivalStats>& stats) {
-  if (r.hang.detected) return "HANG: " + r.hang.summary;
+// Whether the recording could not see a slow GPU: its NCCL calls only enqueue and no device
+// arrival was recorded, so lateness is when each host issued the collective, and a rank whose
+// GPU runs 4x slower (the test bed's 'slow' fault without the plugin: the job's steps/s fell
+// from 12.5 to 7.1) looks as early as the others.
+bool DeviceUnseen(const Report& r) {
+  return r.timing.call_semantics == "enqueue" && r.timing.device_collectives == 0 &&
+         r.collectives > 0;
+}
+
+// The first line of every format and its kind (Report::verdict_kind).
+void SetVerdict(Report& r, const std::vector<ArrivalStats>& stats) {
+  auto set = [&](const char* kind, std::string text) {
+    r.verdict_kind = kind;
+    r.verdict = std::move(text);
+  };
+  if (r.hang.detected) return set("hang", "HANG: " + r.hang.summary);
   if (r.nccl_calls == 0 && r.flight_recorder) {  // dumps only: their verdict
-    return (r.hang.kind == "undetermined" ? "UNDETERMINED: " : "NO HANG: ") + r.hang.summary;
+    if (r.hang.kind == "undetermined") return set("undetermined", "UNDETERMINED: " + r.hang.summary);
+    return set("no_hang", "NO HANG: " + r.hang.summary);
   }
   if (r.nccl_calls == 0) {
-    return "NO COLLECTIVES: the recording has no NCCL collectives; straggler and hang analysis "
-           "need them";
+    return set("no_collectives",
+               "NO COLLECTIVES: the recording has no NCCL collectives; straggler and hang "
+               "analysis need them");
   }
   for (const Straggler& s : r.stragglers) {
     if (AtLeastMedium(s.confidence)) {
-      return "STRAGGLER: " + s.node + (s.rank ? " rank " + std::to_string(*s.rank) : "") +
-             " — cause " + s.cause + " (confidence " + ConfidenceName(s.confidence) +
-             "): " + s.summary;
+      return set("straggler", "STRAGGLER: " + s.node +
+                                  (s.rank ? " rank " + std::to_string(*s.rank) : "") +
+                                  " — cause " + s.cause + " (confidence " +
+                                  ConfidenceName(s.confidence) + "): " + s.summary);
     }
   }
+  // Below medium, a verdict left among the stragglers is one whose lateness the clocks cannot
+  // order (AddClockBoundWarnings lowers those): the data cannot decide.
   for (const Straggler& s : r.stragglers) {
-    if (s.confidence == Confidence::kUndetermined) return "UNDETERMINED: " + s.summary;
+    if (!AtLeastMedium(s.confidence)) return set("undetermined", "UNDETERMINED: " + s.summary);
   }
   if (r.collectives == 0) {
-    return "NO MATCHED COLLECTIVES: no collective was seen by two or more ranks";
+    return set("no_collectives",
+               "NO MATCHED COLLECTIVES: no collective was seen by two or more ranks");
   }
   std::vector<int64_t> p90;
   for (const ArrivalStats& s : stats) p90.push_back(s.p90_lateness_ns);
+  const std::string within = std::to_string(stats.size()) + " ranks' hosts issue the collectives within " +
+                             FormatNs(p90.empty() ? 0 : *std::max_element(p90.begin(), p90.end())) +
+                             " of each other (worst p90) over " + std::to_string(r.collectives) +
+                             " collectives";
+  if (DeviceUnseen(r)) {
+    return set("undetermined",
+               "UNDETERMINED (GPU side not seen): " + within +
+                   ", but these NCCL calls only enqueue and no device arrival was recorded, so "
+                   "a rank whose GPU is slow would look as early as the others here; record with "
+                   "rankscope's NCCL profiler plugin loaded (NCCL_PROFILER_PLUGIN, see "
+                   "libnccl-profiler-rankscope(7)) to see it");
+  }
   std::string v = "NO STRAGGLER: " + std::to_string(stats.size()) + " ranks arrive within " +
                   FormatNs(p90.empty() ? 0 : *std::max_element(p90.begin(), p90.end())) +
                   " of each other (worst p90) over " + std::to_string(r.collectives) +
                   " collectives";
-  if (!r.stragglers.empty()) v += "; weak hint only: " + r.stragglers.front().summary;
-  return v;
+  if (!r.observations.empty()) {
+    v += " (" + std::to_string(r.observations.size()) +
+         " observation(s) below explain no lateness)";
+  }
+  set("no_straggler", std::move(v));
 }
 
 // The recording's span and what it is, from the file's metadata.
@@ -446,9 +481,10 @@ std::vector<Straggler> PlaceResourceFindings(const CollectiveData& data, const S
       if (e.kind == "clock") s.evidence.push_back(std::move(e));
     }
     if (!waits_view && AtLeastMedium(s.confidence)) {
-      // Its lateness, read from host entries across nodes, is what the clocks left undecided.
-      s.confidence = Confidence::kLow;
-      s.confidence_score = std::min(s.confidence_score, 0.35);
+      // Its lateness, read from host entries across nodes, is what the clocks left undecided:
+      // the resource is measured, whether it made the node late is not.
+      s.confidence = Confidence::kUndetermined;
+      s.confidence_score = std::min(s.confidence_score, 0.1);
       s.summary += " (that lateness is inside the cross-node clock error bound)";
     }
     *old = std::move(s);
@@ -570,7 +606,12 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
     for (Straggler& s : *findings) NameWho(s, data, side, r.clock);
   }
   for (Straggler& s : r.stragglers) NameWho(s, data, side, r.clock);  // hang culprits
-  for (Straggler& s : ranked) r.stragglers.push_back(std::move(s));
+  // A finding of low confidence names nobody: it is an observation (a clean run's few
+  // retransmits in 4 of 128 collectives were listed as the first straggler, with a
+  // hardware-failure remediation). Hang culprits stay, whatever their confidence.
+  for (Straggler& s : ranked) {
+    (s.confidence == Confidence::kLow ? observed : r.stragglers).push_back(std::move(s));
+  }
   r.observations = std::move(observed);
   if (r.hang.detected) CapBesideHang(r);
   RETURN_IF_ERROR(AddWarnings(db, merged, r));
@@ -586,7 +627,7 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
       r.per_node.begin(), r.per_node.end(),
       [&](const ArrivalStats& a, const ArrivalStats& b) { return natural(a.node, b.node); });
   r.plots = BuildPlots(data, side, r.start_ns, std::max(r.end_ns, r.start_ns + 1));
-  r.verdict = Verdict(r, stats);
+  SetVerdict(r, stats);
   return r;
 }
 

@@ -15,6 +15,7 @@ body { font-family: sans-serif; margin: 24px; color: #222; max-width: 1100px; }
 .verdict { font-size: 1.3em; font-weight: bold; padding: 12px; border-radius: 6px;
            background: #fff3cd; border: 1px solid #e0c060; }
 .verdict.ok { background: #e6f4ea; border-color: #8c8; }
+.verdict.neutral { background: #eef1f5; border-color: #9aa8b8; }
 .warning { background: #fff4e5; border: 1px solid #e0a040; padding: 6px 12px; border-radius: 6px; }
 table { border-collapse: collapse; margin: 8px 0 16px; }
 td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: left; font-size: 0.9em; }
@@ -66,12 +67,16 @@ bool Marked(const Report& r, const std::string& node, const std::optional<int64_
 
 std::string RenderHtml(const Report& r) {
   std::ostringstream o;
-  bool ok = r.stragglers.empty() && !r.hang.detected;
+  // Green only where the report saw enough to clear the job; grey where it cannot decide.
+  const char* tone = r.verdict_kind == "no_straggler" || r.verdict_kind == "no_hang" ? " ok"
+                     : r.verdict_kind == "undetermined" || r.verdict_kind == "no_collectives"
+                         ? " neutral"
+                         : "";
   o << "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
     << "<title>rankscope report: " << HtmlEscape(r.input) << "</title><style>" << kStyle
     << "</style></head><body>";
   o << "<h1>rankscope report</h1>";
-  o << "<p id='verdict' class='verdict" << (ok ? " ok" : "") << "'>" << HtmlEscape(r.verdict)
+  o << "<p id='verdict' class='verdict" << tone << "'>" << HtmlEscape(r.verdict)
     << "</p>";
   for (const std::string& w : r.warnings) {
     o << "<p class='warning'><b>Warning:</b> " << HtmlEscape(w) << "</p>";

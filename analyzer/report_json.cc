@@ -252,7 +252,7 @@ std::string RenderJson(const Report& r) {
       .String(rs::FormatUtc(r.start_ns))
       .Key("end_utc")
       .String(rs::FormatUtc(r.end_ns));
-  w.Key("verdict").String(r.verdict);
+  w.Key("verdict").String(r.verdict).Key("verdict_kind").String(r.verdict_kind);
   w.Key("warnings").BeginArray();
   for (const auto& x : r.warnings) w.String(x);
   w.EndArray();

@@ -367,6 +367,10 @@ struct Report {
   // one communicator) may name a rank that only waits for another group.
   int64_t comms_per_rank = 0;
   std::string verdict;      // first line of every format
+  // What the verdict says: 'hang' | 'straggler' | 'undetermined' (the data cannot decide: a
+  // lateness inside the clock bound, dumps that cannot tell, or a recording that could not see
+  // the GPU side) | 'no_straggler' | 'no_hang' (dumps only) | 'no_collectives'.
+  std::string verdict_kind;
   // Verdicts: findings that explain measured lateness (of a rank, a node, or collectives
   // slowed while data moved) or a hang, best first.
   std::vector<Straggler> stragglers;
