@@ -12,11 +12,14 @@ namespace {
 
 // How a resource finding's node compares with the others in lateness, for its summary.
 std::string LatenessPhrase(const NodeExcess& e) {
-  std::string numbers = FormatNs(e.excess_ns) + " +- " + FormatNs(e.noise_ns) + " over " +
-                        std::to_string(e.collectives) + " collectives";
-  if (e.later()) return "its ranks arrived " + numbers + " later than the other nodes' in the same collectives";
-  return "but its ranks' lateness against the other nodes' in the same collectives (" + numbers +
-         ") is within three standard errors of none: not shown to delay the job";
+  const std::string numbers =
+      FormatNs(e.excess_ns) + " +- " + FormatNs(e.noise_ns) + " later than the other nodes' in the "
+      "same collectives (mean over " + std::to_string(e.collectives) + "; the latest node in " +
+      std::to_string(e.latest) + " of them)";
+  if (e.later()) return "its ranks arrived " + numbers;
+  return "but its ranks arrived " + numbers +
+         ", neither beyond three errors nor the latest far more often than chance: not shown to "
+         "delay the job";
 }
 
 // Evidence-backed causes explaining at least this share leave `compute` at half weight.
@@ -458,6 +461,8 @@ NodeExcess NodeLatenessExcess(const std::vector<ArrivalStats>& node_stats,
     out.excess_ns = a.paired_excess_ns;
     out.noise_ns = a.paired_excess_se_ns;
     out.collectives = a.paired_collectives;
+    out.latest = a.paired_latest_count;
+    out.latest_z = a.paired_latest_z;
   }
   return out;
 }

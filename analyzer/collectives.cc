@@ -135,9 +135,17 @@ rs::Result<CollectiveData> LoadCollectives(rs::Db& db) {
 namespace {
 
 // One participant's (or node's) samples over the compared collectives.
+// How often a node was the latest of the nodes in a collective, against chance (1/k among k).
+struct LatestTally {
+  int64_t count = 0;
+  double expected = 0, variance = 0;
+  double Z() const { return variance > 0 ? (static_cast<double>(count) - expected) / std::sqrt(variance) : 0; }
+};
+
 struct Samples {
   std::vector<int64_t> late, host, durs, wait;
   std::vector<int64_t> paired, paired_wait;  // per node: minus the other nodes' median
+  LatestTally latest, latest_wait;           // per node: the latest of the nodes, vs chance
   int64_t last = 0, on_device = 0, wait_last = 0;
 };
 
@@ -181,6 +189,10 @@ ArrivalStats Summarize(Samples& m) {
   s.paired_collectives = static_cast<int64_t>(m.paired.size());
   std::tie(s.paired_wait_excess_ns, s.paired_wait_excess_se_ns) = MeanAndError(m.paired_wait);
   s.paired_wait_collectives = static_cast<int64_t>(m.paired_wait.size());
+  s.paired_latest_count = m.latest.count;
+  s.paired_latest_z = m.latest.Z();
+  s.paired_wait_latest_count = m.latest_wait.count;
+  s.paired_wait_latest_z = m.latest_wait.Z();
   return s;
 }
 
@@ -195,9 +207,27 @@ int64_t Median(std::vector<int64_t>& v) {
 }
 
 // Each node's value in `by_node` (-1: not in the collective) minus the median of the other
-// nodes' values, appended to its samples' `into`.
+// nodes' values, appended to its samples' `into`; the unique latest of them counted in `tally`
+// against the chance each had (1/k among k nodes, exact where nodes are alike).
 void PairWithOthers(const std::vector<int64_t>& by_node, std::vector<Samples>& m,
-                    std::vector<int64_t> Samples::*into) {
+                    std::vector<int64_t> Samples::*into, LatestTally Samples::*tally) {
+  const auto k = static_cast<double>(
+      std::count_if(by_node.begin(), by_node.end(), [](int64_t v) { return v >= 0; }));
+  if (k >= 2) {
+    int64_t top = -1, latest = -1;
+    bool tie = false;
+    for (size_t n = 0; n < by_node.size(); ++n) {
+      if (by_node[n] < 0) continue;
+      (m[n].*tally).expected += 1 / k;
+      (m[n].*tally).variance += (1 / k) * (1 - 1 / k);
+      if (by_node[n] > top) {
+        top = by_node[n], latest = static_cast<int64_t>(n), tie = false;
+      } else if (by_node[n] == top) {
+        tie = true;
+      }
+    }
+    if (!tie && latest >= 0) ++(m[static_cast<size_t>(latest)].*tally).count;
+  }
   std::vector<int64_t> others;
   for (size_t n = 0; n < by_node.size(); ++n) {
     if (by_node[n] < 0) continue;
@@ -360,8 +390,8 @@ std::vector<ArrivalStats> NodeStats(const CollectiveData& data) {
       if (d >= 0) m[n].durs.push_back(d);
       node_wait[n] = std::max(node_wait[n], s.wait[k - g.begin]);
     }
-    PairWithOthers(node_late, m, &Samples::paired);
-    PairWithOthers(node_wait, m, &Samples::paired_wait);
+    PairWithOthers(node_late, m, &Samples::paired, &Samples::latest);
+    PairWithOthers(node_wait, m, &Samples::paired_wait, &Samples::latest_wait);
     for (size_t n = 0; n < idx.size(); ++n) {
       if (node_late[n] < 0) continue;
       m[n].late.push_back(node_late[n]);
@@ -492,6 +522,8 @@ std::vector<ArrivalStats> AsWaitStats(std::vector<ArrivalStats> stats) {
     s.paired_collectives = s.paired_wait_collectives;
     s.paired_excess_ns = s.paired_wait_excess_ns;
     s.paired_excess_se_ns = s.paired_wait_excess_se_ns;
+    s.paired_latest_count = s.paired_wait_latest_count;
+    s.paired_latest_z = s.paired_wait_latest_z;
   }
   return stats;
 }

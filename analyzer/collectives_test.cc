@@ -59,6 +59,10 @@ TEST_F(CollectivesTest, NodesArePairedWithTheOthersInEachCollective) {
   // a minus the others' median (d's 200), the same in each: no error.
   EXPECT_EQ(nodes[0].paired_excess_ns, -200);
   EXPECT_EQ(nodes[0].paired_excess_se_ns, 0);
+  // c is the latest of 4 in all 5: chance 5 x 1/4 = 1.25, variance 5 x 3/16, z = 3.75 / 0.968.
+  EXPECT_EQ(nodes[2].paired_latest_count, 5);
+  EXPECT_NEAR(nodes[2].paired_latest_z, 3.873, 0.001);
+  EXPECT_EQ(nodes[0].paired_latest_count, 0);
   EXPECT_TRUE(NodeLatenessExcess(nodes, "c").later());
   EXPECT_FALSE(NodeLatenessExcess(nodes, "a").later());
   EXPECT_FALSE(NodeLatenessExcess(nodes, "b").later());  // 100 - 200: earlier
@@ -100,13 +104,17 @@ TEST_F(CollectivesTest, EachGroupNamesItsLatestMemberAndRanksAddUpAcrossGroups) 
   EXPECT_EQ(across[1].excess_total_ns, 0);
 }
 
-TEST(NodeExcessTest, LaterNeedsThreeStandardErrorsAndTwoCollectives) {
+TEST(NodeExcessTest, LaterNeedsThreeStandardErrorsOrTheLatestFarMoreOftenThanChance) {
   EXPECT_FALSE((NodeExcess{100, 50, 10}.later()));   // two errors: chance
   EXPECT_TRUE((NodeExcess{151, 50, 10}.later()));
   EXPECT_FALSE((NodeExcess{5000, 0, 1}.later()));    // one collective: no error to weigh it by
   EXPECT_TRUE((NodeExcess{5000, 0, 2}.later()));
   EXPECT_FALSE((NodeExcess{1, 0, 40}.later()));      // nothing above none
   EXPECT_FALSE((NodeExcess{}.later()));
+  // Heavy tails: two errors, but the latest of 3 nodes in 37 of 64 (z 4.2).
+  EXPECT_TRUE((NodeExcess{16'300'000, 7'750'000, 64, 37, 4.2}.later()));
+  EXPECT_FALSE((NodeExcess{16'300'000, 7'750'000, 64, 25, 1.0}.later()));
+  EXPECT_FALSE((NodeExcess{-100, 10, 64, 40, 5.0}.later()));  // latest often, yet earlier on average
 }
 
 TEST_F(CollectivesTest, LatenessAndLastAreCountedPerRankAndNode) {

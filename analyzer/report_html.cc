@@ -216,6 +216,26 @@ std::string RenderHtml(const Report& r) {
     return NodeLinesSvg(r.plots, r.plots.runq, marked_nodes, "plot-runq", "run-queue wait per bin",
                         true);
   });
+  size_t nodes_left_out = 0;
+  const std::vector<const ArrivalStats*> node_rows = NodeRows(r, &nodes_left_out);
+  if (!node_rows.empty()) {
+    o << "<h2>Per node</h2>";
+    std::vector<std::vector<std::string>> cells;
+    std::vector<bool> node_marked;
+    for (const ArrivalStats* s : node_rows) {
+      node_marked.push_back(Marked(r, s->node, std::nullopt));
+      cells.push_back({s->node, std::to_string(s->collectives), std::to_string(s->last_count),
+                       FormatNs(s->median_lateness_ns), FormatNs(s->p90_lateness_ns),
+                       NodeExcessText(r, *s),
+                       s->median_duration_ns >= 0 ? FormatNs(s->median_duration_ns) : "-"});
+    }
+    Table(o, {"node", "collectives", "last", "median lateness", "p90 lateness",
+              "against the other nodes (mean +- error)", "median duration"},
+          cells, node_marked);
+    if (nodes_left_out) {
+      o << "<p class='note'>" << nodes_left_out << " more node(s) in the JSON report.</p>";
+    }
+  }
   o << "<h2>Per rank</h2>";
   std::vector<std::vector<std::string>> rows;
   std::vector<bool> marked;

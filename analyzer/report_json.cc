@@ -57,6 +57,10 @@ void Stats(rs::JsonWriter& w, const std::vector<ArrivalStats>& stats, bool with_
       w.Key("paired_wait_collectives").Int(s.paired_wait_collectives);
       w.Key("paired_wait_excess_ns").Int(s.paired_wait_excess_ns);
       w.Key("paired_wait_excess_se_ns").Int(s.paired_wait_excess_se_ns);
+      w.Key("paired_latest_count").Int(s.paired_latest_count);
+      w.Key("paired_latest_z").Double(s.paired_latest_z);
+      w.Key("paired_wait_latest_count").Int(s.paired_wait_latest_count);
+      w.Key("paired_wait_latest_z").Double(s.paired_wait_latest_z);
     }
     w.EndObject();
   }

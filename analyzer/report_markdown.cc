@@ -116,6 +116,21 @@ std::string RenderMarkdown(const Report& r) {
     }
     if (!fr->hang.mismatches.empty()) o << "\n";
   }
+  size_t nodes_left_out = 0;
+  const std::vector<const ArrivalStats*> node_rows = NodeRows(r, &nodes_left_out);
+  if (!node_rows.empty()) {
+    o << "## Per node\n\n| node | collectives | last | median lateness | p90 lateness | "
+         "against the other nodes (mean +- error) | median duration |\n"
+         "|---|---|---|---|---|---|---|\n";
+    for (const ArrivalStats* s : node_rows) {
+      o << "| " << Md(s->node) << " | " << s->collectives << " | " << s->last_count << " | "
+        << FormatNs(s->median_lateness_ns) << " | " << FormatNs(s->p90_lateness_ns) << " | "
+        << NodeExcessText(r, *s) << " | "
+        << (s->median_duration_ns >= 0 ? FormatNs(s->median_duration_ns) : "-") << " |\n";
+    }
+    if (nodes_left_out) o << "\n" << nodes_left_out << " more node(s) in the JSON report.\n";
+    o << "\n";
+  }
   o << "## Per rank\n\n| node | rank | collectives | on device | last | median lateness |"
        " p90 lateness | median host lateness | median duration |\n"
        "|---|---|---|---|---|---|---|---|---|\n";

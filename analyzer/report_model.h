@@ -117,6 +117,12 @@ struct ArrivalStats {
   int64_t paired_wait_collectives = 0;  // ... of the clock-free wait lateness
   int64_t paired_wait_excess_ns = 0;
   int64_t paired_wait_excess_se_ns = 0;
+  // Of those collectives, how often it alone was the latest node, and that count's z-score
+  // against chance (1/k among k nodes; robust to lateness's heavy tails, which the mean is not).
+  int64_t paired_latest_count = 0;
+  double paired_latest_z = 0;
+  int64_t paired_wait_latest_count = 0;  // ... of the clock-free wait lateness
+  double paired_wait_latest_z = 0;
 };
 
 // One member of a communicator over that communicator's compared collectives (GroupView).

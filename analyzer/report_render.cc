@@ -115,6 +115,16 @@ std::vector<const ArrivalStats*> NodeRows(const Report& r, size_t* left_out) {
   return rows;
 }
 
+std::string NodeExcessText(const Report& r, const ArrivalStats& s) {
+  const bool waits = r.timing.device_collectives > 0;
+  const int64_t n = waits ? s.paired_wait_collectives : s.paired_collectives;
+  if (n == 0) return "-";
+  const int64_t excess = waits ? s.paired_wait_excess_ns : s.paired_excess_ns;
+  const int64_t error = waits ? s.paired_wait_excess_se_ns : s.paired_excess_se_ns;
+  return (excess >= 0 ? "+" : "-") + FormatNs(excess >= 0 ? excess : -excess) + " +- " +
+         FormatNs(error);
+}
+
 std::vector<const GroupView*> GroupRows(const Report& r, size_t* left_out) {
   std::vector<const GroupView*> rows;
   for (const GroupView& g : r.per_group) {

@@ -39,6 +39,11 @@ std::string RecordingSpan(const Report& r);
 // node in natural order; `left_out` gets how many were cut.
 std::vector<const ArrivalStats*> NodeRows(const Report& r, size_t* left_out);
 
+// A node's lateness against the other nodes' in the same collectives, as the CPU and disk
+// findings weigh it (device waits where the recording has device arrivals): "+4.54 ms +- 1.2 ms"
+// ("-" where never paired).
+std::string NodeExcessText(const Report& r, const ArrivalStats& s);
+
 // The per-group view (Report::per_group, jobs with several communicators per rank): the groups
 // whose latest member is latest by most first, at most kGroupRows; `left_out` gets the rest.
 inline constexpr size_t kGroupRows = 10;

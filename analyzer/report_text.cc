@@ -123,17 +123,18 @@ std::string RenderText(const Report& r) {
     << " matched collectives (" << r.nccl_calls << " calls), input " << T(r.input) << " ("
     << T(r.db_kind) << ")\n"
     << RecordingSpan(r) << "\n";
-  auto line = [&](const ArrivalStats& s, const std::string& who) {
+  auto line = [&](const ArrivalStats& s, const std::string& who, const std::string& more = "") {
     o << "  " << T(who) << ": " << FormatNs(s.median_lateness_ns) << " / "
       << FormatNs(s.p90_lateness_ns) << ", last " << s.last_count << "/" << s.collectives << ", "
-      << (s.median_duration_ns >= 0 ? FormatNs(s.median_duration_ns) : "-") << "\n";
+      << (s.median_duration_ns >= 0 ? FormatNs(s.median_duration_ns) : "-") << more << "\n";
   };
   if (!r.per_node.empty()) {
     size_t left_out = 0;
     std::vector<const ArrivalStats*> rows = NodeRows(r, &left_out);
     o << "\nper node" << (left_out ? ", the latest " + std::to_string(rows.size()) : std::string())
-      << ": median / p90 lateness, times last, median duration\n";
-    for (const ArrivalStats* s : rows) line(*s, s->node);
+      << ": median / p90 lateness, times last, median duration; against the other nodes in the "
+         "same collectives (mean +- error)\n";
+    for (const ArrivalStats* s : rows) line(*s, s->node, "; " + NodeExcessText(r, *s));
     if (left_out) {
       o << "  ... " << left_out << " more node(s): --all-nodes lists them (JSON has all)\n";
     }
