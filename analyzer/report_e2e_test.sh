@@ -49,7 +49,7 @@ done
 # lateness is compared with other nodes' ranks, not with node-mates on its own clock), CPU
 # contention on one node, whose bound is raised to 50 ms (its rank is about 8 ms late) in a copy
 # of the merged database. A warning at the top names the node and the verdict resting on it,
-# whose confidence drops from high to low (and --fail-on straggler no longer fires on it).
+# whose confidence drops from high to undetermined (--fail-on straggler no longer fires on it).
 cpu_node=node$((RANDOM % 4))
 mkdir "$dir/one"
 "$synth" "$dir/one" --fault cpu --fault-node "${cpu_node#node}" --ranks 1 --seed "$seed" \
@@ -78,7 +78,10 @@ top_after = [s for s in after["stragglers"] if s["node"] == node][0]
 assert top_before["node"] == node and top_before["confidence"] == "high", top_before
 assert top_before["cause"] == "cpu_contention", top_before
 assert top_after["cause"] == "cpu_contention", top_after
-assert top_after["confidence"] == "low", top_after["confidence"]
+# The clocks cannot order it: undetermined (the CPU starvation is measured on the node's own
+# clock, whether it made the node late is not), and the verdict line says so.
+assert top_after["confidence"] == "undetermined", top_after["confidence"]
+assert after["verdict_kind"] == "undetermined", after["verdict"]
 assert top_after["clock_bound_ns"] >= 50000000, top_after["clock_bound_ns"]
 PY
 "$analyze" report "$dir/wide.rsdb" | grep -q "^WARNING: node $cpu_node: clock error bound" ||
