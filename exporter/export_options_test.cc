@@ -58,12 +58,12 @@ TEST(ParseCommandLine, DefaultsAndFormatFromExtension) {
 }
 
 TEST(ParseCommandLine, WindowAndNodes) {
-  auto cl = Parse({"in.rsb", "-o", "x", "--from", "+1s", "--to", "123", "--nodes", "node1, node3",
+  auto cl = Parse({"in.rsb", "-o", "x", "--from", "+1s", "--to", "1795763715123456789", "--nodes", "node1, node3",
                    "--nodes", "node7"});
   ASSERT_TRUE(cl.ok()) << cl.error().message();
   ASSERT_TRUE(cl->options.from && cl->options.to);
   EXPECT_TRUE(cl->options.from->relative);
-  EXPECT_EQ(cl->options.to->ns, 123);
+  EXPECT_EQ(cl->options.to->ns, 1795763715123456789);
   EXPECT_EQ(cl->options.nodes, (std::vector<std::string>{"node1", "node3", "node7"}));
 }
 

@@ -151,6 +151,20 @@ Result<TimeArg> ParseTimeArg(std::string_view text, std::string_view flag) {
                  "nanoseconds since the epoch, or an offset from the recording's start like "
                  "+1.5s)");
   }
+  // Nanoseconds since the epoch have 19 digits today; a bare number below 10^17 (before
+  // 1973-03-03 as nanoseconds) is almost surely seconds, milliseconds or microseconds, which
+  // read as nanoseconds would silently select the first seconds of 1970.
+  if (ns > 0 && ns < 100'000'000'000'000'000) {
+    const char* unit = ns < 100'000'000'000 ? "seconds" : ns < 100'000'000'000'000 ? "milliseconds"
+                                                                                     : "microseconds";
+    const int64_t scale = ns < 100'000'000'000 ? 1'000'000'000
+                          : ns < 100'000'000'000'000 ? 1'000'000 : 1'000;
+    return Error(shown + ": looks like " + unit + " since the epoch, but a bare number is " +
+                 "nanoseconds (it would be " + FormatUtc(ns) + "); give " +
+                 std::to_string(ns) + std::string(std::to_string(scale).size() - 1, '0') +
+                 " (nanoseconds), an ISO 8601 UTC time like " + FormatUtc(ns * scale) +
+                 ", or an offset from the recording's start like +1.5s");
+  }
   return TimeArg{false, ns};
 }
 

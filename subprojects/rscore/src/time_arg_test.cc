@@ -30,6 +30,29 @@ TEST(TimeArg, BadTimesNameTheFlag) {
   }
 }
 
+// A bare number is nanoseconds; epoch seconds (1795763715) used to select 1970-01-01T00:00:01.8Z
+// silently. Refused, with the unit it looks like and the forms that mean it.
+TEST(TimeArg, EpochSecondsMillisecondsAndMicrosecondsAreRefusedWithTheFix) {
+  struct Case {
+    const char* text;
+    const char* unit;
+    const char* ns;
+  };
+  for (const Case& c : {Case{"1795763715", "seconds", "1795763715000000000"},
+                        Case{"1795763715123", "milliseconds", "1795763715123000000"},
+                        Case{"1795763715123456", "microseconds", "1795763715123456000"}}) {
+    auto r = ParseTimeArg(c.text, "--from");
+    ASSERT_FALSE(r.ok()) << c.text;
+    const std::string& m = r.error().message();
+    EXPECT_NE(m.find("--from"), std::string::npos) << m;
+    EXPECT_NE(m.find(std::string("looks like ") + c.unit), std::string::npos) << m;
+    EXPECT_NE(m.find(c.ns), std::string::npos) << m;
+    EXPECT_NE(m.find("2026-11-27T"), std::string::npos) << m;  // the ISO form of that instant
+  }
+  EXPECT_TRUE(ParseTimeArg("0", "--from").ok());  // the epoch itself: before everything
+  EXPECT_TRUE(ParseTimeArg("100000000000000000", "--from").ok());  // 1973-03-03 in ns
+}
+
 // 64-bit nanoseconds since 1970 hold 1677-09-21 to 2262-04-11: a year past them used to wrap
 // (9999 became 1816) and select a window nobody asked for.
 TEST(TimeArg, TimesOutsideWhatNanosecondsHoldAreRefused) {
