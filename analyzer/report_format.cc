@@ -48,6 +48,10 @@ std::string Spoken(const std::string& value) {
   return out;
 }
 
+std::string ShapeSpoken(const std::string& shape) {
+  return shape == "network" ? "network-bound" : Spoken(shape);
+}
+
 namespace {
 
 // 'main+0x19 (/path/to/trainer@buildid+0x5b26)' -> 'main+0x19 (trainer)'.

@@ -15,6 +15,9 @@ std::string FormatRatio(double ratio);
 // "device start" for 'device_start', "host-bound" for 'host_bound': a vocabulary value as people
 // read it ("" stays "").
 std::string Spoken(const std::string& value);
+// A straggler's shape as read beside its cause: host-bound, device-bound, network-bound (not
+// "cause network, network").
+std::string ShapeSpoken(const std::string& shape);
 // The first frame of a stack ('symbol+0xoff (file@build_id+0xoff)' per line) outside the CUDA
 // and NCCL libraries: the application's caller, as 'symbol+0xoff (file name)' ("" for none).
 std::string CallerFrame(const std::string& stack);

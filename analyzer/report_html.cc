@@ -86,7 +86,7 @@ std::string RenderHtml(const Report& r) {
     << " matched collectives; " << HtmlEscape(RecordingSpan(r)) << ".</p>";
   auto finding = [&](const Straggler& s, const char* cls) {
     o << "<div class='" << cls << "'><h3>" << HtmlEscape(StragglerLabel(s)) << " — "
-      << HtmlEscape(s.cause) << " (" << HtmlEscape(s.shape.empty() ? "" : Spoken(s.shape) + ", ")
+      << HtmlEscape(s.cause) << " (" << HtmlEscape(s.shape.empty() ? "" : ShapeSpoken(s.shape) + ", ")
       << "confidence " << HtmlEscape(ConfidenceName(s.confidence)) << ")</h3><p>"
       << HtmlEscape(s.summary) << "</p>";
     if (std::string who = StragglerWho(s); !who.empty()) {

@@ -40,7 +40,7 @@ std::string RenderMarkdown(const Report& r) {
     << ".\n\n";
   auto finding = [&](const Straggler& s) {
     o << "### " << Md(StragglerLabel(s)) << " — " << Md(s.cause) << " ("
-      << Md(s.shape.empty() ? "" : Spoken(s.shape) + ", ") << "confidence "
+      << Md(s.shape.empty() ? "" : ShapeSpoken(s.shape) + ", ") << "confidence "
       << Md(ConfidenceName(s.confidence)) << ")\n\n"
       << Md(s.summary) << "\n\n";
     if (std::string who = StragglerWho(s); !who.empty()) o << "Who: " << Md(who) << ".\n\n";

@@ -242,6 +242,11 @@ TEST(ReportTest, RetransmitsThatSlowedNothingAreAnObservation) {
   size_t observations = text.find("observations");
   ASSERT_NE(observations, std::string::npos);
   EXPECT_GT(text.find("node3: cause network"), observations);
+  // Its shape reads beside its cause as a shape, not the cause twice.
+  EXPECT_EQ(text.find("cause network, network,"), std::string::npos);
+  if (net->shape == "network") {
+    EXPECT_NE(text.find("cause network, network-bound,"), std::string::npos);
+  }
   std::string md = RenderMarkdown(r);
   size_t md_obs = md.find("## Observations");
   ASSERT_NE(md_obs, std::string::npos);

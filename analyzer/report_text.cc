@@ -86,7 +86,7 @@ std::string RenderText(const Report& r) {
   if (!r.warnings.empty()) o << "\n";
   auto finding = [&](const Straggler& s) {
     o << T(StragglerLabel(s)) << ": cause " << T(s.cause);
-    if (!s.shape.empty()) o << ", " << T(Spoken(s.shape));
+    if (!s.shape.empty()) o << ", " << T(ShapeSpoken(s.shape));
     o << ", confidence " << ConfidenceName(s.confidence) << "\n";
     o << "  " << T(s.summary) << "\n";
     if (std::string who = StragglerWho(s); !who.empty()) o << "  who: " << T(who) << "\n";
