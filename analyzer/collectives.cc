@@ -134,7 +134,6 @@ rs::Result<CollectiveData> LoadCollectives(rs::Db& db) {
 
 namespace {
 
-// One participant's (or node's) samples over the compared collectives.
 // How often a node was the latest of the nodes in a collective, against chance (1/k among k).
 struct LatestTally {
   int64_t count = 0;
@@ -142,6 +141,7 @@ struct LatestTally {
   double Z() const { return variance > 0 ? (static_cast<double>(count) - expected) / std::sqrt(variance) : 0; }
 };
 
+// One participant's (or node's) samples over the compared collectives.
 struct Samples {
   std::vector<int64_t> late, host, durs, wait;
   std::vector<int64_t> paired, paired_wait;  // per node: minus the other nodes' median
