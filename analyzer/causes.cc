@@ -18,8 +18,8 @@ std::string LatenessPhrase(const NodeExcess& e) {
       std::to_string(e.latest) + " of them)";
   if (e.later()) return "its ranks arrived " + numbers;
   return "but its ranks arrived " + numbers +
-         ", neither beyond three errors nor the latest far more often than chance: not shown to "
-         "delay the job";
+         ", neither beyond three errors nor the latest more often than chance (1 % level): not "
+         "shown to delay the job";
 }
 
 // Evidence-backed causes explaining at least this share leave `compute` at half weight.

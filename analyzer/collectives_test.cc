@@ -104,7 +104,7 @@ TEST_F(CollectivesTest, EachGroupNamesItsLatestMemberAndRanksAddUpAcrossGroups) 
   EXPECT_EQ(across[1].excess_total_ns, 0);
 }
 
-TEST(NodeExcessTest, LaterNeedsThreeStandardErrorsOrTheLatestFarMoreOftenThanChance) {
+TEST(NodeExcessTest, LaterNeedsThreeStandardErrorsOrTheLatestMoreOftenThanChance) {
   EXPECT_FALSE((NodeExcess{100, 50, 10}.later()));   // two errors: chance
   EXPECT_TRUE((NodeExcess{151, 50, 10}.later()));
   EXPECT_FALSE((NodeExcess{5000, 0, 1}.later()));    // one collective: no error to weigh it by
@@ -114,6 +114,8 @@ TEST(NodeExcessTest, LaterNeedsThreeStandardErrorsOrTheLatestFarMoreOftenThanCha
   // Heavy tails: two errors, but the latest of 3 nodes in 37 of 64 (z 4.2).
   EXPECT_TRUE((NodeExcess{16'300'000, 7'750'000, 64, 37, 4.2}.later()));
   EXPECT_FALSE((NodeExcess{16'300'000, 7'750'000, 64, 25, 1.0}.later()));
+  EXPECT_TRUE((NodeExcess{51'000'000, 28'000'000, 34, 16, 2.97}.later()));  // 1 %: z >= 2.33
+  EXPECT_FALSE((NodeExcess{51'000'000, 28'000'000, 34, 12, 2.2}.later()));
   EXPECT_FALSE((NodeExcess{-100, 10, 64, 40, 5.0}.later()));  // latest often, yet earlier on average
 }
 
