@@ -455,16 +455,10 @@ RunqShare NodeRunqShare(const SideEvents& side, const CollectiveData& data,
 
 NodeExcess NodeLatenessExcess(const std::vector<ArrivalStats>& node_stats,
                               const std::string& node) {
-  NodeExcess out;
   for (const ArrivalStats& a : node_stats) {
-    if (a.node != node) continue;
-    out.excess_ns = a.paired_excess_ns;
-    out.noise_ns = a.paired_excess_se_ns;
-    out.collectives = a.paired_collectives;
-    out.latest = a.paired_latest_count;
-    out.latest_z = a.paired_latest_z;
+    if (a.node == node) return a.paired;
   }
-  return out;
+  return {};
 }
 
 std::vector<Competitor> CpuCompetitors(const SideEvents& side, const CollectiveData& data,

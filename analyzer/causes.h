@@ -22,33 +22,6 @@ namespace analyzer {
 std::vector<Cause> LatenessCauses(const CollectiveData& data, int32_t participant,
                                   const SideEvents& side, Evidence& window_evidence);
 
-// A node's lateness against the other nodes' in the same collectives (node_stats: NodeStats
-// or its clock-free view AsWaitStats).
-struct NodeExcess {
-  int64_t excess_ns = 0;  // mean over shared collectives of its lateness minus the others' median
-  int64_t noise_ns = 0;   // that mean's standard error
-  int64_t collectives = 0;
-  int64_t latest = 0;     // of them, those where it alone was the latest node
-  double latest_z = 0;    // ... against chance (1/k among k nodes)
-  // Later than the others: a positive excess beyond three standard errors (one-sided, 0.13 %
-  // by chance for a normal mean), or, where lateness's heavy tails swell that error, the latest
-  // node more often than chance at the one-sided 1 % level (z >= 2.33; the run-queue share or
-  // block latency that must also stand out is evidence of its own). With blocking collectives a
-  // CPU-starved node of 4 arrived 51 +- 28 ms later, 1.8 errors, and was the latest in 16 of 34
-  // (z 2.97), twice in 4 runs. The resource findings (block I/O, CPU) need this,
-  // not any excess: on a clean job of 4 nodes x 2 ranks on 2 CPUs, a node whose median lateness
-  // was tens of microseconds above the others' (spreads of 1.5-1.9 ms) and whose ranks had
-  // waited more for a CPU was named at medium confidence. Paired within each collective, not
-  // median against median: a node whose slow reads delay one collective a step (test bed 'io',
-  // 4 nodes) had a median 0.13 ms above the others' with spreads of 19-34 ms; a CPU-starved
-  // node (its ranks waiting for a CPU 89% of the time, the others 20%) arrived 16 +- 7.8 ms
-  // later, 2.1 errors, but was the latest of 3 nodes in 37 of 64 collectives (z 4.2).
-  bool later() const {
-    return collectives >= 2 && excess_ns > 0 &&
-           (excess_ns > std::max<int64_t>(1, 3 * noise_ns) || latest_z >= 2.33);
-  }
-};
-
 // A node whose ranks' own block requests, issued while they run between collectives, take far
 // longer than the other nodes' ranks' requests: slow storage on that node. Named as a straggler
 // where the lateness statistics alone do not single out the node (a few ms of extra read time
@@ -92,6 +65,7 @@ Straggler CpuStraggler(const std::string& node, const RunqShare& cpu,
 // slowed: its retransmits came with slower collectives (NetworkCandidate::slowed).
 void ExplainByNodeResources(Straggler& s, const IoCandidate& io, const RunqShare& cpu, bool slowed);
 
+// The node's entry of node_stats (NodeStats or its clock-free view AsWaitStats): its `paired`.
 NodeExcess NodeLatenessExcess(const std::vector<ArrivalStats>& node_stats, const std::string& node);
 
 // The processes that had a CPU while the given processes of `node` waited in its run queue,

@@ -170,6 +170,15 @@ std::pair<int64_t, int64_t> MeanAndError(std::vector<int64_t> v) {
   return {static_cast<int64_t>(std::llround(mean)), static_cast<int64_t>(std::llround(se))};
 }
 
+NodeExcess Paired(const std::vector<int64_t>& diffs, const LatestTally& latest) {
+  NodeExcess out;
+  std::tie(out.excess_ns, out.noise_ns) = MeanAndError(diffs);
+  out.collectives = static_cast<int64_t>(diffs.size());
+  out.latest = latest.count;
+  out.latest_z = latest.Z();
+  return out;
+}
+
 ArrivalStats Summarize(Samples& m) {
   ArrivalStats s;
   s.collectives = static_cast<int64_t>(m.late.size());
@@ -185,14 +194,8 @@ ArrivalStats Summarize(Samples& m) {
     s.p90_wait_lateness_ns = Quantile(m.wait, 0.9);
   }
   s.wait_last_count = m.wait_last;
-  std::tie(s.paired_excess_ns, s.paired_excess_se_ns) = MeanAndError(m.paired);
-  s.paired_collectives = static_cast<int64_t>(m.paired.size());
-  std::tie(s.paired_wait_excess_ns, s.paired_wait_excess_se_ns) = MeanAndError(m.paired_wait);
-  s.paired_wait_collectives = static_cast<int64_t>(m.paired_wait.size());
-  s.paired_latest_count = m.latest.count;
-  s.paired_latest_z = m.latest.Z();
-  s.paired_wait_latest_count = m.latest_wait.count;
-  s.paired_wait_latest_z = m.latest_wait.Z();
+  s.paired = Paired(m.paired, m.latest);
+  s.paired_wait = Paired(m.paired_wait, m.latest_wait);
   return s;
 }
 
@@ -519,11 +522,7 @@ std::vector<ArrivalStats> AsWaitStats(std::vector<ArrivalStats> stats) {
     s.median_lateness_ns = std::max<int64_t>(0, s.median_wait_lateness_ns);
     s.p90_lateness_ns = std::max<int64_t>(0, s.p90_wait_lateness_ns);
     s.last_count = s.wait_last_count;
-    s.paired_collectives = s.paired_wait_collectives;
-    s.paired_excess_ns = s.paired_wait_excess_ns;
-    s.paired_excess_se_ns = s.paired_wait_excess_se_ns;
-    s.paired_latest_count = s.paired_wait_latest_count;
-    s.paired_latest_z = s.paired_wait_latest_z;
+    s.paired = s.paired_wait;
   }
   return stats;
 }

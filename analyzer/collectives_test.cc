@@ -53,16 +53,16 @@ TEST_F(CollectivesTest, NodesArePairedWithTheOthersInEachCollective) {
   ASSERT_EQ(nodes[2].node, "c");
   // c minus the others' median (b's 100): 200 + x - 100; its deviations 0, 200, -200, 0, 0
   // give a sample deviation of sqrt(80000 / 4) = 141.4 and an error of 141.4 / sqrt(5) = 63.
-  EXPECT_EQ(nodes[2].paired_collectives, 5);
-  EXPECT_EQ(nodes[2].paired_excess_ns, 1100);
-  EXPECT_EQ(nodes[2].paired_excess_se_ns, 63);
+  EXPECT_EQ(nodes[2].paired.collectives, 5);
+  EXPECT_EQ(nodes[2].paired.excess_ns, 1100);
+  EXPECT_EQ(nodes[2].paired.noise_ns, 63);
   // a minus the others' median (d's 200), the same in each: no error.
-  EXPECT_EQ(nodes[0].paired_excess_ns, -200);
-  EXPECT_EQ(nodes[0].paired_excess_se_ns, 0);
+  EXPECT_EQ(nodes[0].paired.excess_ns, -200);
+  EXPECT_EQ(nodes[0].paired.noise_ns, 0);
   // c is the latest of 4 in all 5: chance 5 x 1/4 = 1.25, variance 5 x 3/16, z = 3.75 / 0.968.
-  EXPECT_EQ(nodes[2].paired_latest_count, 5);
-  EXPECT_NEAR(nodes[2].paired_latest_z, 3.873, 0.001);
-  EXPECT_EQ(nodes[0].paired_latest_count, 0);
+  EXPECT_EQ(nodes[2].paired.latest, 5);
+  EXPECT_NEAR(nodes[2].paired.latest_z, 3.873, 0.001);
+  EXPECT_EQ(nodes[0].paired.latest, 0);
   EXPECT_TRUE(NodeLatenessExcess(nodes, "c").later());
   EXPECT_FALSE(NodeLatenessExcess(nodes, "a").later());
   EXPECT_FALSE(NodeLatenessExcess(nodes, "b").later());  // 100 - 200: earlier

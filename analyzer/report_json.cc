@@ -51,16 +51,12 @@ void Stats(rs::JsonWriter& w, const std::vector<ArrivalStats>& stats, bool with_
     }
     w.Key("wait_last_count").Int(s.wait_last_count);
     if (!with_rank) {  // per node: against the other nodes in the same collectives
-      w.Key("paired_collectives").Int(s.paired_collectives);
-      w.Key("paired_excess_ns").Int(s.paired_excess_ns);
-      w.Key("paired_excess_se_ns").Int(s.paired_excess_se_ns);
-      w.Key("paired_wait_collectives").Int(s.paired_wait_collectives);
-      w.Key("paired_wait_excess_ns").Int(s.paired_wait_excess_ns);
-      w.Key("paired_wait_excess_se_ns").Int(s.paired_wait_excess_se_ns);
-      w.Key("paired_latest_count").Int(s.paired_latest_count);
-      w.Key("paired_latest_z").Double(s.paired_latest_z);
-      w.Key("paired_wait_latest_count").Int(s.paired_wait_latest_count);
-      w.Key("paired_wait_latest_z").Double(s.paired_wait_latest_z);
+      for (const auto& [prefix, p] : {std::pair{"paired_", &s.paired}, {"paired_wait_", &s.paired_wait}}) {
+        const std::string k = prefix;
+        w.Key(k + "collectives").Int(p->collectives).Key(k + "excess_ns").Int(p->excess_ns);
+        w.Key(k + "excess_se_ns").Int(p->noise_ns).Key(k + "latest_count").Int(p->latest);
+        w.Key(k + "latest_z").Double(p->latest_z);
+      }
     }
     w.EndObject();
   }

@@ -117,10 +117,9 @@ std::vector<const ArrivalStats*> NodeRows(const Report& r, size_t* left_out) {
 
 std::string NodeExcessText(const Report& r, const ArrivalStats& s) {
   const bool waits = r.timing.device_collectives > 0;
-  const int64_t n = waits ? s.paired_wait_collectives : s.paired_collectives;
-  if (n == 0) return "-";
-  const int64_t excess = waits ? s.paired_wait_excess_ns : s.paired_excess_ns;
-  const int64_t error = waits ? s.paired_wait_excess_se_ns : s.paired_excess_se_ns;
+  const NodeExcess& p = waits ? s.paired_wait : s.paired;
+  if (p.collectives == 0) return "-";
+  const int64_t excess = p.excess_ns, error = p.noise_ns;
   return (excess >= 0 ? "+" : "-") + FormatNs(excess >= 0 ? excess : -excess) + " +- " +
          FormatNs(error);
 }
