@@ -281,29 +281,36 @@ rs::Result<bool> HangAcrossGroups(rs::Db& db, const CollectiveData& data, Report
 // waiting ranks enter nothing, so lateness and run-queue findings over that tail describe the
 // stall. Seen on the multi-group test bed: a CPU-contention finding of medium confidence on the
 // node of ranks that only waited (crash2, mismatch1), beside the hang's right culprits. Such
-// findings stay listed, at low confidence, with a note; the hang's culprits are the verdict.
+// findings drop to low confidence, which makes them observations (Report::observations), with a
+// note; the hang's culprits are the verdict.
 void CapBesideHang(Report& r) {
   std::vector<std::string> capped;
+  std::vector<Straggler> kept;
   for (Straggler& s : r.stragglers) {
-    if (s.cause == "hang" || !AtLeastMedium(s.confidence)) continue;
-    s.confidence = Confidence::kLow;
-    s.confidence_score =
-        std::min(s.confidence_score, TierScore(ScoreBasis::kLateness, Confidence::kLow, 1.0));
-    capped.push_back(s.node + (s.rank ? " rank " + std::to_string(*s.rank) : "") + " (" + s.cause +
-                     ")");
+    if (s.cause == "hang") {
+      kept.push_back(std::move(s));
+      continue;
+    }
+    if (AtLeastMedium(s.confidence)) {
+      s.confidence = Confidence::kLow;
+      s.confidence_score =
+          std::min(s.confidence_score, TierScore(ScoreBasis::kLateness, Confidence::kLow, 1.0));
+      capped.push_back(s.node + (s.rank ? " rank " + std::to_string(*s.rank) : "") + " (" +
+                       s.cause + ")");
+    }
+    // Low confidence beside a hang, capped here or not: an observation, like any other.
+    r.observations.push_back(std::move(s));
   }
+  r.stragglers = std::move(kept);
   if (capped.empty()) return;
-  std::stable_sort(r.stragglers.begin(), r.stragglers.end(),
-                   [](const Straggler& a, const Straggler& b) {
-                     return (a.cause == "hang") > (b.cause == "hang");
-                   });
   std::string who;
   for (const std::string& c : capped) who += (who.empty() ? "" : ", ") + c;
   r.notes.push_back(
       "beside the hang, the other findings (" + who +
-      ") are capped at low: the recording holds the stall, in which the waiting ranks spin in "
-      "their synchronizations and enter nothing, and its CPU load and last collectives are "
-      "counted in them; rank them after the hang, or look at a recording that ends before it");
+      ") are capped at low and listed as observations: the recording holds the stall, in which "
+      "the waiting ranks spin in their synchronizations and enter nothing, and its CPU load and "
+      "last collectives are counted in them; rank them after the hang, or look at a recording "
+      "that ends before it");
 }
 
 // The hang analysis; its culprits head the findings.

@@ -507,6 +507,38 @@ TEST(ReportTest, HangCulpritWithoutAnyRecordingIsNamedByRank) {
   EXPECT_EQ(r.stragglers.front().cause, "hang");
 }
 
+// Beside a hang every other finding is an observation of low confidence: the verdicts are the
+// hang's culprits alone (a CPU-contention finding on a waiting node, capped to low but left
+// among the stragglers, failed the acceptance test's hang scenario).
+TEST(ReportTest, BesideAHangOtherFindingsAreObservations) {
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  spec.fault = "hang";
+  spec.fault_node = 1;
+  spec.fault_local_rank = 0;
+  std::cout << "seed " << spec.seed << "\n";
+  // node2's ranks enter every completed all-reduce 6 ms late: a lateness finding of its own.
+  Report r = EditedReport(
+      spec,
+      "UPDATE nccl_events SET duration_ns = duration_ns + 6000000"
+      " WHERE op = 'ALL_REDUCE' AND duration_ns IS NOT NULL;"
+      "UPDATE nccl_events SET timestamp_ns = timestamp_ns + 6000000,"
+      " duration_ns = duration_ns - 6000000"
+      " WHERE node = 'node2' AND op = 'ALL_REDUCE' AND duration_ns IS NOT NULL");
+  SCOPED_TRACE(RenderText(r));
+  ASSERT_TRUE(r.hang.detected);
+  ASSERT_FALSE(r.stragglers.empty());
+  for (const Straggler& s : r.stragglers) EXPECT_EQ(s.cause, "hang") << s.node;
+  auto node2 = std::find_if(r.observations.begin(), r.observations.end(),
+                            [](const Straggler& s) { return s.node == "node2"; });
+  ASSERT_NE(node2, r.observations.end());
+  EXPECT_EQ(node2->confidence, Confidence::kLow);
+  bool noted = std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+    return n.find("capped at low and listed as observations") != std::string::npos;
+  });
+  EXPECT_TRUE(noted);
+}
+
 TEST(ReportTest, CollectivesCutOffByTheEndOfTheRecordingAreNoHang) {
   synth::ClusterSpec spec;
   spec.seed = testing::TestSeed();
