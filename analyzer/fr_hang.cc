@@ -172,6 +172,10 @@ void AddMismatches(const FrJob& job, const wait::Result& res, HangReport& h) {
     x.comm_id_hash = static_cast<uint64_t>(job.groups[m.group].comm_id_hash.value_or(0));
     x.process_group = job.groups[m.group].label;
     x.seq = m.seq;
+    if (m.p2p) {
+      x.sender = m.sender;
+      x.receiver = m.receiver;
+    }
     x.field = m.field;
     for (const auto& [value, ranks] : m.variants) {
       std::vector<std::string> who;

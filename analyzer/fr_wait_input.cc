@@ -161,6 +161,37 @@ void ApplyCoalesced(std::vector<wait::Op>& ops) {
   ops = std::move(out);
 }
 
+// Rule 11 of wait_graph.h: per group, peer and direction, the place of each send (receive)
+// of a rank whose record reaches back to its start (not wrapped, no gaps). PyTorch's
+// p2p_seq_id counts a rank's p2p calls with every peer of the group (one number for a
+// coalesced batch), so the pair's own count is taken from the entries in record order (a
+// batch's entries are recorded in call order, each with the batch's p2p_seq_id). A group
+// whose coalesced p2p entry lists no operations of its own (older PyTorch records the batch
+// alone) cannot be counted: its operations are left unnumbered.
+void NumberPairs(std::vector<wait::Op>& ops) {
+  std::set<size_t> uncounted;
+  std::set<std::pair<size_t, int64_t>> batch_members;
+  for (const wait::Op& o : ops) {
+    if (o.p2p && o.op != rs::NcclOp::kCoalesced) batch_members.insert({o.group, o.seq});
+  }
+  for (const wait::Op& o : ops) {
+    if (o.p2p && o.op == rs::NcclOp::kCoalesced && !batch_members.count({o.group, o.seq})) {
+      uncounted.insert(o.group);
+    }
+  }
+  std::vector<size_t> order;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const wait::Op& o = ops[k];
+    const bool pair = o.op == rs::NcclOp::kSend || o.op == rs::NcclOp::kRecv;
+    if (o.p2p && pair && o.peer && !uncounted.count(o.group)) order.push_back(k);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::tie(ops[a].group, ops[a].seq) < std::tie(ops[b].group, ops[b].seq);
+  });
+  std::map<std::tuple<size_t, int64_t, rs::NcclOp>, int64_t> count;
+  for (size_t k : order) ops[k].pair_seq = ++count[{ops[k].group, *ops[k].peer, ops[k].op}];
+}
+
 }  // namespace
 
 std::string FrRankLabel(const FrJob& job, int64_t rank) {
@@ -252,6 +283,7 @@ rs::Result<FrJob> ReadFrJob(rs::Db& db) {
       r.ops.push_back(std::move(o));
     }
     ApplyCoalesced(r.ops);
+    if (!r.wrapped && !r.gaps) NumberPairs(r.ops);
     job.input.ranks.push_back(std::move(r));
   }
 

@@ -49,7 +49,7 @@ void FindMismatches(const CollectiveData& data, const Collective& g, HangReport&
       variants[value_of(c)].push_back(data.participants[c.participant].Label());
     }
     if (variants.size() < 2 || out.mismatches.size() >= kMaxMismatches) return;
-    Mismatch m{g.comm, g.seq, field, {}, ""};
+    Mismatch m{g.comm, g.seq, field, {}, "", std::nullopt, std::nullopt};
     for (auto& [value, who] : variants) m.variants.emplace_back(value, std::move(who));
     out.mismatches.push_back(std::move(m));
   };

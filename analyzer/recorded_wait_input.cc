@@ -128,7 +128,7 @@ rs::Result<std::vector<RecordedP2p>> LoadRecordedP2p(rs::Db& db, const Collectiv
   ASSIGN_OR_RETURN(
       rs::Statement st,
       db.Prepare("SELECT e.node, e.pid, e.comm_id_hash, e.seq, e.op, e.rank, e.nranks, e.peer,"
-                 " e.timestamp_ns, e.duration_ns, e.state, " +
+                 " e.timestamp_ns, e.duration_ns, e.state, e.count, e.datatype, " +
                  device_cols + " FROM nccl_events e" + join +
                  " WHERE e.op IN ('SEND', 'RECV') AND e.comm_id_hash IS NOT NULL"
                  "   AND e.seq IS NOT NULL AND e.peer IS NOT NULL"));
@@ -147,12 +147,14 @@ rs::Result<std::vector<RecordedP2p>> LoadRecordedP2p(rs::Db& db, const Collectiv
     c.peer = st.Int(7);
     c.ts = st.Int(8);
     c.dur = st.IsNull(9) || st.Text(10) == "in_flight" ? -1 : std::max<int64_t>(0, st.Int(9));
-    if (!st.IsNull(11)) {
+    c.count = st.OptInt(11);
+    c.datatype = st.IsNull(12) ? "" : st.Text(12);
+    if (!st.IsNull(13)) {
       DeviceOp d;
-      d.enqueue_ns = st.Int(11);
-      d.start_ns = st.OptInt(12);
-      d.end_ns = d.start_ns ? st.OptInt(13) : std::nullopt;
-      d.state = st.Text(14);
+      d.enqueue_ns = st.Int(13);
+      d.start_ns = st.OptInt(14);
+      d.end_ns = d.start_ns ? st.OptInt(15) : std::nullopt;
+      d.state = st.Text(16);
       c.device = d;
     }
     out.push_back(std::move(c));
@@ -267,6 +269,10 @@ std::optional<FrJob> RecordedJob(const CollectiveData& data, const std::vector<R
     o.seq = c.seq;
     const std::map<int64_t, int64_t>& members = comm_members[c.comm];
     if (auto peer = members.find(c.peer); peer != members.end()) o.peer = peer->second;
+    // The recorder numbers a rank's sends to (receives from) each peer of a communicator
+    // from its creation (the recording saw it: comm_id_hash is set), the k-th call k: the
+    // engine's pair_seq, unless the node lost NCCL calls (a lost one shifts the count).
+    if (!lossy_nodes.count(who.node)) o.pair_seq = c.seq;
     const Where w = WhereOf(c);
     o.state = w.state;
     o.outcome = w.outcome;
@@ -274,6 +280,8 @@ std::optional<FrJob> RecordedJob(const CollectiveData& data, const std::vector<R
         end_ns - oldest.pair.at(PendingSince::PairOf(c)) < threshold(c.comm)) {
       o.outcome = wait::Outcome::kCompleted;  // progressing, not stuck (see the header)
     }
+    o.count = c.count;
+    o.dtype = c.datatype;
     o.created_ns = c.ts;
     if (c.device) {
       o.started_ns = c.device->start_ns;

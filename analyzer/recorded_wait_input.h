@@ -48,6 +48,8 @@ struct RecordedP2p {
   bool send = false;
   std::optional<int64_t> rank, nranks;
   int64_t peer = 0;  // communicator rank
+  std::optional<int64_t> count;
+  std::string datatype;  // '' when not recorded
   int64_t ts = 0;
   int64_t dur = -1;  // -1: in flight at the end of the recording
   std::optional<DeviceOp> device;

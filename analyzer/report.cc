@@ -118,7 +118,8 @@ void SetVerdict(Report& r, const std::vector<ArrivalStats>& stats) {
   };
   if (r.hang.detected) return set("hang", "HANG: " + r.hang.summary);
   if (r.nccl_calls == 0 && r.flight_recorder) {  // dumps only: their verdict
-    if (r.hang.kind == "undetermined") return set("undetermined", "UNDETERMINED: " + r.hang.summary);
+    if (r.hang.kind == "undetermined")
+      return set("undetermined", "UNDETERMINED: " + r.hang.summary);
     return set("no_hang", "NO HANG: " + r.hang.summary);
   }
   if (r.nccl_calls == 0) {
@@ -129,9 +130,9 @@ void SetVerdict(Report& r, const std::vector<ArrivalStats>& stats) {
   for (const Straggler& s : r.stragglers) {
     if (AtLeastMedium(s.confidence)) {
       return set("straggler", "STRAGGLER: " + s.node +
-                                  (s.rank ? " rank " + std::to_string(*s.rank) : "") +
-                                  " — cause " + s.cause + " (confidence " +
-                                  ConfidenceName(s.confidence) + "): " + s.summary);
+                                  (s.rank ? " rank " + std::to_string(*s.rank) : "") + " — cause " +
+                                  s.cause + " (confidence " + ConfidenceName(s.confidence) +
+                                  "): " + s.summary);
     }
   }
   // Below medium, a verdict left among the stragglers is one whose lateness the clocks cannot
@@ -145,10 +146,10 @@ void SetVerdict(Report& r, const std::vector<ArrivalStats>& stats) {
   }
   std::vector<int64_t> p90;
   for (const ArrivalStats& s : stats) p90.push_back(s.p90_lateness_ns);
-  const std::string within = std::to_string(stats.size()) + " ranks' hosts issue the collectives within " +
-                             FormatNs(p90.empty() ? 0 : *std::max_element(p90.begin(), p90.end())) +
-                             " of each other (worst p90) over " + std::to_string(r.collectives) +
-                             " collectives";
+  const std::string within =
+      std::to_string(stats.size()) + " ranks' hosts issue the collectives within " +
+      FormatNs(p90.empty() ? 0 : *std::max_element(p90.begin(), p90.end())) +
+      " of each other (worst p90) over " + std::to_string(r.collectives) + " collectives";
   if (DeviceUnseen(r)) {
     return set("undetermined",
                "UNDETERMINED (GPU side not seen): " + within +
@@ -162,8 +163,8 @@ void SetVerdict(Report& r, const std::vector<ArrivalStats>& stats) {
                   " of each other (worst p90) over " + std::to_string(r.collectives) +
                   " collectives";
   if (!r.observations.empty()) {
-    v += " (" + std::to_string(r.observations.size()) +
-         " observation(s) below explain no lateness)";
+    v +=
+        " (" + std::to_string(r.observations.size()) + " observation(s) below explain no lateness)";
   }
   set("no_straggler", std::move(v));
 }
@@ -539,8 +540,8 @@ std::vector<Straggler> PlaceResourceFindings(const CollectiveData& data, const S
     // A hint beside another node's lateness verdict; alone, it is the verdict (its
     // confidence says how sure).
     const bool weak = !AtLeastMedium(network_only->confidence) && lc.participant >= 0;
-    const bool resource =
-        network_only->cause != "network" && NodeLatenessExcess(node_view, network_only->node).later();
+    const bool resource = network_only->cause != "network" &&
+                          NodeLatenessExcess(node_view, network_only->node).later();
     // With no other verdict, a confident finding stays one: its summary says whether its
     // collectives were slower.
     const bool alone =

@@ -76,8 +76,7 @@ std::string RenderHtml(const Report& r) {
     << "<title>rankscope report: " << HtmlEscape(r.input) << "</title><style>" << kStyle
     << "</style></head><body>";
   o << "<h1>rankscope report</h1>";
-  o << "<p id='verdict' class='verdict" << tone << "'>" << HtmlEscape(r.verdict)
-    << "</p>";
+  o << "<p id='verdict' class='verdict" << tone << "'>" << HtmlEscape(r.verdict) << "</p>";
   for (const std::string& w : r.warnings) {
     o << "<p class='warning'><b>Warning:</b> " << HtmlEscape(w) << "</p>";
   }
@@ -86,9 +85,9 @@ std::string RenderHtml(const Report& r) {
     << " matched collectives; " << HtmlEscape(RecordingSpan(r)) << ".</p>";
   auto finding = [&](const Straggler& s, const char* cls) {
     o << "<div class='" << cls << "'><h3>" << HtmlEscape(StragglerLabel(s)) << " — "
-      << HtmlEscape(s.cause) << " (" << HtmlEscape(s.shape.empty() ? "" : ShapeSpoken(s.shape) + ", ")
-      << "confidence " << HtmlEscape(ConfidenceName(s.confidence)) << ")</h3><p>"
-      << HtmlEscape(s.summary) << "</p>";
+      << HtmlEscape(s.cause) << " ("
+      << HtmlEscape(s.shape.empty() ? "" : ShapeSpoken(s.shape) + ", ") << "confidence "
+      << HtmlEscape(ConfidenceName(s.confidence)) << ")</h3><p>" << HtmlEscape(s.summary) << "</p>";
     if (std::string who = StragglerWho(s); !who.empty()) {
       o << "<p>Who: " << HtmlEscape(who) << ".</p>";
     }
@@ -165,8 +164,7 @@ std::string RenderHtml(const Report& r) {
     if (!fr->hang.mismatches.empty()) {
       o << "<ul>";
       for (const Mismatch& m : fr->hang.mismatches) {
-        o << "<li>mismatch at seq " << m.seq << " (" << HtmlEscape(m.process_group) << "), "
-          << HtmlEscape(m.field) << ":";
+        o << "<li>" << HtmlEscape(MismatchPlace(m)) << ", " << HtmlEscape(m.field) << ":";
         for (const auto& [value, who] : m.variants) {
           o << " " << HtmlEscape(value) << " x" << who.size();
         }
@@ -229,8 +227,9 @@ std::string RenderHtml(const Report& r) {
                        NodeExcessText(r, *s),
                        s->median_duration_ns >= 0 ? FormatNs(s->median_duration_ns) : "-"});
     }
-    Table(o, {"node", "collectives", "last", "median lateness", "p90 lateness",
-              "against the other nodes (mean +- error)", "median duration"},
+    Table(o,
+          {"node", "collectives", "last", "median lateness", "p90 lateness",
+           "against the other nodes (mean +- error)", "median duration"},
           cells, node_marked);
     if (nodes_left_out) {
       o << "<p class='note'>" << nodes_left_out << " more node(s) in the JSON report.</p>";
@@ -267,8 +266,9 @@ std::string RenderHtml(const Report& r) {
                             Spoken(g->basis),
                             g->median_duration_ns >= 0 ? FormatNs(g->median_duration_ns) : "-"});
     }
-    Table(o, {"communicator", "latest member", "excess (mean +- error)", "last", "basis",
-              "median duration"},
+    Table(o,
+          {"communicator", "latest member", "excess (mean +- error)", "last", "basis",
+           "median duration"},
           group_rows, group_marked);
     if (groups_left_out) {
       o << "<p class='note'>" << groups_left_out << " more group(s) in the JSON report.</p>";

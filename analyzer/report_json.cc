@@ -51,7 +51,8 @@ void Stats(rs::JsonWriter& w, const std::vector<ArrivalStats>& stats, bool with_
     }
     w.Key("wait_last_count").Int(s.wait_last_count);
     if (!with_rank) {  // per node: against the other nodes in the same collectives
-      for (const auto& [prefix, p] : {std::pair{"paired_", &s.paired}, {"paired_wait_", &s.paired_wait}}) {
+      for (const auto& [prefix, p] :
+           {std::pair{"paired_", &s.paired}, {"paired_wait_", &s.paired_wait}}) {
         const std::string k = prefix;
         w.Key(k + "collectives").Int(p->collectives).Key(k + "excess_ns").Int(p->excess_ns);
         w.Key(k + "excess_se_ns").Int(p->noise_ns).Key(k + "latest_count").Int(p->latest);
@@ -227,7 +228,12 @@ void Hang(rs::JsonWriter& w, const HangReport& h) {
     w.BeginObject().Key("comm_id_hash").Int(static_cast<int64_t>(m.comm_id_hash));
     w.Key("comm_id_hex").String(rs::HashHex(m.comm_id_hash));
     w.Key("process_group").String(m.process_group);
-    w.Key("seq").Int(m.seq).Key("field").String(m.field).Key("variants").BeginArray();
+    w.Key("seq").Int(m.seq);
+    w.Key("sender");
+    OptInt(w, m.sender);
+    w.Key("receiver");
+    OptInt(w, m.receiver);
+    w.Key("field").String(m.field).Key("variants").BeginArray();
     for (const auto& [value, who] : m.variants) {
       w.BeginObject().Key("value").String(value).Key("ranks").BeginArray();
       for (const auto& l : who) w.String(l);

@@ -96,9 +96,7 @@ std::string RenderMarkdown(const Report& r) {
     o << "\n";
   }
   for (const Mismatch& m : r.hang.mismatches) {
-    o << "- mismatch at seq " << m.seq << " ("
-      << (m.process_group.empty() ? rs::HashHex(m.comm_id_hash) : Md(m.process_group)) << "), "
-      << Md(m.field) << ":";
+    o << "- " << Md(MismatchPlace(m)) << ", " << Md(m.field) << ":";
     for (const auto& [value, who] : m.variants) o << " " << Md(value) << " x" << who.size();
     o << "\n";
   }
@@ -109,8 +107,7 @@ std::string RenderMarkdown(const Report& r) {
         << ").\n\n";
     }
     for (const Mismatch& m : fr->hang.mismatches) {
-      o << "- mismatch at seq " << m.seq << " (" << Md(m.process_group) << "), " << Md(m.field)
-        << ":";
+      o << "- " << Md(MismatchPlace(m)) << ", " << Md(m.field) << ":";
       for (const auto& [value, who] : m.variants) o << " " << Md(value) << " x" << who.size();
       o << "\n";
     }
@@ -144,8 +141,10 @@ std::string RenderMarkdown(const Report& r) {
   size_t groups_left_out = 0;
   const std::vector<const GroupView*> groups = GroupRows(r, &groups_left_out);
   if (!groups.empty()) {
-    o << "\n## Per group\n\n" << Md(GroupViewCaption()) << ".\n\n"
-      << "| communicator | latest member | excess (mean +- error) | last | basis | median duration |\n"
+    o << "\n## Per group\n\n"
+      << Md(GroupViewCaption()) << ".\n\n"
+      << "| communicator | latest member | excess (mean +- error) | last | basis | median duration "
+         "|\n"
          "|---|---|---|---|---|---|\n";
     for (const GroupView* g : groups) {
       const GroupMember& m = g->members.front();
@@ -155,7 +154,8 @@ std::string RenderMarkdown(const Report& r) {
         << (g->median_duration_ns >= 0 ? FormatNs(g->median_duration_ns) : "-") << " |\n";
     }
     if (groups_left_out) o << "\n" << groups_left_out << " more group(s) in the JSON report.\n";
-    o << "\n### Across groups\n\n| rank | groups | latest in | excess in all |\n|---|---|---|---|\n";
+    o << "\n### Across groups\n\n| rank | groups | latest in | excess in all "
+         "|\n|---|---|---|---|\n";
     for (const RankAcrossGroups& a : r.across_groups) {
       o << "| " << Md(MemberLabel(a.node, a.rank, a.pid)) << " | " << a.groups << " | "
         << a.latest_in << " | " << FormatNs(a.excess_total_ns) << " |\n";

@@ -95,8 +95,8 @@ struct NodeExcess {
   int64_t excess_ns = 0;  // mean over shared collectives of its lateness minus the others' median
   int64_t noise_ns = 0;   // that mean's standard error
   int64_t collectives = 0;
-  int64_t latest = 0;     // of them, those where it alone was the latest node
-  double latest_z = 0;    // ... against chance (1/k among k nodes)
+  int64_t latest = 0;   // of them, those where it alone was the latest node
+  double latest_z = 0;  // ... against chance (1/k among k nodes)
   // Later than the others: a positive excess beyond three standard errors (one-sided, 0.13 %
   // by chance for a normal mean), or, where lateness's heavy tails swell that error, the latest
   // node more often than chance at the one-sided 1 % level (z >= 2.33; the run-queue share or
@@ -148,20 +148,20 @@ struct GroupMember {
   std::optional<int64_t> rank;  // global rank
   int64_t pid = 0;
   int64_t collectives = 0;
-  int64_t last_count = 0;           // collectives in which it alone was the latest
-  int64_t median_lateness_ns = 0;   // its own lateness (collectives.h), on the group's basis
-  int64_t excess_ns = 0;            // mean (10 % trimmed) of its own lateness minus the others' median
-  int64_t excess_se_ns = 0;         // ... and that mean's standard error
+  int64_t last_count = 0;          // collectives in which it alone was the latest
+  int64_t median_lateness_ns = 0;  // its own lateness (collectives.h), on the group's basis
+  int64_t excess_ns = 0;     // mean (10 % trimmed) of its own lateness minus the others' median
+  int64_t excess_se_ns = 0;  // ... and that mean's standard error
 };
 
 // A communicator (tensor-, pipeline-, data- or expert-parallel group) seen on its own: who in
 // it arrives late, on its own account (lateness inherited from another group is removed).
 struct GroupView {
   uint64_t comm = 0;
-  std::string label;   // "communicator 0x... (ranks 2-3)"
-  std::string basis;   // 'device_waits' (clock-free) | 'arrivals' (device starts or host entries)
+  std::string label;  // "communicator 0x... (ranks 2-3)"
+  std::string basis;  // 'device_waits' (clock-free) | 'arrivals' (device starts or host entries)
   int64_t collectives = 0;
-  int64_t median_duration_ns = -1;  // of its calls (device time where seen); -1: none finished
+  int64_t median_duration_ns = -1;   // of its calls (device time where seen); -1: none finished
   std::vector<GroupMember> members;  // the latest (largest excess) first
 };
 
@@ -221,6 +221,9 @@ struct Mismatch {
   // value -> the ranks (labels) that used it
   std::vector<std::pair<std::string, std::vector<std::string>>> variants;
   std::string process_group;  // Flight Recorder mismatches: 'process group 0 (default_pg)'
+  // A send and its receive that differ (wait_graph.h rule 11): the global ranks; seq is then
+  // the pair's place (the seq-th transfer from sender to receiver in the group).
+  std::optional<int64_t> sender, receiver;
 };
 
 // Where the hang's waiting chains end (wait_graph.h): a culprit with what shows it.
@@ -389,7 +392,7 @@ struct Report {
   // pipeline-, data- or expert-parallel groups, where the recording's hang analysis (hang.h:
   // one communicator) may name a rank that only waits for another group.
   int64_t comms_per_rank = 0;
-  std::string verdict;      // first line of every format
+  std::string verdict;  // first line of every format
   // What the verdict says: 'hang' | 'straggler' | 'undetermined' (the data cannot decide: a
   // lateness inside the clock bound, dumps that cannot tell, or a recording that could not see
   // the GPU side) | 'no_straggler' | 'no_hang' (dumps only) | 'no_collectives'.

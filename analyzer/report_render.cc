@@ -4,6 +4,7 @@
 
 #include "report_format.h"
 #include "rscore/cli.h"
+#include "rscore/comm_hash.h"
 #include "rscore/time_arg.h"
 
 namespace analyzer {
@@ -28,6 +29,16 @@ std::string Render(const Report& r, ReportFormat f) {
       break;
   }
   return RenderText(r);
+}
+
+std::string MismatchPlace(const Mismatch& m) {
+  const std::string group =
+      " (" + (m.process_group.empty() ? rs::HashHex(m.comm_id_hash) : m.process_group) + ")";
+  if (m.sender && m.receiver) {
+    return "mismatch in transfer " + std::to_string(m.seq) + " from rank " +
+           std::to_string(*m.sender) + " to rank " + std::to_string(*m.receiver) + group;
+  }
+  return "mismatch at seq " + std::to_string(m.seq) + group;
 }
 
 std::string HangConfidence(const HangReport& h) {

@@ -19,6 +19,9 @@ std::string RenderMarkdown(const Report& r);
 std::string RenderHtml(const Report& r);
 std::string Render(const Report& r, ReportFormat f);
 
+// "mismatch at seq 97 (process group 14 (ep))" or, for a send and its receive, "mismatch in
+// transfer 13 from rank 2 to rank 6 (process group 11 (pp))": a mismatch's place in every format.
+std::string MismatchPlace(const Mismatch& m);
 // The hang's confidence as named in every format; "" without a hang.
 std::string HangConfidence(const HangReport& h);
 // "8 dumps (version 2.10) of ranks 0-7; no dump for rank 3; ...": what the Flight Recorder

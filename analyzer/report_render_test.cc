@@ -131,7 +131,8 @@ TEST(ReportRenderTest, ControlCharactersInInputNamesCannotForgeLines) {
   const std::string group = "process group 0\nSTRAGGLER: node7 rank 7: cause cpu_contention\x1b[2J";
   r.hang.detected = true;
   r.hang.summary = "all_reduce seq 7 of " + group + " never completed";
-  r.hang.mismatches.push_back(Mismatch{0, 7, "count", {{"2048\r", {"rank 0"}}}, group});
+  r.hang.mismatches.push_back(
+      Mismatch{0, 7, "count", {{"2048\r", {"rank 0"}}}, group, std::nullopt, std::nullopt});
   r.notes.push_back(
       "node\x9b"
       "31m\xc2\x9b"

@@ -518,13 +518,13 @@ TEST(ReportTest, BesideAHangOtherFindingsAreObservations) {
   spec.fault_local_rank = 0;
   std::cout << "seed " << spec.seed << "\n";
   // node2's ranks enter every completed all-reduce 6 ms late: a lateness finding of its own.
-  Report r = EditedReport(
-      spec,
-      "UPDATE nccl_events SET duration_ns = duration_ns + 6000000"
-      " WHERE op = 'ALL_REDUCE' AND duration_ns IS NOT NULL;"
-      "UPDATE nccl_events SET timestamp_ns = timestamp_ns + 6000000,"
-      " duration_ns = duration_ns - 6000000"
-      " WHERE node = 'node2' AND op = 'ALL_REDUCE' AND duration_ns IS NOT NULL");
+  Report r =
+      EditedReport(spec,
+                   "UPDATE nccl_events SET duration_ns = duration_ns + 6000000"
+                   " WHERE op = 'ALL_REDUCE' AND duration_ns IS NOT NULL;"
+                   "UPDATE nccl_events SET timestamp_ns = timestamp_ns + 6000000,"
+                   " duration_ns = duration_ns - 6000000"
+                   " WHERE node = 'node2' AND op = 'ALL_REDUCE' AND duration_ns IS NOT NULL");
   SCOPED_TRACE(RenderText(r));
   ASSERT_TRUE(r.hang.detected);
   ASSERT_FALSE(r.stragglers.empty());

@@ -67,9 +67,7 @@ void HangText(std::ostream& o, const std::string& title, const HangReport& h, in
     }
   }
   for (const Mismatch& m : h.mismatches) {
-    o << "  mismatch at seq " << m.seq << " ("
-      << (m.process_group.empty() ? rs::HashHex(m.comm_id_hash) : T(m.process_group))
-      << "): " << T(m.field);
+    o << "  " << T(MismatchPlace(m)) << ": " << T(m.field);
     for (const auto& [value, who] : m.variants) {
       o << " [" << T(value) << ": " << who.size() << " rank(s), e.g. " << T(who.front()) << "]";
     }

@@ -113,7 +113,10 @@ std::vector<Edge> Edges(const Index& ix, const std::vector<std::vector<size_t>>&
         for (int64_t m : it->second) {
           if (m != r.rank) e.to.push_back(m);
         }
-      } else if (o.peer && *o.peer != r.rank && !Matched(ix, open, r.rank, o)) {
+      } else if (o.peer && *o.peer != r.rank && !Matched(ix, open, r.rank, o) &&
+                 ix.CounterpartOutcome(r.rank, o) != Outcome::kCompleted) {
+        // Rule 11: a peer that completed this very transfer's other side did its part; the
+        // wait is in the transfer itself (rule 8) or a mismatch, not behind the peer.
         e.to.push_back(*o.peer);
       }
       if (!e.to.empty()) edges.push_back(std::move(e));
@@ -218,6 +221,14 @@ const char* VerdictName(Verdict v) {
       return "undetermined";
   }
   return "";
+}
+
+bool IsCallOf(const FieldMismatch& m, int64_t rank, const Op& o) {
+  if (m.group != o.group || m.p2p != o.p2p) return false;
+  if (!m.p2p) return o.seq == m.seq;
+  if (o.pair_seq != m.seq || !o.peer) return false;
+  if (o.op == rs::NcclOp::kSend) return rank == m.sender && *o.peer == m.receiver;
+  return o.op == rs::NcclOp::kRecv && rank == m.receiver && *o.peer == m.sender;
 }
 
 Result Analyze(const Input& in) {

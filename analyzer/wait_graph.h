@@ -46,6 +46,15 @@
 //     taken from below. A
 //     wait lasted at least from its entry's creation to then, and at least its timeout where
 //     it timed out (rule 6); a culprit was idle at least from its last entry to then.
+// 11. A send and a receive pair up in issue order: the k-th send from A to B in a group meets
+//     B's k-th receive from A there (NCCL runs a communicator's operations in stream order and
+//     executes calls to the same peer in order, usage/p2p.html; each p2p connection is a
+//     FIFO of steps). NCCL requires the pair to pass the same count and datatype (ncclSend's
+//     API documentation) and does not check it: the larger side waits for bytes (or buffer
+//     space) the smaller never gives, or the pair's later transfers shift by the difference
+//     (the test bed's byte streams do the same). A pair that differs is a mismatch; of its two
+//     sides, the one whose value is new to its own calls with that peer, where the other
+//     side's is what it always passes, is the culprit (rule 7's history tie-break).
 #pragma once
 
 #include <cstddef>
@@ -80,6 +89,9 @@ struct Op {
   bool p2p = false;
   int64_t seq = 0;              // collective_seq_id; p2p: the rank's own p2p_seq_id
   std::optional<int64_t> peer;  // p2p: the other rank (global); none: not named (a batch)
+  // p2p: its place among this rank's sends to (receives from) `peer` in the group, from 1 at
+  // the group's start (rule 11); none: the record cannot tell (it lost its start).
+  std::optional<int64_t> pair_seq;
   rs::OpState state = rs::OpState::kEnqueued;
   Outcome outcome = Outcome::kPending;
   std::optional<int64_t> count;  // elements over all inputs
@@ -157,7 +169,10 @@ struct End {
 
 struct FieldMismatch {
   size_t group = 0;
-  int64_t seq = 0;
+  int64_t seq = 0;  // collectives: the sequence; p2p: the pair's k (Op::pair_seq)
+  // p2p (rule 11): the send of `sender` and the receive of `receiver` that differ.
+  bool p2p = false;
+  int64_t sender = -1, receiver = -1;
   std::string field;  // 'op' | 'count' | 'datatype'
   std::vector<std::pair<std::string, std::vector<int64_t>>> variants;  // value -> ranks
   std::vector<int64_t> minority;  // the one least used value's ranks; empty: a tie
@@ -165,6 +180,10 @@ struct FieldMismatch {
   // side's value is what its ranks always pass there, the other's new to them (minority).
   bool by_history = false;
 };
+
+// `o`, a call of `rank`, is the mismatch's own call: its collective at m.seq, or its side of
+// the pair (rule 11).
+bool IsCallOf(const FieldMismatch& m, int64_t rank, const Op& o);
 
 struct Result {
   Verdict verdict = Verdict::kNone;

@@ -1,10 +1,13 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "wait_internal.h"
 
 namespace analyzer::wait {
+
+using rs::NcclOp;
 
 int64_t OpTime(const Op& o) {
   return std::max({o.created_ns, o.started_ns.value_or(0), o.completed_ns.value_or(0)});
@@ -23,6 +26,11 @@ Index::Index(const Input& input) : in(input) {
       outcome[ri].push_back(o.outcome);
       last_activity[ri] = std::max(last_activity[ri], OpTime(o));
       if (!o.p2p && o.group < in.groups.size()) collectives[ri][o.group].push_back(k);
+      if (o.p2p && o.peer && o.pair_seq && (o.op == NcclOp::kSend || o.op == NcclOp::kRecv)) {
+        const bool send = o.op == NcclOp::kSend;
+        placed_[{o.group, send ? r.rank : *o.peer, send ? *o.peer : r.rank, *o.pair_seq, o.op}] = {
+            ri, k};
+      }
     }
     for (auto& [g, ops] : collectives[ri]) {
       std::stable_sort(ops.begin(), ops.end(),
@@ -67,6 +75,16 @@ Outcome Index::OutcomeAt(int64_t rank, size_t group, int64_t seq) const {
     if (in.ranks[*ri].ops[k].seq == seq) return outcome[*ri][k];
   }
   return Outcome::kPending;
+}
+
+std::optional<Outcome> Index::CounterpartOutcome(int64_t rank, const Op& o) const {
+  if (!o.p2p || !o.peer || !o.pair_seq) return std::nullopt;
+  if (o.op != NcclOp::kSend && o.op != NcclOp::kRecv) return std::nullopt;
+  const bool send = o.op == NcclOp::kSend;
+  auto it = placed_.find({o.group, send ? rank : *o.peer, send ? *o.peer : rank, *o.pair_seq,
+                          send ? NcclOp::kRecv : NcclOp::kSend});
+  if (it == placed_.end()) return std::nullopt;
+  return outcome[it->second.first][it->second.second];
 }
 
 bool Index::Reached(int64_t rank, size_t group, int64_t seq) const {
@@ -133,6 +151,65 @@ std::vector<int64_t> UnusualSide(const Index& ix, const FieldMismatch& m) {
   return {};
 }
 
+// Rule 11's tie-break for a pair: per side, is the value what that rank always passes in its
+// other calls of that direction with that peer in the group (usual), or one it never passes
+// there (novel)? The novel side, against a usual one, is the culprit; otherwise nobody.
+std::vector<int64_t> UnusualP2pSide(const Index& ix, const FieldMismatch& m,
+                                    const std::vector<const Op*>& sides) {
+  bool usual[2], novel[2];
+  for (int i = 0; i < 2; ++i) {
+    const int64_t rank = i == 0 ? m.sender : m.receiver;
+    const Rank& r = ix.in.ranks[*ix.Find(rank)];
+    const Op& here = *sides[static_cast<size_t>(i)];
+    const std::string value = FieldValue(here, m.field);
+    int same = 0, other = 0;
+    for (const Op& o : r.ops) {
+      if (!o.p2p || &o == &here || o.group != m.group || o.op != here.op || o.peer != here.peer) {
+        continue;
+      }
+      (FieldValue(o, m.field) == value ? same : other) += 1;
+    }
+    usual[i] = same > 0 && other == 0;
+    novel[i] = same == 0 && other > 0;
+  }
+  if (novel[0] && usual[1]) return {m.sender};
+  if (novel[1] && usual[0]) return {m.receiver};
+  return {};
+}
+
+// Rule 11: the pairs whose send and receive differ in count or datatype.
+void FindP2pMismatches(const Index& ix, std::vector<FieldMismatch>& out) {
+  // (group, sender, receiver, k) -> {its send, its receive}
+  std::map<std::tuple<size_t, int64_t, int64_t, int64_t>, std::pair<const Op*, const Op*>> pairs;
+  for (const Rank& r : ix.in.ranks) {
+    if (!r.recorded) continue;
+    for (const Op& o : r.ops) {
+      if (!o.p2p || !o.peer || !o.pair_seq) continue;
+      if (o.op == NcclOp::kSend) pairs[{o.group, r.rank, *o.peer, *o.pair_seq}].first = &o;
+      if (o.op == NcclOp::kRecv) pairs[{o.group, *o.peer, r.rank, *o.pair_seq}].second = &o;
+    }
+  }
+  for (const auto& [key, ops] : pairs) {
+    const auto& [group, sender, receiver, k] = key;
+    if (!ops.first || !ops.second || sender == receiver) continue;
+    for (const std::string field : {"count", "datatype"}) {
+      const std::string a = FieldValue(*ops.first, field), b = FieldValue(*ops.second, field);
+      if (a.empty() || b.empty() || a == b) continue;
+      FieldMismatch m;
+      m.group = group;
+      m.seq = k;
+      m.p2p = true;
+      m.sender = sender;
+      m.receiver = receiver;
+      m.field = field;
+      m.variants = {{a, {sender}}, {b, {receiver}}};
+      m.minority = UnusualP2pSide(ix, m, {ops.first, ops.second});
+      m.by_history = !m.minority.empty();
+      out.push_back(std::move(m));
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<FieldMismatch> FindMismatches(const Index& ix) {
@@ -192,6 +269,7 @@ std::vector<FieldMismatch> FindMismatches(const Index& ix) {
       out.push_back(std::move(m));
     }
   }
+  FindP2pMismatches(ix, out);
   return out;
 }
 

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "wait_graph.h"
@@ -33,6 +35,14 @@ struct Index {
   const Op* Last(int64_t rank, size_t group) const;                  // its last collective there
   const Op* At(int64_t rank, size_t group, int64_t seq) const;       // its first entry at seq
   Outcome OutcomeAt(int64_t rank, size_t group, int64_t seq) const;  // kPending: none
+  // Rule 11: the peer's counterpart of a placed send or receive of `rank` (its receive of
+  // that send, its send of that receive: the same pair_seq); none where not recorded.
+  std::optional<Outcome> CounterpartOutcome(int64_t rank, const Op& o) const;
+
+ private:
+  // (group, sender, receiver, pair_seq, op) -> (rank index, op index)
+  std::map<std::tuple<size_t, int64_t, int64_t, int64_t, rs::NcclOp>, std::pair<size_t, size_t>>
+      placed_;
 };
 
 // The latest of an operation's times.

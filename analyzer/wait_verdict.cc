@@ -38,11 +38,48 @@ bool ProvenAbsent(const EndsContext& ctx, int64_t rank) {
 const FieldMismatch* MismatchAt(const EndsContext& ctx, size_t group, int64_t seq) {
   const FieldMismatch* before = nullptr;
   for (const FieldMismatch& m : ctx.mismatches) {
-    if (m.group != group || m.seq > seq) continue;
+    if (m.p2p || m.group != group || m.seq > seq) continue;
     if (m.seq == seq) return &m;
     if (!before || m.seq > before->seq) before = &m;
   }
   return before;
+}
+
+// Rule 11: the mismatch of a pair on the connection a send or receive of `rank` uses (the
+// sender's transfers to the receiver), at its place or earlier: a pair that differed shifts
+// every later transfer on that connection.
+const FieldMismatch* P2pMismatchOn(const EndsContext& ctx, int64_t rank, const Op& o) {
+  if (!o.p2p || !o.peer || !o.pair_seq) return nullptr;
+  if (o.op != rs::NcclOp::kSend && o.op != rs::NcclOp::kRecv) return nullptr;
+  const int64_t sender = o.op == rs::NcclOp::kSend ? rank : *o.peer;
+  const int64_t receiver = o.op == rs::NcclOp::kSend ? *o.peer : rank;
+  const FieldMismatch* found = nullptr;
+  for (const FieldMismatch& m : ctx.mismatches) {
+    if (!m.p2p || m.group != o.group || m.sender != sender || m.receiver != receiver ||
+        m.seq > *o.pair_seq) {
+      continue;
+    }
+    if (!found || m.seq > found->seq) found = &m;
+  }
+  return found;
+}
+
+// The mismatch that explains an operation `rank` is in: a collective's (MismatchAt) or a
+// send's or receive's (P2pMismatchOn).
+const FieldMismatch* MismatchOf(const EndsContext& ctx, int64_t rank, const Op& o) {
+  return o.p2p ? P2pMismatchOn(ctx, rank, o) : MismatchAt(ctx, o.group, o.seq);
+}
+
+// The call of `rank` that a mismatch names: its collective at the sequence, or its side of
+// the pair.
+const Op* CallOf(const EndsContext& ctx, const FieldMismatch& m, int64_t rank) {
+  if (!m.p2p) return ctx.ix.At(rank, m.group, m.seq);
+  auto ri = ctx.ix.Find(rank);
+  if (!ri) return nullptr;
+  for (const Op& o : ctx.ix.in.ranks[*ri].ops) {
+    if (IsCallOf(m, rank, o)) return &o;
+  }
+  return nullptr;
 }
 
 // The wait an open operation shows (rule 10), and whether it timed out.
@@ -147,6 +184,11 @@ End ClassifySink(const EndsContext& ctx, int64_t rank) {
     EndKind kind = EndKind::kStuckTogether;
     if (o.p2p) {
       if (!o.peer) kind = EndKind::kUnattributed;
+      // Rule 11: a pair that differed on this connection; its minority is the culprit.
+      const FieldMismatch* mm = P2pMismatchOn(ctx, rank, o);
+      if (mm && std::find(mm->minority.begin(), mm->minority.end(), rank) != mm->minority.end()) {
+        kind = EndKind::kMismatched;
+      }
     } else {
       bool others_completed = false;
       for (int64_t m : ctx.ix.in.groups[o.group].members) {
@@ -175,29 +217,49 @@ End ClassifySink(const EndsContext& ctx, int64_t rank) {
   End end = MakeEnd(ctx, rank, best);
   end.op = r.ops[best_op];
   if (best == EndKind::kMismatched) {  // the call unlike the others, maybe an earlier one
-    if (const FieldMismatch* mm = MismatchAt(ctx, end.op->group, end.op->seq)) {
-      if (const Op* o = ctx.ix.At(rank, mm->group, mm->seq)) end.op = *o;
+    if (const FieldMismatch* mm = MismatchOf(ctx, rank, *end.op)) {
+      if (const Op* o = CallOf(ctx, *mm, rank)) end.op = *o;
     }
   }
   return end;
 }
 
 // Rule 7: the minority of a mismatch at an operation a chain ends in is a culprit even where
-// it completed its call and went on (it is then no end of the graph itself).
+// it completed its call and went on (it is then no end of the graph itself). Rule 11: so is
+// the minority of a pair that differed on a connection some rank still waits on, at or after
+// that pair, through the chain or at its end: the shift leaves one side waiting for bytes, and
+// the chain may end on the connection back (the test bed's mismatch2: rank 6 received float32
+// where rank 2 sent bfloat16; rank 6 then waits in a receive from rank 2, which is in a
+// receive from rank 6 whose send is open too, so the chain ends in the pair going the other
+// way).
 void AddMismatchMinorities(const EndsContext& ctx, Result& out) {
-  std::vector<End> minority;
+  std::vector<const FieldMismatch*> found;
   for (const End& e : out.ends) {
-    if (e.kind != EndKind::kStuckTogether || !e.op || e.op->p2p) continue;
-    const FieldMismatch* m = MismatchAt(ctx, e.op->group, e.op->seq);
-    if (!m) continue;
+    if (e.kind != EndKind::kStuckTogether || !e.op) continue;
+    if (const FieldMismatch* m = MismatchOf(ctx, e.rank, *e.op)) found.push_back(m);
+  }
+  auto p2p_on = [&](int64_t rank, const Op& o) {
+    if (const FieldMismatch* m = P2pMismatchOn(ctx, rank, o)) found.push_back(m);
+  };
+  for (const Edge& e : ctx.edges) p2p_on(e.from, EdgeOp(ctx, e));
+  for (const End& e : out.ends) {
+    auto ri = ctx.ix.Find(e.rank);
+    if (!ri || IsCulprit(e.kind)) continue;
+    for (size_t k : ctx.open[*ri]) p2p_on(e.rank, ctx.ix.in.ranks[*ri].ops[k]);
+  }
+  std::vector<End> minority;
+  for (const FieldMismatch* m : found) {
     for (int64_t r : m->minority) {
       auto known = [r](const End& x) { return x.rank == r; };
-      if (std::any_of(out.ends.begin(), out.ends.end(), known) ||
-          std::any_of(minority.begin(), minority.end(), known)) {
+      auto end = std::find_if(out.ends.begin(), out.ends.end(), known);
+      if (end != out.ends.end() && !IsCulprit(end->kind)) {  // an end, no culprit yet
+        end->kind = EndKind::kMismatched;
+        if (const Op* o = CallOf(ctx, *m, r)) end->op = *o;
         continue;
       }
+      if (end != out.ends.end() || std::any_of(minority.begin(), minority.end(), known)) continue;
       End x = MakeEnd(ctx, r, EndKind::kMismatched);
-      if (const Op* o = ctx.ix.At(r, m->group, m->seq)) x.op = *o;  // the call unlike the others
+      if (const Op* o = CallOf(ctx, *m, r)) x.op = *o;  // the call unlike the others
       minority.push_back(std::move(x));
     }
   }
@@ -228,8 +290,8 @@ void Decide(const EndsContext& ctx, Result& out) {
   }
 
   const bool tie_mismatch = std::any_of(out.ends.begin(), out.ends.end(), [&](const End& e) {
-    if (e.kind != EndKind::kStuckTogether || !e.op || e.op->p2p) return false;
-    return MismatchAt(ctx, e.op->group, e.op->seq) != nullptr;
+    if (e.kind != EndKind::kStuckTogether || !e.op) return false;
+    return MismatchOf(ctx, e.rank, *e.op) != nullptr;
   });
   const bool rank_culprits = kinds.count(EndKind::kWaitsInNothing) ||
                              kinds.count(EndKind::kStuckAlone) || kinds.count(EndKind::kNoRecord) ||

@@ -149,7 +149,14 @@ std::string EndPhrase(const Input& in, const Result& r, const End& e) {
              ", which another member completed";
     case EndKind::kMismatched: {
       for (const FieldMismatch& m : r.mismatches) {
-        if (!e.op || m.group != e.op->group || m.seq != e.op->seq || !m.by_history) continue;
+        if (!e.op || !m.by_history || !IsCallOf(m, e.rank, *e.op)) continue;
+        if (m.p2p) {
+          const int64_t peer = e.rank == m.sender ? m.receiver : m.sender;
+          return "called " + op + " with a " + m.field + " unlike rank " + std::to_string(peer) +
+                 "'s matching " + (e.rank == m.sender ? "receive" : "send") +
+                 ", and unlike its own other calls of it with that peer, which pass rank " +
+                 std::to_string(peer) + "'s value (see the mismatches)";
+        }
         return "called " + op + " with a " + m.field +
                " unlike the other member(s), and unlike its own other calls of it in that "
                "group, which pass the others' value (see the mismatches)";
