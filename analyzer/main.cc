@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -97,11 +98,53 @@ rs::Result<rs::OpenedDb> OpenForQuery(const std::string& input) {
   return file;
 }
 
+// Where query and schema write (-o): standard output as the rows come, or a file that
+// appears complete or not at all (rscore/output.h), the input never, an existing file only
+// with --force.
+class TextOutput {
+ public:
+  // The target checked before any work; a usage error (exit 2) where it is refused.
+  static rs::Result<TextOutput> Check(const std::string& path, bool force,
+                                      const std::string& input) {
+    ASSIGN_OR_RETURN(rs::OutputTarget target,
+                     rs::CheckOutput(path.empty() ? "-" : path, force, {input}));
+    TextOutput out;
+    out.target_ = std::move(target);
+    return out;
+  }
+  // The stream to write into (a file's is opened here).
+  rs::Result<std::ostream*> Open() {
+    if (direct()) {
+      stream_ = std::make_unique<rs::FdOstream>(STDOUT_FILENO, "standard output");
+    } else {
+      ASSIGN_OR_RETURN(file_, rs::OutputFile::Create(target_));
+      stream_ = std::make_unique<rs::FdOstream>(file_.fd(), file_.shown());
+    }
+    return stream_.get();
+  }
+  // Every write checked, then the file renamed onto its name.
+  rs::Result<void> Finish() {
+    RETURN_IF_ERROR(stream_->Close());
+    if (!direct()) RETURN_IF_ERROR(file_.Commit());
+    return rs::Ok();
+  }
+  std::string shown() const { return target_.shown(); }
+
+ private:
+  bool direct() const { return target_.kind == rs::OutputTarget::Kind::kStdout; }
+  rs::OutputTarget target_;
+  rs::OutputFile file_;
+  std::unique_ptr<rs::FdOstream> stream_;
+};
+
 int RunSchemaCommand(int argc, char** argv) {
   const int64_t started = rs::MonotonicNowNs();
   po::options_description opts;
-  opts.add_options()("help,h", "show this help")("quiet,q",
-                                                 "no final line; errors are still printed");
+  std::string output;
+  opts.add_options()("help,h", "show this help")(
+      "out,o", po::value<std::string>(&output)->value_name("FILE"),
+      "write to FILE ('-': standard output, the default)")("force", "replace FILE if it exists")(
+      "quiet,q", "no final line; errors are still printed");
   auto parsed = rs::cli::ParseArgs(rs::cli::ArgsOf(argc, argv), opts, {});
   if (!parsed.ok()) return UsageError("rankscope-analyze schema", parsed.error().message());
   const po::variables_map& vm = parsed->vm;
@@ -115,29 +158,30 @@ int RunSchemaCommand(int argc, char** argv) {
                                                       std::to_string(positional.size()) +
                                                       " argument(s)");
   }
+  auto target = TextOutput::Check(output, vm.count("force") > 0, positional[0]);
+  if (!target.ok()) return UsageError("rankscope-analyze schema", target.error().message());
   auto opened = OpenForQuery(positional[0]);
   if (!opened.ok()) {
     std::cerr << "rankscope-analyze schema: " << rs::EscapeText(opened.error().message()) << "\n";
     return rs::cli::kExitError;
   }
-  rs::FdOstream out(STDOUT_FILENO, "standard output");  // every write checked
-  auto printed = positional.size() == 1
-                     ? analyzer::PrintSchema(opened->db(), out)
-                     : analyzer::PrintTableSchema(opened->db(), positional[1], out);
+  auto out = target->Open();  // every write checked
+  rs::Result<void> printed = out.ok() ? rs::Ok() : rs::Result<void>(out.error());
+  if (printed.ok()) {
+    printed = positional.size() == 1
+                  ? analyzer::PrintSchema(opened->db(), **out)
+                  : analyzer::PrintTableSchema(opened->db(), positional[1], **out);
+  }
+  if (printed.ok()) printed = target->Finish();
   if (!printed.ok()) {
     std::cerr << "rankscope-analyze schema: " << rs::EscapeText(printed.error().message()) << "\n";
-    return rs::cli::kExitError;
-  }
-  if (auto flushed = out.Close(); !flushed.ok()) {
-    std::cerr << "rankscope-analyze schema: " << rs::EscapeText(flushed.error().message()) << "\n";
     return rs::cli::kExitError;
   }
   if (!vm.count("quiet")) {
     const std::string what = positional.size() == 1 ? "the tables and views of " + positional[0]
                                                     : "the columns of " + positional[1];
     std::cerr << "rankscope-analyze schema: "
-              << rs::cli::WroteLine("standard output", what, rs::MonotonicNowNs() - started)
-              << "\n";
+              << rs::cli::WroteLine(target->shown(), what, rs::MonotonicNowNs() - started) << "\n";
   }
   return rs::cli::kExitOk;
 }
@@ -149,6 +193,7 @@ int RunQueryCommand(int argc, char** argv) {
   std::string format = "table";
   int64_t limit = 10000;
   std::string timeout = "30s";
+  std::string output;
   opts.add_options()("help,h", "show this help")(
       "format,f", po::value<std::string>(&format)->value_name("FORMAT"),
       "output format: table (default), csv or json")(
@@ -156,7 +201,10 @@ int RunQueryCommand(int argc, char** argv) {
       "print at most N rows (default 10000; 0 = no limit)")(
       "timeout", po::value<std::string>(&timeout)->value_name("DURATION"),
       "stop a query still running after DURATION (500ms, 30s, 5m; default 30s)")(
-      "quiet,q", "no final line; warnings and errors are still printed");
+      "out,o", po::value<std::string>(&output)->value_name("FILE"),
+      "write the rows to FILE ('-': standard output, the default)")(
+      "force", "replace FILE if it exists")("quiet,q",
+                                            "no final line; warnings and errors are still printed");
   po::options_description hidden;
   std::vector<std::string> positional;
   hidden.add_options()("args", po::value<std::vector<std::string>>(&positional));
@@ -204,6 +252,8 @@ int RunQueryCommand(int argc, char** argv) {
   if (limit < 0) return UsageError(kQuery, "--limit must be >= 0");
   auto timeout_ns = rs::ParseDuration(timeout);
   if (!timeout_ns.ok()) return UsageError(kQuery, "--timeout: " + timeout_ns.error().message());
+  auto target = TextOutput::Check(output, vm.count("force") > 0, positional[0]);
+  if (!target.ok()) return UsageError(kQuery, target.error().message());
   if (rs::cli::IsStdio(positional[1])) {  // the statement from standard input
     auto sql = rs::cli::ReadStdin(1 << 20);
     if (!sql.ok()) {
@@ -217,14 +267,18 @@ int RunQueryCommand(int argc, char** argv) {
     std::cerr << "rankscope-analyze query: " << rs::EscapeText(opened.error().message()) << "\n";
     return 1;
   }
-  rs::FdOstream out(STDOUT_FILENO, "standard output");  // every write checked
+  auto out = target->Open();  // every write checked
+  if (!out.ok()) {
+    std::cerr << "rankscope-analyze query: " << rs::EscapeText(out.error().message()) << "\n";
+    return rs::cli::kExitError;
+  }
   auto stats = analyzer::RunQuery(opened->db(), positional[1],
-                                  {*fmt, limit, timeout_ns.value(), timeout}, out);
+                                  {*fmt, limit, timeout_ns.value(), timeout}, **out);
   if (!stats.ok()) {
     std::cerr << "rankscope-analyze query: " << rs::EscapeText(stats.error().message()) << "\n";
     return 1;
   }
-  if (auto flushed = out.Close(); !flushed.ok()) {
+  if (auto flushed = target->Finish(); !flushed.ok()) {
     std::cerr << "rankscope-analyze query: " << rs::EscapeText(flushed.error().message()) << "\n";
     return rs::cli::kExitError;
   }
@@ -234,7 +288,7 @@ int RunQueryCommand(int argc, char** argv) {
   }
   if (!vm.count("quiet")) {
     std::cerr << kQuery << ": "
-              << rs::cli::WroteLine("standard output", std::to_string(stats->rows) + " row(s)",
+              << rs::cli::WroteLine(target->shown(), std::to_string(stats->rows) + " row(s)",
                                     rs::MonotonicNowNs() - started)
               << "\n";
   }

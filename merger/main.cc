@@ -10,6 +10,7 @@
 #include "options.h"
 #include "rscore/cli.h"
 #include "rscore/clock.h"
+#include "rscore/duration.h"
 #include "rscore/output.h"
 #include "rscore/text_escape.h"
 #include "rscore/time_arg.h"
@@ -69,8 +70,10 @@ int main(int argc, char** argv) {
             [](const auto* a, const auto* b) { return NaturalLess(a->node, b->node); });
   if (!cl->quiet) {
     for (const merge::NodeAlignment* a : nodes) {
+      // Readable units; the exact nanoseconds are in the database (man rankscope-merge).
       std::cerr << "  clock " << rs::EscapeText(a->node) << ": " << a->method << " offset "
-                << a->offset_ns << " ns +- " << a->error_bound_ns << " ns";
+                << rs::FormatDuration(a->offset_ns) << " +- "
+                << rs::FormatDuration(a->error_bound_ns);
       if (a->drift_ppm != 0) std::cerr << ", drift " << a->drift_ppm << " ppm";
       std::cerr << " (" << a->rendezvous_count << " rendezvous"
                 << (a->evidence.empty() ? "" : ": " + rs::EscapeText(a->evidence)) << ")\n";

@@ -31,7 +31,7 @@ for cmd in "$record" "$merge" "$export" "$analyze" "$analyze query" "$analyze sc
       grep -q -E "$part" <<<"$out" || fail "$cmd $flag: no '$part' line"
     done
     grep -q -F '[ --' <<<"$out" && fail "$cmd $flag: Boost's raw option layout"
-    grep -q -E '^  -o, --out ' <<<"$out" || [[ "$cmd" == *query || "$cmd" == *schema || "$cmd" == "$analyze" || "$cmd" == *mcp ]] ||
+    grep -q -E '^  -o, --out ' <<<"$out" || [[ "$cmd" == "$analyze" || "$cmd" == *mcp ]] ||
       fail "$cmd $flag: no '-o, --out'"
     grep -q -E '^  -q, --quiet ' <<<"$out" || [[ "$cmd" == "$analyze" ]] || fail "$cmd $flag: no '-q, --quiet'"
   done
@@ -129,6 +129,22 @@ tail -n 1 query.err | grep -q -E '^rankscope-analyze query: wrote standard outpu
 "$analyze" schema piped.rsdb nccl_events >/dev/null 2>schema.err || fail "schema TABLE"
 tail -n 1 schema.err | grep -q -E '^rankscope-analyze schema: wrote standard output: the columns of nccl_events in [0-9.]+ (ms|s)$' ||
   fail "schema: last line is not the summary with the elapsed time: $(tail -n 1 schema.err)"
+
+# query and schema: -o FILE like the other outputs (never the input, an existing file only
+# with --force, the final line naming it).
+"$analyze" query piped.rsdb "SELECT COUNT(*) AS n FROM nccl_events" -f csv -o q.csv 2>q.err ||
+  fail "query -o: $(cat q.err)"
+[[ "$(tail -n 1 q.csv)" == "$("$analyze" query -q piped.rsdb "SELECT COUNT(*) FROM nccl_events" -f csv | tail -n 1)" ]] ||
+  fail "query -o: q.csv holds $(cat q.csv)"
+tail -n 1 q.err | grep -q -E '^rankscope-analyze query: wrote q.csv: 1 row\(s\) in ' ||
+  fail "query -o: last line: $(tail -n 1 q.err)"
+"$analyze" query -q piped.rsdb "SELECT 1" -o q.csv 2>/dev/null; rc=$?
+[[ $rc == 2 ]] || fail "query -o over an existing file without --force exits $rc, not 2"
+"$analyze" query -q piped.rsdb "SELECT 1" -o q.csv --force || fail "query -o --force"
+"$analyze" schema -q piped.rsdb -o piped.rsdb --force 2>/dev/null; rc=$?
+[[ $rc == 2 ]] || fail "schema -o INPUT exits $rc, not 2"
+"$analyze" schema piped.rsdb nccl_events -o s.txt 2>/dev/null && grep -q '^comm_id_hash ' s.txt ||
+  fail "schema -o: s.txt lacks the columns"
 
 # report: -o - is standard output; --fail-on any exits 4 on the lossy node, 0 without it.
 "$analyze" report piped.rsdb -o - --format json >report.json 2>report-stdout.err || fail "report -o - failed"
