@@ -52,7 +52,8 @@ const rs::cli::HelpText kHelp = {
                   "what each column of a table holds"},
                  {"rankscope-analyze mcp job.rsdb",
                   "an MCP server for AI assistants (started by an MCP client)"}},
-    .man_page = "rankscope-analyze(1)"};
+    .man_page = "rankscope-analyze(1)",
+    .more_exit_codes = ", 4 report --fail-on found what was asked for"};
 
 // A usage error of `command` ("rankscope-analyze query"), as every tool prints one.
 int UsageError(const std::string& command, const std::string& message) {
@@ -76,7 +77,8 @@ const rs::cli::HelpText kQueryHelp = {
           "calls per rank"},
          {"rankscope-analyze query job.rsdb - --format csv < slow_ranks.sql",
           "a query kept in a file, as CSV"}},
-    .man_page = "rankscope-analyze(1)"};
+    .man_page = "rankscope-analyze(1)",
+    .more_exit_codes = ""};
 
 const rs::cli::HelpText kSchemaHelp = {
     .usage = "rankscope-analyze schema INPUT [TABLE]",
@@ -88,7 +90,8 @@ const rs::cli::HelpText kSchemaHelp = {
     .examples = {{"rankscope-analyze schema job.rsdb", "tables, views and row counts"},
                  {"rankscope-analyze schema job.rsdb gpu_ops",
                   "what each column of gpu_ops holds"}},
-    .man_page = "rankscope-analyze(1)"};
+    .man_page = "rankscope-analyze(1)",
+    .more_exit_codes = ""};
 
 // Opens INPUT read-only with the query views, and the read-only guard installed.
 rs::Result<rs::OpenedDb> OpenForQuery(const std::string& input) {

@@ -54,7 +54,8 @@ const rs::cli::HelpText kHelp = {
                   "for a script: exit status 4 when a straggler or a hang was found"},
                  {"rankscope-analyze report job.rsdb --from +40s --to +70s --nodes node3,node7",
                   "thirty seconds of two nodes (+offsets count from the recording's start)"}},
-    .man_page = "rankscope-analyze(1)"};
+    .man_page = "rankscope-analyze(1)",
+    .more_exit_codes = ", 4 --fail-on found what was asked for"};
 
 // Boost reports bad options by throwing; turned into a Result here.
 rs::Result<ReportArgs> ParseArgs(int argc, char** argv, po::options_description& opts) {

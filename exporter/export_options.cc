@@ -32,7 +32,8 @@ const rs::cli::HelpText kHelp = {
                   "five seconds of one node"},
                  {"rankscope-export job.rsdb -o - --compression none | protoc --decode_raw",
                   "the trace on standard output"}},
-    .man_page = "rankscope-export(1)"};
+    .man_page = "rankscope-export(1)",
+    .more_exit_codes = ""};
 
 bool EndsWith(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() &&

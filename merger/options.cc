@@ -42,7 +42,8 @@ rs::Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
                      "the recording and the ranks' Flight Recorder dumps together"},
                     {"rankscope-merge -q -o - bundles/ | sqlite3 /dev/stdin .tables",
                      "write the merged database to standard output"}},
-       .man_page = "rankscope-merge(1)"},
+       .man_page = "rankscope-merge(1)",
+       .more_exit_codes = ", 3 partial (inputs skipped)"},
       opts);
   ASSIGN_OR_RETURN(rs::cli::ParsedArgs parsed,
                    rs::cli::ParseArgs(rs::cli::ArgsOf(argc, argv), opts, {}));

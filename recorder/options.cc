@@ -480,8 +480,7 @@ examples:
   rankscope-record --recover .node3.rsb.rec-4242-Ab12Cd
       after a recorder was killed: what it had committed becomes node3.rsb
 
-exit status: 0 done, 1 error, 2 usage error, 3 partial (some inputs skipped),
-4 report --fail-on found what was asked for.
+exit status: 0 done, 1 error, 2 usage error.
 See rankscope-record(8).
 )";
 }

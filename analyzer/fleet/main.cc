@@ -144,7 +144,8 @@ const HelpText kQueryHelp = {
          {"rankscope-fleet query --nodes 'node[1-8]' --ca ca.pem --cert ws.pem --key ws.key "
           "--format csv - < slow_calls.sql",
           "a query from a file, every node's rows as CSV"}},
-    .man_page = "rankscope-fleet(1)"};
+    .man_page = "rankscope-fleet(1)",
+    .more_exit_codes = ", 3 partial (nodes failed)"};
 
 const HelpText kCollectHelp = {
     .usage =
@@ -164,7 +165,8 @@ const HelpText kCollectHelp = {
           "half an hour of every node"},
          {"rankscope-merge -o job.rsdb bundles/",
           "then: merge them (a second collect resumes and skips what is there)"}},
-    .man_page = "rankscope-fleet(1)"};
+    .man_page = "rankscope-fleet(1)",
+    .more_exit_codes = ", 3 partial (nodes failed)"};
 
 // A warning carries what a node answered: one line each, whatever it holds.
 void PrintWarnings(const std::vector<std::string>& warnings) {

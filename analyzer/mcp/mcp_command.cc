@@ -40,7 +40,8 @@ const rs::cli::HelpText kHelp = {
                  {"echo '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}' | "
                   "rankscope-analyze mcp job.rsdb",
                   "one request by hand"}},
-    .man_page = "rankscope-analyze(1)"};
+    .man_page = "rankscope-analyze(1)",
+    .more_exit_codes = ""};
 
 // --trace-dir: an existing directory the server may write into.
 bool CheckTraceDir(const std::string& dir) {

@@ -54,7 +54,7 @@ std::string Usage() {
          "      a site without a CA: clients send the token (the node's certificate may be "
          "self-signed)\n"
          "\n" +
-         std::string(rs::cli::kExitStatusHelp) + "\nSee rankscope-serve(8).\n";
+         std::string(rs::cli::kExitStatusHelp) + ".\nSee rankscope-serve(8).\n";
 }
 
 void Log(const std::string& line) {

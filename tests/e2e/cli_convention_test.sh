@@ -34,6 +34,11 @@ for cmd in "$record" "$merge" "$export" "$analyze" "$analyze query" "$analyze sc
     grep -q -E '^  -o, --out ' <<<"$out" || [[ "$cmd" == "$analyze" || "$cmd" == *mcp ]] ||
       fail "$cmd $flag: no '-o, --out'"
     grep -q -E '^  -q, --quiet ' <<<"$out" || [[ "$cmd" == "$analyze" ]] || fail "$cmd $flag: no '-q, --quiet'"
+    # Only the codes the command can return: 3 from merge, 4 from report (and analyze's own).
+    exit_line=$(grep -E '^exit status: ' <<<"$out")
+    [[ "$exit_line" != *" 3 "* || "$cmd" == "$merge" ]] || fail "$cmd $flag: lists 3: $exit_line"
+    [[ "$exit_line" != *" 4 "* || "$cmd" == *report || "$cmd" == "$analyze" ]] ||
+      fail "$cmd $flag: lists 4: $exit_line"
   done
 done
 grep -q -E "^  rankscope-analyze report job.rsdb$" <<<"$("$analyze" -h)" || fail "analyze -h: no example"

@@ -75,7 +75,7 @@ std::string FormatHelp(const HelpText& text, const po::options_description& opti
       out << "  " << command << "\n      " << Wrap(what, 6, 6) << "\n";
     }
   }
-  out << "\n" << kExitStatusHelp << "\n";
+  out << "\n" << kExitStatusHelp << text.more_exit_codes << ".\n";
   if (!text.man_page.empty()) out << "See " << text.man_page << ".\n";
   return out.str();
 }

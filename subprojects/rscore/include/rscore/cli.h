@@ -29,10 +29,9 @@ inline constexpr int kExitUsage = 2;
 inline constexpr int kExitPartial = 3;
 inline constexpr int kExitFound = 4;
 
-// One line for every --help: what the exit codes mean.
-inline constexpr const char* kExitStatusHelp =
-    "exit status: 0 done, 1 error, 2 usage error, 3 partial (some inputs skipped),\n"
-    "4 report --fail-on found what was asked for.";
+// The exit codes every tool returns, as --help says them; a tool that returns more says those
+// after them (HelpText::more_exit_codes), and only those it can return.
+inline constexpr const char* kExitStatusHelp = "exit status: 0 done, 1 error, 2 usage error";
 
 // Natural order of names: digit runs compare as numbers (node2 < node10), the rest as text.
 bool NaturalLess(std::string_view a, std::string_view b);

@@ -33,6 +33,8 @@ struct HelpText {
   std::string about;  // paragraphs
   std::vector<std::pair<std::string, std::string>> examples;  // command, what it does
   std::string man_page;                                       // "rankscope-merge(1)"
+  // The exit codes beyond 0, 1 and 2 that this command can return: ", 3 partial (...)".
+  std::string more_exit_codes;
 };
 
 std::string FormatHelp(const HelpText& text,
