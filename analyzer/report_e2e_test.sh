@@ -135,13 +135,18 @@ assert any(n.startswith("only nodes node0, node2") for n in part["notes"]), part
 PY
 set +e
 "$analyze" report "$dir/cpu.rsdb" --nodes node9 2> "$dir/err"; rc=$?
-[[ $rc == 1 ]] && grep -q "no node node9" "$dir/err" || { echo "FAIL: unknown --nodes: rc $rc"; exit 1; }
+[[ $rc == 1 ]] && grep -q "no node node9 in this recording (its nodes with NCCL calls: node0, node1, node2, node3)" "$dir/err" ||
+  { echo "FAIL: unknown --nodes: rc $rc: $(cat "$dir/err")"; exit 1; }
+"$analyze" report "$dir/cpu.rsdb" --ranks 1,99 2> "$dir/err"; rc=$?
+[[ $rc == 1 ]] && grep -q -- "--ranks: no NCCL call of rank 99 in this recording (its ranks: 0-7)" "$dir/err" ||
+  { echo "FAIL: unknown --ranks: rc $rc: $(cat "$dir/err")"; exit 1; }
 "$analyze" report "$dir/cpu.rsdb" --from +1h 2> "$dir/err"; rc=$?
 [[ $rc == 1 ]] && grep -q "calls span 20" "$dir/err" || { echo "FAIL: empty window: rc $rc $(cat "$dir/err")"; exit 1; }
 "$analyze" report "$dir/cpu.rsdb" --from yesterday 2> "$dir/err"; rc=$?
 [[ $rc == 2 ]] && grep -q -- "--from" "$dir/err" || { echo "FAIL: bad --from: rc $rc"; exit 1; }
 "$analyze" report "$dir/cpu.rsdb" --comm 0x1 2> "$dir/err"; rc=$?
-[[ $rc == 1 ]] || { echo "FAIL: unknown --comm: rc $rc"; exit 1; }
+[[ $rc == 1 ]] && grep -q -E -- "--comm 0x0000000000000001: no NCCL call of that communicator in this recording \(its communicators: 0x[0-9a-f]{16} \(8 ranks\)\)" "$dir/err" ||
+  { echo "FAIL: unknown --comm: rc $rc: $(cat "$dir/err")"; exit 1; }
 set -e
 echo "ok: report filters"
 

@@ -1,9 +1,11 @@
 #include "report_filter.h"
 
 #include <charconv>
+#include <functional>
 #include <set>
 
 #include "rscore/cli.h"
+#include "rscore/comm_hash.h"
 #include "rscore/schema.h"
 
 namespace analyzer {
@@ -33,6 +35,39 @@ std::string Join(const std::vector<std::string>& v, const std::string& sep) {
   std::string out;
   for (const std::string& s : v) out += (out.empty() ? "" : sep) + s;
   return out;
+}
+
+// The values a filter may name, as the refusal lists them (the MCP server's errors do the
+// same): at most 16, then how many more.
+rs::Result<std::string> Known(rs::Db& db, const std::string& sql,
+                              const std::function<std::string(rs::Statement&)>& spell) {
+  ASSIGN_OR_RETURN(rs::Statement st, db.Prepare(sql));
+  std::vector<std::string> values;
+  size_t more = 0;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    if (values.size() < 16) {
+      values.push_back(spell(st));
+    } else {
+      ++more;
+    }
+  }
+  if (values.empty()) return std::string("none");
+  return Join(values, ", ") + (more ? " and " + std::to_string(more) + " more" : "");
+}
+
+// The recording's ranks with NCCL calls, ascending.
+rs::Result<std::vector<int64_t>> Ranks(rs::Db& db) {
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT DISTINCT rank FROM nccl_events WHERE rank IS NOT NULL"
+                              " ORDER BY rank"));
+  std::vector<int64_t> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) return out;
+    out.push_back(st.Int(0));
+  }
 }
 
 }  // namespace
@@ -107,9 +142,11 @@ rs::Result<std::string> ApplyReportFilter(rs::Db& db, const ReportFilter& f,
       quoted.push_back(Quote(n));
     }
     if (!missing.empty()) {
+      ASSIGN_OR_RETURN(std::string known,
+                       Known(db, "SELECT DISTINCT node FROM nccl_events ORDER BY node",
+                             [](rs::Statement& st) { return st.Text(0); }));
       return rs::Error("--nodes: no node " + Join(missing, ", ") +
-                       " in this recording (rankscope-analyze query INPUT \"SELECT DISTINCT node "
-                       "FROM nccl_events\" lists them)");
+                       " in this recording (its nodes with NCCL calls: " + known + ")");
     }
     node_list = Join(quoted, ", ");
     said.push_back("nodes " + Join(f.nodes, ", "));
@@ -127,14 +164,43 @@ rs::Result<std::string> ApplyReportFilter(rs::Db& db, const ReportFilter& f,
   }
   std::string rank_list;
   if (!f.ranks.empty()) {
-    std::vector<std::string> r;
-    for (int64_t x : f.ranks) r.push_back(std::to_string(x));
+    std::vector<std::string> r, missing;
+    for (int64_t x : f.ranks) {
+      r.push_back(std::to_string(x));
+      ASSIGN_OR_RETURN(int64_t n, db.QueryInt("SELECT COUNT(*) FROM nccl_events WHERE rank = " +
+                                              std::to_string(x)));
+      if (n == 0) missing.push_back(std::to_string(x));
+    }
+    if (!missing.empty()) {
+      ASSIGN_OR_RETURN(std::vector<int64_t> ranks, Ranks(db));
+      return rs::Error("--ranks: no NCCL call of rank " + Join(missing, ", ") +
+                       " in this recording (its ranks: " +
+                       (ranks.empty() ? "none" : rs::cli::RankRanges(ranks)) + ")");
+    }
     rank_list = Join(r, ", ");
     said.push_back("ranks " + rank_list);
   }
   if (f.comm) {
     char hex[32];
     std::snprintf(hex, sizeof(hex), "0x%016llx", static_cast<unsigned long long>(*f.comm));
+    ASSIGN_OR_RETURN(int64_t n,
+                     db.QueryInt("SELECT COUNT(*) FROM nccl_events WHERE comm_id_hash = " +
+                                 std::to_string(static_cast<int64_t>(*f.comm))));
+    if (n == 0) {
+      ASSIGN_OR_RETURN(
+          std::string known,
+          Known(db,
+                "SELECT comm_id_hash, COUNT(DISTINCT rank) FROM nccl_events"
+                " WHERE comm_id_hash IS NOT NULL GROUP BY comm_id_hash ORDER BY comm_id_hash",
+                [](rs::Statement& st) {
+                  return rs::HashHex(static_cast<uint64_t>(st.Int(0))) + " (" +
+                         std::to_string(st.Int(1)) + " ranks)";
+                }));
+      return rs::Error("--comm " + std::string(hex) +
+                       ": no NCCL call of that communicator in this recording (its "
+                       "communicators: " +
+                       known + ")");
+    }
     said.push_back("communicator " + std::string(hex));
   }
   struct Table {
@@ -142,12 +208,18 @@ rs::Result<std::string> ApplyReportFilter(rs::Db& db, const ReportFilter& f,
     bool timed, calls, comm;
   };
   const Table tables[] = {
-      {"nccl_events", true, true, true},     {"cuda_events", true, true, false},
-      {"gpu_ops", true, true, true},         {"tcp_events", true, false, false},
-      {"sched_events", true, false, false},  {"sched_summary", false, false, false},
-      {"block_events", true, false, false},  {"process_events", true, false, false},
-      {"clock_alignment", false, false, false}, {"clock_refs", false, false, false},
-      {"interfaces", false, false, false},      {"processes", false, true, false},
+      {"nccl_events", true, true, true},
+      {"cuda_events", true, true, false},
+      {"gpu_ops", true, true, true},
+      {"tcp_events", true, false, false},
+      {"sched_events", true, false, false},
+      {"sched_summary", false, false, false},
+      {"block_events", true, false, false},
+      {"process_events", true, false, false},
+      {"clock_alignment", false, false, false},
+      {"clock_refs", false, false, false},
+      {"interfaces", false, false, false},
+      {"processes", false, true, false},
   };
   for (const Table& t : tables) {
     ASSIGN_OR_RETURN(bool has, rs::HasTable(db, t.name));
