@@ -76,8 +76,9 @@ struct Straggler {
   int64_t clock_bound_ns = 0;
   std::string basis;  // what kind of timestamps the conclusion used
   // 'device_start' (every arrival a device start), 'host_entry', 'mixed', 'device_waits'
-  // (the clocks could not decide; device durations did), or '' where the conclusion rests on
-  // other evidence (retransmits, block I/O, run-queue shares).
+  // (the clocks could not decide; device durations did). A resource finding (retransmits,
+  // block I/O, run-queue shares) holds the basis of the lateness beside it
+  // (NameResourceLatenessBasis); '' while the report is built, and for hang culprits.
   std::string arrival_basis;
   std::string shape;  // see above; '' where no shape applies
   std::string summary;

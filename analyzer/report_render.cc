@@ -95,7 +95,13 @@ std::string StragglerWho(const Straggler& s) {
   auto add = [&](const std::string& part) { o += (o.empty() ? "" : "; ") + part; };
   if (!s.ranks.empty()) add((s.ranks.size() == 1 ? "rank " : "ranks ") + List(s.ranks));
   if (!s.pids.empty()) add((s.pids.size() == 1 ? "pid " : "pids ") + List(s.pids));
-  if (s.clock_bound_ns > 0) add("clock bound +/-" + FormatNs(s.clock_bound_ns));
+  if (s.clock_bound_ns > 0) {
+    // Waits are read on each device's own clock: the alignment's bound does not enter them.
+    add("clock bound +/-" + FormatNs(s.clock_bound_ns) +
+        (s.arrival_basis == "device_waits"
+             ? " (not in play: its lateness is on device waits, each on one device clock)"
+             : ""));
+  }
   return o;
 }
 

@@ -82,6 +82,15 @@ TEST_P(FaultTest, TopStragglerIsTheFaultyNodeWithTheInjectedCause) {
   EXPECT_EQ(top.node, synth::NodeName(spec.fault_node));
   EXPECT_EQ(top.cause, GetParam().cause);
   EXPECT_EQ(top.confidence, Confidence::kHigh);
+  // Every finding but a hang's says what its lateness was read on (a resource finding: the
+  // recording's arrivals, host entries here).
+  for (const auto* list : {&r.stragglers, &r.observations}) {
+    for (const Straggler& s : *list) {
+      if (s.cause != "hang") {
+        EXPECT_FALSE(s.arrival_basis.empty()) << s.node << " " << s.cause;
+      }
+    }
+  }
   int64_t global_rank = spec.fault_node * spec.ranks_per_node + spec.fault_local_rank;
   if (spec.fault != "loss") {
     ASSERT_TRUE(top.rank.has_value());

@@ -53,6 +53,16 @@ std::optional<int64_t> ComparedLateness(const Straggler& s, bool waits_view) {
   return static_cast<int64_t>(*excess);
 }
 
+void NameResourceLatenessBasis(Report& r) {
+  const bool waits_view = r.timing.device_collectives > 0;
+  for (std::vector<Straggler>* list : {&r.stragglers, &r.observations}) {
+    for (Straggler& s : *list) {
+      if (!s.arrival_basis.empty() || s.cause == "hang") continue;
+      s.arrival_basis = waits_view ? "device_waits" : r.timing.arrival_basis;
+    }
+  }
+}
+
 void AddClockBoundWarnings(Report& r) {
   std::vector<std::pair<std::string, int64_t>> compared;  // nodes with collectives, bounds
   for (const ArrivalStats& a : r.per_node) {

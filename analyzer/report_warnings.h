@@ -23,4 +23,11 @@ std::optional<int64_t> ComparedLateness(const Straggler& s, bool waits_view);
 // lowered to low, says why, and carries the bound. Call once the verdicts are placed.
 void AddClockBoundWarnings(Report& r);
 
+// The basis of the lateness beside a resource finding (block I/O, run-queue share,
+// retransmits), which rests on that evidence and on its node being later than the others:
+// 'device_waits' where the recording timed the devices (each read on one device clock, no
+// clock bound enters it), else the recording's arrivals (r.timing.arrival_basis). Call after
+// AddClockBoundWarnings, which tells resource findings by their empty arrival_basis.
+void NameResourceLatenessBasis(Report& r);
+
 }  // namespace analyzer

@@ -99,10 +99,17 @@ std::vector<std::string> ClockBoundWarnings(const std::vector<NodeAlignment>& al
                     tail);
       continue;
     }
+    // Device durations recorded: the report orders ranks on their device waits (each read on
+    // one device clock) where arrivals cannot be, and says per verdict which it used.
+    const std::string waits =
+        durations.source == "device"
+            ? " by arrival times; the report compares device waits (each on one device clock) "
+              "there instead, and says so in each verdict it rests on them"
+            : "";
     out.push_back(bound + " exceeds the median duration of the recording's collectives (" +
                   rs::FormatDuration(durations.median_ns) + ", " +
                   (durations.source == "device" ? "on the device" : "of the NCCL calls") +
-                  ", over " + std::to_string(durations.count) + ")" + tail);
+                  ", over " + std::to_string(durations.count) + ")" + tail + waits);
   }
   return out;
 }

@@ -79,6 +79,9 @@ else:
     # Who: the verdict names its ranks and processes; CPU contention names the competitor.
     if ok and not (stragglers[0].get("ranks") and stragglers[0].get("pids")):
         ok, want = False, want + " naming its ranks and pids"
+    # What its lateness was read on (device waits here: the devices were timed) is said.
+    if ok and not stragglers[0].get("arrival_basis"):
+        ok, want = False, want + " saying its arrival_basis"
     if ok and fault == "cpu" and not stragglers[0].get("competitors"):
         ok, want = False, want + " naming the competing processes"
 # Verdicts only where earned: no low-confidence side finding about another node among them.
