@@ -134,18 +134,25 @@ rs::Result<CollectiveData> LoadCollectives(rs::Db& db) {
 
 namespace {
 
+// Fewest collectives on either side of an onset, and the change it must show (FindOnset).
+constexpr size_t kOnsetMinSide = 8;
+constexpr double kOnsetMinT = 4.5;
+
 // How often a node was the latest of the nodes in a collective, against chance (1/k among k).
 struct LatestTally {
   int64_t count = 0;
   double expected = 0, variance = 0;
-  double Z() const { return variance > 0 ? (static_cast<double>(count) - expected) / std::sqrt(variance) : 0; }
+  double Z() const {
+    return variance > 0 ? (static_cast<double>(count) - expected) / std::sqrt(variance) : 0;
+  }
 };
 
 // One participant's (or node's) samples over the compared collectives.
 struct Samples {
   std::vector<int64_t> late, host, durs, wait;
-  std::vector<int64_t> paired, paired_wait;  // per node: minus the other nodes' median
-  LatestTally latest, latest_wait;           // per node: the latest of the nodes, vs chance
+  std::vector<int64_t> paired, paired_wait;        // per node: minus the other nodes' median
+  std::vector<int64_t> paired_at, paired_wait_at;  // ... the collective's time (first entry)
+  LatestTally latest, latest_wait;                 // per node: the latest of the nodes, vs chance
   int64_t last = 0, on_device = 0, wait_last = 0;
 };
 
@@ -166,16 +173,19 @@ std::pair<int64_t, int64_t> MeanAndError(std::vector<int64_t> v) {
   for (size_t i = 0; i < n; ++i) wmean += w(i) / static_cast<double>(n);
   for (size_t i = 0; i < n; ++i) sq += (w(i) - wmean) * (w(i) - wmean);
   const double kept = static_cast<double>(n - 2 * g) / static_cast<double>(n);
-  double se = std::sqrt(sq / static_cast<double>(n - 1)) / (kept * std::sqrt(static_cast<double>(n)));
+  double se =
+      std::sqrt(sq / static_cast<double>(n - 1)) / (kept * std::sqrt(static_cast<double>(n)));
   return {static_cast<int64_t>(std::llround(mean)), static_cast<int64_t>(std::llround(se))};
 }
 
-NodeExcess Paired(const std::vector<int64_t>& diffs, const LatestTally& latest) {
+NodeExcess Paired(const std::vector<int64_t>& diffs, const std::vector<int64_t>& at,
+                  const LatestTally& latest) {
   NodeExcess out;
   std::tie(out.excess_ns, out.noise_ns) = MeanAndError(diffs);
   out.collectives = static_cast<int64_t>(diffs.size());
   out.latest = latest.count;
   out.latest_z = latest.Z();
+  out.onset = FindOnset(at, diffs);
   return out;
 }
 
@@ -194,8 +204,8 @@ ArrivalStats Summarize(Samples& m) {
     s.p90_wait_lateness_ns = Quantile(m.wait, 0.9);
   }
   s.wait_last_count = m.wait_last;
-  s.paired = Paired(m.paired, m.latest);
-  s.paired_wait = Paired(m.paired_wait, m.latest_wait);
+  s.paired = Paired(m.paired, m.paired_at, m.latest);
+  s.paired_wait = Paired(m.paired_wait, m.paired_wait_at, m.latest_wait);
   return s;
 }
 
@@ -212,8 +222,9 @@ int64_t Median(std::vector<int64_t>& v) {
 // Each node's value in `by_node` (-1: not in the collective) minus the median of the other
 // nodes' values, appended to its samples' `into`; the unique latest of them counted in `tally`
 // against the chance each had (1/k among k nodes, exact where nodes are alike).
-void PairWithOthers(const std::vector<int64_t>& by_node, std::vector<Samples>& m,
-                    std::vector<int64_t> Samples::*into, LatestTally Samples::*tally) {
+void PairWithOthers(const std::vector<int64_t>& by_node, int64_t at, std::vector<Samples>& m,
+                    std::vector<int64_t> Samples::*into, std::vector<int64_t> Samples::*into_at,
+                    LatestTally Samples::*tally) {
   const auto k = static_cast<double>(
       std::count_if(by_node.begin(), by_node.end(), [](int64_t v) { return v >= 0; }));
   if (k >= 2) {
@@ -238,7 +249,9 @@ void PairWithOthers(const std::vector<int64_t>& by_node, std::vector<Samples>& m
     for (size_t o = 0; o < by_node.size(); ++o) {
       if (o != n && by_node[o] >= 0) others.push_back(by_node[o]);
     }
-    if (!others.empty()) (m[n].*into).push_back(by_node[n] - Median(others));
+    if (others.empty()) continue;
+    (m[n].*into).push_back(by_node[n] - Median(others));
+    (m[n].*into_at).push_back(at);
   }
 }
 
@@ -339,6 +352,59 @@ GroupSamples SampleGroup(const CollectiveData& data, const Collective& g, const 
 
 }  // namespace
 
+// The change must reach kOnsetMinT standard errors: the largest of the split statistics of a
+// series without any change grows only like sqrt(2 log log n) (Darling-Erdos: about 2.1 for a
+// thousand collectives, 2.3 for a million); 4.5 leaves room for lateness's heavy tails
+// (winsorized first) and its correlation from one collective to the next. It only dates a
+// verdict already made (AddOnsets), never makes one. Test bed 'io' (4 nodes, writers on node2's
+// disk from +4.96 s): 4.7 errors, the onset at +4.51 s (4 collectives early).
+std::optional<Onset> FindOnset(const std::vector<int64_t>& at, const std::vector<int64_t>& v) {
+  const size_t n = v.size();
+  const size_t side = std::max(kOnsetMinSide, n / 10);
+  if (n != at.size() || n < 2 * side) return std::nullopt;
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return at[a] < at[b]; });
+  std::vector<int64_t> sorted = v;
+  const int64_t lo = Quantile(sorted, 0.05), hi = Quantile(sorted, 0.95);
+  std::vector<double> x(n), sum(n + 1, 0), sq(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) {
+    x[i] = static_cast<double>(std::clamp(v[order[i]], lo, hi));
+    sum[i + 1] = sum[i] + x[i];
+    sq[i + 1] = sq[i] + x[i] * x[i];
+  }
+  // Mean and sum of squared deviations of x[b, e).
+  auto stats = [&](size_t b, size_t e, double* mean, double* ss) {
+    const double k = static_cast<double>(e - b);
+    *mean = (sum[e] - sum[b]) / k;
+    *ss = std::max(0.0, sq[e] - sq[b] - k * *mean * *mean);
+  };
+  std::optional<Onset> best;
+  for (size_t k = side; k + side <= n; ++k) {
+    // The two-sample statistic with the variance pooled within the two sides: where the
+    // change lies, the split separates the sides best (separate variances would favour a
+    // short quiet side, placing the onset early).
+    double mb, sb, ma, sa;
+    stats(0, k, &mb, &sb);
+    stats(k, n, &ma, &sa);
+    const double kb = static_cast<double>(k), ka = static_cast<double>(n - k);
+    const double se = std::sqrt((sb + sa) / static_cast<double>(n - 2) * (1 / kb + 1 / ka));
+    if (se <= 0) continue;
+    const double t = (ma - mb) / se;
+    if (!best || t > best->t) {
+      best = Onset{at[order[k]],
+                   static_cast<int64_t>(std::llround(mb)),
+                   static_cast<int64_t>(std::llround(ma)),
+                   static_cast<int64_t>(k),
+                   static_cast<int64_t>(n - k),
+                   t};
+    }
+  }
+  // A node that became later: a rise beyond kOnsetMinT errors to a positive excess.
+  if (!best || best->t < kOnsetMinT || best->after_ns <= 0) return std::nullopt;
+  return best;
+}
+
 std::vector<ArrivalStats> ParticipantStats(const CollectiveData& data) {
   size_t n = data.participants.size();
   std::vector<Samples> m(n);
@@ -393,8 +459,10 @@ std::vector<ArrivalStats> NodeStats(const CollectiveData& data) {
       if (d >= 0) m[n].durs.push_back(d);
       node_wait[n] = std::max(node_wait[n], s.wait[k - g.begin]);
     }
-    PairWithOthers(node_late, m, &Samples::paired, &Samples::latest);
-    PairWithOthers(node_wait, m, &Samples::paired_wait, &Samples::latest_wait);
+    PairWithOthers(node_late, g.first_entry, m, &Samples::paired, &Samples::paired_at,
+                   &Samples::latest);
+    PairWithOthers(node_wait, g.first_entry, m, &Samples::paired_wait, &Samples::paired_wait_at,
+                   &Samples::latest_wait);
     for (size_t n = 0; n < idx.size(); ++n) {
       if (node_late[n] < 0) continue;
       m[n].late.push_back(node_late[n]);
@@ -485,8 +553,9 @@ std::vector<GroupView> GroupStats(const CollectiveData& data) {
     }
     std::sort(ranks.begin(), ranks.end());
     v.label = "communicator " + rs::HashHex(comm) + " (ranks " + rs::cli::RankRanges(ranks) + ")";
-    std::stable_sort(v.members.begin(), v.members.end(),
-                     [](const GroupMember& x, const GroupMember& y) { return x.excess_ns > y.excess_ns; });
+    std::stable_sort(
+        v.members.begin(), v.members.end(),
+        [](const GroupMember& x, const GroupMember& y) { return x.excess_ns > y.excess_ns; });
     out.push_back(std::move(v));
   }
   return out;
@@ -509,9 +578,10 @@ std::vector<RankAcrossGroups> AcrossGroups(const std::vector<GroupView>& groups)
   }
   std::vector<RankAcrossGroups> out;
   for (auto& [key, a] : by) out.push_back(std::move(a));
-  std::stable_sort(out.begin(), out.end(), [](const RankAcrossGroups& x, const RankAcrossGroups& y) {
-    return x.excess_total_ns > y.excess_total_ns;
-  });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const RankAcrossGroups& x, const RankAcrossGroups& y) {
+                     return x.excess_total_ns > y.excess_total_ns;
+                   });
   return out;
 }
 

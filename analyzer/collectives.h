@@ -114,6 +114,13 @@ int32_t AddParticipant(CollectiveData& data, const std::string& node, int64_t pi
 std::vector<ArrivalStats> ParticipantStats(const CollectiveData& data);
 std::vector<ArrivalStats> NodeStats(const CollectiveData& data);
 
+// When a node became later: over `v` (its paired lateness per collective, at the times `at`),
+// the split, in time order, with at least max(8, n/10) collectives on each side, where the mean
+// after exceeds the mean before by the most standard errors (values winsorized at their 5th and
+// 95th percentiles; the variance pooled within the sides); an onset only where that is at least
+// 4.5 errors and the mean after is above none.
+std::optional<Onset> FindOnset(const std::vector<int64_t>& at, const std::vector<int64_t>& v);
+
 // Per communicator with at least two members in a compared collective: its members' own
 // lateness on one basis (device waits where every compared collective of it has them, else
 // arrivals), paired within each collective; members the latest first; label is

@@ -104,19 +104,84 @@ TEST_F(CollectivesTest, EachGroupNamesItsLatestMemberAndRanksAddUpAcrossGroups) 
   EXPECT_EQ(across[1].excess_total_ns, 0);
 }
 
+NodeExcess Excess(int64_t excess, int64_t noise, int64_t collectives, int64_t latest = 0,
+                  double z = 0) {
+  NodeExcess e;
+  e.excess_ns = excess;
+  e.noise_ns = noise;
+  e.collectives = collectives;
+  e.latest = latest;
+  e.latest_z = z;
+  return e;
+}
+
+// A series of n collectives 1 ms apart: noise of +-sd (a fixed pseudo-random sequence), and
+// `shift` added from collective `from` on.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> Series(size_t n, int64_t sd, size_t from,
+                                                              int64_t shift, uint64_t seed = 7) {
+  std::vector<int64_t> at, v;
+  uint64_t x = seed;
+  for (size_t i = 0; i < n; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const int64_t noise = static_cast<int64_t>((x >> 33) % static_cast<uint64_t>(2 * sd + 1)) - sd;
+    at.push_back(1'000'000 * static_cast<int64_t>(i));
+    v.push_back(noise + (i >= from ? shift : 0));
+  }
+  return {at, v};
+}
+
+TEST(OnsetTest, AStepUpIsFoundWhereItBegan) {
+  auto [at, v] = Series(200, 500'000, 120, 2'000'000);
+  auto o = FindOnset(at, v);
+  ASSERT_TRUE(o);
+  EXPECT_NEAR(static_cast<double>(o->at_ns), 120e6, 3e6);  // within 3 collectives
+  EXPECT_EQ(o->before + o->after, 200);
+  EXPECT_NEAR(static_cast<double>(o->after_ns - o->before_ns), 2e6, 0.3e6);
+  EXPECT_GE(o->t, 5);
+}
+
+TEST(OnsetTest, AStationarySeriesHasNone) {
+  // A constant bias (a pipeline stage that always does more) is no onset, nor is noise alone.
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    auto [at, v] = Series(300, 2'000'000, 0, 700'000, seed);
+    EXPECT_FALSE(FindOnset(at, v)) << "seed " << seed;
+  }
+}
+
+TEST(OnsetTest, HeavyTailsAloneMakeNone) {
+  // A few collectives 50 ms late in the second half (stalls elsewhere) do not make a change.
+  auto [at, v] = Series(200, 500'000, 0, 0);
+  for (size_t i : {130u, 150u, 171u, 190u}) v[i] += 50'000'000;
+  EXPECT_FALSE(FindOnset(at, v));
+}
+
+TEST(OnsetTest, AStepDownOrTooFewCollectivesIsNone) {
+  auto [at, v] = Series(200, 500'000, 100, -3'000'000);
+  EXPECT_FALSE(FindOnset(at, v));  // it became earlier
+  auto [at2, v2] = Series(15, 100'000, 8, 5'000'000);
+  EXPECT_FALSE(FindOnset(at2, v2));  // under 8 on a side
+  // Order by time, not by position: the same step, given in reverse, is found alike.
+  auto [at3, v3] = Series(200, 500'000, 120, 2'000'000);
+  std::reverse(at3.begin(), at3.end());
+  std::reverse(v3.begin(), v3.end());
+  auto o = FindOnset(at3, v3);
+  ASSERT_TRUE(o);
+  EXPECT_NEAR(static_cast<double>(o->at_ns), 120e6, 3e6);
+}
+
 TEST(NodeExcessTest, LaterNeedsThreeStandardErrorsOrTheLatestMoreOftenThanChance) {
-  EXPECT_FALSE((NodeExcess{100, 50, 10}.later()));   // two errors: chance
-  EXPECT_TRUE((NodeExcess{151, 50, 10}.later()));
-  EXPECT_FALSE((NodeExcess{5000, 0, 1}.later()));    // one collective: no error to weigh it by
-  EXPECT_TRUE((NodeExcess{5000, 0, 2}.later()));
-  EXPECT_FALSE((NodeExcess{1, 0, 40}.later()));      // nothing above none
-  EXPECT_FALSE((NodeExcess{}.later()));
+  EXPECT_FALSE((Excess(100, 50, 10).later()));  // two errors: chance
+  EXPECT_TRUE((Excess(151, 50, 10).later()));
+  EXPECT_FALSE((Excess(5000, 0, 1).later()));  // one collective: no error to weigh it by
+  EXPECT_TRUE((Excess(5000, 0, 2).later()));
+  EXPECT_FALSE((Excess(1, 0, 40).later()));  // nothing above none
+  EXPECT_FALSE((NodeExcess().later()));
   // Heavy tails: two errors, but the latest of 3 nodes in 37 of 64 (z 4.2).
-  EXPECT_TRUE((NodeExcess{16'300'000, 7'750'000, 64, 37, 4.2}.later()));
-  EXPECT_FALSE((NodeExcess{16'300'000, 7'750'000, 64, 25, 1.0}.later()));
-  EXPECT_TRUE((NodeExcess{51'000'000, 28'000'000, 34, 16, 2.97}.later()));  // 1 %: z >= 2.33
-  EXPECT_FALSE((NodeExcess{51'000'000, 28'000'000, 34, 12, 2.2}.later()));
-  EXPECT_FALSE((NodeExcess{-100, 10, 64, 40, 5.0}.later()));  // latest often, yet earlier on average
+  EXPECT_TRUE((Excess(16'300'000, 7'750'000, 64, 37, 4.2).later()));
+  EXPECT_FALSE((Excess(16'300'000, 7'750'000, 64, 25, 1.0).later()));
+  EXPECT_TRUE((Excess(51'000'000, 28'000'000, 34, 16, 2.97).later()));  // 1 %: z >= 2.33
+  EXPECT_FALSE((Excess(51'000'000, 28'000'000, 34, 12, 2.2).later()));
+  EXPECT_FALSE((Excess(-100, 10, 64, 40, 5.0).later()));  // latest often, yet earlier on average
 }
 
 TEST_F(CollectivesTest, LatenessAndLastAreCountedPerRankAndNode) {

@@ -625,6 +625,7 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   RETURN_IF_ERROR(AddWarnings(db, merged, r));
   AddClockBoundWarnings(r);
   NameResourceLatenessBasis(r);
+  AddOnsets(r);
   // Nodes in natural order (node2 before node10) everywhere they are listed.
   auto natural = [](const std::string& a, const std::string& b) {
     return rs::cli::NaturalLess(a, b);

@@ -57,6 +57,15 @@ void Stats(rs::JsonWriter& w, const std::vector<ArrivalStats>& stats, bool with_
         w.Key(k + "collectives").Int(p->collectives).Key(k + "excess_ns").Int(p->excess_ns);
         w.Key(k + "excess_se_ns").Int(p->noise_ns).Key(k + "latest_count").Int(p->latest);
         w.Key(k + "latest_z").Double(p->latest_z);
+        w.Key(k + "onset");  // when it became later (collectives.h FindOnset); null: no change
+        if (p->onset) {
+          w.BeginObject().Key("at_ns").Int(p->onset->at_ns);
+          w.Key("before_ns").Int(p->onset->before_ns).Key("after_ns").Int(p->onset->after_ns);
+          w.Key("before").Int(p->onset->before).Key("after").Int(p->onset->after);
+          w.Key("t").Double(p->onset->t).EndObject();
+        } else {
+          w.Null();
+        }
       }
     }
     w.EndObject();

@@ -92,12 +92,23 @@ struct Straggler {
 // its standard error (collectives.cc MeanAndError). Pairing within a collective removes what
 // every node shares (the job's own pace), so a node late in one collective of each step shows
 // although its median does not.
+// When a node became later than the others: the split of its paired lateness (NodeExcess), in
+// time order, where the mean after differs most from the mean before, in standard errors
+// (collectives.cc FindOnset says when it counts).
+struct Onset {
+  int64_t at_ns = 0;                    // the first collective after the change (aligned)
+  int64_t before_ns = 0, after_ns = 0;  // mean excess before and after (winsorized at 5/95 %)
+  int64_t before = 0, after = 0;        // collectives on each side
+  double t = 0;                         // the change over its standard error
+};
+
 struct NodeExcess {
   int64_t excess_ns = 0;  // mean over shared collectives of its lateness minus the others' median
   int64_t noise_ns = 0;   // that mean's standard error
   int64_t collectives = 0;
   int64_t latest = 0;   // of them, those where it alone was the latest node
   double latest_z = 0;  // ... against chance (1/k among k nodes)
+  std::optional<Onset> onset;  // it became later during the recording (FindOnset)
   // Later than the others: a positive excess beyond three standard errors (one-sided, 0.13 %
   // by chance for a normal mean), or, where lateness's heavy tails swell that error, the latest
   // node more often than chance at the one-sided 1 % level (z >= 2.33; the run-queue share or

@@ -5,6 +5,7 @@
 
 #include "confidence.h"
 #include "lateness_straggler.h"
+#include "report_format.h"
 
 #include "rscore/duration.h"
 #include "rscore/schema.h"
@@ -156,6 +157,72 @@ void AddRetransmitNotes(const SideEvents& side, Report& r) {
                       std::to_string(side.retransmits.size()) +
                       " retransmits go to addresses of no recorded node (attributed to the "
                       "sender only)");
+  }
+}
+
+namespace {
+
+std::string Fixed1(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+}  // namespace
+
+void AddOnsets(Report& r) {
+  const bool waits_view = r.timing.device_collectives > 0;
+  // A node that became later part way through, named by no verdict: over the whole recording
+  // its medians hide it (late in the last half of the collectives, its median moved by
+  // microseconds); the window after the onset does not.
+  for (const ArrivalStats& a : r.per_node) {
+    const std::optional<Onset>& o = (waits_view ? a.paired_wait : a.paired).onset;
+    if (!o || std::any_of(r.stragglers.begin(), r.stragglers.end(),
+                          [&](const Straggler& s) { return s.node == a.node; })) {
+      continue;
+    }
+    const std::string from = "+" + FormatNs(o->at_ns - r.start_ns);
+    r.notes.push_back(a.node + " became later than the other nodes from " + from + " on (" +
+                      FormatNs(o->before_ns) + " above them over the " +
+                      std::to_string(o->before) + " collectives before, " +
+                      FormatNs(o->after_ns) + " over the " + std::to_string(o->after) +
+                      " after; a change of " + Fixed1(o->t) +
+                      " standard errors): the whole recording's figures dilute it; "
+                      "'report --from " + from + "' looks at that window alone");
+  }
+  for (Straggler& s : r.stragglers) {
+    if (s.cause == "hang") continue;
+    auto node = std::find_if(r.per_node.begin(), r.per_node.end(),
+                             [&](const ArrivalStats& a) { return a.node == s.node; });
+    if (node == r.per_node.end()) continue;
+    // The finding's own view first; else the other: a change needs no common clock (a constant
+    // offset between nodes cancels between before and after), so arrivals across nodes date it
+    // too.
+    const bool on_waits =
+        s.arrival_basis == "device_waits" || (s.arrival_basis.empty() && waits_view);
+    std::optional<Onset> o = (on_waits ? node->paired_wait : node->paired).onset;
+    const char* view = on_waits ? "device waits" : "arrivals";
+    if (!o && waits_view) {
+      o = (on_waits ? node->paired : node->paired_wait).onset;
+      view = on_waits ? "arrivals" : "device waits";
+    }
+    if (!o) continue;
+    const std::string from = "+" + FormatNs(o->at_ns - r.start_ns);
+    Evidence e;
+    e.kind = "onset";
+    e.summary = s.node + " became later than the other nodes from " + from +
+                " on: " + FormatNs(o->before_ns) + " above them over the " +
+                std::to_string(o->before) + " collectives before, " + FormatNs(o->after_ns) +
+                " over the " + std::to_string(o->after) + " after (a change of " +
+                Fixed1(o->t) + " standard errors, on " + view +
+                "); a window from there (--from " + from + ") shows it sharper";
+    e.values = {{"onset_ns", static_cast<double>(o->at_ns)},
+                {"before_ns", static_cast<double>(o->before_ns)},
+                {"after_ns", static_cast<double>(o->after_ns)},
+                {"t", o->t}};
+    s.evidence.push_back(std::move(e));
+    s.summary += " (later from " + from + " on: " + FormatNs(o->after_ns) + " after, " +
+                 FormatNs(o->before_ns) + " before)";
   }
 }
 

@@ -32,6 +32,12 @@ void AddTimingNotes(const CollectiveData& data, const CallSemantics& sem, Report
 // set.
 rs::Result<void> AddWarnings(rs::Db& db, bool merged, Report& r);
 
+// When each verdict's node became later than the others (NodeExcess::onset, on the finding's
+// own basis, else on the other one where the devices were timed): an 'onset' evidence line and
+// its summary's "from +T on". Hang culprits and findings whose node shows no onset are left as
+// they are. Call after NameResourceLatenessBasis.
+void AddOnsets(Report& r);
+
 // How the retransmits were counted (duplicates, failed attempts, unknown peers).
 void AddRetransmitNotes(const SideEvents& side, Report& r);
 

@@ -161,6 +161,64 @@ TEST(ReportTest, SkewInsideTheClockBoundIsUndetermined) {
   EXPECT_TRUE(tight.stragglers.front().ordering_determined);
 }
 
+// node1's ranks enter every all-reduce from seq `from` on 6 ms late.
+std::string Node1LateFrom(int from) {
+  const std::string after = " AND seq > " + std::to_string(from);
+  return "UPDATE nccl_events SET duration_ns = duration_ns + 6000000 WHERE op = 'ALL_REDUCE'" +
+         after +
+         ";UPDATE nccl_events SET timestamp_ns = timestamp_ns + 6000000,"
+         " duration_ns = duration_ns - 6000000 WHERE node = 'node1' AND op = 'ALL_REDUCE'" +
+         after;
+}
+
+// node1 late from the 11th all-reduce on (of 40): the verdict says when.
+TEST(ReportTest, TheVerdictSaysWhenItsNodeBecameLate) {
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  std::cout << "seed " << spec.seed << "\n";
+  Report r = EditedReport(spec, Node1LateFrom(10));
+  SCOPED_TRACE(RenderText(r));
+  ASSERT_FALSE(r.stragglers.empty());
+  const Straggler& s = r.stragglers.front();
+  ASSERT_EQ(s.node, "node1");
+  auto onset = std::find_if(s.evidence.begin(), s.evidence.end(),
+                            [](const Evidence& e) { return e.kind == "onset"; });
+  ASSERT_NE(onset, s.evidence.end());
+  auto node1 = std::find_if(r.per_node.begin(), r.per_node.end(),
+                            [](const ArrivalStats& a) { return a.node == "node1"; });
+  ASSERT_NE(node1, r.per_node.end());
+  ASSERT_TRUE(node1->paired.onset);
+  EXPECT_NEAR(static_cast<double>(node1->paired.onset->before), 10, 1);
+  EXPECT_GT(node1->paired.onset->after_ns - node1->paired.onset->before_ns, 5'000'000);
+  EXPECT_NE(s.summary.find("later from +"), std::string::npos) << s.summary;
+  // A node late alike from the start has none.
+  Report steady = EditedReport(spec, kNode1Late);
+  for (const ArrivalStats& a : steady.per_node) EXPECT_FALSE(a.paired.onset) << a.node;
+}
+
+// Late only in the last half: the whole recording's medians barely move (no verdict of medium
+// confidence names node1); the finding on node1, or where there is none a note, says from when
+// it is late and points at that window.
+TEST(ReportTest, ALateLastHalfIsPointedAt) {
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  std::cout << "seed " << spec.seed << "\n";
+  Report r = EditedReport(spec, Node1LateFrom(20));
+  SCOPED_TRACE(RenderText(r));
+  bool noted = false;
+  for (const std::string& n : r.notes) {
+    noted = noted || (n.rfind("node1 became later than the other nodes from +", 0) == 0 &&
+                      n.find("'report --from +") != std::string::npos);
+  }
+  for (const Straggler& s : r.stragglers) {
+    if (s.node != "node1") continue;
+    noted = noted || std::any_of(s.evidence.begin(), s.evidence.end(), [](const Evidence& e) {
+              return e.kind == "onset" && e.summary.find("(--from +") != std::string::npos;
+            });
+  }
+  EXPECT_TRUE(noted);
+}
+
 TEST(ReportTest, AWholeNodeLateAlikeIsANodeLevelStraggler) {
   synth::ClusterSpec spec;
   spec.seed = testing::TestSeed();
