@@ -270,6 +270,16 @@ rs::Result<bool> HangAcrossGroups(rs::Db& db, const CollectiveData& data, Report
   HangReport h = EngineHang(*job, res, src);
   if (!h.detected) {
     *why_not = "the wait-for graph over every communicator finds no hang: " + h.summary;
+    // A send and its receive that differ need not hang (NCCL 2.28.9: a float64 receive of a
+    // float32 send completed, the job went on with wrong data): said all the same.
+    for (Mismatch& m : h.mismatches) {
+      if (!m.sender) continue;
+      r.notes.push_back("rank " + std::to_string(*m.receiver) + "'s receive of transfer " +
+                        std::to_string(m.seq) + " from rank " + std::to_string(*m.sender) +
+                        " passed another " + m.field + " than the send (see the mismatches): " +
+                        "NCCL checks neither, so the data it received is not what was sent");
+      r.hang.mismatches.push_back(std::move(m));
+    }
     return false;
   }
   r.notes.insert(r.notes.end(), res.notes.begin(), res.notes.end());

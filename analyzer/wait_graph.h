@@ -50,9 +50,11 @@
 //     B's k-th receive from A there (NCCL runs a communicator's operations in stream order and
 //     executes calls to the same peer in order, usage/p2p.html; each p2p connection is a
 //     FIFO of steps). NCCL requires the pair to pass the same count and datatype (ncclSend's
-//     API documentation) and does not check it: the larger side waits for bytes (or buffer
-//     space) the smaller never gives, or the pair's later transfers shift by the difference
-//     (the test bed's byte streams do the same). A pair that differs is a mismatch; of its two
+//     API documentation) and does not check it: on NCCL 2.28.9 (one H200, socket transport,
+//     4 KiB) a float64 receive of a float32 send completed and the job went on with wrong data
+//     (tests/torch/dumps/nccl_p2p_dtype: no hang, the mismatch listed); where the difference
+//     is not absorbed, one side waits for bytes the other never gives, or the pair's later
+//     transfers shift by it (the test bed's byte streams). A pair that differs is a mismatch; of its two
 //     sides, the one whose value is new to its own calls with that peer, where the other
 //     side's is what it always passes, is the culprit (rule 7's history tie-break).
 #pragma once

@@ -7,7 +7,8 @@ Flight Recorder dump in both formats PyTorch writes.
   jobs.py --backend nccl [--plugin LIB] [--recorder-pid PID] OUT_DIR SCENARIO
 
 SCENARIO (gloo): healthy | skipped | subgroup_stall | size_mismatch | slow
-SCENARIO (nccl): healthy | slow | skipped | two_stalls | size_mismatch | crash | p2p_stall
+SCENARIO (nccl): healthy | slow | skipped | two_stalls | size_mismatch | crash | p2p_stall |
+                 p2p_dtype
                  (NCCL_SCENARIOS below)
 
 The job is shaped like a small 2-way tensor-parallel x 2-way data-parallel job:
@@ -293,6 +294,11 @@ NCCL_SCENARIOS = {
     "p2p_stall": {"faulty_ranks": [2], "kind": "stall", "group": "p2p 0->2", "op": "recv",
                   "what": "rank 2 stalls (sleeps) before the last step's receive from rank 0: "
                           "rank 0's send and everything after it wait for rank 2"},
+    "p2p_dtype": {"faulty_ranks": [2], "kind": "mismatch", "group": "p2p 0->2", "op": "recv",
+                  "field": "dtype",
+                  "what": "rank 2 receives the last step's tensor from rank 0 into a float64 "
+                          "buffer where rank 0 sends float32 (as every step before): NCCL "
+                          "checks neither count nor dtype of a pair"},
 }
 
 
@@ -372,6 +378,9 @@ def nccl_worker(out_dir, scenario, rank):
                     log(rank, "stalls before the receive from rank 0")
                     time.sleep(NCCL_JOB_S)
                     os._exit(0)
+                if last and scenario == "p2p_dtype" and faulty:
+                    buf = torch.empty(NUMEL, dtype=torch.float64, device=dev)
+                    log(rank, "receives float64 where rank 0 sends float32")
                 op(lambda: dist.recv(buf, rank - 2))
             op(lambda: dist.all_reduce(x, group=dp))
             if last and scenario == "skipped" and faulty:

@@ -21,6 +21,9 @@
 #   nccl_size_mismatch           rank 3 passed half the elements (all four hang): rank 3
 #   nccl_crash                   rank 1 killed itself (no dump of it; a suspect): rank 1
 #   nccl_p2p_stall               rank 2 stalled before its receive from rank 0: rank 2
+#   nccl_p2p_dtype               rank 2 received float64 where rank 0 sent float32: NCCL
+#                                completed it and the job went on; no hang, nobody blamed, the
+#                                pair's mismatch listed (transfer 3 from rank 0 to rank 2)
 #   torch_dumps_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 BUILD=$1
@@ -75,6 +78,7 @@ for fmt in pickle json auto; do
   check nccl_size_mismatch "$fmt" mismatch 3 ""
   check nccl_crash "$fmt" hang 1 ""
   check nccl_p2p_stall "$fmt" hang 2 ""
+  [[ $fmt == auto ]] || check nccl_p2p_dtype "$fmt" none "" ""
 done
 
 # check_recorded SCENARIO INPUTS WANT_KIND WANT_CULPRITS: the report's hang verdict on the
@@ -116,6 +120,37 @@ check_recorded nccl_two_stalls "gpunode.rsb pickle" hang 1,2
 check_recorded nccl_size_mismatch "gpunode.rsb pickle" mismatch 3
 check_recorded nccl_crash "gpunode.rsb pickle" hang 1
 check_recorded nccl_p2p_stall "gpunode.rsb pickle" hang 2
+check_recorded nccl_p2p_dtype gpunode.rsb none ""
+check_recorded nccl_p2p_dtype "gpunode.rsb pickle" none ""
+
+# The pair that differed, listed without a hang: from the dumps (their own engine) and from
+# the recording alone (its sends and receives, paired by the recorder's per-peer numbering).
+p2p_mismatch() {  # INPUTS KEY(flight_recorder|recording)
+  local db="$OUT/p2p-dtype-${1//[ /]/_}.rsdb" args=()
+  for i in $1; do args+=("$DUMPS/nccl_p2p_dtype/$i"); done
+  "$MERGE" -q -o "$db" "${args[@]}" >"$OUT/merge.log" 2>&1 ||
+    { echo "FAIL: p2p dtype $1: merge: $(tail -n 3 "$OUT/merge.log")"; failed=1; return; }
+  "$ANALYZE" report "$db" --format json -o "$db.json" >"$OUT/report.log" 2>&1 ||
+    { echo "FAIL: p2p dtype $1: report: $(tail -n 3 "$OUT/report.log")"; failed=1; return; }
+  if python3 - "$db.json" "$2" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+hang = (r.get("flight_recorder") or {}).get("hang") if sys.argv[2] == "flight_recorder" else r.get("hang")
+got = [(m["sender"], m["receiver"], m["seq"], m["field"], sorted(v["value"] for v in m["variants"]))
+       for m in (hang or {}).get("mismatches", []) if m.get("sender") is not None]
+sys.exit(0 if got == [(0, 2, 3, "datatype", ["float32", "float64"])] and not hang.get("detected")
+         else 1)
+PY
+  then
+    echo "ok: nccl_p2p_dtype ($1): the pair's mismatch listed, no hang"
+  else
+    echo "FAIL: nccl_p2p_dtype ($1): the pair's mismatch (0 -> 2, transfer 3, float32/float64) not listed alone"
+    failed=1
+  fi
+}
+p2p_mismatch pickle flight_recorder
+p2p_mismatch json flight_recorder
+p2p_mismatch gpunode.rsb recording
 
 # A hang held in a send: nccl_p2p_stall's recording with rank 0's last send made still running
 # on its device (in the job it completed: NCCL buffered the 4 KiB send without the posted
