@@ -52,11 +52,12 @@
 //     FIFO of steps). NCCL requires the pair to pass the same count and datatype (ncclSend's
 //     API documentation) and does not check it: on NCCL 2.28.9 (one H200, socket transport,
 //     4 KiB) a float64 receive of a float32 send completed and the job went on with wrong data
-//     (tests/torch/dumps/nccl_p2p_dtype: no hang, the mismatch listed); where the difference
-//     is not absorbed, one side waits for bytes the other never gives, or the pair's later
-//     transfers shift by it (the test bed's byte streams). A pair that differs is a mismatch; of its two
-//     sides, the one whose value is new to its own calls with that peer, where the other
-//     side's is what it always passes, is the culprit (rule 7's history tie-break).
+//     (tests/torch/dumps/nccl_p2p_dtype: no hang, the mismatch listed); with 4 MiB sent into
+//     8 MiB the receive never completed and every rank timed out (nccl_p2p_dtype_4m): one side
+//     waits for bytes the other never gives, or (the test bed's byte streams) the pair's later
+//     transfers shift by it. A pair that differs is a mismatch; of its two sides, the one whose
+//     value is new to its own calls with that peer, where the other side's is what it always
+//     passes, is the culprit (rule 7's history tie-break).
 #pragma once
 
 #include <cstddef>

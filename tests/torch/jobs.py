@@ -53,7 +53,9 @@ SLOW_S = 2.0  # how late the slow rank enters each collective
 # dp all_reduce while rank 3 still sleeps before its tp all_reduce, tp all_gather and dp
 # all_reduce), so the default 5 s would turn lateness into a timeout.
 SLOW_TIMEOUT_S = 30
-NUMEL = 1024
+# Elements per tensor (float32); RANKSCOPE_FR_NUMEL changes it (the kept dumps use 1024: 4 KiB
+# messages, which NCCL's socket transport sends without waiting for the receive).
+NUMEL = int(os.environ.get("RANKSCOPE_FR_NUMEL", "1024"))
 FR_BUFFER = 2000  # TORCH_FR_BUFFER_SIZE: entries kept per process (every entry of a job here)
 WAIT_OTHERS_S = 120  # how long a finished rank waits for the others before it exits anyway
 JOB_S = 240  # the whole job's bound (the launcher kills what still runs after it)
@@ -494,6 +496,7 @@ def nccl_launch(out_dir, scenario, plugin, recorder_pid):
     truth = dict(spec)
     truth.update({
         "scenario": scenario, "world_size": WORLD, "steps": STEPS, "timeout_s": NCCL_TIMEOUT_S,
+        "numel": NUMEL,
         "groups": {"world": [[0, 1, 2, 3]], "tp": [[0, 1], [2, 3]], "dp": [[0, 2], [1, 3]],
                    "p2p": [[0, 2], [1, 3]]},
         "per_step": ["tp all_reduce", "tp all_gather", "p2p send 0->2 1->3 (world)",

@@ -21,9 +21,11 @@
 #   nccl_size_mismatch           rank 3 passed half the elements (all four hang): rank 3
 #   nccl_crash                   rank 1 killed itself (no dump of it; a suspect): rank 1
 #   nccl_p2p_stall               rank 2 stalled before its receive from rank 0: rank 2
-#   nccl_p2p_dtype               rank 2 received float64 where rank 0 sent float32: NCCL
-#                                completed it and the job went on; no hang, nobody blamed, the
-#                                pair's mismatch listed (transfer 3 from rank 0 to rank 2)
+#   nccl_p2p_dtype               rank 2 received float64 where rank 0 sent float32 (4 KiB):
+#                                NCCL completed it and the job went on; no hang, nobody blamed,
+#                                the pair's mismatch listed (transfer 3 from rank 0 to rank 2)
+#   nccl_p2p_dtype_4m            the same with 4 MiB sent into 8 MiB: rank 2 waits in the receive,
+#                                every rank times out: a mismatch, rank 2
 #   torch_dumps_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 BUILD=$1
@@ -79,6 +81,7 @@ for fmt in pickle json auto; do
   check nccl_crash "$fmt" hang 1 ""
   check nccl_p2p_stall "$fmt" hang 2 ""
   [[ $fmt == auto ]] || check nccl_p2p_dtype "$fmt" none "" ""
+  check nccl_p2p_dtype_4m "$fmt" mismatch 2 ""
 done
 
 # check_recorded SCENARIO INPUTS WANT_KIND WANT_CULPRITS: the report's hang verdict on the
@@ -122,6 +125,8 @@ check_recorded nccl_crash "gpunode.rsb pickle" hang 1
 check_recorded nccl_p2p_stall "gpunode.rsb pickle" hang 2
 check_recorded nccl_p2p_dtype gpunode.rsb none ""
 check_recorded nccl_p2p_dtype "gpunode.rsb pickle" none ""
+check_recorded nccl_p2p_dtype_4m gpunode.rsb mismatch 2
+check_recorded nccl_p2p_dtype_4m "gpunode.rsb pickle" mismatch 2
 
 # The pair that differed, listed without a hang: from the dumps (their own engine) and from
 # the recording alone (its sends and receives, paired by the recorder's per-peer numbering).
