@@ -183,12 +183,12 @@ void AddOnsets(Report& r) {
     }
     const std::string from = "+" + FormatNs(o->at_ns - r.start_ns);
     r.notes.push_back(a.node + " became later than the other nodes from " + from + " on (" +
-                      FormatNs(o->before_ns) + " above them over the " +
-                      std::to_string(o->before) + " collectives before, " +
-                      FormatNs(o->after_ns) + " over the " + std::to_string(o->after) +
-                      " after; a change of " + Fixed1(o->t) +
+                      FormatNs(o->before_ns) + " above them over the " + std::to_string(o->before) +
+                      " collectives before, " + FormatNs(o->after_ns) + " over the " +
+                      std::to_string(o->after) + " after; a change of " + Fixed1(o->t) +
                       " standard errors): the whole recording's figures dilute it; "
-                      "'report --from " + from + "' looks at that window alone");
+                      "'report --from " +
+                      from + "' looks at that window alone");
   }
   for (Straggler& s : r.stragglers) {
     if (s.cause == "hang") continue;
@@ -213,9 +213,9 @@ void AddOnsets(Report& r) {
     e.summary = s.node + " became later than the other nodes from " + from +
                 " on: " + FormatNs(o->before_ns) + " above them over the " +
                 std::to_string(o->before) + " collectives before, " + FormatNs(o->after_ns) +
-                " over the " + std::to_string(o->after) + " after (a change of " +
-                Fixed1(o->t) + " standard errors, on " + view +
-                "); a window from there (--from " + from + ") shows it sharper";
+                " over the " + std::to_string(o->after) + " after (a change of " + Fixed1(o->t) +
+                " standard errors, on " + view + "); 'report --from " + from +
+                "' looks at that window alone";
     e.values = {{"onset_ns", static_cast<double>(o->at_ns)},
                 {"before_ns", static_cast<double>(o->before_ns)},
                 {"after_ns", static_cast<double>(o->after_ns)},

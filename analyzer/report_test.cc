@@ -213,7 +213,7 @@ TEST(ReportTest, ALateLastHalfIsPointedAt) {
   for (const Straggler& s : r.stragglers) {
     if (s.node != "node1") continue;
     noted = noted || std::any_of(s.evidence.begin(), s.evidence.end(), [](const Evidence& e) {
-              return e.kind == "onset" && e.summary.find("(--from +") != std::string::npos;
+              return e.kind == "onset" && e.summary.find("'report --from +") != std::string::npos;
             });
   }
   EXPECT_TRUE(noted);
