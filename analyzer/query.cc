@@ -328,9 +328,19 @@ bool ColumnListed(const std::vector<ColumnInfo>& columns, std::string_view name)
 std::string ViewName(std::string_view table) { return std::string(table) + "_v"; }
 
 // What the view of `table` adds, given the table's columns.
-std::vector<ViewColumn> ViewColumns(std::string_view table,
-                                    const std::vector<ColumnInfo>& columns) {
+std::vector<ViewColumn> ViewColumns(std::string_view table, const std::vector<ColumnInfo>& columns,
+                                    bool process_ranks) {
   std::vector<ViewColumn> added;
+  // Events of a process (scheduler, block I/O, TCP, CUDA, process events) carry no rank of their
+  // own: the rank of their process (processes.rank), so that a query can ask by rank.
+  if (process_ranks && ColumnListed(columns, "node") && ColumnListed(columns, "pid") &&
+      !ColumnListed(columns, "rank")) {
+    const std::string t(table);
+    added.push_back({"rank",
+                     "(SELECT p.rank FROM main.processes p WHERE p.node = " + t +
+                         ".node AND p.pid = " + t + ".pid)",
+                     "the rank of the event's process (processes.rank; NULL where unknown)"});
+  }
   auto time = [&](const std::string& column, const std::string& name) {
     if (ColumnListed(columns, column)) {
       added.push_back(
@@ -350,6 +360,13 @@ std::vector<ViewColumn> ViewColumns(std::string_view table,
                      column + " as 16 hex digits, as the report and the trace show it"});
   }
   return added;
+}
+
+// The database has processes.rank (the views then give every process event its rank).
+rs::Result<bool> ProcessRanks(rs::Db& db) {
+  ASSIGN_OR_RETURN(bool has, rs::HasTable(db, "processes"));
+  if (!has) return false;
+  return rs::HasColumn(db, "processes", "rank");
 }
 
 // The event tables `db` has, with their columns.
@@ -417,9 +434,12 @@ std::string Join(const std::vector<std::string>& names) {
 
 rs::Result<void> CreateQueryViews(rs::Db& db) {
   ASSIGN_OR_RETURN(auto tables, EventTables(db));
+  ASSIGN_OR_RETURN(bool ranks, ProcessRanks(db));
   for (const auto& [table, columns] : tables) {
     std::string sql = "CREATE TEMP VIEW IF NOT EXISTS " + ViewName(table) + " AS SELECT *";
-    for (const ViewColumn& v : ViewColumns(table, columns)) sql += ", " + v.sql + " AS " + v.name;
+    for (const ViewColumn& v : ViewColumns(table, columns, ranks)) {
+      sql += ", " + v.sql + " AS " + v.name;
+    }
     RETURN_IF_ERROR(db.Exec(sql + " FROM main." + table));
   }
   return rs::Ok();
@@ -430,6 +450,7 @@ rs::Result<void> PrintSchema(rs::Db& db, std::ostream& out) {
   ASSIGN_OR_RETURN(std::vector<std::string> tables, TableNames(db, "table", "sqlite_master"));
   ASSIGN_OR_RETURN(std::vector<std::string> views, TableNames(db, "view", "sqlite_temp_master"));
   ASSIGN_OR_RETURN(auto event_tables, EventTables(db));
+  ASSIGN_OR_RETURN(bool ranks, ProcessRanks(db));
   std::vector<std::vector<std::string>> rows = {{"table", "rows", "meaning"}};
   std::map<std::string, std::string> counts;
   for (const std::string& t : tables) {
@@ -442,7 +463,7 @@ rs::Result<void> PrintSchema(rs::Db& db, std::ostream& out) {
     const std::string view = ViewName(table);
     if (std::find(views.begin(), views.end(), view) == views.end()) continue;
     std::vector<std::string> added;
-    for (const ViewColumn& v : ViewColumns(table, columns)) added.push_back(v.name);
+    for (const ViewColumn& v : ViewColumns(table, columns, ranks)) added.push_back(v.name);
     rows.push_back({view, counts[table], "view: " + table + " with " + Join(added)});
   }
   PrintAligned(rows, out);
@@ -457,10 +478,11 @@ rs::Result<void> PrintTableSchema(rs::Db& db, const std::string& table, std::ost
   std::vector<ViewColumn> added;
   if (std::find(views.begin(), views.end(), table) != views.end()) {
     ASSIGN_OR_RETURN(auto event_tables, EventTables(db));
+    ASSIGN_OR_RETURN(bool ranks, ProcessRanks(db));
     for (const auto& [t, columns] : event_tables) {
       if (ViewName(t) != table) continue;
       base = t;
-      added = ViewColumns(t, columns);
+      added = ViewColumns(t, columns, ranks);
     }
   } else if (std::find(tables.begin(), tables.end(), table) == tables.end()) {
     return rs::Error("no table or view '" + table + "' in this database; tables: " + Join(tables) +

@@ -91,5 +91,16 @@ for flag in -h --help; do
 done
 "$analyze" --help | grep -q 'rankscope-analyze schema' || fail "rankscope-analyze --help does not name schema"
 
+# The events of a process carry its rank in the views (processes.rank), every one of them.
+for in in "${inputs[@]}"; do
+  n=$("$analyze" query -q "$in" "SELECT COUNT(*) FROM sched_events_v WHERE rank IS NOT NULL" --format csv | tail -n 1)
+  [[ "$n" =~ ^[0-9]+$ && $n -gt 0 ]] || fail "$in: sched_events_v has no rank ($n)"
+  off=$("$analyze" query -q "$in" "SELECT COUNT(*) FROM sched_events_v v LEFT JOIN processes p
+        ON p.node = v.node AND p.pid = v.pid WHERE v.rank IS NOT p.rank" --format csv | tail -n 1)
+  [[ "$off" == 0 ]] || fail "$in: $off sched_events_v rows whose rank is not their process's"
+  "$analyze" schema -q "$in" | grep -q -E '^sched_events_v +[0-9]+ +view: sched_events with rank, time_utc' ||
+    fail "$in: schema does not list sched_events_v's rank"
+done
+
 [[ $fails == 0 ]] || { echo "$fails failure(s)"; exit 1; }
 echo "PASS"
