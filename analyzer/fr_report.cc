@@ -130,7 +130,16 @@ rs::Result<void> AddFlightRecorder(rs::Db& db, Report& r) {
   }
   r.notes.insert(r.notes.end(), fr.notes.begin(), fr.notes.end());
   for (const Mismatch& m : fr.hang.mismatches) {
-    if (fr.agreement != "flight_recorder_only" && !replaced) r.hang.mismatches.push_back(m);
+    if (fr.agreement == "flight_recorder_only" || replaced) break;
+    // A send/receive pair the recording's own engine listed already (same ranks, transfer
+    // and field): said once.
+    const bool listed =
+        m.sender &&
+        std::any_of(r.hang.mismatches.begin(), r.hang.mismatches.end(), [&](const Mismatch& x) {
+          return x.sender == m.sender && x.receiver == m.receiver && x.seq == m.seq &&
+                 x.field == m.field;
+        });
+    if (!listed) r.hang.mismatches.push_back(m);
   }
   r.flight_recorder = std::move(fr);
   return rs::Ok();

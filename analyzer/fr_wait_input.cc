@@ -167,17 +167,12 @@ void ApplyCoalesced(std::vector<wait::Op>& ops) {
 // coalesced batch), so the pair's own count is taken from the entries in record order (a
 // batch's entries are recorded in call order, each with the batch's p2p_seq_id). A group
 // whose coalesced p2p entry lists no operations of its own (older PyTorch records the batch
-// alone) cannot be counted: its operations are left unnumbered.
+// alone) cannot be counted: its operations are left unnumbered. Called after ApplyCoalesced,
+// which keeps a coalesced entry only where it has no operations.
 void NumberPairs(std::vector<wait::Op>& ops) {
   std::set<size_t> uncounted;
-  std::set<std::pair<size_t, int64_t>> batch_members;
   for (const wait::Op& o : ops) {
-    if (o.p2p && o.op != rs::NcclOp::kCoalesced) batch_members.insert({o.group, o.seq});
-  }
-  for (const wait::Op& o : ops) {
-    if (o.p2p && o.op == rs::NcclOp::kCoalesced && !batch_members.count({o.group, o.seq})) {
-      uncounted.insert(o.group);
-    }
+    if (o.p2p && o.op == rs::NcclOp::kCoalesced) uncounted.insert(o.group);
   }
   std::vector<size_t> order;
   for (size_t k = 0; k < ops.size(); ++k) {

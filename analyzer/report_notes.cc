@@ -168,10 +168,24 @@ std::string Fixed1(double v) {
   return buf;
 }
 
+// "node2 became later than the other nodes from +T on: ... (a change of 4.7 standard errors, on
+// arrivals); 'report --from +T' looks at that window alone": the onset, said alike in the
+// verdict's evidence and in a note.
+std::string OnsetSentence(const std::string& node, const Onset& o, int64_t start_ns,
+                          const std::string& view) {
+  const std::string from = "+" + FormatNs(o.at_ns - start_ns);
+  return node + " became later than the other nodes from " + from +
+         " on: " + FormatNs(o.before_ns) + " above them over the " + std::to_string(o.before) +
+         " collectives before, " + FormatNs(o.after_ns) + " over the " + std::to_string(o.after) +
+         " after (a change of " + Fixed1(o.t) + " standard errors, on " + view +
+         "); 'report --from " + from + "' looks at that window alone";
+}
+
 }  // namespace
 
 void AddOnsets(Report& r) {
   const bool waits_view = r.timing.device_collectives > 0;
+  const std::string default_view = waits_view ? "device waits" : "arrivals";
   // A node that became later part way through, named by no verdict: over the whole recording
   // its medians hide it (late in the last half of the collectives, its median moved by
   // microseconds); the window after the onset does not.
@@ -181,14 +195,8 @@ void AddOnsets(Report& r) {
                           [&](const Straggler& s) { return s.node == a.node; })) {
       continue;
     }
-    const std::string from = "+" + FormatNs(o->at_ns - r.start_ns);
-    r.notes.push_back(a.node + " became later than the other nodes from " + from + " on (" +
-                      FormatNs(o->before_ns) + " above them over the " + std::to_string(o->before) +
-                      " collectives before, " + FormatNs(o->after_ns) + " over the " +
-                      std::to_string(o->after) + " after; a change of " + Fixed1(o->t) +
-                      " standard errors): the whole recording's figures dilute it; "
-                      "'report --from " +
-                      from + "' looks at that window alone");
+    r.notes.push_back(OnsetSentence(a.node, *o, r.start_ns, default_view) +
+                      " (the whole recording's figures dilute it)");
   }
   for (Straggler& s : r.stragglers) {
     if (s.cause == "hang") continue;
@@ -207,22 +215,16 @@ void AddOnsets(Report& r) {
       view = on_waits ? "arrivals" : "device waits";
     }
     if (!o) continue;
-    const std::string from = "+" + FormatNs(o->at_ns - r.start_ns);
     Evidence e;
     e.kind = "onset";
-    e.summary = s.node + " became later than the other nodes from " + from +
-                " on: " + FormatNs(o->before_ns) + " above them over the " +
-                std::to_string(o->before) + " collectives before, " + FormatNs(o->after_ns) +
-                " over the " + std::to_string(o->after) + " after (a change of " + Fixed1(o->t) +
-                " standard errors, on " + view + "); 'report --from " + from +
-                "' looks at that window alone";
+    e.summary = OnsetSentence(s.node, *o, r.start_ns, view);
     e.values = {{"onset_ns", static_cast<double>(o->at_ns)},
                 {"before_ns", static_cast<double>(o->before_ns)},
                 {"after_ns", static_cast<double>(o->after_ns)},
                 {"t", o->t}};
     s.evidence.push_back(std::move(e));
-    s.summary += " (later from " + from + " on: " + FormatNs(o->after_ns) + " after, " +
-                 FormatNs(o->before_ns) + " before)";
+    s.summary += " (later from +" + FormatNs(o->at_ns - r.start_ns) +
+                 " on: " + FormatNs(o->after_ns) + " after, " + FormatNs(o->before_ns) + " before)";
   }
 }
 

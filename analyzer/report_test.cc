@@ -161,14 +161,29 @@ TEST(ReportTest, SkewInsideTheClockBoundIsUndetermined) {
   EXPECT_TRUE(tight.stragglers.front().ordering_determined);
 }
 
+// As kNode1Late for `node`, in the all-reduces that also match `also` (" AND ...").
+std::string NodeLate(const std::string& node, const std::string& also) {
+  return "UPDATE nccl_events SET duration_ns = duration_ns + 6000000 WHERE op = 'ALL_REDUCE'" +
+         also +
+         ";UPDATE nccl_events SET timestamp_ns = timestamp_ns + 6000000,"
+         " duration_ns = duration_ns - 6000000 WHERE node = '" +
+         node + "' AND op = 'ALL_REDUCE'" + also;
+}
+
 // node1's ranks enter every all-reduce from seq `from` on 6 ms late.
 std::string Node1LateFrom(int from) {
-  const std::string after = " AND seq > " + std::to_string(from);
-  return "UPDATE nccl_events SET duration_ns = duration_ns + 6000000 WHERE op = 'ALL_REDUCE'" +
-         after +
-         ";UPDATE nccl_events SET timestamp_ns = timestamp_ns + 6000000,"
-         " duration_ns = duration_ns - 6000000 WHERE node = 'node1' AND op = 'ALL_REDUCE'" +
-         after;
+  return NodeLate("node1", " AND seq > " + std::to_string(from));
+}
+
+// The synthetic hang: node1's local rank 0 stops entering collectives (seed printed).
+synth::ClusterSpec HangOnNode1() {
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  spec.fault = "hang";
+  spec.fault_node = 1;
+  spec.fault_local_rank = 0;
+  std::cout << "seed " << spec.seed << "\n";
+  return spec;
 }
 
 // node1 late from the 11th all-reduce on (of 40): the verdict says when.
@@ -517,12 +532,7 @@ TEST(ReportTest, MismatchedCountAtOneSequenceIsReported) {
 // The hang advice names the culprit's process, its last completed call, what it did instead and
 // where it was called from.
 TEST(ReportTest, HangAdviceNamesTheCulpritsPidLastCallAndCaller) {
-  synth::ClusterSpec spec;
-  spec.seed = testing::TestSeed();
-  spec.fault = "hang";
-  spec.fault_node = 1;
-  spec.fault_local_rank = 0;
-  std::cout << "seed " << spec.seed << "\n";
+  const synth::ClusterSpec spec = HangOnNode1();
   Report r =
       EditedReport(spec,
                    "INSERT INTO stacks(id, frames) VALUES (77,"
@@ -578,20 +588,8 @@ TEST(ReportTest, HangCulpritWithoutAnyRecordingIsNamedByRank) {
 // hang's culprits alone (a CPU-contention finding on a waiting node, capped to low but left
 // among the stragglers, failed the acceptance test's hang scenario).
 TEST(ReportTest, BesideAHangOtherFindingsAreObservations) {
-  synth::ClusterSpec spec;
-  spec.seed = testing::TestSeed();
-  spec.fault = "hang";
-  spec.fault_node = 1;
-  spec.fault_local_rank = 0;
-  std::cout << "seed " << spec.seed << "\n";
   // node2's ranks enter every completed all-reduce 6 ms late: a lateness finding of its own.
-  Report r =
-      EditedReport(spec,
-                   "UPDATE nccl_events SET duration_ns = duration_ns + 6000000"
-                   " WHERE op = 'ALL_REDUCE' AND duration_ns IS NOT NULL;"
-                   "UPDATE nccl_events SET timestamp_ns = timestamp_ns + 6000000,"
-                   " duration_ns = duration_ns - 6000000"
-                   " WHERE node = 'node2' AND op = 'ALL_REDUCE' AND duration_ns IS NOT NULL");
+  Report r = EditedReport(HangOnNode1(), NodeLate("node2", " AND duration_ns IS NOT NULL"));
   SCOPED_TRACE(RenderText(r));
   ASSERT_TRUE(r.hang.detected);
   ASSERT_FALSE(r.stragglers.empty());

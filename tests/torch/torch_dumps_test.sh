@@ -156,6 +156,7 @@ PY
 p2p_mismatch pickle flight_recorder
 p2p_mismatch json flight_recorder
 p2p_mismatch gpunode.rsb recording
+p2p_mismatch "gpunode.rsb pickle" recording  # listed once, though both found it
 
 # A hang held in a send: nccl_p2p_stall's recording with rank 0's last send made still running
 # on its device (in the job it completed: NCCL buffered the 4 KiB send without the posted
