@@ -21,6 +21,7 @@
 #include "recorded_wait_input.h"
 #include "report_format.h"
 #include "report_notes.h"
+#include "report_verdict.h"
 #include "report_warnings.h"
 #include "side_events.h"
 #include "straggler.h"
@@ -99,74 +100,6 @@ void NameWho(Straggler& s, const CollectiveData& data, const SideEvents& side,
   bool cpu = std::any_of(s.causes.begin(), s.causes.end(),
                          [](const Cause& c) { return c.kind == "cpu_contention"; });
   if (cpu) s.competitors = CpuCompetitors(side, data, s.node, s.pids);
-}
-
-// Whether the recording could not see a slow GPU: its NCCL calls only enqueue and no device
-// arrival was recorded, so lateness is when each host issued the collective, and a rank whose
-// GPU runs 4x slower (the test bed's 'slow' fault without the plugin: the job's steps/s fell
-// from 12.5 to 7.1) looks as early as the others.
-bool DeviceUnseen(const Report& r) {
-  return r.timing.call_semantics == "enqueue" && r.timing.device_collectives == 0 &&
-         r.collectives > 0;
-}
-
-// The first line of every format and its kind (Report::verdict_kind).
-void SetVerdict(Report& r, const std::vector<ArrivalStats>& stats) {
-  auto set = [&](const char* kind, std::string text) {
-    r.verdict_kind = kind;
-    r.verdict = std::move(text);
-  };
-  if (r.hang.detected) return set("hang", "HANG: " + r.hang.summary);
-  if (r.nccl_calls == 0 && r.flight_recorder) {  // dumps only: their verdict
-    if (r.hang.kind == "undetermined")
-      return set("undetermined", "UNDETERMINED: " + r.hang.summary);
-    return set("no_hang", "NO HANG: " + r.hang.summary);
-  }
-  if (r.nccl_calls == 0) {
-    return set("no_collectives",
-               "NO COLLECTIVES: the recording has no NCCL collectives; straggler and hang "
-               "analysis need them");
-  }
-  for (const Straggler& s : r.stragglers) {
-    if (AtLeastMedium(s.confidence)) {
-      return set("straggler", "STRAGGLER: " + s.node +
-                                  (s.rank ? " rank " + std::to_string(*s.rank) : "") + " — cause " +
-                                  s.cause + " (confidence " + ConfidenceName(s.confidence) +
-                                  "): " + s.summary);
-    }
-  }
-  // Below medium, a verdict left among the stragglers is one whose lateness the clocks cannot
-  // order (AddClockBoundWarnings lowers those): the data cannot decide.
-  for (const Straggler& s : r.stragglers) {
-    if (!AtLeastMedium(s.confidence)) return set("undetermined", "UNDETERMINED: " + s.summary);
-  }
-  if (r.collectives == 0) {
-    return set("no_collectives",
-               "NO MATCHED COLLECTIVES: no collective was seen by two or more ranks");
-  }
-  std::vector<int64_t> p90;
-  for (const ArrivalStats& s : stats) p90.push_back(s.p90_lateness_ns);
-  const std::string within =
-      std::to_string(stats.size()) + " ranks' hosts issue the collectives within " +
-      FormatNs(p90.empty() ? 0 : *std::max_element(p90.begin(), p90.end())) +
-      " of each other (worst p90) over " + std::to_string(r.collectives) + " collectives";
-  if (DeviceUnseen(r)) {
-    return set("undetermined",
-               "UNDETERMINED (GPU side not seen): " + within +
-                   ", but these NCCL calls only enqueue and no device arrival was recorded, so "
-                   "a rank whose GPU is slow would look as early as the others here; record with "
-                   "rankscope's NCCL profiler plugin loaded (NCCL_PROFILER_PLUGIN, see "
-                   "libnccl-profiler-rankscope(7)) to see it");
-  }
-  std::string v = "NO STRAGGLER: " + std::to_string(stats.size()) + " ranks arrive within " +
-                  FormatNs(p90.empty() ? 0 : *std::max_element(p90.begin(), p90.end())) +
-                  " of each other (worst p90) over " + std::to_string(r.collectives) +
-                  " collectives";
-  if (!r.observations.empty()) {
-    v +=
-        " (" + std::to_string(r.observations.size()) + " observation(s) below explain no lateness)";
-  }
-  set("no_straggler", std::move(v));
 }
 
 // The recording's span and what it is, from the file's metadata.
