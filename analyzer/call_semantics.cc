@@ -140,18 +140,26 @@ rs::Result<CallSemantics> DetectCallSemantics(rs::Db& db, const CollectiveData& 
   return s;
 }
 
+namespace {
+
+void MarkEnqueue(NcclCall& c, const CallSemantics& s) {
+  c.enqueue = s.kind == "enqueue";
+  if (!c.device || !c.device->end_ns || !c.host_seen || c.in_flight()) return;
+  // Its own device times decide where they can: converted ends are never early and at most
+  // clock_error_ns late.
+  int64_t exit = c.ts + c.dur, end = *c.device->end_ns;
+  if (exit >= end) {
+    c.enqueue = false;  // returned after its device finished
+  } else if (c.device->clock_error_ns && exit < end - *c.device->clock_error_ns) {
+    c.enqueue = true;  // returned before its device finished
+  }
+}
+
+}  // namespace
+
 void MarkEnqueues(CollectiveData& data, const CallSemantics& s) {
-  for (NcclCall& c : data.calls) {
-    c.enqueue = s.kind == "enqueue";
-    if (!c.device || !c.device->end_ns || !c.host_seen || c.in_flight()) continue;
-    // Its own device times decide where they can: converted ends are never early and at most
-    // clock_error_ns late.
-    int64_t exit = c.ts + c.dur, end = *c.device->end_ns;
-    if (exit >= end) {
-      c.enqueue = false;  // returned after its device finished
-    } else if (c.device->clock_error_ns && exit < end - *c.device->clock_error_ns) {
-      c.enqueue = true;  // returned before its device finished
-    }
+  for (std::vector<NcclCall>* calls : {&data.calls, &data.p2p}) {
+    for (NcclCall& c : *calls) MarkEnqueue(c, s);
   }
 }
 

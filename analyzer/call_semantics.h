@@ -37,7 +37,8 @@ struct CallSemantics {
 rs::Result<CallSemantics> DetectCallSemantics(rs::Db& db, const CollectiveData& data,
                                               const std::vector<NodeClock>& clocks);
 
-// Sets NcclCall::enqueue: from the call's own device times where seen, else from `s`.
+// Sets NcclCall::enqueue of every call and send or receive: from its own device times where
+// seen, else from `s`.
 void MarkEnqueues(CollectiveData& data, const CallSemantics& s);
 
 }  // namespace analyzer

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "device_arrival.h"
+#include "held_index.h"
 #include "rscore/cli.h"
 #include "rscore/comm_hash.h"
 
@@ -129,6 +130,7 @@ rs::Result<CollectiveData> LoadCollectives(rs::Db& db) {
   }
   out.calls = std::move(kept);
   SetArrivals(out);
+  RETURN_IF_ERROR(LoadP2pCalls(db, out));
   return out;
 }
 
@@ -254,59 +256,6 @@ void PairWithOthers(const std::vector<int64_t>& by_node, int64_t at, std::vector
     (m[n].*into_at).push_back(at);
   }
 }
-
-// A rank's own lateness, not what it inherited from another group. PyTorch's synchronous c10d
-// collectives make the current CUDA stream wait on the group's NCCL stream (work.wait()), and each
-// group's next collective is ordered after the current stream (ProcessGroupNCCL syncStream): a
-// rank's device cannot start its collective in group G before its previous collective in group H
-// completed there, and a blocking call cannot be entered before the previous one returned. Time
-// it spent held in another communicator's collective that ended just before is not its own.
-class HeldIndex {
- public:
-  explicit HeldIndex(const CollectiveData& data)
-      : device_(data.participants.size()), host_(data.participants.size()) {
-    for (const NcclCall& c : data.calls) {
-      // An enqueue's return holds nothing: the rank may enter its next call at once.
-      const bool host_exit = c.host_seen && !c.in_flight() && !c.enqueue;
-      if (c.device && c.device->end_ns) {
-        device_[c.participant].ends.emplace_back(*c.device->end_ns, c.comm);
-      } else if (host_exit) {
-        device_[c.participant].ends.emplace_back(c.ts + c.dur, c.comm);
-      }
-      if (host_exit) host_[c.participant].ends.emplace_back(c.ts + c.dur, c.comm);
-    }
-    for (std::vector<Ends>* basis : {&device_, &host_}) {
-      for (Ends& e : *basis) e.Index();
-    }
-  }
-  // The latest end, at or before c's arrival in g, of its participant's calls in communicators
-  // other than g's, on g's clock basis (device end, else host exit; host exit on host basis).
-  std::optional<int64_t> Held(const Collective& g, const NcclCall& c) const {
-    const Ends& e = (g.device_basis ? device_ : host_)[c.participant];
-    auto it = std::upper_bound(e.ends.begin(), e.ends.end(),
-                               std::make_pair(c.arrival, std::numeric_limits<uint64_t>::max()));
-    if (it == e.ends.begin()) return std::nullopt;
-    int64_t i = it - e.ends.begin() - 1;
-    if (e.ends[i].second == g.comm) i = e.other[i];
-    if (i < 0) return std::nullopt;
-    return e.ends[i].first;
-  }
-
- private:
-  struct Ends {
-    std::vector<std::pair<int64_t, uint64_t>> ends;  // (end, comm), sorted
-    std::vector<int64_t> other;  // the latest earlier entry of another comm than ends[i]'s; -1
-    void Index() {
-      std::sort(ends.begin(), ends.end());
-      other.assign(ends.size(), -1);
-      for (size_t i = 1; i < ends.size(); ++i) {
-        other[i] =
-            ends[i - 1].second != ends[i].second ? static_cast<int64_t>(i - 1) : other[i - 1];
-      }
-    }
-  };
-  std::vector<Ends> device_, host_;
-};
 
 // One compared collective's samples: per call (calls[g.begin + i]) its own lateness and its
 // wait (-1: not timed on every device); who was last and who waited least, where that was its own.

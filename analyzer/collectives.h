@@ -87,12 +87,15 @@ struct CollectiveData {
   std::vector<Participant> participants;
   std::vector<NcclCall> calls;          // ordered by (comm, seq, ts)
   std::vector<Collective> collectives;  // every group, in (comm, seq) order
-  int64_t matched = 0;                  // groups with >= 2 participants
-  bool gpu_ops_table = false;           // the recording has gpu_ops (rs::HasGpuOps)
-  int64_t device_ops = 0;               // gpu_ops rows of collectives joined to calls
-  int64_t device_only_calls = 0;        // ... of them without an NCCL call recorded
-  int64_t device_collectives = 0;       // matched groups on device basis
-  int64_t excluded_collectives = 0;     // matched groups left out of lateness
+  // Sends and receives (op 'SEND' | 'RECV'; seq numbers a peer's transfers) of the participants
+  // above, for what they held (held_index.h); arrival unset.
+  std::vector<NcclCall> p2p;
+  int64_t matched = 0;               // groups with >= 2 participants
+  bool gpu_ops_table = false;        // the recording has gpu_ops (rs::HasGpuOps)
+  int64_t device_ops = 0;            // gpu_ops rows of collectives joined to calls
+  int64_t device_only_calls = 0;     // ... of them without an NCCL call recorded
+  int64_t device_collectives = 0;    // matched groups on device basis
+  int64_t excluded_collectives = 0;  // matched groups left out of lateness
   std::map<std::pair<std::string, int64_t>, int32_t> participant_index;  // (node, pid)
 };
 

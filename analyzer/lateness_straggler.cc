@@ -47,6 +47,12 @@ std::string BasisText(const std::string& arrival, const CallSemantics& sem) {
                            "collective");
 }
 
+// Against its node-mates (one host clock) the rank stands out beyond noise.
+bool MatesDecide(const LatenessCandidate& c) {
+  return !c.node_level && c.same_node_margin_ns > c.noise_ns &&
+         c.same_node_margin_ns > c.mate_bound_ns;
+}
+
 void CapAtMedium(Straggler& s, const std::string& why) {
   const Confidence capped = CapAt(s.confidence, Confidence::kMedium);
   if (capped != s.confidence) {
@@ -59,90 +65,10 @@ void CapAtMedium(Straggler& s, const std::string& why) {
   s.evidence.push_back(std::move(e));
 }
 
-}  // namespace
-
-std::string ArrivalBasis(int64_t device, int64_t all) {
-  if (all == 0) return "";
-  return device == all ? "device_start" : device == 0 ? "host_entry" : "mixed";
-}
-
-Straggler LatenessStraggler(const CollectiveData& data, const std::vector<ArrivalStats>& stats,
-                            const LatenessCandidate& c, const SideEvents& side,
-                            const CallSemantics& sem) {
-  const Participant& who = data.participants[c.participant];
-  const ArrivalStats& me = stats[c.participant];
-  Straggler s;
-  s.node = who.node;
-  if (c.node_level) {
-    s.ranks = c.node_ranks;
-  } else {
-    s.rank = who.rank;
-    s.pid = who.pid;
-    if (who.rank) s.ranks.push_back(*who.rank);
-  }
-  const std::string name = c.node_level ? who.node : who.Label();
-  s.confidence = c.confidence;
-  s.confidence_score = c.score;
-  s.ordering_determined = c.determined;
-  bool by_mates = !c.node_level && c.same_node_margin_ns > c.noise_ns &&
-                  c.same_node_margin_ns > c.mate_bound_ns;
-  s.clock_bound_ns = c.bound_ns;
-  if (by_mates && c.margin_ns <= c.bound_ns && me.device_collectives > 0) {
-    s.clock_bound_ns = c.mate_bound_ns;  // decided among its node-mates on device arrivals
-  }
-  s.arrival_basis =
-      c.by_waits ? "device_waits" : ArrivalBasis(me.device_collectives, me.collectives);
-  s.basis = BasisText(s.arrival_basis, sem);
-  const bool on_device = s.arrival_basis != "host_entry";
-  std::vector<int64_t> others_late, others_dur;
-  for (size_t p = 0; p < stats.size(); ++p) {
-    if (static_cast<int32_t>(p) == c.participant || stats[p].collectives == 0) continue;
-    others_late.push_back(stats[p].median_lateness_ns);
-    if (stats[p].median_duration_ns >= 0) others_dur.push_back(stats[p].median_duration_ns);
-  }
-  Evidence late;
-  late.kind = "lateness";
-  late.summary = name +
-                 (c.found_on_waits ? " waited least inside the collective on its device"
-                  : on_device      ? " arrived last on its device"
-                                   : " entered last") +
-                 " in " + std::to_string(c.last_count) + " of " + std::to_string(c.collectives) +
-                 " collectives (" + FormatPercent(c.chance) + " expected by chance); " +
-                 (c.node_level ? "its latest rank " + who.Label() + " has " : "") +
-                 "median lateness " + FormatNs(me.median_lateness_ns) + " (p90 " +
-                 FormatNs(me.p90_lateness_ns) + ") vs " + FormatNs(Quantile(others_late, 0.5)) +
-                 " for the other ranks";
-  if (c.node_level) {
-    late.summary += "; every rank of " + who.node + " is late alike (the node is the straggler)";
-  }
-  late.values = {{"collectives", static_cast<double>(c.collectives)},
-                 {"last_count", static_cast<double>(c.last_count)},
-                 {"last_by_chance", c.chance},
-                 {"last_z_score", c.z},
-                 {"median_lateness_ns", static_cast<double>(me.median_lateness_ns)},
-                 {"p90_lateness_ns", static_cast<double>(me.p90_lateness_ns)},
-                 {"others_median_lateness_ns", static_cast<double>(Quantile(others_late, 0.5))},
-                 {"margin_ns", static_cast<double>(c.margin_ns)},
-                 {"same_node_margin_ns", static_cast<double>(c.same_node_margin_ns)},
-                 {"noise_ns", static_cast<double>(c.noise_ns)},
-                 {"device_arrivals", static_cast<double>(me.device_collectives)},
-                 {"host_arrivals", static_cast<double>(me.collectives - me.device_collectives)},
-                 {"median_host_lateness_ns", static_cast<double>(me.median_host_lateness_ns)}};
-  s.evidence.push_back(std::move(late));
-  // An enqueue's duration says nothing of its collective's.
-  const bool durations = on_device || sem.kind != "enqueue";
-  if (durations && me.median_duration_ns >= 0 && !others_dur.empty()) {
-    int64_t od = Quantile(others_dur, 0.5);
-    Evidence d;
-    d.kind = "duration";
-    d.summary = "its median collective duration" + std::string(on_device ? " on the device" : "") +
-                " is " + FormatNs(me.median_duration_ns) + " vs " + FormatNs(od) +
-                " for the others" +
-                (me.median_duration_ns < od ? " (shortest: the others wait for it)" : "");
-    d.values = {{"median_duration_ns", static_cast<double>(me.median_duration_ns)},
-                {"others_median_duration_ns", static_cast<double>(od)}};
-    s.evidence.push_back(std::move(d));
-  }
+// How the order of its arrival was decided: across nodes against the clock bound, among its
+// node-mates on one clock, or by device waits.
+void AddOrderingEvidence(const LatenessCandidate& c, const Participant& who, Straggler& s) {
+  const bool by_mates = MatesDecide(c);
   Evidence clock;
   clock.kind = "clock";
   const std::string conversion =
@@ -194,6 +120,97 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
                 {"late_at_least_ns", static_cast<double>(c.waits.late_at_least_ns)}};
     s.evidence.push_back(std::move(w));
   }
+}
+
+}  // namespace
+
+std::string ArrivalBasis(int64_t device, int64_t all) {
+  if (all == 0) return "";
+  return device == all ? "device_start" : device == 0 ? "host_entry" : "mixed";
+}
+
+Straggler LatenessStraggler(const CollectiveData& data, const std::vector<ArrivalStats>& stats,
+                            const LatenessCandidate& c, const SideEvents& side,
+                            const CallSemantics& sem) {
+  const Participant& who = data.participants[c.participant];
+  const ArrivalStats& me = stats[c.participant];
+  Straggler s;
+  s.node = who.node;
+  if (c.node_level) {
+    s.ranks = c.node_ranks;
+  } else {
+    s.rank = who.rank;
+    s.pid = who.pid;
+    if (who.rank) s.ranks.push_back(*who.rank);
+  }
+  const std::string name = c.node_level ? who.node : who.Label();
+  s.confidence = c.confidence;
+  s.confidence_score = c.score;
+  s.ordering_determined = c.determined;
+  const bool by_mates = MatesDecide(c);
+  s.clock_bound_ns = c.bound_ns;
+  if (by_mates && c.margin_ns <= c.bound_ns && me.device_collectives > 0) {
+    s.clock_bound_ns = c.mate_bound_ns;  // decided among its node-mates on device arrivals
+  }
+  s.arrival_basis =
+      c.by_waits ? "device_waits" : ArrivalBasis(me.device_collectives, me.collectives);
+  s.basis = BasisText(s.arrival_basis, sem);
+  const bool on_device = s.arrival_basis != "host_entry";
+  std::vector<int64_t> others_late, others_dur;
+  for (size_t p = 0; p < stats.size(); ++p) {
+    if (static_cast<int32_t>(p) == c.participant || stats[p].collectives == 0) continue;
+    others_late.push_back(stats[p].median_lateness_ns);
+    if (stats[p].median_duration_ns >= 0) others_dur.push_back(stats[p].median_duration_ns);
+  }
+  const bool across = !c.group_lead.empty();
+  Evidence late;
+  late.kind = "lateness";
+  late.summary = name +
+                 (c.found_on_waits ? " waited least inside the collective on its device"
+                  : on_device      ? " arrived last on its device"
+                                   : " entered last") +
+                 " in " + std::to_string(c.last_count) + " of " + std::to_string(c.collectives) +
+                 " collectives (" + FormatPercent(c.chance) + " expected by chance); " +
+                 (c.node_level ? "its latest rank " + who.Label() + " has " : "") +
+                 "median lateness " + FormatNs(me.median_lateness_ns) + " (p90 " +
+                 FormatNs(me.p90_lateness_ns) + ") vs " + FormatNs(Quantile(others_late, 0.5)) +
+                 " for the other ranks";
+  if (c.node_level) {
+    late.summary += "; every rank of " + who.node + " is late alike (the node is the straggler)";
+  }
+  late.values = {{"collectives", static_cast<double>(c.collectives)},
+                 {"last_count", static_cast<double>(c.last_count)},
+                 {"last_by_chance", c.chance},
+                 {"last_z_score", c.z},
+                 {"median_lateness_ns", static_cast<double>(me.median_lateness_ns)},
+                 {"p90_lateness_ns", static_cast<double>(me.p90_lateness_ns)},
+                 {"others_median_lateness_ns", static_cast<double>(Quantile(others_late, 0.5))},
+                 {"margin_ns", static_cast<double>(c.margin_ns)},
+                 {"same_node_margin_ns", static_cast<double>(c.same_node_margin_ns)},
+                 {"noise_ns", static_cast<double>(c.noise_ns)},
+                 {"device_arrivals", static_cast<double>(me.device_collectives)},
+                 {"host_arrivals", static_cast<double>(me.collectives - me.device_collectives)},
+                 {"median_host_lateness_ns", static_cast<double>(me.median_host_lateness_ns)}};
+  if (across) {
+    s.evidence.insert(s.evidence.end(), c.group_evidence.begin(), c.group_evidence.end());
+  } else {
+    s.evidence.push_back(std::move(late));
+  }
+  // An enqueue's duration says nothing of its collective's.
+  const bool durations = on_device || sem.kind != "enqueue";
+  if (durations && me.median_duration_ns >= 0 && !others_dur.empty()) {
+    int64_t od = Quantile(others_dur, 0.5);
+    Evidence d;
+    d.kind = "duration";
+    d.summary = "its median collective duration" + std::string(on_device ? " on the device" : "") +
+                " is " + FormatNs(me.median_duration_ns) + " vs " + FormatNs(od) +
+                " for the others" +
+                (me.median_duration_ns < od ? " (shortest: the others wait for it)" : "");
+    d.values = {{"median_duration_ns", static_cast<double>(me.median_duration_ns)},
+                {"others_median_duration_ns", static_cast<double>(od)}};
+    s.evidence.push_back(std::move(d));
+  }
+  if (!across) AddOrderingEvidence(c, who, s);
   if (!c.determined) {
     Cause u;
     u.kind = "unknown";
@@ -231,9 +248,12 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
     s.shape = split.shape;
     s.evidence.push_back(ShapeEvidence(split));
     s.cause = s.causes.front().kind;
+    const std::string lead = across ? name + " " + c.group_lead
+                                    : name + " arrives last on its device" +
+                                          (c.by_waits ? ", by its device waits" : "") +
+                                          " (median " + FormatNs(me.median_lateness_ns) + " late)";
     s.summary =
-        name + " arrives last on its device" + (c.by_waits ? ", by its device waits" : "") +
-        " (median " + FormatNs(me.median_lateness_ns) + " late); " +
+        lead + "; " +
         (s.shape == "host_bound"
              ? "host-bound: its host enqueued the collectives " + FormatNs(split.host_excess_ns) +
                    " late (" + FormatPercent(split.host_share) + " of it)"
@@ -244,14 +264,16 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
   } else {
     s.causes = std::move(host_causes);
     s.cause = s.causes.front().kind;
+    const std::string late = "(median " + FormatNs(me.median_lateness_ns) + " late";
     if (sem.kind == "enqueue") {
       s.shape = "device_unseen";
-      s.summary = name + " enqueues last on its host (median " + FormatNs(me.median_lateness_ns) +
-                  " late; GPU-side arrival was not seen); top cause: " + s.cause;
+      s.summary = (across ? name + " " + c.group_lead + " " + late + ";"
+                          : name + " enqueues last on its host " + late + ";") +
+                  " GPU-side arrival was not seen); top cause: " + s.cause;
     } else {
       s.shape = "host_entry";
-      s.summary = name + " arrives last (median " + FormatNs(me.median_lateness_ns) +
-                  " late); top cause: " + s.cause;
+      s.summary = (across ? name + " " + c.group_lead : name + " arrives last " + late + ")") +
+                  "; top cause: " + s.cause;
     }
   }
   if (s.arrival_basis == "host_entry" && sem.kind == "enqueue") {

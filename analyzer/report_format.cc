@@ -38,6 +38,12 @@ std::string FormatRatio(double ratio) {
   return buf;
 }
 
+std::string FormatFixed1(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
 std::string Spoken(const std::string& value) {
   if (value == "device_start") return "device start";
   if (value == "host_entry") return "host entry";

@@ -12,6 +12,8 @@ std::string FormatNs(int64_t ns);
 std::string FormatPercent(double fraction);
 // 2.43 -> "2.4x".
 std::string FormatRatio(double ratio);
+// 4.66 -> "4.7" (standard errors, pixel positions).
+std::string FormatFixed1(double v);
 // "device start" for 'device_start', "host-bound" for 'host_bound': a vocabulary value as people
 // read it ("" stays "").
 std::string Spoken(const std::string& value);

@@ -162,12 +162,6 @@ void AddRetransmitNotes(const SideEvents& side, Report& r) {
 
 namespace {
 
-std::string Fixed1(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
-
 // "node2 became later than the other nodes from +T on: ... (a change of 4.7 standard errors, on
 // arrivals); 'report --from +T' looks at that window alone": the onset, said alike in the
 // verdict's evidence and in a note.
@@ -177,7 +171,7 @@ std::string OnsetSentence(const std::string& node, const Onset& o, int64_t start
   return node + " became later than the other nodes from " + from +
          " on: " + FormatNs(o.before_ns) + " above them over the " + std::to_string(o.before) +
          " collectives before, " + FormatNs(o.after_ns) + " over the " + std::to_string(o.after) +
-         " after (a change of " + Fixed1(o.t) + " standard errors, on " + view +
+         " after (a change of " + FormatFixed1(o.t) + " standard errors, on " + view +
          "); 'report --from " + from + "' looks at that window alone";
 }
 

@@ -40,6 +40,10 @@ struct LatenessCandidate {
   bool by_waits = false;
   bool found_on_waits = false;  // ... and found there too (its stats are AsWaitStats')
   WaitOrdering waits;
+  // Named across communicators (group_straggler.h): its summary's lead ("is later than ...")
+  // and the evidence that stands for the one-communicator lateness, clock and waits lines.
+  std::string group_lead;
+  std::vector<Evidence> group_evidence;
 };
 
 // stats is indexed like data.participants (ParticipantStats); node_stats is NodeStats(data).

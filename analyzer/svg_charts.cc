@@ -17,12 +17,6 @@ const char* const kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#94
                                 "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 constexpr const char* kMarkColor = "#b00020";
 
-std::string Num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
-
 // Seconds since the time zero with enough decimals to tell apart steps of `resolution_ns`.
 std::string Offset(int64_t ns, int64_t resolution_ns) {
   double step = std::max(1.0, static_cast<double>(resolution_ns)) / 1e9;
@@ -96,7 +90,7 @@ void TimeAxis(std::ostringstream& o, const Plots& p, int x0, int x1, int y) {
     << "' stroke='#333'/>";
   for (int i = 0; i <= 5; ++i) {
     double x = x0 + (x1 - x0) * i / 5.0;
-    o << "<text class='xtick' x='" << Num(x) << "' y='" << y + 16
+    o << "<text class='xtick' x='" << FormatFixed1(x) << "' y='" << y + 16
       << "' font-size='11' text-anchor='middle'>" << Offset(p.from_ns + span * i / 5, span / 5)
       << "</text>";
   }
@@ -118,10 +112,11 @@ void ValueAxis(std::ostringstream& o, int plot_w, int plot_h, const std::vector<
     << "' stroke='#333'/>";
   for (double v : ticks) {
     double y = kTop + plot_h - plot_h * v / top;
-    o << "<text class='ytick' x='" << kLeft - 6 << "' y='" << Num(y + 4) << "' font-size='11' "
+    o << "<text class='ytick' x='" << kLeft - 6 << "' y='" << FormatFixed1(y + 4)
+      << "' font-size='11' "
       << "text-anchor='end'>" << HtmlEscape(label(v)) << "</text>";
-    o << "<line x1='" << kLeft << "' y1='" << Num(y) << "' x2='" << kLeft + plot_w << "' y2='"
-      << Num(y) << "' stroke='#ddd'/>";
+    o << "<line x1='" << kLeft << "' y1='" << FormatFixed1(y) << "' x2='" << kLeft + plot_w
+      << "' y2='" << FormatFixed1(y) << "' stroke='#ddd'/>";
   }
   o << "<text x='12' y='" << kTop + plot_h / 2 << "' font-size='11' transform='rotate(-90 12 "
     << kTop + plot_h / 2 << ")' text-anchor='middle'>" << HtmlEscape(y_label) << "</text>";
@@ -202,10 +197,10 @@ std::string LatenessHeatmapSvg(const Plots& p, const std::vector<bool>& marked,
     for (int c = 0; c < cols; ++c) {
       int64_t v = h.cells[r][c];
       double x = kLeft + plot_w * c / static_cast<double>(cols);
-      o << "<rect class='cell' x='" << Num(x) << "' y='" << y << "' width='"
-        << Num(plot_w / static_cast<double>(cols) + 0.5) << "' height='" << cell_h << "' fill='"
-        << (v < 0 ? std::string("#eeeeee") : HeatColor(double(v) / top)) << "'><title>"
-        << HtmlEscape(h.rows[r]) << ", " << ColumnTime(p, c) << ": ";
+      o << "<rect class='cell' x='" << FormatFixed1(x) << "' y='" << y << "' width='"
+        << FormatFixed1(plot_w / static_cast<double>(cols) + 0.5) << "' height='" << cell_h
+        << "' fill='" << (v < 0 ? std::string("#eeeeee") : HeatColor(double(v) / top))
+        << "'><title>" << HtmlEscape(h.rows[r]) << ", " << ColumnTime(p, c) << ": ";
       if (v < 0) {
         o << "no collective";
       } else {
@@ -245,7 +240,9 @@ std::string NodeLinesSvg(const Plots& p, const std::vector<NodeSeries>& series,
   }
   if (ymax <= 0) ymax = 1;
   int64_t span = p.bin_ns * p.bins;
-  auto value = [&](double v) { return y_is_ns ? FormatNs(static_cast<int64_t>(v)) : Num(v); };
+  auto value = [&](double v) {
+    return y_is_ns ? FormatNs(static_cast<int64_t>(v)) : FormatFixed1(v);
+  };
   Open(o, id, height, y_label);
   ValueAxis(o, plot_w, plot_h, {0, ymax / 4, ymax / 2, ymax * 3 / 4, ymax}, ymax, y_label, value);
   TimeAxis(o, p, kLeft, kLeft + plot_w, kTop + plot_h);
@@ -259,10 +256,10 @@ std::string NodeLinesSvg(const Plots& p, const std::vector<NodeSeries>& series,
     for (const auto& [t, v] : s.points) {
       double x = kLeft + plot_w * (static_cast<double>(t - p.from_ns) + p.bin_ns / 2.0) / span;
       double y = kTop + plot_h - plot_h * v / ymax;
-      o << Num(x) << "," << Num(y) << " ";
+      o << FormatFixed1(x) << "," << FormatFixed1(y) << " ";
       int col = ColumnOf(p, t);
-      dots << "<circle class='point' cx='" << Num(x) << "' cy='" << Num(y) << "' r='"
-           << (mark ? 3.5 : 2.5) << "' fill='" << color << "'><title>"
+      dots << "<circle class='point' cx='" << FormatFixed1(x) << "' cy='" << FormatFixed1(y)
+           << "' r='" << (mark ? 3.5 : 2.5) << "' fill='" << color << "'><title>"
            << HtmlEscape(s.node + ", " + ColumnTime(p, col) + ": " + value(v) + "; " +
                          ColumnCollectives(p, col))
            << "</title></circle>";
@@ -314,9 +311,9 @@ std::string NodeBarsSvg(const Plots& p, const std::vector<NodeSeries>& series,
       double x = kLeft + column_w * col + column_w * 0.1 + bar_w * static_cast<double>(k);
       double h = plot_h * v / static_cast<double>(top);
       int64_t n = std::llround(v);
-      o << "<rect class='bar" << (mark ? " straggler" : "") << "' x='" << Num(x) << "' y='"
-        << Num(kTop + plot_h - h) << "' width='" << Num(std::max(1.0, bar_w)) << "' height='"
-        << Num(h) << "' fill='" << color << "'><title>"
+      o << "<rect class='bar" << (mark ? " straggler" : "") << "' x='" << FormatFixed1(x) << "' y='"
+        << FormatFixed1(kTop + plot_h - h) << "' width='" << FormatFixed1(std::max(1.0, bar_w))
+        << "' height='" << FormatFixed1(h) << "' fill='" << color << "'><title>"
         << HtmlEscape(s.node + ", " + ColumnTime(p, col) + ": " + std::to_string(n) + " " + unit +
                       "; " + ColumnCollectives(p, col))
         << "</title></rect>";

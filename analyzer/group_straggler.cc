@@ -1,0 +1,134 @@
+#include "group_straggler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "clock_bounds.h"
+#include "device_arrival.h"
+#include "lateness_straggler.h"
+#include "report_format.h"
+#include "straggler.h"
+
+namespace analyzer {
+namespace {
+
+// Fewest compared collectives of a group that count for a rank (below, one slow call decides).
+constexpr int64_t kMinGroupCollectives = 3;
+
+// One rank in one of its groups.
+struct Membership {
+  const GroupView* group = nullptr;
+  GroupMember member;
+  double z = 0;          // its mean excess over that mean's standard error
+  int64_t bound_ns = 0;  // clock bound of its comparison there (0 on device waits)
+};
+
+// Its comparison in `g` compares clocks: arrivals across nodes, or device starts (conversion).
+int64_t GroupBound(const CollectiveData& data, const GroupView& g, int32_t p,
+                   const std::vector<NodeClock>& clocks) {
+  if (g.basis == "device_waits") return 0;  // each wait is read on its own device's clock
+  const std::string& node = data.participants[p].node;
+  int64_t bound = 0;
+  for (const GroupMember& m : g.members) {
+    bound = std::max(bound, PairBound(clocks, node, m.node));
+  }
+  return bound + DeviceBound(data, p);
+}
+
+std::string GroupLine(const Membership& m) {
+  return m.group->label + ": " + (m.member.excess_ns >= 0 ? "+" : "") +
+         FormatNs(m.member.excess_ns) + " +- " + FormatNs(m.member.excess_se_ns) + " over " +
+         std::to_string(m.member.collectives) + " collectives, alone last in " +
+         std::to_string(m.member.last_count) +
+         (m.group->basis == "device_waits" ? " (device waits)" : " (arrivals)");
+}
+
+// The candidate LatenessStraggler turns into a verdict, or none where the rank is not later in
+// every group or not far enough beyond noise.
+std::optional<LatenessCandidate> Candidate(int32_t p, const std::vector<Membership>& in) {
+  if (in.size() < 2) return std::nullopt;  // one group: the one-communicator rules apply
+  double sum_z = 0;
+  LatenessCandidate c;
+  c.participant = p;
+  c.determined = true;
+  c.margin_ns = in.front().member.excess_ns;
+  double expected = 0;
+  for (const Membership& m : in) {
+    if (m.member.collectives < kMinGroupCollectives || m.member.excess_ns <= 0) {
+      return std::nullopt;
+    }
+    sum_z += m.z;
+    c.collectives += m.member.collectives;
+    c.last_count += m.member.last_count;
+    expected += static_cast<double>(m.member.collectives) /
+                static_cast<double>(std::max<size_t>(1, m.group->members.size()));
+    c.margin_ns = std::min(c.margin_ns, m.member.excess_ns);
+    c.bound_ns = std::max(c.bound_ns, m.bound_ns);
+    if (m.member.excess_ns <= m.bound_ns) c.determined = false;
+    if (m.group->basis == "device_waits") c.by_waits = true;
+  }
+  c.z = sum_z / std::sqrt(static_cast<double>(in.size()));
+  if (c.z < kGroupStragglerZ) return std::nullopt;
+  c.chance = expected / static_cast<double>(c.collectives);
+  RateCandidate(c);
+  c.group_lead = "is later than the other members of each of its " + std::to_string(in.size()) +
+                 " communicators on its own account (" + FormatFixed1(c.z) +
+                 " standard errors together" + (c.by_waits ? ", read on device waits" : "") + ")";
+  Evidence all;
+  all.kind = "groups";
+  all.summary =
+      "in every communicator it is in, its own lateness (less what another communicator's call "
+      "or a send or receive held it) is above the other members' in the same collectives (mean "
+      "+- error): " +
+      [&] {
+        std::string lines;
+        for (const Membership& m : in) lines += (lines.empty() ? "" : "; ") + GroupLine(m);
+        return lines;
+      }() +
+      "; together " + FormatFixed1(c.z) + " standard errors (" + FormatFixed1(kGroupStragglerZ) +
+      " needed: a rank that only waited for another is early where it waited)";
+  all.values = {{"groups", static_cast<double>(in.size())},
+                {"combined_z", c.z},
+                {"collectives", static_cast<double>(c.collectives)},
+                {"last_count", static_cast<double>(c.last_count)},
+                {"last_by_chance", c.chance},
+                {"min_excess_ns", static_cast<double>(c.margin_ns)},
+                {"clock_bound_ns", static_cast<double>(c.bound_ns)}};
+  c.group_evidence.push_back(std::move(all));
+  return c;
+}
+
+}  // namespace
+
+std::vector<Straggler> GroupStragglers(const CollectiveData& data,
+                                       const std::vector<GroupView>& groups,
+                                       const std::vector<ArrivalStats>& stats,
+                                       const std::vector<NodeClock>& clocks, const SideEvents& side,
+                                       const CallSemantics& sem, const std::vector<int32_t>& skip) {
+  std::map<int32_t, std::vector<Membership>> by;
+  for (const GroupView& g : groups) {
+    for (const GroupMember& m : g.members) {
+      auto it = data.participant_index.find({m.node, m.pid});
+      if (it == data.participant_index.end()) continue;
+      Membership x;
+      x.group = &g;
+      x.member = m;
+      x.z = static_cast<double>(m.excess_ns) /
+            static_cast<double>(std::max<int64_t>(1, m.excess_se_ns));
+      x.bound_ns = GroupBound(data, g, it->second, clocks);
+      by[it->second].push_back(std::move(x));
+    }
+  }
+  std::vector<Straggler> out;
+  for (auto& [p, in] : by) {
+    if (std::find(skip.begin(), skip.end(), p) != skip.end()) continue;
+    std::optional<LatenessCandidate> c = Candidate(p, in);
+    if (c) out.push_back(LatenessStraggler(data, stats, *c, side, sem));
+  }
+  return out;
+}
+
+}  // namespace analyzer
