@@ -282,14 +282,35 @@ GroupSamples SampleGroup(const CollectiveData& data, const Collective& g, const 
       }
     }
   }
+  // Each member's work before it, where its previous call was outside g too (another
+  // communicator's, a send or receive): from that call's end to its arrival. Members of a group
+  // run the same program between their collectives (one model, one schedule, one batch shape:
+  // SPMD), so a member released late by a peer elsewhere still needs about as long as the
+  // others to arrive: only what it took beyond the quickest other member is its own (else a
+  // waiting rank's ordinary work after the wait counted as lateness). A member whose previous
+  // call was g's own last collective is at another point of the program: not compared.
+  std::vector<int64_t> work;
+  for (size_t k = g.begin; k < g.end; ++k) {
+    const NcclCall& c = data.calls[k];
+    std::optional<int64_t> h = held.Held(g, c), r = held.Released(g, c);
+    work.push_back(h && r && *h == *r ? std::max<int64_t>(0, c.arrival - *h) : -1);
+  }
   for (size_t k = g.begin; k < g.end; ++k) {
     const NcclCall& c = data.calls[k];
     std::optional<int64_t> h = held.Held(g, c);
+    int64_t others_work = -1;  // the quickest other member's
+    for (size_t o = 0; o < work.size(); ++o) {
+      if (o == k - g.begin || work[o] < 0) continue;
+      others_work = others_work < 0 ? work[o] : std::min(others_work, work[o]);
+    }
+    // Free to arrive: held until h, then the others' work.
+    const int64_t free = h ? *h + std::max<int64_t>(0, others_work) : 0;
     int64_t plain = c.arrival - g.first_arrival;
     int64_t own =
-        h ? std::clamp<int64_t>(c.arrival - std::max(g.first_arrival, *h), 0, plain) : plain;
+        h ? std::clamp<int64_t>(c.arrival - std::max(g.first_arrival, free), 0, plain) : plain;
     int64_t wait = longest >= 0 ? longest - ComparedDuration(g, c) : -1;
-    int64_t own_wait = h && wait >= 0 ? std::min(wait, std::max<int64_t>(0, c.arrival - *h)) : wait;
+    int64_t own_wait =
+        h && wait >= 0 ? std::min(wait, std::max<int64_t>(0, c.arrival - free)) : wait;
     out.late.push_back(own);
     out.wait.push_back(own_wait);
     // Last (or waiting least) only where most of that lateness is its own.

@@ -118,7 +118,7 @@ NodeExcess Excess(int64_t excess, int64_t noise, int64_t collectives, int64_t la
 // A series of n collectives 1 ms apart: noise of +-sd (a fixed pseudo-random sequence), and
 // `shift` added from collective `from` on.
 std::pair<std::vector<int64_t>, std::vector<int64_t>> Series(size_t n, int64_t sd, size_t from,
-                                                              int64_t shift, uint64_t seed = 7) {
+                                                             int64_t shift, uint64_t seed = 7) {
   std::vector<int64_t> at, v;
   uint64_t x = seed;
   for (size_t i = 0; i < n; ++i) {
@@ -312,6 +312,61 @@ TEST(OwnLatenessTest, LatenessInheritedFromAnotherCommunicatorIsNotOwn) {
     EXPECT_EQ(nodes[0].last_count, 3);
     EXPECT_EQ(nodes[1].median_lateness_ns, 10);  // max of ranks 1 and 2
     EXPECT_EQ(nodes[1].last_count, 0);
+  }
+}
+
+TEST(OwnLatenessTest, ASendOrReceiveHoldsItsRankLikeAnotherCommunicator) {
+  // Rank 1 enters group {1, 2} at 610, 510 after rank 2, having waited until 600 in a receive
+  // (a pipeline stage waiting for the previous one): 10 of it are its own.
+  for (bool device : {true, false}) {
+    SCOPED_TRACE(device ? "device basis" : "host basis");
+    std::vector<NcclCall> calls;
+    std::vector<NcclCall> p2p;
+    for (int64_t s = 0; s < 3; ++s) {
+      int64_t t = s * 10000;
+      calls.push_back(Timed(1, 2, s, t + 610, t + 700, device));
+      calls.push_back(Timed(2, 2, s, t + 100, t + 700, device));
+      p2p.push_back(Timed(1, 5, s, t, t + 600, device));
+      p2p.back().op = "RECV";
+    }
+    CollectiveData plain = Grouped(calls);
+    EXPECT_EQ(ParticipantStats(plain)[1].median_lateness_ns, 510);
+    CollectiveData data = Grouped(calls);
+    data.p2p = p2p;
+    auto stats = ParticipantStats(data);
+    EXPECT_EQ(stats[1].median_lateness_ns, 10);
+    EXPECT_EQ(stats[1].last_count, 0);  // last, but mostly for whoever it received from
+    // A receive that only enqueued (its return, no device end) holds nothing.
+    if (!device) {
+      for (NcclCall& c : data.p2p) c.enqueue = true;
+      EXPECT_EQ(ParticipantStats(data)[1].median_lateness_ns, 510);
+    }
+  }
+}
+
+TEST(OwnLatenessTest, WorkAfterALateReleaseIsOwnOnlyBeyondTheOthers) {
+  // Both members of group {1, 2} come from a receive (another point of the program is not
+  // compared): rank 2's ended at 100, rank 1's at 600 (its sender was late); each then works 100
+  // and arrives, at 200 and 700. Rank 1 is 500 later, none of it its own. With 300 of work
+  // instead of 100 (a slower device), 200 are.
+  for (int64_t work : {100, 300}) {
+    SCOPED_TRACE("rank 1 works " + std::to_string(work));
+    std::vector<NcclCall> calls;
+    std::vector<NcclCall> p2p;
+    for (int64_t s = 0; s < 3; ++s) {
+      int64_t t = s * 10000;
+      calls.push_back(Timed(1, 2, s, t + 600 + work, t + 1000, true));
+      calls.push_back(Timed(2, 2, s, t + 200, t + 1000, true));
+      p2p.push_back(Timed(1, 5, s, t, t + 600, true));
+      p2p.push_back(Timed(2, 6, s, t, t + 100, true));
+    }
+    for (NcclCall& c : p2p) c.op = "RECV";
+    CollectiveData data = Grouped(calls);
+    data.p2p = p2p;
+    auto stats = ParticipantStats(data);
+    EXPECT_EQ(stats[1].median_lateness_ns, work - 100);
+    EXPECT_EQ(stats[1].median_wait_lateness_ns, work - 100);
+    EXPECT_EQ(stats[2].median_lateness_ns, 0);
   }
 }
 

@@ -46,6 +46,12 @@ std::string GroupLine(const Membership& m) {
          (m.group->basis == "device_waits" ? " (device waits)" : " (arrivals)");
 }
 
+double MinZ(const std::vector<Membership>& in) {
+  double z = in.front().z;
+  for (const Membership& m : in) z = std::min(z, m.z);
+  return z;
+}
+
 // The candidate LatenessStraggler turns into a verdict, or none where the rank is not later in
 // every group or not far enough beyond noise.
 std::optional<LatenessCandidate> Candidate(int32_t p, const std::vector<Membership>& in) {
@@ -57,7 +63,7 @@ std::optional<LatenessCandidate> Candidate(int32_t p, const std::vector<Membersh
   c.margin_ns = in.front().member.excess_ns;
   double expected = 0;
   for (const Membership& m : in) {
-    if (m.member.collectives < kMinGroupCollectives || m.member.excess_ns <= 0) {
+    if (m.member.collectives < kMinGroupCollectives || m.z < kGroupStragglerZ) {
       return std::nullopt;
     }
     sum_z += m.z;
@@ -70,13 +76,12 @@ std::optional<LatenessCandidate> Candidate(int32_t p, const std::vector<Membersh
     if (m.member.excess_ns <= m.bound_ns) c.determined = false;
     if (m.group->basis == "device_waits") c.by_waits = true;
   }
-  c.z = sum_z / std::sqrt(static_cast<double>(in.size()));
-  if (c.z < kGroupStragglerZ) return std::nullopt;
+  c.z = sum_z / std::sqrt(static_cast<double>(in.size()));  // Stouffer's: all groups together
   c.chance = expected / static_cast<double>(c.collectives);
   RateCandidate(c);
   c.group_lead = "is later than the other members of each of its " + std::to_string(in.size()) +
-                 " communicators on its own account (" + FormatFixed1(c.z) +
-                 " standard errors together" + (c.by_waits ? ", read on device waits" : "") + ")";
+                 " communicators on its own account (by " + FormatFixed1(MinZ(in)) +
+                 " standard errors at least" + (c.by_waits ? ", read on device waits" : "") + ")";
   Evidence all;
   all.kind = "groups";
   all.summary =
@@ -91,6 +96,7 @@ std::optional<LatenessCandidate> Candidate(int32_t p, const std::vector<Membersh
       "; together " + FormatFixed1(c.z) + " standard errors (" + FormatFixed1(kGroupStragglerZ) +
       " needed: a rank that only waited for another is early where it waited)";
   all.values = {{"groups", static_cast<double>(in.size())},
+                {"min_z", MinZ(in)},
                 {"combined_z", c.z},
                 {"collectives", static_cast<double>(c.collectives)},
                 {"last_count", static_cast<double>(c.last_count)},

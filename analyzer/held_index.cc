@@ -86,12 +86,23 @@ HeldIndex::HeldIndex(const CollectiveData& data)
   }
 }
 
+int64_t HeldIndex::Ends::Before(int64_t at) const {
+  // The first end after `at`; ties count as before it.
+  auto it = std::upper_bound(ends.begin(), ends.end(), End{at, 0, false});
+  return it - ends.begin() - 1;
+}
+
+std::optional<int64_t> HeldIndex::Released(const Collective& g, const NcclCall& c) const {
+  const Ends& e = (g.device_basis ? device_ : host_)[c.participant];
+  const int64_t i = e.Before(c.arrival);
+  if (i < 0) return std::nullopt;
+  return e.ends[i].at;
+}
+
 std::optional<int64_t> HeldIndex::Held(const Collective& g, const NcclCall& c) const {
   const Ends& e = (g.device_basis ? device_ : host_)[c.participant];
-  // The first end after the arrival; ties count as before it.
-  auto it = std::upper_bound(e.ends.begin(), e.ends.end(), End{c.arrival, 0, false});
-  if (it == e.ends.begin()) return std::nullopt;
-  int64_t i = it - e.ends.begin() - 1;
+  int64_t i = e.Before(c.arrival);
+  if (i < 0) return std::nullopt;
   if (!e.ends[i].p2p && e.ends[i].comm == g.comm) i = e.other[i];
   if (i < 0) return std::nullopt;
   return e.ends[i].at;

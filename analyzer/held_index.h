@@ -25,6 +25,9 @@ class HeldIndex {
   // own communicator's collectives (other communicators' collectives, any send or receive), on
   // g's clock basis (device end, else the return of a call that blocked; host basis: returns).
   std::optional<int64_t> Held(const Collective& g, const NcclCall& c) const;
+  // The latest end, at or before c's arrival, of any of its participant's calls (g's own
+  // communicator's too), on g's clock basis: where its work before c began.
+  std::optional<int64_t> Released(const Collective& g, const NcclCall& c) const;
 
  private:
   struct End {
@@ -40,6 +43,7 @@ class HeldIndex {
     std::vector<int64_t> other;
     void Add(const NcclCall& c, bool device, bool p2p);
     void Index();
+    int64_t Before(int64_t at) const;  // the latest entry at or before `at`; -1: none
   };
   std::vector<Ends> device_, host_;
 };
