@@ -56,6 +56,7 @@ struct NcclCall {
   std::optional<int64_t> count;
   std::string datatype;
   std::optional<int64_t> root;
+  std::optional<int64_t> peer;  // SEND / RECV: the other side's rank in this communicator
   bool host_seen = true;  // false: only its gpu_ops row saw it (ts = that row's enqueue, dur 0)
   std::optional<DeviceOp> device;
   // It returned before its collective completed: an enqueue (device seen, or the recording's

@@ -34,13 +34,18 @@ rs::Result<void> LoadP2pCalls(rs::Db& db, CollectiveData& data) {
     c.op = st.Text(4);
     c.ts = st.Int(5);
     c.dur = st.IsNull(6) || st.Text(7) == "in_flight" ? -1 : std::max<int64_t>(0, st.Int(6));
-    if (!st.IsNull(8)) {
+    c.rank = st.OptInt(8);
+    c.nranks = st.OptInt(9);
+    c.peer = st.Int(10);
+    c.count = st.OptInt(11);
+    c.datatype = st.IsNull(12) ? "" : st.Text(12);
+    if (!st.IsNull(13)) {
       DeviceOp d;
-      d.enqueue_ns = st.Int(8);
-      d.start_ns = st.OptInt(9);
-      d.end_ns = d.start_ns ? st.OptInt(10) : std::nullopt;
-      d.clock_error_ns = st.OptInt(11);
-      d.state = st.Text(12);
+      d.enqueue_ns = st.Int(13);
+      d.start_ns = st.OptInt(14);
+      d.end_ns = d.start_ns ? st.OptInt(15) : std::nullopt;
+      d.clock_error_ns = st.OptInt(16);
+      d.state = st.Text(17);
       c.device = d;
     }
     data.p2p.push_back(std::move(c));

@@ -115,48 +115,22 @@ rs::Result<std::set<std::string>> LoadLossyNodes(rs::Db& db) {
   }
 }
 
-rs::Result<std::vector<RecordedP2p>> LoadRecordedP2p(rs::Db& db, const CollectiveData& data) {
+std::vector<RecordedP2p> RecordedP2ps(const CollectiveData& data) {
   std::vector<RecordedP2p> out;
-  const std::string device_cols =
-      data.gpu_ops_table ? "g.timestamp_ns, g.device_start_ns, g.device_end_ns, g.state"
-                         : "NULL, NULL, NULL, NULL";
-  const std::string join = data.gpu_ops_table
-                               ? " LEFT JOIN gpu_ops g ON g.node = e.node AND g.pid = e.pid"
-                                 " AND g.comm_id_hash = e.comm_id_hash AND g.seq = e.seq"
-                                 " AND g.op = e.op AND g.peer = e.peer"
-                               : "";
-  ASSIGN_OR_RETURN(
-      rs::Statement st,
-      db.Prepare("SELECT e.node, e.pid, e.comm_id_hash, e.seq, e.op, e.rank, e.nranks, e.peer,"
-                 " e.timestamp_ns, e.duration_ns, e.state, e.count, e.datatype, " +
-                 device_cols + " FROM nccl_events e" + join +
-                 " WHERE e.op IN ('SEND', 'RECV') AND e.comm_id_hash IS NOT NULL"
-                 "   AND e.seq IS NOT NULL AND e.peer IS NOT NULL"));
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    auto who = data.participant_index.find({st.Text(0), st.Int(1)});
-    if (who == data.participant_index.end()) continue;
+  for (const NcclCall& p : data.p2p) {
     RecordedP2p c;
-    c.participant = who->second;
-    c.comm = static_cast<uint64_t>(st.Int(2));
-    c.seq = st.Int(3);
-    c.send = st.Text(4) == "SEND";
-    c.rank = st.OptInt(5);
-    c.nranks = st.OptInt(6);
-    c.peer = st.Int(7);
-    c.ts = st.Int(8);
-    c.dur = st.IsNull(9) || st.Text(10) == "in_flight" ? -1 : std::max<int64_t>(0, st.Int(9));
-    c.count = st.OptInt(11);
-    c.datatype = st.IsNull(12) ? "" : st.Text(12);
-    if (!st.IsNull(13)) {
-      DeviceOp d;
-      d.enqueue_ns = st.Int(13);
-      d.start_ns = st.OptInt(14);
-      d.end_ns = d.start_ns ? st.OptInt(15) : std::nullopt;
-      d.state = st.Text(16);
-      c.device = d;
-    }
+    c.participant = p.participant;
+    c.comm = p.comm;
+    c.seq = p.seq;
+    c.send = p.op == "SEND";
+    c.rank = p.rank;
+    c.nranks = p.nranks;
+    c.peer = p.peer.value_or(-1);
+    c.ts = p.ts;
+    c.dur = p.dur;
+    c.count = p.count;
+    c.datatype = p.datatype;
+    c.device = p.device;
     out.push_back(std::move(c));
   }
   return out;

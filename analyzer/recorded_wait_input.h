@@ -17,7 +17,7 @@
 // moment ago, and a member that has not reached them yet is no culprit.
 // A rank on a node whose recorder lost NCCL or plugin events (sources.drops) has gaps: a call
 // missing from its record proves nothing (wait_graph.h rule 4).
-// Sends and receives (LoadRecordedP2p: nccl_events with the plugin's gpu_ops row where it has
+// Sends and receives (RecordedP2ps: nccl_events with the plugin's gpu_ops row where it has
 // one) are the engine's p2p operations, their peer the global rank of the communicator member
 // the call names; without a device state a returned one's outcome is unknown, and the engine
 // does not wait in it.
@@ -55,9 +55,9 @@ struct RecordedP2p {
   std::optional<DeviceOp> device;
 };
 
-// The sends and receives of the participants the collectives' data knows (a process without a
-// collective is left out: it has no participant).
-rs::Result<std::vector<RecordedP2p>> LoadRecordedP2p(rs::Db& db, const CollectiveData& data);
+// The sends and receives of the participants the collectives' data knows (CollectiveData::p2p;
+// a process without a collective is left out: it has no participant).
+std::vector<RecordedP2p> RecordedP2ps(const CollectiveData& data);
 
 // end_ns: the end of the recording (aligned).
 // The nodes whose recorder dropped NCCL or plugin events (sources.drops).

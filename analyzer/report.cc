@@ -188,7 +188,7 @@ void TakeInventory(const CollectiveData& data, Report& r) {
 // cannot be built or finds none.
 rs::Result<bool> HangAcrossGroups(rs::Db& db, const CollectiveData& data, Report& r,
                                   std::string* why_not) {
-  ASSIGN_OR_RETURN(std::vector<RecordedP2p> p2p, LoadRecordedP2p(db, data));
+  const std::vector<RecordedP2p> p2p = RecordedP2ps(data);
   ASSIGN_OR_RETURN(std::set<std::string> lossy, LoadLossyNodes(db));
   std::optional<FrJob> job = RecordedJob(data, p2p, lossy, r.end_ns, why_not);
   if (!job) return false;
