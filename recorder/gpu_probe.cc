@@ -99,7 +99,7 @@ rs::Result<int64_t> FillGpuCommIdHash(rs::Db& db, const std::string& node) {
 }
 
 GpuProbe::GpuProbe() = default;
-GpuProbe::~GpuProbe() = default;
+GpuProbe::~GpuProbe() { beat_.Stop(); }  // before the regions it beats go
 
 rs::Result<void> GpuProbe::Start(RecorderContext& ctx) {
   enabled_ = !ctx.options || ctx.options->gpu;
@@ -108,6 +108,7 @@ rs::Result<void> GpuProbe::Start(RecorderContext& ctx) {
   if (!enabled_) return rs::Ok();
   if (!ctx.library_maps) own_maps_ = std::make_unique<ProcLibraryMaps>(ctx.proc_root);
   ASSIGN_OR_RETURN(insert_, PrepareGpuInsert(*ctx.db));
+  beat_.Start();
   Tick(ctx);  // regions of processes already running: heartbeat at once
   return rs::Ok();
 }
@@ -204,7 +205,8 @@ void GpuProbe::Consider(RecorderContext& ctx, int pid, int64_t now_ms) {
   region->pids.insert(pid);
   region->slots_full_at_open = c.drops_slots_full;
   region->late_event_at_open = c.drops_late_event;
-  regions_.emplace(key, std::move(region));
+  auto [at, added] = regions_.emplace(key, std::move(region));
+  if (added) beat_.Add(at->second.get(), &at->second->reader, rs::MonotonicNowNs());
   pid_region_[pid] = key;
   failures_.erase(pid);
   retry_at_ms_.erase(pid);
@@ -388,12 +390,14 @@ void GpuProbe::Forget(std::map<Key, std::unique_ptr<Region>>::iterator it) {
   closed_.late_event += c.drops_late_event - r.late_event_at_open;
   unrecorded_closed_ += c.ops_unrecorded;
   for (int pid : r.pids) pid_region_.erase(pid);
+  beat_.Remove(it->second.get());
   regions_.erase(it);
 }
 
 void GpuProbe::Tick(RecorderContext& ctx) {
   if (!enabled_ || finished_) return;
   const int64_t now_ms = rs::MonotonicNowNs() / 1'000'000;
+  beat_.LoopAlive(now_ms * 1'000'000);
   Discover(ctx, now_ms);
   ReadAll(ctx, now_ms);
 }
@@ -466,6 +470,7 @@ rs::Result<void> GpuProbe::Finish(RecorderContext& ctx) {
   if (finished_ || !started_) return rs::Ok();
   finished_ = true;
   if (!enabled_) return rs::Ok();
+  beat_.Stop();  // the plugins go back to counting once the last beat is 2 s old
   std::vector<Key> keys;
   for (const auto& [key, r] : regions_) keys.push_back(key);
   for (const Key& key : keys) Close(ctx, key);

@@ -11,9 +11,10 @@
 //    changes it is dropped (GpuRingView); either is logged once and counted by reason
 //    (metadata gpu_regions_dropped_<reason>, and one drop of the source each), and recording
 //    goes on.
-//  - Every loop tick (never on the event path): the heartbeat that tells the plugin a recorder
-//    reads (only then does it record operations and ask NCCL for device-side events), then
-//    the records finished since the last tick, one gpu_ops row each.
+//  - The heartbeat that tells the plugin a recorder reads (only then does it record operations
+//    and ask NCCL for device-side events), from a thread of its own while the loop ticks
+//    (gpu_heartbeat.h); every loop tick (never on the event path), the records finished since
+//    the last tick, one gpu_ops row each.
 //  - A region whose processes exited or exec'd, and every region at Finish: a last read, then
 //    the operations still in flight (slots) as rows with their state. At Finish, comm_id_hash
 //    from the same process's nccl_events with the same nccl_comm_hash, and the counters in
@@ -30,6 +31,7 @@
 #include <utility>
 
 #include "recorder/gpu_decode.h"
+#include "recorder/gpu_heartbeat.h"
 #include "recorder/gpu_ring_reader.h"
 #include "recorder/library_discovery.h"
 #include "recorder/probe.h"
@@ -115,6 +117,7 @@ class GpuProbe : public Probe {
   bool Selected(RecorderContext& ctx, int pid) const;
 
   bool enabled_ = true;
+  GpuHeartbeat beat_;                          // beats every open region's reader (its own thread)
   std::unique_ptr<ProcLibraryMaps> own_maps_;  // when the context has no shared one
   rs::Statement insert_;
   std::map<Key, std::unique_ptr<Region>> regions_;

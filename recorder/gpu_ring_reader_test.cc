@@ -17,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "recorder/gpu_heartbeat.h"
 #include "recorder/gpu_ring_fake.h"
+#include "rscore/clock.h"
 
 namespace rec {
 namespace {
@@ -147,6 +149,40 @@ TEST(GpuRingReader, HeartbeatIsWrittenAndTheHeaderIsLive) {
   EXPECT_EQ(reader.header().ops, 42u);
   EXPECT_EQ(reader.header().api_version, 4);
   EXPECT_EQ(reader.header().pid, getpid());
+}
+
+int64_t BeatOf(const FakeGpuRegion& region) {
+  return __atomic_load_n(&region.h->reader_heartbeat_ns, __ATOMIC_ACQUIRE);
+}
+
+// The heartbeat thread goes on while the loop is slow (a round of 2.7 s was measured under load;
+// the plugin stops recording after 2 s without a beat), and stops when the loop is stuck.
+TEST(GpuHeartbeatTest, BeatsWhileTheLoopLivesAndStopsWhenItIsStuck) {
+  FakeGpuRegion region(4, 8);
+  GpuRingReader reader = MustOpen(region);
+  GpuHeartbeat beat;
+  beat.Add(&region, &reader, 5);
+  EXPECT_EQ(BeatOf(region), 5);  // beaten at once
+  beat.Start();
+  // Bounded: a round comes every 250 ms; 20 s is far beyond any scheduling delay.
+  for (int i = 0; i < 2000 && beat.beats() < 2; ++i) usleep(10'000);
+  ASSERT_GE(beat.beats(), 2u);
+  EXPECT_GT(BeatOf(region), 5);
+  // Stuck: its last tick older than kLoopStallNs. A round already past its check may beat once.
+  beat.LoopAlive(rs::MonotonicNowNs() - GpuHeartbeat::kLoopStallNs - 1);
+  usleep(2 * GpuHeartbeat::kPeriodNs / 1000);
+  const uint64_t stuck = beat.beats();
+  const int64_t last = BeatOf(region);
+  usleep(3 * GpuHeartbeat::kPeriodNs / 1000);
+  EXPECT_EQ(beat.beats(), stuck);
+  EXPECT_EQ(BeatOf(region), last);
+  // Removed before its reader goes: never beaten again, even once the loop lives.
+  beat.Remove(&region);
+  beat.LoopAlive(rs::MonotonicNowNs());
+  const uint64_t before = beat.beats();
+  for (int i = 0; i < 2000 && beat.beats() < before + 2; ++i) usleep(10'000);
+  EXPECT_EQ(BeatOf(region), last);
+  beat.Stop();
 }
 
 TEST(GpuRingReader, MovedReaderKeepsItsPlace) {
