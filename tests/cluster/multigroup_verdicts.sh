@@ -49,16 +49,16 @@ trap '[[ -n "${RANKSCOPE_KEEP_TEST_OUT:-}" ]] && echo "kept $OUT" || rm -rf "$OU
 # strike (each reaches its fault point before the other's hang can hold its host up). A slow rank
 # is named only where it is later than its peers in each of its groups, beyond noise in each:
 # the data-parallel group meets twice a step, so those runs (and the clean one they are held
-# against) take 30 steps, not 9.
+# against) take 40 steps, not 9.
 args_of() {
   case "$1" in
-    clean) echo "--fault none --steps 30" ;;
+    clean) echo "--fault none --steps 40" ;;
     hang1) echo "--fault hang --fault-ranks 3 --fault-in ep" ;;
     hang2) echo "--fault hang --fault-ranks 1,6 --fault-in tp,pp" ;;
     crash1) echo "--fault crash --fault-ranks 5 --fault-in pp" ;;
     crash2) echo "--fault crash --fault-ranks 0,7 --fault-in dp,pp" ;;
-    slow1) echo "--fault slow --fault-ranks 2 --steps 30" ;;
-    slow2) echo "--fault slow --fault-ranks 2,5 --steps 30" ;;
+    slow1) echo "--fault slow --fault-ranks 2 --steps 40" ;;
+    slow2) echo "--fault slow --fault-ranks 2,5 --steps 40" ;;
     mismatch1) echo "--fault mismatch --mismatch size --fault-ranks 4 --fault-in tp" ;;
     mismatch2) echo "--fault mismatch --mismatch dtype --fault-ranks 1,6 --fault-in ep,pp" ;;
     *) echo "unknown" ;;
