@@ -36,6 +36,49 @@ class CollectivesTest : public ::testing::Test {
   rs::Db db_;
 };
 
+TEST_F(CollectivesTest, SendsAndReceivesLoadWithTheirPeerAndDeviceTimes) {
+  Call("a", 1, 0, 0, 1000, 500, "ALL_REDUCE", 2);
+  Call("b", 2, 1, 0, 1100, 400, "ALL_REDUCE", 2);
+  ASSERT_TRUE(db_.Exec("INSERT INTO nccl_events(node, timestamp_ns, duration_ns, pid, tid, op,"
+                       " rank, nranks, comm_id_hash, seq, peer, count, datatype, state) VALUES"
+                       " ('a', 2000, 10, 1, 1, 'SEND', 0, 2, 88, 1, 1, 64, 'bfloat16', 'complete'),"
+                       " ('b', 2005, -1, 2, 2, 'RECV', 1, 2, 88, 1, 0, 64, 'bfloat16',"
+                       "  'in_flight'),"
+                       " ('c', 2005, 10, 9, 9, 'RECV', 1, 2, 88, 1, 0, 64, 'bfloat16', 'complete')")
+                  .ok());
+  ASSERT_TRUE(db_.Exec("INSERT INTO gpu_ops(node, timestamp_ns, pid, op, rank, nranks,"
+                       " comm_id_hash, seq, peer, device_start_ns, device_end_ns, clock_error_ns,"
+                       " state) VALUES ('a', 2001, 1, 'SEND', 0, 2, 88, 1, 1, 2100, 2600, 7,"
+                       " 'completed')")
+                  .ok());
+  auto data = LoadCollectives(db_);
+  ASSERT_TRUE(data.ok()) << data.error().message();
+  // c's process calls no collective: it has no participant, its receive is left out.
+  ASSERT_EQ(data->p2p.size(), 2u);
+  std::sort(data->p2p.begin(), data->p2p.end(),
+            [](const NcclCall& x, const NcclCall& y) { return x.ts < y.ts; });
+  const NcclCall& send = data->p2p[0];
+  EXPECT_EQ(send.op, "SEND");
+  EXPECT_EQ(send.comm, 88u);
+  EXPECT_EQ(send.seq, 1);
+  EXPECT_EQ(send.peer, 1);
+  EXPECT_EQ(send.rank, 0);
+  EXPECT_EQ(send.nranks, 2);
+  EXPECT_EQ(send.count, 64);
+  EXPECT_EQ(send.datatype, "bfloat16");
+  EXPECT_EQ(send.dur, 10);
+  ASSERT_TRUE(send.device.has_value());
+  EXPECT_EQ(send.device->start_ns, 2100);
+  EXPECT_EQ(send.device->end_ns, 2600);
+  EXPECT_EQ(send.device->clock_error_ns, 7);
+  EXPECT_EQ(send.device->state, "completed");
+  const NcclCall& recv = data->p2p[1];
+  EXPECT_EQ(recv.op, "RECV");
+  EXPECT_EQ(recv.peer, 0);
+  EXPECT_TRUE(recv.in_flight());
+  EXPECT_FALSE(recv.device.has_value());
+}
+
 TEST_F(CollectivesTest, NodesArePairedWithTheOthersInEachCollective) {
   // Four nodes of one rank; per collective k: a at base, b +100, d +200, c +200 + x[k].
   const int64_t x[] = {1000, 1200, 800, 1000, 1000};

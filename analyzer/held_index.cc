@@ -18,7 +18,8 @@ rs::Result<void> LoadP2pCalls(rs::Db& db, CollectiveData& data) {
                                : "";
   ASSIGN_OR_RETURN(rs::Statement st,
                    db.Prepare("SELECT e.node, e.pid, e.comm_id_hash, e.seq, e.op, e.timestamp_ns,"
-                              " e.duration_ns, e.state, " +
+                              " e.duration_ns, e.state, e.rank, e.nranks, e.peer, e.count,"
+                              " e.datatype, " +
                               device_cols + " FROM nccl_events e" + join +
                               " WHERE e.op IN ('SEND', 'RECV') AND e.comm_id_hash IS NOT NULL"
                               "   AND e.seq IS NOT NULL AND e.peer IS NOT NULL"));
