@@ -23,11 +23,11 @@ namespace analyzer {
 // against the other nodes, collectives.h NodeExcess). Collectives that follow each other are
 // correlated and a member's place can make it later in one group: on the multi-group test bed
 // (tp=2,pp=2,dp=2,ep=2 on 4 nodes, the emulated devices sharing the machine's two CPUs) one
-// member of each tensor-parallel group of a clean 30- or 40-step run was later by up to 12
-// errors (+0.45 ms), but no healthy rank was later beyond 1.9 errors in a second group. A rank
-// with a 4x slower device was later in both of its groups: by 17 to 30 errors in its
+// member of each tensor-parallel group of a clean 30- or 40-step run was later by up to 14
+// errors (+0.45 ms), but no healthy rank was later beyond 1.7 errors in a second group. A rank
+// with a 4x slower device was later in both of its groups: by 8 to 19 errors in its
 // tensor-parallel group; in its data-parallel group, which meets twice a step after little
-// work of its own, by 2.3 to 2.9 errors over 9 steps, 2.9 to 5.4 over 30, 4.2 to 5.0 over 40.
+// work of its own, by 2.3 to 2.9 errors over 9 steps, 2.9 to 4.9 over 30, 4.2 to 4.6 over 40.
 constexpr double kGroupStragglerZ = 3.0;
 
 // One verdict per rank so named (medium confidence where a group rests on device waits: that
