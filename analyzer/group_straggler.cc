@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -52,14 +53,19 @@ double MinZ(const std::vector<Membership>& in) {
   return z;
 }
 
-// The candidate LatenessStraggler turns into a verdict, or none where the rank is not later in
-// every group or not far enough beyond noise.
-std::optional<LatenessCandidate> Candidate(int32_t p, const std::vector<Membership>& in) {
+// The candidate LatenessStraggler turns into a verdict, or none where the rank (or every rank of
+// a node: node_ranks) is not later in each group or not far enough beyond noise.
+std::optional<LatenessCandidate> Candidate(int32_t p, const std::vector<Membership>& in,
+                                           const std::vector<int64_t>* node_ranks = nullptr) {
   if (in.size() < 2) return std::nullopt;  // one group: the one-communicator rules apply
   double sum_z = 0;
   LatenessCandidate c;
   c.participant = p;
   c.determined = true;
+  if (node_ranks) {
+    c.node_level = true;
+    c.node_ranks = *node_ranks;
+  }
   c.margin_ns = in.front().member.excess_ns;
   double expected = 0;
   for (const Membership& m : in) {
@@ -79,22 +85,29 @@ std::optional<LatenessCandidate> Candidate(int32_t p, const std::vector<Membersh
   c.z = sum_z / std::sqrt(static_cast<double>(in.size()));  // Stouffer's: all groups together
   c.chance = expected / static_cast<double>(c.collectives);
   RateCandidate(c);
-  c.group_lead = "is later than the other members of each of its " + std::to_string(in.size()) +
-                 " communicators on its own account (by " + FormatFixed1(MinZ(in)) +
-                 " standard errors at least" + (c.by_waits ? ", read on device waits" : "") + ")";
+  const std::string by = "(by " + FormatFixed1(MinZ(in)) + " standard errors at least" +
+                         (c.by_waits ? ", read on device waits" : "") + ")";
+  c.group_lead = node_ranks
+                     ? "is later, every rank of it, than the members on other nodes of "
+                       "each communicator it shares with them " +
+                           by
+                     : "is later than the other members of each of its " +
+                           std::to_string(in.size()) + " communicators on its own account " + by;
   Evidence all;
   all.kind = "groups";
   all.summary =
-      "in every communicator it is in, its own lateness (less what another communicator's call "
-      "or a send or receive held it) is above the other members' in the same collectives (mean "
-      "+- error): " +
+      std::string(node_ranks ? "in every communicator its ranks share with other nodes, their"
+                             : "in every communicator it is in, its") +
+      " own lateness (less what another communicator's call or a send or receive held it) is "
+      "above the other members' in the same collectives (mean +- error): " +
       [&] {
         std::string lines;
         for (const Membership& m : in) lines += (lines.empty() ? "" : "; ") + GroupLine(m);
         return lines;
       }() +
-      "; together " + FormatFixed1(c.z) + " standard errors (" + FormatFixed1(kGroupStragglerZ) +
-      " needed: a rank that only waited for another is early where it waited)";
+      "; at least " + FormatFixed1(MinZ(in)) + " standard errors in each (" +
+      FormatFixed1(kGroupStragglerZ) +
+      " needed in every one: a rank that only waited for another is early where it waited)";
   all.values = {{"groups", static_cast<double>(in.size())},
                 {"min_z", MinZ(in)},
                 {"combined_z", c.z},
@@ -129,9 +142,43 @@ std::vector<Straggler> GroupStragglers(const CollectiveData& data,
     }
   }
   std::vector<Straggler> out;
+  std::set<std::string> named_nodes;
+  for (int32_t p : skip) named_nodes.insert(data.participants[p].node);
   for (auto& [p, in] : by) {
     if (std::find(skip.begin(), skip.end(), p) != skip.end()) continue;
     std::optional<LatenessCandidate> c = Candidate(p, in);
+    if (!c) continue;
+    out.push_back(LatenessStraggler(data, stats, *c, side, sem));
+    named_nodes.insert(data.participants[p].node);
+  }
+  // A node slow alike (its CPUs, its disk, its link): its ranks share their groups inside the
+  // node (tensor-parallel), where none of them is later than the other, but each is later than
+  // its peers on other nodes in every group it shares with them.
+  std::map<std::string, std::vector<int32_t>> nodes;
+  for (auto& [p, in] : by) nodes[data.participants[p].node].push_back(p);
+  for (auto& [node, ps] : nodes) {
+    if (ps.size() < 2 || named_nodes.count(node)) continue;
+    std::vector<Membership> across;
+    bool every_rank = true;
+    for (int32_t p : ps) {
+      size_t before = across.size();
+      for (const Membership& m : by[p]) {
+        const bool others = std::any_of(m.group->members.begin(), m.group->members.end(),
+                                        [&](const GroupMember& x) { return x.node != node; });
+        if (others) across.push_back(m);
+      }
+      every_rank = every_rank && across.size() > before;
+    }
+    if (!every_rank) continue;
+    // Its representative: the rank latest in its groups (the node's ranks, that one first).
+    std::sort(ps.begin(), ps.end(), [&](int32_t a, int32_t b) {
+      return stats[a].median_lateness_ns > stats[b].median_lateness_ns;
+    });
+    std::vector<int64_t> ranks;
+    for (int32_t p : ps) {
+      if (data.participants[p].rank) ranks.push_back(*data.participants[p].rank);
+    }
+    std::optional<LatenessCandidate> c = Candidate(ps.front(), across, &ranks);
     if (c) out.push_back(LatenessStraggler(data, stats, *c, side, sem));
   }
   return out;

@@ -106,6 +106,32 @@ TEST(GroupStragglerTest, TwoSlowRanksInDifferentGroupsAreBothNamed) {
   EXPECT_EQ(named[1].rank, 3);
 }
 
+TEST(GroupStragglerTest, ANodeSlowAlikeIsNamedAsTheNode) {
+  // Node a's two ranks (0 and 1) are equally slow: inside their tensor-parallel group neither is
+  // later, but each is later than its data-parallel peer on node b.
+  Job job;
+  job.Steps(
+      20, [](int32_t r, int64_t s) { return (r < 2 ? 400 : 0) + Jitter(r, s); },
+      [](int32_t r, int64_t s) { return (r < 2 ? 300 : 0) + Jitter(r, s); });
+  std::vector<Straggler> named = Named(job);
+  ASSERT_EQ(named.size(), 1u);
+  EXPECT_EQ(named[0].node, "a");
+  EXPECT_FALSE(named[0].rank.has_value());
+  EXPECT_EQ(named[0].ranks, (std::vector<int64_t>{0, 1}));
+  EXPECT_NE(named[0].summary.find("every rank of it"), std::string::npos) << named[0].summary;
+}
+
+TEST(GroupStragglerTest, OneSlowRankDoesNotMakeItsNodeSlow) {
+  // Rank 0 alone is slow: it is named, its node-mate (waiting for it in tp) is not.
+  Job job;
+  job.Steps(
+      20, [](int32_t r, int64_t s) { return (r == 0 ? 400 : 0) + Jitter(r, s); },
+      [](int32_t r, int64_t s) { return (r == 0 ? 300 : 0) + Jitter(r, s); });
+  std::vector<Straggler> named = Named(job);
+  ASSERT_EQ(named.size(), 1u);
+  EXPECT_EQ(named[0].rank, 0);
+}
+
 TEST(GroupStragglerTest, LateInOneGroupAndEarlyInAnotherIsNoStraggler) {
   // Rank 0 is the latest of its tp group (its stage's work), the earliest of its dp group.
   Job job;
