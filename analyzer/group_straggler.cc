@@ -184,4 +184,27 @@ std::vector<Straggler> GroupStragglers(const CollectiveData& data,
   return out;
 }
 
+void AddGroupStragglers(const CollectiveData& data, const std::vector<ArrivalStats>& stats,
+                        const SideEvents& side, const CallSemantics& sem,
+                        const LatenessCandidate& lc, const Report& r,
+                        std::vector<Straggler>& ranked) {
+  std::vector<int32_t> named;  // by a determined verdict: the rank, or every rank of its node
+  for (size_t p = 0; p < data.participants.size() && lc.participant >= 0 && lc.determined; ++p) {
+    const bool same = lc.node_level
+                          ? data.participants[p].node == data.participants[lc.participant].node
+                          : static_cast<int32_t>(p) == lc.participant;
+    if (same) named.push_back(static_cast<int32_t>(p));
+  }
+  std::vector<Straggler> found =
+      GroupStragglers(data, r.per_group, stats, r.clock, side, sem, named);
+  if (lc.participant >= 0 && !lc.determined && !ranked.empty()) {
+    const Straggler& weak = ranked.front();
+    const bool covered = std::any_of(found.begin(), found.end(), [&](const Straggler& s) {
+      return s.node == weak.node && (!s.rank || !weak.rank || s.rank == weak.rank);
+    });
+    if (covered) ranked.erase(ranked.begin());
+  }
+  for (Straggler& s : found) ranked.push_back(std::move(s));
+}
+
 }  // namespace analyzer

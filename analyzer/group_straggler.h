@@ -16,6 +16,7 @@
 #include "collectives.h"
 #include "report_model.h"
 #include "side_events.h"
+#include "straggler.h"
 
 namespace analyzer {
 
@@ -38,5 +39,13 @@ std::vector<Straggler> GroupStragglers(const CollectiveData& data,
                                        const std::vector<ArrivalStats>& stats,
                                        const std::vector<NodeClock>& clocks, const SideEvents& side,
                                        const CallSemantics& sem, const std::vector<int32_t>& skip);
+
+// Several communicators per rank (r.per_group): GroupStragglers appended to `ranked`. A
+// determined lateness verdict (lc, ranked's first) keeps its rank or node; an undetermined one
+// gives way where the groups name the same rank or node.
+void AddGroupStragglers(const CollectiveData& data, const std::vector<ArrivalStats>& stats,
+                        const SideEvents& side, const CallSemantics& sem,
+                        const LatenessCandidate& lc, const Report& r,
+                        std::vector<Straggler>& ranked);
 
 }  // namespace analyzer

@@ -549,19 +549,7 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   if (lc.participant >= 0) {
     ranked.push_back(LatenessStraggler(data, on_waits ? wait_stats : stats, lc, side, sem));
   }
-  if (!r.per_group.empty()) {
-    // Several communicators per rank: the ranks late on their own account in each of them.
-    std::vector<int32_t> named;  // by the verdict above: the rank, or every rank of its node
-    for (size_t p = 0; p < data.participants.size() && lc.participant >= 0; ++p) {
-      const bool same = lc.node_level
-                            ? data.participants[p].node == data.participants[lc.participant].node
-                            : static_cast<int32_t>(p) == lc.participant;
-      if (same) named.push_back(static_cast<int32_t>(p));
-    }
-    for (Straggler& s : GroupStragglers(data, r.per_group, stats, r.clock, side, sem, named)) {
-      ranked.push_back(std::move(s));
-    }
-  }
+  if (!r.per_group.empty()) AddGroupStragglers(data, stats, side, sem, lc, r, ranked);
   std::vector<Straggler> observed = PlaceResourceFindings(data, side, lc, r, ranked);
   for (std::vector<Straggler>* findings : {&ranked, &observed}) {
     std::stable_sort(findings->begin(), findings->end(),
