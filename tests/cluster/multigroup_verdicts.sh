@@ -10,10 +10,11 @@
 # ('multigroup verdicts'); every scenario is run directly: it prints every scenario's verdicts
 # and a summary, and fails when one is wrong.
 #   multigroup_verdicts.sh BUILD_DIR SOURCE_DIR [SCENARIO...]
-# SCENARIO: clean | hang1 | hang2 | crash1 | crash2 | slow1 | slow2 | mismatch1 | mismatch2
-# (all by default). RANKSCOPE_VERDICTS_FROM: which of recording (the bundles with the dumps
-# beside them), bundles (the bundles alone) and dumps (the dumps alone) to check (all three by
-# default; space-separated).
+# SCENARIO: clean | hang1 | hang2 | crash1 | crash2 | slow1 | slow2 | mismatch1 | mismatch2 |
+# cpu1 (node1's CPUs taken by burners: both of its ranks, a node slow alike) (all by default).
+# RANKSCOPE_VERDICTS_FROM: which of recording (the bundles with the dumps beside them), bundles
+# (the bundles alone) and dumps (the dumps alone) to check (all three by default;
+# space-separated).
 # RANKSCOPE_VERDICTS_HANG_ONLY=1 counts only the hang's culprits, not the other stragglers of
 # medium or high confidence (the default counts them: beside a hang they are capped at low, as
 # the waiting ranks' spinning during a stall was at times named a CPU-contention straggler).
@@ -24,7 +25,7 @@ BUILD=$1
 SRC=$2
 shift 2
 SCENARIOS=("$@")
-((${#SCENARIOS[@]})) || SCENARIOS=(clean hang1 hang2 crash1 crash2 slow1 slow2 mismatch1 mismatch2)
+((${#SCENARIOS[@]})) || SCENARIOS=(clean hang1 hang2 crash1 crash2 slow1 slow2 mismatch1 mismatch2 cpu1)
 HARNESS="$SRC/tests/cluster/run-cluster"
 
 skip_or_fail() {
@@ -61,6 +62,7 @@ args_of() {
     slow2) echo "--fault slow --fault-ranks 2,5 --steps 40" ;;
     mismatch1) echo "--fault mismatch --mismatch size --fault-ranks 4 --fault-in tp" ;;
     mismatch2) echo "--fault mismatch --mismatch dtype --fault-ranks 1,6 --fault-in ep,pp" ;;
+    cpu1) echo "--fault cpu --fault-node 1 --steps 40" ;;
     *) echo "unknown" ;;
   esac
 }
