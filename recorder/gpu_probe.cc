@@ -108,9 +108,16 @@ rs::Result<void> GpuProbe::Start(RecorderContext& ctx) {
   if (!enabled_) return rs::Ok();
   if (!ctx.library_maps) own_maps_ = std::make_unique<ProcLibraryMaps>(ctx.proc_root);
   ASSIGN_OR_RETURN(insert_, PrepareGpuInsert(*ctx.db));
-  beat_.Start();
-  Tick(ctx);  // regions of processes already running: heartbeat at once
+  Read(ctx);  // regions of processes already running: heartbeat at once
   return rs::Ok();
+}
+
+void GpuProbe::Tick(RecorderContext& ctx) {
+  if (!enabled_ || finished_) return;
+  // Its thread starts with the loop, not in Start: the recorder returns to the node's mount
+  // namespace after every probe started, and setns(CLONE_NEWNS) refuses a process with threads.
+  beat_.Start();
+  Read(ctx);
 }
 
 bool GpuProbe::Selected(RecorderContext& ctx, int pid) const {
@@ -394,8 +401,7 @@ void GpuProbe::Forget(std::map<Key, std::unique_ptr<Region>>::iterator it) {
   regions_.erase(it);
 }
 
-void GpuProbe::Tick(RecorderContext& ctx) {
-  if (!enabled_ || finished_) return;
+void GpuProbe::Read(RecorderContext& ctx) {
   const int64_t now_ms = rs::MonotonicNowNs() / 1'000'000;
   beat_.LoopAlive(now_ms * 1'000'000);
   Discover(ctx, now_ms);

@@ -107,6 +107,7 @@ class GpuProbe : public Probe {
   void Failed(RecorderContext& ctx, int pid, int64_t now_ms, const std::string& error,
               std::optional<GpuRegionFault> fault = std::nullopt);
   void LogFailure(RecorderContext& ctx, int pid, const Failure& f);
+  void Read(RecorderContext& ctx);  // discovery, then ReadAll
   void ReadAll(RecorderContext& ctx, int64_t now_ms);
   // Reads the records written since the last read into rows; returns them.
   std::vector<rs_gpu_op> Drain(RecorderContext& ctx, Region& r);

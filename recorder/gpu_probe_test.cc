@@ -27,6 +27,16 @@
 namespace rec {
 namespace {
 
+// Threads of this process (/proc/self/task).
+size_t Threads() {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+    (void)e;
+    ++n;
+  }
+  return n;
+}
+
 namespace fs = std::filesystem;
 using testing::FakeGpuRegion;
 using testing::TestDb;
@@ -154,7 +164,11 @@ TEST(GpuProbe, ReadsTheRegionOfAChosenProcessIntoGpuOps) {
   const int self = getpid();
   Env env("/proc", {self});
   GpuProbe probe;
+  const size_t threads = Threads();
   ASSERT_TRUE(probe.Start(env.ctx).ok());
+  // No thread before the loop ticks: the recorder returns to the node's mount namespace after
+  // every probe started, and setns refuses a process with threads.
+  EXPECT_EQ(Threads(), threads);
   EXPECT_EQ(probe.method(), "plugin");
   EXPECT_EQ(probe.regions_read(), 1u);
   EXPECT_GT(__atomic_load_n(&region.h->reader_heartbeat_ns, __ATOMIC_ACQUIRE), 0);
