@@ -10,8 +10,8 @@
 # ('multigroup verdicts'); every scenario is run directly: it prints every scenario's verdicts
 # and a summary, and fails when one is wrong.
 #   multigroup_verdicts.sh BUILD_DIR SOURCE_DIR [SCENARIO...]
-# SCENARIO: clean | hang1 | hang2 | crash1 | crash2 | slow1 | slow2 | mismatch1 | mismatch2 |
-# cpu1 (node1's CPUs taken by burners: both of its ranks, a node slow alike) (all by default).
+# SCENARIO: clean | hang1 | hang2 | crash1 | crash2 | slow1 | slow2 | mismatch1 | mismatch2
+# (all by default).
 # RANKSCOPE_VERDICTS_FROM: which of recording (the bundles with the dumps beside them), bundles
 # (the bundles alone) and dumps (the dumps alone) to check (all three by default;
 # space-separated).
@@ -25,7 +25,7 @@ BUILD=$1
 SRC=$2
 shift 2
 SCENARIOS=("$@")
-((${#SCENARIOS[@]})) || SCENARIOS=(clean hang1 hang2 crash1 crash2 slow1 slow2 mismatch1 mismatch2 cpu1)
+((${#SCENARIOS[@]})) || SCENARIOS=(clean hang1 hang2 crash1 crash2 slow1 slow2 mismatch1 mismatch2)
 HARNESS="$SRC/tests/cluster/run-cluster"
 
 skip_or_fail() {
@@ -62,7 +62,6 @@ args_of() {
     slow2) echo "--fault slow --fault-ranks 2,5 --steps 40" ;;
     mismatch1) echo "--fault mismatch --mismatch size --fault-ranks 4 --fault-in tp" ;;
     mismatch2) echo "--fault mismatch --mismatch dtype --fault-ranks 1,6 --fault-in ep,pp" ;;
-    cpu1) echo "--fault cpu --fault-node 1 --steps 40" ;;
     *) echo "unknown" ;;
   esac
 }
