@@ -191,5 +191,31 @@ TEST(GroupStragglerTest, AlreadyNamedRanksAreSkipped) {
           .empty());
 }
 
+TEST(GroupStragglerTest, AnUndeterminedVerdictGivesWayADeterminedOneStays) {
+  Job job;
+  job.Steps(
+      20, [](int32_t r, int64_t s) { return (r == 0 ? 400 : 0) + Jitter(r, s); },
+      [](int32_t r, int64_t s) { return (r == 0 ? 300 : 0) + Jitter(r, s); });
+  CollectiveData data = job.Data();
+  Report r;
+  r.per_group = GroupStats(data);
+  const std::vector<ArrivalStats> stats = ParticipantStats(data);
+  for (bool determined : {false, true}) {
+    SCOPED_TRACE(determined ? "determined" : "undetermined");
+    LatenessCandidate lc;
+    lc.participant = 0;
+    lc.determined = determined;
+    Straggler earlier;
+    earlier.node = "a";
+    earlier.rank = 0;
+    earlier.summary = "the one-communicator verdict";
+    std::vector<Straggler> ranked = {earlier};
+    AddGroupStragglers(data, stats, SideEvents{}, CallSemantics{}, lc, r, ranked);
+    ASSERT_EQ(ranked.size(), 1u);  // rank 0 once
+    EXPECT_EQ(ranked[0].rank, 0);
+    EXPECT_EQ(ranked[0].summary == "the one-communicator verdict", determined) << ranked[0].summary;
+  }
+}
+
 }  // namespace
 }  // namespace analyzer
