@@ -154,7 +154,13 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
   }
   s.arrival_basis =
       c.by_waits ? "device_waits" : ArrivalBasis(me.device_collectives, me.collectives);
-  s.basis = BasisText(s.arrival_basis, sem);
+  s.basis = !c.group_lead.empty() && c.by_waits
+                ? "device durations of each collective per rank (rankscope's NCCL profiler "
+                  "plugin: device end - device start, both on that rank's device clock), "
+                  "matched by (comm_id_hash, seq) within each communicator: the longest wait "
+                  "minus its own is how late it arrived, where the members end the collective "
+                  "together; no clock alignment enters"
+                : BasisText(s.arrival_basis, sem);
   const bool on_device = s.arrival_basis != "host_entry";
   std::vector<int64_t> others_late, others_dur;
   for (size_t p = 0; p < stats.size(); ++p) {
