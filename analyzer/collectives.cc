@@ -303,8 +303,9 @@ GroupSamples SampleGroup(const CollectiveData& data, const Collective& g, const 
       if (o == k - g.begin || work[o] < 0) continue;
       others_work = others_work < 0 ? work[o] : std::min(others_work, work[o]);
     }
-    // Free to arrive: held until h, then the others' work.
-    const int64_t free = h ? *h + std::max<int64_t>(0, others_work) : 0;
+    // Free to arrive: held until h, then (where it came from that call too) the others' work.
+    const int64_t own_work = work[k - g.begin];
+    const int64_t free = !h ? 0 : own_work >= 0 ? *h + std::max<int64_t>(0, others_work) : *h;
     int64_t plain = c.arrival - g.first_arrival;
     int64_t own =
         h ? std::clamp<int64_t>(c.arrival - std::max(g.first_arrival, free), 0, plain) : plain;

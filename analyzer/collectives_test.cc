@@ -413,6 +413,31 @@ TEST(OwnLatenessTest, WorkAfterALateReleaseIsOwnOnlyBeyondTheOthers) {
   }
 }
 
+TEST(OwnLatenessTest, OthersWorkIsNotGivenToAMemberComingFromTheGroupsOwnCall) {
+  // Group {0, 1, 2}, two collectives a step, the first ending at 1000. Before the second: rank 0
+  // comes from a receive ending at 1050 and works 1000 (arrives at 2050); rank 2 comes from the
+  // group's first collective and arrives first, at 1200; rank 1 comes from it too and arrives at
+  // 1500, 300 after rank 2, though a receive of its own had ended at 600. Rank 1's 300 are its
+  // own: rank 0's work after its receive is no measure of rank 1's after another call.
+  std::vector<NcclCall> calls;
+  std::vector<NcclCall> p2p;
+  for (int64_t s = 0; s < 3; ++s) {
+    int64_t t = s * 10000;
+    for (int32_t p = 0; p < 3; ++p) calls.push_back(Timed(p, 2, 2 * s, t + 100, t + 1000, true));
+    calls.push_back(Timed(0, 2, 2 * s + 1, t + 2050, t + 2100, true));
+    calls.push_back(Timed(1, 2, 2 * s + 1, t + 1500, t + 2100, true));
+    calls.push_back(Timed(2, 2, 2 * s + 1, t + 1200, t + 2100, true));
+    p2p.push_back(Timed(0, 5, s, t + 1010, t + 1050, true));
+    p2p.push_back(Timed(1, 6, s, t + 500, t + 600, true));
+  }
+  for (NcclCall& c : p2p) c.op = "RECV";
+  CollectiveData data = Grouped(calls);
+  data.p2p = p2p;
+  auto stats = ParticipantStats(data);
+  EXPECT_EQ(stats[1].p90_lateness_ns, 300);  // samples 0, 300 per step
+  EXPECT_EQ(stats[0].p90_lateness_ns, 850);  // 2050 - max(1200, 1050): nobody else's work known
+}
+
 TEST(OwnLatenessTest, AnEnqueuesReturnHoldsNothing) {
   // Host calls that only enqueue (no device times): rank 1's call in group {0, 1} returned at
   // once in truth, so its entry in group {1, 2} is its own lateness, all 510 of it.
