@@ -289,15 +289,17 @@ GroupSamples SampleGroup(const CollectiveData& data, const Collective& g, const 
   // others to arrive: only what it took beyond the quickest other member is its own (else a
   // waiting rank's ordinary work after the wait counted as lateness). A member whose previous
   // call was g's own last collective is at another point of the program: not compared.
+  std::vector<std::optional<int64_t>> holds;
   std::vector<int64_t> work;
   for (size_t k = g.begin; k < g.end; ++k) {
     const NcclCall& c = data.calls[k];
     std::optional<int64_t> h = held.Held(g, c), r = held.Released(g, c);
+    holds.push_back(h);
     work.push_back(h && r && *h == *r ? std::max<int64_t>(0, c.arrival - *h) : -1);
   }
   for (size_t k = g.begin; k < g.end; ++k) {
     const NcclCall& c = data.calls[k];
-    std::optional<int64_t> h = held.Held(g, c);
+    const std::optional<int64_t>& h = holds[k - g.begin];
     int64_t others_work = -1;  // the quickest other member's
     for (size_t o = 0; o < work.size(); ++o) {
       if (o == k - g.begin || work[o] < 0) continue;
