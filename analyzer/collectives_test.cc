@@ -7,6 +7,7 @@
 
 #include "causes.h"
 #include "device_arrival.h"
+#include "report_test_util.h"
 
 #include "rscore/schema.h"
 
@@ -284,26 +285,7 @@ CollectiveData Grouped(std::vector<NcclCall> calls) {
   AddParticipant(data, "a", 100, 0, "");
   AddParticipant(data, "b", 101, 1, "");
   AddParticipant(data, "b", 102, 2, "");
-  std::stable_sort(calls.begin(), calls.end(), [](const NcclCall& x, const NcclCall& y) {
-    return std::tie(x.comm, x.seq, x.ts) < std::tie(y.comm, y.seq, y.ts);
-  });
-  data.calls = std::move(calls);
-  for (size_t i = 0; i < data.calls.size();) {
-    Collective g;
-    g.comm = data.calls[i].comm;
-    g.seq = data.calls[i].seq;
-    g.begin = i;
-    while (i < data.calls.size() && data.calls[i].comm == g.comm && data.calls[i].seq == g.seq) {
-      g.last_exit = std::max(g.last_exit, data.calls[i].ts + data.calls[i].dur);
-      ++i;
-    }
-    g.end = i;
-    g.first_entry = data.calls[g.begin].ts;
-    g.last_entry = data.calls[g.end - 1].ts;
-    ++data.matched;
-    data.collectives.push_back(g);
-  }
-  SetArrivals(data);
+  testing::GroupCalls(data, std::move(calls));
   return data;
 }
 

@@ -3,9 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <tuple>
 
-#include "device_arrival.h"
+#include "report_test_util.h"
 
 namespace analyzer {
 namespace {
@@ -43,25 +42,7 @@ struct Job {
     AddParticipant(data, "a", 101, 1, "");
     AddParticipant(data, "b", 102, 2, "");
     AddParticipant(data, "b", 103, 3, "");
-    std::stable_sort(calls.begin(), calls.end(), [](const NcclCall& x, const NcclCall& y) {
-      return std::tie(x.comm, x.seq, x.ts) < std::tie(y.comm, y.seq, y.ts);
-    });
-    data.calls = calls;
-    for (size_t i = 0; i < data.calls.size();) {
-      Collective g;
-      g.comm = data.calls[i].comm;
-      g.seq = data.calls[i].seq;
-      g.begin = i;
-      while (i < data.calls.size() && data.calls[i].comm == g.comm && data.calls[i].seq == g.seq) {
-        ++i;
-      }
-      g.end = i;
-      g.first_entry = data.calls[g.begin].ts;
-      g.last_entry = data.calls[g.end - 1].ts;
-      ++data.matched;
-      data.collectives.push_back(g);
-    }
-    SetArrivals(data);
+    testing::GroupCalls(data, calls);
     return data;
   }
 };

@@ -5,7 +5,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <tuple>
+#include <utility>
 
+#include "device_arrival.h"
 #include "rscore/bundle.h"
 #include "rscore/schema.h"
 
@@ -67,6 +70,29 @@ rs::Result<std::string> WriteMergedCluster(const synth::ClusterSpec& spec, const
                           "'), ('end_ns', '" + std::to_string(end) + "')"));
   RETURN_IF_ERROR(rs::CreateIndexes(db));
   return out;
+}
+
+void GroupCalls(CollectiveData& data, std::vector<NcclCall> calls) {
+  std::stable_sort(calls.begin(), calls.end(), [](const NcclCall& x, const NcclCall& y) {
+    return std::tie(x.comm, x.seq, x.ts) < std::tie(y.comm, y.seq, y.ts);
+  });
+  data.calls = std::move(calls);
+  for (size_t i = 0; i < data.calls.size();) {
+    Collective g;
+    g.comm = data.calls[i].comm;
+    g.seq = data.calls[i].seq;
+    g.begin = i;
+    while (i < data.calls.size() && data.calls[i].comm == g.comm && data.calls[i].seq == g.seq) {
+      g.last_exit = std::max(g.last_exit, data.calls[i].ts + data.calls[i].dur);
+      ++i;
+    }
+    g.end = i;
+    g.first_entry = data.calls[g.begin].ts;
+    g.last_entry = data.calls[g.end - 1].ts;
+    ++data.matched;
+    data.collectives.push_back(g);
+  }
+  SetArrivals(data);
 }
 
 }  // namespace analyzer::testing

@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <string>
 
+#include <vector>
+
+#include "collectives.h"
 #include "rscore/result.h"
 #include "synth_bundle.h"
 
@@ -26,6 +29,10 @@ class ScratchDir {
 // gets clock_alignment (offset_ns 0: timestamps kept as recorded, error_bound_ns as given).
 rs::Result<std::string> WriteMergedCluster(const synth::ClusterSpec& spec, const std::string& dir,
                                            int64_t error_bound_ns);
+
+// Calls grouped by (comm, seq) into data's collectives as LoadCollectives does (participants
+// already added), their arrivals set (SetArrivals): hand-built jobs for the lateness tests.
+void GroupCalls(CollectiveData& data, std::vector<NcclCall> calls);
 
 // Seed for randomized tests: $RANKSCOPE_TEST_SEED, else the time. Printed by the caller.
 uint64_t TestSeed();
