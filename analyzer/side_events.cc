@@ -52,6 +52,34 @@ namespace {
 // Retransmits of one segment by one socket are at least an RTO (>= 200 ms) apart.
 constexpr int64_t kSameRetransmitNs = 1'000'000;
 
+// Nodes that ran on one kernel: the same boot_id in their recordings' metadata (a merged
+// database keeps each bundle's as node.NODE.boot_id). Recordings without one ran alone.
+rs::Result<void> LoadKernelMates(rs::Db& db, const std::vector<Participant>& participants,
+                                 SideEvents& out) {
+  std::set<std::string> job_nodes;
+  for (const Participant& p : participants) job_nodes.insert(p.node);
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT key, value FROM metadata WHERE key LIKE 'node.%.boot_id'"
+                              " AND value <> ''"));
+  std::map<std::string, std::vector<std::string>> by_boot;  // boot_id -> nodes
+  const std::string prefix = "node.", suffix = ".boot_id";
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    std::string key = st.Text(0);
+    std::string node = key.substr(prefix.size(), key.size() - prefix.size() - suffix.size());
+    if (job_nodes.count(node)) by_boot[st.Text(1)].push_back(node);
+  }
+  for (const auto& [boot, nodes] : by_boot) {
+    for (const std::string& n : nodes) {
+      for (const std::string& m : nodes) {
+        if (m != n) out.kernel_mates[n].push_back(m);
+      }
+    }
+  }
+  return rs::Ok();
+}
+
 rs::Result<void> LoadRunq(rs::Db& db, const std::vector<Participant>& participants,
                           SideEvents& out) {
   std::set<std::pair<std::string, int64_t>> wanted;
@@ -59,6 +87,15 @@ rs::Result<void> LoadRunq(rs::Db& db, const std::vector<Participant>& participan
   for (const Participant& p : participants) {
     wanted.emplace(p.node, p.pid);
     pids.insert(p.pid);
+  }
+  // Per node sharing its kernel: the job's ranks on that kernel (one pid space there).
+  std::map<std::string, std::set<int64_t>> co_located_ranks;
+  for (const auto& [node, mates] : out.kernel_mates) {
+    std::set<std::string> kernel(mates.begin(), mates.end());
+    kernel.insert(node);
+    for (const Participant& p : participants) {
+      if (kernel.count(p.node)) co_located_ranks[node].insert(p.pid);
+    }
   }
   if (pids.empty()) return rs::Ok();
   std::string list;
@@ -72,6 +109,7 @@ rs::Result<void> LoadRunq(rs::Db& db, const std::vector<Participant>& participan
   std::string node;
   int64_t pid = -1;
   std::vector<RunqWait>* waits = nullptr;
+  const std::set<int64_t>* job_here = nullptr;  // the job's ranks on node's kernel, if shared
   std::map<std::string, int32_t, std::less<>> comm_ids;
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
@@ -86,6 +124,8 @@ rs::Result<void> LoadRunq(rs::Db& db, const std::vector<Participant>& participan
       node = std::string(text(0));
       pid = st.Int(1);
       waits = wanted.count({node, pid}) ? &out.runq[{node, pid}] : nullptr;
+      auto co = co_located_ranks.find(node);
+      job_here = co == co_located_ranks.end() ? nullptr : &co->second;
     }
     if (waits == nullptr) continue;
     std::string_view comm = text(5);
@@ -94,8 +134,10 @@ rs::Result<void> LoadRunq(rs::Db& db, const std::vector<Participant>& participan
       it = comm_ids.emplace(std::string(comm), static_cast<int32_t>(out.comms.size())).first;
       out.comms.emplace_back(comm);
     }
-    waits->push_back(RunqWait{st.Int(2), st.Int(2) + std::max<int64_t>(0, st.Int(3)),
-                              st.IsNull(4) ? -1 : st.Int(4), it->second});
+    RunqWait w{st.Int(2), st.Int(2) + std::max<int64_t>(0, st.Int(3)),
+               st.IsNull(4) ? -1 : st.Int(4), it->second};
+    w.by_co_located_job = job_here != nullptr && job_here->count(w.other_pid) > 0;
+    waits->push_back(w);
   }
   // Sorted here: ORDER BY would walk the timestamp index and fetch every row at random.
   for (auto& [key, waits] : out.runq) {
@@ -231,6 +273,7 @@ rs::Result<SideEvents> LoadSideEvents(rs::Db& db, const std::vector<Participant>
   for (const Participant& p : participants) {
     if (out.NodeIndex(p.node) < 0) out.nodes.push_back(p.node);
   }
+  RETURN_IF_ERROR(LoadKernelMates(db, participants, out));
   RETURN_IF_ERROR(LoadRunq(db, participants, out));
   RETURN_IF_ERROR(LoadBlock(db, participants, out));
   RETURN_IF_ERROR(LoadRetransmits(db, out));

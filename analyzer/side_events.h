@@ -23,6 +23,10 @@ struct RunqWait {
   int64_t start = 0, end = 0;
   int64_t other_pid = -1;
   int32_t other_comm = 0;  // index into SideEvents::comms
+  // The CPU went to a rank of this job, and the waiting rank's node shares its kernel with
+  // another node of the job (SideEvents::kernel_mates): the job's own work, not counted as CPU
+  // contention (causes.cc).
+  bool by_co_located_job = false;
 };
 
 struct BlockRequest {
@@ -56,7 +60,14 @@ struct SideEvents {
   int64_t retransmits_without_peer = 0;  // daddr belongs to no recorded node
   int64_t retransmits_duplicate = 0;     // seen by several recorders sharing one kernel
   int64_t retransmits_failed = 0;        // err != 0: not sent (the kernel tries again later)
+  // node -> the job's other nodes that ran on its kernel (the same boot_id in their bundles'
+  // metadata: nodes that are namespaces or containers of one host). Their ranks share one
+  // set of CPUs and one scheduler: a rank waiting behind the job's own ranks there waits for
+  // the job's work, which lands on one node or another by the scheduler's choice, not for
+  // anything of its node. Empty for nodes with a machine of their own (or no boot_id).
+  std::map<std::string, std::vector<std::string>> kernel_mates;
   int NodeIndex(const std::string& node) const;
+  bool SharesKernel(const std::string& node) const { return kernel_mates.count(node) > 0; }
 };
 
 rs::Result<SideEvents> LoadSideEvents(rs::Db& db, const std::vector<Participant>& participants);

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 #include "common.h"
 #include "recorder/interfaces.h"
@@ -27,6 +28,15 @@ std::string KernelRelease() {
   utsname u{};
   if (uname(&u) != 0) return "";
   return u.release;
+}
+
+// The running kernel's boot id (a random UUID per boot, the same in every namespace): nodes
+// whose recordings carry the same one ran on one kernel, sharing its CPUs and pid space.
+std::string BootId(const std::string& proc_root) {
+  std::ifstream in(proc_root + "/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
 }
 
 }  // namespace
@@ -98,6 +108,7 @@ rs::Result<void> Recording::WriteMetadataAtStart() {
       {"node_source", node_.source},
       {"host", Hostname()},
       {"kernel", KernelRelease()},
+      {"boot_id", BootId(config_.proc_root)},
       {"recorder_version", RANKSCOPE_VERSION},
       {"bpf_abi_version", std::to_string(RS_BPF_ABI_VERSION)},
       {"start_ns", std::to_string(summary_.start_ns)},

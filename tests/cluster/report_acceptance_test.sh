@@ -109,16 +109,17 @@ for fault in "${FAULTS[@]}"; do
   k=$((RANDOM % nodes))
   read -r -a clock_args <<<"$(clocks "$nodes")"
   dir="$OUT/$fault"
+  [[ -e "$dir" ]] && dir="$OUT/$fault.$((${#summary[@]} + 1))"  # a fault named twice
   start=$SECONDS
   rc=0
   args=(--build "$BUILD" --out "$dir" --nodes "$nodes" --ranks-per-node "$RPN"
         --steps "$STEPS" --fault "$fault" --timeout 120 --collectives "$MODE" --plugin "$PLUGIN"
         "${clock_args[@]}")
   [[ "$fault" != none ]] && args+=(--fault-node "$k")
-  timeout -s INT 240 "$HARNESS" "${args[@]}" >"$OUT/$fault.out" 2>&1 || rc=$?
+  timeout -s INT 240 "$HARNESS" "${args[@]}" >"$dir.out" 2>&1 || rc=$?
   took=$((SECONDS - start))
   if ((rc != 0)) || [[ ! -f "$dir/report.json" || ! -f "$dir/truth.json" ]]; then
-    line="FAIL: harness exit $rc, no report: $(tail -n 3 "$OUT/$fault.out" | tr '\n' ' ')"
+    line="FAIL: harness exit $rc, no report: $(tail -n 3 "$dir.out" | tr '\n' ' ')"
   else
     line=$(check_report "$fault" "$dir") || true
   fi
