@@ -134,8 +134,8 @@ TEST_F(EventLoopTest, RecordsUntilDurationAndWritesEverything) {
   // The simulated offset shifts the wall clock but is never written anywhere.
   EXPECT_EQ(*db.QueryInt("SELECT COUNT(*) FROM metadata WHERE value LIKE '%123456789%'"), 0);
   for (const char* key :
-       {"recording_id", "node", "node_source", "host", "kernel", "recorder_version", "start_ns",
-        "end_ns", "scope", "cuda_launch_sample", "bpf_abi_version", "stop_reason"}) {
+       {"recording_id", "node", "node_source", "host", "kernel", "boot_id", "recorder_version",
+        "start_ns", "end_ns", "scope", "cuda_launch_sample", "bpf_abi_version", "stop_reason"}) {
     EXPECT_EQ(*db.QueryInt(std::string("SELECT COUNT(*) FROM metadata WHERE key = '") + key +
                            "' AND value <> ''"),
               1)
