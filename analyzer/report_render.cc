@@ -187,7 +187,8 @@ std::string ReadingGuide() {
          "report is that a verdict names the right rank or node: high (ordering beyond the "
          "clock error bound and last far more often than chance), medium (weaker evidence or "
          "a weaker timing basis), low (a hint only), undetermined (the lateness is inside the "
-         "clock error bound). A cause's share (its score, the percentage beside it) is the part "
+         "clock error bound, or is host-bound on nodes that share one kernel's CPUs and "
+         "nothing outside the job explains it). A cause's share (its score, the percentage beside it) is the part "
          "of the lost time that the cause's own numbers explain, against the other ranks (a "
          "count such as retransmits at half weight); it ranks the causes, it is no "
          "probability, and the shares need not add up to 100%.";
