@@ -9,6 +9,7 @@
 #include "gpu_job_fixture.h"
 #include "report.h"
 #include "report_render.h"
+#include "report_expect.h"
 #include "report_test_util.h"
 #include "rscore/bundle.h"
 #include "rscore/schema.h"
@@ -20,19 +21,12 @@ namespace {
 using testing::GpuJob;
 using testing::ScratchDir;
 
-Report OpenReport(const std::string& path) {
-  auto opened = rs::OpenRankscopeFile(path);
-  EXPECT_TRUE(opened.ok()) << opened.error().message();
-  auto r = BuildReport(*opened);
-  EXPECT_TRUE(r.ok()) << r.error().message();
-  return std::move(r).value();
-}
 
 Report JobReport(const GpuJob& job) {
   ScratchDir dir;
   auto path = testing::WriteGpuJob(job, dir.path());
   EXPECT_TRUE(path.ok()) << path.error().message();
-  return OpenReport(*path);
+  return testing::ReportOf(*path);
 }
 
 const ArrivalStats& RankStats(const Report& r, int64_t rank) {
@@ -353,7 +347,7 @@ TEST(DeviceArrivalTest, BlockingCallsKeepHostEntryLateness) {
   std::cout << "seed " << spec.seed << "\n";
   auto path = testing::WriteMergedCluster(spec, dir.path(), 50'000);
   ASSERT_TRUE(path.ok()) << path.error().message();
-  Report r = OpenReport(*path);
+  Report r = testing::ReportOf(*path);
   SCOPED_TRACE(RenderText(r));
   EXPECT_EQ(r.timing.call_semantics, "blocking") << r.timing.semantics_evidence;
   EXPECT_EQ(r.timing.arrival_basis, "host_entry");

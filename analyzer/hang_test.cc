@@ -9,6 +9,7 @@
 #include "report.h"
 #include "report_format.h"
 #include "report_render.h"
+#include "report_expect.h"
 #include "report_test_util.h"
 #include "rscore/bundle.h"
 
@@ -22,11 +23,7 @@ Report JobReport(const GpuJob& job) {
   ScratchDir dir;
   auto path = testing::WriteGpuJob(job, dir.path());
   EXPECT_TRUE(path.ok()) << path.error().message();
-  auto opened = rs::OpenRankscopeFile(*path);
-  EXPECT_TRUE(opened.ok()) << opened.error().message();
-  auto r = BuildReport(*opened);
-  EXPECT_TRUE(r.ok()) << r.error().message();
-  return std::move(r).value();
+  return testing::ReportOf(*path);
 }
 
 const RankProgress& Progress(const Report& r, int64_t rank) {

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "report_render.h"
+#include "report_expect.h"
 #include "report_test_util.h"
 #include "rscore/bundle.h"
 #include "synth_bundle.h"
@@ -20,13 +21,7 @@ using testing::ScratchDir;
 
 constexpr int64_t kBound = 50'000;  // clock error bound of the aligned test clusters
 
-Report ReportOf(const std::string& path) {
-  auto opened = rs::OpenRankscopeFile(path);
-  EXPECT_TRUE(opened.ok()) << opened.error().message();
-  auto r = BuildReport(*opened);
-  EXPECT_TRUE(r.ok()) << r.error().message();
-  return std::move(r).value();
-}
+using testing::ReportOf;
 
 Report MergedReport(const synth::ClusterSpec& spec, int64_t bound = kBound) {
   ScratchDir dir;
@@ -38,17 +33,7 @@ Report MergedReport(const synth::ClusterSpec& spec, int64_t bound = kBound) {
 // The report of a synthetic cluster after `sql` changed its merged database.
 Report EditedReport(const synth::ClusterSpec& spec, const std::string& sql,
                     int64_t bound = kBound) {
-  ScratchDir dir;
-  auto path = testing::WriteMergedCluster(spec, dir.path(), bound);
-  EXPECT_TRUE(path.ok()) << path.error().message();
-  if (!path.ok()) return Report{};
-  {
-    auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
-    EXPECT_TRUE(db.ok()) << db.error().message();
-    auto edited = db.ok() ? db->Exec(sql) : rs::Result<void>(db.error());
-    EXPECT_TRUE(edited.ok()) << sql << ": " << edited.error().message();
-  }
-  return ReportOf(*path);
+  return testing::EditedReport(spec, sql, bound);
 }
 
 // Both ranks of node1 enter every all-reduce 6 ms late and leave with everyone, who waits for

@@ -7,17 +7,15 @@
 #include <string>
 
 #include "report.h"
+#include "report_expect.h"
 #include "report_render.h"
 #include "report_test_util.h"
-#include "rscore/bundle.h"
 #include "rscore/schema.h"
 #include "side_events.h"
 #include "synth_bundle.h"
 
 namespace analyzer {
 namespace {
-
-using testing::ScratchDir;
 
 TEST(SharedKernelTest, WaitsBehindTheJobAreMarkedOnlyWhereNodesShareAKernel) {
   auto db = rs::Db::Open(":memory:", rs::Db::Mode::kCreate);
@@ -63,29 +61,16 @@ Report CpuLateReport(int64_t holder_pid, const std::string& holder_comm, bool sh
   spec.collectives = "async";
   spec.fault = "cpu";
   spec.fault_node = 1;
-  ScratchDir dir;
-  auto path = testing::WriteMergedCluster(spec, dir.path(), 50'000);
-  EXPECT_TRUE(path.ok()) << path.error().message();
-  if (!path.ok()) return Report{};
-  {
-    auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
-    EXPECT_TRUE(db.ok());
-    std::string sql = "UPDATE sched_events SET other_pid = " + std::to_string(holder_pid) +
-                      ", other_tid = " + std::to_string(holder_pid) + ", other_comm = '" +
-                      holder_comm + "' WHERE other_comm = 'burner';";
-    if (shared) {
-      for (int n = 0; n < spec.nodes; ++n) {
-        sql += "INSERT INTO metadata VALUES ('node." + synth::NodeName(n) +
-               ".boot_id', '6f1c0f9e-3d2a-4c55-9a61-0c2b8e7d4a10');";
-      }
+  std::string sql = "UPDATE sched_events SET other_pid = " + std::to_string(holder_pid) +
+                    ", other_tid = " + std::to_string(holder_pid) + ", other_comm = '" +
+                    holder_comm + "' WHERE other_comm = 'burner';";
+  if (shared) {
+    for (int n = 0; n < spec.nodes; ++n) {
+      sql += "INSERT INTO metadata VALUES ('node." + synth::NodeName(n) +
+             ".boot_id', '6f1c0f9e-3d2a-4c55-9a61-0c2b8e7d4a10');";
     }
-    EXPECT_TRUE(db.ok() && db->Exec(sql).ok());
   }
-  auto opened = rs::OpenRankscopeFile(*path);
-  EXPECT_TRUE(opened.ok());
-  auto r = BuildReport(*opened);
-  EXPECT_TRUE(r.ok()) << r.error().message();
-  return r.ok() ? std::move(r).value() : Report{};
+  return testing::EditedReport(spec, sql, 50'000);
 }
 
 const Straggler* Node1(const Report& r) {

@@ -1,0 +1,21 @@
+// Test support with gtest expectations (report_test_util stays free of gtest: the benchmark
+// links it): the report of a recording, the report of an edited synthetic cluster.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "report.h"
+#include "synth_bundle.h"
+
+namespace analyzer::testing {
+
+// The report of a recording (bundle or merged database); a failure to open or analyse it
+// fails the calling test and gives an empty report.
+Report ReportOf(const std::string& path);
+
+// The report of a synthetic cluster (WriteMergedCluster with error_bound_ns) after `sql`
+// changed its merged database.
+Report EditedReport(const synth::ClusterSpec& spec, const std::string& sql, int64_t error_bound_ns);
+
+}  // namespace analyzer::testing
