@@ -192,7 +192,7 @@ std::string Summary(const FrJob& job, const wait::Result& res, const EngineSourc
   const std::string tag = " (" + src.name + ")";
   if (!h.detected) {
     if (res.verdict == wait::Verdict::kUndetermined) {
-      return records + " cannot tell a hang from a clean end: " + res.reason;
+      return records + " cannot decide whether the job hangs: " + res.reason;
     }
     return "no operation is stuck in " + records + (res.stuck ? ": " + res.reason : "");
   }
@@ -217,6 +217,27 @@ std::string Summary(const FrJob& job, const wait::Result& res, const EngineSourc
   }
   if (h.culprits.size() > 3) why += "; and " + std::to_string(h.culprits.size() - 3) + " more";
   return op + tag + ": the waiting chains end at " + names + " — " + why;
+}
+
+// What the late entries rest on, and what that basis cannot say.
+std::string LateEntriesNote(const FrLateness& late) {
+  std::string basis;
+  if (late.by_duration > 0) {
+    basis = "device durations where every member of a collective was timed (" +
+            std::to_string(late.by_duration) + " of " + std::to_string(late.collectives) +
+            " collectives: TORCH_NCCL_ENABLE_TIMING; the others' kernels held the time they "
+            "waited for it, on their own devices, so no clock enters)";
+  }
+  if (late.by_duration < late.collectives) {
+    basis += std::string(basis.empty() ? "" : ", elsewhere ") +
+             "entry creation times (when each rank issued the collective, on its host's wall "
+             "clock: lateness under " +
+             FormatNs(late.floor_ns) + " is not counted there)";
+  }
+  return "late entries come from the Flight Recorder dumps' " + basis +
+         ". They cannot say why a rank was late (its host or its device: the dumps hold "
+         "neither), and a rank late because it waited in another group just before is named "
+         "only where it is last in more than half of its collectives";
 }
 
 }  // namespace
@@ -331,18 +352,12 @@ rs::Result<FlightRecorderSummary> AnalyzeFlightRecorder(rs::Db& db) {
 
   const FrLateness late = FindFrLateness(job.input, job.unaligned_dumps == 0);
   fa.late_floor_ns = late.floor_ns;
+  fa.late_by_duration = late.by_duration;
   for (const FrLateRank& l : late.late) {
-    fa.late_entries.push_back(
-        FrLateEntry{l.rank, FrRankLabel(job, l.rank), l.last, l.collectives, l.median_behind_ns});
+    fa.late_entries.push_back(FrLateEntry{l.rank, FrRankLabel(job, l.rank), l.last,
+                                          l.collectives, l.median_behind_ns, l.by_duration});
   }
-  if (!fa.late_entries.empty()) {
-    fa.notes.push_back(
-        "late entries come from the Flight Recorder entries' creation times (when each rank "
-        "issued the collective, on its host's wall clock): lateness under " +
-        FormatNs(late.floor_ns) +
-        " is not counted, and a rank late because it waited in another group just before is "
-        "named only where it is last in more than half of its collectives");
-  }
+  if (!fa.late_entries.empty()) fa.notes.push_back(LateEntriesNote(late));
 
   const wait::Result res = wait::Analyze(job.input);
   fa.notes.insert(fa.notes.end(), res.notes.begin(), res.notes.end());

@@ -1,6 +1,17 @@
 // Ranks that enter collectives late, from Flight Recorder entries alone.
 //
-// An entry's time_created_ns is stamped when PyTorch records the collective, as the rank issues
+// Where every member's entry of a collective carries its device duration (duration_ms:
+// TORCH_NCCL_ENABLE_TIMING=1, WorkNCCL's start and end CUDA events around the NCCL kernel on
+// the group's stream), the one the others waited for is read from those: an NCCL collective's
+// kernel cannot finish before every member's kernel has joined it, and the start event fires
+// when the rank's stream reaches the kernel, so the member that reached it last ran the
+// shortest kernel and the others' kernels held the time they waited for it. Durations are each
+// measured on one device, so no clock offset between hosts enters: the member whose duration is
+// shorter than the median of the others' by at least kAlignedFloorNs counts as last. They cannot
+// say why it reached the collective late (its host issued late or its device was busy: the
+// dumps hold neither) and are absent without timing and in gloo's entries (no CUDA events).
+//
+// Otherwise an entry's time_created_ns is stamped when PyTorch records the collective, as the rank issues
 // it (FlightRecorder::record, called by ProcessGroupNCCL and ProcessGroupGloo before the work is
 // launched; c10::getTime, the host's wall clock). Per collective (process group, sequence
 // number) the member whose entry was created last arrived last, by how much its creation
@@ -31,11 +42,13 @@ struct FrLateRank {
   int64_t last = 0;         // collectives it entered last, by at least the floor
   int64_t collectives = 0;  // collectives of two or more dumped members it took part in
   int64_t median_behind_ns = 0;  // over those it was last in
+  int64_t by_duration = 0;  // of `last`: read from device durations, not entry times
 };
 
 struct FrLateness {
   int64_t collectives = 0;  // compared (two or more members' entries)
-  int64_t floor_ns = 0;     // lateness under this is not counted
+  int64_t by_duration = 0;  // of them: compared by device durations (every member timed)
+  int64_t floor_ns = 0;     // entry-time lateness under this is not counted
   std::vector<FrLateRank> late;  // by rank
 };
 

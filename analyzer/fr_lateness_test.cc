@@ -79,5 +79,57 @@ TEST(FrLateness, PointToPointAndUnrecordedRanksAreLeftOut) {
   EXPECT_TRUE(FindFrLateness(in, false).late.empty());
 }
 
+// Timed entries (TORCH_NCCL_ENABLE_TIMING): each member's kernel ran from when its stream
+// reached the collective until the last member joined, plus the transfer. Rank `slow` reaches
+// every collective `late` after the others, and its host clock runs `skew` off theirs.
+wait::Input TimedJob(int64_t slow, int64_t late, int64_t skew) {
+  wait::Input in = Job(slow, late, false);
+  for (wait::Rank& r : in.ranks) {
+    for (wait::Op& o : r.ops) {
+      o.duration_ns = (r.rank == slow ? 0 : late) + 2 * kMs + r.rank * 1000;
+      if (r.rank == slow) o.created_ns += skew;
+    }
+  }
+  return in;
+}
+
+TEST(FrLateness, DeviceDurationsNameTheRankTheOthersWaitedForWhateverTheClocks) {
+  // 20 ms late, under the unaligned floor, and its clock 5 s behind: entry times alone would
+  // make it the first to arrive.
+  const FrLateness got = FindFrLateness(TimedJob(3, 20 * kMs, -5'000 * kMs), false);
+  EXPECT_EQ(got.by_duration, 10);
+  ASSERT_EQ(got.late.size(), 1u);
+  EXPECT_EQ(got.late[0].rank, 3);
+  EXPECT_EQ(got.late[0].last, 5);
+  EXPECT_EQ(got.late[0].by_duration, 5);
+  EXPECT_EQ(got.late[0].median_behind_ns, 20 * kMs - 2000);  // rank 1's 22.001 ms vs its 2.003
+  // A clock 5 s ahead instead of behind: the same.
+  ASSERT_EQ(FindFrLateness(TimedJob(3, 20 * kMs, 5'000 * kMs), false).late.size(), 1u);
+}
+
+TEST(FrLateness, DurationsOfAHealthyJobNameNobody) {
+  // Nobody late; one host's clock 3 s ahead, which entry times would read as lateness.
+  const FrLateness got = FindFrLateness(TimedJob(2, 0, 3'000 * kMs), false);
+  EXPECT_EQ(got.by_duration, 10);
+  EXPECT_TRUE(got.late.empty());
+  // Durations within a millisecond of each other are noise, not waiting.
+  EXPECT_TRUE(FindFrLateness(TimedJob(3, kMs / 2, 0), true).late.empty());
+}
+
+TEST(FrLateness, AMemberWithoutADurationTurnsTheCollectiveBackToEntryTimes) {
+  wait::Input in = TimedJob(3, 20 * kMs, 0);
+  for (wait::Op& o : in.ranks[0].ops) o.duration_ns.reset();  // rank 0 untimed
+  FrLateness got = FindFrLateness(in, false);
+  EXPECT_EQ(got.by_duration, 0);  // every collective has rank 0 in it
+  EXPECT_TRUE(got.late.empty());  // 20 ms by entry times is under the 100 ms floor
+  got = FindFrLateness(in, true);
+  ASSERT_EQ(got.late.size(), 1u);
+  EXPECT_EQ(got.late[0].by_duration, 0);
+  // A duration of an entry that did not complete is no kernel's whole run.
+  in = TimedJob(3, 20 * kMs, 0);
+  for (wait::Op& o : in.ranks[3].ops) o.outcome = wait::Outcome::kPending;
+  EXPECT_EQ(FindFrLateness(in, false).by_duration, 5);  // the tp collectives, without rank 3
+}
+
 }  // namespace
 }  // namespace analyzer

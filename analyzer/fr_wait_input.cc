@@ -22,6 +22,7 @@ struct EntryRow {
   bool p2p = false;
   std::string profiling_name, state, datatype;
   std::optional<int64_t> src, dst, count, started_ns, completed_ns, timeout_ms, retired, record_id;
+  std::optional<int64_t> duration_ns;
   int64_t created_ns = 0;
   std::string stack;
 };
@@ -69,7 +70,8 @@ rs::Result<std::vector<EntryRow>> ReadEntries(rs::Db& db) {
       rs::Statement st,
       db.Prepare("SELECT e.pg, e.rank, e.seq, e.is_p2p, e.profiling_name, e.state, e.datatype,"
                  " e.src, e.dst, e.count, e.timestamp_ns, e.time_discovered_started_ns,"
-                 " e.time_discovered_completed_ns, e.timeout_ms, e.retired, e.record_id, s.frames"
+                 " e.time_discovered_completed_ns, e.timeout_ms, e.retired, e.record_id, s.frames,"
+                 " e.duration_ns"
                  " FROM fr_entries e LEFT JOIN stacks s ON s.id = e.stack_id"
                  " ORDER BY e.rank, e.id"));
   auto opt = [&](int i) { return st.IsNull(i) ? std::nullopt : std::optional<int64_t>(st.Int(i)); };
@@ -94,6 +96,7 @@ rs::Result<std::vector<EntryRow>> ReadEntries(rs::Db& db) {
     e.retired = opt(14);
     e.record_id = opt(15);
     e.stack = st.IsNull(16) ? "" : st.Text(16);
+    e.duration_ns = opt(17);
     rows.push_back(std::move(e));
   }
   return rows;
@@ -156,6 +159,7 @@ void ApplyCoalesced(std::vector<wait::Op>& ops) {
     m.outcome = c->second->outcome;
     m.started_ns = c->second->started_ns;
     m.completed_ns = c->second->completed_ns;
+    m.duration_ns = c->second->duration_ns;
     out.push_back(std::move(m));
   }
   ops = std::move(out);
@@ -265,6 +269,7 @@ rs::Result<FrJob> ReadFrJob(rs::Db& db) {
       o.created_ns = e->created_ns;
       o.started_ns = e->started_ns;
       o.completed_ns = e->completed_ns;
+      o.duration_ns = e->duration_ns;
       if (e->timeout_ms && *e->timeout_ms > 0) o.timeout_ns = *e->timeout_ms * 1'000'000;
       o.stack = e->stack;
       // 'send a->b' / 'recv a<-b': a is this rank's group rank, b its peer's.

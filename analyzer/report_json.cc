@@ -295,9 +295,11 @@ std::string RenderJson(const Report& r) {
     for (const FrLateEntry& l : fr->late_entries) {
       w.BeginObject().Key("rank").Int(l.rank).Key("label").String(l.label);
       w.Key("last").Int(l.last).Key("collectives").Int(l.collectives);
-      w.Key("median_behind_ns").Int(l.median_behind_ns).EndObject();
+      w.Key("median_behind_ns").Int(l.median_behind_ns).Key("by_duration").Int(l.by_duration);
+      w.EndObject();
     }
     w.EndArray().Key("late_floor_ns").Int(fr->late_floor_ns);
+    w.Key("late_by_duration").Int(fr->late_by_duration);
     w.Key("agreement").String(fr->agreement).Key("hang");
     Hang(w, fr->hang);
     w.EndObject();

@@ -304,13 +304,15 @@ struct HangReport {
 // Edges kept in a report (the JSON lists them): chains of thousands of ranks stay readable.
 inline constexpr size_t kMaxHangEdges = 2000;
 
-// A rank that entered collectives late by its Flight Recorder entries' creation (fr_lateness.h).
+// A rank that entered collectives late by its Flight Recorder entries: their device durations
+// where every member's entry has one, else their creation times (fr_lateness.h).
 struct FrLateEntry {
   int64_t rank = 0;
   std::string label;        // "node1 rank 3", or "rank 3"
   int64_t last = 0;         // collectives it entered last, by at least the floor
   int64_t collectives = 0;  // collectives of two or more dumped members it took part in
   int64_t median_behind_ns = 0;
+  int64_t by_duration = 0;  // of `last`: read from device durations (clock-free)
 };
 
 // What PyTorch Flight Recorder dumps merged into the recording say (fr_hang.h).
@@ -328,10 +330,11 @@ struct FlightRecorderSummary {
   // What the report should say of them: how a group's members were found where no dump lists
   // them, records taken at different moments.
   std::vector<std::string> notes;
-  // Ranks entering collectives late by their entries' creation, and the lateness under which
+  // Ranks entering collectives late by their entries, and the entry-time lateness under which
   // nothing is counted (the hosts' clocks may differ by that much).
   std::vector<FrLateEntry> late_entries;
   int64_t late_floor_ns = 0;
+  int64_t late_by_duration = 0;  // collectives compared by device durations
 };
 
 // Time series for the plots (time in ns since the report's time zero). The plots span the

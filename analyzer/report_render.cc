@@ -56,9 +56,12 @@ std::string FlightRecorderLine(const FlightRecorderSummary& fr) {
     line += "; " + std::to_string(fr.unaligned_dumps) + " on their host's wall clock (unaligned)";
   }
   for (const FrLateEntry& l : fr.late_entries) {
+    const char* basis = l.by_duration == l.last ? "device durations: the others waited for it"
+                        : l.by_duration == 0    ? "entry times"
+                                                : "device durations and entry times";
     line += "; " + l.label + " entered " + std::to_string(l.last) + " of its " +
             std::to_string(l.collectives) + " collectives last, a median " +
-            FormatNs(l.median_behind_ns) + " behind the others (entry times)";
+            FormatNs(l.median_behind_ns) + " behind the others (" + basis + ")";
   }
   if (fr.agreement == "agree") {
     line += "; their hang agrees with the recording's";

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "wait_internal.h"
+#include "wait_words.h"
 
 namespace analyzer::wait {
 namespace {
@@ -18,34 +19,55 @@ constexpr size_t kMaxMismatches = 20;
 bool Open(Outcome o) { return o == Outcome::kPending || o == Outcome::kFailed; }
 
 // Rule 5: an entry whose outcome the record cannot tell, of a collective a member provably
-// never entered, failed. A completed one there means the records were taken at different
-// moments (counted for a note).
-void PromoteEnded(Index& ix, Result& out) {
-  int skewed = 0;
+// never entered, failed.
+void PromoteEnded(Index& ix) {
   for (size_t ri = 0; ri < ix.in.ranks.size(); ++ri) {
     const Rank& r = ix.in.ranks[ri];
     for (size_t k = 0; k < r.ops.size(); ++k) {
       const Op& o = r.ops[k];
-      if (o.p2p ||
-          (ix.outcome[ri][k] != Outcome::kEnded && ix.outcome[ri][k] != Outcome::kCompleted))
-        continue;
-      bool someone_missing = false;
+      if (o.p2p || ix.outcome[ri][k] != Outcome::kEnded) continue;
       for (int64_t m : ix.in.groups[o.group].members) {
-        if (m != r.rank && ix.ProvesNotReached(m, o.group, o.seq)) someone_missing = true;
-      }
-      if (!someone_missing) continue;
-      if (ix.outcome[ri][k] == Outcome::kEnded) {
-        ix.outcome[ri][k] = Outcome::kFailed;
-      } else {
-        ++skewed;
+        if (m != r.rank && ix.ProvesNotReached(m, o.group, o.seq)) {
+          ix.outcome[ri][k] = Outcome::kFailed;
+          break;
+        }
       }
     }
   }
-  if (skewed > 0) {
-    out.notes.push_back(std::to_string(skewed) +
-                        " completed operation(s) that some member never entered: the records "
-                        "were taken at different moments; those operations are not waited in");
+}
+
+// Rule 12: a collective of a group that some member completed was entered by every member,
+// and a member's earlier collectives of the group completed before it (one stream, in order):
+// open ones in an older record were completed after that record was taken.
+void SettleStale(Index& ix, Result& out) {
+  int settled = 0;
+  for (size_t ri = 0; ri < ix.in.ranks.size(); ++ri) {
+    if (ix.record_older[ri]) out.records_older.push_back(ix.in.ranks[ri].rank);
+    for (const auto& [g, ops] : ix.collectives[ri]) {
+      auto done = ix.completed_through.find(g);
+      if (done == ix.completed_through.end()) continue;
+      for (size_t k : ops) {
+        if (ix.in.ranks[ri].ops[k].seq >= done->second) break;
+        if (ix.outcome[ri][k] != Outcome::kPending) continue;
+        ix.outcome[ri][k] = Outcome::kCompleted;
+        ++settled;
+      }
+    }
   }
+  std::sort(out.records_older.begin(), out.records_older.end());
+  if (settled == 0 && out.records_older.empty()) return;
+  std::string note = "the records were taken at different moments: ";
+  if (!out.records_older.empty()) {
+    note += RanksPhrase(out.records_older) +
+            " went on after their records were taken (members completed collectives with "
+            "them that their records do not hold: the job ran on between the records)";
+  }
+  if (settled > 0) {
+    note += std::string(out.records_older.empty() ? "" : "; ") + std::to_string(settled) +
+            " operation(s) open in a record are completed, as a member completed a later "
+            "collective of that group";
+  }
+  out.notes.push_back(note);
 }
 
 // Rule 1: per rank, the earliest open collective of each group and every open send/recv
@@ -181,7 +203,9 @@ std::vector<std::vector<int64_t>> Components(const std::map<int64_t, std::set<in
 
 }  // namespace
 
-bool IsCulprit(EndKind k) { return k != EndKind::kStuckTogether && k != EndKind::kUnattributed; }
+bool IsCulprit(EndKind k) {
+  return k != EndKind::kStuckTogether && k != EndKind::kUnattributed && k != EndKind::kRecordOlder;
+}
 
 const char* EndKindName(EndKind k) {
   switch (k) {
@@ -201,6 +225,8 @@ const char* EndKindName(EndKind k) {
       return "stuck_together";
     case EndKind::kUnattributed:
       return "unattributed";
+    case EndKind::kRecordOlder:
+      return "record_older";
   }
   return "";
 }
@@ -235,7 +261,8 @@ Result Analyze(const Input& in) {
   Result out;
   Index ix(in);
   out.latest_ns = ix.latest_ns;
-  PromoteEnded(ix, out);
+  PromoteEnded(ix);
+  SettleStale(ix, out);
   out.mismatches = FindMismatches(ix);
   const std::vector<std::vector<size_t>> open = OpenOps(ix);
   out.edges = Edges(ix, open);

@@ -58,6 +58,19 @@
 //     transfers shift by it. A pair that differs is a mismatch; of its two sides, the one whose
 //     value is new to its own calls with that peer, where the other side's is what it always
 //     passes, is the culprit (rule 7's history tie-break).
+// 12. Records are taken at different moments: dumps asked for while the job runs
+//     (TORCH_NCCL_DEBUG_INFO_PIPE_FILE: each rank's own thread reads its own pipe) catch each
+//     rank at its own position, and a rank's operations can end after its record was taken.
+//     A collective some member completed was entered by every member (rule 2's fact), so
+//     every member reached it; and a member's earlier collectives of that group completed
+//     before it (rule 1's fact). Open ones of those in an older record are completed, not
+//     waited in, and no member is waited for to reach them. A member whose record holds no
+//     entry of such a completed collective issued it after its record was taken: the job ran
+//     on between the records (a hung job's ranks issue nothing after their timeout dumps,
+//     which come once they are blocked). Positions in such records are a moving job's, so a
+//     chain that ends by a rank's position (it entered nothing, or is alone in an operation
+//     others completed) names no culprit there ('record_older'), and where only such ends
+//     remain the records cannot decide.
 #pragma once
 
 #include <cstddef>
@@ -101,6 +114,9 @@ struct Op {
   std::string dtype;
   int64_t created_ns = 0;
   std::optional<int64_t> started_ns, completed_ns;
+  // Its time on the device, start event to end event (a Flight Recorder entry with
+  // TORCH_NCCL_ENABLE_TIMING=1: WorkNCCL's getDuration); none: not timed.
+  std::optional<int64_t> duration_ns;
   std::optional<int64_t> timeout_ns;
   std::string stack;  // caller frames, one per line ('' when not recorded)
 };
@@ -138,6 +154,9 @@ enum class EndKind : uint8_t {
   kRingWrapped,     // suspect: its record does not reach back far enough to prove it
   kStuckTogether,   // no culprit: in an operation every member entered and none completed
   kUnattributed,    // no culprit: waits in an operation whose peers the record does not name
+  // no culprit: it ends by its position (nothing entered, or alone in an operation) in records
+  // taken while the job ran on (rule 12): that proves no stop
+  kRecordOlder,
 };
 bool IsCulprit(EndKind k);
 const char* EndKindName(EndKind k);  // 'waits_in_nothing', ...
@@ -148,7 +167,7 @@ enum class Verdict : uint8_t {
   kDeadlock,      // chains end in a cycle
   kMismatch,      // the stuck operation was called differently by its members
   kStuckInOp,     // chains end in an operation every member entered (rule 8)
-  kUndetermined,  // the records cannot decide (rule 9)
+  kUndetermined,  // the records cannot decide (rules 9, 12)
 };
 const char* VerdictName(Verdict v);  // 'none', 'hang', 'deadlock', ...
 
@@ -205,6 +224,8 @@ struct Result {
   int64_t stuck_for_ns = 0;  // rule 10, at least
   bool timed_out = false;    // some waiting operation failed or waited past its timeout
   int64_t latest_ns = 0;     // the latest time any record holds
+  // Rule 12: ranks whose records are older than their peers' (they went on after them).
+  std::vector<int64_t> records_older;
   std::vector<std::string> notes;
 };
 

@@ -405,6 +405,51 @@ TEST(WaitGraph, SkewedRecordsOfACleanJob) {
   EXPECT_NE(r.notes[0].find("different moments"), std::string::npos);
 }
 
+// Dumps asked for while a two-group job ran on (rule 12), each rank's at its own moment. tp
+// {0,1} and dp {0,2}: rank 1's record is the oldest (it holds tp 1-3, 4 still open), rank 0's
+// the newest (tp 1-5 done, 6 open; dp 1-2 done, 3 open), rank 2's between (dp 1-2 done).
+// Read as one moment, rank 1 would be stuck in tp 4 and rank 2 would have entered nothing
+// after dp 2, both waited for by rank 0: two culprits of a job that never stopped.
+Job MovingJob() {
+  Job j;
+  const size_t tp = j.Group("tp", {0, 1});
+  const size_t dp = j.Group("dp", {0, 2});
+  j.Done(tp, {0}, 1, 5);
+  j.Coll(0, tp, 6, Outcome::kPending, kT0 + 6 * kS);
+  j.Done(tp, {1}, 1, 3);
+  j.Coll(1, tp, 4, Outcome::kPending, kT0 + 4 * kS);
+  j.Done(dp, {0, 2}, 1, 2);
+  j.Coll(0, dp, 3, Outcome::kPending, kT0 + 6 * kS);
+  return j;
+}
+
+TEST(WaitGraph, RecordsOfAJobThatRanOnNameNobody) {
+  const Result r = MovingJob().Run();
+  EXPECT_EQ(r.verdict, Verdict::kUndetermined);
+  EXPECT_TRUE(r.culprits.empty());
+  EXPECT_EQ(r.records_older, (V{1}));  // rank 0 completed tp 5 with it; its record ends at 4
+  // Rank 1's tp 4 completed (tp 5 did); rank 0 waits for it in tp 6 and for rank 2 in dp 3.
+  for (int64_t rank : {1, 2}) {
+    ASSERT_NE(EndOf(r, rank), nullptr);
+    EXPECT_EQ(EndOf(r, rank)->kind, EndKind::kRecordOlder);
+  }
+  EXPECT_NE(r.reason.find("while the job ran on"), std::string::npos);
+  EXPECT_NE(Joined(r.notes).find("rank 1 went on after"), std::string::npos);
+}
+
+// The same job with rank 1's record as new as rank 0's (tp 1-5 done, 6 open): no record is
+// older, and rank 2, which entered nothing after dp 2 while rank 0 waits in dp 3, stopped.
+TEST(WaitGraph, RecordsOfOneMomentStillNameTheRankThatStopped) {
+  Job j = MovingJob();
+  j.in.ranks[1].ops.clear();
+  j.Done(0, {1}, 1, 5);
+  j.Coll(1, 0, 6, Outcome::kPending, kT0 + 6 * kS);
+  const Result r = j.Run();
+  EXPECT_EQ(r.verdict, Verdict::kHang);
+  EXPECT_EQ(r.culprits, (V{2}));
+  EXPECT_TRUE(r.records_older.empty());
+}
+
 // A send and its receive both posted: matched, no rank behind.
 TEST(WaitGraph, MatchedSendAndReceiveWaitTogether) {
   Job j;

@@ -25,7 +25,13 @@ Index::Index(const Input& input) : in(input) {
       const Op& o = r.ops[k];
       outcome[ri].push_back(o.outcome);
       last_activity[ri] = std::max(last_activity[ri], OpTime(o));
-      if (!o.p2p && o.group < in.groups.size()) collectives[ri][o.group].push_back(k);
+      if (!o.p2p && o.group < in.groups.size()) {
+        collectives[ri][o.group].push_back(k);
+        if (o.outcome == Outcome::kCompleted) {
+          auto [it, fresh] = completed_through.emplace(o.group, o.seq);
+          if (!fresh) it->second = std::max(it->second, o.seq);
+        }
+      }
       if (o.p2p && o.peer && o.pair_seq && (o.op == NcclOp::kSend || o.op == NcclOp::kRecv)) {
         const bool send = o.op == NcclOp::kSend;
         placed_[{o.group, send ? r.rank : *o.peer, send ? *o.peer : r.rank, *o.pair_seq, o.op}] = {
@@ -39,6 +45,19 @@ Index::Index(const Input& input) : in(input) {
     latest_ns = std::max(latest_ns, last_activity[ri]);
   }
   latest_ns = std::max(latest_ns, in.taken_ns);
+  record_older.assign(in.ranks.size(), false);
+  for (const auto& [g, seq] : completed_through) {
+    for (int64_t m : in.groups[g].members) {
+      auto ri = Find(m);
+      if (!ri) continue;
+      const Rank& r = in.ranks[*ri];
+      const Op* last = Last(m, g);
+      // Without any entry of the group only a record that kept everything proves it.
+      if (last ? last->seq < seq : !r.wrapped && !r.gaps) record_older[*ri] = true;
+    }
+  }
+  taken_while_running = std::find(record_older.begin(), record_older.end(), true) !=
+                        record_older.end();
 }
 
 std::optional<size_t> Index::Find(int64_t rank) const {
@@ -88,6 +107,8 @@ std::optional<Outcome> Index::CounterpartOutcome(int64_t rank, const Op& o) cons
 }
 
 bool Index::Reached(int64_t rank, size_t group, int64_t seq) const {
+  auto done = completed_through.find(group);
+  if (done != completed_through.end() && done->second >= seq) return true;
   const Op* last = Last(rank, group);
   return last && last->seq >= seq;
 }

@@ -26,9 +26,17 @@ struct Index {
   std::vector<std::vector<Outcome>> outcome;  // [rank index][op index]
   std::vector<int64_t> last_activity;         // [rank index]: its latest time; 0: none
   int64_t latest_ns = 0;                      // the latest time of every record
+  // group -> the highest collective seq some member completed (rule 12)
+  std::map<size_t, int64_t> completed_through;
+  // [rank index]: its record holds no entry of a collective of one of its groups that some
+  // member completed: it issued that after its record was taken (rule 12)
+  std::vector<bool> record_older;
+  // Some rank's record is older: the records were taken while the job ran on (rule 12).
+  bool taken_while_running = false;
 
   std::optional<size_t> Find(int64_t rank) const;  // only ranks with a record
-  // The rank has a record and entered seq or a later collective of the group.
+  // The rank entered seq or a later collective of the group: its record holds one, or some
+  // member completed one (rule 12).
   bool Reached(int64_t rank, size_t group, int64_t seq) const;
   // Rule 4: its record proves it never entered seq of the group.
   bool ProvesNotReached(int64_t rank, size_t group, int64_t seq) const;

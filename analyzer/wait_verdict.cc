@@ -156,17 +156,18 @@ End MakeEnd(const EndsContext& ctx, int64_t rank, EndKind kind) {
   return end;
 }
 
-End ClassifySink(const EndsContext& ctx, int64_t rank) {
-  auto ri = ctx.ix.Find(rank);
-  if (!ri) return MakeEnd(ctx, rank, EndKind::kNoRecord);
-  if (ctx.open[*ri].empty()) {
+namespace {
+
+// A recorded rank no edge leaves, by its own record (rules 4, 7, 8).
+End ClassifyRecorded(const EndsContext& ctx, int64_t rank, size_t ri) {
+  if (ctx.open[ri].empty()) {
     return MakeEnd(ctx, rank,
                    ProvenAbsent(ctx, rank) ? EndKind::kWaitsInNothing : EndKind::kRingWrapped);
   }
   // Its open operations have no laggard (rule 8); the most telling names the end.
-  const Rank& r = ctx.ix.in.ranks[*ri];
+  const Rank& r = ctx.ix.in.ranks[ri];
   EndKind best = EndKind::kStuckTogether;
-  size_t best_op = ctx.open[*ri].front();
+  size_t best_op = ctx.open[ri].front();
   auto rank_of = [](EndKind k) {
     switch (k) {
       case EndKind::kStuckAlone:
@@ -179,7 +180,7 @@ End ClassifySink(const EndsContext& ctx, int64_t rank) {
         return 0;
     }
   };
-  for (size_t k : ctx.open[*ri]) {
+  for (size_t k : ctx.open[ri]) {
     const Op& o = r.ops[k];
     EndKind kind = EndKind::kStuckTogether;
     if (o.p2p) {
@@ -221,6 +222,19 @@ End ClassifySink(const EndsContext& ctx, int64_t rank) {
       if (const Op* o = CallOf(ctx, *mm, rank)) end.op = *o;
     }
   }
+  return end;
+}
+
+}  // namespace
+
+End ClassifySink(const EndsContext& ctx, int64_t rank) {
+  auto ri = ctx.ix.Find(rank);
+  if (!ri) return MakeEnd(ctx, rank, EndKind::kNoRecord);
+  End end = ClassifyRecorded(ctx, rank, *ri);
+  // Rule 12: it went on after its record was taken; where its record ends proves nothing.
+  const bool by_position = end.kind == EndKind::kWaitsInNothing ||
+                           end.kind == EndKind::kStuckAlone || end.kind == EndKind::kRingWrapped;
+  if (by_position && ctx.ix.taken_while_running) end.kind = EndKind::kRecordOlder;
   return end;
 }
 
@@ -303,6 +317,8 @@ void Decide(const EndsContext& ctx, Result& out) {
     out.verdict = Verdict::kHang;
   } else if (kinds.count(EndKind::kMismatched) || tie_mismatch) {
     out.verdict = Verdict::kMismatch;
+  } else if (kinds.count(EndKind::kRecordOlder)) {
+    out.verdict = Verdict::kUndetermined;  // rule 12: the chains end where records are older
   } else if (in_op && (!out.edges.empty() || out.timed_out)) {
     out.verdict = Verdict::kStuckInOp;
   } else if (in_op) {

@@ -171,6 +171,9 @@ std::string EndPhrase(const Input& in, const Result& r, const End& e) {
              " with every member of it, none completed: no rank lags there";
     case EndKind::kUnattributed:
       return "waits in " + op + ", whose peers the record does not name";
+    case EndKind::kRecordOlder:
+      return std::string("ends its record") + (e.op ? " in " + op : std::string()) +
+             ", but the records were taken while the job ran on: no proof that it stopped";
   }
   return "";
 }
@@ -227,6 +230,22 @@ std::string Reason(const Input& in, const Result& r) {
       }
       return "every recorded operation completed; nothing is waited in";
     case Verdict::kUndetermined:
+      if (std::any_of(r.ends.begin(), r.ends.end(),
+                      [](const End& e) { return e.kind == EndKind::kRecordOlder; })) {
+        std::vector<int64_t> ends;
+        for (const End& e : r.ends) {
+          if (e.kind == EndKind::kRecordOlder) ends.push_back(e.rank);
+        }
+        return "the records were taken at different moments while the job ran on (dumps "
+               "asked for on demand): " +
+               RanksPhrase(r.records_older) +
+               " went on after their records were taken (members completed collectives with "
+               "them that their records do not hold), so where a record ends is no proof that "
+               "its rank stopped, and the waiting chains, ending at " +
+               RanksPhrase(ends) +
+               ", may be a moving job's; take every rank's dump at one moment, or after the "
+               "timeout";
+      }
       return "no rank is behind another, and the records cannot say whether the last "
              "operations completed: gloo's Flight Recorder records no completion (its entries "
              "stay 'scheduled', and 'retired' is set for finished and timed-out work alike), so "

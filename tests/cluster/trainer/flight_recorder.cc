@@ -1,13 +1,18 @@
 #include "flight_recorder.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 #include <tuple>
+
+#include "trainer_options.h"
 
 namespace trainer {
 namespace {
@@ -48,6 +53,17 @@ FlightRecorder::FlightRecorder(Options options) : o_(std::move(options)) {
   tid << std::this_thread::get_id();
   thread_id_ = tid.str();
   ring_.reserve(static_cast<size_t>(std::min(o_.buffer_size, 1 << 16)));
+  if (!o_.pipe_stem.empty()) {
+    pipe_path_ = o_.pipe_stem + std::to_string(o_.rank) + ".pipe";
+    unlink(pipe_path_.c_str());
+    if (mkfifo(pipe_path_.c_str(), 0600) == 0) {
+      pipe_fd_ = open(pipe_path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    }
+    if (pipe_fd_ < 0) {
+      std::fprintf(stderr, "rank %d: Flight Recorder: cannot make the dump pipe %s: %s\n", o_.rank,
+                   pipe_path_.c_str(), std::strerror(errno));
+    }
+  }
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -55,6 +71,21 @@ FlightRecorder::~FlightRecorder() {
   stop_ = true;
   thread_.join();
   for (Entry& e : ring_) Release(e);
+  if (pipe_fd_ >= 0) close(pipe_fd_);
+  if (!pipe_path_.empty()) unlink(pipe_path_.c_str());
+}
+
+std::unique_ptr<FlightRecorder> FlightRecorderFor(const TrainerOptions& o) {
+  if (o.fr_dump_dir.empty()) return nullptr;
+  FlightRecorder::Options fo;
+  fo.dir = o.fr_dump_dir;
+  fo.json_dir = o.fr_json_dir;
+  fo.rank = o.env.rank;
+  fo.timeout_ms = o.fr_timeout_ms;
+  fo.timing = o.fr_timing;
+  fo.buffer_size = o.fr_buffer_size;
+  fo.pipe_stem = o.fr_pipe_stem;
+  return std::make_unique<FlightRecorder>(fo);
 }
 
 void FlightRecorder::AddGroup(const FrGroup& group) {
@@ -258,6 +289,10 @@ bool FlightRecorder::WriteFile(const std::string& path, const std::string& data)
 
 void FlightRecorder::WriteDumps(const char* why) {
   if (dumped_.exchange(true)) return;  // once, as PyTorch dumps once
+  Write(why);
+}
+
+void FlightRecorder::Write(const char* why) {
   std::fprintf(stderr, "rank %d: Flight Recorder: %s\n", o_.rank, why);
   const std::string name = "nccl_trace_rank_" + std::to_string(o_.rank);
   if (!o_.json_dir.empty()) {
@@ -267,6 +302,15 @@ void FlightRecorder::WriteDumps(const char* why) {
 }
 
 void FlightRecorder::DumpNow(const char* why) { WriteDumps(why); }
+
+bool FlightRecorder::DumpRequested() {
+  if (pipe_fd_ < 0) return false;
+  char buf[256];
+  bool any = false;
+  ssize_t n;
+  while ((n = read(pipe_fd_, buf, sizeof buf)) > 0) any = true;  // one dump per burst
+  return any;
+}
 
 void FlightRecorder::Run() {
   while (!stop_ && !dumped_) {
@@ -278,7 +322,11 @@ void FlightRecorder::Run() {
       Poll(now);
       timed_out = TimedOut(now);
     }
-    if (timed_out) WriteDumps("no progress for the timeout: writing the dump");
+    if (timed_out) {
+      WriteDumps("no progress for the timeout: writing the dump");
+    } else if (DumpRequested()) {
+      Write("a dump was asked for through the pipe: writing it, the job runs on");
+    }
   }
 }
 

@@ -21,10 +21,16 @@
 //    (the dump PyTorch's other ranks request through the store when they time out: the hung
 //    rank's own view): DIR/nccl_trace_rank_<rank>, a pickle of dump_dict() (schema 2.10), and
 //    with a JSON directory JSON_DIR/nccl_trace_rank_<rank>.json, dump_json(). Each is written
-//    to a temporary name and renamed, so a reader never sees half a dump.
+//    to a temporary name and renamed, so a reader never sees half a dump;
+//  - with a pipe stem (TORCH_NCCL_DEBUG_INFO_PIPE_FILE; ProcessGroupNCCL's DumpPipe, active
+//    only with a trace buffer) it makes the named pipe <stem><rank>.pipe when it starts, and
+//    writes the dump each time something is written into the pipe, while the job runs on: how
+//    an engineer takes the dumps of a job that is slow but not stuck
+//    (`echo > <stem><rank>.pipe` on every node).
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -68,6 +74,7 @@ class FlightRecorder {
     bool timing = false;  // TORCH_NCCL_ENABLE_TIMING
     int buffer_size = 2000;
     int64_t op_timeout_ms = 600000;  // the groups' timeout, as each entry states it
+    std::string pipe_stem;           // non-empty: dumps on request through <stem><rank>.pipe
   };
   explicit FlightRecorder(Options options);
   ~FlightRecorder();
@@ -111,7 +118,9 @@ class FlightRecorder {
   Entry* Find(int64_t record_id);             // under mu_; null when overwritten
   std::vector<const Entry*> InOrder() const;  // under mu_: oldest first
   bool WriteFile(const std::string& path, const std::string& data) const;
-  void WriteDumps(const char* why);  // not under mu_
+  void WriteDumps(const char* why);  // not under mu_; once
+  void Write(const char* why);       // not under mu_; every time
+  bool DumpRequested();              // something was written into the pipe
 
   std::atomic<bool> dumped_{false};
 
@@ -124,8 +133,14 @@ class FlightRecorder {
   int64_t next_id_ = 0;
   int64_t last_created_ns_ = 0;
   std::string thread_id_;
+  std::string pipe_path_;
+  int pipe_fd_ = -1;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
+
+struct TrainerOptions;
+// The rank's Flight Recorder as the trainer's options ask for it; null when they ask for none.
+std::unique_ptr<FlightRecorder> FlightRecorderFor(const TrainerOptions& o);
 
 }  // namespace trainer

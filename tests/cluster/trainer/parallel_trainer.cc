@@ -414,17 +414,7 @@ rs::Result<void> TrainParallel(const TrainerOptions& o, ncclComm_t world, const 
                        ")");
     }
   }
-  std::unique_ptr<FlightRecorder> fr;
-  if (!o.fr_dump_dir.empty()) {
-    FlightRecorder::Options fo;
-    fo.dir = o.fr_dump_dir;
-    fo.json_dir = o.fr_json_dir;
-    fo.rank = e.rank;
-    fo.timeout_ms = o.fr_timeout_ms;
-    fo.timing = o.fr_timing;
-    fo.buffer_size = o.fr_buffer_size;
-    fr = std::make_unique<FlightRecorder>(fo);
-  }
+  std::unique_ptr<FlightRecorder> fr = FlightRecorderFor(o);
   auto t0 = Clock::now();
   ASSIGN_OR_RETURN(std::unique_ptr<RankGroups> groups,
                    CreateGroups(layout, e.rank, world, fr.get()));

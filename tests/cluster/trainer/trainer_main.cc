@@ -137,17 +137,7 @@ rs::Result<void> Train(const TrainerOptions& o) {
   world.name = "0";
   world.desc = "default_pg";
   for (int r = 0; r < e.world_size; ++r) world.ranks.push_back(r);
-  if (!o.fr_dump_dir.empty()) {
-    FlightRecorder::Options fo;
-    fo.dir = o.fr_dump_dir;
-    fo.json_dir = o.fr_json_dir;
-    fo.rank = e.rank;
-    fo.timeout_ms = o.fr_timeout_ms;
-    fo.timing = o.fr_timing;
-    fo.buffer_size = o.fr_buffer_size;
-    fr = std::make_unique<FlightRecorder>(fo);
-    fr->AddGroup(world);
-  }
+  if ((fr = FlightRecorderFor(o))) fr->AddGroup(world);
   std::unique_ptr<Watchdog> watchdog;
   if (o.async) {
     FlightRecorder* f = fr.get();

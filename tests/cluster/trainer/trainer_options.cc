@@ -91,6 +91,9 @@ serves it at MASTER_ADDR:MASTER_PORT); the device is LOCAL_RANK.
   --fr-timing           TORCH_NCCL_ENABLE_TIMING: a start event per operation, so that entries
                         become 'started' and completed ones carry duration_ms (off, as PyTorch)
   --fr-buffer-size N    TORCH_FR_BUFFER_SIZE: entries kept, the oldest dropped first (2000)
+  --fr-pipe STEM        TORCH_NCCL_DEBUG_INFO_PIPE_FILE: make the named pipe STEM<rank>.pipe
+                        and write the dump whenever something is written into it, the job
+                        running on (off)
 multi-group job, shaped like Megatron-LM (tests/cluster/README.md):
   --parallel tp=T,pp=P,dp=D[,ep=E]   process groups split from the world communicator
                         (ncclCommSplit), ranks laid out tp fastest, then dp, then pp;
@@ -210,6 +213,8 @@ rs::Result<TrainerOptions> ParseOptions(const std::vector<std::string>& argv,
       RETURN_IF_ERROR(integer(&o.fr_timeout_ms, 100, 3600000));
     } else if (name == "fr-timing") {
       o.fr_timing = value != "0";
+    } else if (name == "fr-pipe") {
+      o.fr_pipe_stem = value;
     } else if (name == "fr-buffer-size") {
       // PyTorch's default ring is 2000 entries; a million bounds the dump's memory.
       RETURN_IF_ERROR(integer(&o.fr_buffer_size, 1, 1000000));

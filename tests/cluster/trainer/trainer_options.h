@@ -54,6 +54,7 @@ struct TrainerOptions {
   int fr_timeout_ms = 1500;
   bool fr_timing = false;     // TORCH_NCCL_ENABLE_TIMING: start events, started states, durations
   int fr_buffer_size = 2000;  // TORCH_FR_BUFFER_SIZE: entries kept (a ring)
+  std::string fr_pipe_stem;   // TORCH_NCCL_DEBUG_INFO_PIPE_FILE: dumps on request (off)
   // A multi-group job shaped like Megatron-LM (parallel_trainer.h); unset: DDP.
   std::optional<ParallelSpec> parallel;
   int microbatches = 4;  // per step and pipeline (1F1B)
