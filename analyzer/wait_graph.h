@@ -70,7 +70,20 @@
 //     which come once they are blocked). Positions in such records are a moving job's, so a
 //     chain that ends by a rank's position (it entered nothing, or is alone in an operation
 //     others completed) names no culprit there ('record_older'), and where only such ends
-//     remain the records cannot decide.
+//     remain, or chains end in an operation every member entered that did not time out
+//     (rule 8's in-flight look), the records cannot decide. In records shown taken at
+//     different moments (an older record, or open operations a later completion settled: in
+//     the test bed's dumps of 9 hung, crashed and mismatched jobs never, in every dump of 6
+//     running ones asked for through the pipes), so too a rank alone in an operation others
+//     completed, open for less than its group's stuck threshold (10 x the
+//     p99 of its completed operations' creation-to-completion time, at least 100 ms: the
+//     recording's threshold, hang.h): its record may be older than theirs by that much; and
+//     ranks waiting for each other for less than that (a pipeline's two stages each post a
+//     receive before the other's send), no deadlock proven. Not for a recording (its records
+//     end at one moment), nor in a group with a member without a record: it may have died,
+//     and an aborted communicator's kernels end, so their events fire and its peers' entries
+//     read completed (PyTorch 2.11, NCCL 2.28.9: tests/torch/dumps/nccl_crash, rank 3's
+//     all-reduce with the killed rank 1 'completed' 6 s after it was issued).
 #pragma once
 
 #include <cstddef>

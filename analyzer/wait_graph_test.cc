@@ -437,6 +437,73 @@ TEST(WaitGraph, RecordsOfAJobThatRanOnNameNobody) {
   EXPECT_NE(Joined(r.notes).find("rank 1 went on after"), std::string::npos);
 }
 
+// Rank 4 waits in group c for rank 3, which is in group b's collective with rank 2, both
+// inside, neither done: a stall in the operation (rule 8) where the records are of one
+// moment; in flight where they were taken while the job ran on (rank 1's, in group a, is
+// older than rank 0's).
+TEST(WaitGraph, AnOperationInFlightInRecordsOfAJobThatRanOnIsNoStall) {
+  for (bool ran_on : {false, true}) {
+    Job j;
+    const size_t a = j.Group("a", {0, 1});
+    const size_t b = j.Group("b", {2, 3});
+    const size_t c = j.Group("c", {3, 4});
+    j.Done(a, {0}, 1, 5);
+    j.Done(a, {1}, 1, ran_on ? 4 : 5);
+    for (int64_t r : {2, 3}) j.Coll(r, b, 1, Outcome::kPending, kT0 + kS);
+    j.Coll(4, c, 1, Outcome::kPending, kT0 + kS);
+    const Result r = j.Run();
+    EXPECT_TRUE(r.culprits.empty());
+    EXPECT_EQ(r.verdict, ran_on ? Verdict::kUndetermined : Verdict::kStuckInOp);
+    if (ran_on) {
+      EXPECT_NE(r.reason.find("every member had entered"), std::string::npos);
+    }
+  }
+}
+
+// Rank 1 is alone in all-reduce 5, which rank 0 completed a moment before its record ends.
+// Where rank 1's record also holds all-reduce 4 open, which rank 0's completion of 5 settles
+// (rule 12), the records were taken at different moments, and a wait shorter than the group's
+// stuck threshold proves no stop; where nothing shows that, rank 1 is stuck alone.
+TEST(WaitGraph, AloneForAMomentInSkewedRecordsIsNoCulprit) {
+  for (bool skewed : {false, true}) {
+    Job j;
+    const size_t g = j.Group("0", {0, 1});
+    j.Done(g, {0}, 1, 5);
+    j.Done(g, {1}, 1, skewed ? 3 : 4);
+    if (skewed) j.Coll(1, g, 4, Outcome::kPending, kT0 + 4 * kS);
+    j.Coll(1, g, 5, Outcome::kPending, kT0 + 5 * kS);
+    const Result r = j.Run();
+    EXPECT_EQ(r.culprits, skewed ? V{} : V{1});
+    EXPECT_EQ(r.verdict, skewed ? Verdict::kUndetermined : Verdict::kHang);
+    ASSERT_NE(EndOf(r, 1), nullptr);
+    EXPECT_EQ(EndOf(r, 1)->kind, skewed ? EndKind::kRecordOlder : EndKind::kStuckAlone);
+    if (skewed) {
+      EXPECT_NE(r.reason.find("stuck threshold"), std::string::npos) << r.reason;
+    }
+  }
+}
+
+// Two ranks each waiting for the other through two groups for a moment: a deadlock where the
+// records show one moment, not proven where they show a job that ran on.
+TEST(WaitGraph, AYoungCycleInSkewedRecordsIsNoDeadlock) {
+  for (bool skewed : {false, true}) {
+    Job j;
+    const size_t a = j.Group("a", {0, 1});
+    const size_t b = j.Group("b", {0, 1});
+    const size_t c = j.Group("c", {0, 1});
+    j.Done(a, {0, 1}, 1, 2);
+    j.Done(b, {0, 1}, 1, 4);
+    j.Coll(0, a, 3, Outcome::kPending, kT0 + 10 * kS);
+    j.Coll(1, b, 5, Outcome::kPending, kT0 + 10 * kS);
+    j.Done(c, {0}, 1, 2);
+    j.Done(c, {1}, 2, 2);
+    if (skewed) j.Coll(1, c, 1, Outcome::kPending, kT0);  // settled by rank 0's c 2
+    const Result r = j.Run();
+    EXPECT_EQ(r.verdict, skewed ? Verdict::kUndetermined : Verdict::kDeadlock);
+    EXPECT_EQ(r.culprits, skewed ? V{} : (V{0, 1}));
+  }
+}
+
 // The same job with rank 1's record as new as rank 0's (tp 1-5 done, 6 open): no record is
 // older, and rank 2, which entered nothing after dp 2 while rank 0 waits in dp 3, stopped.
 TEST(WaitGraph, RecordsOfOneMomentStillNameTheRankThatStopped) {

@@ -45,6 +45,27 @@ Index::Index(const Input& input) : in(input) {
     latest_ns = std::max(latest_ns, last_activity[ri]);
   }
   latest_ns = std::max(latest_ns, in.taken_ns);
+  // Rule 12 is for records taken at different moments: not a recording's (one end), and not
+  // in a group with a member without a record (it may have died: an aborted communicator's
+  // kernels end and their events fire, so its peers' entries read completed).
+  std::erase_if(completed_through, [&](const auto& g) {
+    return in.taken_ns > 0 || std::any_of(in.groups[g.first].members.begin(),
+                                          in.groups[g.first].members.end(),
+                                          [&](int64_t m) { return !Find(m); });
+  });
+  std::map<size_t, std::vector<int64_t>> took;  // group -> creation to completion
+  for (const Rank& r : in.ranks) {
+    for (const Op& o : r.ops) {
+      if (o.outcome == Outcome::kCompleted && o.completed_ns && *o.completed_ns > o.created_ns) {
+        took[o.group].push_back(*o.completed_ns - o.created_ns);
+      }
+    }
+  }
+  for (auto& [g, t] : took) {
+    std::sort(t.begin(), t.end());
+    const int64_t p99 = t[std::min(t.size() - 1, t.size() * 99 / 100)];
+    stuck_ns[g] = std::max<int64_t>(100'000'000, 10 * p99);
+  }
   record_older.assign(in.ranks.size(), false);
   for (const auto& [g, seq] : completed_through) {
     for (int64_t m : in.groups[g].members) {
@@ -104,6 +125,12 @@ std::optional<Outcome> Index::CounterpartOutcome(int64_t rank, const Op& o) cons
                           send ? NcclOp::kRecv : NcclOp::kSend});
   if (it == placed_.end()) return std::nullopt;
   return outcome[it->second.first][it->second.second];
+}
+
+bool Index::Young(const Op& o) const {
+  if (in.taken_ns > 0 || !skewed) return false;
+  auto t = stuck_ns.find(o.group);
+  return t != stuck_ns.end() && latest_ns - o.created_ns < t->second;
 }
 
 bool Index::Reached(int64_t rank, size_t group, int64_t seq) const {

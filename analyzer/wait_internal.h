@@ -33,6 +33,15 @@ struct Index {
   std::vector<bool> record_older;
   // Some rank's record is older: the records were taken while the job ran on (rule 12).
   bool taken_while_running = false;
+  // group -> how long an operation of records taken at different moments must have waited to
+  // be stuck alone (rule 12): 10 x p99 of its completed operations' creation-to-completion
+  // time, at least 100 ms
+  std::map<size_t, int64_t> stuck_ns;
+  // Rule 12 found the records taken at different moments (an older record, or open
+  // operations a later completion settled).
+  bool skewed = false;
+  // Rule 12: `o`, open in records shown skewed, for less than its group's stuck threshold.
+  bool Young(const Op& o) const;
 
   std::optional<size_t> Find(int64_t rank) const;  // only ranks with a record
   // The rank entered seq or a later collective of the group: its record holds one, or some

@@ -231,10 +231,13 @@ End ClassifySink(const EndsContext& ctx, int64_t rank) {
   auto ri = ctx.ix.Find(rank);
   if (!ri) return MakeEnd(ctx, rank, EndKind::kNoRecord);
   End end = ClassifyRecorded(ctx, rank, *ri);
-  // Rule 12: it went on after its record was taken; where its record ends proves nothing.
+  // Rule 12: records taken while the job ran on prove no stop by a rank's position. Nor does
+  // an operation others completed that this rank's record holds open for less than its
+  // group's stuck threshold: its record may have been taken before it completed there too.
   const bool by_position = end.kind == EndKind::kWaitsInNothing ||
                            end.kind == EndKind::kStuckAlone || end.kind == EndKind::kRingWrapped;
-  if (by_position && ctx.ix.taken_while_running) end.kind = EndKind::kRecordOlder;
+  const bool young = end.kind == EndKind::kStuckAlone && end.op && ctx.ix.Young(*end.op);
+  if (by_position && (ctx.ix.taken_while_running || young)) end.kind = EndKind::kRecordOlder;
   return end;
 }
 
@@ -317,8 +320,9 @@ void Decide(const EndsContext& ctx, Result& out) {
     out.verdict = Verdict::kHang;
   } else if (kinds.count(EndKind::kMismatched) || tie_mismatch) {
     out.verdict = Verdict::kMismatch;
-  } else if (kinds.count(EndKind::kRecordOlder)) {
-    out.verdict = Verdict::kUndetermined;  // rule 12: the chains end where records are older
+  } else if (kinds.count(EndKind::kRecordOlder) ||
+             (in_op && !out.edges.empty() && ctx.ix.taken_while_running && !out.timed_out)) {
+    out.verdict = Verdict::kUndetermined;  // rule 12: records of a job that ran on
   } else if (in_op && (!out.edges.empty() || out.timed_out)) {
     out.verdict = Verdict::kStuckInOp;
   } else if (in_op) {

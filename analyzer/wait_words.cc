@@ -173,7 +173,8 @@ std::string EndPhrase(const Input& in, const Result& r, const End& e) {
       return "waits in " + op + ", whose peers the record does not name";
     case EndKind::kRecordOlder:
       return std::string("ends its record") + (e.op ? " in " + op : std::string()) +
-             ", but the records were taken while the job ran on: no proof that it stopped";
+             ", in records that may have been taken at different moments while the job ran "
+             "on: no proof that it stopped";
   }
   return "";
 }
@@ -229,20 +230,27 @@ std::string Reason(const Input& in, const Result& r) {
                "its timeout: a record taken mid-step looks alike";
       }
       return "every recorded operation completed; nothing is waited in";
-    case Verdict::kUndetermined:
-      if (std::any_of(r.ends.begin(), r.ends.end(),
-                      [](const End& e) { return e.kind == EndKind::kRecordOlder; })) {
-        std::vector<int64_t> ends;
-        for (const End& e : r.ends) {
-          if (e.kind == EndKind::kRecordOlder) ends.push_back(e.rank);
-        }
-        return "the records were taken at different moments while the job ran on (dumps "
-               "asked for on demand): " +
-               RanksPhrase(r.records_older) +
-               " went on after their records were taken (members completed collectives with "
-               "them that their records do not hold), so where a record ends is no proof that "
-               "its rank stopped, and the waiting chains, ending at " +
-               RanksPhrase(ends) +
+    case Verdict::kUndetermined: {
+      std::vector<int64_t> ends;
+      for (const End& e : r.ends) {
+        if (e.kind == EndKind::kRecordOlder) ends.push_back(e.rank);
+      }
+      if (!r.records_older.empty() || !ends.empty()) {
+        const std::string why =
+            !r.records_older.empty()
+                ? "the records were taken at different moments while the job ran on (dumps "
+                  "asked for on demand): " +
+                      RanksPhrase(r.records_older) +
+                      " went on after their records were taken (members completed collectives "
+                      "with them that their records do not hold)"
+                : "no operation a chain ends in has been open longer than its group's stuck "
+                  "threshold (10 x the p99 of its completed operations' time from creation to "
+                  "completion), in records that hold no time of their own and may have been "
+                  "taken at different moments";
+        return why + ", so where a record ends is no proof that its rank stopped, and the "
+               "waiting chains, ending " +
+               (ends.empty() ? std::string("in operations every member had entered")
+                             : "at " + RanksPhrase(ends)) +
                ", may be a moving job's; take every rank's dump at one moment, or after the "
                "timeout";
       }
@@ -251,6 +259,7 @@ std::string Reason(const Input& in, const Result& r) {
              "stay 'scheduled', and 'retired' is set for finished and timed-out work alike), so "
              "a clean end and a hang in which every rank timed out in the same operation look "
              "the same";
+    }
     case Verdict::kStuckInOp:
       return "every member entered " + op + " and none completed it" +
              (r.timed_out ? " (it timed out)" : "") +
