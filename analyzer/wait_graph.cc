@@ -55,6 +55,7 @@ void SettleStale(Index& ix, Result& out) {
     }
   }
   std::sort(out.records_older.begin(), out.records_older.end());
+  out.settled = settled;
   if (settled == 0 && out.records_older.empty()) return;
   ix.skewed = true;
   std::string note = "the records were taken at different moments: ";
@@ -303,17 +304,16 @@ Result Analyze(const Input& in) {
       for (int64_t t : adj[r]) sink = sink && comp_of[t] == c;
     }
     if (comps[c].size() > 1) {
-      // Rule 12: ranks waiting for each other for less than the stuck threshold, or in
-      // records taken while the job ran on, are a moving job's (a pipeline's two stages each
-      // post a receive before the other's send), not proven a deadlock.
-      bool young = true;
+      // Rule 12: ranks waiting for each other for less than the stuck threshold in records
+      // taken at different moments are a moving job's (a pipeline's two stages each post a
+      // receive before the other's send), not proven a deadlock.
+      bool young = ix.skewed;
       for (const Edge& e : out.edges) {
         if (comp_of.count(e.from) && comp_of[e.from] == c) {
           young = young && ix.Young(in.ranks[*ix.Find(e.from)].ops[e.op]);
         }
       }
-      const EndKind kind =
-          young || ix.taken_while_running ? EndKind::kRecordOlder : EndKind::kInCycle;
+      const EndKind kind = young ? EndKind::kRecordOlder : EndKind::kInCycle;
       for (int64_t r : comps[c]) out.ends.push_back(MakeEnd(ctx, r, kind));
     } else if (sink) {
       out.ends.push_back(ClassifySink(ctx, comps[c][0]));

@@ -65,25 +65,22 @@
 //     every member reached it; and a member's earlier collectives of that group completed
 //     before it (rule 1's fact). Open ones of those in an older record are completed, not
 //     waited in, and no member is waited for to reach them. A member whose record holds no
-//     entry of such a completed collective issued it after its record was taken: the job ran
-//     on between the records (a hung job's ranks issue nothing after their timeout dumps,
-//     which come once they are blocked). Positions in such records are a moving job's, so a
-//     chain that ends by a rank's position (it entered nothing, or is alone in an operation
-//     others completed) names no culprit there ('record_older'), and where only such ends
-//     remain, or chains end in an operation every member entered that did not time out
-//     (rule 8's in-flight look), the records cannot decide. In records shown taken at
-//     different moments (an older record, or open operations a later completion settled: in
-//     the test bed's dumps of 9 hung, crashed and mismatched jobs never, in every dump of 6
-//     running ones asked for through the pipes), so too a rank alone in an operation others
-//     completed, open for less than its group's stuck threshold (10 x the
-//     p99 of its completed operations' creation-to-completion time, at least 100 ms: the
-//     recording's threshold, hang.h): its record may be older than theirs by that much; and
-//     ranks waiting for each other for less than that (a pipeline's two stages each post a
-//     receive before the other's send), no deadlock proven. Not for a recording (its records
-//     end at one moment), nor in a group with a member without a record: it may have died,
-//     and an aborted communicator's kernels end, so their events fire and its peers' entries
-//     read completed (PyTorch 2.11, NCCL 2.28.9: tests/torch/dumps/nccl_crash, rank 3's
-//     all-reduce with the killed rank 1 'completed' 6 s after it was issued).
+//     entry of such a completed collective issued it after its record was taken (its record
+//     is older). Either shows the records taken at different moments (in the test bed's dumps
+//     of hung, crashed and mismatched jobs, asked for by the timeout, it was never seen; in
+//     dumps of running jobs asked for through the pipes, in most). There a rank's position
+//     proves no stop where what judges it is younger than its group's stuck threshold (10 x
+//     the p99 of its completed operations' creation-to-completion time, at least 100 ms: the
+//     recording's threshold, hang.h): the operation it is alone in while others completed
+//     it, or the operations waiting for it, or ranks waiting for each other (a pipeline's two
+//     stages each post a receive before the other's send); such an end is 'record_older', no
+//     culprit. Where only such ends remain, or chains end in an operation every member
+//     entered that did not time out (rule 8's in-flight look), the records cannot decide.
+//     Not for a recording (its records end at one moment), nor in a group with a member
+//     without a record: it may have died, and an aborted communicator's kernels end, so their
+//     events fire and its peers' entries read completed (PyTorch 2.11, NCCL 2.28.9:
+//     tests/torch/dumps/nccl_crash, rank 3's all-reduce with the killed rank 1 'completed'
+//     6 s after it was issued).
 #pragma once
 
 #include <cstddef>
@@ -167,8 +164,8 @@ enum class EndKind : uint8_t {
   kRingWrapped,     // suspect: its record does not reach back far enough to prove it
   kStuckTogether,   // no culprit: in an operation every member entered and none completed
   kUnattributed,    // no culprit: waits in an operation whose peers the record does not name
-  // no culprit: it ends by its position (nothing entered, or alone in an operation) in records
-  // taken while the job ran on (rule 12): that proves no stop
+  // no culprit: it ends by its position (nothing entered, alone in an operation, in a cycle)
+  // for less than the stuck threshold in records taken at different moments (rule 12)
   kRecordOlder,
 };
 bool IsCulprit(EndKind k);
@@ -237,8 +234,10 @@ struct Result {
   int64_t stuck_for_ns = 0;  // rule 10, at least
   bool timed_out = false;    // some waiting operation failed or waited past its timeout
   int64_t latest_ns = 0;     // the latest time any record holds
-  // Rule 12: ranks whose records are older than their peers' (they went on after them).
+  // Rule 12: ranks whose records are older than their peers' (they went on after them), and
+  // open operations completed by a later completion.
   std::vector<int64_t> records_older;
+  int settled = 0;
   std::vector<std::string> notes;
 };
 

@@ -77,8 +77,7 @@ Index::Index(const Input& input) : in(input) {
       if (last ? last->seq < seq : !r.wrapped && !r.gaps) record_older[*ri] = true;
     }
   }
-  taken_while_running = std::find(record_older.begin(), record_older.end(), true) !=
-                        record_older.end();
+
 }
 
 std::optional<size_t> Index::Find(int64_t rank) const {
@@ -128,7 +127,7 @@ std::optional<Outcome> Index::CounterpartOutcome(int64_t rank, const Op& o) cons
 }
 
 bool Index::Young(const Op& o) const {
-  if (in.taken_ns > 0 || !skewed) return false;
+  if (in.taken_ns > 0) return false;
   auto t = stuck_ns.find(o.group);
   return t != stuck_ns.end() && latest_ns - o.created_ns < t->second;
 }

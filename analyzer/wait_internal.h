@@ -31,8 +31,6 @@ struct Index {
   // [rank index]: its record holds no entry of a collective of one of its groups that some
   // member completed: it issued that after its record was taken (rule 12)
   std::vector<bool> record_older;
-  // Some rank's record is older: the records were taken while the job ran on (rule 12).
-  bool taken_while_running = false;
   // group -> how long an operation of records taken at different moments must have waited to
   // be stuck alone (rule 12): 10 x p99 of its completed operations' creation-to-completion
   // time, at least 100 ms
@@ -40,7 +38,8 @@ struct Index {
   // Rule 12 found the records taken at different moments (an older record, or open
   // operations a later completion settled).
   bool skewed = false;
-  // Rule 12: `o`, open in records shown skewed, for less than its group's stuck threshold.
+  // Rule 12: `o`, open in records without a common end for less than its group's stuck
+  // threshold.
   bool Young(const Op& o) const;
 
   std::optional<size_t> Find(int64_t rank) const;  // only ranks with a record

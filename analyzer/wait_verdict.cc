@@ -231,13 +231,21 @@ End ClassifySink(const EndsContext& ctx, int64_t rank) {
   auto ri = ctx.ix.Find(rank);
   if (!ri) return MakeEnd(ctx, rank, EndKind::kNoRecord);
   End end = ClassifyRecorded(ctx, rank, *ri);
-  // Rule 12: records taken while the job ran on prove no stop by a rank's position. Nor does
-  // an operation others completed that this rank's record holds open for less than its
-  // group's stuck threshold: its record may have been taken before it completed there too.
-  const bool by_position = end.kind == EndKind::kWaitsInNothing ||
-                           end.kind == EndKind::kStuckAlone || end.kind == EndKind::kRingWrapped;
-  const bool young = end.kind == EndKind::kStuckAlone && end.op && ctx.ix.Young(*end.op);
-  if (by_position && (ctx.ix.taken_while_running || young)) end.kind = EndKind::kRecordOlder;
+  // Rule 12: in records taken at different moments a rank's position proves no stop where
+  // what it is judged by is younger than the stuck threshold: the operation it is alone in,
+  // or the operations waiting for it (its record may be older than theirs by that much).
+  bool young = false;
+  if (end.kind == EndKind::kStuckAlone) {
+    young = end.op && ctx.ix.Young(*end.op);
+  } else if (end.kind == EndKind::kWaitsInNothing || end.kind == EndKind::kRingWrapped) {
+    young = true;
+    for (const Edge& e : ctx.edges) {
+      if (std::find(e.to.begin(), e.to.end(), rank) == e.to.end()) continue;
+      young = young && ctx.ix.Young(ctx.ix.in.ranks[*ctx.ix.Find(e.from)].ops[e.op]);
+    }
+    young = young && ctx.ix.skewed;
+  }
+  if (young) end.kind = EndKind::kRecordOlder;
   return end;
 }
 
@@ -321,7 +329,7 @@ void Decide(const EndsContext& ctx, Result& out) {
   } else if (kinds.count(EndKind::kMismatched) || tie_mismatch) {
     out.verdict = Verdict::kMismatch;
   } else if (kinds.count(EndKind::kRecordOlder) ||
-             (in_op && !out.edges.empty() && ctx.ix.taken_while_running && !out.timed_out)) {
+             (in_op && !out.edges.empty() && ctx.ix.skewed && !out.timed_out)) {
     out.verdict = Verdict::kUndetermined;  // rule 12: records of a job that ran on
   } else if (in_op && (!out.edges.empty() || out.timed_out)) {
     out.verdict = Verdict::kStuckInOp;

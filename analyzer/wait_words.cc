@@ -173,8 +173,8 @@ std::string EndPhrase(const Input& in, const Result& r, const End& e) {
       return "waits in " + op + ", whose peers the record does not name";
     case EndKind::kRecordOlder:
       return std::string("ends its record") + (e.op ? " in " + op : std::string()) +
-             ", in records that may have been taken at different moments while the job ran "
-             "on: no proof that it stopped";
+             ", for less than the stuck threshold in records taken at different moments: no "
+             "proof that it stopped";
   }
   return "";
 }
@@ -236,23 +236,28 @@ std::string Reason(const Input& in, const Result& r) {
         if (e.kind == EndKind::kRecordOlder) ends.push_back(e.rank);
       }
       if (!r.records_older.empty() || !ends.empty()) {
-        const std::string why =
-            !r.records_older.empty()
-                ? "the records were taken at different moments while the job ran on (dumps "
-                  "asked for on demand): " +
-                      RanksPhrase(r.records_older) +
-                      " went on after their records were taken (members completed collectives "
-                      "with them that their records do not hold)"
-                : "no operation a chain ends in has been open longer than its group's stuck "
-                  "threshold (10 x the p99 of its completed operations' time from creation to "
-                  "completion), in records that hold no time of their own and may have been "
-                  "taken at different moments";
-        return why + ", so where a record ends is no proof that its rank stopped, and the "
-               "waiting chains, ending " +
+        std::string moments =
+            "the records hold no time of their own and may have been taken at different "
+            "moments (dumps asked for on demand)";
+        if (!r.records_older.empty()) {
+          moments = "the records were taken at different moments while the job ran on: " +
+                    RanksPhrase(r.records_older) +
+                    " went on after their records were taken (members completed collectives "
+                    "with them that their records do not hold)";
+        } else if (r.settled > 0) {
+          moments = "the records were taken at different moments: " +
+                    std::to_string(r.settled) +
+                    " operation(s) open in some records were completed, as members completed "
+                    "later collectives of their groups";
+        }
+        return moments + "; the waiting chains end " +
                (ends.empty() ? std::string("in operations every member had entered")
-                             : "at " + RanksPhrase(ends)) +
-               ", may be a moving job's; take every rank's dump at one moment, or after the "
-               "timeout";
+                             : "at " + RanksPhrase(ends) +
+                                   " for less than their groups' stuck threshold (10 x the p99 "
+                                   "of the completed operations' time from creation to "
+                                   "completion)") +
+               ", which such records show of a moving job too; take every rank's dump at one "
+               "moment, or after the timeout";
       }
       return "no rank is behind another, and the records cannot say whether the last "
              "operations completed: gloo's Flight Recorder records no completion (its entries "
