@@ -354,8 +354,8 @@ rs::Result<FlightRecorderSummary> AnalyzeFlightRecorder(rs::Db& db) {
   fa.late_floor_ns = late.floor_ns;
   fa.late_by_duration = late.by_duration;
   for (const FrLateRank& l : late.late) {
-    fa.late_entries.push_back(FrLateEntry{l.rank, FrRankLabel(job, l.rank), l.last,
-                                          l.collectives, l.median_behind_ns, l.by_duration});
+    fa.late_entries.push_back(FrLateEntry{l.rank, FrRankLabel(job, l.rank), l.last, l.collectives,
+                                          l.median_behind_ns, l.by_duration});
   }
   if (!fa.late_entries.empty()) fa.notes.push_back(LateEntriesNote(late));
 

@@ -11,9 +11,9 @@
 // say why it reached the collective late (its host issued late or its device was busy: the
 // dumps hold neither) and are absent without timing and in gloo's entries (no CUDA events).
 //
-// Otherwise an entry's time_created_ns is stamped when PyTorch records the collective, as the rank issues
-// it (FlightRecorder::record, called by ProcessGroupNCCL and ProcessGroupGloo before the work is
-// launched; c10::getTime, the host's wall clock). Per collective (process group, sequence
+// Otherwise an entry's time_created_ns is stamped when PyTorch records the collective, as the rank
+// issues it (FlightRecorder::record, called by ProcessGroupNCCL and ProcessGroupGloo before the
+// work is launched; c10::getTime, the host's wall clock). Per collective (process group, sequence
 // number) the member whose entry was created last arrived last, by how much its creation
 // follows the median of the other members'. A rank that arrives last in most of the
 // collectives it takes part in enters late. What this basis cannot say:
@@ -33,22 +33,22 @@
 
 namespace analyzer {
 
-inline constexpr int64_t kAlignedFloorNs = 1'000'000;        // 1 ms
-inline constexpr int64_t kUnalignedFloorNs = 100'000'000;    // 100 ms
+inline constexpr int64_t kAlignedFloorNs = 1'000'000;      // 1 ms
+inline constexpr int64_t kUnalignedFloorNs = 100'000'000;  // 100 ms
 inline constexpr int64_t kMinLateCollectives = 3;
 
 struct FrLateRank {
   int64_t rank = 0;
-  int64_t last = 0;         // collectives it entered last, by at least the floor
-  int64_t collectives = 0;  // collectives of two or more dumped members it took part in
+  int64_t last = 0;              // collectives it entered last, by at least the floor
+  int64_t collectives = 0;       // collectives of two or more dumped members it took part in
   int64_t median_behind_ns = 0;  // over those it was last in
-  int64_t by_duration = 0;  // of `last`: read from device durations, not entry times
+  int64_t by_duration = 0;       // of `last`: read from device durations, not entry times
 };
 
 struct FrLateness {
-  int64_t collectives = 0;  // compared (two or more members' entries)
-  int64_t by_duration = 0;  // of them: compared by device durations (every member timed)
-  int64_t floor_ns = 0;     // entry-time lateness under this is not counted
+  int64_t collectives = 0;       // compared (two or more members' entries)
+  int64_t by_duration = 0;       // of them: compared by device durations (every member timed)
+  int64_t floor_ns = 0;          // entry-time lateness under this is not counted
   std::vector<FrLateRank> late;  // by rank
 };
 

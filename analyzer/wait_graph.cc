@@ -60,9 +60,7 @@ void SettleStale(Index& ix, Result& out) {
   ix.skewed = true;
   std::string note = "the records were taken at different moments: ";
   if (!out.records_older.empty()) {
-    note += RanksPhrase(out.records_older) +
-            " went on after their records were taken (members completed collectives with "
-            "them that their records do not hold: the job ran on between the records)";
+    note += WentOnPhrase(out.records_older) + ": the job ran on between the records";
   }
   if (settled > 0) {
     note += std::string(out.records_older.empty() ? "" : "; ") + std::to_string(settled) +

@@ -49,9 +49,9 @@ Index::Index(const Input& input) : in(input) {
   // in a group with a member without a record (it may have died: an aborted communicator's
   // kernels end and their events fire, so its peers' entries read completed).
   std::erase_if(completed_through, [&](const auto& g) {
-    return in.taken_ns > 0 || std::any_of(in.groups[g.first].members.begin(),
-                                          in.groups[g.first].members.end(),
-                                          [&](int64_t m) { return !Find(m); });
+    return in.taken_ns > 0 ||
+           std::any_of(in.groups[g.first].members.begin(), in.groups[g.first].members.end(),
+                       [&](int64_t m) { return !Find(m); });
   });
   std::map<size_t, std::vector<int64_t>> took;  // group -> creation to completion
   for (const Rank& r : in.ranks) {
@@ -77,7 +77,6 @@ Index::Index(const Input& input) : in(input) {
       if (last ? last->seq < seq : !r.wrapped && !r.gaps) record_older[*ri] = true;
     }
   }
-
 }
 
 std::optional<size_t> Index::Find(int64_t rank) const {

@@ -108,6 +108,14 @@ class ChainWriter {
 
 }  // namespace
 
+std::string WentOnPhrase(const std::vector<int64_t>& sorted) {
+  const bool one = sorted.size() == 1;
+  return RanksPhrase(sorted) +
+         (one ? " went on after its record was taken" : " went on after their records were taken") +
+         " (members completed collectives with " + (one ? "it" : "them") + " that " +
+         (one ? "its record does" : "their records do") + " not hold)";
+}
+
 std::string RanksPhrase(const std::vector<int64_t>& sorted) {
   if (sorted.size() == 1) return "rank " + std::to_string(sorted[0]);
   if (sorted.size() > 4) return "ranks " + rs::cli::RankRanges(sorted);
@@ -241,12 +249,9 @@ std::string Reason(const Input& in, const Result& r) {
             "moments (dumps asked for on demand)";
         if (!r.records_older.empty()) {
           moments = "the records were taken at different moments while the job ran on: " +
-                    RanksPhrase(r.records_older) +
-                    " went on after their records were taken (members completed collectives "
-                    "with them that their records do not hold)";
+                    WentOnPhrase(r.records_older);
         } else if (r.settled > 0) {
-          moments = "the records were taken at different moments: " +
-                    std::to_string(r.settled) +
+          moments = "the records were taken at different moments: " + std::to_string(r.settled) +
                     " operation(s) open in some records were completed, as members completed "
                     "later collectives of their groups";
         }

@@ -16,6 +16,10 @@ namespace analyzer::wait {
 // "rank 2", "ranks 9 and 14", "ranks 0-63" (runs where there are many).
 std::string RanksPhrase(const std::vector<int64_t>& sorted);
 
+// Rule 12: "rank 2 went on after its record was taken (...)", "ranks 4 and 7 went on after
+// their records were taken (...)".
+std::string WentOnPhrase(const std::vector<int64_t>& sorted);
+
 // "all-reduce seq 50 of process group 0 (default_pg)", "recv from rank 5 (process group 2)".
 std::string OpPhrase(const Input& in, const Op& o);
 
