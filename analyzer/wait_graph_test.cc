@@ -483,6 +483,20 @@ TEST(WaitGraph, AloneForAMomentIsNoCulprit) {
   }
 }
 
+// The same moment, but rank 0's wait in all-reduce 6 ran out its timeout (retired, not
+// completed: rule 6): the records were taken at least 10 min after it began.
+TEST(WaitGraph, ATimedOutWaitMakesTheStallOld) {
+  Job j;
+  const size_t g = j.Group("0", {0, 1});
+  j.Done(g, {0}, 1, 5);
+  j.Done(g, {1}, 1, 4);
+  j.Coll(1, g, 5, Outcome::kPending, kT0 + 5 * kS);
+  j.Coll(0, g, 6, Outcome::kFailed, kT0 + 5 * kS + 10'000'000);
+  const Result r = j.Run();
+  EXPECT_EQ(r.culprits, V{1});
+  EXPECT_EQ(EndOf(r, 1)->kind, EndKind::kStuckAlone);
+}
+
 // Two ranks each waiting for the other through two groups for a moment: a deadlock where the
 // records show one moment, not proven where they show a job that ran on.
 TEST(WaitGraph, AYoungCycleInSkewedRecordsIsNoDeadlock) {

@@ -66,6 +66,14 @@ Index::Index(const Input& input) : in(input) {
     const int64_t p99 = t[std::min(t.size() - 1, t.size() * 99 / 100)];
     stuck_ns[g] = std::max<int64_t>(100'000'000, 10 * p99);
   }
+  taken_at_least_ns = latest_ns;
+  for (const Rank& r : in.ranks) {
+    for (const Op& o : r.ops) {
+      if (o.outcome == Outcome::kFailed && o.timeout_ns) {
+        taken_at_least_ns = std::max(taken_at_least_ns, o.created_ns + *o.timeout_ns);
+      }
+    }
+  }
   record_older.assign(in.ranks.size(), false);
   for (const auto& [g, seq] : completed_through) {
     for (int64_t m : in.groups[g].members) {
@@ -128,7 +136,7 @@ std::optional<Outcome> Index::CounterpartOutcome(int64_t rank, const Op& o) cons
 bool Index::Young(const Op& o) const {
   if (in.taken_ns > 0) return false;
   auto t = stuck_ns.find(o.group);
-  return t != stuck_ns.end() && latest_ns - o.created_ns < t->second;
+  return t != stuck_ns.end() && taken_at_least_ns - o.created_ns < t->second;
 }
 
 bool Index::Reached(int64_t rank, size_t group, int64_t seq) const {

@@ -38,6 +38,9 @@ struct Index {
   // Rule 12 found the records taken at different moments (an older record, or open
   // operations a later completion settled).
   bool skewed = false;
+  // The records were taken at least this late: the latest time they hold, or the end of a
+  // timeout one of their operations ran out (rule 6).
+  int64_t taken_at_least_ns = 0;
   // Rule 12: `o`, open in records without a common end for less than its group's stuck
   // threshold.
   bool Young(const Op& o) const;

@@ -125,10 +125,14 @@ def collectives(version, fmt, rank, ranks, t0, scenario):
         out.append(entry(version, fmt, rank, pg, len(out), seq, 0, seq, "nccl:all_reduce", sizes,
                          dtype, state, t))
     if scenario == "stuck_started" and rank != CULPRIT[scenario]:
-        # The others moved on to the next collective and wait in it.
+        # The others moved on to the next collective and wait in it until it times out: retired,
+        # not completed (the dump the timeout writes; without it, records taken a moment apart
+        # would look the same).
         t = t0 + STEPS * 1_000_000 + rank * 1000
-        out.append(entry(version, fmt, rank, pg, len(out), STEPS, 0, STEPS, "nccl:all_reduce",
-                         [2048], "Float", "started", t))
+        e = entry(version, fmt, rank, pg, len(out), STEPS, 0, STEPS, "nccl:all_reduce", [2048],
+                  "Float", "started", t)
+        e["retired"] = True
+        out.append(e)
     return out
 
 
