@@ -302,16 +302,14 @@ Result Analyze(const Input& in) {
       for (int64_t t : adj[r]) sink = sink && comp_of[t] == c;
     }
     if (comps[c].size() > 1) {
-      // Rule 12: ranks waiting for each other for less than the stuck threshold in records
-      // taken at different moments are a moving job's (a pipeline's two stages each post a
+      // Rule 12: ranks waiting for each other in records taken at different moments, none of
+      // them past its timeout, are a moving job's (a pipeline's two stages each post a
       // receive before the other's send), not proven a deadlock.
-      bool young = ix.skewed;
+      bool moving = ix.skewed;
       for (const Edge& e : out.edges) {
-        if (comp_of.count(e.from) && comp_of[e.from] == c) {
-          young = young && ix.Young(in.ranks[*ix.Find(e.from)].ops[e.op]);
-        }
+        if (comp_of.count(e.from) && comp_of[e.from] == c) moving = moving && !ix.TimedOut(e);
       }
-      const EndKind kind = young ? EndKind::kRecordOlder : EndKind::kInCycle;
+      const EndKind kind = moving ? EndKind::kRecordOlder : EndKind::kInCycle;
       for (int64_t r : comps[c]) out.ends.push_back(MakeEnd(ctx, r, kind));
     } else if (sink) {
       out.ends.push_back(ClassifySink(ctx, comps[c][0]));

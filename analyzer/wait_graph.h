@@ -68,18 +68,18 @@
 //     entry of such a completed collective issued it after its record was taken (its record
 //     is older). Either shows the records taken at different moments (never in the dumps of 6
 //     hung, crashed and mismatched test-bed jobs, written at their timeout; in 13 of 15
-//     running ones, asked for through the pipes). There a rank that
-//     entered nothing the others wait in, or ranks waiting for each other, prove no stop
-//     where what waits is younger than its group's stuck threshold (10 x the p99 of its
-//     completed operations' creation-to-completion time, at least 100 ms: the recording's
-//     threshold, hang.h), counted to the latest time the records hold or the end of a timeout
-//     one of their operations ran out (rule 6). In any records without a common end, so does
-//     a rank alone in an operation others completed for less than that: its record may have
-//     been taken before the operation completed there too (one of the 2 running jobs
+//     running ones, asked for through the pipes). There a rank that entered nothing the
+//     others wait in, or ranks waiting for each other, prove no stop unless a wait on them ran
+//     out its timeout (rule 6). In any records without a common end, a rank alone in an
+//     operation others completed proves none either where it has been open for less than its
+//     group's stuck threshold (10 x the p99 of its completed operations' creation-to-
+//     completion time, at least 100 ms: the recording's threshold, hang.h), counted to the
+//     latest time the records hold or the end of a timeout one of them ran out: its record may
+//     have been taken before the operation completed there too (one of the 2 running jobs
 //     without other sign of skew showed only that; the one real case seen was an aborted
-//     communicator's, below). Such an end is 'record_older', no culprit. Where only
-//     such ends remain, or chains end in an operation every member entered that did not time
-//     out (rule 8's in-flight look) in skewed records, the records cannot decide.
+//     communicator's, below). Such an end is 'record_older', no culprit. Where only such ends
+//     remain, or chains end in an operation every member entered that did not time out
+//     (rule 8's in-flight look) in skewed records, the records cannot decide.
 //     Not for a recording (its records end at one moment), nor in a group with a member
 //     without a record: it may have died, and an aborted communicator's kernels end, so their
 //     events fire and its peers' entries read completed (PyTorch 2.11, NCCL 2.28.9:

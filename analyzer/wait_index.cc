@@ -139,6 +139,11 @@ bool Index::Young(const Op& o) const {
   return t != stuck_ns.end() && taken_at_least_ns - o.created_ns < t->second;
 }
 
+bool Index::TimedOut(const Edge& e) const {
+  auto ri = Find(e.from);
+  return ri && outcome[*ri][e.op] == Outcome::kFailed;
+}
+
 bool Index::Reached(int64_t rank, size_t group, int64_t seq) const {
   auto done = completed_through.find(group);
   if (done != completed_through.end() && done->second >= seq) return true;

@@ -44,6 +44,8 @@ struct Index {
   // Rule 12: `o`, open in records without a common end for less than its group's stuck
   // threshold.
   bool Young(const Op& o) const;
+  // The edge's operation ran out its timeout (rule 6).
+  bool TimedOut(const Edge& e) const;
 
   std::optional<size_t> Find(int64_t rank) const;  // only ranks with a record
   // The rank entered seq or a later collective of the group: its record holds one, or some

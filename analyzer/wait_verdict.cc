@@ -231,21 +231,22 @@ End ClassifySink(const EndsContext& ctx, int64_t rank) {
   auto ri = ctx.ix.Find(rank);
   if (!ri) return MakeEnd(ctx, rank, EndKind::kNoRecord);
   End end = ClassifyRecorded(ctx, rank, *ri);
-  // Rule 12: in records taken at different moments a rank's position proves no stop where
-  // what it is judged by is younger than the stuck threshold: the operation it is alone in,
-  // or the operations waiting for it (its record may be older than theirs by that much).
-  bool young = false;
+  // Rule 12: a rank's position proves no stop where its record may be older than what judges
+  // it: alone in an operation others completed for less than the stuck threshold, or, in
+  // records shown taken at different moments, waited for by operations none of which ran out
+  // its timeout.
+  bool moving = false;
   if (end.kind == EndKind::kStuckAlone) {
-    young = end.op && ctx.ix.Young(*end.op);
+    moving = end.op && ctx.ix.Young(*end.op);
   } else if (end.kind == EndKind::kWaitsInNothing || end.kind == EndKind::kRingWrapped) {
-    young = true;
+    moving = ctx.ix.skewed;
     for (const Edge& e : ctx.edges) {
-      if (std::find(e.to.begin(), e.to.end(), rank) == e.to.end()) continue;
-      young = young && ctx.ix.Young(ctx.ix.in.ranks[*ctx.ix.Find(e.from)].ops[e.op]);
+      if (std::find(e.to.begin(), e.to.end(), rank) != e.to.end()) {
+        moving = moving && !ctx.ix.TimedOut(e);
+      }
     }
-    young = young && ctx.ix.skewed;
   }
-  if (young) end.kind = EndKind::kRecordOlder;
+  if (moving) end.kind = EndKind::kRecordOlder;
   return end;
 }
 

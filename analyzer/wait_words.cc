@@ -181,8 +181,8 @@ std::string EndPhrase(const Input& in, const Result& r, const End& e) {
       return "waits in " + op + ", whose peers the record does not name";
     case EndKind::kRecordOlder:
       return std::string("ends its record") + (e.op ? " in " + op : std::string()) +
-             ", for less than the stuck threshold in records taken at different moments: no "
-             "proof that it stopped";
+             ", where a record taken a moment before the others' looks the same: no proof "
+             "that it stopped";
   }
   return "";
 }
@@ -258,9 +258,11 @@ std::string Reason(const Input& in, const Result& r) {
         return moments + "; the waiting chains end " +
                (ends.empty() ? std::string("in operations every member had entered")
                              : "at " + RanksPhrase(ends) +
-                                   " for less than their groups' stuck threshold (10 x the p99 "
-                                   "of the completed operations' time from creation to "
-                                   "completion)") +
+                                   ", where a record taken a moment before the others' looks "
+                                   "the same (no wait on them ran out its timeout, none alone "
+                                   "in an operation longer than its group's stuck threshold: "
+                                   "10 x the p99 of its completed operations' time from "
+                                   "creation to completion)") +
                ", which such records show of a moving job too; take every rank's dump at one "
                "moment, or after the timeout";
       }
