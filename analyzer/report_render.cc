@@ -71,6 +71,8 @@ std::string FlightRecorderLine(const FlightRecorderSummary& fr) {
     line += "; the hang above comes from them";
   } else if (fr.agreement == "recorder_only") {
     line += "; they show no stuck operation (the hang above is the recording's)";
+  } else if (fr.hang.kind == "undetermined") {
+    line += "; whether they show a hang they cannot decide (see the hang line)";
   } else {
     line += "; no stuck operation in them";
   }

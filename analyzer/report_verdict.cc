@@ -27,9 +27,16 @@ void SetVerdict(Report& r, const std::vector<ArrivalStats>& stats) {
   };
   if (r.hang.detected) return set("hang", "HANG: " + r.hang.summary);
   if (r.nccl_calls == 0 && r.flight_recorder) {  // dumps only: their verdict
+    // And who entered collectives last by them (fr_lateness.h), which is all they say of pace.
+    std::string late;
+    for (const FrLateEntry& l : r.flight_recorder->late_entries) {
+      late += (late.empty() ? "; by the dumps, " : "; ") + l.label + " entered " +
+              std::to_string(l.last) + " of its " + std::to_string(l.collectives) +
+              " collectives last (a median " + FormatNs(l.median_behind_ns) + " behind)";
+    }
     if (r.hang.kind == "undetermined")
-      return set("undetermined", "UNDETERMINED: " + r.hang.summary);
-    return set("no_hang", "NO HANG: " + r.hang.summary);
+      return set("undetermined", "UNDETERMINED: " + r.hang.summary + late);
+    return set("no_hang", "NO HANG: " + r.hang.summary + late);
   }
   if (r.nccl_calls == 0) {
     return set("no_collectives",

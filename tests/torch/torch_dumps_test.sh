@@ -225,6 +225,23 @@ PY
 check_stragglers nccl_healthy ""
 check_stragglers nccl_slow 3
 
+# From the dumps alone the first line says who entered collectives last (rank 3 of nccl_slow),
+# and nobody for nccl_healthy.
+for sc in nccl_slow nccl_healthy; do
+  db="$OUT/$sc-headline.rsdb"
+  "$MERGE" -q -o "$db" "$DUMPS/$sc/pickle" >"$OUT/merge.log" 2>&1 &&
+    "$ANALYZE" report "$db" -o "$db.txt" >"$OUT/report.log" 2>&1 ||
+    { echo "FAIL: $sc headline: $(tail -n 2 "$OUT/merge.log" "$OUT/report.log")"; failed=1; continue; }
+  line=$(head -n 1 "$db.txt")
+  if [[ "$sc" == nccl_slow && "$line" == "NO HANG: "*"by the dumps, rank 3 entered "* ]] ||
+    [[ "$sc" == nccl_healthy && "$line" == "NO HANG: "* && "$line" != *"entered"*"last"* ]]; then
+    echo "ok: $sc: the first line from the dumps: $line"
+  else
+    echo "FAIL: $sc: the first line from the dumps: $line"
+    failed=1
+  fi
+done
+
 # The dumps hold what the job's truth.json says they were written by.
 for sc in healthy skipped subgroup_stall size_mismatch slow; do
   grep -q '"torch_version": "2.14' "$DUMPS/$sc/truth.json" || { echo "FAIL: $sc: not PyTorch 2.14"; failed=1; }
