@@ -3,6 +3,8 @@
 #include <string>
 #include <tuple>
 
+#include "collectives.h"
+#include "hang.h"
 #include "wait_internal.h"
 
 namespace analyzer::wait {
@@ -61,10 +63,8 @@ Index::Index(const Input& input) : in(input) {
       }
     }
   }
-  for (auto& [g, t] : took) {
-    std::sort(t.begin(), t.end());
-    const int64_t p99 = t[std::min(t.size() - 1, t.size() * 99 / 100)];
-    stuck_ns[g] = std::max<int64_t>(100'000'000, 10 * p99);
+  for (auto& [g, t] : took) {  // the recording's threshold (hang.h)
+    stuck_ns[g] = std::max(kHangMinStuckNs, kHangStuckFactor * Quantile(t, 0.99));
   }
   taken_at_least_ns = latest_ns;
   for (const Rank& r : in.ranks) {
