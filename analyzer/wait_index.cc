@@ -57,6 +57,7 @@ Index::Index(const Input& input) : in(input) {
   });
   std::map<size_t, std::vector<int64_t>> took;  // group -> creation to completion
   for (const Rank& r : in.ranks) {
+    if (in.taken_ns > 0) break;  // a recording's: no stuck threshold needed (Young)
     for (const Op& o : r.ops) {
       if (o.outcome == Outcome::kCompleted && o.completed_ns && *o.completed_ns > o.created_ns) {
         took[o.group].push_back(*o.completed_ns - o.created_ns);
