@@ -236,8 +236,10 @@ std::string LateEntriesNote(const FrLateness& late) {
   }
   return "late entries come from the Flight Recorder dumps' " + basis +
          ". They cannot say why a rank was late (its host or its device: the dumps hold "
-         "neither), and a rank late because it waited in another group just before is named "
-         "only where it is last in more than half of its collectives";
+         "neither). A rank's late entry is traced to the rank it waited for in the collective "
+         "it issued just before where that wait leaves less than the floor of the lateness "
+         "unexplained, and on through the groups; a rank is named where more than half of its collectives it "
+         "entered last on its own account";
 }
 
 }  // namespace
@@ -357,7 +359,11 @@ rs::Result<FlightRecorderSummary> AnalyzeFlightRecorder(rs::Db& db) {
     fa.late_entries.push_back(FrLateEntry{l.rank, FrRankLabel(job, l.rank), l.last, l.collectives,
                                           l.median_behind_ns, l.by_duration});
   }
-  if (!fa.late_entries.empty()) fa.notes.push_back(LateEntriesNote(late));
+  for (const FrTracedRank& t : late.traced) {
+    fa.late_traced.push_back(FrTracedEntry{t.rank, FrRankLabel(job, t.rank), t.inherited,
+                                           t.collectives, t.root, FrRankLabel(job, t.root)});
+  }
+  if (!fa.late_entries.empty() || !fa.late_traced.empty()) fa.notes.push_back(LateEntriesNote(late));
 
   const wait::Result res = wait::Analyze(job.input);
   fa.notes.insert(fa.notes.end(), res.notes.begin(), res.notes.end());

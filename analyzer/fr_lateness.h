@@ -21,9 +21,23 @@
 //    measures: unless every dump is aligned with a recording, lateness under kUnalignedFloorNs
 //    is not counted;
 //  - a rank that waited in another group just before arrives late without being slow itself
-//    (its tensor-parallel peer was): a rank counts only where it is last in more than half of
-//    the collectives it takes part in, so a victim late in one of two groups is not named,
-//    but the root is not followed through the groups.
+//    (its tensor-parallel peer was). Followed to the root: a late entry is the rank's own
+//    unless, in the collective it issued just before (by its own entry times, one clock), it
+//    waited for another member, or was late itself, by so much that what is left of this
+//    lateness after that delay is under the floor (noise); then it belongs to whoever that
+//    delay belongs to (a chain of at most 256 links). Measured on the test bed's 8-rank
+//    4D-parallel job with one 4x slower device (dumps with durations): the slow rank keeps
+//    1071 of its 1127 late entries, its tensor-parallel peer and a pipeline neighbour pass
+//    156-161 of theirs to others. Allowing a remainder of half the lateness instead cut the
+//    slow rank's own to 981 (noise of ~1 ms waits excused ~2 ms lateness). Device streams and hosts go on in issue order: a rank whose kernel
+//    held for W ms in one group reaches its next collective up to W ms late on its own
+//    device, and a host blocked in a collective issues its next one late likewise. Send and
+//    receive entries are not compared (a send of a small message can finish before its
+//    receive starts, into NCCL's buffers), so a wait in a receive is not followed: the chain
+//    looks through it to the collective before.
+//  - a rank is named only where its own late entries are more than half of the collectives it
+//    takes part in; one whose lateness is mostly inherited is listed as traced to the rank its
+//    late entries lead to most often.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +57,15 @@ struct FrLateRank {
   int64_t collectives = 0;       // collectives of two or more dumped members it took part in
   int64_t median_behind_ns = 0;  // over those it was last in
   int64_t by_duration = 0;       // of `last`: read from device durations, not entry times
+  int64_t inherited = 0;         // late entries traced to another rank (not in `last`)
+};
+
+// A rank last in more than half of its collectives, but mostly because it waited for another.
+struct FrTracedRank {
+  int64_t rank = 0;
+  int64_t inherited = 0;    // late entries traced to other ranks
+  int64_t collectives = 0;
+  int64_t root = 0;         // the rank most of them lead to
 };
 
 struct FrLateness {
@@ -50,6 +73,7 @@ struct FrLateness {
   int64_t by_duration = 0;       // of them: compared by device durations (every member timed)
   int64_t floor_ns = 0;          // entry-time lateness under this is not counted
   std::vector<FrLateRank> late;  // by rank
+  std::vector<FrTracedRank> traced;  // by rank; none of them in `late`
 };
 
 // one_clock: every dump's times are on the recording's aligned clock.

@@ -131,5 +131,84 @@ TEST(FrLateness, AMemberWithoutADurationTurnsTheCollectiveBackToEntryTimes) {
   EXPECT_EQ(FindFrLateness(in, false).by_duration, 5);  // the tp collectives, without rank 3
 }
 
+// Four ranks in three groups, as a rank of a 3D-parallel job is: tp {0,1}, ep {0,2}, dp {0,3}.
+// Each step rank 0 issues a tp, then an ep, then a dp collective. Rank 1 reaches tp `tp_late`
+// after rank 0; rank 0 then reaches ep and dp `own` plus however long it waited in tp later
+// than ranks 2 and 3, who are on time.
+wait::Input ThreeGroups(int64_t tp_late, int64_t own, int steps = 6) {
+  wait::Input in;
+  in.groups = {{"tp", {0, 1}}, {"ep", {0, 2}}, {"dp", {0, 3}}};
+  for (int64_t r = 0; r < 4; ++r) {
+    wait::Rank rank;
+    rank.rank = r;
+    rank.recorded = true;
+    in.ranks.push_back(rank);
+  }
+  for (int s = 1; s <= steps; ++s) {
+    const int64_t base = s * 10'000 * kMs;
+    in.ranks[0].ops.push_back(Coll(0, s, base));
+    in.ranks[1].ops.push_back(Coll(0, s, base + tp_late));
+    const int64_t behind = tp_late + own;  // rank 0 goes on when rank 1 joined tp
+    in.ranks[0].ops.push_back(Coll(1, s, base + 1'000 * kMs + behind));
+    in.ranks[2].ops.push_back(Coll(1, s, base + 1'000 * kMs));
+    in.ranks[0].ops.push_back(Coll(2, s, base + 2'000 * kMs + behind));
+    in.ranks[3].ops.push_back(Coll(2, s, base + 2'000 * kMs));
+  }
+  return in;
+}
+
+// Rank 0 is last in 12 of its 18 collectives, every one of them because it waited for rank 1 in
+// tp just before (ep), or was late for that reason in the one before (dp): named is rank 1, and
+// rank 0 is listed as traced to it.
+TEST(FrLateness, LatenessInheritedFromAnotherGroupIsFollowedToItsRoot) {
+  const FrLateness got = FindFrLateness(ThreeGroups(500 * kMs, 0), false);
+  EXPECT_EQ(got.collectives, 18);
+  ASSERT_EQ(got.late.size(), 1u);
+  EXPECT_EQ(got.late[0].rank, 1);
+  EXPECT_EQ(got.late[0].last, 6);
+  ASSERT_EQ(got.traced.size(), 1u);
+  EXPECT_EQ(got.traced[0].rank, 0);
+  EXPECT_EQ(got.traced[0].inherited, 12);
+  EXPECT_EQ(got.traced[0].collectives, 18);
+  EXPECT_EQ(got.traced[0].root, 1);
+}
+
+// A wait much shorter than the lateness after it explains little of it: rank 0, 2 s late in ep
+// and dp on its own, waited 0.3 s in tp and is named; so is rank 1.
+TEST(FrLateness, AShortWaitDoesNotExcuseALongLateness) {
+  const FrLateness got = FindFrLateness(ThreeGroups(300 * kMs, 2'000 * kMs), false);
+  ASSERT_EQ(got.late.size(), 2u);
+  EXPECT_EQ(got.late[0].rank, 0);
+  EXPECT_EQ(got.late[0].last, 12);
+  EXPECT_EQ(got.late[0].inherited, 0);
+  EXPECT_EQ(got.late[1].rank, 1);
+  EXPECT_TRUE(got.traced.empty());
+}
+
+// The chain runs through ranks: rank 1 was itself late in tp because it waited for rank 4 in a
+// group {1,4} just before; the root of rank 0's lateness is rank 4, three links back.
+TEST(FrLateness, TheChainRunsThroughEveryRankThatOnlyWaited) {
+  wait::Input in = ThreeGroups(500 * kMs, 0);
+  in.groups.push_back({"tp2", {1, 4}});
+  wait::Rank four;
+  four.rank = 4;
+  four.recorded = true;
+  in.ranks.push_back(four);
+  for (int s = 1; s <= 6; ++s) {
+    const int64_t base = s * 10'000 * kMs;
+    // Rank 1 issues tp2 before tp (inserted before its tp entry; order is by entry time).
+    in.ranks[1].ops.push_back(Coll(3, s, base - 1'000 * kMs));
+    in.ranks[4].ops.push_back(Coll(3, s, base - 1'000 * kMs + 500 * kMs));
+  }
+  const FrLateness got = FindFrLateness(in, false);
+  ASSERT_EQ(got.late.size(), 1u);
+  EXPECT_EQ(got.late[0].rank, 4);
+  // Rank 1, last in 6 of its 12 (tp), is not more than half late and not listed.
+  ASSERT_EQ(got.traced.size(), 1u);
+  EXPECT_EQ(got.traced[0].rank, 0);
+  EXPECT_EQ(got.traced[0].root, 4);
+  EXPECT_EQ(got.traced[0].inherited, 12);
+}
+
 }  // namespace
 }  // namespace analyzer

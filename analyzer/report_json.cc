@@ -298,6 +298,12 @@ std::string RenderJson(const Report& r) {
       w.Key("median_behind_ns").Int(l.median_behind_ns).Key("by_duration").Int(l.by_duration);
       w.EndObject();
     }
+    w.EndArray().Key("late_traced").BeginArray();
+    for (const FrTracedEntry& t : fr->late_traced) {
+      w.BeginObject().Key("rank").Int(t.rank).Key("label").String(t.label);
+      w.Key("inherited").Int(t.inherited).Key("collectives").Int(t.collectives);
+      w.Key("root").Int(t.root).Key("root_label").String(t.root_label).EndObject();
+    }
     w.EndArray().Key("late_floor_ns").Int(fr->late_floor_ns);
     w.Key("late_by_duration").Int(fr->late_by_duration);
     w.Key("agreement").String(fr->agreement).Key("hang");

@@ -315,6 +315,17 @@ struct FrLateEntry {
   int64_t by_duration = 0;  // of `last`: read from device durations (clock-free)
 };
 
+// A rank last in more than half of its collectives, mostly because it had waited for another
+// just before (fr_lateness.h): not named, its lateness traced to `root`.
+struct FrTracedEntry {
+  int64_t rank = 0;
+  std::string label;
+  int64_t inherited = 0;  // late entries traced to other ranks
+  int64_t collectives = 0;
+  int64_t root = 0;
+  std::string root_label;
+};
+
 // What PyTorch Flight Recorder dumps merged into the recording say (fr_hang.h).
 struct FlightRecorderSummary {
   int dumps = 0;
@@ -333,6 +344,7 @@ struct FlightRecorderSummary {
   // Ranks entering collectives late by their entries, and the entry-time lateness under which
   // nothing is counted (the hosts' clocks may differ by that much).
   std::vector<FrLateEntry> late_entries;
+  std::vector<FrTracedEntry> late_traced;
   int64_t late_floor_ns = 0;
   int64_t late_by_duration = 0;  // collectives compared by device durations
 };

@@ -63,6 +63,11 @@ std::string FlightRecorderLine(const FlightRecorderSummary& fr) {
             std::to_string(l.collectives) + " collectives last, a median " +
             FormatNs(l.median_behind_ns) + " behind the others (" + basis + ")";
   }
+  for (const FrTracedEntry& t : fr.late_traced) {
+    line += "; " + t.label + " entered " + std::to_string(t.inherited) + " of its " +
+            std::to_string(t.collectives) + " collectives last only after waiting for others (" +
+            "traced to " + t.root_label + ", not named)";
+  }
   if (fr.agreement == "agree") {
     line += "; their hang agrees with the recording's";
   } else if (fr.agreement == "disagree") {

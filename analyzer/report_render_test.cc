@@ -321,3 +321,28 @@ TEST(ReportRenderTest, HtmlRendersOfflineWithPlots) {
 
 }  // namespace
 }  // namespace analyzer
+
+namespace analyzer {
+namespace {
+
+// The flight recorder line names late ranks with their basis, and a rank whose lateness was
+// traced to another as such, not as late.
+TEST(FlightRecorderLine, NamesLateRanksAndWhereAVictimsLatenessWasTraced) {
+  FlightRecorderSummary fr;
+  fr.dumps = 4;
+  fr.dumped_ranks = {0, 1, 2, 3};
+  fr.versions = {"2.10"};
+  fr.late_entries.push_back(FrLateEntry{1, "rank 1", 6, 6, 500'000'000, 0});
+  fr.late_traced.push_back(FrTracedEntry{0, "rank 0", 12, 18, 1, "rank 1"});
+  const std::string line = FlightRecorderLine(fr);
+  EXPECT_NE(line.find("rank 1 entered 6 of its 6 collectives last, a median 500"), std::string::npos)
+      << line;
+  EXPECT_NE(line.find("(entry times)"), std::string::npos) << line;
+  EXPECT_NE(line.find("rank 0 entered 12 of its 18 collectives last only after waiting for "
+                      "others (traced to rank 1, not named)"),
+            std::string::npos)
+      << line;
+}
+
+}  // namespace
+}  // namespace analyzer
