@@ -103,7 +103,7 @@ python3 "$CHECK_JSON" "$dir/gpu/a.json" "$gdb" || fail "gpu chrome json check"
 "$EXPORT" "$gdb" -o "$dir/gpu/a.pftrace" --compression none
 "$PROTOC" --proto_path="$(dirname "$PROTO")" --decode=perfetto.protos.Trace \
   "$(basename "$PROTO")" < "$dir/gpu/a.pftrace" > "$dir/gpu/a.txt" || fail "protoc gpu"
-gpu_tracks=$(grep -c 'name: "GPU (NCCL kernels)"' "$dir/gpu/a.txt" || true)
+gpu_tracks=$(grep -cE 'name: "[^"]* / rank [0-9]+ / GPU \(NCCL kernels\)"' "$dir/gpu/a.txt" || true)
 gpu_procs=$(python3 -c "
 import sqlite3,sys
 db=sqlite3.connect(sys.argv[1])

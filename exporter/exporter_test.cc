@@ -98,9 +98,21 @@ class ExportTest : public ::testing::Test {
     auto sched = Distinct(db, "SELECT DISTINCT event FROM sched_events");
 
     // Per table: the multiset of (start, end) equals the db's, so counts reconcile and every
-    // timestamp is the db's aligned one.
+    // timestamp is the db's aligned one; a scheduler span cut to nest on its thread's track
+    // carries the time cut (cut_ns), and only such spans are cut.
     std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> got;
-    for (const auto& e : t.events) got[TableOf(e, ops, sched)].push_back({e.ts, e.end});
+    for (const auto& e : t.events) {
+      const std::string table = TableOf(e, ops, sched);
+      auto cut = e.ints.find("cut_ns");
+      if (cut != e.ints.end()) {
+        EXPECT_EQ(table, "sched_events") << e.name;
+        EXPECT_GT(cut->second, 0) << e.name;
+      }
+      got[table].push_back({e.ts, e.end + (cut == e.ints.end() ? 0 : cut->second)});
+    }
+    for (const auto& [uuid, d] : t.tracks) {
+      EXPECT_EQ(d.name().find("scheduler (overlap"), std::string::npos) << d.name();
+    }
     for (std::string table : {"nccl_events", "cuda_events", "sched_events", "block_events",
                               "tcp_events", "process_events"}) {
       bool instant = table == "tcp_events" || table == "process_events";

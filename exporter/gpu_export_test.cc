@@ -26,8 +26,13 @@ using testing::DecodedEvent;
 using testing::DecodedTrace;
 using testing::DecodePerfettoTrace;
 
+// "node / rank N / GPU (NCCL kernels)", and its "(overlap N)" lanes.
+bool IsDeviceTrack(const std::string& name) {
+  return name.find(" / " + std::string(kDeviceTrackName)) != std::string::npos;
+}
+
 bool OnDeviceTrack(const DecodedTrace& t, const DecodedEvent& e) {
-  return t.tracks.at(e.track).name().rfind(std::string(kDeviceTrackName), 0) == 0;
+  return IsDeviceTrack(t.tracks.at(e.track).name());
 }
 
 bool IsEnqueueInstant(const DecodedEvent& e) {
@@ -114,11 +119,21 @@ TEST_F(GpuExportTest, DeviceTrackPerRankWithTheDeviceSpans) {
   // One GPU track under each rank with gpu_ops, beside its threads; none under rank 2.
   std::map<std::string, int> device_tracks;  // process name -> GPU tracks under it
   for (const auto& [uuid, d] : t.tracks) {
-    if (d.name() != kDeviceTrackName) continue;
+    if (!IsDeviceTrack(d.name())) continue;
     ASSERT_TRUE(t.tracks.count(d.parent_uuid()));
     const auto& parent = t.tracks.at(d.parent_uuid());
     EXPECT_TRUE(parent.has_process()) << parent.name();
     EXPECT_FALSE(d.has_thread());
+    // Named with its node and rank ("a / rank 0 (pid 10)" -> "a / rank 0 / GPU ..."), and
+    // first under its process.
+    EXPECT_EQ(d.name(), parent.name().substr(0, parent.name().find(" (pid")) + " / " +
+                            std::string(kDeviceTrackName));
+    EXPECT_EQ(d.sibling_order_rank(), 0);
+    for (const auto& [u, other] : t.tracks) {
+      if (other.parent_uuid() == d.parent_uuid() && u != uuid) {
+        EXPECT_GT(other.sibling_order_rank(), 0) << other.name();
+      }
+    }
     ++device_tracks[parent.name()];
   }
   EXPECT_EQ(device_tracks,
@@ -314,7 +329,7 @@ TEST_F(GpuExportTest, WindowAndNodeFilterApplyToDeviceSlices) {
   o.nodes = {"b"};
   o.output = *dir_ + "/node_b.pftrace";
   DecodedTrace b = ExportAndDecode(o);
-  for (const auto& [uuid, d] : b.tracks) EXPECT_NE(d.name(), kDeviceTrackName);
+  for (const auto& [uuid, d] : b.tracks) EXPECT_FALSE(IsDeviceTrack(d.name())) << d.name();
   for (const DecodedEvent& e : b.events) {
     EXPECT_TRUE(e.flows.empty() && e.terminating_flows.empty()) << e.name;  // rank 2 alone
   }
@@ -358,7 +373,7 @@ TEST_F(GpuExportTest, WithoutGpuOpsTheTraceIsUnchanged) {
   o.input = old_db;
   o.output = *dir_ + "/old/trace.pftrace";
   DecodedTrace t = ExportAndDecode(o);
-  for (const auto& [uuid, d] : t.tracks) EXPECT_NE(d.name(), kDeviceTrackName);
+  for (const auto& [uuid, d] : t.tracks) EXPECT_FALSE(IsDeviceTrack(d.name())) << d.name();
   std::map<uint64_t, std::vector<int64_t>> chains;  // collective flow -> host call starts
   for (const DecodedEvent& e : t.events) {
     EXPECT_FALSE(e.instant);
@@ -385,7 +400,8 @@ TEST_F(GpuExportTest, ChromeJsonShowsTheDeviceSlicesAndFlowsBetweenSlices) {
   EXPECT_EQ(count("{\"ph\":\"X\""), r.stats.slices);
   EXPECT_EQ(count("\"cat\":\"gpu\",\"args\""), 5 + 2);  // device slices, enqueue instants
   EXPECT_EQ(count("\"name\":\"thread_name\""), 5);      // 3 threads, 2 GPU tracks
-  EXPECT_EQ(count("\"args\":{\"name\":\"GPU (NCCL kernels)\"}"), 2);
+  EXPECT_EQ(count("\"args\":{\"name\":\"a / rank 0 / GPU (NCCL kernels)\"}"), 1);
+  EXPECT_EQ(count("\"args\":{\"name\":\"a / rank 1 / GPU (NCCL kernels)\"}"), 1);
   // Host -> device flows between two slices (4); not from the SEND's enqueue instant (the
   // format binds flow events to slices) nor from the call never started on the GPU.
   EXPECT_EQ(count("{\"ph\":\"s\",\"name\":\"enqueue\""), 4);

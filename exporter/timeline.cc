@@ -303,7 +303,16 @@ Result<void> Timeline::Sched(const Row& row) {
   if (!row.IsNull(c::kOtherComm)) ArgString("other_comm", row.Text(c::kOtherComm));
   ArgOptInt("other_pid", row, c::kOtherPid);
   ArgOptInt("cpu", row, c::kCpu);
-  RETURN_IF_ERROR(Slice(logical, ts, ts + dur));
+  // A thread is off its CPU or waiting in one span at a time: where the recorded spans of one
+  // thread overlap (their ends come from different events, microseconds apart), the later one
+  // is cut to nest, its lost time kept as an argument, instead of a lane of its own.
+  const int64_t want = ts + std::max<int64_t>(dur, 0);
+  const int64_t end = tracks_.NestedEnd(logical, ts, want);
+  if (end < want) {
+    ArgInt("cut_ns", want - end);
+    ++stats_.sched_cut;
+  }
+  RETURN_IF_ERROR(Slice(logical, ts, end));
   if (name_ != "runq_latency") return Ok();
   uint32_t counter =
       tracks_.Counter(tracks_.Process(node, pid), "run-queue latency", CounterUnit::kTimeNs);

@@ -39,6 +39,7 @@ struct TimelineStats {
   int64_t slices = 0, instants = 0, counter_samples = 0, flow_events = 0, in_flight = 0;
   int64_t device_slices = 0;               // of slices: on GPU tracks
   int64_t fr_slices = 0, fr_instants = 0;  // of slices and instants: Flight Recorder entries
+  int64_t sched_cut = 0;  // scheduler spans cut short to nest on their thread's track
   int64_t events() const { return 2 * slices + instants + counter_samples; }
 };
 

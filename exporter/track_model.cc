@@ -20,6 +20,7 @@ constexpr int32_t kDiskStride = 1 << 12;
 // process's Flight Recorder tracks after its threads, by group.
 constexpr int32_t kFrRankSort = 1 << 30;
 constexpr int32_t kFrGroupSort = 1 << 29;
+constexpr int32_t kProcessCounterSort = 1 << 28;
 
 int32_t Clamp(int64_t v) { return static_cast<int32_t>(std::clamp<int64_t>(v, 0, INT32_MAX)); }
 
@@ -140,6 +141,7 @@ uint32_t TrackModel::Process(std::string_view node, int64_t pid) {
   t.name = std::string(node) + " / " + label + " (pid " + std::to_string(pid) + ")";
   t.pid = static_cast<int32_t>(NextId());
   t.sort_index = ProcessSortIndex(node, pid);
+  t.explicit_child_order = true;  // the GPU track first, then each thread with its scheduler
   uint32_t idx = Add(std::move(t));
   process_.emplace(key, idx);
   return idx;
@@ -150,19 +152,35 @@ uint32_t TrackModel::Thread(std::string_view node, int64_t pid, int64_t tid) {
   auto key = std::make_tuple(nodes_.find(node)->second, pid, tid);
   auto it = thread_.find(key);
   if (it != thread_.end()) return it->second;
-  auto info = processes_.find({std::string(node), pid});
-  std::string comm = info != processes_.end() ? info->second.comm : "";
   Track t;
   t.kind = TrackKind::kThread;
   t.parent_uuid = tracks_[p].uuid;
   t.pid = tracks_[p].pid;
   // The main thread keeps tid == pid, as on Linux.
   t.tid = tid == pid ? tracks_[p].pid : NextId();
-  t.name = (comm.empty() ? "" : comm + " ") + "tid " + std::to_string(tid);
-  t.sort_index = Clamp(t.tid);
+  t.name = ThreadName(node, pid, tid);
+  t.sort_index = ThreadSortIndex(node, pid, tid);
   uint32_t idx = Add(std::move(t));
   thread_.emplace(key, idx);
   return idx;
+}
+
+std::string TrackModel::ThreadName(std::string_view node, int64_t pid, int64_t tid) const {
+  auto info = processes_.find({std::string(node), pid});
+  const std::string comm = info != processes_.end() ? info->second.comm : "";
+  return (comm.empty() ? "" : comm + " ") + "tid " + std::to_string(tid);
+}
+
+int32_t TrackModel::ThreadSortIndex(std::string_view node, int64_t pid, int64_t tid) {
+  // Threads in order of first appearance, two apart: a thread's scheduler track sorts right
+  // after it, whichever of the two came first; index 0 is the GPU track's.
+  auto key = std::make_tuple(nodes_.find(node)->second, pid, tid);
+  auto it = thread_order_.find(key);
+  if (it == thread_order_.end()) {
+    it = thread_order_.emplace(key, Clamp(2 + 2 * static_cast<int64_t>(thread_order_.size())))
+             .first;
+  }
+  return it->second;
 }
 
 uint32_t TrackModel::NodeChild(std::string_view node, std::string_view what) {
@@ -189,10 +207,10 @@ uint32_t TrackModel::SchedTrack(std::string_view node, int64_t pid, int64_t tid)
   Track t;
   t.kind = TrackKind::kSlices;
   t.parent_uuid = tracks_[p].uuid;
-  t.name = "scheduler tid " + std::to_string(tid);
+  t.name = ThreadName(node, pid, tid) + " / scheduler";
   t.pid = tracks_[p].pid;
   t.tid = NextId();
-  t.sort_index = Clamp(t.tid);
+  t.sort_index = ThreadSortIndex(node, pid, tid) + 1;
   uint32_t idx = Add(std::move(t));
   sched_.emplace(key, idx);
   return idx;
@@ -203,13 +221,16 @@ uint32_t TrackModel::DeviceTrack(std::string_view node, int64_t pid) {
   auto key = std::make_tuple(p, std::string("device:nccl"));
   auto it = child_.find(key);
   if (it != child_.end()) return it->second;
+  // Named with its node and rank (a GPU track is what a reader looks for first), first
+  // under its process.
+  const std::string& process = tracks_[p].name;
   Track t;
   t.kind = TrackKind::kSlices;
   t.parent_uuid = tracks_[p].uuid;
-  t.name = std::string(kDeviceTrackName);
+  t.name = process.substr(0, process.find(" (pid")) + " / " + std::string(kDeviceTrackName);
   t.pid = tracks_[p].pid;
   t.tid = NextId();
-  t.sort_index = Clamp(t.tid);
+  t.sort_index = 0;
   uint32_t idx = Add(std::move(t));
   child_.emplace(key, idx);
   return idx;
@@ -227,7 +248,8 @@ uint32_t TrackModel::Counter(uint32_t owner, std::string_view what, CounterUnit 
            std::string(what);
   t.pid = o.pid;
   t.unit = unit;
-  t.sort_index = Clamp((o.kind == TrackKind::kNode ? kNodeChildSort : 0) + NextId());
+  // Under a node after its processes; under a process after its threads.
+  t.sort_index = Clamp((o.kind == TrackKind::kNode ? kNodeChildSort : kProcessCounterSort) + NextId());
   uint32_t idx = Add(std::move(t));
   child_.emplace(key, idx);
   return idx;
@@ -292,11 +314,18 @@ uint32_t TrackModel::Lane(uint32_t logical, int64_t begin, int64_t end) {
   t.name = base.name + " (overlap " + std::to_string(l.tracks.size()) + ")";
   t.pid = base.pid;
   t.tid = NextId();
-  t.sort_index = Clamp(t.tid);
+  t.sort_index = base.sort_index;  // next to it
   uint32_t idx = Add(std::move(t));
   l.tracks.push_back(idx);
   l.open_ends.push_back({end});
   return idx;
+}
+
+int64_t TrackModel::NestedEnd(uint32_t logical, int64_t begin, int64_t end) {
+  if (lanes_.size() <= logical || lanes_[logical].open_ends.empty()) return end;
+  std::vector<int64_t>& open = lanes_[logical].open_ends[0];
+  while (!open.empty() && open.back() <= begin) open.pop_back();
+  return open.empty() ? end : std::min(end, open.back());
 }
 
 uint32_t TrackModel::DiskLane(std::string_view node, std::string_view dev, int64_t begin,

@@ -49,8 +49,8 @@ class TrackModel {
   uint32_t NodeChild(std::string_view node, std::string_view what);
   // The scheduler track of one thread, under its process.
   uint32_t SchedTrack(std::string_view node, int64_t pid, int64_t tid);
-  // The GPU track of a process (what its NCCL operations ran on the device), under it beside
-  // its threads: kDeviceTrackName.
+  // The GPU track of a process (what its NCCL operations ran on the device), first under it
+  // beside its threads: "node3 / rank 5 / " + kDeviceTrackName.
   uint32_t DeviceTrack(std::string_view node, int64_t pid);
   // A counter under the node or process track `owner`.
   uint32_t Counter(uint32_t owner, std::string_view what, CounterUnit unit);
@@ -64,6 +64,9 @@ class TrackModel {
   // slice nests inside or follows what is open there, else an overlap lane next to it, so
   // every track holds properly nested slices.
   uint32_t Lane(uint32_t logical, int64_t begin, int64_t end);
+  // The latest end a slice [begin, end] can have to nest on `logical` itself: `end`, or the
+  // end of the innermost slice open there at `begin` when that is earlier.
+  int64_t NestedEnd(uint32_t logical, int64_t begin, int64_t end);
 
   // The lane of a block device a request [begin, end] goes on: the lowest-numbered lane whose
   // last request ended by `begin` (requests come in start order, so no device has more lanes
@@ -90,6 +93,8 @@ class TrackModel {
   int64_t NextId() { return next_id_++; }
   int32_t NodeSortIndex(std::string_view node);
   int32_t ProcessSortIndex(std::string_view node, int64_t pid);
+  int32_t ThreadSortIndex(std::string_view node, int64_t pid, int64_t tid);
+  std::string ThreadName(std::string_view node, int64_t pid, int64_t tid) const;
   std::string DiskName(std::string_view node, std::string_view dev) const;
 
   ProcessMap processes_;
@@ -108,6 +113,7 @@ class TrackModel {
   std::map<std::tuple<uint32_t, int64_t>, uint32_t> process_;                 // (node, pid)
   std::map<std::tuple<uint32_t, int64_t, int64_t>, uint32_t> thread_;         // (node, pid, tid)
   std::map<std::tuple<uint32_t, int64_t, int64_t>, uint32_t> sched_;          // (node, pid, tid)
+  std::map<std::tuple<uint32_t, int64_t, int64_t>, int32_t> thread_order_;    // (node, pid, tid)
   std::map<std::tuple<uint32_t, std::string>, uint32_t, std::less<>> child_;  // (parent, name)
   std::map<int64_t, uint32_t> fr_ranks_;  // rank -> its top-level Flight Recorder track
   std::vector<Lanes> lanes_;              // by logical track index

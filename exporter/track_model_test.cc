@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
+#include <vector>
 
 namespace rs::exporter {
 namespace {
@@ -49,6 +51,42 @@ TEST(TrackModel, UnknownProcessNamedByPid) {
   TrackModel m(TwoNodes());
   uint32_t p = m.Process("node0", 99);
   EXPECT_EQ(m.track(p).name, "node0 / process (pid 99)");
+}
+
+// Under a rank's process: its GPU track first, named with node and rank; each thread followed
+// by its scheduler track (whichever was used first); counters after the threads.
+TEST(TrackModel, ARanksGpuTrackComesFirstAndEachThreadHasItsSchedulerNext) {
+  TrackModel m(TwoNodes());
+  const uint32_t sched2 = m.SchedTrack("node0", 1234, 1240);  // before its thread track
+  const uint32_t main = m.Thread("node0", 1234, 1234);
+  const uint32_t second = m.Thread("node0", 1234, 1240);
+  const uint32_t sched1 = m.SchedTrack("node0", 1234, 1234);
+  const uint32_t gpu = m.DeviceTrack("node0", 1234);
+  const uint32_t counter = m.Counter(m.Process("node0", 1234), "run-queue latency",
+                                     CounterUnit::kTimeNs);
+  EXPECT_TRUE(m.track(m.Process("node0", 1234)).explicit_child_order);
+  EXPECT_EQ(m.track(gpu).name, "node0 / rank 0 / GPU (NCCL kernels)");
+  EXPECT_EQ(m.track(sched1).name, "trainer tid 1234 / scheduler");
+  EXPECT_EQ(m.track(sched2).name, "trainer tid 1240 / scheduler");
+  std::vector<uint32_t> order = {gpu, second, sched2, main, sched1, counter};
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return m.track(a).sort_index < m.track(b).sort_index; });
+  // tid 1240 appeared first (its scheduler track), so it comes before the main thread.
+  EXPECT_EQ(order, (std::vector<uint32_t>{gpu, second, sched2, main, sched1, counter}));
+  EXPECT_EQ(m.track(gpu).sort_index, 0);
+}
+
+// A slice that crosses the end of the innermost open one is cut to nest (NestedEnd); one that
+// nests or follows keeps its end.
+TEST(TrackModel, NestedEndCutsASliceCrossingTheOpenOnesEnd) {
+  TrackModel m(TwoNodes());
+  const uint32_t s = m.SchedTrack("node0", 1234, 1234);
+  EXPECT_EQ(m.NestedEnd(s, 0, 100), 100);  // nothing open
+  EXPECT_EQ(m.Lane(s, 0, 100), s);
+  EXPECT_EQ(m.NestedEnd(s, 10, 50), 50);    // nests
+  EXPECT_EQ(m.NestedEnd(s, 90, 150), 100);  // crosses 100: cut there
+  EXPECT_EQ(m.Lane(s, 90, 100), s);         // and then fits the track itself
+  EXPECT_EQ(m.NestedEnd(s, 100, 150), 150);  // after both ended
 }
 
 TEST(TrackModel, LanesKeepSlicesNested) {
