@@ -140,8 +140,8 @@ TEST_F(ServerTest, ListsToolsForTheNegotiatedRevision) {
     EXPECT_FALSE(t["description"].get<std::string>().empty());
   }
   EXPECT_EQ(names, std::vector<std::string>({"summary", "find_stragglers", "hang_report",
-                                             "explain_collective", "node_timeline", "query",
-                                             "export_trace"}));
+                                             "explain_collective", "slowest_collectives",
+                                             "node_timeline", "query", "export_trace"}));
   // 2024-11-05 has neither outputSchema nor structuredContent: the JSON comes as text.
   Ask(s, Request("initialize", {{"protocolVersion", "2024-11-05"}}));
   tools = Ask(s, Request("tools/list"))["result"]["tools"];
@@ -181,6 +181,39 @@ TEST_F(ServerTest, HangReportNamesTheCulprit) {
   ASSERT_FALSE(r["communicators"].empty());
   EXPECT_TRUE(r["communicators"][0]["stuck"].get<bool>());
   EXPECT_EQ(r["communicators"][0]["comm_id_hex"], r["hang"]["comm_id_hex"]);
+}
+
+// The cpu fault's node2 (ranks 4 and 5) arrives last in most collectives: the slowest by wait
+// are mostly its, ranked, each one explain_collective opens.
+TEST_F(ServerTest, SlowestCollectivesRankByWaitAndNameWhoWasLast) {
+  Server s = MakeServer(cpu_);
+  Json r = Call(s, "slowest_collectives", {{"limit", 5}})["structuredContent"];
+  EXPECT_EQ(r["by"], "wait");
+  ASSERT_EQ(r["collectives"].size(), 5u) << Dump(r);
+  EXPECT_TRUE(r["truncated"].get<bool>());
+  EXPECT_GT(r["collectives_compared"].get<int64_t>(), 5);
+  for (size_t i = 1; i < 5; ++i) {
+    EXPECT_GE(r["collectives"][i - 1]["wait_ns"].get<int64_t>(),
+              r["collectives"][i]["wait_ns"].get<int64_t>());
+  }
+  ASSERT_FALSE(r["last_arrivals"].empty());
+  EXPECT_EQ(r["last_arrivals"][0]["label"].get<std::string>().rfind("node2 ", 0), 0u) << Dump(r);
+  const Json& top = r["collectives"][0];
+  Json opened = Call(s, "explain_collective", {{"comm", top["comm_id_hex"]}, {"seq", top["seq"]}})
+                    ["structuredContent"];
+  EXPECT_EQ(opened["arrival_spread_ns"], top["wait_ns"]);
+  EXPECT_EQ(opened["last_arrival"], top["last_arrival"]);
+  // By span, and one communicator only; an unknown one is named as such.
+  Json span = Call(s, "slowest_collectives",
+                   {{"by", "span"}, {"comm", top["comm_id_hex"]}, {"limit", 100}})
+                  ["structuredContent"];
+  EXPECT_EQ(span["by"], "span");
+  for (const Json& c : span["collectives"]) EXPECT_EQ(c["comm_id_hex"], top["comm_id_hex"]);
+  EXPECT_FALSE(span["collectives"].empty());
+  std::string e = ErrorText(Call(s, "slowest_collectives", {{"comm", "0x1"}}));
+  EXPECT_NE(e.find("no communicator 0x0000000000000001"), std::string::npos) << e;
+  e = ErrorText(Call(s, "slowest_collectives", {{"by", "fastest"}}));
+  EXPECT_NE(e.find("'by'"), std::string::npos) << e;
 }
 
 TEST_F(ServerTest, ExplainsACollectiveAndNamesWhatExists) {

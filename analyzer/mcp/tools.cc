@@ -3,8 +3,9 @@
 namespace analyzer::mcp {
 
 std::vector<Tool> AllTools() {
-  return {SummaryTool(),      FindStragglersTool(), HangReportTool(), ExplainCollectiveTool(),
-          NodeTimelineTool(), QueryTool(),          ExportTraceTool()};
+  return {SummaryTool(),       FindStragglersTool(),     HangReportTool(),
+          ExplainCollectiveTool(), SlowestCollectivesTool(), NodeTimelineTool(),
+          QueryTool(),         ExportTraceTool()};
 }
 
 }  // namespace analyzer::mcp

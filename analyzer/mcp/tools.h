@@ -37,11 +37,12 @@ struct Tool {
 std::vector<Tool> AllTools();
 
 // One per file: tool_summary.cc, tool_findings.cc (find_stragglers, hang_report),
-// tool_collective.cc, tool_timeline.cc, tool_query.cc, tool_export.cc.
+// tool_collective.cc, tool_slowest.cc, tool_timeline.cc, tool_query.cc, tool_export.cc.
 Tool SummaryTool();
 Tool FindStragglersTool();
 Tool HangReportTool();
 Tool ExplainCollectiveTool();
+Tool SlowestCollectivesTool();
 Tool NodeTimelineTool();
 Tool QueryTool();
 Tool ExportTraceTool();

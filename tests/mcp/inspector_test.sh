@@ -34,10 +34,10 @@ d = sys.argv[1]
 tools = json.load(open(f"{d}/tools.json"))["tools"]
 names = [t["name"] for t in tools]
 assert names == ["summary", "find_stragglers", "hang_report", "explain_collective",
-                 "node_timeline", "query", "export_trace"], names
+                 "slowest_collectives", "node_timeline", "query", "export_trace"], names
 for t in tools:
     assert t["inputSchema"]["type"] == "object" and t["outputSchema"]["type"] == "object", t
-print("ok 1 - the Inspector lists 7 tools, each with inputSchema and outputSchema")
+print("ok 1 - the Inspector lists 8 tools, each with inputSchema and outputSchema")
 uris = [r["uri"] for r in json.load(open(f"{d}/resources.json"))["resources"]]
 assert uris == ["rankscope://schema", "rankscope://report"], uris
 print("ok 2 - the Inspector lists the resources")

@@ -87,7 +87,7 @@ async function check(file, report, expect) {
   const { tools } = await s.client.listTools();
   const names = tools.map((t) => t.name);
   assert.deepEqual(names, ['summary', 'find_stragglers', 'hang_report', 'explain_collective',
-                           'node_timeline', 'query', 'export_trace']);
+                           'slowest_collectives', 'node_timeline', 'query', 'export_trace']);
   for (const t of tools) {
     assert.equal(t.inputSchema.type, 'object');
     assert.ok(t.outputSchema, `${t.name} has no outputSchema`);
