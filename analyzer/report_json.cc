@@ -135,7 +135,15 @@ void Findings(rs::JsonWriter& w, const std::vector<Straggler>& findings) {
       w.BeginObject().Key("comm").String(c.comm).Key("pid").Int(c.pid);
       w.Key("ran_ns").Int(c.ran_ns).EndObject();
     }
-    w.EndArray().EndObject();
+    w.EndArray().Key("late_arrivals").BeginArray();
+    for (const LateArrival& a : s.late_arrivals) {
+      w.BeginObject().Key("comm_id_hex").String(rs::HashHex(a.comm)).Key("seq").Int(a.seq);
+      w.Key("op").String(a.op).Key("pid").Int(a.pid).Key("rank");
+      OptInt(w, a.rank);
+      w.Key("arrival_ns").Int(a.arrival_ns).Key("behind_first_ns").Int(a.behind_first_ns);
+      w.EndObject();
+    }
+    w.EndArray().Key("late_arrivals_total").Int(s.late_arrivals_total).EndObject();
   }
   w.EndArray();
 }

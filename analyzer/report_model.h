@@ -61,6 +61,22 @@ struct Competitor {
 //  host_entry    blocking calls: the host entered late; host and device are one there
 //  device_unseen the calls only enqueue and no device time was recorded: late enqueues are
 //                seen, a late device is not
+// A collective a straggler's process arrived last in, on the collective's basis (device start
+// where every rank's was seen, else host entry): what a trace marks (rankscope-export
+// --report).
+struct LateArrival {
+  uint64_t comm = 0;
+  int64_t seq = 0;
+  std::string op;
+  int64_t pid = 0;
+  std::optional<int64_t> rank;
+  int64_t arrival_ns = 0;
+  int64_t behind_first_ns = 0;  // its arrival after the collective's first
+};
+
+// At most this many LateArrivals per finding: the latest behind the first, listed in time order.
+inline constexpr size_t kMaxLateArrivals = 500;
+
 struct Straggler {
   std::string node;
   std::optional<int64_t> rank;  // empty: the whole node (network) or rank unknown
@@ -85,6 +101,8 @@ struct Straggler {
   std::vector<Cause> causes;  // ranked, best first
   std::vector<Evidence> evidence;
   std::vector<Competitor> competitors;  // the busiest first; where a cause is cpu_contention
+  std::vector<LateArrival> late_arrivals;  // not for hang culprits
+  int64_t late_arrivals_total = 0;         // before the kMaxLateArrivals cut
 };
 
 // A node's lateness against the other nodes' in each collective they shared (NodeStats): its

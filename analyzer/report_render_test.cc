@@ -57,6 +57,21 @@ for s in r["stragglers"]:
     assert s["cause"] in ("network", "cpu_contention", "io", "compute", "hang", "unknown")
     for c in s["causes"]:
         assert c["kind"] and "remediation" in c and "score" in c
+# The collectives a finding arrived last in (what rankscope-export --report marks): its own
+# processes', in time order, as many as its lateness evidence counts.
+for s in r["stragglers"] + r["observations"]:
+    la = s["late_arrivals"]
+    assert len(la) <= 500 and len(la) <= s["late_arrivals_total"], s["late_arrivals_total"]
+    assert [a["arrival_ns"] for a in la] == sorted(a["arrival_ns"] for a in la)
+    for a in la:
+        assert a["pid"] in s["pids"] and a["behind_first_ns"] >= 0, a
+        assert a["comm_id_hex"].startswith("0x") and len(a["comm_id_hex"]) == 18, a
+    if s["cause"] == "hang":
+        assert s["late_arrivals_total"] == 0
+    lat = [e for e in s["evidence"] if e["kind"] == "lateness"]
+    if lat and s["arrival_basis"] != "device_waits":
+        assert s["late_arrivals_total"] == lat[0]["values"]["last_count"], \
+            (s["late_arrivals_total"], lat[0]["values"]["last_count"])
 for k in ("detected", "comm_id_hash", "seq", "culprit_nodes", "culprit_ranks"):
     assert k in r["hang"], "hang lacks " + k
 for node, c in r["clock"].items():
@@ -66,6 +81,8 @@ want = sys.argv[2:]
 if want:
     top = r["stragglers"][0]
     assert top["node"] == want[0] and top["cause"] == want[1], (top["node"], top["cause"])
+    if want[1] != "hang":
+        assert top["late_arrivals"], "the straggler arrived last in no collective"
     if want[1] == "hang":
         assert r["hang"]["detected"] and r["hang"]["culprit_nodes"] == [want[0]]
 print("ok")

@@ -18,7 +18,7 @@ namespace po = boost::program_options;
 const rs::cli::HelpText kHelp = {
     .usage =
         "rankscope-export INPUT -o OUT [--format perfetto|chrome-json] [--from T] [--to T]\n"
-        "       [--nodes NODE[,NODE...]] [--compression deflate|none]",
+        "       [--nodes NODE[,NODE...]] [--report JSON] [--compression deflate|none]",
     .about =
         "Writes a merged database (.rsdb) or one node bundle (.rsb) as a Perfetto trace\n"
         "(native protobuf: open it in ui.perfetto.dev) or as Chrome trace JSON.\n"
@@ -30,6 +30,9 @@ const rs::cli::HelpText kHelp = {
                   "the whole recording, for ui.perfetto.dev"},
                  {"rankscope-export job.rsdb -o slow.pftrace --from +40s --to +45s --nodes node3",
                   "five seconds of one node"},
+                 {"rankscope-analyze report job.rsdb -f json -o job.json && "
+                  "rankscope-export job.rsdb -o job.pftrace --report job.json",
+                  "the report's verdict marked where it happened"},
                  {"rankscope-export job.rsdb -o - --compression none | protoc --decode_raw",
                   "the trace on standard output"}},
     .man_page = "rankscope-export(1)",
@@ -64,6 +67,9 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
       ("to", po::value<std::string>(&to)->value_name("T"), "last event start to export")       //
       ("nodes", po::value<std::vector<std::string>>(&nodes)->composing()->value_name("NODES"),
        "only these nodes (comma-separated, repeatable)")  //
+      ("report", po::value<std::string>(&cl.options.report)->value_name("JSON"),
+       "mark the verdict and its evidence of this report of INPUT (rankscope-analyze report "
+       "INPUT --format json -o JSON) on a track of their own")  //
       ("compression", po::value<std::string>(&compression)->value_name("KIND"),
        "perfetto: deflate (default; packets compressed as Perfetto's own tracer does) or "
        "none (plain packets, e.g. for protoc --decode)")  //

@@ -28,6 +28,9 @@ struct ExportOptions {
   std::optional<TimePoint> from, to;
   std::vector<std::string> nodes;  // empty: every node
   bool compress = true;            // perfetto: deflate packets (TracePacket.compressed_packets)
+  // rankscope-analyze report --format json of the input: its verdict and evidence marked on a
+  // track of their own (verdict_marks.h); '' for none.
+  std::string report;
 };
 
 struct CommandLine {

@@ -6,7 +6,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "chrome_json_writer.h"
 #include "perfetto_writer.h"
@@ -15,6 +17,7 @@
 #include "rscore/schema.h"
 #include "rscore/time_arg.h"
 #include "track_model.h"
+#include "verdict_marks.h"
 
 namespace rs::exporter {
 namespace {
@@ -89,7 +92,8 @@ Result<void> RefuseEmptyDumps(Db& db, const std::string& input) {
 }
 
 Result<void> RunTimeline(Db& db, const std::string& source, const RowFilter& filter,
-                         const InputSummary& summary, TraceSink& sink, ExportResult& result) {
+                         const InputSummary& summary, std::vector<VerdictMark> marks,
+                         TraceSink& sink, ExportResult& result) {
   ASSIGN_OR_RETURN(ProcessMap processes, ReadProcesses(db));
   ASSIGN_OR_RETURN(std::vector<std::string> nodes, ListNodes(db));
   ASSIGN_OR_RETURN(BlockDeviceNames devices, ReadBlockDevices(db));
@@ -97,6 +101,7 @@ Result<void> RunTimeline(Db& db, const std::string& source, const RowFilter& fil
   TrackModel tracks(std::move(processes), nodes, std::move(devices));
   RETURN_IF_ERROR(sink.Begin(summary.first_ts, summary.last_ts));
   Timeline timeline(tracks, sink, summary);
+  timeline.AddMarks(std::move(marks));
   RowPipeline rows(std::move(reader), source);
   RETURN_IF_ERROR(timeline.Run(rows));
   RETURN_IF_ERROR(sink.Finish());
@@ -128,13 +133,23 @@ Result<ExportResult> Export(const ExportOptions& o) {
     RETURN_IF_ERROR(EmptyWindow(db, o, filter));
   }
   if (result.summary.rows == 0) RETURN_IF_ERROR(RefuseEmptyDumps(db, o.input));
+  std::vector<VerdictMark> marks;
+  if (!o.report.empty()) {
+    ASSIGN_OR_RETURN(VerdictMarks v, ReadVerdictMarks(o.report, result.recording_start_ns));
+    for (VerdictMark& m : v.marks) {
+      const bool kept = m.node.empty() || o.nodes.empty() ||
+                        std::find(o.nodes.begin(), o.nodes.end(), m.node) != o.nodes.end();
+      if (kept) marks.push_back(std::move(m));
+    }
+  }
 
   // Written without a name beside the output (or in $TMPDIR for standard output and
   // streams), and given its name only once complete (rscore/output.h).
   ASSIGN_OR_RETURN(OutputFile out, OutputFile::Create(target));
   if (o.format == Format::kPerfetto) {
     PerfettoWriter writer(out.fd(), out.shown(), o.compress);
-    Result<void> r = RunTimeline(db, o.input, filter, result.summary, writer, result);
+    Result<void> r =
+        RunTimeline(db, o.input, filter, result.summary, std::move(marks), writer, result);
     result.packets = writer.packets();
     result.bytes = writer.bytes();
     if (!r.ok()) return r.error();
@@ -148,7 +163,7 @@ Result<ExportResult> Export(const ExportOptions& o) {
     Result<void> r = Ok();
     {
       ChromeJsonWriter writer(f, out.shown(), o.input.substr(o.input.rfind('/') + 1));
-      r = RunTimeline(db, o.input, filter, result.summary, writer, result);
+      r = RunTimeline(db, o.input, filter, result.summary, std::move(marks), writer, result);
       result.bytes = writer.bytes();
     }
     if (std::fclose(f) != 0 && r.ok()) r = WriteError(out.shown(), errno);

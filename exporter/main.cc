@@ -66,6 +66,12 @@ int main(int argc, char** argv) {
                  "(an instant: no completion was discovered)\n",
                  static_cast<long long>(s.fr_slices), static_cast<long long>(s.fr_instants));
   }
+  if (s.marks > 0) {
+    std::fprintf(stderr,
+                 "rankscope-export: %lld marks of the report's verdict and evidence on the "
+                 "track 'rankscope verdict'\n",
+                 static_cast<long long>(s.marks));
+  }
   char what[512];
   std::snprintf(what, sizeof(what),
                 "%lld rows -> %lld slices (%lld in flight), %lld instants, %lld counter "

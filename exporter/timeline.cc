@@ -46,6 +46,29 @@ Result<void> Timeline::Run(RowPipeline& rows) {
   return FlushUntil(INT64_MAX);
 }
 
+void Timeline::AddMarks(std::vector<VerdictMark> marks) {
+  for (VerdictMark& m : marks) {
+    if (m.ts > summary_.last_ts || (m.end < 0 && m.ts < summary_.first_ts)) continue;
+    if (m.end >= 0) {
+      if (m.end < summary_.first_ts) continue;
+      m.ts = std::max(m.ts, summary_.first_ts);
+      m.end = std::min(m.end, summary_.last_ts);
+    }
+    pending_.push(Pending{m.ts, 3, static_cast<int64_t>(marks_.size()), 0});
+    marks_.push_back(std::move(m));
+  }
+}
+
+Result<void> Timeline::EmitMark(const VerdictMark& m) {
+  Reset("verdict");
+  name_ = m.name;
+  for (const auto& [key, value] : m.text_args) ArgString(key, value);
+  for (const auto& [key, value] : m.int_args) ArgInt(key, value);
+  ++stats_.marks;
+  const uint32_t track = tracks_.Verdict();
+  return m.end >= 0 ? Slice(track, m.ts, m.end) : Instant(track, m.ts);
+}
+
 Result<void> Timeline::OnRow(const Row& row) {
   const Table table = row.table();
   RETURN_IF_ERROR(FlushUntil(row.Int(col::kTs)));
@@ -80,6 +103,10 @@ Result<void> Timeline::FlushUntil(int64_t ts) {
   while (!pending_.empty() && pending_.top().ts <= ts) {
     Pending p = pending_.top();
     pending_.pop();
+    if (p.kind == 3) {
+      RETURN_IF_ERROR(EmitMark(marks_[static_cast<size_t>(p.order)]));
+      continue;
+    }
     if (p.kind == 2) {
       auto it = device_pending_.find(p.order);
       DeviceOp op = std::move(it->second);

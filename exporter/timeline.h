@@ -31,6 +31,7 @@
 #include "row_pipeline.h"
 #include "trace_sink.h"
 #include "track_model.h"
+#include "verdict_marks.h"
 
 namespace rs::exporter {
 
@@ -40,6 +41,7 @@ struct TimelineStats {
   int64_t device_slices = 0;               // of slices: on GPU tracks
   int64_t fr_slices = 0, fr_instants = 0;  // of slices and instants: Flight Recorder entries
   int64_t sched_cut = 0;  // scheduler spans cut short to nest on their thread's track
+  int64_t marks = 0;      // of slices and instants: the report's (--report)
   int64_t events() const { return 2 * slices + instants + counter_samples; }
 };
 
@@ -50,12 +52,15 @@ class Timeline {
 
   // Consumes every row of `rows`, then flushes what is pending.
   Result<void> Run(RowPipeline& rows);
+  // The report's marks (verdict_marks.h), emitted in time order among the rows; those outside
+  // the exported span are left out, slices are cut to it. Before Run.
+  void AddMarks(std::vector<VerdictMark> marks);
   const TimelineStats& stats() const { return stats_; }
 
  private:
   struct Pending {
     int64_t ts;
-    int kind;       // 0: slice end, 1: counter decay, 2: device slice begin
+    int kind;  // 0: slice end, 1: counter decay, 2: device slice begin, 3: a verdict mark
     int64_t order;  // slice ends: later begins end first; counters, device: creation order
     uint32_t track;
     bool operator>(const Pending& o) const {
@@ -98,6 +103,7 @@ class Timeline {
   Result<void> Gpu(const Row& row);
   Result<void> Fr(const Row& row);
   Result<void> EmitDevice(DeviceOp op);
+  Result<void> EmitMark(const VerdictMark& m);
   void GpuArgs(const Row& row);
   void CollectiveFlow(std::pair<uint64_t, int64_t> key);
   Result<void> UpdateRate(uint32_t counter, int64_t now);
@@ -120,6 +126,7 @@ class Timeline {
   std::map<uint32_t, RateWindow> rate_;         // counter track -> retransmit window
   std::map<int64_t, DeviceOp> device_pending_;  // by Pending::order
   int64_t device_order_ = 0;
+  std::vector<VerdictMark> marks_;  // by Pending::order
   // Host calls of gpu_ops processes whose operation's row has not come yet, by flow id. A call
   // whose row never comes (lost by the plugin, or enqueued after --to) stays to the end.
   std::unordered_set<uint64_t> host_calls_;

@@ -287,6 +287,24 @@ uint32_t TrackModel::FlightRecorder(std::string_view node, int64_t pid, int64_t 
   return idx;
 }
 
+uint32_t TrackModel::Verdict() {
+  if (verdict_) return *verdict_;
+  Track top;
+  top.kind = TrackKind::kProcess;
+  top.name = "rankscope verdict";
+  top.pid = static_cast<int32_t>(NextId());
+  top.sort_index = -1;  // before node0 (0)
+  const uint32_t parent = Add(std::move(top));
+  Track t;
+  t.kind = TrackKind::kSlices;
+  t.parent_uuid = tracks_[parent].uuid;
+  t.name = "verdict and its evidence (rankscope-analyze report)";
+  t.pid = tracks_[parent].pid;
+  t.tid = NextId();
+  verdict_ = Add(std::move(t));
+  return *verdict_;
+}
+
 uint32_t TrackModel::Lane(uint32_t logical, int64_t begin, int64_t end) {
   if (lanes_.size() <= logical) lanes_.resize(logical + 1);
   Lanes& l = lanes_[logical];

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -59,6 +60,9 @@ class TrackModel {
   // rank's own top-level track.
   uint32_t FlightRecorder(std::string_view node, int64_t pid, int64_t rank, int64_t pg,
                           std::string_view label);
+  // The report's verdict (rankscope-export --report): a top-level track before every node,
+  // holding one slice track.
+  uint32_t Verdict();
 
   // The track of `logical` a slice [begin, end] goes on: the logical track itself when the
   // slice nests inside or follows what is open there, else an overlap lane next to it, so
@@ -116,6 +120,7 @@ class TrackModel {
   std::map<std::tuple<uint32_t, int64_t, int64_t>, int32_t> thread_order_;    // (node, pid, tid)
   std::map<std::tuple<uint32_t, std::string>, uint32_t, std::less<>> child_;  // (parent, name)
   std::map<int64_t, uint32_t> fr_ranks_;  // rank -> its top-level Flight Recorder track
+  std::optional<uint32_t> verdict_;
   std::vector<Lanes> lanes_;              // by logical track index
   uint64_t next_uuid_ = 1;
   int64_t next_id_ = 1;

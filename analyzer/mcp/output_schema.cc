@@ -91,7 +91,9 @@ Json Finding() {
         ArrayOf(Object({{"kind", String()}, {"summary", String()}, {"values", Values()}}))},
        {"competitors",
         ArrayOf(Object({{"comm", String()}, {"pid", Integer()}, {"ran_ns", Integer()}}),
-                "processes that had the CPU while the ranks waited for one")}});
+                "processes that had the CPU while the ranks waited for one")},
+       {"late_arrivals_total",
+        Integer("collectives its ranks arrived last in (slowest_collectives lists them)")}});
 }
 
 Json Hang() {

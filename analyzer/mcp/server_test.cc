@@ -320,9 +320,18 @@ TEST_F(ServerTest, ExportsATraceIntoTheTraceDirectory) {
   EXPECT_TRUE(std::filesystem::exists(path));
   EXPECT_EQ(static_cast<int64_t>(std::filesystem::file_size(path)),
             r["structuredContent"]["bytes"].get<int64_t>());
-  // A second export is a second file.
+  // A second export is a second file; the whole of node2 carries the verdict (node2, the cpu
+  // fault's straggler) and its late arrivals as marks, one per collective it was last in.
   Json again = Call(s, "export_trace", {{"nodes", Json::array({"node2"})}});
   EXPECT_NE(again["structuredContent"]["path"], path);
+  const Json& report = *cpu_->ReportJson().value();
+  ASSERT_EQ(report["stragglers"][0]["node"], "node2");
+  EXPECT_GT(report["stragglers"][0]["late_arrivals"].size(), 10u);
+  int64_t node2_arrivals = 0;
+  for (const Json& f : report["stragglers"]) {
+    if (f["node"] == "node2") node2_arrivals += static_cast<int64_t>(f["late_arrivals"].size());
+  }
+  EXPECT_EQ(again["structuredContent"]["verdict_marks"].get<int64_t>(), 1 + node2_arrivals);
   std::string e = ErrorText(Call(s, "export_trace", {{"nodes", Json::array({"gpu7"})}}));
   EXPECT_NE(e.find("no node 'gpu7'"), std::string::npos) << e;
 }

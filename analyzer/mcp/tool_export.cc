@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 
 #include "exporter.h"
@@ -29,7 +30,9 @@ Json Schema() {
                  {"events", Integer("slices (begin and end), instants and counter samples")},
                  {"from_utc", String("the window's start")},
                  {"to_utc", String()},
-                 {"nodes", ArrayOf(String(), "the nodes exported (empty: all)")}});
+                 {"nodes", ArrayOf(String(), "the nodes exported (empty: all)")},
+                 {"verdict_marks", Integer("the report's verdict and evidence marked on the "
+                                           "trace's 'rankscope verdict' track")}});
 }
 
 // trace-dir/rankscope-20261125T114901Z-4242-1.pftrace: the UTC time, the server's pid and a
@@ -68,6 +71,23 @@ rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext& 
                      " MiB): open the traces written so far, or ask the person to start the "
                      "server again");
   }
+  // The report's verdict and evidence go on a track of their own: its JSON, as the report
+  // command writes it, in a private file for the export's time.
+  ASSIGN_OR_RETURN(const Json* report, rec.ReportJson());
+  const char* tmp = std::getenv("TMPDIR");
+  std::string report_path = std::string(tmp && *tmp ? tmp : "/tmp") + "/rankscope-report-XXXXXX";
+  const int fd = ::mkstemp(report_path.data());
+  if (fd < 0) return rs::Error(report_path + ": cannot create the report's file for the trace");
+  const std::string text_of = report->dump();
+  const bool wrote = ::write(fd, text_of.data(), text_of.size()) ==
+                     static_cast<ssize_t>(text_of.size());
+  ::close(fd);
+  struct Unlink {
+    std::string path;
+    ~Unlink() { ::unlink(path.c_str()); }
+  } unlink_report{report_path};
+  if (!wrote) return rs::Error(report_path + ": cannot write the report's file for the trace");
+  o.report = report_path;
   rs::Result<rs::exporter::ExportResult> done = rs::Error("no file name tried");
   for (int i = 0; i < kNameTries; ++i) {
     o.output = TraceName(ctx.trace_dir, ++count);
@@ -89,6 +109,7 @@ rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext& 
               {"from_utc", rs::FormatUtc(from)},
               {"to_utc", rs::FormatUtc(to)},
               {"nodes", o.nodes},
+              {"verdict_marks", r.stats.marks},
               {"truncated", false}};
   std::string text = "wrote " + o.output + " (" + std::to_string(r.bytes) + " bytes, " +
                      std::to_string(r.stats.events()) + " events, " + rs::FormatUtc(from) + " to " +

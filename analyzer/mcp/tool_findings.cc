@@ -66,6 +66,11 @@ rs::Result<ToolOutput> RunStragglers(Recording& rec, const Args&, const ToolCont
   out["truncated"] = false;
   out["stragglers"] = Bounded(report->at("stragglers"), kMaxFindings, out, hint);
   out["observations"] = Bounded(report->at("observations"), kMaxFindings, out, hint);
+  // The collectives a finding arrived last in are for the trace (rankscope-export --report);
+  // slowest_collectives and explain_collective answer that here, their count stays.
+  for (const char* list : {"stragglers", "observations"}) {
+    for (Json& f : out[list]) f.erase("late_arrivals");
+  }
   out["warnings"] = report->at("warnings");
   std::vector<Json> ranks(report->at("per_rank").begin(), report->at("per_rank").end());
   std::stable_sort(ranks.begin(), ranks.end(), [](const Json& a, const Json& b) {
