@@ -135,7 +135,9 @@ Result<ExportResult> Export(const ExportOptions& o) {
   if (result.summary.rows == 0) RETURN_IF_ERROR(RefuseEmptyDumps(db, o.input));
   std::vector<VerdictMark> marks;
   if (!o.report.empty()) {
-    ASSIGN_OR_RETURN(VerdictMarks v, ReadVerdictMarks(o.report, result.recording_start_ns));
+    ASSIGN_OR_RETURN(auto span, EventSpan(db));
+    ASSIGN_OR_RETURN(VerdictMarks v,
+                     ReadVerdictMarks(o.report, span ? span->first : 0, span ? span->second : 0));
     for (VerdictMark& m : v.marks) {
       const bool kept = m.node.empty() || o.nodes.empty() ||
                         std::find(o.nodes.begin(), o.nodes.end(), m.node) != o.nodes.end();

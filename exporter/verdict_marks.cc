@@ -78,7 +78,7 @@ void AddHang(const Json& h, int64_t end_ns, std::vector<VerdictMark>& out) {
   out.push_back(std::move(m));
 }
 
-Result<VerdictMarks> Read(const std::string& path, int64_t recording_start_ns) {
+Result<VerdictMarks> Read(const std::string& path, int64_t first_ns, int64_t last_ns) {
   std::ifstream in(path);
   if (!in) return Error("--report " + path + ": cannot read it");
   Json r = Json::parse(in, nullptr, /*allow_exceptions=*/false);
@@ -89,10 +89,11 @@ Result<VerdictMarks> Read(const std::string& path, int64_t recording_start_ns) {
   }
   const int64_t start = r.value("start_ns", int64_t{0});
   const int64_t end = r.value("end_ns", int64_t{0});
-  if (start != recording_start_ns) {
-    return Error("--report " + path + ": the report of another recording (it starts at " +
-                 std::to_string(start) + " ns, " + r.value("input", std::string("?")) +
-                 "; this one at " + std::to_string(recording_start_ns) +
+  if (end < first_ns || start > last_ns) {
+    return Error("--report " + path + ": the report of another recording (" +
+                 r.value("input", std::string("?")) + ", " + std::to_string(start) + " to " +
+                 std::to_string(end) + " ns; this input's events run from " +
+                 std::to_string(first_ns) + " to " + std::to_string(last_ns) +
                  " ns): report on the input you export");
   }
   VerdictMarks v;
@@ -116,9 +117,10 @@ Result<VerdictMarks> Read(const std::string& path, int64_t recording_start_ns) {
 
 }  // namespace
 
-Result<VerdictMarks> ReadVerdictMarks(const std::string& path, int64_t recording_start_ns) {
+Result<VerdictMarks> ReadVerdictMarks(const std::string& path, int64_t first_ns,
+                                      int64_t last_ns) {
   try {
-    return Read(path, recording_start_ns);
+    return Read(path, first_ns, last_ns);
   } catch (const nlohmann::json::exception& e) {  // a value of the wrong type
     return Error("--report " + path + ": not a report's JSON as rankscope-analyze writes it (" +
                  e.what() + ")");

@@ -29,8 +29,11 @@ struct VerdictMarks {
   std::vector<VerdictMark> marks;  // in time order
 };
 
-// Reads `path` (the report's JSON; '-' is not accepted) and checks it is a report of the
-// recording that starts at `recording_start_ns`. Errors name the file and what to do.
-Result<VerdictMarks> ReadVerdictMarks(const std::string& path, int64_t recording_start_ns);
+// Reads `path` (the report's JSON; '-' is not accepted) and checks it can be a report of the
+// recording whose events span [first_ns, last_ns]: a recording's files carry no identity, and
+// the report's start and end are widened by its calls, so the report's span must overlap the
+// events' (a report of another day's recording is refused; one of another job recorded at the
+// same time is not told apart). Errors name the file and what to do.
+Result<VerdictMarks> ReadVerdictMarks(const std::string& path, int64_t first_ns, int64_t last_ns);
 
 }  // namespace rs::exporter

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "exporter.h"
+#include "rscore/bundle.h"
 #include "test_input.h"
 #include "trace_check.h"
 
@@ -33,7 +34,9 @@ class VerdictMarksTest : public ::testing::Test {
     o.output = *dir_ + "/plain.pftrace";
     auto plain = Export(o);
     ASSERT_TRUE(plain.ok()) << plain.error().message();
-    start_ = plain->recording_start_ns;
+    auto opened = OpenRankscopeFile(*dir_ + "/job.rsdb");
+    ASSERT_TRUE(opened.ok());
+    start_ = opened->info().start_ns;  // what the report's start_ns is
     first_ = plain->summary.first_ts;
     last_ = plain->summary.last_ts;
   }
@@ -44,11 +47,11 @@ class VerdictMarksTest : public ::testing::Test {
 
   // A report of the recording: node1 rank 2 last in two collectives (one after the trace's
   // end), and a hang stuck for the last millisecond.
-  static std::string Report(int64_t start) {
+  static std::string Report(int64_t start, int64_t end = last_) {
     const std::string s = std::to_string(start), mid = std::to_string((first_ + last_) / 2);
     return R"J({"verdict": "STRAGGLER: node1 rank 2 — cause compute (confidence high)",
       "verdict_kind": "straggler", "input": "job.rsdb", "start_ns": )J" + s +
-           R"J(, "end_ns": )J" + std::to_string(last_) + R"J(,
+           R"J(, "end_ns": )J" + std::to_string(end) + R"J(,
       "stragglers": [{"node": "node1", "cause": "compute", "confidence": "high",
         "late_arrivals": [
           {"comm_id_hex": "0x00000000000000aa", "seq": 3, "op": "ALL_REDUCE", "pid": 11,
@@ -138,10 +141,12 @@ TEST_F(VerdictMarksTest, AReportOfAnotherRecordingOrNotAReportIsRefusedAndNothin
     std::string text, expect;
   };
   const std::vector<Case> cases = {
-      {Report(start_ + 1), "the report of another recording"},
+      {Report(start_ - 3'600'000'000'000, last_ - 3'600'000'000'000),  // an hour before
+       "the report of another recording"},
       {"not json", "not a report's JSON"},
       {R"J({"verdict": "x", "start_ns": "soon"})J", "not a report's JSON"},
-      {R"J({"verdict": "x", "start_ns": )J" + std::to_string(start_) +
+      {R"J({"verdict": "x", "start_ns": )J" + std::to_string(start_) + R"J(, "end_ns": )J" +
+           std::to_string(last_) +
            R"J(, "stragglers": [{"node": "n", "late_arrivals": [{"seq": "three"}]}]})J",
        "not a report's JSON"}};
   int i = 0;
