@@ -332,6 +332,22 @@ TEST_F(ServerTest, ExportsATraceIntoTheTraceDirectory) {
     if (f["node"] == "node2") node2_arrivals += static_cast<int64_t>(f["late_arrivals"].size());
   }
   EXPECT_EQ(again["structuredContent"]["verdict_marks"].get<int64_t>(), 1 + node2_arrivals);
+  // No place for the report's file: the trace is still written, unmarked, and says so.
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string saved = tmp ? tmp : "";
+  setenv("TMPDIR", "/nonexistent-rankscope-dir", 1);
+  Json unmarked = Call(s, "export_trace", {{"nodes", Json::array({"node2"})}});
+  if (tmp) {
+    setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    unsetenv("TMPDIR");
+  }
+  ASSERT_FALSE(unmarked["isError"].get<bool>()) << Dump(unmarked);
+  EXPECT_EQ(unmarked["structuredContent"]["verdict_marks"], 0);
+  EXPECT_NE(unmarked["content"][0]["text"].get<std::string>().find(
+                "without the report's verdict marked"),
+            std::string::npos)
+      << Dump(unmarked);
   std::string e = ErrorText(Call(s, "export_trace", {{"nodes", Json::array({"gpu7"})}}));
   EXPECT_NE(e.find("no node 'gpu7'"), std::string::npos) << e;
 }

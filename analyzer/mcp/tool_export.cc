@@ -47,6 +47,32 @@ std::string TraceName(const std::string& dir, int n) {
          ".pftrace";
 }
 
+// The report's JSON in a file of its own under $TMPDIR, removed when this goes.
+class TempReport {
+ public:
+  TempReport() = default;
+  TempReport(const TempReport&) = delete;
+  TempReport& operator=(const TempReport&) = delete;
+  ~TempReport() {
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+  rs::Result<std::string> Write(const Json& report) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/rankscope-report-XXXXXX";
+    const int fd = ::mkstemp(path.data());
+    if (fd < 0) return rs::Error(path + ": cannot create a file for the report's verdict");
+    path_ = path;
+    const std::string text = report.dump();
+    const bool wrote = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    ::close(fd);
+    if (!wrote) return rs::Error(path + ": cannot write the report's verdict");
+    return path;
+  }
+
+ private:
+  std::string path_;
+};
+
 rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext& ctx) {
   rs::exporter::ExportOptions o;
   o.input = rec.path();
@@ -72,22 +98,17 @@ rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext& 
                      "server again");
   }
   // The report's verdict and evidence go on a track of their own: its JSON, as the report
-  // command writes it, in a private file for the export's time.
-  ASSIGN_OR_RETURN(const Json* report, rec.ReportJson());
-  const char* tmp = std::getenv("TMPDIR");
-  std::string report_path = std::string(tmp && *tmp ? tmp : "/tmp") + "/rankscope-report-XXXXXX";
-  const int fd = ::mkstemp(report_path.data());
-  if (fd < 0) return rs::Error(report_path + ": cannot create the report's file for the trace");
-  const std::string text_of = report->dump();
-  const bool wrote = ::write(fd, text_of.data(), text_of.size()) ==
-                     static_cast<ssize_t>(text_of.size());
-  ::close(fd);
-  struct Unlink {
-    std::string path;
-    ~Unlink() { ::unlink(path.c_str()); }
-  } unlink_report{report_path};
-  if (!wrote) return rs::Error(report_path + ": cannot write the report's file for the trace");
-  o.report = report_path;
+  // command writes it, in a private file for the export's time. Without it (the analysis
+  // failed, no temporary file) the trace is written unmarked, and the result says why.
+  std::string unmarked;
+  TempReport report_file;
+  if (rs::Result<const Json*> report = rec.ReportJson(); !report.ok()) {
+    unmarked = "the report failed: " + report.error().message();
+  } else if (rs::Result<std::string> path = report_file.Write(**report); !path.ok()) {
+    unmarked = path.error().message();
+  } else {
+    o.report = *path;
+  }
   rs::Result<rs::exporter::ExportResult> done = rs::Error("no file name tried");
   for (int i = 0; i < kNameTries; ++i) {
     o.output = TraceName(ctx.trace_dir, ++count);
@@ -114,6 +135,7 @@ rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext& 
   std::string text = "wrote " + o.output + " (" + std::to_string(r.bytes) + " bytes, " +
                      std::to_string(r.stats.events()) + " events, " + rs::FormatUtc(from) + " to " +
                      rs::FormatUtc(to) + "): open it in https://ui.perfetto.dev";
+  if (!unmarked.empty()) text += "\nwithout the report's verdict marked (" + unmarked + ")";
   return ToolOutput{std::move(out), std::move(text)};
 }
 
