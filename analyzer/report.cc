@@ -74,9 +74,6 @@ rs::Result<void> DescribeHangRanks(rs::Db& db, const CollectiveData& data,
   return rs::Ok();
 }
 
-// Who a finding is about: a node-level one lists its node's ranks and processes and carries at
-// least its node's clock bound; a rank-level one its process. Where a cause is CPU contention,
-// the processes that took the CPUs.
 // The compared collectives whose last arrival was one of the finding's processes.
 void FindLateArrivals(Straggler& s, const CollectiveData& data) {
   std::vector<LateArrival> all;
@@ -102,6 +99,9 @@ void FindLateArrivals(Straggler& s, const CollectiveData& data) {
   s.late_arrivals = std::move(all);
 }
 
+// Who a finding is about: a node-level one lists its node's ranks and processes and carries at
+// least its node's clock bound; a rank-level one its process. Where a cause is CPU contention,
+// the processes that took the CPUs; the collectives it arrived last in.
 void NameWho(Straggler& s, const CollectiveData& data, const SideEvents& side,
              const std::vector<NodeClock>& clocks) {
   if (s.node.empty()) return;  // a hang culprit no recording saw: nothing known of it
