@@ -334,4 +334,29 @@ void SetTopCause(Straggler& s) {
   if (at != std::string::npos) s.summary = s.summary.substr(0, at) + "top cause: " + s.cause;
 }
 
+// The compared collectives whose last arrival was one of the finding's processes.
+void FindLateArrivals(Straggler& s, const CollectiveData& data) {
+  std::vector<LateArrival> all;
+  for (const Collective& g : data.collectives) {
+    if (!g.compared() || g.last < 0) continue;
+    const Participant& p = data.participants[static_cast<size_t>(g.last)];
+    if (p.node != s.node || std::find(s.pids.begin(), s.pids.end(), p.pid) == s.pids.end()) {
+      continue;
+    }
+    all.push_back(LateArrival{g.comm, g.seq, data.calls[g.begin].op, p.pid, p.rank,
+                              g.last_arrival, g.last_arrival - g.first_arrival});
+  }
+  s.late_arrivals_total = static_cast<int64_t>(all.size());
+  if (all.size() > kMaxLateArrivals) {
+    std::stable_sort(all.begin(), all.end(), [](const LateArrival& a, const LateArrival& b) {
+      return a.behind_first_ns > b.behind_first_ns;
+    });
+    all.resize(kMaxLateArrivals);
+  }
+  std::stable_sort(all.begin(), all.end(), [](const LateArrival& a, const LateArrival& b) {
+    return a.arrival_ns < b.arrival_ns;
+  });
+  s.late_arrivals = std::move(all);
+}
+
 }  // namespace analyzer

@@ -24,4 +24,9 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
 // Re-ranks the causes after a change: `cause` and the summary's "top cause: ".
 void SetTopCause(Straggler& s);
 
+// The compared collectives whose last arrival was one of the finding's processes (s.node,
+// s.pids), into s.late_arrivals (at most kMaxLateArrivals, those furthest behind the first
+// arrival, in time order) and s.late_arrivals_total.
+void FindLateArrivals(Straggler& s, const CollectiveData& data);
+
 }  // namespace analyzer

@@ -66,6 +66,12 @@ int main(int argc, char** argv) {
                  "(an instant: no completion was discovered)\n",
                  static_cast<long long>(s.fr_slices), static_cast<long long>(s.fr_instants));
   }
+  if (s.sched_cut > 0) {
+    std::fprintf(stderr,
+                 "rankscope-export: %lld scheduler spans cut to nest on their thread's track "
+                 "(the time cut is their cut_ns)\n",
+                 static_cast<long long>(s.sched_cut));
+  }
   if (s.marks > 0) {
     std::fprintf(stderr,
                  "rankscope-export: %lld marks of the report's verdict and evidence on the "

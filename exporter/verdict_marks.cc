@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "rscore/comm_hash.h"
+#include "rscore/duration.h"
 
 namespace rs::exporter {
 namespace {
@@ -19,13 +18,6 @@ std::string Cut(const std::string& s) {
   size_t n = kMaxNameChars;
   while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // not inside UTF-8
   return s.substr(0, n) + "...";
-}
-
-std::string Ms(int64_t ns) {
-  std::ostringstream o;
-  o.precision(3);
-  o << std::fixed << static_cast<double>(ns) / 1e6 << " ms";
-  return o.str();
 }
 
 // "node2 rank 5" or "node2 pid 4242".
@@ -45,7 +37,8 @@ void AddLateArrivals(const Json& f, size_t index, std::vector<VerdictMark>& out)
     m.node = f.value("node", "");
     const int64_t behind = a.value("behind_first_ns", int64_t{0});
     m.name = Who(f, a) + " last: " + a.value("op", "") + " seq " +
-             std::to_string(a.value("seq", int64_t{0})) + " (" + Ms(behind) + " after the first)";
+             std::to_string(a.value("seq", int64_t{0})) + " (" + rs::FormatDuration(behind) +
+             " after the first)";
     m.text_args = {{"comm_id_hex", a.value("comm_id_hex", "")},
                    {"cause", f.value("cause", "")},
                    {"confidence", f.value("confidence", "")}};

@@ -116,7 +116,7 @@ TEST_F(VerdictMarksTest, TheVerdictItsLateArrivalsAndTheHangAreMarked) {
   EXPECT_EQ(marks[0].ts, first_);
   EXPECT_EQ(marks[0].end, last_);
   EXPECT_EQ(marks[0].strings.at("verdict_kind"), "straggler");
-  EXPECT_EQ(marks[1].name, "node1 rank 2 last: ALL_REDUCE seq 3 (5.000 ms after the first)");
+  EXPECT_EQ(marks[1].name, "node1 rank 2 last: ALL_REDUCE seq 3 (5.00 ms after the first)");
   EXPECT_TRUE(marks[1].instant);
   EXPECT_EQ(marks[1].ts, (first_ + last_) / 2);
   EXPECT_EQ(marks[1].ints.at("behind_first_ns"), 5'000'000);

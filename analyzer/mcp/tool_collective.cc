@@ -283,14 +283,7 @@ rs::Result<Json> SideEvents(rs::Db& db, const CollectiveData& data, const Collec
 
 rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext&) {
   rec.BeginCall(kAnalysisTimeLimitNs);
-  const std::string comm_text = *args.Text("comm");
-  const rs::Result<int64_t> parsed = ParseComm(comm_text);
-  if (!parsed.ok()) {
-    return rs::Error("argument 'comm' '" + comm_text +
-                     "': a communicator's comm_id_hash as the report prints it "
-                     "(0x26017f0f7f0ca554) or in decimal");
-  }
-  const int64_t comm_signed = *parsed;
+  ASSIGN_OR_RETURN(const int64_t comm_signed, CommArgument(*args.Text("comm")));
   const uint64_t comm = static_cast<uint64_t>(comm_signed);
   const int64_t seq = *args.Int("seq");
   ASSIGN_OR_RETURN(const Report* report, rec.GetReport());
@@ -366,6 +359,14 @@ rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext&)
 }
 
 }  // namespace
+
+rs::Result<int64_t> CommArgument(const std::string& text) {
+  const rs::Result<int64_t> parsed = ParseComm(text);
+  if (parsed.ok()) return *parsed;
+  return rs::Error("argument 'comm' '" + text +
+                   "': a communicator's comm_id_hash as the report prints it "
+                   "(0x26017f0f7f0ca554) or in decimal");
+}
 
 Tool ExplainCollectiveTool() {
   Tool t;

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "output_schema.h"
-#include "report_filter.h"
 #include "report_format.h"
 #include "rscore/comm_hash.h"
+#include "rscore/time_arg.h"
 #include "tool_bounds.h"
 #include "tools.h"
 
@@ -54,13 +54,8 @@ rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext&)
   const int64_t limit = args.Int("limit").value_or(kDefaultLimit);
   std::optional<uint64_t> comm;
   if (auto text = args.Text("comm")) {
-    rs::Result<int64_t> parsed = ParseComm(*text);
-    if (!parsed.ok()) {
-      return rs::Error("argument 'comm' '" + *text +
-                       "': a communicator's comm_id_hash as the report prints it "
-                       "(0x26017f0f7f0ca554) or in decimal");
-    }
-    comm = static_cast<uint64_t>(*parsed);
+    ASSIGN_OR_RETURN(const int64_t parsed, CommArgument(*text));
+    comm = static_cast<uint64_t>(parsed);
   }
   ASSIGN_OR_RETURN(const CollectiveData* data, rec.Collectives());
   std::vector<const Collective*> ranked;

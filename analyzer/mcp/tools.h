@@ -33,6 +33,10 @@ struct Tool {
   std::function<rs::Result<ToolOutput>(Recording&, const Args&, const ToolContext&)> run;
 };
 
+// A 'comm' argument: comm_id_hash as the report prints it (0x26017f0f7f0ca554) or in decimal;
+// the error names the argument and both forms (tool_collective.cc).
+rs::Result<int64_t> CommArgument(const std::string& text);
+
 // Every tool, in the order tools/list gives them.
 std::vector<Tool> AllTools();
 
