@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
     rs::exporter::ExportOptions o;
     o.input = merged;
     o.output = std::string(dir) + (pb ? "/bench.pftrace" : "/bench.json");
+    o.force = true;  // the same file, three runs
     o.format = format;
     for (int run = 0; run < 3; ++run) {
       auto a = std::chrono::steady_clock::now();
