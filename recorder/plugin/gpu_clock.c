@@ -9,6 +9,15 @@
  *   upper bounds: a kernel cannot start before it was launched; profiler API v5 reports the
  *     launch (the KernelLaunch event, host time just before the launch), so for the first
  *     channel of an operation launched after it, off <= device_start - launch_host_ns.
+ *     A kernel queued behind others (a collective waiting for the backward pass on the
+ *     device) starts long after its launch, so this bound alone stays loose by the device's
+ *     queue (about 22 ms on the test bed's DDP job). The second kind: a kernel cannot finish
+ *     a network receive before NCCL's proxy handed it the data. NCCL 2.23-2.30 record the
+ *     proxy step's RecvGPUWait state and only then store the receive tail the GPU waits for
+ *     (src/transport/net.cc, recvProxyProgress), so for a collective whose channels consume
+ *     every step on that tail (gpu_operation.c: RING, SIMPLE), off <= device_end -
+ *     host time of its last RecvGPUWait callback: tight by how long the kernel ran after its
+ *     last receive.
  *
  * The estimate is the largest lower bound, and the conversion's error bound is the smallest
  * upper bound minus the estimate. A device time converts to device - estimate: since the

@@ -67,6 +67,26 @@ static void convert_times(struct rs_gpu_context* ctx, const struct rs_gpu_slot_i
   }
 }
 
+/* The second kind of upper bound of the clock offset (gpu_clock.c): a collective's last
+ * channel stop came after its last network receive was handed to the GPU. Only where that
+ * holds in NCCL (2.23-2.30, src/device/prims_simple.h and common.h): the SIMPLE protocol's
+ * receive waits for the tail NCCL's proxy stores after recording RecvGPUWait (LL and LL128
+ * read flags in the data, which RDMA can write before that state), and a RING's channel runs
+ * every step with all its threads, so the thread that takes the stop time passed every
+ * receive (TREE and send/receive split the threads into groups, and the stop may be taken
+ * before another group's receives). Every channel must have stopped with a device time, so
+ * the latest of them is on the record. */
+static void bound_by_delivery(struct rs_gpu_context* ctx, const struct rs_gpu_slot_info* info,
+                              const struct rs_gpu_op* rec) {
+  const uint32_t needed = rec->channels > 0 ? rec->channels : 1;
+  if (rec->func > RS_GPU_ALL_REDUCE || rec->algo != RS_GPU_ALGO_RING ||
+      rec->proto != RS_GPU_PROTO_SIMPLE || info->recv_delivered_ns == 0 ||
+      rec->device_end_raw == 0 || info->stops_timed < needed) {
+    return;
+  }
+  rs_gpu_clock_device_after(&ctx->clock, rec->device_end_raw, info->recv_delivered_ns);
+}
+
 /* Writes the operation in slot `index` (owned by the caller: no references left) to the ring
  * and frees the slot. */
 static void write_and_free(uint32_t index, uint32_t extra_flags) {
@@ -76,6 +96,9 @@ static void write_and_free(uint32_t index, uint32_t extra_flags) {
   const uint8_t needed = rec.channels > 0 ? rec.channels : 1;
   if (rec.channels_stopped >= needed) rec.state = RS_GPU_COMPLETED;
   rec.flags |= extra_flags;
+  if (rec.state == RS_GPU_COMPLETED) {
+    bound_by_delivery((struct rs_gpu_context*)info->owner, info, &rec);
+  }
   convert_times((struct rs_gpu_context*)info->owner, info, &rec);
   rs_gpu_region_write(&rec);
   rs_gpu_slot_free(index);
@@ -191,6 +214,7 @@ void rs_gpu_operation_kernel_ch_stopped_at(const void* handle, uint64_t ptimer) 
   atomic_max(&info->end_cb_ns, now);
   if (ptimer == 0) return; /* no device time */
   struct rs_gpu_context* ctx = info->owner;
+  __atomic_add_fetch(&info->stops_timed, 1, __ATOMIC_RELAXED);
   atomic_max_u64(&op->device_end_raw, ptimer);
   rs_gpu_clock_device_before(&ctx->clock, ptimer, now);
   convert_in_slot(ctx, now, &op->device_end_raw, &op->device_end_ns, &op->clock_error_ns);
@@ -213,14 +237,23 @@ void rs_gpu_operation_kernel_ch_stop(const void* handle) {
 
 /* Network bytes: a send step's size when it goes on the network, a receive step's when it
  * arrived (NCCL sets the step's size just before both states; at the receive's later GPU-wait
- * state it may already hold a newer step's size). */
+ * state it may already hold a newer step's size). The GPU-wait state's time: NCCL records it
+ * just before it lets the GPU see the step (bound_by_delivery). */
 void rs_gpu_operation_proxy_step_state(const void* handle, ncclProfilerEventState_t state,
                                        const ncclProfilerEventStateArgs_v5_t* args) {
   const int sent = state == ncclProfilerProxyStepSendWait;
-  if (args == NULL || (!sent && state != ncclProfilerProxyStepRecvFlushWait)) return;
+  const int delivered = state == ncclProfilerProxyStepRecvGPUWait;
+  if (!delivered && (args == NULL || (!sent && state != ncclProfilerProxyStepRecvFlushWait))) {
+    return;
+  }
   struct rs_gpu_op* op = rs_gpu_slot_live(handle);
   if (op == NULL) {
     late_event();
+    return;
+  }
+  if (delivered) {
+    struct rs_gpu_slot_info* info = rs_gpu_slot_info(rs_gpu_handle_slot(handle));
+    atomic_max(&info->recv_delivered_ns, rs_gpu_now_ns());
     return;
   }
   uint64_t* field = sent ? &op->net_bytes_sent : &op->net_bytes_recv;

@@ -22,6 +22,10 @@ struct rs_gpu_slot_info {
   int64_t launch_ns;   /* the kernel launch before it (v5), 0 if none */
   int64_t start_cb_ns; /* host time of the callback that reported the first channel start */
   int64_t end_cb_ns;   /* ... of the latest channel stop */
+  int64_t recv_delivered_ns; /* the latest RecvGPUWait state of its receive steps (host time
+                              * of the callback); 0 if none (gpu_clock.c: the second kind of
+                              * upper bound) */
+  uint32_t stops_timed;      /* channel stops that carried a device time */
 };
 
 /* All slots free (a new region); generations move on so no older handle matches. */

@@ -54,6 +54,8 @@ class ProfilerDriver {
     const char* datatype = "ncclFloat32";
     int root = 0;  // collectives; p2p: the peer
     int mask = 0;  // the activation mask NCCL read for it
+    const char* algo = "RING";  // collectives: what NCCL chose at launch
+    const char* proto = "SIMPLE";
     void* api = nullptr;
     void* group_api = nullptr;
   };
@@ -131,8 +133,8 @@ class ProfilerDriver {
           d.coll.datatype = c.datatype;
           d.coll.nChannels = channels;
           d.coll.nWarps = 16;
-          d.coll.algo = "RING";
-          d.coll.proto = "SIMPLE";
+          d.coll.algo = c.algo;
+          d.coll.proto = c.proto;
           d.coll.parentGroup = group;
         }
         t.handle = Start(d);
