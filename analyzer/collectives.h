@@ -97,6 +97,9 @@ struct CollectiveData {
   int64_t device_only_calls = 0;     // ... of them without an NCCL call recorded
   int64_t device_collectives = 0;    // matched groups on device basis
   int64_t excluded_collectives = 0;  // matched groups left out of lateness
+  // The calls block: groups that could be compared on device starts are compared on host
+  // entries instead (LoadComparedCollectives, report.h); how many there were.
+  int64_t device_collectives_set_aside = 0;
   std::map<std::pair<std::string, int64_t>, int32_t> participant_index;  // (node, pid)
 };
 

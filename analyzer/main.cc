@@ -2,6 +2,7 @@
 //   query INPUT "SQL"   read-only SQL
 //   schema INPUT [TABLE] the tables and views with their meanings, or one table's columns
 //   report INPUT        stragglers, causes, hangs (report_command.h)
+//   diff BASELINE OTHER what changed between two recordings (diff_command.h)
 //   mcp INPUT...        an MCP server for AI assistants on standard input/output (mcp/)
 #include <boost/program_options.hpp>
 
@@ -16,6 +17,7 @@
 #ifdef RANKSCOPE_WITH_MCP
 #include "mcp/mcp_command.h"
 #endif
+#include "diff_command.h"
 #include "query.h"
 #include "report_command.h"
 #include "rscore/bundle.h"
@@ -35,16 +37,19 @@ constexpr const char* kName = "rankscope-analyze";
 const rs::cli::HelpText kHelp = {
     .usage =
         "rankscope-analyze report INPUT [--format text|json|markdown|html] [-o FILE] ...\n"
+        "rankscope-analyze diff BASELINE OTHER [--format text|json] [-o FILE] ...\n"
         "rankscope-analyze query INPUT SQL|- [--format table|csv|json] [--limit N] ...\n"
         "rankscope-analyze schema INPUT [TABLE]\n"
         "rankscope-analyze mcp INPUT... [--trace-dir DIR]",
     .about =
         "Questions asked of a recording. INPUT is a node bundle (.rsb) or a merged database\n"
-        "(.rsdb). Commands: report (stragglers, causes, hangs), query (read-only SQL),\n"
-        "schema (the tables and what their columns hold), mcp (an MCP server for AI\n"
-        "assistants, on standard input/output).\n"
+        "(.rsdb). Commands: report (stragglers, causes, hangs), diff (what changed between\n"
+        "a good run and a bad one), query (read-only SQL), schema (the tables and what their\n"
+        "columns hold), mcp (an MCP server for AI assistants, on standard input/output).\n"
         "Run 'rankscope-analyze COMMAND --help' for a command's options.",
     .examples = {{"rankscope-analyze report job.rsdb", "which node held the job back, and why"},
+                 {"rankscope-analyze diff good.rsdb bad.rsdb",
+                  "which ranks, collectives and causes changed between two runs"},
                  {"rankscope-analyze query job.rsdb \"SELECT node, COUNT(*) FROM tcp_events "
                   "GROUP BY node\"",
                   "read-only SQL over the recording"},
@@ -301,7 +306,9 @@ int RunQueryCommand(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) return UsageError(kName, "expected a command: report, query, schema or mcp");
+  if (argc < 2) {
+    return UsageError(kName, "expected a command: report, diff, query, schema or mcp");
+  }
   if (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     po::options_description opts;
     opts.add_options()("help,h", "show this help")("version", "print the version");
@@ -316,6 +323,7 @@ int main(int argc, char** argv) {
   if (cmd == "query") return RunQueryCommand(argc - 1, argv + 1);
   if (cmd == "schema") return RunSchemaCommand(argc - 1, argv + 1);
   if (cmd == "report") return RunReportCommand(argc - 1, argv + 1);
+  if (cmd == "diff") return RunDiffCommand(argc - 1, argv + 1);
   if (cmd == "mcp") {
 #ifdef RANKSCOPE_WITH_MCP
     return RunMcpCommand(argc - 1, argv + 1);
@@ -325,5 +333,6 @@ int main(int argc, char** argv) {
     return rs::cli::kExitError;
 #endif
   }
-  return UsageError(kName, "unknown command '" + cmd + "': use report, query, schema or mcp");
+  return UsageError(kName,
+                    "unknown command '" + cmd + "': use report, diff, query, schema or mcp");
 }

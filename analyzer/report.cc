@@ -122,7 +122,7 @@ void ReadSpan(const rs::OpenedDb& opened, Report& r) {
 
 // The collectives, the span they widen, the calls' semantics and the arrivals they imply.
 rs::Result<CollectiveData> LoadTiming(rs::Db& db, Report& r, CallSemantics& sem) {
-  ASSIGN_OR_RETURN(CollectiveData data, LoadCollectives(db));
+  ASSIGN_OR_RETURN(CollectiveData data, LoadComparedCollectives(db, r.clock, &sem));
   r.nccl_calls = static_cast<int64_t>(data.calls.size());
   r.collectives = data.matched;
   for (const NcclCall& c : data.calls) {
@@ -132,16 +132,12 @@ rs::Result<CollectiveData> LoadTiming(rs::Db& db, Report& r, CallSemantics& sem)
     }
     if (r.start_ns == 0 || c.ts < r.start_ns) r.start_ns = c.ts;
   }
-  ASSIGN_OR_RETURN(sem, DetectCallSemantics(db, data, r.clock));
-  MarkEnqueues(data, sem);
-  if (sem.kind == "blocking" && data.device_collectives > 0) {
-    SetArrivals(data, /*device=*/false);
+  if (data.device_collectives_set_aside > 0) {
     r.notes.push_back(
         "the NCCL calls here block until their collective is done: arrivals are host entries "
         "(the profiler plugin's device times were recorded too, but a blocking call's entry is "
         "the arrival, free of the device clock's conversion bound)");
   }
-  ExcludeEnqueueEntries(data);
   AddTimingNotes(data, sem, r);
   return data;
 }
@@ -516,6 +512,20 @@ std::vector<Straggler> PlaceResourceFindings(const CollectiveData& data, const S
 }
 
 }  // namespace
+
+rs::Result<CollectiveData> LoadComparedCollectives(rs::Db& db, const std::vector<NodeClock>& clock,
+                                                   CallSemantics* sem) {
+  ASSIGN_OR_RETURN(CollectiveData data, LoadCollectives(db));
+  ASSIGN_OR_RETURN(CallSemantics found, DetectCallSemantics(db, data, clock));
+  MarkEnqueues(data, found);
+  if (found.kind == "blocking" && data.device_collectives > 0) {
+    data.device_collectives_set_aside = data.device_collectives;
+    SetArrivals(data, /*device=*/false);
+  }
+  ExcludeEnqueueEntries(data);
+  if (sem != nullptr) *sem = std::move(found);
+  return data;
+}
 
 rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   rs::Db& db = opened.db();

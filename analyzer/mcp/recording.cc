@@ -123,13 +123,8 @@ rs::Result<const Json*> Recording::ReportJson() {
 rs::Result<const CollectiveData*> Recording::Collectives() {
   if (!collectives_) {
     ASSIGN_OR_RETURN(const Report* r, GetReport());
-    // The steps of the report's own loading (report.cc, LoadTiming): the calls' semantics
-    // decide which arrivals a collective is compared on.
-    ASSIGN_OR_RETURN(CollectiveData data, LoadCollectives(db()));
-    ASSIGN_OR_RETURN(CallSemantics sem, DetectCallSemantics(db(), data, r->clock));
-    MarkEnqueues(data, sem);
-    if (sem.kind == "blocking" && data.device_collectives > 0) SetArrivals(data, false);
-    ExcludeEnqueueEntries(data);
+    // As the report compares them: the calls' semantics decide the arrivals.
+    ASSIGN_OR_RETURN(CollectiveData data, LoadComparedCollectives(db(), r->clock));
     collectives_ = std::move(data);
   }
   return &*collectives_;
