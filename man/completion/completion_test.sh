@@ -47,6 +47,7 @@ check _rankscope_merge "$build/merger/rankscope-merge"
 check _rankscope_analyze "$build/analyzer/rankscope-analyze" query
 check _rankscope_analyze "$build/analyzer/rankscope-analyze" report
 check _rankscope_analyze "$build/analyzer/rankscope-analyze" schema 2
+check _rankscope_analyze "$build/analyzer/rankscope-analyze" diff 3
 check _rankscope_analyze "$build/analyzer/rankscope-analyze" mcp
 check _rankscope_export "$build/exporter/rankscope-export"
 if [[ -x "$build/analyzer/fleet/rankscope-fleet" ]]; then
@@ -62,7 +63,7 @@ elif [[ -n "${CI:-}" ]]; then
   fails=$((fails + 1))
 fi
 # Values of the options that take a fixed set, and the subcommands.
-[[ "$(complete_words _rankscope_analyze rankscope-analyze "" | sort | tr '\n' ' ')" == *"mcp query report"* ]] ||
+[[ "$(complete_words _rankscope_analyze rankscope-analyze "" | sort | tr '\n' ' ')" == *"diff mcp query report"* ]] ||
   { echo "FAIL: analyze's commands"; fails=$((fails + 1)); }
 [[ "$(complete_words _rankscope_analyze rankscope-analyze report x.rsdb --fail-on "" | sort | tr '\n' ' ')" == "any hang straggler " ]] ||
   { echo "FAIL: report --fail-on values"; fails=$((fails + 1)); }

@@ -23,7 +23,7 @@ export=$build/exporter/rankscope-export
 
 # --help / -h: one layout (the recorder's help is written by hand in the same shape).
 for cmd in "$record" "$merge" "$export" "$analyze" "$analyze query" "$analyze schema" \
-           "$analyze report" "$analyze mcp"; do
+           "$analyze report" "$analyze diff" "$analyze mcp"; do
   for flag in -h --help; do
     out=$($cmd $flag 2>&1); rc=$?
     [[ $rc == 0 ]] || fail "$cmd $flag exits $rc"
@@ -49,7 +49,9 @@ for cmd in "$record --no-such-flag" "$merge --no-such-flag -o x.rsdb node0.rsb" 
            "$analyze" "$analyze no-such-command" "$analyze query node0.rsb" \
            "$analyze query --no-such-flag node0.rsb 'SELECT 1'" "$analyze report" \
            "$analyze report node0.rsb --fail-on nothing" "$analyze report node0.rsb --format nope" \
-           "$analyze mcp" "$analyze mcp --no-such-flag node0.rsb"; do
+           "$analyze mcp" "$analyze mcp --no-such-flag node0.rsb" "$analyze diff node0.rsb" \
+           "$analyze diff node0.rsb node0.rsb --format html" \
+           "$analyze diff node0.rsb node0.rsb -o node0.rsb --force"; do
   $cmd >/dev/null 2>usage.err; rc=$?
   [[ $rc == 2 ]] || fail "'$cmd' exits $rc, not 2 (usage)"
   # One line, "TOOL[ COMMAND]: what is wrong (see 'TOOL[ COMMAND] --help')", the same form in
@@ -57,7 +59,7 @@ for cmd in "$record --no-such-flag" "$merge --no-such-flag -o x.rsdb node0.rsb" 
   [[ $(wc -l <usage.err) == 1 ]] || fail "'$cmd': the usage error is not one line: $(cat usage.err)"
   line=$(tail -n 1 usage.err)
   tool=${line%%: *}
-  [[ "$line" =~ ^rankscope-(record|merge|export|analyze)(\ (query|schema|report|mcp))?:\ .+\ \(see\ \'(.+)\ --help\'\)$ ]] &&
+  [[ "$line" =~ ^rankscope-(record|merge|export|analyze)(\ (query|schema|report|diff|mcp))?:\ .+\ \(see\ \'(.+)\ --help\'\)$ ]] &&
     [[ "${BASH_REMATCH[4]}" == "$tool" ]] ||
     fail "'$cmd': the usage error does not end with \"(see '$tool --help')\": $line"
 done
