@@ -57,15 +57,17 @@ bool Names(const Report& r, int64_t rank) {
   });
 }
 
-std::vector<FindingDiff> Findings(const Report& a, const Report& b) {
+std::vector<FindingDiff> Findings(const std::vector<Straggler>& a,
+                                  const std::vector<Straggler>& b, const std::string& kind) {
   std::map<std::string, const Straggler*> in_a;
-  for (const Straggler& s : a.stragglers) in_a.emplace(FindingKey(s), &s);
+  for (const Straggler& s : a) in_a.emplace(FindingKey(s), &s);
   std::vector<FindingDiff> added, kept, removed;
   std::set<std::string> seen;
-  for (const Straggler& s : b.stragglers) {
+  for (const Straggler& s : b) {
     const std::string key = FindingKey(s);
     if (!seen.insert(key).second) continue;
     FindingDiff f;
+    f.kind = kind;
     f.who = Who(s);
     f.cause_b = s.cause;
     f.confidence_b = ConfidenceName(s.confidence);
@@ -85,6 +87,7 @@ std::vector<FindingDiff> Findings(const Report& a, const Report& b) {
     if (seen.count(key)) continue;
     seen.insert(key);
     FindingDiff f;
+    f.kind = kind;
     f.change = "removed";
     f.who = Who(*s);
     f.cause_a = s->cause;
@@ -262,6 +265,7 @@ std::string Percent(double a, double b) {
 std::string Headline(const Diff& d) {
   std::vector<std::string> parts;
   for (const FindingDiff& f : d.findings) {
+    if (f.kind != "verdict") continue;
     if (f.change == "added") {
       parts.push_back("new in OTHER: " + f.who + " (" + f.cause_b + ", " + f.confidence_b + ")");
     } else if (f.change == "removed") {
@@ -293,7 +297,10 @@ Diff BuildDiff(const Report& a, const CollectiveData& ca, const Report& b,
   Diff d;
   d.a = Side(a, ca);
   d.b = Side(b, cb);
-  d.findings = Findings(a, b);
+  d.findings = Findings(a.stragglers, b.stragglers, "verdict");
+  for (FindingDiff& f : Findings(a.observations, b.observations, "observation")) {
+    d.findings.push_back(std::move(f));
+  }
   CompareRanks(a, b, d);
   CompareKinds(ca, cb, d);
   AddWarnings(a, b, d);

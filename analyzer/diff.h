@@ -63,6 +63,9 @@ struct KindDiff {
 
 // A verdict's finding in one or both recordings, matched by the ranks it names (else its node).
 struct FindingDiff {
+  // 'verdict' (Report::stragglers) | 'observation' (Report::observations: explains no
+  // measured lateness); matched only within its kind.
+  std::string kind;
   std::string change;  // 'added' (only in OTHER) | 'removed' (only in BASELINE) | 'kept'
   std::string who;     // "node1 rank 2" as the report names it (OTHER's where in both)
   std::string cause_a, cause_b;  // '' where absent
@@ -72,7 +75,8 @@ struct FindingDiff {
 
 struct Diff {
   DiffSide a, b;
-  std::vector<FindingDiff> findings;  // added, then kept, then removed
+  // Verdicts added, kept, removed; then observations likewise.
+  std::vector<FindingDiff> findings;
   std::vector<RankDiff> ranks;        // the largest rise in median lateness first
   std::vector<std::string> ranks_only_a, ranks_only_b;  // labels
   std::vector<KindDiff> kinds;        // the most time added first

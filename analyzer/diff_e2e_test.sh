@@ -41,7 +41,9 @@ diff, same, small = load("slow.diff.json"), load("same.diff.json"), load("small.
 top = slow["stragglers"][0]
 assert top["node"] == node and top["cause"] == "compute", (top["node"], top["cause"])
 assert not [s for s in clean["stragglers"]], clean["verdict"]
-added = [f for f in diff["findings"] if f["change"] == "added"]
+added = [f for f in diff["findings"] if f["change"] == "added" and f["kind"] == "verdict"]
+obs = lambda rep: len(rep["observations"])
+assert len([f for f in diff["findings"] if f["kind"] == "observation"]) <= obs(clean) + obs(slow)
 assert len(added) == len(slow["stragglers"]), diff["findings"]
 assert added[0]["cause_other"] == top["cause"] and added[0]["confidence_other"] == top["confidence"]
 assert added[0]["who"].startswith(node), added[0]
@@ -70,6 +72,7 @@ assert diff["warnings"] == [], diff["warnings"]
 
 # A recording against itself: nothing added or removed, no rank moved.
 assert {f["change"] for f in same["findings"]} <= {"kept"}, same["findings"]
+assert len(same["findings"]) == len(slow["stragglers"]) + obs(slow), same["findings"]
 assert all(r["lateness_change_ns"] == 0 for r in same["ranks"]), same["ranks"]
 assert all(k["added_ns"] == 0 for k in same["kinds"]), same["kinds"]
 assert same["headline"].startswith("the same findings in both"), same["headline"]

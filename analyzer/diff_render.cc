@@ -104,10 +104,11 @@ std::string RenderDiffText(const Diff& d, size_t rows) {
     o << "\nwarnings:\n";
     for (const std::string& w : d.warnings) o << "  - " << rs::EscapeText(w) << "\n";
   }
-  o << "\nfindings (the reports' verdicts, matched by the ranks they name):\n";
+  o << "\nfindings (the reports' verdicts and observations, matched by the ranks they "
+       "name):\n";
   if (d.findings.empty()) o << "  none in either\n";
   for (const FindingDiff& f : d.findings) {
-    o << "  " << f.change << ": " << rs::EscapeText(f.who) << ": ";
+    o << "  " << f.kind << " " << f.change << ": " << rs::EscapeText(f.who) << ": ";
     if (f.change == "kept") {
       o << f.cause_a << " (" << f.confidence_a << ") -> " << f.cause_b << " (" << f.confidence_b
         << ")";
@@ -151,6 +152,7 @@ std::string RenderDiffJson(const Diff& d) {
   w.Key("findings").BeginArray();
   for (const FindingDiff& f : d.findings) {
     w.BeginObject();
+    w.Key("kind").String(f.kind);
     w.Key("change").String(f.change);
     w.Key("who").String(f.who);
     w.Key("cause_baseline").String(f.cause_a);

@@ -9,8 +9,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "call_semantics.h"
-#include "device_arrival.h"
 #include "event_reader.h"
 #include "merge.h"
 #include "query.h"
