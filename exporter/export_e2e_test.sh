@@ -49,7 +49,9 @@ grep -q 'sequence_flags: 1' "$dir/a.txt" || fail "no SEQ_INCREMENTAL_STATE_CLEAR
 grep -q 'is_incremental: true' "$dir/a.txt" || fail "no incremental clock"
 grep -q 'process_name: "node1 / rank 3 (pid 10101)"' "$dir/a.txt" || fail "process names"
 grep -q 'terminating_flow_ids' "$dir/a.txt" || fail "no flows"
-grep -q 'name: "node1 / disk loop0 / lane 0"' "$dir/a.txt" || fail "no named disk lane"
+grep -q 'name: "node1 / disk loop0"' "$dir/a.txt" || fail "no named disk lane"
+grep -q 'sibling_merge_behavior: SIBLING_MERGE_BEHAVIOR_BY_SIBLING_MERGE_KEY' "$dir/a.txt" ||
+  fail "disk lanes without a merge key"
 if grep -q 'disk .*(overlap' "$dir/a.txt"; then fail "disk requests on overlap tracks"; fi
 grep -q 'name: "in_flight"' "$dir/a.txt" || fail "no in-flight annotation"
 begins=$(grep -c 'type: TYPE_SLICE_BEGIN' "$dir/a.txt")

@@ -148,9 +148,10 @@ TEST_F(LayoutTest, NodesAndRanksInNaturalOrder) {
 }
 
 // Block requests of a device go on as few lanes as overlap allows (each on the lowest lane
-// free at its start), all under one track per device named by its device name ("MAJ:MIN"
-// without one), devices in natural order.
-TEST_F(LayoutTest, DiskRequestsPackIntoLanesUnderOneTrackPerDevice) {
+// free at its start); the lanes are the device's tracks, named by its device name ("MAJ:MIN"
+// without one) with one sibling merge key, so the UI shows one track per device; devices in
+// natural order.
+TEST_F(LayoutTest, DiskRequestsPackIntoLanesOfOneMergedTrackPerDevice) {
   for (bool names : {true, false}) {
     const std::string path = dir_ + (names ? "/disk-named.rsdb" : "/disk-unnamed.rsdb");
     WriteOrderingDb(path, names);
@@ -167,16 +168,27 @@ TEST_F(LayoutTest, DiskRequestsPackIntoLanesUnderOneTrackPerDevice) {
       if (d.name() == "node1") node1 = uuid;
     }
     ASSERT_NE(node1, 0u);
-    // The device tracks under node1, by sibling rank.
+    // The devices under node1 (their first lanes), by sibling rank; every lane of a device
+    // carries the device's merge key.
     std::vector<std::pair<int32_t, std::string>> disks;
-    std::map<std::string, uint64_t> disk_uuid;
+    std::map<std::string, std::string> key_of;  // device track name -> merge key
+    // Lanes of each device: (rank, uuid).
+    std::map<std::string, std::vector<std::pair<int32_t, uint64_t>>> lanes_of;
     for (const auto& [uuid, d] : t->tracks) {
-      if (d.parent_uuid() == node1 && d.name().rfind("node1 / disk ", 0) == 0) {
-        disks.push_back({d.sibling_order_rank(), d.name()});
-        disk_uuid[d.name()] = uuid;
-        EXPECT_EQ(d.child_ordering(), perfetto::protos::TrackDescriptor::EXPLICIT) << d.name();
-      }
+      if (d.parent_uuid() != node1 || d.name().rfind("node1 / disk ", 0) != 0) continue;
+      EXPECT_EQ(d.sibling_merge_behavior(),
+                perfetto::protos::TrackDescriptor::SIBLING_MERGE_BEHAVIOR_BY_SIBLING_MERGE_KEY);
+      auto [known, fresh] = key_of.emplace(d.name(), d.sibling_merge_key());
+      EXPECT_EQ(known->second, d.sibling_merge_key()) << d.name();
+      lanes_of[d.name()].push_back({d.sibling_order_rank(), uuid});
     }
+    std::set<std::string> keys;
+    for (auto& [name, lanes] : lanes_of) {
+      std::sort(lanes.begin(), lanes.end());
+      disks.push_back({lanes.front().first, name});
+      keys.insert(key_of[name]);
+    }
+    EXPECT_EQ(keys.size(), key_of.size());  // one key per device
     std::sort(disks.begin(), disks.end());
     std::vector<std::string> disk_names;
     for (const auto& d : disks) disk_names.push_back(d.second);
@@ -188,17 +200,12 @@ TEST_F(LayoutTest, DiskRequestsPackIntoLanesUnderOneTrackPerDevice) {
                                                       "node1 / disk 8:16", "node1 / disk 259:0"}));
     }
     const std::string busy = names ? "node1 / disk sdb" : "node1 / disk 8:16";
-    ASSERT_TRUE(disk_uuid.count(busy));
-    // Lanes of the busy device: its children, numbered by sibling rank.
+    ASSERT_TRUE(lanes_of.count(busy));
+    // Lanes of the busy device, numbered by sibling rank.
     std::map<uint64_t, int32_t> lane_of;  // track uuid -> lane number
-    std::vector<std::pair<int32_t, uint64_t>> lanes;
-    for (const auto& [uuid, d] : t->tracks) {
-      if (d.parent_uuid() == disk_uuid[busy]) lanes.push_back({d.sibling_order_rank(), uuid});
-    }
-    std::sort(lanes.begin(), lanes.end());
+    const std::vector<std::pair<int32_t, uint64_t>>& lanes = lanes_of[busy];
     for (size_t k = 0; k < lanes.size(); ++k) {
       lane_of[lanes[k].second] = static_cast<int32_t>(k);
-      EXPECT_EQ(t->tracks.at(lanes[k].second).name(), busy + " / lane " + std::to_string(k));
     }
     // Greedy packing, worked by hand: [1000,1100] lane 0, [1010,1040] lane 1, [1020,1120]
     // lane 2, [1040,1050] lane 1 (free at 1040), [1050,1055] lane 1, [1100,1110] lane 0.

@@ -148,6 +148,10 @@ Result<void> PerfettoWriter::DeclareTrack(const Track& t) {
   d->set_name(rs::ValidUtf8(t.name));
   d->set_sibling_order_rank(t.sort_index);
   if (t.explicit_child_order) d->set_child_ordering(pb::TrackDescriptor::EXPLICIT);
+  if (!t.merge_key.empty()) {
+    d->set_sibling_merge_behavior(pb::TrackDescriptor::SIBLING_MERGE_BEHAVIOR_BY_SIBLING_MERGE_KEY);
+    d->set_sibling_merge_key(rs::ValidUtf8(t.merge_key));
+  }
   switch (t.kind) {
     case TrackKind::kProcess:
       d->mutable_process()->set_pid(t.pid);

@@ -38,6 +38,9 @@ struct Track {
   // (process_sort_index of node and process tracks, thread_sort_index of the others).
   int32_t sort_index = 0;
   bool explicit_child_order = false;  // children shown by sort_index, not by name
+  // Siblings with one merge key are shown as one track (Perfetto: sibling_merge_key, the UI
+  // lays their slices out in rows of it): the lanes of one block device. '' for none.
+  std::string merge_key;
 };
 
 struct Annotation {

@@ -12,7 +12,8 @@ namespace rs::exporter {
 namespace {
 
 // Sort indexes of a node's own tracks, after its processes: network, process events and
-// counters, then the block devices (kDiskStride apart, their lanes right after them).
+// counters, then the block devices (kDiskStride apart: a device's lanes, merged into one track in the
+// UI, from its rank on).
 constexpr int32_t kNodeChildSort = 1 << 29;
 constexpr int32_t kDiskSort = 1 << 30;
 constexpr int32_t kDiskStride = 1 << 12;
@@ -352,25 +353,19 @@ uint32_t TrackModel::DiskLane(std::string_view node, std::string_view dev, int64
   auto it = disks_.find(std::make_tuple(n, std::string(dev)));
   if (it == disks_.end()) {
     const std::string name = DiskName(node, dev);
-    Track t;
-    t.kind = TrackKind::kSlices;
-    t.parent_uuid = tracks_[n].uuid;
-    t.name = std::string(node) + " / disk " + name;
-    t.pid = tracks_[n].pid;
-    t.tid = NextId();
-    t.explicit_child_order = true;
+    Disk d;
+    d.name = std::string(node) + " / disk " + name;
+    d.merge_key = "disk " + std::string(node) + " " + std::string(dev);
     auto known = disk_sort_.find({std::string(node), name});
     if (known != disk_sort_.end()) {
-      t.sort_index = known->second;
+      d.sort_index = known->second;
     } else {
       // Not named ahead: after the node's known devices, in order of appearance.
       int32_t known_here = 0;
       for (const auto& [key, index] : disk_sort_) known_here += key.first == node ? 1 : 0;
       const int64_t k = known_here + late_disks_[std::string(node)]++;
-      t.sort_index = Clamp(kDiskSort + k * kDiskStride);
+      d.sort_index = Clamp(kDiskSort + k * kDiskStride);
     }
-    Disk d;
-    d.track = Add(std::move(t));
     it = disks_.emplace(std::make_tuple(n, std::string(dev)), std::move(d)).first;
   }
   Disk& d = it->second;
@@ -380,15 +375,15 @@ uint32_t TrackModel::DiskLane(std::string_view node, std::string_view dev, int64
       return d.lanes[k];
     }
   }
-  const Track& disk = tracks_[d.track];
   const int64_t k = static_cast<int64_t>(d.lanes.size());
   Track t;
   t.kind = TrackKind::kSlices;
-  t.parent_uuid = disk.uuid;
-  t.name = disk.name + " / lane " + std::to_string(k);
-  t.pid = disk.pid;
+  t.parent_uuid = tracks_[n].uuid;
+  t.name = d.name;
+  t.merge_key = d.merge_key;
+  t.pid = tracks_[n].pid;
   t.tid = NextId();
-  t.sort_index = Clamp(disk.sort_index + 1 + std::min<int64_t>(k, kDiskStride - 2));
+  t.sort_index = Clamp(d.sort_index + std::min<int64_t>(k, kDiskStride - 1));
   d.lanes.push_back(Add(std::move(t)));
   d.lane_ends.push_back(std::max(end, begin));
   return d.lanes.back();

@@ -74,7 +74,9 @@ class TrackModel {
 
   // The lane of a block device a request [begin, end] goes on: the lowest-numbered lane whose
   // last request ended by `begin` (requests come in start order, so no device has more lanes
-  // than requests in flight at once), under the node's one track for the device.
+  // than requests in flight at once). The lanes are tracks under the node, all named for the
+  // device and with one merge key, so the UI shows the device as one track whose rows are its
+  // lanes (a loop device with 24 requests in flight: one track, not 24).
   uint32_t DiskLane(std::string_view node, std::string_view dev, int64_t begin, int64_t end);
 
   // Tracks created since the last call, parents before children.
@@ -89,7 +91,9 @@ class TrackModel {
     std::vector<std::vector<int64_t>> open_ends;  // per lane: ends of open slices (a stack)
   };
   struct Disk {
-    uint32_t track = 0;
+    std::string name;     // "node0 / disk sda"
+    std::string merge_key;
+    int32_t sort_index = 0;
     std::vector<uint32_t> lanes;
     std::vector<int64_t> lane_ends;  // per lane: end of its last request
   };

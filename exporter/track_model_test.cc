@@ -118,7 +118,7 @@ TEST(TrackModel, EqualSpansNestAndZeroLengthSlicesFit) {
   EXPECT_EQ(m.Lane(t, 20, 30), t);
 }
 
-TEST(TrackModel, DiskRequestsGoOnTheLowestFreeLaneUnderOneDeviceTrack) {
+TEST(TrackModel, DiskRequestsGoOnTheLowestFreeLaneOfOneMergedDeviceTrack) {
   TrackModel m(TwoNodes(), {"node0"}, {{{"node0", "8:0"}, "sda"}, {{"node0", "8:16"}, ""}});
   const uint32_t a = m.DiskLane("node0", "8:0", 0, 100);
   const uint32_t b = m.DiskLane("node0", "8:0", 10, 50);  // overlaps: never nested on a lane
@@ -128,27 +128,27 @@ TEST(TrackModel, DiskRequestsGoOnTheLowestFreeLaneUnderOneDeviceTrack) {
   EXPECT_NE(c, a);
   EXPECT_NE(c, b);
   EXPECT_EQ(m.DiskLane("node0", "8:0", 100, 110), a);  // lowest free: lane 0, not lane 1
-  EXPECT_EQ(m.track(a).name, "node0 / disk sda / lane 0");
-  EXPECT_EQ(m.track(b).name, "node0 / disk sda / lane 1");
-  EXPECT_EQ(m.track(c).name, "node0 / disk sda / lane 2");
-  // One device track holds the lanes, in lane order.
-  EXPECT_EQ(m.track(a).parent_uuid, m.track(b).parent_uuid);
-  EXPECT_EQ(m.track(a).parent_uuid, m.track(c).parent_uuid);
+  // The lanes: siblings under the node, named for the device, one merge key (one track in
+  // the UI), in lane order.
+  for (uint32_t lane : {a, b, c}) {
+    EXPECT_EQ(m.track(lane).name, "node0 / disk sda");
+    EXPECT_EQ(m.track(lane).merge_key, "disk node0 8:0");
+    EXPECT_EQ(m.track(lane).parent_uuid, m.track(m.Node("node0")).uuid);
+  }
   EXPECT_LT(m.track(a).sort_index, m.track(b).sort_index);
   EXPECT_LT(m.track(b).sort_index, m.track(c).sort_index);
-  const Track* disk = nullptr;
-  for (const Track& t : m.tracks()) {
-    if (t.uuid == m.track(a).parent_uuid) disk = &t;
-  }
-  ASSERT_NE(disk, nullptr);
-  EXPECT_EQ(disk->name, "node0 / disk sda");
-  EXPECT_TRUE(disk->explicit_child_order);
-  EXPECT_EQ(disk->parent_uuid, m.track(m.Node("node0")).uuid);
-  // No name recorded: MAJ:MIN.
+  // No name recorded: MAJ:MIN; another device, another key.
   const uint32_t other = m.DiskLane("node0", "8:16", 0, 10);
-  EXPECT_EQ(m.track(other).name, "node0 / disk 8:16 / lane 0");
+  EXPECT_EQ(m.track(other).name, "node0 / disk 8:16");
+  EXPECT_EQ(m.track(other).merge_key, "disk node0 8:16");
   const uint32_t unknown = m.DiskLane("node0", "259:0", 0, 10);
-  EXPECT_EQ(m.track(unknown).name, "node0 / disk 259:0 / lane 0");
+  EXPECT_EQ(m.track(unknown).name, "node0 / disk 259:0");
+  // Other tracks merge with nothing.
+  for (const Track& t : m.tracks()) {
+    if (t.name.find(" / disk ") == std::string::npos) {
+      EXPECT_EQ(t.merge_key, "") << t.name;
+    }
+  }
 }
 
 TEST(TrackModel, NodesAndRanksSortNaturally) {
