@@ -8,6 +8,8 @@
 #include <cstring>
 #include <algorithm>
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "chrome_json_writer.h"
@@ -107,6 +109,12 @@ Result<void> RunTimeline(Db& db, const std::string& source, const RowFilter& fil
   RETURN_IF_ERROR(sink.Finish());
   result.stats = timeline.stats();
   result.tracks = static_cast<int64_t>(tracks.tracks().size());
+  std::set<std::pair<uint64_t, std::string>> merged;  // (parent, merge key)
+  for (const Track& t : tracks.tracks()) {
+    if (t.merge_key.empty() || merged.insert({t.parent_uuid, t.merge_key}).second) {
+      ++result.shown_tracks;
+    }
+  }
   return Ok();
 }
 
