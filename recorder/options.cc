@@ -293,7 +293,7 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
           if (std::find(std::begin(kSourceNames), std::end(kSourceNames), name) ==
               std::end(kSourceNames)) {
             return rs::Error("--sources: unknown source '" + name +
-                             "' (known: process,tcp,sched,block,nccl,cuda,gpu)");
+                             "' (known: process,tcp,sched,block,nccl,cuda,gpu,rdma)");
           }
           o.sources.push_back(name);
         }

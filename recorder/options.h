@@ -97,8 +97,8 @@ rs::Result<uint64_t> ParseBytes(std::string_view text);
 std::string CutDir(const RecorderOptions& o);
 
 // Every source the recorder knows, in the order it starts them.
-inline constexpr std::string_view kSourceNames[] = {"process", "tcp",  "sched", "block",
-                                                    "nccl",    "cuda", "gpu"};
+inline constexpr std::string_view kSourceNames[] = {"process", "tcp", "sched", "block",
+                                                    "nccl",    "cuda", "gpu",  "rdma"};
 // Whether --sources selects `source` (every source when none was given).
 bool SourceSelected(const RecorderOptions& o, std::string_view source);
 

@@ -41,6 +41,7 @@ struct RecorderContext {
   const RecorderOptions* options = nullptr;
   uint64_t scope_netns = 0;           // --scope netns: the recorder's netns inode; 0 = host
   std::string proc_root = "/proc";    // injectable for tests
+  std::string sys_root = "/sys";      // likewise (the rdma probe's sysfs)
   AttachLog* attach_log = nullptr;    // every attach success/failure goes here
   ProcessTable* processes = nullptr;  // traced processes (rows of the `processes` table)
   RingPoller* poller = nullptr;       // shared ring-buffer poller: poller->Add(map fd, callback)

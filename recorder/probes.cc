@@ -6,6 +6,7 @@
 #include "recorder/nccl_probe.h"
 #include "recorder/options.h"
 #include "recorder/process_probe.h"
+#include "recorder/rdma_probe.h"
 #include "recorder/sched_probe.h"
 #include "recorder/tcp_probe.h"
 
@@ -58,6 +59,8 @@ std::vector<std::unique_ptr<Probe>> MakeAllProbes(const RecorderOptions& opts) {
   // After them: its region discovery reuses their rescans' readings of /proc (same tick), and
   // at Finish it looks up the NCCL rows they wrote.
   probes.push_back(MakeGpuProbe(opts));
+  // RDMA ports' counters from sysfs: no BPF, a reading a second.
+  probes.push_back(std::make_unique<RdmaProbe>());
   return probes;
 }
 

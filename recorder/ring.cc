@@ -28,6 +28,7 @@ constexpr SourceTable kSourceTables[] = {
     {"nccl", "nccl_events"},
     {"cuda", "cuda_events"},
     {"gpu", "gpu_ops"},
+    {"rdma", "rdma_counters"},
 };
 
 // Rows the database's pages hold (free pages left by deletes are reused, not counted).

@@ -240,6 +240,38 @@ CREATE TABLE block_devices (
                                   -- of /sys/dev/block/MAJ:MIN/uevent
   PRIMARY KEY (node, dev)
 ) STRICT;
+-- the node's RDMA ports (InfiniBand, RoCE) under /sys/class/infiniband, as found at the start
+CREATE TABLE rdma_ports (
+  node       TEXT NOT NULL,
+  device     TEXT NOT NULL,         -- 'mlx5_0': the name NCCL_IB_HCA takes and NCCL logs
+                                    -- ('NET/IB : Using [0]mlx5_0:1/RoCE')
+  port       INTEGER NOT NULL,      -- from 1
+  link_layer TEXT,                  -- 'InfiniBand' | 'Ethernet' (RoCE)
+  netdev     TEXT,                  -- its network interface ('ib0', 'ens1f0np0'), where sysfs
+                                    -- names one (RoCE: GID 0's device; InfiniBand: IPoIB's)
+  gid        TEXT,                  -- GID 0 (InfiniBand: the subnet prefix and port GUID)
+  node_guid  TEXT,
+  rate       TEXT,                  -- '200 Gb/sec (4X HDR)'
+  state      TEXT,                  -- '4: ACTIVE', '1: DOWN', ...
+  PRIMARY KEY (node, device, port)
+) STRICT;
+-- RDMA port counters read from sysfs once a second: a row at a counter's first reading,
+-- whenever it changed, and at the last reading
+CREATE TABLE rdma_counters (
+  id           INTEGER PRIMARY KEY,
+  node         TEXT NOT NULL,
+  timestamp_ns INTEGER NOT NULL,    -- the reading
+  device       TEXT NOT NULL,       -- as rdma_ports.device
+  port         INTEGER NOT NULL,
+  counter      TEXT NOT NULL,       -- its sysfs file: 'symbol_error', 'link_downed',
+                                    -- 'port_xmit_wait', 'out_of_sequence', 'np_cnp_sent', ...
+  dir          TEXT NOT NULL,       -- 'counters' (the port's InfiniBand counters) |
+                                    -- 'hw_counters' (the driver's: RoCE retries, congestion)
+  value        INTEGER NOT NULL,    -- as the kernel reports it (cumulative)
+  delta        INTEGER,             -- its increase since the reading at since_ns; NULL at
+                                    -- the first reading and where the value went down (reset)
+  since_ns     INTEGER              -- the previous reading (wall clock; NULL at the first)
+) STRICT;
 -- process exec and exit
 CREATE TABLE process_events (
   id           INTEGER PRIMARY KEY,

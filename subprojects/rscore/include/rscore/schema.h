@@ -25,7 +25,7 @@ inline constexpr int kSchemaVersion = 1;
 // (CLOCK_REALTIME nanoseconds; aligned in a merged db).
 inline constexpr std::string_view kEventTables[] = {
     "nccl_events",  "cuda_events",    "tcp_events", "sched_events",
-    "block_events", "process_events", "gpu_ops",
+    "block_events", "process_events", "gpu_ops",    "rdma_counters",
 };
 
 // Columns of event tables that hold wall-clock times besides timestamp_ns (aligned by the
@@ -36,6 +36,7 @@ struct TimeColumn {
 inline constexpr TimeColumn kExtraTimeColumns[] = {
     {"gpu_ops", "device_start_ns"},
     {"gpu_ops", "device_end_ns"},
+    {"rdma_counters", "since_ns"},
 };
 
 inline bool IsEventTable(std::string_view table) {
