@@ -1,6 +1,7 @@
 #include "network.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "report_format.h"
@@ -15,6 +16,71 @@ constexpr double kSlowerBy = 1.1;
 constexpr int64_t kMinSlowedCollectives = 3;
 
 }  // namespace
+
+TransferComparison CompareTransfers(const CollectiveData& data,
+                                    const std::function<bool(const Collective&)>& hit) {
+  TransferComparison c;
+  // The time from the last arrival to completion, while the data moves: on the devices where
+  // the profiler plugin saw the collective (device starts and ends), else between host calls.
+  struct Transfer {
+    int64_t ns = 0;
+    std::string size;  // op, count and datatype: collectives of one size move the same data
+    bool hit = false;
+  };
+  std::vector<Transfer> transfers;
+  for (const Collective& g : data.collectives) {
+    if (!g.compared() || g.done < 0) continue;
+    ++c.collectives;
+    if (g.device_basis) ++c.device_collectives;
+    std::string size;
+    if (g.begin < data.calls.size()) {
+      const NcclCall& first = data.calls[g.begin];
+      size = first.op + "/" + std::to_string(first.count.value_or(-1)) + "/" + first.datatype;
+    }
+    transfers.push_back({g.done - g.last_arrival, size, hit(g)});
+  }
+  // What is usual for a size: its median among the collectives not hit (all of that size
+  // where every one was).
+  std::map<std::string, std::vector<int64_t>> clean_by_size, all_by_size;
+  std::vector<int64_t> affected, clean;
+  for (const Transfer& t : transfers) {
+    (t.hit ? affected : clean).push_back(t.ns);
+    all_by_size[t.size].push_back(t.ns);
+    if (!t.hit) clean_by_size[t.size].push_back(t.ns);
+  }
+  std::map<std::string, int64_t> usual;
+  for (auto& [size, v] : all_by_size) {
+    auto it = clean_by_size.find(size);
+    usual[size] = std::max<int64_t>(1, Quantile(it != clean_by_size.end() ? it->second : v, 0.5));
+  }
+  std::vector<double> stretch_hit, stretch_clean, stretch_hit_comparable;
+  for (const Transfer& t : transfers) {
+    double stretch = static_cast<double>(t.ns) / static_cast<double>(usual[t.size]);
+    (t.hit ? stretch_hit : stretch_clean).push_back(stretch);
+    if (t.hit && clean_by_size.count(t.size)) stretch_hit_comparable.push_back(stretch);
+  }
+  auto median = [](std::vector<double>& v) {
+    if (v.empty()) return -1.0;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  c.stretch_affected = median(stretch_hit);
+  c.stretch_clean = median(stretch_clean);
+  if (!stretch_hit_comparable.empty()) {
+    c.slowed = median(stretch_hit_comparable) > kSlowerBy * c.stretch_clean;
+  } else if (!affected.empty() && !clean.empty()) {
+    c.slowed = static_cast<double>(Quantile(affected, 0.5)) >
+               kSlowerBy * static_cast<double>(Quantile(clean, 0.5));
+  }
+  c.affected = static_cast<int64_t>(affected.size());
+  if (c.slowed && c.affected < kMinSlowedCollectives) {
+    c.slowed = false;
+    c.too_few_to_tell = true;
+  }
+  if (!affected.empty()) c.median_affected_ns = Quantile(affected, 0.5);
+  if (!clean.empty()) c.median_clean_ns = Quantile(clean, 0.5);
+  return c;
+}
 
 NetworkCandidate AttributeRetransmits(const SideEvents& side, const CollectiveData& data) {
   NetworkCandidate c;
@@ -63,66 +129,19 @@ NetworkCandidate AttributeRetransmits(const SideEvents& side, const CollectiveDa
     if (!r.link_repair()) continue;
     if (r.src == static_cast<int>(k) || r.dst == static_cast<int>(k)) times.push_back(r.ts);
   }
-  // The time from the last arrival to completion, while the data moves: on the devices where
-  // the profiler plugin saw the collective (device starts and ends), else between host calls.
-  struct Transfer {
-    int64_t ns = 0;
-    std::string size;  // op, count and datatype: collectives of one size move the same data
-    bool hit = false;
-  };
-  std::vector<Transfer> transfers;
-  for (const Collective& g : data.collectives) {
-    if (!g.compared() || g.done < 0) continue;
-    ++c.collectives;
-    if (g.device_basis) ++c.device_collectives;
+  const TransferComparison t = CompareTransfers(data, [&](const Collective& g) {
     auto it = std::lower_bound(times.begin(), times.end(), g.last_arrival);
-    std::string size;
-    if (g.begin < data.calls.size()) {
-      const NcclCall& first = data.calls[g.begin];
-      size = first.op + "/" + std::to_string(first.count.value_or(-1)) + "/" + first.datatype;
-    }
-    transfers.push_back({g.done - g.last_arrival, size, it != times.end() && *it <= g.done});
-  }
-  // What is usual for a size: its median among the collectives without repairs (all of that
-  // size where every one had some).
-  std::map<std::string, std::vector<int64_t>> clean_by_size, all_by_size;
-  std::vector<int64_t> affected, clean;
-  for (const Transfer& t : transfers) {
-    (t.hit ? affected : clean).push_back(t.ns);
-    all_by_size[t.size].push_back(t.ns);
-    if (!t.hit) clean_by_size[t.size].push_back(t.ns);
-  }
-  std::map<std::string, int64_t> usual;
-  for (auto& [size, v] : all_by_size) {
-    auto it = clean_by_size.find(size);
-    usual[size] = std::max<int64_t>(1, Quantile(it != clean_by_size.end() ? it->second : v, 0.5));
-  }
-  std::vector<double> stretch_hit, stretch_clean, stretch_hit_comparable;
-  for (const Transfer& t : transfers) {
-    double stretch = static_cast<double>(t.ns) / static_cast<double>(usual[t.size]);
-    (t.hit ? stretch_hit : stretch_clean).push_back(stretch);
-    if (t.hit && clean_by_size.count(t.size)) stretch_hit_comparable.push_back(stretch);
-  }
-  auto median = [](std::vector<double>& v) {
-    if (v.empty()) return -1.0;
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    return v[v.size() / 2];
-  };
-  c.median_stretch_affected = median(stretch_hit);
-  c.median_stretch_clean = median(stretch_clean);
-  if (!stretch_hit_comparable.empty()) {
-    c.slowed = median(stretch_hit_comparable) > kSlowerBy * c.median_stretch_clean;
-  } else if (!affected.empty() && !clean.empty()) {
-    c.slowed = static_cast<double>(Quantile(affected, 0.5)) >
-               kSlowerBy * static_cast<double>(Quantile(clean, 0.5));
-  }
-  c.collectives_affected = static_cast<int64_t>(affected.size());
-  if (c.slowed && c.collectives_affected < kMinSlowedCollectives) {
-    c.slowed = false;
-    c.too_few_to_tell = true;
-  }
-  if (!affected.empty()) c.median_transfer_affected_ns = Quantile(affected, 0.5);
-  if (!clean.empty()) c.median_transfer_clean_ns = Quantile(clean, 0.5);
+    return it != times.end() && *it <= g.done;
+  });
+  c.collectives = t.collectives;
+  c.device_collectives = t.device_collectives;
+  c.collectives_affected = t.affected;
+  c.median_transfer_affected_ns = t.median_affected_ns;
+  c.median_transfer_clean_ns = t.median_clean_ns;
+  c.median_stretch_affected = t.stretch_affected;
+  c.median_stretch_clean = t.stretch_clean;
+  c.slowed = t.slowed;
+  c.too_few_to_tell = t.too_few_to_tell;
   double affected_share =
       c.collectives ? static_cast<double>(c.collectives_affected) / c.collectives : 0;
   double margin = c.weight - c.runner_up_weight;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,19 @@ struct NetworkCandidate {
   Confidence confidence = Confidence::kUndetermined;
   double score = 0;
 };
+
+// The collectives `hit` marks against the others (matched, completed), by the time from their
+// last arrival to completion, as a share of the usual for their size (op, count, datatype: the
+// median of those of that size not hit): `slowed` where the hit ones' median share is above the
+// others' by more than a tenth, in at least three collectives (fewer: too_few_to_tell).
+struct TransferComparison {
+  int64_t collectives = 0, device_collectives = 0, affected = 0;
+  int64_t median_affected_ns = -1, median_clean_ns = -1;
+  double stretch_affected = -1, stretch_clean = -1;
+  bool slowed = false, too_few_to_tell = false;
+};
+TransferComparison CompareTransfers(const CollectiveData& data,
+                                    const std::function<bool(const Collective&)>& hit);
 
 NetworkCandidate AttributeRetransmits(const SideEvents& side, const CollectiveData& data);
 

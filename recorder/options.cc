@@ -444,7 +444,7 @@ options:
       --no-gpu                do not read rankscope's NCCL profiler plugin (table gpu_ops: when
                               the GPU ran each collective); the plugin then records nothing
       --sources LIST          record only these sources (comma-separated: process, tcp, sched,
-                              block, nccl, cuda, gpu; default all); the others cost nothing.
+                              block, nccl, cuda, gpu, rdma; default all); the others cost nothing.
                               process stays with nccl, cuda or gpu (they follow its execs)
       --serve ADDR[:PORT]     serve this recording read-only over HTTPS (TLS 1.3) to
                               rankscope-fleet: queries on the live recording, with --ring the

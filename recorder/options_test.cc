@@ -227,9 +227,9 @@ TEST(MakeProbes, LeavesOutWhatSourcesDoesNotName) {
   };
   EXPECT_TRUE(left_out({"--out", "n.rsb"}).empty());
   EXPECT_EQ(left_out({"--out", "n.rsb", "--sources", "sched,block"}),
-            (std::vector<std::string>{"process", "tcp", "nccl", "cuda", "gpu"}));
+            (std::vector<std::string>{"process", "tcp", "nccl", "cuda", "gpu", "rdma"}));
   EXPECT_EQ(left_out({"--out", "n.rsb", "--sources", "nccl"}),
-            (std::vector<std::string>{"tcp", "sched", "block", "cuda", "gpu"}));
+            (std::vector<std::string>{"tcp", "sched", "block", "cuda", "gpu", "rdma"}));
 }
 
 TEST(ParseOptions, ForceAndRecover) {
