@@ -19,6 +19,7 @@
 #include "lateness_straggler.h"
 #include "network.h"
 #include "plots.h"
+#include "rdma_links.h"
 #include "recorded_wait_input.h"
 #include "report_format.h"
 #include "report_notes.h"
@@ -562,6 +563,8 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   }
   if (!r.per_group.empty()) AddGroupStragglers(data, stats, side, sem, lc, r, ranked);
   std::vector<Straggler> observed = PlaceResourceFindings(data, side, lc, r, ranked);
+  ASSIGN_OR_RETURN(const RdmaLinks rdma, LoadRdmaLinks(db, data));
+  PlaceRdmaFindings(rdma, ranked, observed, r.notes);
   for (std::vector<Straggler>* findings : {&ranked, &observed}) {
     std::stable_sort(findings->begin(), findings->end(),
                      [](const Straggler& a, const Straggler& b) {

@@ -51,7 +51,8 @@ rs::Result<std::string> WriteMergedCluster(const synth::ClusterSpec& spec, const
           db.Exec("INSERT INTO main." + table + " SELECT *, timestamp_ns FROM b." + table));
     }
     for (const char* t :
-         {"clock_refs", "sources", "attachments", "interfaces", "processes", "sched_summary"}) {
+         {"clock_refs", "sources", "attachments", "interfaces", "processes", "sched_summary",
+          "block_devices", "rdma_ports"}) {
       RETURN_IF_ERROR(db.Exec(std::string("INSERT INTO main.") + t + " SELECT * FROM b." + t));
     }
     RETURN_IF_ERROR(db.Exec("INSERT OR IGNORE INTO main.stacks SELECT * FROM b.stacks"));

@@ -23,7 +23,7 @@ struct NodeWriter {
   std::optional<rs::BundleWriter> w;
   rs::EventIdAllocator ids{1};
   std::string node;
-  rs::Statement nccl, tcp, sched, block, proc, cuda, gpu;
+  rs::Statement nccl, tcp, sched, block, proc, cuda, gpu, rdma;
 };
 
 }  // namespace
@@ -45,7 +45,8 @@ RowCounts ExpectedRows(const ClusterSpec& spec) {
             [&](int, const BlockRow&) { ++c.block; },
             [&](int, int64_t, const char*, int) { ++c.process; },
             [&](int, const CudaRow&) { ++c.cuda; },
-            [&](int, const GpuRow&) { ++c.gpu; }};
+            [&](int, const GpuRow&) { ++c.gpu; },
+            [&](int, const RdmaRow&) { ++c.rdma; }};
   RunModel(spec, sink);
   return c;
 }
@@ -110,6 +111,10 @@ rs::Result<std::vector<std::string>> WriteClusterBundles(const ClusterSpec& spec
                    " comm_id_hash, seq, count, datatype, bytes, algorithm, protocol, channels,"
                    " device_start_ns, device_end_ns, clock_error_ns, state)"
                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,'float32',?,'RING','SIMPLE',2,?,?,?,?)"));
+    ASSIGN_OR_RETURN(
+        nw->rdma,
+        db.Prepare("INSERT INTO rdma_counters(id, node, timestamp_ns, device, port, counter, dir,"
+                   " value, delta, since_ns) VALUES (?,?,?,'mlx5_0',1,?,?,?,?,?)"));
     ws.push_back(std::move(nw));
     paths.push_back(path);
   }
@@ -220,6 +225,18 @@ rs::Result<std::vector<std::string>> WriteClusterBundles(const ClusterSpec& spec
              .Bind(16, r.state)
              .Run());
   };
+  sink.rdma = [&](int n, const RdmaRow& r) {
+    NodeWriter& w = *ws[n];
+    keep(w.rdma.Bind(1, w.ids.Next())
+             .Bind(2, w.node)
+             .Bind(3, r.ts)
+             .Bind(4, r.counter)
+             .Bind(5, r.dir)
+             .Bind(6, r.value)
+             .Bind(7, r.delta)
+             .Bind(8, r.since)
+             .Run());
+  };
   int64_t end = RunModel(spec, sink);
   RETURN_IF_ERROR(status);
   const int R = spec.ranks_per_node;
@@ -250,6 +267,11 @@ rs::Result<std::vector<std::string>> WriteClusterBundles(const ClusterSpec& spec
     RETURN_IF_ERROR(db.Exec("INSERT INTO interfaces VALUES ('" + w.node + "', 'eth0', 'ipv4', '" +
                             NodeAddress(n) + "', 24, 4026531840)"));
     RETURN_IF_ERROR(db.Exec("INSERT INTO block_devices VALUES ('" + w.node + "', '7:0', 'loop0')"));
+    if (spec.rdma || spec.fault == "ib") {
+      RETURN_IF_ERROR(db.Exec("INSERT INTO rdma_ports VALUES ('" + w.node +
+                              "', 'mlx5_0', 1, 'InfiniBand', 'ib0', NULL, NULL, "
+                              "'200 Gb/sec (4X HDR)', '4: ACTIVE')"));
+    }
     for (int l = 0; l < R; ++l) {
       int g = n * R + l;
       RETURN_IF_ERROR(db.Exec(

@@ -31,7 +31,9 @@ struct ClusterSpec {
   int64_t exit_jitter_ns = 20'000;               // spread of exits after the collective ends
   std::vector<int64_t> offset_ns;                // per node recorder clock offset (default 0)
   std::vector<double> drift_ppm;                 // per node recorder clock drift (default 0)
-  std::string fault = "none";                    // none | loss | cpu | io | slow | hang
+  // none | loss | cpu | io | slow | hang | ib (the fault node's RDMA link: collectives of the
+  // second quarter of the steps take 5x as long while its port counts link errors)
+  std::string fault = "none";
   int fault_node = 1;
   int fault_local_rank = 0;
   int hang_step = 25;                  // hang: the fault rank never enters this step
@@ -48,6 +50,11 @@ struct ClusterSpec {
   int64_t gpu_clock_error_ns = 2'000;  // async: bound of the device-time conversion; -1: NULL
   int64_t enqueue_ns = 12'000;         // async: an NCCL call's duration (uniform 4 us..this)
   int64_t wake_jitter_ns = 30'000;     // async: the loss copy's return after the device is done
+  // Every node has an RDMA port (mlx5_0 port 1, InfiniBand; rdma_ports) read every
+  // rdma_reading_ns (rdma_counters: traffic, port_xmit_wait on every node; symbol_error and
+  // link_error_recovery on the ib fault's node while its link is bad). On with fault ib.
+  bool rdma = false;
+  int64_t rdma_reading_ns = 100'000'000;
 };
 
 // The time node `node`'s recorder reads at true time `true_ns` (its offset and drift).
@@ -64,7 +71,7 @@ rs::Result<std::vector<std::string>> WriteClusterBundles(const ClusterSpec& spec
 // Total rows written per event table across all bundles of the last call for `spec`
 // (computed without writing: used to reconcile counts).
 struct RowCounts {
-  int64_t nccl = 0, tcp = 0, sched = 0, block = 0, process = 0, cuda = 0, gpu = 0;
+  int64_t nccl = 0, tcp = 0, sched = 0, block = 0, process = 0, cuda = 0, gpu = 0, rdma = 0;
 };
 RowCounts ExpectedRows(const ClusterSpec& spec);
 

@@ -43,7 +43,9 @@ class Generator {
     std::vector<int64_t> arrive(W);
     Collective(sink, t, "COMM_INIT", -1, arrive, 0);
     t += 3'000'000;
-    return s_.collectives == "async" ? RunAsync(sink, t) : RunSync(sink, t);
+    const int64_t end = s_.collectives == "async" ? RunAsync(sink, t) : RunSync(sink, t);
+    if (s_.rdma || s_.fault == "ib") RdmaReadings(sink, end);
+    return end;
   }
 
  private:
@@ -79,6 +81,63 @@ class Generator {
     for (int k = 0; k < s_.extra_sched_per_step; ++k) {
       sink.sched(n,
                  SchedRow{Recorded(n, t + k * 1000), 5'000, "off_cpu", Pid(n, l), 0, "swapper/0"});
+    }
+  }
+
+  // How much longer the data of step `step` takes to move: loss, every step; ib, the second
+  // quarter of the steps (its link flapping), whose transfers are kept for the port counters.
+  int64_t TransferFactor(int step) const {
+    if (s_.fault == "loss") return 5;
+    return s_.fault == "ib" && IbBad(step) ? 5 : 1;
+  }
+  bool IbBad(int step) const { return step >= s_.steps / 4 && step < s_.steps / 2; }
+  void NoteTransfer(int step, int64_t end, int64_t transfer) {
+    if (s_.fault == "ib" && IbBad(step)) ib_bad_.emplace_back(end - transfer, end);
+  }
+
+  // Every node's port read every rdma_reading_ns from the start to `end`: a row per counter at
+  // the first and last reading and where its value changed (as the recorder writes them).
+  void RdmaReadings(const Sink& sink, int64_t end) {
+    if (!sink.rdma) return;
+    struct Counter {
+      const char* name;
+      const char* dir;
+      int64_t value;
+    };
+    for (int n = 0; n < s_.nodes; ++n) {
+      std::vector<Counter> counters = {{"port_xmit_data", "counters", 1'000'000},
+                                       {"port_xmit_wait", "counters", 500},
+                                       {"symbol_error", "counters", 0},
+                                       {"link_error_recovery", "counters", 0}};
+      int64_t before = -1;
+      bool recovered = false;
+      for (int64_t t = s_.start_ns + 2'000'000;; t += s_.rdma_reading_ns) {
+        const bool last = t >= end;
+        if (last) t = end;
+        const bool bad = s_.fault == "ib" && n == s_.fault_node &&
+                         std::any_of(ib_bad_.begin(), ib_bad_.end(), [&](const auto& w) {
+                           return w.first < t && w.second > before;
+                         });
+        for (Counter& c : counters) {
+          const int64_t old = c.value;
+          const std::string name = c.name;
+          if (before >= 0) {
+            if (name == "port_xmit_data") c.value += 250'000 + U(10'000);
+            if (name == "port_xmit_wait") c.value += U(3) == 0 ? U(40) : 0;
+            if (name == "symbol_error" && bad) c.value += 50 + U(200);
+            if (name == "link_error_recovery" && bad && !recovered) c.value += 1, recovered = true;
+          }
+          if (before >= 0 && c.value == old && !last) continue;
+          RdmaRow r{Recorded(n, t), std::nullopt, c.name, c.dir, c.value, std::nullopt};
+          if (before >= 0) {
+            r.since = Recorded(n, before);
+            r.delta = c.value - old;
+          }
+          sink.rdma(n, r);
+        }
+        before = t;
+        if (last) break;
+      }
     }
   }
 
@@ -118,9 +177,10 @@ class Generator {
         }
         return arrive[0] + 2'000'000'000;
       }
-      int64_t transfer = s_.transfer_ns * (s_.fault == "loss" ? 5 : 1);
+      int64_t transfer = s_.transfer_ns * TransferFactor(step);
       int64_t end = Collective(sink, t, "ALL_REDUCE", seq++, arrive, transfer);
       if (s_.fault == "loss") LossRetransmits(sink, end, transfer);
+      NoteTransfer(step, end, transfer);
       t = end + 100'000;
       if (step % 10 == 9) {
         for (int g = 0; g < W; ++g) arrive[g] = t + U(s_.jitter_ns);
@@ -272,11 +332,11 @@ class Generator {
           }
           return enqueue[0] + 2'000'000'000;
         }
-        const int64_t transfer = s_.transfer_ns * (s_.fault == "loss" ? 5 : 1) / s_.buckets;
+        const int64_t transfer = s_.transfer_ns * TransferFactor(step) / s_.buckets;
         device_end = EnqueuedCollective(sink, "ALL_REDUCE", seq++, enqueue, ready, transfer, ranks);
-        if (s_.fault == "loss") {
-          LossRetransmits(sink, *std::max_element(device_end.begin(), device_end.end()), transfer);
-        }
+        const int64_t last_end = *std::max_element(device_end.begin(), device_end.end());
+        if (s_.fault == "loss") LossRetransmits(sink, last_end, transfer);
+        NoteTransfer(step, last_end, transfer);
         for (int g = 0; g < W; ++g) issue[g] += 4'000 + U(s_.enqueue_ns);
       }
       if (step % 10 == 9) {
@@ -319,6 +379,7 @@ class Generator {
 
   const ClusterSpec& s_;
   std::mt19937_64 rng_;
+  std::vector<std::pair<int64_t, int64_t>> ib_bad_;  // ib: the slowed transfers (true times)
   uint64_t comm_hash_ = 0;
 };
 

@@ -54,6 +54,15 @@ struct BlockRow {
   int pid;
 };
 
+struct RdmaRow {
+  int64_t ts;                    // the reading, recorded
+  std::optional<int64_t> since;  // the reading before, recorded
+  const char* counter;
+  const char* dir;
+  int64_t value;
+  std::optional<int64_t> delta;
+};
+
 // Receives every generated row, tagged with its node.
 struct Sink {
   std::function<void(int, const NcclRow&)> nccl;
@@ -63,6 +72,7 @@ struct Sink {
   std::function<void(int, int64_t, const char*, int)> process;  // node, ts, event, pid
   std::function<void(int, const CudaRow&)> cuda;
   std::function<void(int, const GpuRow&)> gpu;
+  std::function<void(int, const RdmaRow&)> rdma;  // ClusterSpec::rdma
 };
 
 // Generates the run of `spec` into `sink`; returns its true end time.
