@@ -243,6 +243,22 @@ TEST(DeviceArrivalTest, UnboundedDeviceTimesAreAtMostMedium) {
   EXPECT_EQ(top.confidence, Confidence::kMedium);
 }
 
+// The recorder leaves device times that ran backwards NULL and says so in its gpu source's
+// note (gpu_probe.cc); the report passes that on.
+TEST(DeviceArrivalTest, DeviceTimesThatRanBackwardsAreSaidToBeLeftOut) {
+  synth::ClusterSpec spec;
+  spec.collectives = "async";
+  const Report r = testing::EditedReport(
+      spec,
+      "INSERT INTO sources(node, source, method, events, drops, note) VALUES ('node1', 'gpu', "
+      "'plugin', 10, 0, '3 operation(s) whose device times ran backwards: those times are NULL "
+      "in gpu_ops (metadata gpu_device_times_backwards)')",
+      50'000);
+  EXPECT_TRUE(HasNote(r, "node node1: 3 operation(s) whose device times ran backwards: those "
+                         "times are NULL in gpu_ops (metadata gpu_device_times_backwards); they "
+                         "are left out of device arrival and duration"));
+}
+
 TEST(DeviceArrivalTest, NoFaultNoStraggler) {
   for (uint64_t seed : {1, 2, 3}) {
     GpuJob job;

@@ -27,6 +27,16 @@ rs::Result<void> AddSourceNotes(rs::Db& db, std::vector<std::string>& notes) {
                       std::to_string(st.Int(3)) + " events; counts from it are lower bounds");
     }
   }
+  // The plugin's device times that ran backwards: left out, and said (gpu_probe.cc's note).
+  ASSIGN_OR_RETURN(rs::Statement gpu,
+                   db.Prepare("SELECT node, note FROM sources WHERE source = 'gpu' AND note "
+                              "LIKE '%device times ran backwards%' ORDER BY node"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, gpu.Step());
+    if (!row) break;
+    notes.push_back("node " + gpu.Text(0) + ": " + gpu.Text(1) +
+                    "; they are left out of device arrival and duration");
+  }
   return rs::Ok();
 }
 

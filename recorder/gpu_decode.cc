@@ -96,6 +96,13 @@ std::optional<GpuOpRow> DecodeGpuOp(const rs_gpu_op& op) {
   if (op.channels != 0) row.channels = op.channels;
   row.device_start_mono_ns = Positive(op.device_start_ns);
   row.device_end_mono_ns = Positive(op.device_end_ns);
+  row.device_time_backwards = (op.flags & RS_GPU_DEVICE_TIME_BACKWARDS) != 0;
+  if (row.device_start_mono_ns && row.device_end_mono_ns &&
+      *row.device_end_mono_ns < *row.device_start_mono_ns) {
+    row.device_time_backwards = true;  // neither time can be trusted over the other
+    row.device_start_mono_ns.reset();
+    row.device_end_mono_ns.reset();
+  }
   if (!(op.flags & RS_GPU_CLOCK_UNBOUNDED) && op.clock_error_ns >= 0 &&
       (row.device_start_mono_ns || row.device_end_mono_ns)) {
     row.clock_error_ns = op.clock_error_ns;

@@ -30,6 +30,9 @@ struct GpuOpRow {
   std::optional<int64_t> clock_error_ns;  // NULL: unbounded, or no device time to bound
   int64_t net_bytes_sent = 0, net_bytes_recv = 0;
   std::string state;  // 'enqueued' | 'started' | 'completed'
+  // A device time ran backwards (the plugin's RS_GPU_DEVICE_TIME_BACKWARDS, or an end before
+  // the start in the record): the times that disagree are left NULL, never used.
+  bool device_time_backwards = false;
 };
 
 // nullopt for a record this recorder cannot read: an operation or state it does not know, or

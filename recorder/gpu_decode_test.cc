@@ -147,6 +147,29 @@ TEST(GpuDecode, DeviceTimesOnlyAsFarAsTheOperationGot) {
   EXPECT_FALSE(u->clock_error_ns);
 }
 
+// Device times that ran backwards are never used: the plugin's flag (its stop time was
+// dropped) is kept, and a record whose end is before its start has neither time.
+TEST(GpuDecode, DeviceTimesThatRanBackwardsAreFlaggedAndNull) {
+  rs_gpu_op flagged = Record(RS_GPU_ALL_REDUCE);
+  flagged.flags = RS_GPU_DEVICE_TIME_BACKWARDS;
+  flagged.device_end_ns = 0;
+  auto f = DecodeGpuOp(flagged);
+  ASSERT_TRUE(f);
+  EXPECT_TRUE(f->device_time_backwards);
+  EXPECT_EQ(f->device_start_mono_ns, 5'100'000);
+  EXPECT_FALSE(f->device_end_mono_ns);
+  rs_gpu_op reversed = Record(RS_GPU_ALL_REDUCE);
+  reversed.device_end_ns = reversed.device_start_ns - 1;
+  auto r = DecodeGpuOp(reversed);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->device_time_backwards);
+  EXPECT_FALSE(r->device_start_mono_ns);
+  EXPECT_FALSE(r->device_end_mono_ns);
+  EXPECT_FALSE(r->clock_error_ns);
+  EXPECT_EQ(r->state, "completed");  // how far it got is still known
+  EXPECT_FALSE(DecodeGpuOp(Record(RS_GPU_ALL_REDUCE))->device_time_backwards);
+}
+
 TEST(GpuDecode, UnknownValuesAreNullNeverGuessed) {
   rs_gpu_op op = Record(RS_GPU_ALL_REDUCE);
   op.datatype = RS_GPU_DATATYPE_UNKNOWN;

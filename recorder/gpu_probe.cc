@@ -259,6 +259,7 @@ void GpuProbe::Write(RecorderContext& ctx, const Region& r, const rs_gpu_op& op)
     ++closed_.undecodable;
     return;
   }
+  if (row->device_time_backwards) ++device_times_backwards_;
   const int64_t id = ctx.ids ? ctx.ids->Next() : static_cast<int64_t>(events_ + 1);
   auto written = WriteGpuRow(insert_, *row, ctx.node, id, r.pid, ctx.clock);
   if (written.ok() || ctx.writes_failed) {  // the event loop counts what failed
@@ -465,6 +466,11 @@ std::string GpuProbe::note() const {
     return std::to_string(dropped) +
            " profiler plugin region(s) refused or dropped (metadata gpu_regions_dropped_*)";
   }
+  if (device_times_backwards_ > 0) {
+    return std::to_string(device_times_backwards_) +
+           " operation(s) whose device times ran backwards: those times are NULL in gpu_ops "
+           "(metadata gpu_device_times_backwards)";
+  }
   if (regions_read_ == 0) {
     return "no process loaded rankscope's NCCL profiler plugin"
            " (NCCL_PROFILER_PLUGIN=libnccl-profiler-rankscope.so)";
@@ -497,6 +503,8 @@ rs::Result<void> GpuProbe::Finish(RecorderContext& ctx) {
       // of a startup window that ended before the recording started.
       {"gpu_ops_unrecorded", ops_unrecorded()},
       {"gpu_in_flight", in_flight_},
+      // Operations whose device times ran backwards: those times are NULL in gpu_ops.
+      {"gpu_device_times_backwards", device_times_backwards_},
       {"gpu_regions", regions_read_},
       {"gpu_ring_version", RS_GPU_RING_VERSION},
   };

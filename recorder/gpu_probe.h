@@ -137,6 +137,7 @@ class GpuProbe : public Probe {
   int64_t start_ns_ = 0;  // the recording's start, CLOCK_MONOTONIC
   uint64_t regions_read_ = 0;
   uint64_t in_flight_ = 0;
+  uint64_t device_times_backwards_ = 0;  // rows whose device times ran backwards (NULL)
   uint64_t events_ = 0;
   uint64_t write_errors_ = 0;
   std::string first_error_;

@@ -213,6 +213,13 @@ void rs_gpu_operation_kernel_ch_stopped_at(const void* handle, uint64_t ptimer) 
   struct rs_gpu_slot_info* info = rs_gpu_slot_info(rs_gpu_handle_slot(handle));
   atomic_max(&info->end_cb_ns, now);
   if (ptimer == 0) return; /* no device time */
+  const uint64_t started = __atomic_load_n(&op->device_start_raw, __ATOMIC_RELAXED);
+  if (started != 0 && ptimer < started) {
+    /* The device's clock ran backwards between this operation's start and this stop (or
+     * NCCL reported a stale value): neither an end nor a clock sample. */
+    __atomic_fetch_or(&op->flags, RS_GPU_DEVICE_TIME_BACKWARDS, __ATOMIC_RELAXED);
+    return;
+  }
   struct rs_gpu_context* ctx = info->owner;
   __atomic_add_fetch(&info->stops_timed, 1, __ATOMIC_RELAXED);
   atomic_max_u64(&op->device_end_raw, ptimer);

@@ -328,6 +328,27 @@ TEST_F(V5, NoReceiveBoundFromPointToPointOrUntimedStops) {
   EXPECT_GE(r[0].clock_error_ns, kQueued);
 }
 
+// A channel stop at a device time before the operation's start is never used: no end, no
+// clock sample (the next operation converts as before), the record flagged.
+TEST_F(V5, ADeviceStopBeforeTheStartIsFlaggedNeverUsed) {
+  SetReader(true);
+  ProfilerDriver* d = Comm(0xb0d, 4, 1);
+  d->Launch({d->Collective("AllReduce", 4)});
+  std::vector<ProfilerDriver::Task> t = d->Launch({d->Collective("AllReduce", 64)});
+  const int64_t start = NowNs();
+  void* ch = d->KernelChStart(t[0], static_cast<uint64_t>(start + kDeviceOffset));
+  d->KernelChStop(ch, static_cast<uint64_t>(start + kDeviceOffset - 5'000'000));
+  std::vector<rs_gpu_op> r = Records();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].flags & RS_GPU_DEVICE_TIME_BACKWARDS, RS_GPU_DEVICE_TIME_BACKWARDS);
+  EXPECT_EQ(r[0].device_end_raw, 0u);
+  EXPECT_EQ(r[0].device_end_ns, 0);
+  EXPECT_EQ(r[0].state, RS_GPU_COMPLETED);  // the channel did stop
+  const QueuedRun next = RunQueued(d, d->Collective("AllReduce", 64), 0);
+  ExpectConverted(next.record, next.run);
+  EXPECT_EQ(next.record.flags & RS_GPU_DEVICE_TIME_BACKWARDS, 0u);
+}
+
 TEST_F(V5, NamesRootsAndUnknownValues) {
   SetReader(true);
   ProfilerDriver* d = Comm(0xa4);

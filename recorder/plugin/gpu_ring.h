@@ -111,6 +111,9 @@ enum rs_gpu_state {
                                            * API events), not in call order */
 #define RS_GPU_FINALIZED (1u << 1)        /* written when its communicator was finalized */
 #define RS_GPU_CLOCK_UNBOUNDED (1u << 2)  /* no upper bound of the device-host offset yet */
+#define RS_GPU_DEVICE_TIME_BACKWARDS (1u << 3) /* a channel stopped at a device time before the
+                                                * operation's start: that stop time is not
+                                                * used (no end, no clock sample) */
 
 struct rs_gpu_op {
   uint64_t stamp;          /* ring: index + 1 once complete; slot: non-zero while in use */
