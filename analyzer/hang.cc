@@ -6,6 +6,7 @@
 
 #include "report_format.h"
 #include "rscore/comm_hash.h"
+#include "rscore/nccl_ops.h"
 
 namespace analyzer {
 namespace {
@@ -38,7 +39,7 @@ CallState StateOf(const NcclCall& c) {
   return {kCompleted, "host_call", false, c.ts + c.dur};
 }
 
-bool HasRoot(const std::string& op) { return op == "BROADCAST" || op == "BCAST" || op == "REDUCE"; }
+bool HasRoot(const std::string& op) { return rs::Traits(rs::OpFromName(op)).has_root; }
 
 void FindMismatches(const CollectiveData& data, const Collective& g, HangReport& out) {
   using Key = std::string;

@@ -418,12 +418,6 @@ rs::Result<std::vector<std::string>> TableNames(rs::Db& db, const char* type, co
   return names;
 }
 
-std::string QuoteIdentifier(const std::string& name) {
-  std::string q = "\"";
-  for (char c : name) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
 std::string Join(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
@@ -454,7 +448,7 @@ rs::Result<void> PrintSchema(rs::Db& db, std::ostream& out) {
   std::vector<std::vector<std::string>> rows = {{"table", "rows", "meaning"}};
   std::map<std::string, std::string> counts;
   for (const std::string& t : tables) {
-    ASSIGN_OR_RETURN(int64_t n, db.QueryInt("SELECT COUNT(*) FROM main." + QuoteIdentifier(t)));
+    ASSIGN_OR_RETURN(int64_t n, db.QueryInt("SELECT COUNT(*) FROM main." + rs::QuoteIdentifier(t)));
     counts[t] = std::to_string(n);
     const rs::TableDoc* doc = rs::FindTableDoc(docs, t);
     rows.push_back({t, counts[t], doc ? doc->meaning : ""});

@@ -83,7 +83,7 @@ rs::Result<std::vector<std::pair<std::string, int64_t>>> TableRows(rs::Db& db) {
     out.emplace_back(st.Text(0), 0);
   }
   for (auto& [name, rows] : out) {
-    ASSIGN_OR_RETURN(rows, db.QueryInt("SELECT COUNT(*) FROM \"" + name + "\""));
+    ASSIGN_OR_RETURN(rows, db.QueryInt("SELECT COUNT(*) FROM " + rs::QuoteIdentifier(name)));
   }
   return out;
 }

@@ -15,7 +15,7 @@ namespace {
 const std::set<std::string> kNotCopied = {"metadata", "stacks", "merge_inputs", "merge_counts",
                                           "clock_alignment"};
 
-std::string Quote(const std::string& ident) { return "\"" + ident + "\""; }
+std::string Quote(const std::string& ident) { return rs::QuoteIdentifier(ident); }
 
 rs::Result<std::vector<std::string>> Columns(rs::Db& db, const std::string& schema,
                                              const std::string& table) {

@@ -30,6 +30,33 @@ TEST(AlignedExpr, IsApply) {
   EXPECT_EQ(db->QueryInt("SELECT aligned_ns(1000)").value(), 1000 + 1'234'567);
 }
 
+// A table an input names with double quotes and SQL in it is counted as unknown, and its
+// name, quoted once, changes nothing else (before, the quote ended the identifier).
+TEST(CopyTables, AHostileTableNameIsOnlyAName) {
+  auto db = rs::Db::Open(":memory:", rs::Db::Mode::kCreate);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(rs::CreateSchema(*db, rs::DbKind::kMerged).ok());
+  ASSERT_TRUE(db->Exec("ATTACH ':memory:' AS src").ok());
+  const std::string hostile = "x\" WHERE 0; DELETE FROM main.metadata; --";
+  ASSERT_TRUE(db->Exec("CREATE TABLE src." + rs::QuoteIdentifier(hostile) + "(a);"
+                       "INSERT INTO src." + rs::QuoteIdentifier(hostile) + " VALUES (1), (2);"
+                       "CREATE TEMP TABLE stack_map(old INTEGER PRIMARY KEY, new INTEGER)")
+                  .ok());
+  const int64_t metadata = db->QueryInt("SELECT COUNT(*) FROM main.metadata").value();
+  ASSERT_GT(metadata, 0);
+  CopySpec spec;
+  spec.schema = "src";
+  spec.node = spec.original_node = "n";
+  auto counts = CopyTables(*db, spec);
+  ASSERT_TRUE(counts.ok()) << counts.error().message();
+  ASSERT_EQ(counts->size(), 1u);
+  EXPECT_EQ(counts->at(0).table, hostile);
+  EXPECT_EQ(counts->at(0).rows_in, 2);
+  EXPECT_EQ(counts->at(0).rows_skipped, 2);
+  EXPECT_EQ(db->QueryInt("SELECT COUNT(*) FROM main.metadata").value(), metadata);
+  EXPECT_EQ(rs::QuoteIdentifier("a\"b"), "\"a\"\"b\"");
+}
+
 TEST(CopyTables, RenamesShiftsAlignsAndCounts) {
   auto db = rs::Db::Open(":memory:", rs::Db::Mode::kCreate);
   ASSERT_TRUE(db.ok());

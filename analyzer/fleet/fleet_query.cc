@@ -9,12 +9,6 @@
 namespace fleet {
 namespace {
 
-std::string QuoteIdentifier(const std::string& name) {
-  std::string q = "\"";
-  for (char c : name) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
 void Bind(sqlite3_stmt* st, int idx, const rs::wire::Value& v) {
   if (const auto* i = std::get_if<int64_t>(&v)) {
     sqlite3_bind_int64(st, idx, *i);
@@ -55,7 +49,7 @@ rs::Result<int64_t> PrintCombined(std::vector<NodeAnswer>& answers, analyzer::Ou
   for (size_t c = 0; c < columns->size(); ++c) {
     create += ", c" + std::to_string(c);
     insert += ", ?" + std::to_string(c + 4);
-    select += ", c" + std::to_string(c) + " AS " + QuoteIdentifier((*columns)[c]);
+    select += ", c" + std::to_string(c) + " AS " + rs::QuoteIdentifier((*columns)[c]);
   }
   RETURN_IF_ERROR(db.Exec(create + ")"));
   RETURN_IF_ERROR(db.Exec("BEGIN"));

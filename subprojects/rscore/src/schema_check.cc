@@ -47,12 +47,6 @@ std::string Upper(std::string s) {
   return s;
 }
 
-std::string QuoteName(std::string_view name) {
-  std::string q = "\"";
-  for (char c : name) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
 struct MainTable {
   std::string name, type;
   bool without_rowid = false, strict = false;
@@ -178,7 +172,7 @@ Result<void> CheckValues(Db& db, bool check_types, int64_t max_value_bytes) {
       const ColumnDoc* cd = doc->Find(c.name);
       if (cd == nullptr) continue;
       Probe p{c.name, cd->type};
-      const std::string q = QuoteName(c.name);
+      const std::string q = QuoteIdentifier(c.name);
       // A value unequal to itself cast to the declared type is of another type: text or a
       // blob in INTEGER, a number or a blob in TEXT (cheaper than typeof() per value).
       if (check_types && (cd->type == "INTEGER" || cd->type == "REAL" || cd->type == "TEXT")) {
@@ -193,7 +187,7 @@ Result<void> CheckValues(Db& db, bool check_types, int64_t max_value_bytes) {
       probes.push_back(std::move(p));
     }
     if (select.empty()) continue;
-    auto scan = db.Prepare("SELECT " + select + " FROM main." + QuoteName(t.name));
+    auto scan = db.Prepare("SELECT " + select + " FROM main." + QuoteIdentifier(t.name));
     if (!scan.ok()) return scan.error().Wrap("table " + t.name);
     auto row = scan->Step();
     if (!row.ok()) return row.error().Wrap("table " + t.name);

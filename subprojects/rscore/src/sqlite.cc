@@ -19,6 +19,12 @@ int StopAtDeadline(void* arg) {
 
 }  // namespace
 
+std::string QuoteIdentifier(std::string_view name) {
+  std::string q = "\"";
+  for (char c : name) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
 std::string SqliteErrorText(sqlite3* db, const InputGuardState* guard) {
   const int code = sqlite3_errcode(db) & 0xff;
   if (guard != nullptr && code == SQLITE_INTERRUPT && guard->hit) {
