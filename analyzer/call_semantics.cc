@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "clock_bounds.h"
+#include "device_arrival.h"
 #include "rscore/schema.h"
 
 namespace analyzer {
@@ -161,6 +162,20 @@ void MarkEnqueues(CollectiveData& data, const CallSemantics& s) {
   for (std::vector<NcclCall>* calls : {&data.calls, &data.p2p}) {
     for (NcclCall& c : *calls) MarkEnqueue(c, s);
   }
+}
+
+rs::Result<CollectiveData> LoadComparedCollectives(rs::Db& db, const std::vector<NodeClock>& clock,
+                                                   CallSemantics* sem) {
+  ASSIGN_OR_RETURN(CollectiveData data, LoadCollectives(db));
+  ASSIGN_OR_RETURN(CallSemantics found, DetectCallSemantics(db, data, clock));
+  MarkEnqueues(data, found);
+  if (found.kind == "blocking" && data.device_collectives > 0) {
+    data.device_collectives_set_aside = data.device_collectives;
+    SetArrivals(data, /*device=*/false);
+  }
+  ExcludeEnqueueEntries(data);
+  if (sem != nullptr) *sem = std::move(found);
+  return data;
 }
 
 }  // namespace analyzer

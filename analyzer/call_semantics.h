@@ -41,4 +41,10 @@ rs::Result<CallSemantics> DetectCallSemantics(rs::Db& db, const CollectiveData& 
 // seen, else from `s`.
 void MarkEnqueues(CollectiveData& data, const CallSemantics& s);
 
+// The collectives as the report compares them: loaded, the calls' semantics decided (given the
+// report's clocks), enqueues marked, arrivals on the basis those imply (host entries where the
+// calls block), enqueue-only entries left out. `sem` gets the semantics where not null.
+rs::Result<CollectiveData> LoadComparedCollectives(rs::Db& db, const std::vector<NodeClock>& clock,
+                                                   CallSemantics* sem = nullptr);
+
 }  // namespace analyzer

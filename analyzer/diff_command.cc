@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "call_semantics.h"
 #include "diff.h"
 #include "report.h"
 #include "rscore/bundle.h"

@@ -514,20 +514,6 @@ std::vector<Straggler> PlaceResourceFindings(const CollectiveData& data, const S
 
 }  // namespace
 
-rs::Result<CollectiveData> LoadComparedCollectives(rs::Db& db, const std::vector<NodeClock>& clock,
-                                                   CallSemantics* sem) {
-  ASSIGN_OR_RETURN(CollectiveData data, LoadCollectives(db));
-  ASSIGN_OR_RETURN(CallSemantics found, DetectCallSemantics(db, data, clock));
-  MarkEnqueues(data, found);
-  if (found.kind == "blocking" && data.device_collectives > 0) {
-    data.device_collectives_set_aside = data.device_collectives;
-    SetArrivals(data, /*device=*/false);
-  }
-  ExcludeEnqueueEntries(data);
-  if (sem != nullptr) *sem = std::move(found);
-  return data;
-}
-
 rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   rs::Db& db = opened.db();
   Report r;

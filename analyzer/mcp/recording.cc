@@ -12,6 +12,7 @@
 #include "event_reader.h"
 #include "merge.h"
 #include "query.h"
+#include "call_semantics.h"
 #include "report.h"
 #include "report_filter.h"
 #include "report_render.h"

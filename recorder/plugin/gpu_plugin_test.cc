@@ -25,20 +25,11 @@
 #include <vector>
 
 #include "recorder/plugin/gpu_plugin_testing.h"
+#include "recorder/plugin/gpu_plugin_v5_fixture.h"
 #include "recorder/plugin/profiler_driver.h"
 
 namespace rs_test {
 namespace {
-
-constexpr int64_t kDeviceOffset = 3'000'000'000;
-
-std::vector<rs_gpu_op> Records() { return OwnRing()->Read(); }
-
-std::vector<rs_gpu_op> BySeq(std::vector<rs_gpu_op> r) {
-  std::sort(r.begin(), r.end(),
-            [](const rs_gpu_op& a, const rs_gpu_op& b) { return a.seq < b.seq; });
-  return r;
-}
 
 // This process's descriptors of "/memfd:rankscope-gpu (deleted)", with their inodes.
 struct Memfd {
@@ -61,70 +52,6 @@ std::vector<Memfd> Memfds() {
   return out;
 }
 
-// A driver of communicator `hash` whose region is open, with the reader's state given.
-class V5 : public ::testing::Test {
- protected:
-  ProfilerDriver* Comm(uint64_t hash, int nranks = 4, int rank = 1) {
-    comms_.push_back(std::make_unique<ProfilerDriver>(PluginV5(), hash, nranks, rank));
-    return comms_.back().get();
-  }
-  // Every test starts without a reader and with the base mask (a call switched it back).
-  void SetUp() override {
-    ASSERT_NE(PluginV5(), nullptr) << "RS_GPU_PLUGIN must name the built plugin";
-    ProfilerDriver* first = Comm(0x5e7);  // the region exists from the first init on
-    ASSERT_NE(OwnRing(), nullptr);
-    SetReader(false);
-    first->Launch({first->Collective("AllReduce", 1)});
-    ASSERT_EQ(first->mask(), kBaseMaskV5);
-    ASSERT_TRUE(OwnRing()->InFlight().empty());
-    Records();  // earlier tests' records
-    before_ = Counters::Of(OwnRing()->header());
-  }
-  void TearDown() override {
-    comms_.clear();
-    Records();
-  }
-  Counters Delta() const { return Counters::Of(OwnRing()->header()).Since(before_); }
-
-  std::vector<std::unique_ptr<ProfilerDriver>> comms_;
-  Counters before_{};
-};
-
-// What the device did for a task, and when (truth on the host clock).
-struct DeviceRun {
-  uint64_t start_raw = 0, end_raw = 0;
-  int64_t start_truth = 0, end_truth = 0;
-};
-
-// One channel with a send and a receive proxy operation of `steps` steps of `bytes` each.
-DeviceRun RunOnDevice(ProfilerDriver* d, const ProfilerDriver::Task& t, int steps = 2,
-                      size_t bytes = 1000) {
-  DeviceRun run;
-  run.start_truth = NowNs();
-  run.start_raw = static_cast<uint64_t>(run.start_truth + kDeviceOffset);
-  void* ch = d->KernelChStart(t, run.start_raw);
-  for (bool send : {true, false}) {
-    void* op = d->ProxyOpStart(t, send ? 2 : 0, send, steps);
-    for (int s = 0; s < steps; ++s) d->ProxyStep(op, s, send, bytes);
-    d->Stop(op);
-  }
-  run.end_truth = NowNs();
-  run.end_raw = static_cast<uint64_t>(run.end_truth + kDeviceOffset);
-  d->KernelChStop(ch, run.end_raw);
-  return run;
-}
-
-// Converted times are never earlier than the truth and at most clock_error_ns later.
-void ExpectConverted(const rs_gpu_op& r, const DeviceRun& run) {
-  EXPECT_EQ(r.device_start_raw, run.start_raw);
-  EXPECT_EQ(r.device_end_raw, run.end_raw);
-  ASSERT_EQ(r.flags & RS_GPU_CLOCK_UNBOUNDED, 0u);
-  EXPECT_GE(r.clock_error_ns, 0);
-  EXPECT_GE(r.device_start_ns, run.start_truth);
-  EXPECT_LE(r.device_start_ns, run.start_truth + r.clock_error_ns);
-  EXPECT_GE(r.device_end_ns, run.end_truth);
-  EXPECT_LE(r.device_end_ns, run.end_truth + r.clock_error_ns);
-}
 
 TEST_F(V5, RegionIsAnOpenMemfdWithTheHeader) {
   const rs_gpu_ring_header& h = OwnRing()->header();
@@ -255,98 +182,6 @@ TEST_F(V5, CollectiveRecordHasEveryField) {
   EXPECT_EQ(c.ops, 2u);
   EXPECT_EQ(c.unrecorded, 1u);
   EXPECT_EQ(c.late, 0u);
-}
-
-// A kernel queued on the device behind other work starts long after its launch, which alone
-// bounds the clock offset from above; a collective's last network receive handed to the GPU
-// (RecvGPUWait) bounds it by how long the kernel ran after it: RING and SIMPLE only, where
-// every receive waits for the tail NCCL stores after that state (gpu_clock.c).
-struct QueuedRun {
-  rs_gpu_op record;
-  DeviceRun run;
-};
-QueuedRun RunQueued(ProfilerDriver* d, ProfilerDriver::Call call, int64_t queued_ns) {
-  std::vector<ProfilerDriver::Task> t = d->Launch({call});
-  std::this_thread::sleep_for(std::chrono::nanoseconds(queued_ns));
-  QueuedRun q;
-  q.run = RunOnDevice(d, t.at(0));
-  std::vector<rs_gpu_op> r = Records();
-  if (r.size() == 1) q.record = r[0];
-  return q;
-}
-
-TEST_F(V5, ReceiveHandedToTheDeviceTightensTheClockBound) {
-  constexpr int64_t kQueued = 30'000'000;
-  SetReader(true);
-  ProfilerDriver* d = Comm(0xb0b, 4, 1);
-  d->Launch({d->Collective("AllReduce", 4)});  // switches the mask on: not recorded
-  ProfilerDriver::Call ll = d->Collective("AllReduce", 64);
-  ll.proto = "LL";
-  const QueuedRun loose = RunQueued(d, ll, kQueued);
-  ExpectConverted(loose.record, loose.run);
-  EXPECT_GE(loose.record.clock_error_ns, kQueued);  // LL: the launch is the only upper bound
-  ProfilerDriver::Call tree = d->Collective("AllReduce", 64);
-  tree.algo = "TREE";
-  const QueuedRun split = RunQueued(d, tree, kQueued);
-  ExpectConverted(split.record, split.run);
-  EXPECT_GE(split.record.clock_error_ns, kQueued);
-  const QueuedRun ring = RunQueued(d, d->Collective("AllReduce", 1 << 20), kQueued);
-  ExpectConverted(ring.record, ring.run);
-  // Bounded by the time from its last receive to its stop (microseconds here), not the queue.
-  EXPECT_LT(ring.record.clock_error_ns, kQueued);
-  EXPECT_LE(ring.record.clock_error_ns, ring.run.end_truth - ring.run.start_truth);
-  // The offset stays bounded for what follows.
-  const QueuedRun next = RunQueued(d, ll, kQueued);
-  ExpectConverted(next.record, next.run);
-  EXPECT_LT(next.record.clock_error_ns, kQueued);
-  EXPECT_EQ(Delta().late, 0u);
-}
-
-// Send/receive split a channel's threads into groups, and a channel stopped without a device
-// time may be the one that received last: neither bounds the offset from above.
-TEST_F(V5, NoReceiveBoundFromPointToPointOrUntimedStops) {
-  constexpr int64_t kQueued = 30'000'000;
-  SetReader(true);
-  ProfilerDriver* d = Comm(0xb0c, 4, 1);
-  d->Launch({d->Collective("AllReduce", 4)});
-  const QueuedRun p2p = RunQueued(d, d->PointToPoint("Recv", 4096, 2), kQueued);
-  ExpectConverted(p2p.record, p2p.run);
-  EXPECT_GE(p2p.record.clock_error_ns, kQueued);
-  std::vector<ProfilerDriver::Task> t = d->Launch({d->Collective("AllReduce", 1 << 20)}, 2);
-  std::this_thread::sleep_for(std::chrono::nanoseconds(kQueued));
-  const int64_t start = NowNs();
-  void* ch0 = d->KernelChStart(t[0], static_cast<uint64_t>(start + kDeviceOffset));
-  void* ch1 = d->KernelChStart(t[0], static_cast<uint64_t>(start + kDeviceOffset));
-  void* op = d->ProxyOpStart(t[0], 0, false, 1);
-  d->ProxyStep(op, 0, false, 4096);
-  d->Stop(op);
-  d->KernelChStop(ch0, static_cast<uint64_t>(NowNs() + kDeviceOffset));
-  d->KernelChStop(ch1, 0);  // NCCL had no device time for it
-  std::vector<rs_gpu_op> r = Records();
-  ASSERT_EQ(r.size(), 1u);
-  EXPECT_EQ(r[0].state, RS_GPU_COMPLETED);
-  EXPECT_GE(r[0].clock_error_ns, kQueued);
-}
-
-// A channel stop at a device time before the operation's start is never used: no end, no
-// clock sample (the next operation converts as before), the record flagged.
-TEST_F(V5, ADeviceStopBeforeTheStartIsFlaggedNeverUsed) {
-  SetReader(true);
-  ProfilerDriver* d = Comm(0xb0d, 4, 1);
-  d->Launch({d->Collective("AllReduce", 4)});
-  std::vector<ProfilerDriver::Task> t = d->Launch({d->Collective("AllReduce", 64)});
-  const int64_t start = NowNs();
-  void* ch = d->KernelChStart(t[0], static_cast<uint64_t>(start + kDeviceOffset));
-  d->KernelChStop(ch, static_cast<uint64_t>(start + kDeviceOffset - 5'000'000));
-  std::vector<rs_gpu_op> r = Records();
-  ASSERT_EQ(r.size(), 1u);
-  EXPECT_EQ(r[0].flags & RS_GPU_DEVICE_TIME_BACKWARDS, RS_GPU_DEVICE_TIME_BACKWARDS);
-  EXPECT_EQ(r[0].device_end_raw, 0u);
-  EXPECT_EQ(r[0].device_end_ns, 0);
-  EXPECT_EQ(r[0].state, RS_GPU_COMPLETED);  // the channel did stop
-  const QueuedRun next = RunQueued(d, d->Collective("AllReduce", 64), 0);
-  ExpectConverted(next.record, next.run);
-  EXPECT_EQ(next.record.flags & RS_GPU_DEVICE_TIME_BACKWARDS, 0u);
 }
 
 TEST_F(V5, NamesRootsAndUnknownValues) {
