@@ -88,7 +88,7 @@ grep -v "attached " "$ROOT/record.log"
 ((rc == 0)) || fail "the recorder exited $rc"
 grep -q "tracefs mounted at /sys/kernel/tracing in the recorder's own mount namespace" \
   "$ROOT/record.log" || fail "the recorder did not mount tracefs itself"
-grep -q "(7 of 7 sources)" "$ROOT/record.log" || fail "not every source attached"
+grep -q "(8 of 8 sources)" "$ROOT/record.log" || fail "not every source attached"
 [[ -s "$ROOT/out/node.rsb" ]] || fail "no bundle at $ROOT/out/node.rsb"
 
 count() {  # table [where] -> rows
