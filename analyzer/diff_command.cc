@@ -97,12 +97,6 @@ rs::Result<Analysed> Analyse(const std::string& path, bool check, rs::cli::Progr
   return out;
 }
 
-rs::Result<void> WriteOutput(const rs::OutputTarget& target, const std::string& text) {
-  ASSIGN_OR_RETURN(rs::OutputFile out, rs::OutputFile::Create(target));
-  RETURN_IF_ERROR(out.Write(text.data(), text.size()));
-  return out.Commit();
-}
-
 }  // namespace
 
 int RunDiffCommand(int argc, char** argv) {
@@ -147,7 +141,7 @@ int RunDiffCommand(int argc, char** argv) {
   const std::string text = args->format == "json"
                                ? analyzer::RenderDiffJson(d)
                                : analyzer::RenderDiffText(d, static_cast<size_t>(args->rows));
-  if (auto written = WriteOutput(*target, text); !written.ok()) {
+  if (auto written = rs::WriteOutputText(*target, text); !written.ok()) {
     std::cerr << kName << ": " << rs::EscapeText(written.error().message()) << "\n";
     return kExitError;
   }

@@ -141,13 +141,6 @@ bool Found(const analyzer::Report& r, const std::string& what) {
   return what == "any" && (straggler || hang);
 }
 
-// The report into its checked output (rscore/output.h): a file appears only once complete.
-rs::Result<void> WriteOutput(const rs::OutputTarget& target, const std::string& text) {
-  ASSIGN_OR_RETURN(rs::OutputFile out, rs::OutputFile::Create(target));
-  RETURN_IF_ERROR(out.Write(text.data(), text.size()));
-  return out.Commit();
-}
-
 }  // namespace
 
 int RunReportCommand(int argc, char** argv) {
@@ -209,7 +202,7 @@ int RunReportCommand(int argc, char** argv) {
   if (args->all_nodes) report->node_rows = 0;
   progress.Done();
   const std::string text = analyzer::Render(*report, *format);
-  auto written = WriteOutput(*target, text);
+  auto written = rs::WriteOutputText(*target, text);
   if (!written.ok()) {
     std::cerr << kName << ": " << rs::EscapeText(written.error().message()) << "\n";
     return kExitError;

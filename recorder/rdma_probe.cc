@@ -119,6 +119,10 @@ rs::Result<void> RdmaProbe::Start(RecorderContext& ctx) {
     RETURN_IF_ERROR(st.Run());
     counters += p.counters.size();
   }
+  ASSIGN_OR_RETURN(insert_,
+                   PrepareInsert(*ctx.db, "rdma_counters",
+                                 "id, node, timestamp_ns, device, port, counter, dir, value, "
+                                 "delta, since_ns"));
   LogInfo("rdma: %zu port(s), %zu counters read every %lld ms", ports_.size(), counters,
           static_cast<long long>(period_ns_ / 1'000'000));
   return Read(ctx, /*all=*/true);
@@ -144,10 +148,7 @@ rs::Result<void> RdmaProbe::Read(RecorderContext& ctx, bool all) {
   const int64_t mono = rs::MonotonicNowNs();
   last_read_mono_ns_ = mono;
   const int64_t wall = ctx.clock->Convert(mono);
-  ASSIGN_OR_RETURN(rs::Statement st,
-                   PrepareInsert(*ctx.db, "rdma_counters",
-                                 "id, node, timestamp_ns, device, port, counter, dir, value, "
-                                 "delta, since_ns"));
+  rs::Statement& st = insert_;
   for (const RdmaPort& p : ports_) {
     const std::string port_dir =
         sys_root_ + "/class/infiniband/" + p.device + "/ports/" + std::to_string(p.port);

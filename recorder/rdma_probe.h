@@ -65,6 +65,7 @@ class RdmaProbe : public Probe {
   };
   int64_t period_ns_;
   std::string sys_root_;
+  rs::Statement insert_;  // rdma_counters, prepared at Start
   std::vector<RdmaPort> ports_;
   std::map<std::string, Last> last_;  // by "device/port/dir/counter"
   int64_t last_read_mono_ns_ = 0;

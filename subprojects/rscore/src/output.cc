@@ -534,4 +534,10 @@ namespace internal {
 void ForceNamedTemporaries(bool on) { g_force_named.store(on); }
 }  // namespace internal
 
+Result<void> WriteOutputText(const OutputTarget& target, std::string_view text) {
+  ASSIGN_OR_RETURN(OutputFile out, OutputFile::Create(target));
+  RETURN_IF_ERROR(out.Write(text.data(), text.size()));
+  return out.Commit();
+}
+
 }  // namespace rs

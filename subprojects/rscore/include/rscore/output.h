@@ -9,6 +9,7 @@
 
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rscore/result.h"
@@ -89,6 +90,9 @@ class OutputFile {
   std::string named_;     // the temporary's name where it has one
   int cleanup_slot_ = -1;  // its slot in the signal cleanup
 };
+
+// A text result in one piece: created, written and committed as OutputFile does.
+Result<void> WriteOutputText(const OutputTarget& target, std::string_view text);
 
 // The error of a failed write to `name` (a file, or "standard output"): a full disk is said as
 // such ("no space left on device writing NAME").
