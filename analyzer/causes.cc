@@ -16,7 +16,16 @@ std::string LatenessPhrase(const NodeExcess& e) {
       FormatNs(e.excess_ns) + " +- " + FormatNs(e.noise_ns) + " later than the other nodes' in the "
       "same collectives (mean over " + std::to_string(e.collectives) + "; the latest node in " +
       std::to_string(e.latest) + " of them)";
-  if (e.later()) return "its ranks arrived " + numbers;
+  if (e.PairedExcess::later()) return "its ranks arrived " + numbers;
+  if (e.later_since_onset()) {
+    const PairedExcess& a = e.onset->since;
+    return "its ranks arrived " + FormatNs(a.excess_ns) + " +- " + FormatNs(a.noise_ns) +
+           " later than the other nodes' in the " + std::to_string(a.collectives) +
+           " collectives since it became later (the latest node in " + std::to_string(a.latest) +
+           " of them); over the whole recording, which dilutes it, " + FormatNs(e.excess_ns) +
+           " +- " + FormatNs(e.noise_ns) + " (the latest in " + std::to_string(e.latest) + " of " +
+           std::to_string(e.collectives) + ")";
+  }
   return "but its ranks arrived " + numbers +
          ", neither beyond three errors nor the latest more often than chance (1 % level): not "
          "shown to delay the job";

@@ -140,13 +140,11 @@ namespace {
 constexpr size_t kOnsetMinSide = 8;
 constexpr double kOnsetMinT = 4.5;
 
-// How often a node was the latest of the nodes in a collective, against chance (1/k among k).
-struct LatestTally {
-  int64_t count = 0;
-  double expected = 0, variance = 0;
-  double Z() const {
-    return variance > 0 ? (static_cast<double>(count) - expected) / std::sqrt(variance) : 0;
-  }
+// A node in one collective: the chance it had to be the latest of the nodes there (1/k among
+// k), and whether it alone was.
+struct LatestChance {
+  double chance = 0;
+  bool latest = false;
 };
 
 // One participant's (or node's) samples over the compared collectives.
@@ -154,7 +152,7 @@ struct Samples {
   std::vector<int64_t> late, host, durs, wait;
   std::vector<int64_t> paired, paired_wait;        // per node: minus the other nodes' median
   std::vector<int64_t> paired_at, paired_wait_at;  // ... the collective's time (first entry)
-  LatestTally latest, latest_wait;                 // per node: the latest of the nodes, vs chance
+  std::vector<LatestChance> paired_latest, paired_wait_latest;  // ... the latest of the nodes?
   int64_t last = 0, on_device = 0, wait_last = 0;
 };
 
@@ -180,14 +178,34 @@ std::pair<int64_t, int64_t> MeanAndError(std::vector<int64_t> v) {
   return {static_cast<int64_t>(std::llround(mean)), static_cast<int64_t>(std::llround(se))};
 }
 
+// The paired excess over the collectives from `since_ns` on; how often the node alone was the
+// latest there, against chance.
+PairedExcess PairedSince(const std::vector<int64_t>& diffs, const std::vector<int64_t>& at,
+                         const std::vector<LatestChance>& latest, int64_t since_ns) {
+  PairedExcess out;
+  std::vector<int64_t> kept;
+  double expected = 0, variance = 0;
+  for (size_t i = 0; i < diffs.size(); ++i) {
+    if (at[i] < since_ns) continue;
+    kept.push_back(diffs[i]);
+    expected += latest[i].chance;
+    variance += latest[i].chance * (1 - latest[i].chance);
+    out.latest += latest[i].latest ? 1 : 0;
+  }
+  std::tie(out.excess_ns, out.noise_ns) = MeanAndError(kept);
+  out.collectives = static_cast<int64_t>(kept.size());
+  out.latest_z =
+      variance > 0 ? (static_cast<double>(out.latest) - expected) / std::sqrt(variance) : 0;
+  return out;
+}
+
 NodeExcess Paired(const std::vector<int64_t>& diffs, const std::vector<int64_t>& at,
-                  const LatestTally& latest) {
+                  const std::vector<LatestChance>& latest) {
   NodeExcess out;
-  std::tie(out.excess_ns, out.noise_ns) = MeanAndError(diffs);
-  out.collectives = static_cast<int64_t>(diffs.size());
-  out.latest = latest.count;
-  out.latest_z = latest.Z();
+  static_cast<PairedExcess&>(out) =
+      PairedSince(diffs, at, latest, std::numeric_limits<int64_t>::min());
   out.onset = FindOnset(at, diffs);
+  if (out.onset) out.onset->since = PairedSince(diffs, at, latest, out.onset->at_ns);
   return out;
 }
 
@@ -206,8 +224,8 @@ ArrivalStats Summarize(Samples& m) {
     s.p90_wait_lateness_ns = Quantile(m.wait, 0.9);
   }
   s.wait_last_count = m.wait_last;
-  s.paired = Paired(m.paired, m.paired_at, m.latest);
-  s.paired_wait = Paired(m.paired_wait, m.paired_wait_at, m.latest_wait);
+  s.paired = Paired(m.paired, m.paired_at, m.paired_latest);
+  s.paired_wait = Paired(m.paired_wait, m.paired_wait_at, m.paired_wait_latest);
   return s;
 }
 
@@ -222,27 +240,23 @@ int64_t Median(std::vector<int64_t>& v) {
 }
 
 // Each node's value in `by_node` (-1: not in the collective) minus the median of the other
-// nodes' values, appended to its samples' `into`; the unique latest of them counted in `tally`
-// against the chance each had (1/k among k nodes, exact where nodes are alike).
+// nodes' values, appended to its samples' `into` (with the collective's time in `into_at`, and
+// in `into_latest` whether it alone was the latest and the chance it had: 1/k among k nodes,
+// exact where nodes are alike).
 void PairWithOthers(const std::vector<int64_t>& by_node, int64_t at, std::vector<Samples>& m,
                     std::vector<int64_t> Samples::*into, std::vector<int64_t> Samples::*into_at,
-                    LatestTally Samples::*tally) {
+                    std::vector<LatestChance> Samples::*into_latest) {
   const auto k = static_cast<double>(
       std::count_if(by_node.begin(), by_node.end(), [](int64_t v) { return v >= 0; }));
-  if (k >= 2) {
-    int64_t top = -1, latest = -1;
-    bool tie = false;
-    for (size_t n = 0; n < by_node.size(); ++n) {
-      if (by_node[n] < 0) continue;
-      (m[n].*tally).expected += 1 / k;
-      (m[n].*tally).variance += (1 / k) * (1 - 1 / k);
-      if (by_node[n] > top) {
-        top = by_node[n], latest = static_cast<int64_t>(n), tie = false;
-      } else if (by_node[n] == top) {
-        tie = true;
-      }
+  int64_t top = -1, latest = -1;
+  bool tie = false;
+  for (size_t n = 0; n < by_node.size(); ++n) {
+    if (by_node[n] < 0) continue;
+    if (by_node[n] > top) {
+      top = by_node[n], latest = static_cast<int64_t>(n), tie = false;
+    } else if (by_node[n] == top) {
+      tie = true;
     }
-    if (!tie && latest >= 0) ++(m[static_cast<size_t>(latest)].*tally).count;
   }
   std::vector<int64_t> others;
   for (size_t n = 0; n < by_node.size(); ++n) {
@@ -254,6 +268,7 @@ void PairWithOthers(const std::vector<int64_t>& by_node, int64_t at, std::vector
     if (others.empty()) continue;
     (m[n].*into).push_back(by_node[n] - Median(others));
     (m[n].*into_at).push_back(at);
+    (m[n].*into_latest).push_back({1 / k, !tie && latest == static_cast<int64_t>(n)});
   }
 }
 
@@ -370,7 +385,8 @@ std::optional<Onset> FindOnset(const std::vector<int64_t>& at, const std::vector
                    static_cast<int64_t>(std::llround(ma)),
                    static_cast<int64_t>(k),
                    static_cast<int64_t>(n - k),
-                   t};
+                   t,
+                   {}};
     }
   }
   // A node that became later: a rise beyond kOnsetMinT errors to a positive excess.
@@ -433,9 +449,9 @@ std::vector<ArrivalStats> NodeStats(const CollectiveData& data) {
       node_wait[n] = std::max(node_wait[n], s.wait[k - g.begin]);
     }
     PairWithOthers(node_late, g.first_entry, m, &Samples::paired, &Samples::paired_at,
-                   &Samples::latest);
+                   &Samples::paired_latest);
     PairWithOthers(node_wait, g.first_entry, m, &Samples::paired_wait, &Samples::paired_wait_at,
-                   &Samples::latest_wait);
+                   &Samples::paired_wait_latest);
     for (size_t n = 0; n < idx.size(); ++n) {
       if (node_late[n] < 0) continue;
       m[n].late.push_back(node_late[n]);

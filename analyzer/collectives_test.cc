@@ -15,7 +15,7 @@ namespace analyzer {
 namespace {
 
 class CollectivesTest : public ::testing::Test {
- protected:
+ public:
   void SetUp() override {
     auto db = rs::Db::Open(":memory:", rs::Db::Mode::kCreate);
     ASSERT_TRUE(db.ok());
@@ -36,6 +36,24 @@ class CollectivesTest : public ::testing::Test {
   }
   rs::Db db_;
 };
+
+// Four nodes of one rank, 40 collectives 100 ms apart, each arrival +-2 ms of noise: node c
+// `before_ns` against the others before collective 30 and `after_ns` from it on.
+void ChangingNode(CollectivesTest& t, int64_t before_ns, int64_t after_ns) {
+  uint64_t x = 11;
+  auto noise = [&x] {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int64_t>((x >> 33) % 4'000'001) - 2'000'000;
+  };
+  const char* nodes[] = {"a", "b", "c", "d"};
+  for (int64_t k = 0; k < 40; ++k) {
+    const int64_t base = 100'000'000 * (k + 1);
+    for (int n = 0; n < 4; ++n) {
+      const int64_t shift = n != 2 ? 0 : k < 30 ? before_ns : after_ns;
+      t.Call(nodes[n], n + 1, n, k, base + 10'000'000 + shift + noise(), 1'000'000, "ALL_REDUCE", 4);
+    }
+  }
+}
 
 TEST_F(CollectivesTest, SendsAndReceivesLoadWithTheirPeerAndDeviceTimes) {
   Call("a", 1, 0, 0, 1000, 500, "ALL_REDUCE", 2);
@@ -226,6 +244,37 @@ TEST(NodeExcessTest, LaterNeedsThreeStandardErrorsOrTheLatestMoreOftenThanChance
   EXPECT_TRUE((Excess(51'000'000, 28'000'000, 34, 16, 2.97).later()));  // 1 %: z >= 2.33
   EXPECT_FALSE((Excess(51'000'000, 28'000'000, 34, 12, 2.2).later()));
   EXPECT_FALSE((Excess(-100, 10, 64, 40, 5.0).later()));  // latest often, yet earlier on average
+}
+
+TEST_F(CollectivesTest, ANodeThatBecameLaterIsWeighedFromItsOnsetOn) {
+  // Early by 2 ms for 30 collectives, then 6 ms late for 10: over the whole recording its mean
+  // excess is about none and it was the latest no more often than chance; from the onset on it
+  // is later beyond doubt.
+  ChangingNode(*this, -2'000'000, 6'000'000);
+  auto data = LoadCollectives(db_);
+  ASSERT_TRUE(data.ok()) << data.error().message();
+  const NodeExcess c = NodeLatenessExcess(NodeStats(*data), "c");
+  EXPECT_EQ(c.collectives, 40);
+  EXPECT_FALSE(c.PairedExcess::later()) << c.excess_ns << " +- " << c.noise_ns << " z "
+                                        << c.latest_z;
+  ASSERT_TRUE(c.onset);
+  EXPECT_EQ(c.onset->after, 10);
+  EXPECT_EQ(c.onset->since.collectives, 10);
+  EXPECT_EQ(c.onset->since.latest, 10);
+  EXPECT_NEAR(static_cast<double>(c.onset->since.excess_ns), 6e6, 1.5e6);
+  EXPECT_TRUE(c.later_since_onset());
+  EXPECT_TRUE(c.later());
+  EXPECT_FALSE(NodeLatenessExcess(NodeStats(*data), "a").later());
+}
+
+TEST_F(CollectivesTest, ANodeThatCameOnTimeAfterBeingEarlyIsNotLater) {
+  // Early by 4 ms, then level with the others: a change, but nothing late after it.
+  ChangingNode(*this, -4'000'000, 0);
+  auto data = LoadCollectives(db_);
+  ASSERT_TRUE(data.ok()) << data.error().message();
+  const NodeExcess c = NodeLatenessExcess(NodeStats(*data), "c");
+  EXPECT_FALSE(c.later_since_onset());
+  EXPECT_FALSE(c.later());
 }
 
 TEST_F(CollectivesTest, LatenessAndLastAreCountedPerRankAndNode) {

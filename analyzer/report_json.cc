@@ -62,7 +62,11 @@ void Stats(rs::JsonWriter& w, const std::vector<ArrivalStats>& stats, bool with_
           w.BeginObject().Key("at_ns").Int(p->onset->at_ns);
           w.Key("before_ns").Int(p->onset->before_ns).Key("after_ns").Int(p->onset->after_ns);
           w.Key("before").Int(p->onset->before).Key("after").Int(p->onset->after);
-          w.Key("t").Double(p->onset->t).EndObject();
+          w.Key("t").Double(p->onset->t);
+          const PairedExcess& a = p->onset->since;  // from at_ns on, as over the whole above
+          w.Key("since_excess_ns").Int(a.excess_ns).Key("since_excess_se_ns").Int(a.noise_ns);
+          w.Key("since_latest_count").Int(a.latest).Key("since_latest_z").Double(a.latest_z);
+          w.EndObject();
         } else {
           w.Null();
         }
