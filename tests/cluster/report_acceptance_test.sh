@@ -128,7 +128,12 @@ for fault in "${FAULTS[@]}"; do
   echo "  clocks: ${clock_args[*]}"
   grep -h "clock node" "$dir/harness.log" 2>/dev/null | sed 's/^ */  /' || true
   echo "${summary[-1]}"
-  [[ "$line" == ok:* ]] || failed+=("$fault")
+  if [[ "$line" != ok:* ]]; then
+    failed+=("$fault")
+    # What the report saw, for a failure met only in CI: its headline, findings and tables.
+    [[ -f "$dir/report.txt" ]] && sed -n '1,/^reading this report/p' "$dir/report.txt" | head -n 80 |
+      sed 's/^/    | /'
+  fi
 done
 
 echo "---- summary (seed $SEED, 3-4 nodes x $RPN ranks, $STEPS steps, $MODE collectives, plugin $PLUGIN, skewed clocks) ----"
