@@ -77,7 +77,18 @@
 //     latest time the records hold or the end of a timeout one of them ran out: its record may
 //     have been taken before the operation completed there too (one of the 2 running jobs
 //     without other sign of skew showed only that; the one real case seen was an aborted
-//     communicator's, below). Such an end is 'record_older', no culprit. Where only such ends
+//     communicator's, below). Nor does a rank that entered nothing where the records that
+//     wait on it are stamped with their own moments and every such wait is shorter than its
+//     group's stuck threshold: PyTorch's dump stamps an operation in flight (started, with
+//     TORCH_NCCL_ENABLE_TIMING) with the dump's moment (dump_entries() runs update_state on
+//     copies of the entries; 2.11's timeout dumps said their stuck all-reduces started
+//     20.2-21.0 s after creation), so such a record shows how long its rank had waited when it
+//     was taken. Without timing (no start event) or in gloo's records nothing is stamped and
+//     the records read as of one moment (the torch test bed's missing collective, timing off:
+//     the others' waits look 88-101 ms long by their own records, taken 6 s into the hang).
+//     The test bed's slow rank, a moment behind in its program in dumps asked of a running
+//     job, was waited for 58 ms so: read as of one moment it looked stopped.
+//     Such an end is 'record_older', no culprit. Where only such ends
 //     remain, or chains end in an operation every member entered that did not time out
 //     (rule 8's in-flight look) in skewed records, the records cannot decide.
 //     Not for a recording (its records end at one moment), nor in a group with a member

@@ -19,6 +19,7 @@ Index::Index(const Input& input) : in(input) {
   collectives.resize(in.ranks.size());
   outcome.resize(in.ranks.size());
   last_activity.assign(in.ranks.size(), 0);
+  stamped_ns.assign(in.ranks.size(), 0);
   for (size_t ri = 0; ri < in.ranks.size(); ++ri) {
     const Rank& r = in.ranks[ri];
     if (!r.recorded) continue;
@@ -27,6 +28,9 @@ Index::Index(const Input& input) : in(input) {
       const Op& o = r.ops[k];
       outcome[ri].push_back(o.outcome);
       last_activity[ri] = std::max(last_activity[ri], OpTime(o));
+      if (o.outcome == Outcome::kPending && o.started_ns) {
+        stamped_ns[ri] = std::max(stamped_ns[ri], *o.started_ns);
+      }
       if (!o.p2p && o.group < in.groups.size()) {
         collectives[ri][o.group].push_back(k);
         if (o.outcome == Outcome::kCompleted) {
@@ -138,6 +142,17 @@ bool Index::Young(const Op& o) const {
   if (in.taken_ns > 0) return false;
   auto t = stuck_ns.find(o.group);
   return t != stuck_ns.end() && taken_at_least_ns - o.created_ns < t->second;
+}
+
+std::optional<int64_t> Index::StampedWait(const Edge& e) const {
+  auto ri = Find(e.from);
+  if (in.taken_ns > 0 || !ri || stamped_ns[*ri] == 0) return std::nullopt;
+  return stamped_ns[*ri] - in.ranks[*ri].ops[e.op].created_ns;
+}
+
+int64_t Index::StuckNs(size_t group) const {
+  auto t = stuck_ns.find(group);
+  return t != stuck_ns.end() ? t->second : kHangMinStuckNs;
 }
 
 bool Index::TimedOut(const Edge& e) const {

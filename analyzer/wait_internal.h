@@ -46,6 +46,17 @@ struct Index {
   bool Young(const Op& o) const;
   // The edge's operation ran out its timeout (rule 6).
   bool TimedOut(const Edge& e) const;
+  // [rank index]: the latest start time of its operations in flight, 0: none. PyTorch's dump
+  // stamps an operation that started and has not completed with the dump's own moment
+  // (dump_entries() runs update_state on copies of the entries; with TORCH_NCCL_ENABLE_TIMING,
+  // which gives a Work its start event): PyTorch 2.11's timeout dumps said their stuck
+  // all-reduces started 20.2-21.0 s after their creation, each the newest time of its dump.
+  std::vector<int64_t> stamped_ns;
+  // Rule 12: how long the edge's operation had waited when its rank's record was taken, where
+  // that record is stamped (above); none where it is not, or for a recording.
+  std::optional<int64_t> StampedWait(const Edge& e) const;
+  // The group's stuck threshold (stuck_ns), at least a recording's (hang.h).
+  int64_t StuckNs(size_t group) const;
 
   std::optional<size_t> Find(int64_t rank) const;  // only ranks with a record
   // The rank entered seq or a later collective of the group: its record holds one, or some

@@ -2,6 +2,7 @@
 // for while a job runs on, each rank's at its own moment, against records of one moment.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 #include "wait_graph.h"
@@ -136,6 +137,38 @@ TEST(WaitGraph, RecordsOfOneMomentStillNameTheRankThatStopped) {
   EXPECT_EQ(r.verdict, Verdict::kHang);
   EXPECT_EQ(r.culprits, (V{2}));
   EXPECT_TRUE(r.records_older.empty());
+}
+
+// Dumps asked of a running job through the pipes, with no other sign of skew: rank 1 entered
+// nothing after tp 4, and rank 0 waits in tp 5, in flight on its device. PyTorch stamps an
+// operation in flight with the dump's moment (its started time): where rank 0's dump was taken
+// 60 ms after it entered tp 5 (the test bed's slow rank, a moment behind in its program, was
+// waited for 58 ms so), rank 1 may simply not have reached it yet; 5 s after, past the
+// group's stuck threshold, it stopped. Without a stamp (no start event: timing off) the
+// records read as of one moment, as before.
+TEST(WaitGraph, AStampedWaitShorterThanTheStuckThresholdProvesNoStop) {
+  struct Case {
+    std::optional<int64_t> stamp_after_ns;  // rank 0's tp 5 started (stamped) this long after
+    Verdict verdict;
+  };
+  for (const Case& c : {Case{60'000'000, Verdict::kUndetermined}, Case{5 * kS, Verdict::kHang},
+                        Case{std::nullopt, Verdict::kHang}}) {
+    Job j;
+    const size_t tp = j.Group("tp", {0, 1});
+    j.Done(tp, {0, 1}, 1, 4);
+    Op& wait = j.Coll(0, tp, 5, Outcome::kPending, kT0 + 4 * kS + 20'000'000);
+    if (c.stamp_after_ns) wait.started_ns = wait.created_ns + *c.stamp_after_ns;
+    const Result r = j.Run();
+    SCOPED_TRACE(c.stamp_after_ns ? std::to_string(*c.stamp_after_ns) : "no stamp");
+    EXPECT_EQ(r.verdict, c.verdict) << r.reason;
+    ASSERT_NE(EndOf(r, 1), nullptr);
+    EXPECT_EQ(EndOf(r, 1)->kind, c.verdict == Verdict::kHang ? EndKind::kWaitsInNothing
+                                                              : EndKind::kRecordOlder);
+    EXPECT_EQ(r.culprits, c.verdict == Verdict::kHang ? V{1} : V{});
+    if (c.verdict != Verdict::kHang) {
+      EXPECT_NE(r.reason.find("stamped with its dump's moment"), std::string::npos) << r.reason;
+    }
+  }
 }
 
 }  // namespace

@@ -232,19 +232,25 @@ End ClassifySink(const EndsContext& ctx, int64_t rank) {
   if (!ri) return MakeEnd(ctx, rank, EndKind::kNoRecord);
   End end = ClassifyRecorded(ctx, rank, *ri);
   // Rule 12: a rank's position proves no stop where its record may be older than what judges
-  // it: alone in an operation others completed for less than the stuck threshold, or, in
-  // records shown taken at different moments, waited for by operations none of which ran out
-  // its timeout.
+  // it: alone in an operation others completed for less than the stuck threshold, or waited
+  // for by operations none of which ran out its timeout, in records shown taken at different
+  // moments or where the waiters' records stamped with their moments show every wait on it
+  // shorter than its group's stuck threshold (a rank that entered nothing yet).
   bool moving = false;
   if (end.kind == EndKind::kStuckAlone) {
     moving = end.op && ctx.ix.Young(*end.op);
   } else if (end.kind == EndKind::kWaitsInNothing || end.kind == EndKind::kRingWrapped) {
-    moving = ctx.ix.skewed;
+    bool timed_out = false, stamped = false, brief = true;
     for (const Edge& e : ctx.edges) {
-      if (std::find(e.to.begin(), e.to.end(), rank) != e.to.end()) {
-        moving = moving && !ctx.ix.TimedOut(e);
+      if (std::find(e.to.begin(), e.to.end(), rank) == e.to.end()) continue;
+      timed_out = timed_out || ctx.ix.TimedOut(e);
+      if (std::optional<int64_t> w = ctx.ix.StampedWait(e)) {
+        stamped = true;
+        brief = brief && *w < ctx.ix.StuckNs(EdgeOp(ctx, e).group);
       }
     }
+    const bool brief_waits = end.kind == EndKind::kWaitsInNothing && stamped && brief;
+    moving = !timed_out && (ctx.ix.skewed || brief_waits);
   }
   if (moving) end.kind = EndKind::kRecordOlder;
   return end;

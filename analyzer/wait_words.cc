@@ -259,10 +259,12 @@ std::string Reason(const Input& in, const Result& r) {
                (ends.empty() ? std::string("in operations every member had entered")
                              : "at " + RanksPhrase(ends) +
                                    ", where a record taken a moment before the others' looks "
-                                   "the same (no wait on them ran out its timeout, none alone "
-                                   "in an operation longer than its group's stuck threshold: "
-                                   "10 x the p99 of its completed operations' time from "
-                                   "creation to completion)") +
+                                   "the same (no wait on them ran out its timeout or, by a "
+                                   "record stamped with its dump's moment, lasted its group's "
+                                   "stuck threshold, and none alone in an operation longer "
+                                   "than that: 10 x the p99 of the group's completed "
+                                   "operations' time from creation to completion, at least "
+                                   "100 ms)") +
                ", which such records show of a moving job too; take every rank's dump at one "
                "moment, or after the timeout";
       }

@@ -21,6 +21,8 @@ import pickle
 import sys
 
 STEPS = 8  # collectives per rank before the fault
+DUMP_AFTER_NS = 30_000_000_000  # the dumps are taken 30 s after t0 (set in main)
+DUMP_NS = 0
 PG_NAME = "0"
 BIG_VALUE = 0
 CULPRIT = {"missing_collective": 2, "stuck_started": 1, "size_mismatch": 3, "missing_dump": 2,
@@ -29,7 +31,11 @@ CULPRIT = {"missing_collective": 2, "stuck_started": 1, "size_mismatch": 3, "mis
 
 def entry(version, fmt, rank, pg, record_id, seq, p2p_seq, op_id, name, sizes, dtype, state,
           t, is_p2p=False, timing=True):
-    started = t + 20_000 if state in ("started", "completed") else None
+    # An operation in flight is stamped started with the dump's own moment: dump_entries()
+    # runs update_state on copies of the entries (PyTorch 2.11's timeout dumps: their stuck
+    # all-reduces said started 20.2-21.0 s after creation, the newest time in each dump). A
+    # completed one was noted by the watchdog when it retired it.
+    started = DUMP_NS if state == "started" else t + 20_000 if state == "completed" else None
     completed = t + 400_000 if state == "completed" else None
     e = {
         "record_id": record_id,
@@ -201,7 +207,7 @@ def hostile(out_dir):
 
 
 def main():
-    global PG_NAME, BIG_VALUE
+    global PG_NAME, BIG_VALUE, DUMP_NS
     args = sys.argv[1:]
     if len(args) < 4:
         sys.exit(__doc__)
@@ -223,6 +229,7 @@ def main():
             PG_NAME = v
         elif k == "--big-value":
             BIG_VALUE = int(v)
+    DUMP_NS = t0 + DUMP_AFTER_NS
     os.makedirs(out_dir, exist_ok=True)
     if scenario == "hostile":
         hostile(out_dir)

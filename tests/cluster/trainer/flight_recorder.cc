@@ -159,8 +159,8 @@ void FlightRecorder::Poll(int64_t now) {
     for (auto& [pg, s] : status_) {
       if (pg == e.group.pg_id) st = &s;
     }
-    if (e.start != nullptr && !e.started_ns && cudaEventQuery(e.start) == cudaSuccess) {
-      e.started_ns = now;
+    if (e.start != nullptr && !e.start_reached && cudaEventQuery(e.start) == cudaSuccess) {
+      e.start_reached = true;
       if (st != nullptr) st->started = seq;
     }
     if (cudaEventQuery(e.end) == cudaSuccess) {
@@ -196,7 +196,8 @@ std::vector<const FlightRecorder::Entry*> FlightRecorder::InOrder() const {
 
 fr::Value FlightRecorder::DumpValue(bool json) {
   std::lock_guard<std::mutex> lock(mu_);
-  Poll(WallNs());  // dump_entries() queries the events once more
+  const int64_t now = WallNs();
+  Poll(now);  // dump_entries() queries the events once more
   using fr::Value;
   Value d = Value::Dict();
   // pg_config: a std::map keyed by (name, desc); pg_status: by pg_id (std::map<size_t, ...>).
@@ -258,14 +259,17 @@ fr::Value FlightRecorder::DumpValue(bool json) {
     x.Set("input_dtypes", Names(e->op.input_dtypes));
     x.Set("output_sizes", Shapes(e->op.output_sizes));
     x.Set("output_dtypes", Names(e->op.output_dtypes));
+    // A Work in flight is stamped started with the dump's moment (update_state on a copy).
+    const int64_t started = e->started_ns.value_or(e->start_reached ? now : 0);  // 0: none
     x.Set("state", Value::Str(e->completed_ns ? "completed"
-                              : e->started_ns ? "started"
+                              : started > 0   ? "started"
                                               : "scheduled"));
     // A time not discovered: None in the pickle, 0 in JSON.
     auto when = [json](const std::optional<int64_t>& t) {
       return t ? Value::Int(*t) : json ? Value::Int(0) : Value::None();
     };
-    x.Set("time_discovered_started_ns", when(e->started_ns));
+    x.Set("time_discovered_started_ns",
+          when(started > 0 ? std::optional<int64_t>(started) : std::nullopt));
     x.Set("time_discovered_completed_ns", when(e->completed_ns));
     x.Set("retired", Value::Bool(e->retired));
     x.Set("timeout_ms", Value::Int(o_.op_timeout_ms));

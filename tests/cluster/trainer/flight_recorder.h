@@ -11,9 +11,14 @@
 //    (WorkNCCL creates ncclStartEvent_ only then), so without timing an entry goes from
 //    'scheduled' straight to 'completed'; the operations inside a coalesced batch are entries
 //    without events (record(..., nullptr, nullptr, ...)) and stay 'scheduled';
-//  - a watchdog thread queries the events: the first time it sees one reached it notes the time
-//    (time_discovered_started_ns / _completed_ns), and retires a completed Work (retired,
-//    duration_ms from the two events when timing is on); pg_status holds each group's last
+//  - a watchdog thread queries the events and retires a completed Work, noting when it saw it
+//    complete (time_discovered_completed_ns, and _started_ns where not noted yet: retire_id's
+//    update_state), with duration_ms from the two events when timing is on; a Work that
+//    started and is not complete is noted by the dump alone: dump_entries() runs
+//    update_state on copies of the entries, so each dump stamps it with its own moment
+//    (PyTorch 2.11: the timeout dump's stuck all-reduce said started 20.16 s after its
+//    creation, the newest time of that dump; tests/torch/dumps/nccl_two_stalls/auto);
+//    pg_status holds each group's last
 //    enqueued, started and completed Work sequence number (-1 for none; the p2p number for a
 //    p2p Work, as initWork takes it);
 //  - it writes the rank's dump once, when a Work has been pending for the timeout (the
@@ -101,7 +106,8 @@ class FlightRecorder {
     FrOp op;
     FrGroup group;  // a copy: the entry outlives nothing it points to
     int64_t created_ns = 0;
-    std::optional<int64_t> started_ns, completed_ns;
+    std::optional<int64_t> started_ns, completed_ns;  // as noted on the entry itself
+    bool start_reached = false;  // its start event was seen reached (not noted: see above)
     std::optional<double> duration_ms;
     bool retired = false;
     bool work = false;          // a Work: it has events
