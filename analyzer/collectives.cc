@@ -343,8 +343,9 @@ GroupSamples SampleGroup(const CollectiveData& data, const Collective& g, const 
 // The change must reach kOnsetMinT standard errors: the largest of the split statistics of a
 // series without any change grows only like sqrt(2 log log n) (Darling-Erdos: about 2.1 for a
 // thousand collectives, 2.3 for a million); 4.5 leaves room for lateness's heavy tails
-// (winsorized first) and its correlation from one collective to the next. It only dates a
-// verdict already made (AddOnsets), never makes one. Test bed 'io' (4 nodes, writers on node2's
+// (winsorized first) and its correlation from one collective to the next. It makes no verdict
+// on its own: it dates one (AddOnsets), and the window after it decides whether a resource
+// finding's node was later (NodeExcess::later). Test bed 'io' (4 nodes, writers on node2's
 // disk from +4.96 s): 4.7 errors, the onset at +4.51 s (4 collectives early).
 std::optional<Onset> FindOnset(const std::vector<int64_t>& at, const std::vector<int64_t>& v) {
   const size_t n = v.size();
