@@ -50,7 +50,8 @@ void ChangingNode(CollectivesTest& t, int64_t before_ns, int64_t after_ns) {
     const int64_t base = 100'000'000 * (k + 1);
     for (int n = 0; n < 4; ++n) {
       const int64_t shift = n != 2 ? 0 : k < 30 ? before_ns : after_ns;
-      t.Call(nodes[n], n + 1, n, k, base + 10'000'000 + shift + noise(), 1'000'000, "ALL_REDUCE", 4);
+      t.Call(nodes[n], n + 1, n, k, base + 10'000'000 + shift + noise(), 1'000'000, "ALL_REDUCE",
+             4);
     }
   }
 }
@@ -255,8 +256,8 @@ TEST_F(CollectivesTest, ANodeThatBecameLaterIsWeighedFromItsOnsetOn) {
   ASSERT_TRUE(data.ok()) << data.error().message();
   const NodeExcess c = NodeLatenessExcess(NodeStats(*data), "c");
   EXPECT_EQ(c.collectives, 40);
-  EXPECT_FALSE(c.PairedExcess::later()) << c.excess_ns << " +- " << c.noise_ns << " z "
-                                        << c.latest_z;
+  EXPECT_FALSE(c.PairedExcess::later())
+      << c.excess_ns << " +- " << c.noise_ns << " z " << c.latest_z;
   ASSERT_TRUE(c.onset);
   EXPECT_EQ(c.onset->after, 10);
   EXPECT_EQ(c.onset->since.collectives, 10);

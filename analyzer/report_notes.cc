@@ -181,7 +181,8 @@ std::string OnsetSentence(const std::string& node, const Onset& o, int64_t start
   return node + " became later than the other nodes from " + from +
          " on: " + FormatNs(o.before_ns) + " above them over the " + std::to_string(o.before) +
          " collectives before, " + FormatNs(o.after_ns) + " over the " + std::to_string(o.after) +
-         " after, the latest node in " + std::to_string(o.since.latest) + " of those (a change of " + FormatFixed1(o.t) + " standard errors, on " + view +
+         " after, the latest node in " + std::to_string(o.since.latest) +
+         " of those (a change of " + FormatFixed1(o.t) + " standard errors, on " + view +
          "); 'report --from " + from + "' looks at that window alone";
 }
 

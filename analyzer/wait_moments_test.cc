@@ -162,8 +162,8 @@ TEST(WaitGraph, AStampedWaitShorterThanTheStuckThresholdProvesNoStop) {
     SCOPED_TRACE(c.stamp_after_ns ? std::to_string(*c.stamp_after_ns) : "no stamp");
     EXPECT_EQ(r.verdict, c.verdict) << r.reason;
     ASSERT_NE(EndOf(r, 1), nullptr);
-    EXPECT_EQ(EndOf(r, 1)->kind, c.verdict == Verdict::kHang ? EndKind::kWaitsInNothing
-                                                              : EndKind::kRecordOlder);
+    EXPECT_EQ(EndOf(r, 1)->kind,
+              c.verdict == Verdict::kHang ? EndKind::kWaitsInNothing : EndKind::kRecordOlder);
     EXPECT_EQ(r.culprits, c.verdict == Verdict::kHang ? V{1} : V{});
     if (c.verdict != Verdict::kHang) {
       EXPECT_NE(r.reason.find("stamped with its dump's moment"), std::string::npos) << r.reason;
