@@ -29,6 +29,10 @@ struct GpuOpRow {
   std::optional<int64_t> device_start_mono_ns, device_end_mono_ns;  // NULL: not started / ended
   std::optional<int64_t> clock_error_ns;  // NULL: unbounded, or no device time to bound
   int64_t net_bytes_sent = 0, net_bytes_recv = 0;
+  // v7: the call's user tag (NULL: untagged; NCCL reserves tags with the top bit set, kept as
+  // SQLite's signed 64 bits), the longest initial / final sync phase of its channels in device
+  // ns (NULL: no phases reported; 0: none of that phase, which NCCL reports only when it lasted).
+  std::optional<int64_t> user_tag, initial_sync_ns, final_sync_ns;
   std::string state;  // 'enqueued' | 'started' | 'completed'
   // A device time ran backwards (the plugin's RS_GPU_DEVICE_TIME_BACKWARDS, or an end before
   // the start in the record): the times that disagree are left NULL, never used.

@@ -53,7 +53,8 @@ rs::Result<rs::Statement> PrepareGpuInsert(rs::Db& db) {
                        "id, node, timestamp_ns, pid, tid, op, rank, nranks, nccl_comm_hash, seq,"
                        " nccl_seq, count, datatype, bytes, peer, root, algorithm, protocol,"
                        " channels, device_start_ns, device_end_ns, clock_error_ns,"
-                       " net_bytes_sent, net_bytes_recv, state");
+                       " net_bytes_sent, net_bytes_recv, state, user_tag, initial_sync_ns,"
+                       " final_sync_ns");
 }
 
 rs::Result<void> WriteGpuRow(rs::Statement& st, const GpuOpRow& row, const std::string& node,
@@ -71,6 +72,7 @@ rs::Result<void> WriteGpuRow(rs::Statement& st, const GpuOpRow& row, const std::
   st.Bind(18, row.protocol).Bind(19, row.channels).Bind(20, wall_opt(row.device_start_mono_ns));
   st.Bind(21, wall_opt(row.device_end_mono_ns)).Bind(22, row.clock_error_ns);
   st.Bind(23, row.net_bytes_sent).Bind(24, row.net_bytes_recv).Bind(25, row.state);
+  st.Bind(26, row.user_tag).Bind(27, row.initial_sync_ns).Bind(28, row.final_sync_ns);
   return st.Run();
 }
 
@@ -397,6 +399,7 @@ void GpuProbe::Forget(std::map<Key, std::unique_ptr<Region>>::iterator it) {
   closed_.slots_full += c.drops_slots_full - r.slots_full_at_open;
   closed_.late_event += c.drops_late_event - r.late_event_at_open;
   unrecorded_closed_ += c.ops_unrecorded;
+  copy_engine_closed_ += c.ops_copy_engine;
   for (int pid : r.pids) pid_region_.erase(pid);
   beat_.Remove(it->second.get());
   regions_.erase(it);
@@ -460,6 +463,12 @@ uint64_t GpuProbe::ops_unrecorded() const {
   return n;
 }
 
+uint64_t GpuProbe::ops_copy_engine() const {
+  uint64_t n = copy_engine_closed_;
+  for (const auto& [key, r] : regions_) n += r->reader.view().counters().ops_copy_engine;
+  return n;
+}
+
 std::string GpuProbe::note() const {
   if (!enabled_) return "--no-gpu";
   if (const uint64_t dropped = regions_dropped(); dropped > 0) {
@@ -470,6 +479,11 @@ std::string GpuProbe::note() const {
     return std::to_string(device_times_backwards_) +
            " operation(s) whose device times ran backwards: those times are NULL in gpu_ops "
            "(metadata gpu_device_times_backwards)";
+  }
+  if (const uint64_t ce = ops_copy_engine(); ce > 0) {
+    return std::to_string(ce) +
+           " collective(s) ran on the copy engines: counted, not in gpu_ops (NCCL's profiler API "
+           "gives them no device time; metadata gpu_ops_copy_engine)";
   }
   if (regions_read_ == 0) {
     return "no process loaded rankscope's NCCL profiler plugin"
@@ -503,6 +517,8 @@ rs::Result<void> GpuProbe::Finish(RecorderContext& ctx) {
       // of a startup window that ended before the recording started.
       {"gpu_ops_unrecorded", ops_unrecorded()},
       {"gpu_in_flight", in_flight_},
+      // Collectives NCCL ran on the copy engines (profiler API v6+): no device time, no row.
+      {"gpu_ops_copy_engine", ops_copy_engine()},
       // Operations whose device times ran backwards: those times are NULL in gpu_ops.
       {"gpu_device_times_backwards", device_times_backwards_},
       {"gpu_regions", regions_read_},

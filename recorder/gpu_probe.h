@@ -18,7 +18,8 @@
 //  - A region whose processes exited or exec'd, and every region at Finish: a last read, then
 //    the operations still in flight (slots) as rows with their state. At Finish, comm_id_hash
 //    from the same process's nccl_events with the same nccl_comm_hash, and the counters in
-//    metadata (gpu_drops_<reason>, gpu_ops_unrecorded, gpu_in_flight, gpu_regions).
+//    metadata (gpu_drops_<reason>, gpu_ops_unrecorded, gpu_ops_copy_engine, gpu_in_flight,
+//    gpu_regions).
 #pragma once
 
 #include <cstdint>
@@ -77,6 +78,7 @@ class GpuProbe : public Probe {
   Drops drop_counts() const;
   // Operations the plugins counted as launched while no recorder read (not drops).
   uint64_t ops_unrecorded() const;
+  uint64_t ops_copy_engine() const;
   uint64_t regions_read() const { return regions_read_; }
   uint64_t regions_dropped() const;  // refused or dropped, every reason
   size_t open_regions() const { return regions_.size(); }
@@ -131,6 +133,7 @@ class GpuProbe : public Probe {
   Drops closed_;                                        // of regions already closed
   uint64_t dropped_[std::size(kGpuRegionFaults)] = {};  // regions not read, by GpuRegionFault
   uint64_t unrecorded_closed_ = 0;
+  uint64_t copy_engine_closed_ = 0;  // copy-engine collectives of regions already closed
   // Records of a startup window (gpu_ring.h) that ended before the recording started: not
   // written, counted with the operations launched while no recorder read.
   uint64_t before_start_ = 0;

@@ -121,12 +121,14 @@ bool GpuRingView::CheckIntact(std::string* why) {
   c.ops_unrecorded = LoadAcquire(h.ops_unrecorded);
   c.drops_slots_full = LoadAcquire(h.drops_slots_full);
   c.drops_late_event = LoadAcquire(h.drops_late_event);
+  c.ops_copy_engine = LoadAcquire(h.ops_copy_engine);
   const std::pair<const char*, std::pair<uint64_t, uint64_t>> counters[] = {
       {"head", {head_, head}},
       {"ops", {counters_.ops, c.ops}},
       {"ops_unrecorded", {counters_.ops_unrecorded, c.ops_unrecorded}},
       {"drops_slots_full", {counters_.drops_slots_full, c.drops_slots_full}},
       {"drops_late_event", {counters_.drops_late_event, c.drops_late_event}},
+      {"ops_copy_engine", {counters_.ops_copy_engine, c.ops_copy_engine}},
   };
   for (const auto& [name, values] : counters) {
     const auto [before, now] = values;
@@ -136,7 +138,7 @@ bool GpuRingView::CheckIntact(std::string* why) {
     }
   }
   const int32_t api = LoadAcquire(h.api_version);
-  c.api_version = api == 4 || api == 5 ? api : 0;
+  c.api_version = api >= 4 && api <= 7 ? api : 0;
   head_ = head;
   counters_ = c;
   return true;

@@ -51,7 +51,8 @@ struct GpuRingCounters {
   uint64_t ops_unrecorded = 0;  // of them, launched while no recorder read
   uint64_t drops_slots_full = 0;
   uint64_t drops_late_event = 0;
-  int32_t api_version = 0;  // the profiler API NCCL chose: 4 or 5; 0 before (anything else: 0)
+  uint64_t ops_copy_engine = 0;  // v6+: collectives on the copy engines (counted, no record)
+  int32_t api_version = 0;  // the profiler API NCCL chose: 4-7; 0 before (anything else: 0)
 };
 
 class GpuRingView {

@@ -19,7 +19,8 @@ enum rs_gpu_handle_kind {
   RS_GPU_H_TASK = 3, /* the Coll / P2p event: the operation itself */
   RS_GPU_H_KERNEL_CH = 4,
   RS_GPU_H_PROXY_OP = 5,
-  RS_GPU_H_PROXY_STEP = 6
+  RS_GPU_H_PROXY_STEP = 6,
+  RS_GPU_H_KERNEL_PHASE = 7 /* v7: a phase of a kernel channel (its phase in bits 48-49) */
 };
 
 #define RS_GPU_H_MARK (1ull << 63)
@@ -56,6 +57,15 @@ static inline uint32_t rs_gpu_handle_slot(const void* h) {
 }
 static inline uint32_t rs_gpu_handle_gen(const void* h) {
   return (uint32_t)rs_gpu_handle_payload(h);
+}
+/* Kernel phase handles: a slot handle with the phase (0-3) in bits 48-49. */
+static inline void* rs_gpu_phase_handle(const void* channel, uint32_t phase) {
+  return rs_gpu_handle_make(RS_GPU_H_KERNEL_PHASE,
+                            (rs_gpu_handle_payload(channel) & ((1ull << 48) - 1)) |
+                                ((uint64_t)(phase & 3) << 48));
+}
+static inline uint32_t rs_gpu_handle_phase(const void* h) {
+  return (uint32_t)((rs_gpu_handle_payload(h) >> 48) & 3);
 }
 
 #endif /* RANKSCOPE_GPU_HANDLE_H_ */

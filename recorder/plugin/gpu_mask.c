@@ -34,10 +34,14 @@ static void store_all(int value) {
 
 void rs_gpu_mask_init(int* nccl_mask, int api_version) {
   /* The same values at every init of a process (its NCCL has one API version). */
-  const int base = api_version >= 5 ? (ncclProfileColl | ncclProfileP2p | ncclProfileCollApi |
-                                       ncclProfileP2pApi | ncclProfileKernelLaunch)
-                                    : (ncclProfileColl | ncclProfileP2p);
-  __atomic_store_n(&g_full, base | DEVICE_EVENTS, __ATOMIC_SEQ_CST);
+  int base = api_version >= 5 ? (ncclProfileColl | ncclProfileP2p | ncclProfileCollApi |
+                                 ncclProfileP2pApi | ncclProfileKernelLaunch)
+                              : (ncclProfileColl | ncclProfileP2p);
+  /* v6+: copy-engine collectives are counted (one event each; they carry no device time). */
+  if (api_version >= 6) base |= ncclProfileCeColl;
+  /* v7: the kernel's phases come with its channels' device events. */
+  const int device = DEVICE_EVENTS | (api_version >= 7 ? ncclProfileKernelPhase : 0);
+  __atomic_store_n(&g_full, base | device, __ATOMIC_SEQ_CST);
   __atomic_store_n(&g_base, base, __ATOMIC_SEQ_CST);
   int current = 0;
   if (__atomic_compare_exchange_n(&g_current, &current, base, 0, __ATOMIC_SEQ_CST,

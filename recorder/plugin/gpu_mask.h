@@ -1,14 +1,16 @@
 /* NCCL's event activation mask, switched between two values:
- *   base: what the plugin needs to number operations (v5: Coll, P2p, CollApi, P2pApi,
- *         KernelLaunch; v4: Coll, P2p) -- always on, so sequence numbers stay exact;
- *   full: base + KernelCh, ProxyOp, ProxyStep -- while a recorder reads the region.
+ *   base: what the plugin needs to number operations (v5+: Coll, P2p, CollApi, P2pApi,
+ *         KernelLaunch; v4: Coll, P2p), and v6+'s CeColl (copy-engine collectives, counted)
+ *         -- always on, so sequence numbers stay exact;
+ *   full: base + KernelCh, ProxyOp, ProxyStep (v7: + KernelPhase) -- while a recorder reads
+ *         the region.
  * NCCL reads the mask once per API call (v5: when the call starts; v4: when the call appends
  * its task) and gives that task's device events only if the value it read had them. An
  * operation is recorded only if its device events will come (else its slot would wait for
  * them until the communicator ends), so the plugin must know which value NCCL read. It knows
  * it exactly: every switch moves an epoch (odd while switching), every host-thread callback
  * notes the epoch it saw, and if the epoch did not move between the callback before NCCL's
- * read and the callback that learns what the read was for (v5: the call's CollApi / P2pApi
+ * read and the callback that learns what the read was for (v5+: the call's CollApi / P2pApi
  * event; v4: the launch's Group event), NCCL read the value the plugin has now. No callback
  * in between may note the epoch (v5's GroupApi event comes between: it is left out). If the
  * epoch moved, the operation is counted as unrecorded (the first one of a thread after a

@@ -149,6 +149,7 @@ void* rs_gpu_operation_enqueue(struct rs_gpu_context* ctx, const struct rs_gpu_t
   op->proto = rs_gpu_proto_of(t->proto);
   op->state = RS_GPU_ENQUEUED;
   op->channels = t->channels;
+  op->user_tag = t->user_tag;
   op->flags = flags;
   rs_gpu_slot_info(index)->launch_ns = __atomic_load_n(&ctx->launch_ns, __ATOMIC_RELAXED);
   rs_gpu_slot_publish(index, gen);
@@ -240,6 +241,48 @@ void rs_gpu_operation_kernel_ch_stop(const void* handle) {
    * must not show a finished kernel as running. */
   if (stopped == needed) __atomic_store_n(&op->state, RS_GPU_COMPLETED, __ATOMIC_RELAXED);
   release(handle, stopped == needed ? 2 : 1);
+}
+
+/* v7's kernel phases. NCCL 2.31 (src/plugin/profiler.cc, profilerFireKernelPhaseEvents) reports
+ * a channel's phases from its profiler thread just before the channel's KernelChStop, each
+ * as startEvent, recordEventState(KernelPhaseStop) and stopEvent back to back: the phase's
+ * start time waits in the thread for its stop. The channel's handle holds the operation. */
+static _Thread_local const void* tls_phase;
+static _Thread_local uint64_t tls_phase_start;
+
+void* rs_gpu_operation_kernel_phase_start(const void* parent, uint32_t phase, uint64_t ptimer) {
+  if (rs_gpu_handle_kind(parent) != RS_GPU_H_KERNEL_CH || phase > 3) return NULL;
+  void* handle = rs_gpu_phase_handle(parent, phase);
+  tls_phase = handle;
+  tls_phase_start = ptimer;
+  return handle;
+}
+
+void rs_gpu_operation_kernel_phase_stopped_at(const void* handle, uint64_t ptimer) {
+  if (handle != tls_phase) return; /* not the phase this thread started last */
+  tls_phase = NULL;
+  struct rs_gpu_op* op = rs_gpu_slot_live(handle);
+  if (op == NULL) {
+    late_event();
+    return;
+  }
+  __atomic_fetch_or(&op->flags, RS_GPU_KERNEL_PHASES, __ATOMIC_RELAXED);
+  if (tls_phase_start == 0 || ptimer < tls_phase_start) {
+    if (tls_phase_start != 0) __atomic_fetch_or(&op->flags, RS_GPU_DEVICE_TIME_BACKWARDS,
+                                                __ATOMIC_RELAXED);
+    return;
+  }
+  const int64_t length = (int64_t)(ptimer - tls_phase_start);
+  switch (rs_gpu_handle_phase(handle)) {
+    case ncclProfilerKernelPhaseInitialSync:
+      atomic_max(&op->initial_sync_ns, length);
+      break;
+    case ncclProfilerKernelPhaseFinalSync:
+      atomic_max(&op->final_sync_ns, length);
+      break;
+    default:
+      break;
+  }
 }
 
 /* Network bytes: a send step's size when it goes on the network, a receive step's when it

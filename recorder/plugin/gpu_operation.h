@@ -24,7 +24,8 @@ struct rs_gpu_task {
   int root;
   int peer;
   uint8_t channels;
-  const void* parent; /* v5: the CollApi / P2pApi handle */
+  uint64_t user_tag;  /* v7 */
+  const void* parent; /* v5+: the CollApi / P2pApi handle */
 };
 
 /* The operation in a slot, ENQUEUED; its handle (RS_GPU_H_TASK), or NULL when every slot is
@@ -41,6 +42,9 @@ void* rs_gpu_operation_child_start(const void* parent, enum rs_gpu_handle_kind p
 void* rs_gpu_operation_kernel_ch_start(const void* parent, uint64_t ptimer);
 void rs_gpu_operation_kernel_ch_stopped_at(const void* handle, uint64_t ptimer);
 void rs_gpu_operation_kernel_ch_stop(const void* handle);
+/* v7: a kernel phase (parent: its kernel channel) and its KernelPhaseStop state. */
+void* rs_gpu_operation_kernel_phase_start(const void* parent, uint32_t phase, uint64_t ptimer);
+void rs_gpu_operation_kernel_phase_stopped_at(const void* handle, uint64_t ptimer);
 /* A proxy step's state: its bytes. */
 void rs_gpu_operation_proxy_step_state(const void* handle, ncclProfilerEventState_t state,
                                        const ncclProfilerEventStateArgs_v5_t* args);

@@ -1,14 +1,16 @@
-/* rankscope's NCCL profiler plugin (libnccl-profiler-rankscope.so): the ncclProfiler_v5 (NCCL
- * 2.28) and ncclProfiler_v4 (NCCL 2.27) tables. NCCL calls them from inside the training
- * process; the plugin turns each collective / send / receive into one record (gpu_ring.h) in
- * the process's shared region, which rankscope's recorder reads.
+/* rankscope's NCCL profiler plugin (libnccl-profiler-rankscope.so): the ncclProfiler_v7 (NCCL
+ * 2.31), _v6 (2.29, 2.30), _v5 (2.28) and _v4 (2.27) tables; NCCL takes the newest it knows.
+ * NCCL calls them from inside the training process; the plugin turns each collective / send /
+ * receive into one record (gpu_ring.h) in the process's shared region, which rankscope's
+ * recorder reads. What a version adds: v5 the API events; v6 copy-engine collectives (counted
+ * only: no device time); v7 a user tag per call and the kernel channels' phases.
  *
  * The events, as NCCL sends them:
  *   host thread: [GroupApi] CollApi/P2pApi (v5) -> KernelLaunch (v5) -> Group -> Coll/P2p
  *     start and stop ("enqueued");
- *   NCCL's proxy thread: KernelCh start (the channel's device start time) and its
- *     KernelChStop state (device stop time), ProxyOp per channel and peer, ProxyStep per
- *     network transfer with its size.
+ *   NCCL's proxy thread (2.31: its profiler thread): KernelCh start (the channel's device
+ *     start time), v7's KernelPhase events, the KernelChStop state (device stop time),
+ *     ProxyOp per channel and peer, ProxyStep per network transfer with its size.
  * Numbering (exact, so records join the recorder's NCCL call rows): a collective's seq counts
  * its communicator's collective calls from 1 -- v5 counts CollApi events (NCCL starts them
  * only for calls that passed its argument checks) and the Coll event finds its call through
@@ -218,9 +220,19 @@ static int start_device_event(void** handle, uint64_t type, const void* parent, 
     case ncclProfileProxyStep:
       *handle = rs_gpu_operation_child_start(parent, RS_GPU_H_PROXY_OP, RS_GPU_H_PROXY_STEP);
       break;
-    default: /* ProxyCtrl, NetPlugin */
+    default: /* ProxyCtrl, NetPlugin, CeSync, CeBatch */
       break;
   }
+  return NCCL_SUCCESS;
+}
+
+/* v6+: a collective on the copy engines. NCCL starts its event at the launch with the call's
+ * CollApi event as parent and stops it once the copies are enqueued; no device time ever comes
+ * (ce_coll.cc, ncclLaunchCeColl): counted in the header, no record, no handle. Its call keeps
+ * its number (the CollApi event counted it), so later collectives' numbers stay exact. */
+static int copy_engine_collective(void) {
+  struct rs_gpu_ring_header* h = rs_gpu_region_header();
+  if (h != NULL) count(&h->ops_copy_engine);
   return NCCL_SUCCESS;
 }
 
@@ -259,6 +271,11 @@ static int record_event_state(void* handle, ncclProfilerEventState_t state,
       break;
     case RS_GPU_H_PROXY_STEP:
       rs_gpu_operation_proxy_step_state(handle, state, args);
+      break;
+    case RS_GPU_H_KERNEL_PHASE:
+      if (state == ncclProfilerKernelPhaseStop && args != NULL) {
+        rs_gpu_operation_kernel_phase_stopped_at(handle, args->kernelCh.pTimer);
+      }
       break;
     default:
       break;
@@ -332,6 +349,71 @@ static int start_v5(void* context, void** handle, ncclProfilerEventDescr_v5_t* d
 
 EXPORT ncclProfiler_v5_t ncclProfiler_v5 = {
     "rankscope", init_v5, start_v5, stop_event, record_event_state, finalize,
+};
+
+/* ---- version 6: v5's events and the copy-engine collectives ---- */
+
+static int init_v6(void** context, uint64_t comm_id, int* mask, const char* name, int n_nodes,
+                   int nranks, int rank, ncclDebugLogger_t log) {
+  (void)n_nodes;
+  return init_common(context, 6, comm_id, mask, name, nranks, rank, log);
+}
+
+static int start_v6(void* context, void** handle, ncclProfilerEventDescr_v6_t* d) {
+  *handle = NULL;
+  struct rs_gpu_context* ctx = context;
+  if (d == NULL || !rs_gpu_context_usable(ctx)) return NCCL_SUCCESS;
+  struct rs_gpu_task t;
+  memset(&t, 0, sizeof(t));
+  t.parent = d->parentObj;
+  switch (d->type) {
+    START_COMMON_EVENTS
+    case ncclProfileCeColl:
+      return copy_engine_collective();
+    default:
+      break;
+  }
+  return start_host_event(ctx, handle, d->type, &t);
+}
+
+EXPORT ncclProfiler_v6_t ncclProfiler_v6 = {
+    "rankscope", init_v6, start_v6, stop_event, record_event_state, finalize,
+};
+
+/* ---- version 7: v6's events, each call's user tag, the kernel channels' phases ---- */
+
+static int init_v7(void** context, uint64_t comm_id, int* mask, const char* name, int n_nodes,
+                   int nranks, int rank, ncclDebugLogger_t log) {
+  (void)n_nodes;
+  return init_common(context, 7, comm_id, mask, name, nranks, rank, log);
+}
+
+static int start_v7(void* context, void** handle, ncclProfilerEventDescr_v7_t* d) {
+  *handle = NULL;
+  struct rs_gpu_context* ctx = context;
+  if (d == NULL || !rs_gpu_context_usable(ctx)) return NCCL_SUCCESS;
+  struct rs_gpu_task t;
+  memset(&t, 0, sizeof(t));
+  t.parent = d->parentObj;
+  switch (d->type) {
+    START_COMMON_EVENTS
+    case ncclProfileCeColl:
+      return copy_engine_collective();
+    case ncclProfileKernelPhase:
+      *handle = rs_gpu_operation_kernel_phase_start(d->parentObj, d->kernelPhase.phaseId,
+                                                    d->kernelPhase.pTimer);
+      return NCCL_SUCCESS;
+    default:
+      break;
+  }
+  /* The tag NCCL copied from the call's config into its task's event. */
+  if (d->type == ncclProfileColl) t.user_tag = d->coll.userTag;
+  if (d->type == ncclProfileP2p) t.user_tag = d->p2p.userTag;
+  return start_host_event(ctx, handle, d->type, &t);
+}
+
+EXPORT ncclProfiler_v7_t ncclProfiler_v7 = {
+    "rankscope", init_v7, start_v7, stop_event, record_event_state, finalize,
 };
 
 /* ---- version 4: no API or launch events, a one-byte type, init's arguments reordered ---- */

@@ -296,7 +296,7 @@ TEST_F(V5, WrittenAtTheHostStopWhenTheDeviceWasFirst) {
   ProfilerDriver* d = Comm(0xa8);
   d->Launch({d->Collective("AllReduce", 4)});
   ProfilerDriver::Call call = d->Collective("AllReduce", 8);
-  ncclProfilerEventDescr_v5_t desc;
+  ncclProfilerEventDescr_v7_t desc;
   std::memset(&desc, 0, sizeof(desc));
   desc.type = ncclProfileColl;
   desc.parentObj = call.api;

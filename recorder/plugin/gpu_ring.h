@@ -50,7 +50,7 @@ extern "C" {
 
 #define RS_GPU_RING_NAME "rankscope-gpu"
 #define RS_GPU_RING_MAGIC 0x53504f5550475352ULL /* "RSGPUOPS" little-endian */
-#define RS_GPU_RING_VERSION 2
+#define RS_GPU_RING_VERSION 3
 #define RS_GPU_HEADER_BYTES 4096
 #define RS_GPU_SLOT_COUNT 1024    /* operations in flight per process */
 #define RS_GPU_RING_RECORDS 8192  /* finished records kept for the reader */
@@ -114,6 +114,9 @@ enum rs_gpu_state {
 #define RS_GPU_DEVICE_TIME_BACKWARDS (1u << 3) /* a channel stopped at a device time before the
                                                 * operation's start: that stop time is not
                                                 * used (no end, no clock sample) */
+#define RS_GPU_KERNEL_PHASES (1u << 4) /* v7: its channels reported kernel phases; the sync
+                                        * fields hold their longest (0: none of that phase,
+                                        * which NCCL reports only when it lasted) */
 
 struct rs_gpu_op {
   uint64_t stamp;          /* ring: index + 1 once complete; slot: non-zero while in use */
@@ -132,6 +135,11 @@ struct rs_gpu_op {
   uint64_t count;          /* elements, as NCCL reports them (AllGather/Broadcast: bytes) */
   uint64_t net_bytes_sent; /* bytes the proxy sent over the network (ProxyStep sizes) */
   uint64_t net_bytes_recv; /* bytes the proxy received */
+  uint64_t user_tag;       /* v7: the call's ncclCollConfig_t.userProfilerTag; 0: untagged */
+  int64_t initial_sync_ns; /* v7 (RS_GPU_KERNEL_PHASES): the longest initial_sync phase of its
+                            * channels, device ns -- how long its kernel waited at the opening
+                            * barrier for its peers; no clock conversion involved */
+  int64_t final_sync_ns;   /* v7: the longest final_sync phase (the closing barrier) */
   int32_t rank;
   int32_t nranks;
   int32_t peer;            /* send/receive: the peer; Broadcast/Reduce: the root; else -1 */
@@ -156,7 +164,8 @@ struct rs_gpu_ring_header {
   uint32_t slot_count;
   uint32_t ring_records;
   int32_t pid;           /* the process that created the region */
-  int32_t api_version;   /* the profiler API NCCL uses with the plugin: 5 or 4 (0 before init) */
+  int32_t api_version;   /* the profiler API NCCL uses with the plugin: 7, 6, 5 or 4 (0 before
+                          * init) */
   uint32_t reserved0;
   uint64_t head;         /* records written to the ring (atomic) */
   int64_t reader_heartbeat_ns; /* written by the recorder at every read (atomic) */
@@ -168,6 +177,9 @@ struct rs_gpu_ring_header {
   char plugin_version[32]; /* the plugin's own version string */
   int64_t created_ns;    /* when the plugin made the region */
   int64_t startup_until_ns; /* end of the startup window (RS_GPU_STARTUP_WINDOW_MS); 0: none */
+  uint64_t ops_copy_engine; /* v6+: collectives NCCL ran on the copy engines (CeColl events):
+                             * counted, not recorded -- the profiler API gives them no device
+                             * time (atomic) */
 };
 
 #define RS_GPU_REGION_BYTES(slots, records)                                       \
@@ -175,11 +187,11 @@ struct rs_gpu_ring_header {
    (uint64_t)(records) * sizeof(struct rs_gpu_op))
 
 #ifdef __cplusplus
-static_assert(sizeof(struct rs_gpu_op) == 144, "rs_gpu_op layout");
+static_assert(sizeof(struct rs_gpu_op) == 168, "rs_gpu_op layout");
 static_assert(sizeof(struct rs_gpu_ring_header) <= RS_GPU_HEADER_BYTES, "header fits");
 } /* extern "C" */
 #else
-_Static_assert(sizeof(struct rs_gpu_op) == 144, "rs_gpu_op layout");
+_Static_assert(sizeof(struct rs_gpu_op) == 168, "rs_gpu_op layout");
 _Static_assert(sizeof(struct rs_gpu_ring_header) <= RS_GPU_HEADER_BYTES, "header fits");
 #endif
 

@@ -1,11 +1,13 @@
 // Calls a profiler plugin's table as NCCL does, for one communicator, without NCCL: the
 // plugin's tests and its benchmark drive rankscope's plugin with it. The host side follows
-// NCCL 2.28 (v5: GroupApi, CollApi / P2pApi, KernelLaunch, Group, Coll / P2p; the activation
-// mask read once per call, at its start) and NCCL 2.27's order for v4 (no API or launch
-// events; the mask read when the call appends its task); the device side is what NCCL's proxy
-// thread reports (KernelCh with device timestamps, ProxyOp / ProxyStep with the states NCCL's
-// network proxy records). Only events the call's mask asks for are started, and only events
-// that got a handle are stopped, as in NCCL.
+// NCCL 2.28-2.31 (v5+: GroupApi, CollApi / P2pApi, KernelLaunch, Group, Coll / P2p; the
+// activation mask read once per call, at its start) and NCCL 2.27's order for v4 (no API or
+// launch events; the mask read when the call appends its task); the device side is what NCCL's
+// proxy thread reports (KernelCh with device timestamps, v7's KernelPhase, ProxyOp / ProxyStep
+// with the states NCCL's network proxy records). Events are made as v7 describes them and
+// passed down to an older table through NCCL's adapters (rscore/nccl_profiler.h). Only events
+// the call's mask asks for are started, and only events that got a handle are stopped, as in
+// NCCL.
 #pragma once
 
 #include <unistd.h>
@@ -20,13 +22,25 @@ namespace rs_test {
 
 class ProfilerDriver {
  public:
-  // One communicator of the plugin, initialized through the v5 or the v4 table.
+  // One communicator of the plugin, initialized through the v7, v6, v5 or v4 table.
+  ProfilerDriver(const ncclProfiler_v7_t* v7, uint64_t hash, int nranks, int rank)
+      : version_(7), v7_(v7), rank_(rank) {
+    Use(v7);
+    init_result_ = v7->init(&ctx_, hash, &mask_, "driver", 1, nranks, rank, nullptr);
+  }
+  ProfilerDriver(const ncclProfiler_v6_t* v6, uint64_t hash, int nranks, int rank)
+      : version_(6), v6_(v6), rank_(rank) {
+    Use(v6);
+    init_result_ = v6->init(&ctx_, hash, &mask_, "driver", 1, nranks, rank, nullptr);
+  }
   ProfilerDriver(const ncclProfiler_v5_t* v5, uint64_t hash, int nranks, int rank)
-      : v5_(v5), rank_(rank) {
+      : version_(5), v5_(v5), rank_(rank) {
+    Use(v5);
     init_result_ = v5->init(&ctx_, hash, &mask_, "driver", 1, nranks, rank, nullptr);
   }
   ProfilerDriver(const ncclProfiler_v4_t* v4, uint64_t hash, int nranks, int rank)
-      : v4_(v4), rank_(rank) {
+      : version_(4), v4_(v4), rank_(rank) {
+    Use(v4);
     init_result_ = v4->init(&ctx_, &mask_, "driver", hash, 1, nranks, rank, nullptr);
   }
   ~ProfilerDriver() { Finalize(); }
@@ -42,7 +56,7 @@ class ProfilerDriver {
   }
   void* context() const { return ctx_; }
   void Finalize() {
-    if (ctx_ != nullptr) (v5_ != nullptr ? v5_->finalize : v4_->finalize)(ctx_);
+    if (ctx_ != nullptr) finalize_(ctx_);
     ctx_ = nullptr;
   }
 
@@ -56,13 +70,14 @@ class ProfilerDriver {
     int mask = 0;  // the activation mask NCCL read for it
     const char* algo = "RING";  // collectives: what NCCL chose at launch
     const char* proto = "SIMPLE";
+    uint64_t user_tag = 0;  // v7: ncclCollConfig_t.userProfilerTag
     void* api = nullptr;
     void* group_api = nullptr;
   };
   // ncclGroupStart: the GroupApi event of the user's group (v5), its calls at depth 2.
   void GroupStart() {
-    if (v5_ == nullptr) return;
-    ncclProfilerEventDescr_v5_t g = Descr(ncclProfileGroupApi);
+    if (version_ < 5) return;
+    ncclProfilerEventDescr_v7_t g = Descr(ncclProfileGroupApi);
     g.groupApi.groupDepth = 2;
     group_api_ = Start(g);
     Record(group_api_, ncclProfilerGroupStartApiStop, nullptr);
@@ -104,8 +119,8 @@ class ProfilerDriver {
     if (calls.empty()) return tasks;
     const int mask = calls.front().mask;
     void* launch = nullptr;
-    if (v5_ != nullptr && (mask & ncclProfileKernelLaunch)) {
-      ncclProfilerEventDescr_v5_t d = Descr(ncclProfileKernelLaunch);
+    if (version_ >= 5 && (mask & ncclProfileKernelLaunch)) {
+      ncclProfilerEventDescr_v7_t d = Descr(ncclProfileKernelLaunch);
       d.parentObj = calls.front().group_api;
       launch = Start(d);
     }
@@ -115,7 +130,7 @@ class ProfilerDriver {
       Task t;
       t.mask = c.mask;
       if (c.mask & (c.p2p ? ncclProfileP2p : ncclProfileColl)) {
-        ncclProfilerEventDescr_v5_t d = Descr(c.p2p ? ncclProfileP2p : ncclProfileColl);
+        ncclProfilerEventDescr_v7_t d = Descr(c.p2p ? ncclProfileP2p : ncclProfileColl);
         d.parentObj = c.api;
         d.rank = rank_;
         if (c.p2p) {
@@ -125,6 +140,7 @@ class ProfilerDriver {
           d.p2p.peer = c.root;
           d.p2p.nChannels = channels;
           d.p2p.parentGroup = group;
+          d.p2p.userTag = c.user_tag;
         } else {
           d.coll.seqNumber = nccl_seq_[Func(c.func)]++;
           d.coll.func = c.func;
@@ -136,6 +152,7 @@ class ProfilerDriver {
           d.coll.algo = c.algo;
           d.coll.proto = c.proto;
           d.coll.parentGroup = group;
+          d.coll.userTag = c.user_tag;
         }
         t.handle = Start(d);
       } else if (!c.p2p) {
@@ -154,7 +171,7 @@ class ProfilerDriver {
   // ---- the device, as NCCL's proxy thread reports it ----
   void* KernelChStart(const Task& t, uint64_t ptimer) {
     if (t.handle == nullptr || !(t.mask & ncclProfileKernelCh)) return nullptr;
-    ncclProfilerEventDescr_v5_t d = Descr(ncclProfileKernelCh);
+    ncclProfilerEventDescr_v7_t d = Descr(ncclProfileKernelCh);
     d.parentObj = t.handle;
     d.kernelCh.pTimer = ptimer;
     return Start(d);
@@ -167,11 +184,39 @@ class ProfilerDriver {
     Record(channel, ncclProfilerKernelChStop, &a);
     Stop(channel);
   }
+  // v7: one phase of a channel (NCCL 2.31 reports them just before the channel's stop).
+  void KernelPhase(void* channel, uint8_t phase, uint64_t start, uint64_t stop) {
+    if (channel == nullptr || !(mask() & ncclProfileKernelPhase)) return;
+    ncclProfilerEventDescr_v7_t d = Descr(ncclProfileKernelPhase);
+    d.parentObj = channel;
+    d.kernelPhase.phaseId = phase;
+    d.kernelPhase.pTimer = start;
+    void* h = Start(d);
+    if (h == nullptr) return;
+    ncclProfilerEventStateArgs_v7_t a;
+    std::memset(&a, 0, sizeof(a));
+    a.kernelCh.pTimer = stop;
+    Record(h, ncclProfilerKernelPhaseStop, &a);
+    Stop(h);
+  }
+  // v6+: a collective NCCL runs on the copy engines instead of a kernel (ncclLaunchCeColl).
+  void CopyEngineCollective(const Call& c) {
+    if (!(c.mask & ncclProfileCeColl)) return;
+    ncclProfilerEventDescr_v7_t d = Descr(ncclProfileCeColl);
+    d.parentObj = c.api;
+    d.rank = rank_;
+    d.ceColl.func = c.func;
+    d.ceColl.count = c.count;
+    d.ceColl.datatype = c.datatype;
+    d.ceColl.syncStrategy = "UC";
+    d.ceColl.userTag = c.user_tag;
+    Stop(Start(d));
+  }
   void* ProxyOpStart(const Task& t, int peer, bool send, int steps, pid_t pid = getpid()) {
     if (t.handle == nullptr || !(t.mask & (ncclProfileProxyOp | ncclProfileProxyStep))) {
       return nullptr;
     }
-    ncclProfilerEventDescr_v5_t d = Descr(ncclProfileProxyOp);
+    ncclProfilerEventDescr_v7_t d = Descr(ncclProfileProxyOp);
     d.parentObj = t.handle;
     d.rank = rank_;
     d.proxyOp.pid = pid;
@@ -183,7 +228,7 @@ class ProfilerDriver {
   }
   void* ProxyStepStart(void* op, int step) {
     if (op == nullptr) return nullptr;
-    ncclProfilerEventDescr_v5_t d = Descr(ncclProfileProxyStep);
+    ncclProfilerEventDescr_v7_t d = Descr(ncclProfileProxyStep);
     d.parentObj = op;
     d.rank = rank_;
     d.proxyStep.step = step;
@@ -213,28 +258,42 @@ class ProfilerDriver {
   }
 
   // ---- the table's calls ----
-  void* Start(const ncclProfilerEventDescr_v5_t& d) {
+  // Through NCCL's adapters down to the table in use (null: the version has no such event).
+  void* Start(const ncclProfilerEventDescr_v7_t& d) {
     void* h = reinterpret_cast<void*>(0xdead);  // the plugin must set it
-    if (v5_ != nullptr) {
-      ncclProfilerEventDescr_v5_t copy = d;
-      v5_->startEvent(ctx_, &h, &copy);
-      return h;
+    ncclProfilerEventDescr_v7_t copy = d;
+    ncclProfilerEventDescr_v6_t o6;
+    ncclProfilerEventDescr_v5_t o5;
+    ncclProfilerEventDescr_v4_t o4;
+    if (v7_ != nullptr) {
+      v7_->startEvent(ctx_, &h, &copy);
+    } else if (!rs::NcclProfilerDescrV6(d, &o6)) {
+      return nullptr;
+    } else if (v6_ != nullptr) {
+      v6_->startEvent(ctx_, &h, &o6);
+    } else if (!rs::NcclProfilerDescrV5(o6, &o5)) {
+      return nullptr;
+    } else if (v5_ != nullptr) {
+      v5_->startEvent(ctx_, &h, &o5);
+    } else if (rs::NcclProfilerDescrV4(o5, &o4)) {
+      v4_->startEvent(ctx_, &h, &o4);
+    } else {
+      return nullptr;  // v4 has no API events
     }
-    ncclProfilerEventDescr_v4_t o;
-    if (!rs::NcclProfilerDescrV4(d, &o)) return nullptr;  // v4 has no API events
-    v4_->startEvent(ctx_, &h, &o);
     return h;
   }
   void Stop(void* h) {
-    if (h != nullptr) (v5_ != nullptr ? v5_->stopEvent : v4_->stopEvent)(h);
+    if (h != nullptr) stop_(h);
   }
   void Record(void* h, ncclProfilerEventState_t s, ncclProfilerEventStateArgs_v5_t* a) {
-    if (h != nullptr) (v5_ != nullptr ? v5_->recordEventState : v4_->recordEventState)(h, s, a);
+    if (h == nullptr) return;
+    if (version_ < 7 && s == ncclProfilerKernelPhaseStop) return;  // as NCCL's adapters
+    record_(h, s, a);
   }
 
  private:
-  static ncclProfilerEventDescr_v5_t Descr(uint64_t type) {
-    ncclProfilerEventDescr_v5_t d;
+  static ncclProfilerEventDescr_v7_t Descr(uint64_t type) {
+    ncclProfilerEventDescr_v7_t d;
     std::memset(&d, 0, sizeof(d));
     d.type = type;
     return d;
@@ -246,11 +305,17 @@ class ProfilerDriver {
     }
     return 5;
   }
+  template <typename Table>
+  void Use(const Table* t) {
+    stop_ = t->stopEvent;
+    record_ = t->recordEventState;
+    finalize_ = t->finalize;
+  }
   void ApiCall(Call* c, uint64_t type, int group_depth) {
     c->mask = mask();  // NCCL reads the mask once per call
-    if (v5_ == nullptr) return;
+    if (version_ < 5) return;
     if (group_depth == 1) {
-      ncclProfilerEventDescr_v5_t g = Descr(ncclProfileGroupApi);
+      ncclProfilerEventDescr_v7_t g = Descr(ncclProfileGroupApi);
       g.groupApi.groupDepth = 1;
       group_api_ = Start(g);
       Record(group_api_, ncclProfilerGroupStartApiStop, nullptr);
@@ -262,17 +327,19 @@ class ProfilerDriver {
                              : (ncclProfileP2pApi | ncclProfileP2p | ncclProfileProxyOp |
                                 ncclProfileProxyStep | ncclProfileKernelCh);
     if (c->mask & api_mask) {
-      ncclProfilerEventDescr_v5_t d = Descr(type);
+      ncclProfilerEventDescr_v7_t d = Descr(type);
       d.parentObj = group_api_;
       if (type == ncclProfileCollApi) {
         d.collApi.func = c->func;
         d.collApi.count = c->count;
         d.collApi.datatype = c->datatype;
         d.collApi.root = c->root;
+        d.collApi.userTag = c->user_tag;
       } else {
         d.p2pApi.func = c->func;
         d.p2pApi.count = c->count;
         d.p2pApi.datatype = c->datatype;
+        d.p2pApi.userTag = c->user_tag;
       }
       c->api = Start(d);
       Stop(c->api);
@@ -280,8 +347,14 @@ class ProfilerDriver {
     if (group_depth == 1) Record(group_api_, ncclProfilerGroupEndApiStart, nullptr);
   }
 
+  int version_ = 0;
+  const ncclProfiler_v7_t* v7_ = nullptr;
+  const ncclProfiler_v6_t* v6_ = nullptr;
   const ncclProfiler_v5_t* v5_ = nullptr;
   const ncclProfiler_v4_t* v4_ = nullptr;
+  int (*stop_)(void*) = nullptr;
+  int (*record_)(void*, ncclProfilerEventState_t, ncclProfilerEventStateArgs_v5_t*) = nullptr;
+  int (*finalize_)(void*) = nullptr;
   int rank_ = 0;
   void* ctx_ = nullptr;
   int& mask_ = NcclMask();

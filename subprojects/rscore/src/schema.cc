@@ -172,7 +172,11 @@ CREATE TABLE gpu_ops (
   clock_error_ns  INTEGER,           -- bound of the GPU -> host clock conversion; NULL: unbounded
   net_bytes_sent  INTEGER,           -- bytes NCCL's proxy sent / received over the network
   net_bytes_recv  INTEGER,
-  state           TEXT NOT NULL      -- 'enqueued' | 'started' | 'completed' (at the recording's end)
+  state           TEXT NOT NULL,     -- 'enqueued' | 'started' | 'completed' (at the recording's end)
+  user_tag        INTEGER,           -- profiler API v7: the call's user tag (NULL: untagged or older API)
+  initial_sync_ns INTEGER,           -- v7: longest initial_sync kernel phase of its channels (device ns;
+                                     -- the wait at the kernel's opening barrier); NULL: not reported
+  final_sync_ns   INTEGER            -- v7: longest final_sync phase (the closing barrier)
 ) STRICT;
 -- TCP retransmissions
 CREATE TABLE tcp_events (

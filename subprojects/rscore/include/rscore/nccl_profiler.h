@@ -1,13 +1,18 @@
-/* The NCCL profiler plugin interface, versions 5 (NCCL 2.28) and 4 (NCCL 2.27): the structs
- * NCCL passes to a plugin found as libnccl-profiler.so (or NCCL_PROFILER_PLUGIN), written
- * here with the same layouts, type names and enum values so that a plugin built against this
- * header is loaded by NCCL, and so that the test bed's NCCL library calls a plugin exactly as
- * NCCL does. Versions 1-3 are left out: they carry no device timestamps.
+/* The NCCL profiler plugin interface, versions 7 (NCCL 2.31), 6 (NCCL 2.29-2.30), 5 (NCCL 2.28)
+ * and 4 (NCCL 2.27): the structs NCCL passes to a plugin found as libnccl-profiler.so (or
+ * NCCL_PROFILER_PLUGIN), written here with the same layouts, type names and enum values so
+ * that a plugin built against this header is loaded by NCCL, and so that the test bed's NCCL
+ * library calls a plugin exactly as NCCL does. Versions 1-3 are left out: they carry no
+ * device timestamps. Layouts from NCCL's src/include/plugin/profiler/profiler_v{4,5,6,7}.h
+ * (2.30.7 for v6, the 2.31 development branch for v7).
  *
- * A plugin exports a variable `ncclProfiler_v5` (and/or `ncclProfiler_v4`); NCCL looks the
- * newest one up first. Every function returns an ncclResult_t, written here as int (the
- * enum's size and values are those of nccl.h: 0 = ncclSuccess). Only `init` may return an
- * error (NCCL then runs without the plugin). C and C++. */
+ * A plugin exports a variable `ncclProfiler_v7` (and/or _v6, _v5, _v4); NCCL looks the newest
+ * one it knows up first (src/plugin/profiler.cc, ncclProfilerPluginLoad) and adapts its own
+ * events down to an older table, dropping what that version lacks (v6 and older: no
+ * KernelPhase events, no user tags; v5 and older: no copy-engine events). Every function
+ * returns an ncclResult_t, written here as int (the enum's size and values are those of
+ * nccl.h: 0 = ncclSuccess). Only `init` may return an error (NCCL then runs without the
+ * plugin). C and C++. */
 #ifndef RSCORE_NCCL_PROFILER_H_
 #define RSCORE_NCCL_PROFILER_H_
 
@@ -35,7 +40,12 @@ enum {
   ncclProfileGroupApi = (1 << 8),     /* v5: ncclGroupStart/End as the user called them */
   ncclProfileCollApi = (1 << 9),      /* v5: a collective API call */
   ncclProfileP2pApi = (1 << 10),      /* v5: a send/recv API call */
-  ncclProfileKernelLaunch = (1 << 11) /* v5: the kernel launch on the stream */
+  ncclProfileKernelLaunch = (1 << 11), /* v5: the kernel launch on the stream */
+  ncclProfileCeColl = (1 << 12),       /* v6: a collective run by the copy engines */
+  ncclProfileCeSync = (1 << 13),       /* v6: a copy-engine collective's synchronization */
+  ncclProfileCeBatch = (1 << 14),      /* v6: a batch of a copy-engine collective's copies */
+  ncclProfileKernelPhase = (1 << 15)   /* v7: one phase of a kernel channel (NCCL then turns
+                                        * KernelCh on as well) */
 };
 
 typedef enum {
@@ -63,11 +73,29 @@ typedef enum {
   ncclProfilerNetPluginUpdate = 21,
   ncclProfilerKernelChStop = 22,      /* the channel finished; args carry its stop time */
   ncclProfilerGroupStartApiStop = 23, /* v5: ncclGroupStart returned */
-  ncclProfilerGroupEndApiStart = 24   /* v5: ncclGroupEnd was called */
+  ncclProfilerGroupEndApiStart = 24,  /* v5: ncclGroupEnd was called */
+  ncclProfilerCeCollStart = 25,       /* 25-30: v6's copy-engine states */
+  ncclProfilerCeCollComplete = 26,
+  ncclProfilerCeSyncStart = 27,
+  ncclProfilerCeSyncComplete = 28,
+  ncclProfilerCeBatchStart = 29,
+  ncclProfilerCeBatchComplete = 30,
+  ncclProfilerKernelPhaseStop = 31 /* v7: a kernel phase ended; args->kernelCh.pTimer */
 } ncclProfilerEventState_t;
 
 typedef ncclProfilerEventState_t ncclProfilerEventState_v4_t;
 typedef ncclProfilerEventState_t ncclProfilerEventState_v5_t;
+typedef ncclProfilerEventState_t ncclProfilerEventState_v6_t;
+typedef ncclProfilerEventState_t ncclProfilerEventState_v7_t;
+
+/* v7's kernel phases (the descriptor's kernelPhase.phaseId): NCCL 2.31 reports, per channel,
+ * the kernel's stretch from its start until its opening barrier with its peers passed, the
+ * work, and the closing barrier to its stop; a phase of zero length is not reported. */
+enum {
+  ncclProfilerKernelPhaseInitialSync = 0,
+  ncclProfilerKernelPhaseCompute = 1,
+  ncclProfilerKernelPhaseFinalSync = 2
+};
 
 /* NCCL's logger: level 0 none, 1 version, 2 warn, 3 info, 4 abort, 5 trace; flags = subsystems. */
 typedef void (*ncclDebugLogger_t)(int level, unsigned long flags, const char* file, int line,
@@ -172,6 +200,240 @@ typedef struct {
   int (*finalize)(void* context);
 } ncclProfiler_v5_t;
 
+/* ---- version 6 (NCCL 2.29, 2.30): v5's members and the copy-engine events ---- */
+typedef struct {
+  uint64_t type;
+  void* parentObj; /* CeColl: its CollApi event; CeSync / CeBatch: their CeColl event */
+  int rank;
+  union {
+    struct {
+      bool graphCaptured;
+      int groupDepth;
+    } groupApi;
+    struct {
+      const char* func;
+      size_t count;
+      const char* datatype;
+      int root;
+      void* stream;
+      bool graphCaptured;
+    } collApi;
+    struct {
+      const char* func;
+      size_t count;
+      const char* datatype;
+      void* stream;
+      bool graphCaptured;
+    } p2pApi;
+    struct {
+      void* stream;
+    } kernelLaunch;
+    struct {
+      uint64_t seqNumber;
+      const char* func;
+      const void* sendBuff;
+      void* recvBuff;
+      size_t count;
+      int root;
+      const char* datatype;
+      uint8_t nChannels;
+      uint8_t nWarps;
+      const char* algo;
+      const char* proto;
+      void* parentGroup;
+    } coll;
+    struct {
+      const char* func;
+      void* buff;
+      const char* datatype;
+      size_t count;
+      int peer;
+      uint8_t nChannels;
+      void* parentGroup;
+    } p2p;
+    struct {
+      pid_t pid;
+      uint8_t channelId;
+      int peer;
+      int nSteps;
+      int chunkSize;
+      int isSend;
+    } proxyOp;
+    struct {
+      int step;
+    } proxyStep;
+    struct {
+      uint8_t channelId;
+      uint64_t pTimer;
+    } kernelCh;
+    struct {
+      int64_t id;
+      void* data;
+    } netPlugin;
+    struct {
+      uint64_t seqNumber; /* the communicator's copy-engine collectives, from 0 */
+      const char* func;   /* "AllGather", "AlltoAll", "Gather", "Scatter" */
+      const void* sendBuff;
+      void* recvBuff;
+      size_t count;
+      int root;
+      const char* datatype;
+      const char* syncStrategy; /* "MC" (NVLS multicast) or "UC" */
+      bool intraBatchSync;
+      uint32_t batchSize;
+      uint32_t numBatches;
+      uint32_t ceSeqNum;
+      void* stream;
+    } ceColl;
+    struct {
+      bool isComplete;
+      int nRanks;
+    } ceCollSync;
+    struct {
+      int numOps;
+      size_t totalBytes;
+      bool useIntraSync;
+    } ceCollBatch;
+  };
+} ncclProfilerEventDescr_v6_t;
+
+typedef ncclProfilerEventStateArgs_v5_t ncclProfilerEventStateArgs_v6_t;
+
+typedef struct {
+  const char* name;
+  int (*init)(void** context, uint64_t commId, int* eActivationMask, const char* commName,
+              int nNodes, int nranks, int rank, ncclDebugLogger_t logfn);
+  int (*startEvent)(void* context, void** eHandle, ncclProfilerEventDescr_v6_t* eDescr);
+  int (*stopEvent)(void* eHandle);
+  int (*recordEventState)(void* eHandle, ncclProfilerEventState_v6_t eState,
+                          ncclProfilerEventStateArgs_v6_t* eStateArgs);
+  int (*finalize)(void* context);
+} ncclProfiler_v6_t;
+
+/* ---- version 7 (NCCL 2.31): v6's members, a user tag per call, the kernel's phases ---- */
+typedef struct {
+  uint64_t type;
+  void* parentObj; /* KernelPhase: its KernelCh event */
+  int rank;
+  union {
+    struct {
+      bool graphCaptured;
+      int groupDepth;
+    } groupApi;
+    struct {
+      const char* func;
+      size_t count;
+      const char* datatype;
+      int root;
+      void* stream;
+      bool graphCaptured;
+      uint64_t userTag; /* ncclCollConfig_t.userProfilerTag of the call; 0: untagged */
+    } collApi;
+    struct {
+      const char* func;
+      size_t count;
+      const char* datatype;
+      void* stream;
+      bool graphCaptured;
+      uint64_t userTag;
+    } p2pApi;
+    struct {
+      void* stream;
+    } kernelLaunch;
+    struct {
+      uint64_t seqNumber;
+      const char* func;
+      const void* sendBuff;
+      void* recvBuff;
+      size_t count;
+      int root;
+      const char* datatype;
+      uint8_t nChannels;
+      uint8_t nWarps;
+      const char* algo;
+      const char* proto;
+      void* parentGroup;
+      const char* kernelVariant;
+      bool isSymColl; /* a symmetric-memory kernel */
+      uint64_t userTag;
+    } coll;
+    struct {
+      const char* func;
+      void* buff;
+      const char* datatype;
+      size_t count;
+      int peer;
+      uint8_t nChannels;
+      void* parentGroup;
+      uint64_t userTag;
+    } p2p;
+    struct {
+      pid_t pid;
+      uint8_t channelId;
+      int peer;
+      int nSteps;
+      int chunkSize;
+      int isSend;
+    } proxyOp;
+    struct {
+      int step;
+    } proxyStep;
+    struct {
+      uint8_t channelId;
+      uint64_t pTimer;
+    } kernelCh;
+    struct {
+      int64_t id;
+      void* data;
+    } netPlugin;
+    struct {
+      uint64_t seqNumber;
+      const char* func;
+      const void* sendBuff;
+      void* recvBuff;
+      size_t count;
+      int root;
+      const char* datatype;
+      const char* syncStrategy;
+      bool intraBatchSync;
+      uint32_t batchSize;
+      uint32_t numBatches;
+      uint32_t ceSeqNum;
+      void* stream;
+      uint64_t userTag;
+    } ceColl;
+    struct {
+      bool isComplete;
+      int nRanks;
+    } ceCollSync;
+    struct {
+      int numOps;
+      size_t totalBytes;
+      bool useIntraSync;
+    } ceCollBatch;
+    struct {
+      uint8_t channelId;
+      uint8_t phaseId; /* ncclProfilerKernelPhase* */
+      const char* phaseName; /* "initial_sync", "compute", "final_sync" */
+      uint64_t pTimer;       /* the device's globaltimer at the phase's start */
+    } kernelPhase;
+  };
+} ncclProfilerEventDescr_v7_t;
+
+/* The same members as v5's (a KernelPhaseStop carries its stop time in kernelCh.pTimer). */
+typedef ncclProfilerEventStateArgs_v5_t ncclProfilerEventStateArgs_v7_t;
+
+typedef struct {
+  const char* name;
+  int (*init)(void** context, uint64_t commId, int* eActivationMask, const char* commName,
+              int nNodes, int nranks, int rank, ncclDebugLogger_t logfn);
+  int (*startEvent)(void* context, void** eHandle, ncclProfilerEventDescr_v7_t* eDescr);
+  int (*stopEvent)(void* eHandle);
+  int (*recordEventState)(void* eHandle, ncclProfilerEventState_v7_t eState,
+                          ncclProfilerEventStateArgs_v7_t* eStateArgs);
+  int (*finalize)(void* context);
+} ncclProfiler_v7_t;
+
 /* ---- version 4 (NCCL 2.27): no API events, a one-byte type, init's arguments in another
  * order; Coll's parent is the Group event ---- */
 typedef struct {
@@ -241,6 +503,100 @@ typedef struct {
 #include <cstring>
 
 namespace rs {
+
+// NCCL's adapters to older tables, as NCCL 2.31 passes its events down. Every member an older
+// version has is the same member, at the same place, in the newer one's union (the newer
+// versions only add members at the end of a struct, and new structs): copying the older
+// struct's size of the newer member is copying its members.
+template <typename Older, typename Newer>
+inline void NcclProfilerCopyMember(Older* out, const Newer& in) {
+  std::memcpy(static_cast<void*>(out), static_cast<const void*>(&in), sizeof(Older));
+}
+
+// A v7 event as NCCL's v6 adapter passes it: false for a KernelPhase event (v6 has none);
+// user tags, the kernel variant and isSymColl are dropped.
+inline bool NcclProfilerDescrV6(const ncclProfilerEventDescr_v7_t& d,
+                                ncclProfilerEventDescr_v6_t* out) {
+  ncclProfilerEventDescr_v6_t o;
+  std::memset(&o, 0, sizeof(o));
+  o.type = d.type;
+  o.parentObj = d.parentObj;
+  o.rank = d.rank;
+  switch (d.type) {
+    case ncclProfileGroup:
+    case ncclProfileProxyCtrl:
+      break;
+    case ncclProfileGroupApi:
+      NcclProfilerCopyMember(&o.groupApi, d.groupApi);
+      break;
+    case ncclProfileCollApi:
+      NcclProfilerCopyMember(&o.collApi, d.collApi);
+      break;
+    case ncclProfileP2pApi:
+      NcclProfilerCopyMember(&o.p2pApi, d.p2pApi);
+      break;
+    case ncclProfileKernelLaunch:
+      NcclProfilerCopyMember(&o.kernelLaunch, d.kernelLaunch);
+      break;
+    case ncclProfileColl:
+      NcclProfilerCopyMember(&o.coll, d.coll);
+      break;
+    case ncclProfileP2p:
+      NcclProfilerCopyMember(&o.p2p, d.p2p);
+      break;
+    case ncclProfileProxyOp:
+      NcclProfilerCopyMember(&o.proxyOp, d.proxyOp);
+      break;
+    case ncclProfileProxyStep:
+      NcclProfilerCopyMember(&o.proxyStep, d.proxyStep);
+      break;
+    case ncclProfileKernelCh:
+      NcclProfilerCopyMember(&o.kernelCh, d.kernelCh);
+      break;
+    case ncclProfileNetPlugin:
+      NcclProfilerCopyMember(&o.netPlugin, d.netPlugin);
+      break;
+    case ncclProfileCeColl:
+      NcclProfilerCopyMember(&o.ceColl, d.ceColl);
+      break;
+    case ncclProfileCeSync:
+      NcclProfilerCopyMember(&o.ceCollSync, d.ceCollSync);
+      break;
+    case ncclProfileCeBatch:
+      NcclProfilerCopyMember(&o.ceCollBatch, d.ceCollBatch);
+      break;
+    default:
+      return false;  // KernelPhase
+  }
+  *out = o;
+  return true;
+}
+
+// A v6 event as NCCL's v5 adapter passes it: false for the copy-engine events (v5 has none;
+// NCCL's adapter also clears their bits from the mask a v5 plugin returns).
+inline bool NcclProfilerDescrV5(const ncclProfilerEventDescr_v6_t& d,
+                                ncclProfilerEventDescr_v5_t* out) {
+  if (d.type == ncclProfileCeColl || d.type == ncclProfileCeSync || d.type == ncclProfileCeBatch) {
+    return false;
+  }
+  ncclProfilerEventDescr_v5_t o;
+  std::memset(&o, 0, sizeof(o));
+  o.type = d.type;
+  o.parentObj = d.parentObj;
+  o.rank = d.rank;
+  // v5's union is v6's without the copy-engine members: the same bytes for every other type.
+  std::memcpy(static_cast<void*>(&o.coll), static_cast<const void*>(&d.coll), sizeof(o) -
+              offsetof(ncclProfilerEventDescr_v5_t, coll));
+  *out = o;
+  return true;
+}
+
+// A v7 event as it reaches a v5 (or, through NcclProfilerDescrV4, a v4) plugin.
+inline bool NcclProfilerDescrV5(const ncclProfilerEventDescr_v7_t& d,
+                                ncclProfilerEventDescr_v5_t* out) {
+  ncclProfilerEventDescr_v6_t v6;
+  return NcclProfilerDescrV6(d, &v6) && NcclProfilerDescrV5(v6, out);
+}
 
 // A v5 event as NCCL's v4 adapter passes it to a v4 plugin: the same members, Coll's and P2p's
 // parent is their Group event; false for the API events (GroupApi, CollApi, P2pApi,
