@@ -64,6 +64,27 @@ TEST(GpuDecode, CompletedCollectiveHasEveryColumn) {
   EXPECT_EQ(row->state, "completed");
 }
 
+// Profiler API v7: the user tag and the kernel phases; older records leave them NULL.
+TEST(GpuDecode, UserTagAndSyncPhasesOnlyWhereReported) {
+  auto old_api = DecodeGpuOp(Record(RS_GPU_ALL_REDUCE));
+  ASSERT_TRUE(old_api);
+  EXPECT_FALSE(old_api->user_tag);
+  EXPECT_FALSE(old_api->initial_sync_ns);
+  EXPECT_FALSE(old_api->final_sync_ns);
+  rs_gpu_op op = Record(RS_GPU_ALL_REDUCE);
+  op.user_tag = 1200;
+  op.flags = RS_GPU_KERNEL_PHASES;
+  op.initial_sync_ns = 85'000;
+  op.final_sync_ns = 0;  // not reported: NCCL leaves out a phase of zero length
+  auto row = DecodeGpuOp(op);
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->user_tag, 1200);
+  EXPECT_EQ(row->initial_sync_ns, 85'000);
+  EXPECT_EQ(row->final_sync_ns, 0);
+  op.initial_sync_ns = -5;  // a forged record: never a negative wait
+  EXPECT_EQ(DecodeGpuOp(op)->initial_sync_ns, 0);
+}
+
 // Without an API event (profiler API v4), or one that does not come first, the task's.
 TEST(GpuDecode, EnqueueIsTheTasksEventWithoutAnEarlierApiCall) {
   rs_gpu_op op = Record(RS_GPU_ALL_REDUCE);

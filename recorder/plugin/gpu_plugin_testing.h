@@ -43,6 +43,14 @@ inline const ncclProfiler_v5_t* PluginV5() {
   void* lib = PluginLibrary();
   return lib ? static_cast<const ncclProfiler_v5_t*>(dlsym(lib, "ncclProfiler_v5")) : nullptr;
 }
+inline const ncclProfiler_v7_t* PluginV7() {
+  void* lib = PluginLibrary();
+  return lib ? static_cast<const ncclProfiler_v7_t*>(dlsym(lib, "ncclProfiler_v7")) : nullptr;
+}
+inline const ncclProfiler_v6_t* PluginV6() {
+  void* lib = PluginLibrary();
+  return lib ? static_cast<const ncclProfiler_v6_t*>(dlsym(lib, "ncclProfiler_v6")) : nullptr;
+}
 inline const ncclProfiler_v4_t* PluginV4() {
   void* lib = PluginLibrary();
   return lib ? static_cast<const ncclProfiler_v4_t*>(dlsym(lib, "ncclProfiler_v4")) : nullptr;
