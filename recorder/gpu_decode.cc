@@ -110,6 +110,9 @@ std::optional<GpuOpRow> DecodeGpuOp(const rs_gpu_op& op) {
   row.net_bytes_sent = static_cast<int64_t>(op.net_bytes_sent);
   row.net_bytes_recv = static_cast<int64_t>(op.net_bytes_recv);
   if (op.user_tag != 0) row.user_tag = static_cast<int64_t>(op.user_tag);
+  if (op.flags & RS_GPU_V7_TASK) {
+    row.kernel_symmetric = (op.flags & RS_GPU_SYMMETRIC_KERNEL) ? 1 : 0;
+  }
   if (op.flags & RS_GPU_KERNEL_PHASES) {
     row.initial_sync_ns = op.initial_sync_ns >= 0 ? op.initial_sync_ns : 0;
     row.final_sync_ns = op.final_sync_ns >= 0 ? op.final_sync_ns : 0;

@@ -33,6 +33,9 @@ struct GpuOpRow {
   // SQLite's signed 64 bits), the longest initial / final sync phase of its channels in device
   // ns (NULL: no phases reported; 0: none of that phase, which NCCL reports only when it lasted).
   std::optional<int64_t> user_tag, initial_sync_ns, final_sync_ns;
+  // v7: 1 where NCCL ran it with a symmetric-memory kernel (its initial_sync is the wait at an
+  // opening barrier with its peers), 0 another kernel; NULL: an older profiler API.
+  std::optional<int64_t> kernel_symmetric;
   std::string state;  // 'enqueued' | 'started' | 'completed'
   // A device time ran backwards (the plugin's RS_GPU_DEVICE_TIME_BACKWARDS, or an end before
   // the start in the record): the times that disagree are left NULL, never used.

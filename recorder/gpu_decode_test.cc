@@ -71,9 +71,12 @@ TEST(GpuDecode, UserTagAndSyncPhasesOnlyWhereReported) {
   EXPECT_FALSE(old_api->user_tag);
   EXPECT_FALSE(old_api->initial_sync_ns);
   EXPECT_FALSE(old_api->final_sync_ns);
+  EXPECT_FALSE(old_api->kernel_symmetric);
   rs_gpu_op op = Record(RS_GPU_ALL_REDUCE);
   op.user_tag = 1200;
-  op.flags = RS_GPU_KERNEL_PHASES;
+  op.flags = RS_GPU_KERNEL_PHASES | RS_GPU_V7_TASK;
+  EXPECT_EQ(DecodeGpuOp(op)->kernel_symmetric, 0);
+  op.flags |= RS_GPU_SYMMETRIC_KERNEL;
   op.initial_sync_ns = 85'000;
   op.final_sync_ns = 0;  // not reported: NCCL leaves out a phase of zero length
   auto row = DecodeGpuOp(op);
@@ -81,6 +84,7 @@ TEST(GpuDecode, UserTagAndSyncPhasesOnlyWhereReported) {
   EXPECT_EQ(row->user_tag, 1200);
   EXPECT_EQ(row->initial_sync_ns, 85'000);
   EXPECT_EQ(row->final_sync_ns, 0);
+  EXPECT_EQ(row->kernel_symmetric, 1);
   op.initial_sync_ns = -5;  // a forged record: never a negative wait
   EXPECT_EQ(DecodeGpuOp(op)->initial_sync_ns, 0);
 }

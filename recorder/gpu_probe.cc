@@ -54,7 +54,7 @@ rs::Result<rs::Statement> PrepareGpuInsert(rs::Db& db) {
                        " nccl_seq, count, datatype, bytes, peer, root, algorithm, protocol,"
                        " channels, device_start_ns, device_end_ns, clock_error_ns,"
                        " net_bytes_sent, net_bytes_recv, state, user_tag, initial_sync_ns,"
-                       " final_sync_ns");
+                       " final_sync_ns, kernel_symmetric");
 }
 
 rs::Result<void> WriteGpuRow(rs::Statement& st, const GpuOpRow& row, const std::string& node,
@@ -73,6 +73,7 @@ rs::Result<void> WriteGpuRow(rs::Statement& st, const GpuOpRow& row, const std::
   st.Bind(21, wall_opt(row.device_end_mono_ns)).Bind(22, row.clock_error_ns);
   st.Bind(23, row.net_bytes_sent).Bind(24, row.net_bytes_recv).Bind(25, row.state);
   st.Bind(26, row.user_tag).Bind(27, row.initial_sync_ns).Bind(28, row.final_sync_ns);
+  st.Bind(29, row.kernel_symmetric);
   return st.Run();
 }
 

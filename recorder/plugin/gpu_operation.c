@@ -150,7 +150,7 @@ void* rs_gpu_operation_enqueue(struct rs_gpu_context* ctx, const struct rs_gpu_t
   op->state = RS_GPU_ENQUEUED;
   op->channels = t->channels;
   op->user_tag = t->user_tag;
-  op->flags = flags;
+  op->flags = flags | t->flags;
   rs_gpu_slot_info(index)->launch_ns = __atomic_load_n(&ctx->launch_ns, __ATOMIC_RELAXED);
   rs_gpu_slot_publish(index, gen);
   return rs_gpu_slot_handle(RS_GPU_H_TASK, index, gen);

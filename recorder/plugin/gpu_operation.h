@@ -25,6 +25,7 @@ struct rs_gpu_task {
   int peer;
   uint8_t channels;
   uint64_t user_tag;  /* v7 */
+  uint32_t flags;     /* v7: RS_GPU_V7_TASK, RS_GPU_SYMMETRIC_KERNEL */
   const void* parent; /* v5+: the CollApi / P2pApi handle */
 };
 

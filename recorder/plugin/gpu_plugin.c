@@ -406,9 +406,14 @@ static int start_v7(void* context, void** handle, ncclProfilerEventDescr_v7_t* d
     default:
       break;
   }
-  /* The tag NCCL copied from the call's config into its task's event. */
-  if (d->type == ncclProfileColl) t.user_tag = d->coll.userTag;
-  if (d->type == ncclProfileP2p) t.user_tag = d->p2p.userTag;
+  /* The tag NCCL copied from the call's config into its task's event, and the kernel. */
+  if (d->type == ncclProfileColl) {
+    t.user_tag = d->coll.userTag;
+    t.flags = RS_GPU_V7_TASK | (d->coll.isSymColl ? RS_GPU_SYMMETRIC_KERNEL : 0);
+  } else if (d->type == ncclProfileP2p) {
+    t.user_tag = d->p2p.userTag;
+    t.flags = RS_GPU_V7_TASK;
+  }
   return start_host_event(ctx, handle, d->type, &t);
 }
 

@@ -68,8 +68,11 @@ TEST_F(V7, ChosenWithTheKernelPhasesInTheFullMask) {
 TEST_F(V7, KeepsTheLongestSyncPhasesAndTheUserTag) {
   ProfilerDriver::Call c = d_->Collective("AllReduce", 1024);
   c.user_tag = 42;
+  c.symmetric = true;
   const rs_gpu_op r = Run(c, {{5000, 20000, 300}, {7000, 18000, 0}});
   EXPECT_EQ(r.user_tag, 42u);
+  EXPECT_EQ(r.flags & (RS_GPU_V7_TASK | RS_GPU_SYMMETRIC_KERNEL),
+            RS_GPU_V7_TASK | RS_GPU_SYMMETRIC_KERNEL);
   EXPECT_NE(r.flags & RS_GPU_KERNEL_PHASES, 0u);
   EXPECT_EQ(r.initial_sync_ns, 7000);
   EXPECT_EQ(r.final_sync_ns, 300);
@@ -81,6 +84,7 @@ TEST_F(V7, NoPhasesNoFlagAndAnUnreportedPhaseIsZero) {
   const rs_gpu_op none = Run(d_->Collective("AllReduce", 8), {{0, 0, 0}}, false);
   EXPECT_EQ(none.flags & RS_GPU_KERNEL_PHASES, 0u);
   EXPECT_EQ(none.user_tag, 0u);  // untagged
+  EXPECT_EQ(none.flags & (RS_GPU_V7_TASK | RS_GPU_SYMMETRIC_KERNEL), RS_GPU_V7_TASK);
   const rs_gpu_op compute_only = Run(d_->Collective("AllReduce", 8), {{0, 9000, 0}});
   EXPECT_NE(compute_only.flags & RS_GPU_KERNEL_PHASES, 0u);
   EXPECT_EQ(compute_only.initial_sync_ns, 0);

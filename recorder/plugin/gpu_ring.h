@@ -114,6 +114,11 @@ enum rs_gpu_state {
 #define RS_GPU_DEVICE_TIME_BACKWARDS (1u << 3) /* a channel stopped at a device time before the
                                                 * operation's start: that stop time is not
                                                 * used (no end, no clock sample) */
+#define RS_GPU_V7_TASK (1u << 5)         /* made from a v7 Coll / P2p event: user_tag and the
+                                         * kernel variant below are known */
+#define RS_GPU_SYMMETRIC_KERNEL (1u << 6) /* v7: NCCL ran it with a symmetric-memory kernel,
+                                           * whose initial_sync phase ends when its opening
+                                           * barrier with its peers passed */
 #define RS_GPU_KERNEL_PHASES (1u << 4) /* v7: its channels reported kernel phases; the sync
                                         * fields hold their longest (0: none of that phase,
                                         * which NCCL reports only when it lasted) */
@@ -137,8 +142,11 @@ struct rs_gpu_op {
   uint64_t net_bytes_recv; /* bytes the proxy received */
   uint64_t user_tag;       /* v7: the call's ncclCollConfig_t.userProfilerTag; 0: untagged */
   int64_t initial_sync_ns; /* v7 (RS_GPU_KERNEL_PHASES): the longest initial_sync phase of its
-                            * channels, device ns -- how long its kernel waited at the opening
-                            * barrier for its peers; no clock conversion involved */
+                            * channels, device ns, no clock conversion involved. A symmetric
+                            * kernel's (RS_GPU_SYMMETRIC_KERNEL) ends when its opening barrier
+                            * with its peers passed: how long it waited for them. NCCL 2.31's
+                            * other kernels (src/device/common.h, ncclKernelMain) end it once
+                            * their work is loaded, before any exchange: no wait for a peer */
   int64_t final_sync_ns;   /* v7: the longest final_sync phase (the closing barrier) */
   int32_t rank;
   int32_t nranks;

@@ -71,6 +71,7 @@ class ProfilerDriver {
     const char* algo = "RING";  // collectives: what NCCL chose at launch
     const char* proto = "SIMPLE";
     uint64_t user_tag = 0;  // v7: ncclCollConfig_t.userProfilerTag
+    bool symmetric = false;  // v7: NCCL chose a symmetric-memory kernel
     void* api = nullptr;
     void* group_api = nullptr;
   };
@@ -153,6 +154,7 @@ class ProfilerDriver {
           d.coll.proto = c.proto;
           d.coll.parentGroup = group;
           d.coll.userTag = c.user_tag;
+          d.coll.isSymColl = c.symmetric;
         }
         t.handle = Start(d);
       } else if (!c.p2p) {

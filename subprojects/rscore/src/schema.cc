@@ -176,7 +176,9 @@ CREATE TABLE gpu_ops (
   user_tag        INTEGER,           -- profiler API v7: the call's user tag (NULL: untagged or older API)
   initial_sync_ns INTEGER,           -- v7: longest initial_sync kernel phase of its channels (device ns;
                                      -- the wait at the kernel's opening barrier); NULL: not reported
-  final_sync_ns   INTEGER            -- v7: longest final_sync phase (the closing barrier)
+  final_sync_ns   INTEGER,           -- v7: longest final_sync phase (the closing barrier)
+  kernel_symmetric INTEGER           -- v7: 1 a symmetric-memory kernel (its initial_sync is the wait
+                                     -- at a barrier with its peers), 0 another; NULL: older API
 ) STRICT;
 -- TCP retransmissions
 CREATE TABLE tcp_events (
