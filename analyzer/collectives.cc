@@ -55,6 +55,13 @@ int64_t ComparedDuration(const Collective& g, const NcclCall& c) {
   return c.in_flight() || !c.host_seen ? -1 : c.dur;
 }
 
+// What a rank waited inside a collective, on its own device clock: its barrier wait where every
+// rank's kernel measured one, else its device duration (the late rank's is the shortest).
+int64_t WaitedInside(const Collective& g, const NcclCall& c) {
+  if (g.barrier_basis) return *c.device->barrier_wait_ns;
+  return g.done >= 0 ? ComparedDuration(g, c) : -1;
+}
+
 rs::Result<CollectiveData> LoadCollectives(rs::Db& db) {
   CollectiveData out;
   // Communicator management and point-to-point calls do not rendezvous by (comm, seq).
@@ -285,9 +292,9 @@ GroupSamples SampleGroup(const CollectiveData& data, const Collective& g, const 
   // participant waited least; -1 on a tie).
   int64_t longest = -1, shortest = -1;
   int32_t least = -1;
-  if (g.device_basis && g.done >= 0) {
+  if (g.barrier_basis || (g.device_basis && g.done >= 0)) {
     for (size_t k = g.begin; k < g.end; ++k) {
-      int64_t d = ComparedDuration(g, data.calls[k]);
+      int64_t d = WaitedInside(g, data.calls[k]);
       longest = std::max(longest, d);
       if (shortest < 0 || d < shortest) {
         shortest = d;
@@ -326,7 +333,7 @@ GroupSamples SampleGroup(const CollectiveData& data, const Collective& g, const 
     int64_t plain = c.arrival - g.first_arrival;
     int64_t own =
         h ? std::clamp<int64_t>(c.arrival - std::max(g.first_arrival, free), 0, plain) : plain;
-    int64_t wait = longest >= 0 ? longest - ComparedDuration(g, c) : -1;
+    int64_t wait = longest >= 0 ? longest - WaitedInside(g, c) : -1;
     int64_t own_wait =
         h && wait >= 0 ? std::min(wait, std::max<int64_t>(0, c.arrival - free)) : wait;
     out.late.push_back(own);

@@ -325,7 +325,7 @@ NcclCall Timed(int32_t p, uint64_t comm, int64_t seq, int64_t start, int64_t end
   c.op = "ALL_REDUCE";
   c.ts = device ? start - 5 : start;
   c.dur = device ? 1 : end - start;
-  if (device) c.device = DeviceOp{start - 5, start, end, 0, "completed"};
+  if (device) c.device = DeviceOp{start - 5, start, end, 0, "completed", std::nullopt};
   return c;
 }
 

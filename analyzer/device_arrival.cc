@@ -13,6 +13,8 @@ rs::Result<void> JoinDeviceOps(rs::Db& db, CollectiveData& data) {
   if (!data.gpu_ops_table) return rs::Ok();
   // (participant, comm, seq) -> its earliest call: the one grouping keeps.
   std::map<std::tuple<int32_t, uint64_t, int64_t>, size_t> first_call;
+  // Recordings of profiler API v7 hold the kernel's phases (older bundles lack the columns).
+  ASSIGN_OR_RETURN(bool phases, rs::HasColumn(db, "gpu_ops", "kernel_symmetric"));
   for (size_t k = 0; k < data.calls.size(); ++k) {
     const NcclCall& c = data.calls[k];
     auto [it, added] = first_call.emplace(std::make_tuple(c.participant, c.comm, c.seq), k);
@@ -22,7 +24,9 @@ rs::Result<void> JoinDeviceOps(rs::Db& db, CollectiveData& data) {
       rs::Statement st,
       db.Prepare("SELECT g.node, g.pid, p.rank, g.rank, g.nranks, g.comm_id_hash, g.seq, g.op,"
                  " g.timestamp_ns, g.device_start_ns, g.device_end_ns, g.clock_error_ns, g.state,"
-                 " g.count, g.datatype, g.root, p.comm"
+                 " g.count, g.datatype, g.root, p.comm, " +
+                 std::string(phases ? "CASE WHEN g.kernel_symmetric = 1 THEN g.initial_sync_ns END"
+                                    : "NULL") +
                  " FROM gpu_ops g LEFT JOIN processes p ON p.node = g.node AND p.pid = g.pid"
                  " WHERE g.comm_id_hash IS NOT NULL AND g.seq IS NOT NULL"
                  "   AND g.op NOT IN ('SEND', 'RECV')"));
@@ -47,6 +51,8 @@ rs::Result<void> JoinDeviceOps(rs::Db& db, CollectiveData& data) {
     op.state = st.Text(12);
     // A device time without the start it follows is not a device arrival.
     if (!op.start_ns) op.end_ns.reset();
+    op.barrier_wait_ns = st.OptInt(17);
+    if (op.barrier_wait_ns && *op.barrier_wait_ns < 0) op.barrier_wait_ns.reset();
     auto key = std::make_tuple(p, comm, seq);
     auto it = first_call.find(key);
     if (it != first_call.end()) {
@@ -93,15 +99,18 @@ rs::Result<void> JoinDeviceOps(rs::Db& db, CollectiveData& data) {
 
 void SetArrivals(CollectiveData& data, bool device) {
   data.device_collectives = 0;
+  data.barrier_collectives = 0;
   for (Participant& p : data.participants) {
     p.device_clock_error_ns = 0;
     p.device_unbounded = 0;
   }
   for (Collective& g : data.collectives) {
     g.device_basis = device;
+    g.barrier_basis = device;
     for (size_t k = g.begin; k < g.end; ++k) {
       const NcclCall& c = data.calls[k];
-      if (!c.device || !c.device->start_ns) g.device_basis = false;
+      if (!c.device || !c.device->start_ns) g.device_basis = g.barrier_basis = false;
+      if (g.barrier_basis && !c.device->barrier_wait_ns) g.barrier_basis = false;
     }
     int64_t done = 0;
     for (size_t k = g.begin; k < g.end; ++k) {
@@ -138,6 +147,7 @@ void SetArrivals(CollectiveData& data, bool device) {
     }
     if (tie) g.last = -1;
     if (g.matched() && g.device_basis) ++data.device_collectives;
+    if (g.matched() && g.barrier_basis) ++data.barrier_collectives;
   }
 }
 
@@ -167,12 +177,13 @@ WaitOrdering OrderByWaits(const CollectiveData& data, int32_t late, bool other_n
   std::vector<int64_t> bounds, own, others;
   std::vector<int64_t> theirs;
   for (const Collective& g : data.collectives) {
-    if (!g.compared() || !g.device_basis || g.done < 0) continue;
+    if (!g.compared() || !g.device_basis || (g.done < 0 && !g.barrier_basis)) continue;
     int64_t mine = -1;
     theirs.clear();
     for (size_t k = g.begin; k < g.end; ++k) {
       const NcclCall& c = data.calls[k];
-      int64_t d = *c.device->end_ns - *c.device->start_ns;
+      int64_t d =
+          g.barrier_basis ? *c.device->barrier_wait_ns : *c.device->end_ns - *c.device->start_ns;
       if (c.participant == late) {
         mine = d;
       } else if (!other_nodes || data.participants[c.participant].node != node) {
@@ -183,7 +194,11 @@ WaitOrdering OrderByWaits(const CollectiveData& data, int32_t late, bool other_n
     int64_t them = Quantile(theirs, 0.5);
     own.push_back(mine);
     others.push_back(them);
-    bounds.push_back(them - 2 * mine);  // their wait - its wait - the end-spread allowance
+    // Barrier waits are measured: every rank leaves the barrier when the last one reached it,
+    // so the late rank arrived their wait - its wait later. Durations are a model: their
+    // wait - its wait - the end-spread allowance.
+    bounds.push_back(g.barrier_basis ? them - mine : them - 2 * mine);
+    if (g.barrier_basis) ++out.barrier_collectives;
   }
   out.collectives = static_cast<int64_t>(bounds.size());
   if (bounds.empty()) return out;

@@ -43,12 +43,17 @@ int64_t ExcludeEnqueueEntries(CollectiveData& data);
 // within about one transfer after the last arrival, which is the last arrival's own duration.
 // So the late rank arrived at least d_q - 2 d_p later. This rests on how collectives end (a
 // model, not a measured bound; the test bed's ends agree within a fraction of that).
+// Where every rank's kernel timed its wait at an opening barrier (Collective::barrier_basis:
+// NCCL 2.31's symmetric kernels), that wait replaces the duration: measured, no allowance.
 struct WaitOrdering {
-  bool determined = false;       // the median lower bound below is positive
-  int64_t collectives = 0;       // compared: on device, ended everywhere
-  int64_t own_wait_ns = 0;       // the late rank's median device duration
-  int64_t others_wait_ns = 0;    // median over collectives of the others' median duration
-  int64_t late_at_least_ns = 0;  // median over collectives of others - own - allowance
+  bool determined = false;          // the median lower bound below is positive
+  int64_t collectives = 0;          // compared: on device, ended everywhere
+  int64_t barrier_collectives = 0;  // ... of them on measured barrier waits
+  int64_t own_wait_ns = 0;          // the late rank's median device duration
+  int64_t others_wait_ns = 0;       // median over collectives of the others' median duration
+  int64_t late_at_least_ns = 0;     // median over collectives of others - own - allowance
+  // Every compared collective on measured barrier waits: a measurement, no model.
+  bool measured() const { return collectives > 0 && barrier_collectives == collectives; }
 };
 
 // `late` is the late rank (a node-level straggler's latest rank); the others are every other

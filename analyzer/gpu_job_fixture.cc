@@ -35,9 +35,10 @@ class Writer {
     if (job_.gpu_ops_table) {
       ASSIGN_OR_RETURN(gpu_, db_.Prepare("INSERT INTO gpu_ops(node, timestamp_ns, pid, tid, op,"
                                          " rank, nranks, comm_id_hash, seq, count, datatype, bytes,"
-                                         " device_start_ns, device_end_ns, clock_error_ns, state)"
+                                         " device_start_ns, device_end_ns, clock_error_ns, state,"
+                                         " initial_sync_ns, kernel_symmetric)"
                                          " VALUES (?,?,?,?,'ALL_REDUCE',?,?,?,?,?,'float32',?,?,?,"
-                                         "?,?)"));
+                                         "?,?,?,?)"));
     }
     ASSIGN_OR_RETURN(cuda_, db_.Prepare("INSERT INTO cuda_events(node, timestamp_ns, duration_ns,"
                                         " pid, tid, api, library, stream, state, stack_id)"
@@ -92,7 +93,8 @@ class Writer {
               job_.blocking ? end[g] + 10'000 + U(20'000) - enqueue[g] : 8'000 + U(4'000);
           call_exit[g] = enqueue[g] + call;
           RETURN_IF_ERROR(Call(g, seq, enqueue[g], call));
-          RETURN_IF_ERROR(Device(g, seq, enqueue[g], start[g], end[g], "completed"));
+          RETURN_IF_ERROR(
+              Device(g, seq, enqueue[g], start[g], end[g], "completed", last - start[g]));
         }
         if (lossy) RETURN_IF_ERROR(Repairs(last, transfer));
         ++seq;
@@ -145,7 +147,8 @@ class Writer {
   }
 
   rs::Result<void> Device(int g, int64_t seq, int64_t enqueue, std::optional<int64_t> start,
-                          std::optional<int64_t> end, const char* state) {
+                          std::optional<int64_t> end, const char* state,
+                          std::optional<int64_t> barrier_wait = std::nullopt) {
     if (!job_.gpu_ops || !job_.gpu_ops_table) return rs::Ok();
     const int64_t pid = JobPid(job_, g);
     if (step_ < job_.device_from_step) return rs::Ok();
@@ -158,6 +161,9 @@ class Writer {
     gpu_.Bind(1, JobNode(Node(g))).Bind(2, enqueue).Bind(3, pid).Bind(4, pid).Bind(5, g);
     gpu_.Bind(6, Ranks()).Bind(7, kComm).Bind(8, seq).Bind(9, kCount).Bind(10, 4 * kCount);
     gpu_.Bind(11, start).Bind(12, end).Bind(13, bound).Bind(14, state);
+    const bool timed = job_.symmetric_kernels && barrier_wait;
+    gpu_.Bind(15, timed ? std::optional<int64_t>(*barrier_wait + U(2'000)) : std::nullopt);
+    gpu_.Bind(16, job_.symmetric_kernels ? std::optional<int64_t>(1) : std::nullopt);
     return gpu_.Run();
   }
 

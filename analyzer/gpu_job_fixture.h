@@ -52,6 +52,9 @@ struct GpuJob {
   bool hang_enqueues = false;  // the hung rank enqueues the step's first collective, but its
                                // device never starts it (false: it never enqueues it)
   int64_t hang_recorded_ns = 3'000'000'000;  // recorded after the hang step's last call
+  // Profiler API v7 with symmetric-memory kernels: each row's initial_sync_ns is its wait at the
+  // kernel's opening barrier (the last device start - its own, plus up to 2 us).
+  bool symmetric_kernels = false;
 };
 
 // Global rank g runs on node g / ranks_per_node as pid 1000 + 100 * node + local rank.

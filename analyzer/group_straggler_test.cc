@@ -22,7 +22,7 @@ struct Job {
     c.op = "ALL_REDUCE";
     c.ts = start - 5;
     c.dur = 1;
-    c.device = DeviceOp{start - 5, start, end, 0, "completed"};
+    c.device = DeviceOp{start - 5, start, end, 0, "completed", std::nullopt};
     calls.push_back(c);
   }
   // Per step s: each rank's arrival after the group's base time in tp and in dp.

@@ -86,7 +86,8 @@ void UndeterminedOnSharedKernel(Straggler& s, const std::vector<std::string>& ma
   e.summary = s.node + " ran on one kernel with " + names +
               " (the same boot_id): their ranks' host work shares one set of CPUs and one "
               "scheduler, so a host-bound lateness that no competitor outside the job, disk or "
-              "network explains is not shown to be " + s.node + "'s own";
+              "network explains is not shown to be " +
+              s.node + "'s own";
   s.evidence.push_back(std::move(e));
 }
 
@@ -130,19 +131,32 @@ void AddOrderingEvidence(const LatenessCandidate& c, const Participant& who, Str
   if (c.by_waits) {
     Evidence w;
     w.kind = "waits";
-    w.summary = "in " + std::to_string(c.waits.collectives) + " collectives its device waited " +
-                FormatNs(c.waits.own_wait_ns) + " inside each (median) and the others' " +
-                FormatNs(c.waits.others_wait_ns) +
-                ", each read on its own device clock (no conversion or alignment error); as "
-                "every rank ends a collective within about the last arrival's transfer time, "
-                "it arrived at least " +
-                FormatNs(c.waits.late_at_least_ns) +
-                " later (median). Confidence at most medium: this rests on how collectives "
-                "end, not on a measured bound";
+    if (c.waits.measured()) {
+      // NCCL 2.31's symmetric kernels time their opening barrier (the initial_sync phase):
+      // every rank leaves it when the last one reached it.
+      w.summary = "in " + std::to_string(c.waits.collectives) + " collectives its kernel waited " +
+                  FormatNs(c.waits.own_wait_ns) +
+                  " at the opening barrier with its peers (median) and the others' " +
+                  FormatNs(c.waits.others_wait_ns) +
+                  ", each timed by NCCL on its own device clock (no conversion or alignment "
+                  "error): it reached the barrier " +
+                  FormatNs(c.waits.late_at_least_ns) + " after them (median)";
+    } else {
+      w.summary = "in " + std::to_string(c.waits.collectives) + " collectives its device waited " +
+                  FormatNs(c.waits.own_wait_ns) + " inside each (median) and the others' " +
+                  FormatNs(c.waits.others_wait_ns) +
+                  ", each read on its own device clock (no conversion or alignment error); as "
+                  "every rank ends a collective within about the last arrival's transfer time, "
+                  "it arrived at least " +
+                  FormatNs(c.waits.late_at_least_ns) +
+                  " later (median). Confidence at most medium: this rests on how collectives "
+                  "end, not on a measured bound";
+    }
     w.values = {{"collectives", static_cast<double>(c.waits.collectives)},
                 {"own_wait_ns", static_cast<double>(c.waits.own_wait_ns)},
                 {"others_wait_ns", static_cast<double>(c.waits.others_wait_ns)},
-                {"late_at_least_ns", static_cast<double>(c.waits.late_at_least_ns)}};
+                {"late_at_least_ns", static_cast<double>(c.waits.late_at_least_ns)},
+                {"barrier_collectives", static_cast<double>(c.waits.barrier_collectives)}};
     s.evidence.push_back(std::move(w));
   }
 }
@@ -343,8 +357,8 @@ void FindLateArrivals(Straggler& s, const CollectiveData& data) {
     if (p.node != s.node || std::find(s.pids.begin(), s.pids.end(), p.pid) == s.pids.end()) {
       continue;
     }
-    all.push_back(LateArrival{g.comm, g.seq, data.calls[g.begin].op, p.pid, p.rank,
-                              g.last_arrival, g.last_arrival - g.first_arrival});
+    all.push_back(LateArrival{g.comm, g.seq, data.calls[g.begin].op, p.pid, p.rank, g.last_arrival,
+                              g.last_arrival - g.first_arrival});
   }
   s.late_arrivals_total = static_cast<int64_t>(all.size());
   if (all.size() > kMaxLateArrivals) {

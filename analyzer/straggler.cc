@@ -128,7 +128,7 @@ void RateCandidate(LatenessCandidate& c) {
   double frac = c.collectives ? static_cast<double>(c.last_count) / c.collectives : 0;
   if (!c.determined) {
     c.confidence = Confidence::kUndetermined;
-  } else if (c.z >= 4 && c.collectives >= 5 && !c.by_waits) {
+  } else if (c.z >= 4 && c.collectives >= 5 && (!c.by_waits || c.waits.measured())) {
     c.confidence = Confidence::kHigh;
   } else if (c.z >= 2) {
     c.confidence = Confidence::kMedium;  // also from waits where the z-score would make it high
