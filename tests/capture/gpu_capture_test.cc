@@ -134,7 +134,14 @@ TEST_F(GpuCapture, EveryOperationJoinsItsCallOnEveryRank) {
     pids += (pids.empty() ? "" : ", ") + pid;
     launched += std::stoi(values["rank" + std::to_string(r) + "_ops"]);
     SCOPED_TRACE("rank " + std::to_string(r) + " pid " + pid);
-    EXPECT_EQ(Int("SELECT nccl_profiler_api FROM processes WHERE pid = " + pid), 5);
+    EXPECT_EQ(Int("SELECT nccl_profiler_api FROM processes WHERE pid = " + pid), 7);
+    // Profiler API v7 through the recorder: every collective ran a non-symmetric kernel that
+    // reported its phases (no sync phase: 0), untagged; sends and receives report no phases.
+    EXPECT_EQ(Text("SELECT group_concat(k, ', ') FROM (SELECT DISTINCT (op IN ('SEND', 'RECV'))"
+                   " || ':' || kernel_symmetric || ':' || ifnull(initial_sync_ns, 'null') || ':' ||"
+                   " ifnull(user_tag, 'null') AS k FROM gpu_ops WHERE pid = " +
+                   pid + " ORDER BY k)"),
+              "0:0:0:null, 1:0:null:null");
     EXPECT_EQ(Int("SELECT nccl_rank FROM processes WHERE pid = " + pid), r);
     // Its operations, by kind: the root communicator's and the split child's.
     EXPECT_EQ(Text("SELECT group_concat(op || ' ' || n, ', ') FROM (SELECT op, COUNT(*) AS n"

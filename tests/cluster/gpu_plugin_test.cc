@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <map>
@@ -59,7 +60,7 @@ int ChildFindsPlugin(const char* setting) {
     ncclComm_t comm = nullptr;
     if (ncclCommInitRank(&comm, 2, id, 1) != ncclSuccess) _exit(2);
     std::optional<rec::GpuRingReader> ring = OpenOwnRing();
-    const bool loaded = PluginMapped() && ring && ring->header().api_version == 5 &&
+    const bool loaded = PluginMapped() && ring && ring->header().api_version == 7 &&
                         ring->header().comms == 1 && ring->header().pid == getpid();
     _exit(loaded ? 1 : 0);
   }
@@ -210,7 +211,7 @@ TEST(GpuPluginTestbed, EveryCollectiveSendAndReceiveRecorded) {
   for (int r = 0; r < kRanks; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
     const RankReport& rep = ranks[r];
-    EXPECT_EQ(rep.header.api_version, 5);
+    EXPECT_EQ(rep.header.api_version, 7);  // the test bed's NCCL is 2.31's
     EXPECT_EQ(rep.header.ops, 10u);  // the warm-up call, 7 collectives, a send, a receive
     EXPECT_EQ(rep.header.ops_unrecorded, 1u);
     EXPECT_EQ(rep.header.drops_slots_full + rep.header.drops_late_event, 0u);
@@ -222,7 +223,13 @@ TEST(GpuPluginTestbed, EveryCollectiveSendAndReceiveRecorded) {
       EXPECT_EQ(op.nranks, kRanks);
       EXPECT_EQ(op.tid, rep.pid);  // the rank's main thread
       EXPECT_EQ(op.state, RS_GPU_COMPLETED);
-      EXPECT_EQ(op.flags, 0u);
+      // v7: kernel phases for collectives (the test bed's ring kernels report only compute:
+      // no sync phase, as NCCL's non-symmetric kernels wait for no peer there), no user tag.
+      const bool p2p = op.func == RS_GPU_SEND || op.func == RS_GPU_RECV;
+      EXPECT_EQ(op.flags, p2p ? RS_GPU_V7_TASK : RS_GPU_V7_TASK | RS_GPU_KERNEL_PHASES);
+      EXPECT_EQ(op.initial_sync_ns, 0);
+      EXPECT_EQ(op.final_sync_ns, 0);
+      EXPECT_EQ(op.user_tag, 0u);
       EXPECT_EQ(op.channels, 1);
       EXPECT_EQ(op.channels_started, 1);
       EXPECT_EQ(op.channels_stopped, 1);
@@ -288,6 +295,88 @@ TEST(GpuPluginTestbed, EveryCollectiveSendAndReceiveRecorded) {
     EXPECT_EQ(total(i, &rs_gpu_op::net_bytes_sent), total(i, &rs_gpu_op::net_bytes_recv)) << i;
   }
   EXPECT_EQ(total(7, &rs_gpu_op::net_bytes_sent), total(8, &rs_gpu_op::net_bytes_recv));
+}
+
+// NCCL 2.28 (profiler API v5) and 2.30 (v6) with the same plugin: the older table is chosen,
+// nothing of v7 arrives; the numbering is the same.
+TEST(GpuPluginTestbed, OlderNcclChoosesAnOlderTable) {
+  UsePlugin(Env("RS_GPU_PLUGIN"));
+  for (int api : {5, 6}) {
+    SCOPED_TRACE("NCCL's newest profiler API " + std::to_string(api));
+    setenv("RANKSCOPE_TESTLIB_PROFILER_API", std::to_string(api).c_str(), 1);
+    ReportDir dir;
+    auto status = RunRanksWith(
+        [] {
+          ncclUniqueId id{};
+          EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+          return id;
+        },
+        2,
+        [&dir](int rank, ncclComm_t comm) -> int {
+          std::optional<rec::GpuRingReader> ring;
+          if (int r = Attach(&ring, comm, nullptr)) return r;
+          float x[4] = {1, 2, 3, 4};
+          CHILD_CHECK(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, nullptr) == ncclSuccess);
+          CHILD_CHECK(cudaStreamSynchronize(nullptr) == cudaSuccess);
+          return Finish(*ring, comm, dir.Rank(rank));
+        },
+        60, false);
+    unsetenv("RANKSCOPE_TESTLIB_PROFILER_API");
+    ExpectAllZero(status);
+    for (const RankReport& rep : dir.LoadAll(2)) {
+      EXPECT_EQ(rep.header.api_version, api);
+      ASSERT_EQ(rep.records.size(), 1u);
+      EXPECT_EQ(rep.records[0].seq, 2u);  // after the warm-up call
+      EXPECT_EQ(rep.records[0].flags, 0u);
+      EXPECT_EQ(rep.records[0].state, RS_GPU_COMPLETED);
+    }
+  }
+}
+
+// Symmetric kernels (RANKSCOPE_TESTLIB_KERNELS=symmetric): a rank that reaches a collective
+// 80 ms late waits least at the opening barrier; its peers wait about those 80 ms, each timed
+// on its own device clock.
+TEST(GpuPluginTestbed, SymmetricKernelsTimeTheirOpeningBarrier) {
+  UsePlugin(Env("RS_GPU_PLUGIN"));
+  setenv("RANKSCOPE_TESTLIB_KERNELS", "symmetric", 1);
+  ReportDir dir;
+  constexpr int kLate = 2;
+  constexpr int64_t kDelay = 80'000'000;
+  auto status = RunRanksWith(
+      [] {
+        ncclUniqueId id{};
+        EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+        return id;
+      },
+      kRanks,
+      [&dir](int rank, ncclComm_t comm) -> int {
+        std::optional<rec::GpuRingReader> ring;
+        if (int r = Attach(&ring, comm, nullptr)) return r;
+        CHILD_CHECK(cudaStreamSynchronize(nullptr) == cudaSuccess);
+        if (rank == kLate) usleep(kDelay / 1000);
+        float x[4] = {1, 2, 3, 4};
+        CHILD_CHECK(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, nullptr) == ncclSuccess);
+        CHILD_CHECK(cudaStreamSynchronize(nullptr) == cudaSuccess);
+        CHILD_CHECK(x[0] == kRanks);
+        return Finish(*ring, comm, dir.Rank(rank));
+      },
+      60, false);
+  unsetenv("RANKSCOPE_TESTLIB_KERNELS");
+  ExpectAllZero(status);
+  std::vector<RankReport> ranks = dir.LoadAll(kRanks);
+  ASSERT_EQ(ranks.size(), static_cast<size_t>(kRanks));
+  for (int r = 0; r < kRanks; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    ASSERT_EQ(ranks[r].records.size(), 1u);
+    const rs_gpu_op& op = ranks[r].records[0];
+    EXPECT_EQ(op.flags & (RS_GPU_SYMMETRIC_KERNEL | RS_GPU_KERNEL_PHASES),
+              RS_GPU_SYMMETRIC_KERNEL | RS_GPU_KERNEL_PHASES);
+    if (r == kLate) {
+      EXPECT_LT(op.initial_sync_ns, kDelay / 2);
+    } else {
+      EXPECT_GT(op.initial_sync_ns, kDelay / 2);
+    }
+  }
 }
 
 // ncclCommSplit: the children's records carry NCCL's hash of the split (parent hash, split

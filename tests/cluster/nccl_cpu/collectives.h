@@ -24,6 +24,10 @@ ncclResult_t Broadcast(ncclComm* comm, const void* send, void* recv, size_t coun
 ncclResult_t ReduceToRoot(ncclComm* comm, const void* send, void* recv, size_t count,
                           ncclDataType_t type, ncclRedOp_t op, int root);
 
+// Returns once every rank of the communicator entered it (a one-byte ring all-gather: nobody
+// finishes before everybody sent): a symmetric kernel's opening and closing barrier.
+ncclResult_t Barrier(ncclComm* comm, const char* what);
+
 // One deferred point-to-point operation (between GroupStart and GroupEnd).
 struct P2pOp {
   ncclComm* comm = nullptr;

@@ -55,9 +55,46 @@ ncclResult_t RunColl(const Task& t) {
   }
 }
 
-void* StartKernelCh(const Task& t) {
+void* StartKernelCh(const Task& t, uint64_t at) {
   if (t.event == nullptr || (t.mask & ncclProfileKernelCh) == 0) return nullptr;
-  return StartKernelChEvent(t.comm, t.event, cudacpuGlobaltimer());
+  return StartKernelChEvent(t.comm, t.event, at);
+}
+
+// One collective as its kernel runs it: (a symmetric kernel's opening barrier,) the ring, (its
+// closing barrier); the channel's phases and its stop (none where it failed in async mode: that
+// kernel would never finish).
+ncclResult_t RunKernel(const Task& t, bool async) {
+  ncclComm* c = t.comm;
+  const bool symmetric = SymmetricKernels();
+  const uint64_t begin = cudacpuGlobaltimer();
+  void* channel = StartKernelCh(t, begin);
+  ncclResult_t r = symmetric ? Barrier(c, "opening barrier") : ncclSuccess;
+  if (r != ncclSuccess) return r;
+  const uint64_t open = cudacpuGlobaltimer();
+  {
+    std::vector<ProxyPlan> steps = PlanCollSteps(c, t.func, TaskBytes(t), t.root);
+    for (ProxyPlan& s : steps) {
+      s.task = t.event;
+      s.mask = t.mask;
+    }
+    ProxyTrace trace(c, std::move(steps));
+    r = RunColl(t);
+  }
+  if (r != ncclSuccess && async) return r;
+  const uint64_t close = cudacpuGlobaltimer();
+  if (r == ncclSuccess && symmetric) {
+    r = Barrier(c, "closing barrier");
+    if (r != ncclSuccess && async) return r;
+  }
+  const uint64_t end = symmetric ? cudacpuGlobaltimer() : close;
+  if (t.mask & ncclProfileKernelPhase) {  // none of zero length, as NCCL
+    KernelPhaseEvent(c, channel, ncclProfilerKernelPhaseInitialSync, begin,
+                     symmetric ? open : begin);
+    KernelPhaseEvent(c, channel, ncclProfilerKernelPhaseCompute, symmetric ? open : begin, close);
+    KernelPhaseEvent(c, channel, ncclProfilerKernelPhaseFinalSync, close, end);
+  }
+  StopKernelChEvent(channel, end);
+  return r;
 }
 
 // What the device does with a plan: collectives in order, then the point-to-point tasks
@@ -67,20 +104,7 @@ ncclResult_t Execute(Plan& p) {
   ncclComm* c = p.comm;
   for (Task& t : p.tasks) {
     if (IsP2p(t.func)) continue;
-    void* channel = StartKernelCh(t);
-    ncclResult_t r;
-    {
-      std::vector<ProxyPlan> steps = PlanCollSteps(c, t.func, TaskBytes(t), t.root);
-      for (ProxyPlan& s : steps) {
-        s.task = t.event;
-        s.mask = t.mask;
-      }
-      ProxyTrace trace(c, std::move(steps));
-      r = RunColl(t);
-    }
-    if (r != ncclSuccess && p.async) return r;
-    StopKernelChEvent(channel, cudacpuGlobaltimer());
-    if (r != ncclSuccess) return r;
+    if (ncclResult_t r = RunKernel(t, p.async); r != ncclSuccess) return r;
   }
   std::vector<P2pOp> ops;
   std::vector<ProxyPlan> steps;
@@ -88,7 +112,7 @@ ncclResult_t Execute(Plan& p) {
   for (Task& t : p.tasks) {
     if (!IsP2p(t.func)) continue;
     ops.push_back(P2pOp{c, t.func == kSend, t.recv, TaskBytes(t), t.root});
-    channels.push_back(StartKernelCh(t));
+    channels.push_back(StartKernelCh(t, cudacpuGlobaltimer()));
     if (!c->no_peers && c->nranks > 1 && t.root != c->rank) {
       ProxyPlan s;
       s.task = t.event;
@@ -151,6 +175,7 @@ void ReportPlan(Plan& p, int mask) {
     if (loaded && (t.mask & kCollTaskMask)) {
       CollArgs a{t.func, c->seq_number[t.func], t.send, t.recv, t.count, t.root, t.datatype, t.api,
                  group};
+      a.symmetric = SymmetricKernels();
       if (t.func == kAllGather || t.func == kBroadcast) {  // NCCL moves these as bytes
         a.count = t.count * TypeSize(t.datatype);
         a.datatype = ncclInt8;
@@ -244,6 +269,11 @@ ncclResult_t Launch(ncclComm* c, std::vector<Task> tasks) {
 }
 
 }  // namespace
+
+bool SymmetricKernels() {
+  const char* kernels = std::getenv("RANKSCOPE_TESTLIB_KERNELS");
+  return kernels != nullptr && std::strcmp(kernels, "symmetric") == 0;
+}
 
 bool AsyncMode() {
   const char* mode = std::getenv("RANKSCOPE_TESTLIB_COLLECTIVES");

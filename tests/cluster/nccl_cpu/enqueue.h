@@ -36,6 +36,11 @@ struct Task {
 };
 
 bool AsyncMode();
+// RANKSCOPE_TESTLIB_KERNELS=symmetric: collectives run as NCCL 2.31's symmetric-memory kernels
+// do, between an opening and a closing barrier with their peers, and say so to the profiler
+// (coll.isSymColl; the kernel phases time the barriers). Else one ring pass, as NCCL's other
+// kernels, whose phases hold no wait for a peer.
+bool SymmetricKernels();
 // Appends a checked task to the calling thread's group (ends the implicit group of a single
 // call, which launches it unless a user group is open).
 ncclResult_t EnqueueTask(const Task& task);

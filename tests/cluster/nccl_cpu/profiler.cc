@@ -19,8 +19,17 @@ std::mutex g_mu;
 void* g_lib = nullptr;
 int g_refs = 0;
 bool g_failed = false;  // looked and found none (or "none"): not looked for again
+std::atomic<const ncclProfiler_v7_t*> g_v7{nullptr};
+std::atomic<const ncclProfiler_v6_t*> g_v6{nullptr};
 std::atomic<const ncclProfiler_v5_t*> g_v5{nullptr};
 std::atomic<const ncclProfiler_v4_t*> g_v4{nullptr};
+// The newest profiler API this library knows (NCCL 2.31: 7). RANKSCOPE_TESTLIB_PROFILER_API
+// makes it an older NCCL's: 6 (2.29-2.30), 5 (2.28), 4 (2.27).
+int NewestApi() {
+  const char* v = std::getenv("RANKSCOPE_TESTLIB_PROFILER_API");
+  const int n = v != nullptr ? std::atoi(v) : 7;
+  return n >= 4 && n <= 7 ? n : 7;
+}
 int g_mask = 0;  // written by the plugin's init through the pointer NCCL passes
 
 int DebugLevel() {
@@ -83,14 +92,26 @@ bool Load() {
     g_failed = true;
     return false;
   }
-  if (auto* v5 = static_cast<const ncclProfiler_v5_t*>(dlsym(lib, "ncclProfiler_v5"))) {
+  // The newest table first, as NCCL's ncclProfilerPluginLoad.
+  const int newest = NewestApi();
+  auto* v7 = static_cast<const ncclProfiler_v7_t*>(dlsym(lib, "ncclProfiler_v7"));
+  auto* v6 = static_cast<const ncclProfiler_v6_t*>(dlsym(lib, "ncclProfiler_v6"));
+  auto* v5 = static_cast<const ncclProfiler_v5_t*>(dlsym(lib, "ncclProfiler_v5"));
+  auto* v4 = static_cast<const ncclProfiler_v4_t*>(dlsym(lib, "ncclProfiler_v4"));
+  if (v7 != nullptr && newest >= 7) {
+    g_v7 = v7;
+    Info(std::string("loaded ") + (v7->name ? v7->name : "?") + " (v7)");
+  } else if (v6 != nullptr && newest >= 6) {
+    g_v6 = v6;
+    Info(std::string("loaded ") + (v6->name ? v6->name : "?") + " (v6)");
+  } else if (v5 != nullptr && newest >= 5) {
     g_v5 = v5;
     Info(std::string("loaded ") + (v5->name ? v5->name : "?") + " (v5)");
-  } else if (auto* v4 = static_cast<const ncclProfiler_v4_t*>(dlsym(lib, "ncclProfiler_v4"))) {
+  } else if (v4 != nullptr) {
     g_v4 = v4;
     Info(std::string("loaded ") + (v4->name ? v4->name : "?") + " (v4)");
   } else {
-    Info("the library has neither ncclProfiler_v5 nor ncclProfiler_v4: unsupported");
+    Info("the library has no ncclProfiler_v7, _v6, _v5 or _v4 this NCCL knows: unsupported");
     dlclose(lib);
     g_failed = true;
     return false;
@@ -103,26 +124,49 @@ bool Load() {
 void Unload() {
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_lib == nullptr || --g_refs > 0) return;
+  g_v7 = nullptr;
+  g_v6 = nullptr;
   g_v5 = nullptr;
   g_v4 = nullptr;
   dlclose(g_lib);
   g_lib = nullptr;  // a later communicator loads it again, as NCCL does
 }
 
-// startEvent through whichever version is loaded; *handle stays null when nothing started.
-void Start(void* ctx, void** handle, ncclProfilerEventDescr_v5_t* d) {
+// startEvent through whichever version is loaded, the event passed down by NCCL's adapters
+// (rscore/nccl_profiler.h); *handle stays null when nothing started.
+void Start(void* ctx, void** handle, ncclProfilerEventDescr_v7_t* d) {
   *handle = nullptr;
   if (ctx == nullptr) return;
-  if (const ncclProfiler_v5_t* v5 = g_v5.load()) {
-    v5->startEvent(ctx, handle, d);
+  ncclProfilerEventDescr_v6_t o6;
+  ncclProfilerEventDescr_v5_t o5;
+  ncclProfilerEventDescr_v4_t o4;
+  if (const ncclProfiler_v7_t* v7 = g_v7.load()) {
+    v7->startEvent(ctx, handle, d);
+  } else if (!rs::NcclProfilerDescrV6(*d, &o6)) {
+    return;
+  } else if (const ncclProfiler_v6_t* v6 = g_v6.load()) {
+    v6->startEvent(ctx, handle, &o6);
+  } else if (!rs::NcclProfilerDescrV5(o6, &o5)) {
+    return;
+  } else if (const ncclProfiler_v5_t* v5 = g_v5.load()) {
+    v5->startEvent(ctx, handle, &o5);
   } else if (const ncclProfiler_v4_t* v4 = g_v4.load()) {
-    ncclProfilerEventDescr_v4_t o;  // NCCL's v4 adapter: only these types are passed
-    if (rs::NcclProfilerDescrV4(*d, &o)) v4->startEvent(ctx, handle, &o);
+    // NCCL's v4 adapter: only these types are passed
+    if (rs::NcclProfilerDescrV4(o5, &o4)) v4->startEvent(ctx, handle, &o4);
   }
 }
 
 void Record(void* handle, ncclProfilerEventState_t state, ncclProfilerEventStateArgs_v5_t* args) {
   if (handle == nullptr) return;
+  if (const ncclProfiler_v7_t* v7 = g_v7.load()) {
+    v7->recordEventState(handle, state, args);
+    return;
+  }
+  if (state == ncclProfilerKernelPhaseStop) return;  // v6 and older have no kernel phases
+  if (const ncclProfiler_v6_t* v6 = g_v6.load()) {
+    v6->recordEventState(handle, state, args);
+    return;
+  }
   if (const ncclProfiler_v5_t* v5 = g_v5.load()) {
     v5->recordEventState(handle, state, args);
     return;
@@ -152,8 +196,8 @@ void Record(void* handle, ncclProfilerEventState_t state, ncclProfilerEventState
   }
 }
 
-ncclProfilerEventDescr_v5_t Descr(uint64_t type) {
-  ncclProfilerEventDescr_v5_t d;
+ncclProfilerEventDescr_v7_t Descr(uint64_t type) {
+  ncclProfilerEventDescr_v7_t d;
   std::memset(&d, 0, sizeof(d));  // NCCL zero-initializes: unset fields (often rank) are 0
   d.type = type;
   return d;
@@ -218,13 +262,21 @@ void ProfilerInit(ncclComm* comm) {
   void* ctx = nullptr;
   int err = 0;
   const char* name = comm->name.empty() ? nullptr : comm->name.c_str();
-  if (const ncclProfiler_v5_t* v5 = g_v5.load()) {
+  if (const ncclProfiler_v7_t* v7 = g_v7.load()) {
+    err = v7->init(&ctx, comm->comm_hash, &g_mask, name, comm->n_nodes, comm->nranks, comm->rank,
+                   PluginLog);
+  } else if (const ncclProfiler_v6_t* v6 = g_v6.load()) {
+    err = v6->init(&ctx, comm->comm_hash, &g_mask, name, comm->n_nodes, comm->nranks, comm->rank,
+                   PluginLog);
+  } else if (const ncclProfiler_v5_t* v5 = g_v5.load()) {
     err = v5->init(&ctx, comm->comm_hash, &g_mask, name, comm->n_nodes, comm->nranks, comm->rank,
                    PluginLog);
   } else if (const ncclProfiler_v4_t* v4 = g_v4.load()) {
     err = v4->init(&ctx, &g_mask, name, comm->comm_hash, comm->n_nodes, comm->nranks, comm->rank,
                    PluginLog);
   }
+  // NCCL 2.31 turns KernelCh on with KernelPhase (ncclProfilerEnforceMaskDeps).
+  if (g_v7.load() != nullptr && (g_mask & ncclProfileKernelPhase)) g_mask |= ncclProfileKernelCh;
   if (err != 0) {
     Info("init failed with error " + std::to_string(err) + ": no profiling of this communicator");
     ctx = nullptr;
@@ -235,7 +287,11 @@ void ProfilerInit(ncclComm* comm) {
 void ProfilerFinalize(ncclComm* comm) {
   if (!comm->profiler_ref) return;
   if (comm->profiler_context != nullptr) {
-    if (const ncclProfiler_v5_t* v5 = g_v5.load()) {
+    if (const ncclProfiler_v7_t* v7 = g_v7.load()) {
+      v7->finalize(comm->profiler_context);
+    } else if (const ncclProfiler_v6_t* v6 = g_v6.load()) {
+      v6->finalize(comm->profiler_context);
+    } else if (const ncclProfiler_v5_t* v5 = g_v5.load()) {
       v5->finalize(comm->profiler_context);
     } else if (const ncclProfiler_v4_t* v4 = g_v4.load()) {
       v4->finalize(comm->profiler_context);
@@ -246,7 +302,17 @@ void ProfilerFinalize(ncclComm* comm) {
   Unload();
 }
 
-bool ProfilerLoaded() { return g_v5.load() != nullptr || g_v4.load() != nullptr; }
+bool ProfilerLoaded() {
+  return g_v7.load() != nullptr || g_v6.load() != nullptr || g_v5.load() != nullptr ||
+         g_v4.load() != nullptr;
+}
+
+int ProfilerApi() {
+  if (g_v7.load() != nullptr) return 7;
+  if (g_v6.load() != nullptr) return 6;
+  if (g_v5.load() != nullptr) return 5;
+  return g_v4.load() != nullptr ? 4 : 0;
+}
 
 int ProfilerMask() { return __atomic_load_n(&g_mask, __ATOMIC_RELAXED); }
 
@@ -260,7 +326,7 @@ void StartGroupApiEvent(ncclComm* comm, int group_depth) {
   constexpr int kGroupApiMask = ncclProfileGroupApi | ncclProfileP2pApi | ncclProfileCollApi |
                                 ncclProfileKernelLaunch | kGroupMask;
   if (!ProfilerLoaded() || (a.mask & kGroupApiMask) == 0 || a.profiler_group_depth != 0) return;
-  ncclProfilerEventDescr_v5_t d = Descr(ncclProfileGroupApi);
+  ncclProfilerEventDescr_v7_t d = Descr(ncclProfileGroupApi);
   d.groupApi.graphCaptured = false;
   d.groupApi.groupDepth = group_depth;
   Start(comm->profiler_context, &a.group_api, &d);
@@ -293,7 +359,7 @@ void StartCollApiEvent(ncclComm* comm, const CollApiArgs& args) {
   ApiState& a = tls_api;
   a.coll_api = nullptr;
   if (!ProfilerLoaded() || (a.mask & (ncclProfileCollApi | kCollTaskMask)) == 0) return;
-  ncclProfilerEventDescr_v5_t d = Descr(ncclProfileCollApi);
+  ncclProfilerEventDescr_v7_t d = Descr(ncclProfileCollApi);
   d.parentObj = a.group_api;
   d.collApi.func = FuncName(args.func);
   d.collApi.count = args.count;
@@ -301,6 +367,7 @@ void StartCollApiEvent(ncclComm* comm, const CollApiArgs& args) {
   d.collApi.root = args.root;
   d.collApi.stream = args.stream;
   d.collApi.graphCaptured = false;
+  d.collApi.userTag = args.user_tag;
   Start(comm->profiler_context, &a.coll_api, &d);
 }
 
@@ -310,13 +377,14 @@ void StartP2pApiEvent(ncclComm* comm, const CollApiArgs& args) {
   ApiState& a = tls_api;
   a.p2p_api = nullptr;
   if (!ProfilerLoaded() || (a.mask & (ncclProfileP2pApi | kP2pTaskMask)) == 0) return;
-  ncclProfilerEventDescr_v5_t d = Descr(ncclProfileP2pApi);
+  ncclProfilerEventDescr_v7_t d = Descr(ncclProfileP2pApi);
   d.parentObj = a.group_api;
   d.p2pApi.func = FuncName(args.func);
   d.p2pApi.count = args.count;
   d.p2pApi.datatype = DatatypeName(args.datatype);
   d.p2pApi.stream = args.stream;
   d.p2pApi.graphCaptured = false;
+  d.p2pApi.userTag = args.user_tag;
   Start(comm->profiler_context, &a.p2p_api, &d);
 }
 
@@ -326,7 +394,7 @@ void StopP2pApiEvent() {
 }
 
 void* StartKernelLaunchEvent(ncclComm* comm, void* group_api, cudaStream_t stream) {
-  ncclProfilerEventDescr_v5_t d = Descr(ncclProfileKernelLaunch);
+  ncclProfilerEventDescr_v7_t d = Descr(ncclProfileKernelLaunch);
   d.parentObj = group_api;
   d.kernelLaunch.stream = stream;
   void* h = nullptr;
@@ -335,14 +403,14 @@ void* StartKernelLaunchEvent(ncclComm* comm, void* group_api, cudaStream_t strea
 }
 
 void* StartGroupEvent(ncclComm* comm) {
-  ncclProfilerEventDescr_v5_t d = Descr(ncclProfileGroup);
+  ncclProfilerEventDescr_v7_t d = Descr(ncclProfileGroup);
   void* h = nullptr;
   Start(comm->profiler_context, &h, &d);
   return h;
 }
 
 void* StartCollEvent(ncclComm* comm, const CollArgs& a) {
-  ncclProfilerEventDescr_v5_t d = Descr(ncclProfileColl);
+  ncclProfilerEventDescr_v7_t d = Descr(ncclProfileColl);
   d.parentObj = a.coll_api;
   d.rank = comm->rank;
   d.coll.seqNumber = a.seq_number;
@@ -357,13 +425,16 @@ void* StartCollEvent(ncclComm* comm, const CollArgs& a) {
   d.coll.algo = "RING";
   d.coll.proto = "SIMPLE";
   d.coll.parentGroup = a.group;
+  d.coll.kernelVariant = a.symmetric ? "symmetric" : "default";
+  d.coll.isSymColl = a.symmetric;
+  d.coll.userTag = a.user_tag;
   void* h = nullptr;
   Start(comm->profiler_context, &h, &d);
   return h;
 }
 
 void* StartP2pEvent(ncclComm* comm, const P2pArgs& a) {
-  ncclProfilerEventDescr_v5_t d = Descr(ncclProfileP2p);
+  ncclProfilerEventDescr_v7_t d = Descr(ncclProfileP2p);
   d.parentObj = a.p2p_api;
   d.rank = comm->rank;
   d.p2p.func = FuncName(a.func);
@@ -373,19 +444,39 @@ void* StartP2pEvent(ncclComm* comm, const P2pArgs& a) {
   d.p2p.peer = a.peer;
   d.p2p.nChannels = 1;
   d.p2p.parentGroup = a.group;
+  d.p2p.userTag = a.user_tag;
   void* h = nullptr;
   Start(comm->profiler_context, &h, &d);
   return h;
 }
 
 void* StartKernelChEvent(ncclComm* comm, void* task, uint64_t start_ptimer) {
-  ncclProfilerEventDescr_v5_t d = Descr(ncclProfileKernelCh);  // rank stays 0, as in NCCL
+  ncclProfilerEventDescr_v7_t d = Descr(ncclProfileKernelCh);  // rank stays 0, as in NCCL
   d.parentObj = task;
   d.kernelCh.channelId = 0;
   d.kernelCh.pTimer = start_ptimer;
   void* h = nullptr;
   Start(comm->profiler_context, &h, &d);
   return h;
+}
+
+void KernelPhaseEvent(ncclComm* comm, void* channel, uint8_t phase, uint64_t start, uint64_t stop) {
+  static const char* const kNames[] = {"initial_sync", "compute", "final_sync"};
+  if (channel == nullptr || phase > 2 || start == 0 || stop <= start) return;  // as NCCL
+  ncclProfilerEventDescr_v7_t d = Descr(ncclProfileKernelPhase);
+  d.parentObj = channel;
+  d.kernelPhase.channelId = 0;
+  d.kernelPhase.phaseId = phase;
+  d.kernelPhase.phaseName = kNames[phase];
+  d.kernelPhase.pTimer = start;
+  void* h = nullptr;
+  Start(comm->profiler_context, &h, &d);
+  if (h == nullptr) return;
+  ncclProfilerEventStateArgs_v5_t args;
+  std::memset(&args, 0, sizeof(args));
+  args.kernelCh.pTimer = stop;
+  Record(h, ncclProfilerKernelPhaseStop, &args);
+  StopEvent(h);
 }
 
 void StopKernelChEvent(void* handle, uint64_t stop_ptimer) {
@@ -399,7 +490,7 @@ void StopKernelChEvent(void* handle, uint64_t stop_ptimer) {
 
 void* StartProxyOpEvent(ncclComm* comm, void* task, int peer, int n_steps, int chunk_size,
                         bool is_send) {
-  ncclProfilerEventDescr_v5_t d = Descr(ncclProfileProxyOp);
+  ncclProfilerEventDescr_v7_t d = Descr(ncclProfileProxyOp);
   d.parentObj = task;
   d.rank = comm->rank;
   d.proxyOp.pid = getpid();
@@ -414,7 +505,7 @@ void* StartProxyOpEvent(ncclComm* comm, void* task, int peer, int n_steps, int c
 }
 
 void* StartProxyStepEvent(ncclComm* comm, void* op, int step) {
-  ncclProfilerEventDescr_v5_t d = Descr(ncclProfileProxyStep);
+  ncclProfilerEventDescr_v7_t d = Descr(ncclProfileProxyStep);
   d.parentObj = op;
   d.rank = comm->rank;
   d.proxyStep.step = step;
@@ -433,7 +524,11 @@ void RecordProxyStepEventState(void* handle, ncclProfilerEventState_t state, siz
 
 void StopEvent(void* handle) {
   if (handle == nullptr) return;
-  if (const ncclProfiler_v5_t* v5 = g_v5.load()) {
+  if (const ncclProfiler_v7_t* v7 = g_v7.load()) {
+    v7->stopEvent(handle);
+  } else if (const ncclProfiler_v6_t* v6 = g_v6.load()) {
+    v6->stopEvent(handle);
+  } else if (const ncclProfiler_v5_t* v5 = g_v5.load()) {
     v5->stopEvent(handle);
   } else if (const ncclProfiler_v4_t* v4 = g_v4.load()) {
     v4->stopEvent(handle);

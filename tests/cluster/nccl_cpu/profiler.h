@@ -1,11 +1,13 @@
-// NCCL's profiler plugin interface, driven the way NCCL 2.28 drives it: the plugin library is
+// NCCL's profiler plugin interface, driven the way NCCL 2.31 drives it: the plugin library is
 // found as NCCL does (NCCL_PROFILER_PLUGIN as a path or a name, "none" to disable, else
-// libnccl-profiler.so), `ncclProfiler_v5` is looked up first, then `ncclProfiler_v4` (through
-// which the API events are not passed, as in NCCL's v4 adapter); init per communicator,
-// then the events below, finalize when the communicator is freed. Calls happen on the thread
-// NCCL would make them on: API, Group and Coll/P2p events on the calling host thread; KernelCh,
-// ProxyOp and ProxyStep events on the device (the stream worker that runs the collective).
-// Nothing here ever fails the caller.
+// libnccl-profiler.so), `ncclProfiler_v7` is looked up first, then _v6, _v5 and _v4 (to which
+// the events are passed down as NCCL's adapters do: no kernel phases or user tags below v7, no
+// copy-engine events below v6, no API events in v4); RANKSCOPE_TESTLIB_PROFILER_API=N makes it
+// an older NCCL that knows versions up to N. Init per communicator, then the events below,
+// finalize when the communicator is freed. Calls happen on the thread NCCL would make them on:
+// API, Group and Coll/P2p events on the calling host thread; KernelCh (with v7's KernelPhase
+// events before its stop), ProxyOp and ProxyStep events on the device (the stream worker that
+// runs the collective). Nothing here ever fails the caller.
 #pragma once
 
 #include <cstddef>
@@ -42,6 +44,8 @@ constexpr int kGroupMask = ncclProfileGroup | kCollTaskMask | kP2pTaskMask;
 void ProfilerInit(ncclComm* comm);
 void ProfilerFinalize(ncclComm* comm);
 bool ProfilerLoaded();
+// The API version of the table in use (7-4), 0 when none is.
+int ProfilerApi();
 // The activation mask the plugin set at its latest init.
 int ProfilerMask();
 
@@ -65,6 +69,7 @@ struct CollApiArgs {
   ncclDataType_t datatype;
   int root;
   cudaStream_t stream;
+  uint64_t user_tag = 0;  // v7: the call's ncclCollConfig_t.userProfilerTag
 };
 void StartCollApiEvent(ncclComm* comm, const CollApiArgs& a);
 void StopCollApiEvent();
@@ -84,6 +89,8 @@ struct CollArgs {
   ncclDataType_t datatype;
   void* coll_api;
   void* group;
+  bool symmetric = false;  // v7: run by a symmetric kernel (an opening and a closing barrier)
+  uint64_t user_tag = 0;
 };
 void* StartCollEvent(ncclComm* comm, const CollArgs& a);
 struct P2pArgs {
@@ -94,12 +101,16 @@ struct P2pArgs {
   ncclDataType_t datatype;
   void* p2p_api;
   void* group;
+  uint64_t user_tag = 0;
 };
 void* StartP2pEvent(ncclComm* comm, const P2pArgs& a);
 
 // ---- device: one channel of the kernel, the network work of a channel and peer ----
 void* StartKernelChEvent(ncclComm* comm, void* task, uint64_t start_ptimer);
 void StopKernelChEvent(void* handle, uint64_t stop_ptimer);
+// v7: one phase of a channel (0 initial_sync, 1 compute, 2 final_sync), reported just before
+// the channel's stop; none where it has no length, as NCCL leaves those out.
+void KernelPhaseEvent(ncclComm* comm, void* channel, uint8_t phase, uint64_t start, uint64_t stop);
 void* StartProxyOpEvent(ncclComm* comm, void* task, int peer, int n_steps, int chunk_size,
                         bool is_send);
 void* StartProxyStepEvent(ncclComm* comm, void* op, int step);
