@@ -223,6 +223,9 @@ TEST(DeviceArrivalTest, SymmetricKernelsBarrierWaitsOrderTheRanks) {
                         [](const Evidence& e) { return e.kind == "waits"; });
   ASSERT_NE(w, top.evidence.end());
   EXPECT_NE(w->summary.find("opening barrier"), std::string::npos) << w->summary;
+  EXPECT_EQ(r.timing.barrier_collectives, r.timing.device_collectives);
+  EXPECT_GT(r.timing.barrier_collectives, 0);
+  EXPECT_TRUE(HasNote(r, "symmetric-memory kernels on every rank"));
   // The barrier measures the delay itself, not the model's lower bound: the slow device is
   // delay / 2 late at the first bucket's collective and delay late at the second's.
   EXPECT_GT(RankStats(r, 2).median_wait_lateness_ns, job.delay_ns / 2 - 100'000);

@@ -335,6 +335,7 @@ std::string RenderJson(const Report& r) {
   const Timing& t = r.timing;
   w.Key("timing").BeginObject().Key("arrival_basis").String(t.arrival_basis);
   w.Key("device_collectives").Int(t.device_collectives);
+  w.Key("barrier_collectives").Int(t.barrier_collectives);
   w.Key("host_collectives").Int(t.host_collectives);
   w.Key("excluded_collectives").Int(t.excluded_collectives);
   w.Key("gpu_ops_table").Bool(t.gpu_ops_table).Key("device_ops").Int(t.device_ops);

@@ -428,6 +428,9 @@ struct Timing {
   // device), 'mixed'; '' without matched collectives.
   std::string arrival_basis;
   int64_t device_collectives = 0;  // matched collectives whose arrivals are device starts
+  // ... of them with every rank's wait at its kernel's opening barrier (symmetric kernels,
+  // profiler API v7): their clock-free waits are measured, not modelled from durations
+  int64_t barrier_collectives = 0;
   int64_t host_collectives = 0;    // ... whose arrivals are host entries
   // ... left out of lateness: some rank's device start is missing and the calls only enqueue
   // (compared on device elsewhere, their entries are no arrival)

@@ -60,6 +60,7 @@ void AddTimingNotes(const CollectiveData& data, const CallSemantics& sem, Report
   t.gpu_ops_table = data.gpu_ops_table;
   t.device_ops = data.device_ops;
   t.device_collectives = data.device_collectives;
+  t.barrier_collectives = data.barrier_collectives;
   t.excluded_collectives = data.excluded_collectives;
   t.host_collectives = data.matched - data.device_collectives - data.excluded_collectives;
   t.arrival_basis = ArrivalBasis(t.device_collectives, t.device_collectives + t.host_collectives);
@@ -82,6 +83,14 @@ void AddTimingNotes(const CollectiveData& data, const CallSemantics& sem, Report
                       std::to_string(t.host_collectives) +
                       " are compared on host entry, so conclusions drawn from them are at most "
                       "medium confidence");
+  }
+  if (data.barrier_collectives > 0) {
+    r.notes.push_back(std::to_string(data.barrier_collectives) + " of " +
+                      std::to_string(data.matched) +
+                      " matched collectives ran on symmetric-memory kernels on every rank, which "
+                      "time their wait at the opening barrier with their peers (NCCL's "
+                      "initial_sync kernel phase, profiler API v7): there the clock-free order of "
+                      "arrival is measured on each device, not modelled from durations");
   }
   if (data.excluded_collectives > 0) {
     r.notes.push_back(std::to_string(data.excluded_collectives) + " of " +
