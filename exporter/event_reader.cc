@@ -39,7 +39,7 @@ constexpr const char* kSelect[kTableCount] = {
     " FROM process_events",
     "SELECT id, node, timestamp_ns, 0, pid, tid, op, rank, nranks, comm_id_hash, seq, count,"
     " datatype, bytes, peer, root, algorithm, protocol, channels, device_start_ns, device_end_ns,"
-    " clock_error_ns, net_bytes_sent, net_bytes_recv, state FROM gpu_ops",
+    " clock_error_ns, net_bytes_sent, net_bytes_recv, state, @V7 FROM gpu_ops",
     "SELECT id, node, timestamp_ns, duration_ns, pid, rank, op, pg, pg_name, pg_desc, seq, is_p2p,"
     " state, profiling_name, src, dst, count, datatype, input_sizes, started_ns, completed_ns,"
     " retired, device_ns, backend, timing FROM fr_entries",
@@ -74,9 +74,16 @@ Result<std::string> Source(Db& db, int t) {
   return sql;
 }
 
+// gpu_ops' columns of profiler API v7 (recordings of earlier recorders lack them: NULL).
+constexpr const char* kGpuV7Columns = "user_tag, initial_sync_ns, final_sync_ns, kernel_symmetric";
+
 // A SELECT of kSelect[t] reading from Source(t).
 Result<std::string> SelectOf(Db& db, int t) {
   std::string select = kSelect[t];
+  if (t == static_cast<int>(Table::kGpu)) {
+    ASSIGN_OR_RETURN(const bool v7, rs::HasColumn(db, "gpu_ops", "kernel_symmetric"));
+    select.replace(select.find("@V7"), 3, v7 ? kGpuV7Columns : "NULL, NULL, NULL, NULL");
+  }
   if (t == static_cast<int>(Table::kFr)) {
     ASSIGN_OR_RETURN(const std::string source, Source(db, t));
     select.replace(select.rfind("fr_entries"), 10, source);

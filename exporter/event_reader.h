@@ -55,7 +55,8 @@ namespace gpu {
 inline constexpr int kRank = 7, kNranks = 8, kCommIdHash = 9, kSeq = 10, kCount = 11,
                      kDatatype = 12, kBytes = 13, kPeer = 14, kRoot = 15, kAlgorithm = 16,
                      kProtocol = 17, kChannels = 18, kDeviceStart = 19, kDeviceEnd = 20,
-                     kClockError = 21, kNetBytesSent = 22, kNetBytesRecv = 23, kState = 24;
+                     kClockError = 21, kNetBytesSent = 22, kNetBytesRecv = 23, kState = 24,
+                     kUserTag = 25, kInitialSync = 26, kFinalSync = 27, kKernelSymmetric = 28;
 }
 // fr_entries: kTs is time_created_ns, kDur the time to the discovered completion (0 where none
 // was discovered), kNode / kPid the recorded process of the dump's rank (NULL: none), kTid

@@ -203,6 +203,35 @@ TEST_F(GpuExportTest, DeviceTrackPerRankWithTheDeviceSpans) {
   EXPECT_TRUE(queued->flows.empty() && queued->terminating_flows.empty());
 }
 
+// Profiler API v7: a tagged call's slice carries its tag in its name (steps at a glance) and
+// its kernel's sync phases as arguments.
+TEST_F(GpuExportTest, UserTagNamesTheSliceAndPhasesAreArguments) {
+  const std::string db = *dir_ + "/tagged.rsdb";
+  auto made = testing::WriteSmallGpuDb(db, true);
+  ASSERT_TRUE(made.ok()) << made.error().message();
+  {
+    auto open = rs::Db::Open(db, rs::Db::Mode::kReadWrite);
+    ASSERT_TRUE(open.ok());
+    ASSERT_TRUE(open->Exec("UPDATE gpu_ops SET user_tag = 12, initial_sync_ns = 400, "
+                           "final_sync_ns = 0, kernel_symmetric = 1 WHERE pid = 10 AND seq = 7")
+                    .ok());
+  }
+  ExportOptions o;
+  o.input = db;
+  o.output = *dir_ + "/tagged.pftrace";
+  DecodedTrace t = ExportAndDecode(o);
+  const DecodedEvent* tagged = Find(t, true, "ALL_REDUCE tag 12", 1500);
+  ASSERT_NE(tagged, nullptr);
+  EXPECT_EQ(tagged->ints.at("user_tag"), 12);
+  EXPECT_EQ(tagged->ints.at("initial_sync_ns"), 400);
+  EXPECT_EQ(tagged->ints.at("final_sync_ns"), 0);
+  EXPECT_EQ(tagged->ints.at("kernel_symmetric"), 1);
+  const DecodedEvent* plain = Find(t, true, "ALL_REDUCE", 1300);  // rank 1's, untagged
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(plain->ints.count("user_tag"), 0u);
+  EXPECT_EQ(plain->ints.count("kernel_symmetric"), 0u);
+}
+
 TEST_F(GpuExportTest, FlowsFromTheHostEnqueueToTheDeviceSlice) {
   ExportOptions o;
   o.input = *dir_ + "/small.rsdb";

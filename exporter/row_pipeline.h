@@ -28,7 +28,7 @@ std::string TraceCell(const char* text, size_t n);
 // One row of EventReader copied out of SQLite; columns as in namespace col.
 class Row {
  public:
-  static constexpr int kMaxColumns = 25;  // gpu_ops has the most
+  static constexpr int kMaxColumns = 29;  // gpu_ops has the most
   Table table() const { return table_; }
   bool IsNull(int c) const { return cells_[c].null; }
   int64_t Int(int c) const { return cells_[c].i; }              // 0 for text columns
@@ -44,6 +44,8 @@ class Row {
   Table table_ = Table::kNccl;
   std::array<Cell, kMaxColumns> cells_;
 };
+
+static_assert(col::gpu::kKernelSymmetric < Row::kMaxColumns, "a gpu_ops row fits a Row");
 
 class RowPipeline {
  public:

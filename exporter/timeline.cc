@@ -405,6 +405,11 @@ void Timeline::GpuArgs(const Row& row) {
   ArgOptInt("net_bytes_recv", row, c::kNetBytesRecv);
   ArgString("state", row.Text(c::kState));
   ArgOptInt("clock_error_ns", row, c::kClockError);
+  // Profiler API v7: the call's user tag, its kernel's longest sync phases, the kernel kind.
+  ArgOptInt("user_tag", row, c::kUserTag);
+  ArgOptInt("initial_sync_ns", row, c::kInitialSync);
+  ArgOptInt("final_sync_ns", row, c::kFinalSync);
+  if (!row.IsNull(c::kKernelSymmetric)) ArgBool("kernel_symmetric", row.Int(c::kKernelSymmetric));
   // From the enqueue to the device start (negative: the device time converted to the host
   // clock came out before the enqueue; the slice then starts at the enqueue).
   if (!row.IsNull(c::kDeviceStart))
@@ -444,7 +449,9 @@ Result<void> Timeline::Gpu(const Row& row) {
   DeviceOp d;
   d.node = node;
   d.pid = pid;
-  d.name = op;
+  // A tagged call (ncclCollConfig_t.userProfilerTag: a step or phase the caller set) says so
+  // on its slice, so that steps read at a glance.
+  d.name = row.IsNull(c::kUserTag) ? op : op + " tag " + std::to_string(row.Int(c::kUserTag));
   d.start = std::max(row.Int(c::kDeviceStart), ts);
   d.open = row.IsNull(c::kDeviceEnd);
   d.end = d.open ? std::max(summary_.last_ts, d.start) : row.Int(c::kDeviceEnd);
