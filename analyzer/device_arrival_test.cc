@@ -212,6 +212,7 @@ TEST(DeviceArrivalTest, SymmetricKernelsBarrierWaitsOrderTheRanks) {
   job.device_late_rank = 2;
   job.error_bound_ns = 30'000'000;
   job.symmetric_kernels = true;
+  job.tag_steps = true;
   Report r = JobReport(job);
   SCOPED_TRACE(RenderText(r));
   ASSERT_FALSE(r.stragglers.empty());
@@ -226,6 +227,10 @@ TEST(DeviceArrivalTest, SymmetricKernelsBarrierWaitsOrderTheRanks) {
   EXPECT_EQ(r.timing.barrier_collectives, r.timing.device_collectives);
   EXPECT_GT(r.timing.barrier_collectives, 0);
   EXPECT_TRUE(HasNote(r, "symmetric-memory kernels on every rank"));
+  EXPECT_TRUE(HasNote(r,
+                      "GPU operations carry a user tag (the caller's "
+                      "ncclCollConfig_t.userProfilerTag, profiler API v7): 30 distinct, from 1 "
+                      "to 30"));
   // The barrier measures the delay itself, not the model's lower bound: the slow device is
   // delay / 2 late at the first bucket's collective and delay late at the second's.
   EXPECT_GT(RankStats(r, 2).median_wait_lateness_ns, job.delay_ns / 2 - 100'000);

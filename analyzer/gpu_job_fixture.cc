@@ -36,9 +36,9 @@ class Writer {
       ASSIGN_OR_RETURN(gpu_, db_.Prepare("INSERT INTO gpu_ops(node, timestamp_ns, pid, tid, op,"
                                          " rank, nranks, comm_id_hash, seq, count, datatype, bytes,"
                                          " device_start_ns, device_end_ns, clock_error_ns, state,"
-                                         " initial_sync_ns, kernel_symmetric)"
+                                         " initial_sync_ns, kernel_symmetric, user_tag)"
                                          " VALUES (?,?,?,?,'ALL_REDUCE',?,?,?,?,?,'float32',?,?,?,"
-                                         "?,?,?,?)"));
+                                         "?,?,?,?,?)"));
     }
     ASSIGN_OR_RETURN(cuda_, db_.Prepare("INSERT INTO cuda_events(node, timestamp_ns, duration_ns,"
                                         " pid, tid, api, library, stream, state, stack_id)"
@@ -164,6 +164,7 @@ class Writer {
     const bool timed = job_.symmetric_kernels && barrier_wait;
     gpu_.Bind(15, timed ? std::optional<int64_t>(*barrier_wait + U(2'000)) : std::nullopt);
     gpu_.Bind(16, job_.symmetric_kernels ? std::optional<int64_t>(1) : std::nullopt);
+    gpu_.Bind(17, job_.tag_steps ? std::optional<int64_t>(step_ + 1) : std::nullopt);
     return gpu_.Run();
   }
 

@@ -55,6 +55,7 @@ struct GpuJob {
   // Profiler API v7 with symmetric-memory kernels: each row's initial_sync_ns is its wait at the
   // kernel's opening barrier (the last device start - its own, plus up to 2 us).
   bool symmetric_kernels = false;
+  bool tag_steps = false;  // v7: each call's user tag is its step + 1
 };
 
 // Global rank g runs on node g / ranks_per_node as pid 1000 + 100 * node + local rank.

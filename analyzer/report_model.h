@@ -100,7 +100,7 @@ struct Straggler {
   std::string summary;
   std::vector<Cause> causes;  // ranked, best first
   std::vector<Evidence> evidence;
-  std::vector<Competitor> competitors;  // the busiest first; where a cause is cpu_contention
+  std::vector<Competitor> competitors;     // the busiest first; where a cause is cpu_contention
   std::vector<LateArrival> late_arrivals;  // not for hang culprits
   int64_t late_arrivals_total = 0;         // before the kMaxLateArrivals cut
 };
@@ -431,7 +431,7 @@ struct Timing {
   // ... of them with every rank's wait at its kernel's opening barrier (symmetric kernels,
   // profiler API v7): their clock-free waits are measured, not modelled from durations
   int64_t barrier_collectives = 0;
-  int64_t host_collectives = 0;    // ... whose arrivals are host entries
+  int64_t host_collectives = 0;  // ... whose arrivals are host entries
   // ... left out of lateness: some rank's device start is missing and the calls only enqueue
   // (compared on device elsewhere, their entries are no arrival)
   int64_t excluded_collectives = 0;

@@ -27,16 +27,37 @@ rs::Result<void> AddSourceNotes(rs::Db& db, std::vector<std::string>& notes) {
                       std::to_string(st.Int(3)) + " events; counts from it are lower bounds");
     }
   }
-  // The plugin's device times that ran backwards: left out, and said (gpu_probe.cc's note).
+  // The plugin's device times that ran backwards: left out, and said; collectives on the copy
+  // engines: no device time at all (gpu_probe.cc's notes).
   ASSIGN_OR_RETURN(rs::Statement gpu,
-                   db.Prepare("SELECT node, note FROM sources WHERE source = 'gpu' AND note "
-                              "LIKE '%device times ran backwards%' ORDER BY node"));
+                   db.Prepare("SELECT node, note, note LIKE '%copy engines%' FROM sources"
+                              " WHERE source = 'gpu' AND (note LIKE '%device times ran backwards%'"
+                              " OR note LIKE '%copy engines%') ORDER BY node"));
   while (true) {
     ASSIGN_OR_RETURN(bool row, gpu.Step());
     if (!row) break;
     notes.push_back("node " + gpu.Text(0) + ": " + gpu.Text(1) +
-                    "; they are left out of device arrival and duration");
+                    (gpu.Int(2) ? "; where its ranks arrived at them is not seen"
+                                : "; they are left out of device arrival and duration"));
   }
+  return AddUserTagNote(db, notes);
+}
+
+rs::Result<void> AddUserTagNote(rs::Db& db, std::vector<std::string>& notes) {
+  ASSIGN_OR_RETURN(bool tags, rs::HasColumn(db, "gpu_ops", "user_tag"));
+  if (!tags) return rs::Ok();
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT COUNT(*), COUNT(user_tag), COUNT(DISTINCT user_tag),"
+                              " MIN(user_tag), MAX(user_tag) FROM gpu_ops"));
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row || st.Int(1) == 0) return rs::Ok();
+  notes.push_back(std::to_string(st.Int(1)) + " of " + std::to_string(st.Int(0)) +
+                  " GPU operations carry a user tag (the caller's "
+                  "ncclCollConfig_t.userProfilerTag, profiler API v7): " +
+                  std::to_string(st.Int(2)) + " distinct, from " + std::to_string(st.Int(3)) +
+                  " to " + std::to_string(st.Int(4)) +
+                  "; the trace names each tagged GPU slice 'OP tag N', and gpu_ops.user_tag "
+                  "holds them for queries");
   return rs::Ok();
 }
 

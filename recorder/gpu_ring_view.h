@@ -52,7 +52,7 @@ struct GpuRingCounters {
   uint64_t drops_slots_full = 0;
   uint64_t drops_late_event = 0;
   uint64_t ops_copy_engine = 0;  // v6+: collectives on the copy engines (counted, no record)
-  int32_t api_version = 0;  // the profiler API NCCL chose: 4-7; 0 before (anything else: 0)
+  int32_t api_version = 0;       // the profiler API NCCL chose: 4-7; 0 before (anything else: 0)
 };
 
 class GpuRingView {

@@ -60,9 +60,9 @@ static inline uint32_t rs_gpu_handle_gen(const void* h) {
 }
 /* Kernel phase handles: a slot handle with the phase (0-3) in bits 48-49. */
 static inline void* rs_gpu_phase_handle(const void* channel, uint32_t phase) {
-  return rs_gpu_handle_make(RS_GPU_H_KERNEL_PHASE,
-                            (rs_gpu_handle_payload(channel) & ((1ull << 48) - 1)) |
-                                ((uint64_t)(phase & 3) << 48));
+  return rs_gpu_handle_make(
+      RS_GPU_H_KERNEL_PHASE,
+      (rs_gpu_handle_payload(channel) & ((1ull << 48) - 1)) | ((uint64_t)(phase & 3) << 48));
 }
 static inline uint32_t rs_gpu_handle_phase(const void* h) {
   return (uint32_t)((rs_gpu_handle_payload(h) >> 48) & 3);

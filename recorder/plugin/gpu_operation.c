@@ -268,8 +268,8 @@ void rs_gpu_operation_kernel_phase_stopped_at(const void* handle, uint64_t ptime
   }
   __atomic_fetch_or(&op->flags, RS_GPU_KERNEL_PHASES, __ATOMIC_RELAXED);
   if (tls_phase_start == 0 || ptimer < tls_phase_start) {
-    if (tls_phase_start != 0) __atomic_fetch_or(&op->flags, RS_GPU_DEVICE_TIME_BACKWARDS,
-                                                __ATOMIC_RELAXED);
+    if (tls_phase_start != 0)
+      __atomic_fetch_or(&op->flags, RS_GPU_DEVICE_TIME_BACKWARDS, __ATOMIC_RELAXED);
     return;
   }
   const int64_t length = (int64_t)(ptimer - tls_phase_start);

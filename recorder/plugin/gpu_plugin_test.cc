@@ -52,7 +52,6 @@ std::vector<Memfd> Memfds() {
   return out;
 }
 
-
 TEST_F(V5, RegionIsAnOpenMemfdWithTheHeader) {
   const rs_gpu_ring_header& h = OwnRing()->header();
   EXPECT_EQ(h.magic, RS_GPU_RING_MAGIC);

@@ -52,8 +52,8 @@ extern "C" {
 #define RS_GPU_RING_MAGIC 0x53504f5550475352ULL /* "RSGPUOPS" little-endian */
 #define RS_GPU_RING_VERSION 3
 #define RS_GPU_HEADER_BYTES 4096
-#define RS_GPU_SLOT_COUNT 1024    /* operations in flight per process */
-#define RS_GPU_RING_RECORDS 8192  /* finished records kept for the reader */
+#define RS_GPU_SLOT_COUNT 1024   /* operations in flight per process */
+#define RS_GPU_RING_RECORDS 8192 /* finished records kept for the reader */
 /* A recorder whose heartbeat is older than this is gone: device-side events are switched
  * off again. */
 #define RS_GPU_READER_TIMEOUT_NS 2000000000LL
@@ -101,39 +101,41 @@ enum rs_gpu_proto {
 
 /* How far the operation got, as the plugin last saw it. */
 enum rs_gpu_state {
-  RS_GPU_ENQUEUED = 1,  /* launched onto its stream; no kernel channel started yet */
-  RS_GPU_STARTED = 2,   /* a kernel channel started on the device */
-  RS_GPU_COMPLETED = 3  /* every kernel channel stopped */
+  RS_GPU_ENQUEUED = 1, /* launched onto its stream; no kernel channel started yet */
+  RS_GPU_STARTED = 2,  /* a kernel channel started on the device */
+  RS_GPU_COMPLETED = 3 /* every kernel channel stopped */
 };
 
 /* Flags of a record. */
-#define RS_GPU_SEQ_LAUNCH_ORDER (1u << 0) /* seq counted in launch order (profiler API v4: no
-                                           * API events), not in call order */
-#define RS_GPU_FINALIZED (1u << 1)        /* written when its communicator was finalized */
-#define RS_GPU_CLOCK_UNBOUNDED (1u << 2)  /* no upper bound of the device-host offset yet */
-#define RS_GPU_DEVICE_TIME_BACKWARDS (1u << 3) /* a channel stopped at a device time before the
-                                                * operation's start: that stop time is not
-                                                * used (no end, no clock sample) */
-#define RS_GPU_V7_TASK (1u << 5)         /* made from a v7 Coll / P2p event: user_tag and the
-                                         * kernel variant below are known */
-#define RS_GPU_SYMMETRIC_KERNEL (1u << 6) /* v7: NCCL ran it with a symmetric-memory kernel,
-                                           * whose initial_sync phase ends when its opening
-                                           * barrier with its peers passed */
-#define RS_GPU_KERNEL_PHASES (1u << 4) /* v7: its channels reported kernel phases; the sync
-                                        * fields hold their longest (0: none of that phase,
-                                        * which NCCL reports only when it lasted) */
+/* seq counted in launch order (profiler API v4: no API events), not in call order */
+#define RS_GPU_SEQ_LAUNCH_ORDER (1u << 0)
+/* written when its communicator was finalized */
+#define RS_GPU_FINALIZED (1u << 1)
+/* no upper bound of the device-host offset yet */
+#define RS_GPU_CLOCK_UNBOUNDED (1u << 2)
+/* a channel stopped (or a kernel phase ended) at a device time before its start: that time is
+ * not used (no end, no clock sample, no phase length) */
+#define RS_GPU_DEVICE_TIME_BACKWARDS (1u << 3)
+/* v7: its channels reported kernel phases; the sync fields hold their longest (0: none of that
+ * phase, which NCCL reports only when it lasted) */
+#define RS_GPU_KERNEL_PHASES (1u << 4)
+/* made from a v7 Coll / P2p event: user_tag and the kernel's kind below are known */
+#define RS_GPU_V7_TASK (1u << 5)
+/* v7: NCCL ran it with a symmetric-memory kernel, whose initial_sync phase ends when its
+ * opening barrier with its peers passed */
+#define RS_GPU_SYMMETRIC_KERNEL (1u << 6)
 
 struct rs_gpu_op {
-  uint64_t stamp;          /* ring: index + 1 once complete; slot: non-zero while in use */
-  uint64_t nccl_comm_hash; /* NCCL's commHash (init's commId) */
-  uint64_t seq;            /* per communicator from 1: collectives in call order (as
-                            * nccl_events.seq), send/receive per peer and direction */
-  uint64_t nccl_seq;       /* NCCL's seqNumber (per communicator and function, from 0);
-                            * UINT64_MAX for send/receive (NCCL numbers none) */
-  int64_t enqueue_ns;      /* host: the Coll/P2p event (NCCL launched the task) */
-  int64_t api_ns;          /* host: the CollApi/P2pApi event (the API call); 0: not seen */
-  int64_t device_start_ns; /* first channel's kernel start, host clock; 0: not started */
-  int64_t device_end_ns;   /* last channel's stop, host clock; 0: not completed */
+  uint64_t stamp;            /* ring: index + 1 once complete; slot: non-zero while in use */
+  uint64_t nccl_comm_hash;   /* NCCL's commHash (init's commId) */
+  uint64_t seq;              /* per communicator from 1: collectives in call order (as
+                              * nccl_events.seq), send/receive per peer and direction */
+  uint64_t nccl_seq;         /* NCCL's seqNumber (per communicator and function, from 0);
+                              * UINT64_MAX for send/receive (NCCL numbers none) */
+  int64_t enqueue_ns;        /* host: the Coll/P2p event (NCCL launched the task) */
+  int64_t api_ns;            /* host: the CollApi/P2pApi event (the API call); 0: not seen */
+  int64_t device_start_ns;   /* first channel's kernel start, host clock; 0: not started */
+  int64_t device_end_ns;     /* last channel's stop, host clock; 0: not completed */
   uint64_t device_start_raw; /* the same as the device's globaltimer */
   uint64_t device_end_raw;
   int64_t clock_error_ns;  /* the conversion's error bound (see the flag CLOCK_UNBOUNDED) */
@@ -150,17 +152,17 @@ struct rs_gpu_op {
   int64_t final_sync_ns;   /* v7: the longest final_sync phase (the closing barrier) */
   int32_t rank;
   int32_t nranks;
-  int32_t peer;            /* send/receive: the peer; Broadcast/Reduce: the root; else -1 */
-  int32_t tid;             /* the host thread that enqueued it */
-  uint8_t func;            /* enum rs_gpu_func */
-  uint8_t datatype;        /* ncclDataType_t */
-  uint8_t algo;            /* enum rs_gpu_algo */
-  uint8_t proto;           /* enum rs_gpu_proto */
-  uint8_t state;           /* enum rs_gpu_state */
-  uint8_t channels;        /* channels NCCL planned (the descriptor's nChannels) */
+  int32_t peer;     /* send/receive: the peer; Broadcast/Reduce: the root; else -1 */
+  int32_t tid;      /* the host thread that enqueued it */
+  uint8_t func;     /* enum rs_gpu_func */
+  uint8_t datatype; /* ncclDataType_t */
+  uint8_t algo;     /* enum rs_gpu_algo */
+  uint8_t proto;    /* enum rs_gpu_proto */
+  uint8_t state;    /* enum rs_gpu_state */
+  uint8_t channels; /* channels NCCL planned (the descriptor's nChannels) */
   uint8_t channels_started;
   uint8_t channels_stopped;
-  uint32_t flags;          /* RS_GPU_* flags */
+  uint32_t flags; /* RS_GPU_* flags */
   uint32_t reserved;
 };
 
@@ -171,23 +173,23 @@ struct rs_gpu_ring_header {
   uint32_t record_bytes; /* sizeof(struct rs_gpu_op) */
   uint32_t slot_count;
   uint32_t ring_records;
-  int32_t pid;           /* the process that created the region */
-  int32_t api_version;   /* the profiler API NCCL uses with the plugin: 7, 6, 5 or 4 (0 before
-                          * init) */
+  int32_t pid;         /* the process that created the region */
+  int32_t api_version; /* the profiler API NCCL uses with the plugin: 7, 6, 5 or 4 (0 before
+                        * init) */
   uint32_t reserved0;
-  uint64_t head;         /* records written to the ring (atomic) */
+  uint64_t head;               /* records written to the ring (atomic) */
   int64_t reader_heartbeat_ns; /* written by the recorder at every read (atomic) */
-  uint64_t ops;          /* operations the plugin saw launched (atomic) */
-  uint64_t ops_unrecorded; /* of them, launched while no recorder read (not in the ring) */
-  uint64_t drops_slots_full; /* operations not recorded: every slot was in use */
-  uint64_t drops_late_event; /* device events for an operation already written */
-  uint64_t comms;        /* communicators initialized */
-  char plugin_version[32]; /* the plugin's own version string */
-  int64_t created_ns;    /* when the plugin made the region */
-  int64_t startup_until_ns; /* end of the startup window (RS_GPU_STARTUP_WINDOW_MS); 0: none */
-  uint64_t ops_copy_engine; /* v6+: collectives NCCL ran on the copy engines (CeColl events):
-                             * counted, not recorded -- the profiler API gives them no device
-                             * time (atomic) */
+  uint64_t ops;                /* operations the plugin saw launched (atomic) */
+  uint64_t ops_unrecorded;     /* of them, launched while no recorder read (not in the ring) */
+  uint64_t drops_slots_full;   /* operations not recorded: every slot was in use */
+  uint64_t drops_late_event;   /* device events for an operation already written */
+  uint64_t comms;              /* communicators initialized */
+  char plugin_version[32];     /* the plugin's own version string */
+  int64_t created_ns;          /* when the plugin made the region */
+  int64_t startup_until_ns;    /* end of the startup window (RS_GPU_STARTUP_WINDOW_MS); 0: none */
+  uint64_t ops_copy_engine;    /* v6+: collectives NCCL ran on the copy engines (CeColl events):
+                                * counted, not recorded -- the profiler API gives them no device
+                                * time (atomic) */
 };
 
 #define RS_GPU_REGION_BYTES(slots, records)                                       \

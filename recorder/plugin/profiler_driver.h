@@ -66,11 +66,11 @@ class ProfilerDriver {
     const char* func = "";
     size_t count = 0;
     const char* datatype = "ncclFloat32";
-    int root = 0;  // collectives; p2p: the peer
-    int mask = 0;  // the activation mask NCCL read for it
+    int root = 0;               // collectives; p2p: the peer
+    int mask = 0;               // the activation mask NCCL read for it
     const char* algo = "RING";  // collectives: what NCCL chose at launch
     const char* proto = "SIMPLE";
-    uint64_t user_tag = 0;  // v7: ncclCollConfig_t.userProfilerTag
+    uint64_t user_tag = 0;   // v7: ncclCollConfig_t.userProfilerTag
     bool symmetric = false;  // v7: NCCL chose a symmetric-memory kernel
     void* api = nullptr;
     void* group_api = nullptr;

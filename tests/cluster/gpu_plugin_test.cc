@@ -212,7 +212,7 @@ TEST(GpuPluginTestbed, EveryCollectiveSendAndReceiveRecorded) {
     SCOPED_TRACE("rank " + std::to_string(r));
     const RankReport& rep = ranks[r];
     EXPECT_EQ(rep.header.api_version, 7);  // the test bed's NCCL is 2.31's
-    EXPECT_EQ(rep.header.ops, 10u);  // the warm-up call, 7 collectives, a send, a receive
+    EXPECT_EQ(rep.header.ops, 10u);        // the warm-up call, 7 collectives, a send, a receive
     EXPECT_EQ(rep.header.ops_unrecorded, 1u);
     EXPECT_EQ(rep.header.drops_slots_full + rep.header.drops_late_event, 0u);
     EXPECT_TRUE(rep.in_flight.empty());

@@ -29,17 +29,17 @@ extern "C" {
 
 /* Event types: the bits of the activation mask a plugin returns from init. */
 enum {
-  ncclProfileGroup = (1 << 0),        /* a launched group of operations (one plan) */
-  ncclProfileColl = (1 << 1),         /* a collective as NCCL enqueues it */
-  ncclProfileP2p = (1 << 2),          /* a send or receive as enqueued */
-  ncclProfileProxyOp = (1 << 3),      /* the network work of one channel and peer */
-  ncclProfileProxyStep = (1 << 4),    /* one network transfer of a ProxyOp */
-  ncclProfileProxyCtrl = (1 << 5),    /* the proxy thread's own states */
-  ncclProfileKernelCh = (1 << 6),     /* one channel of the kernel, device timestamps */
-  ncclProfileNetPlugin = (1 << 7),    /* events defined by a network plugin */
-  ncclProfileGroupApi = (1 << 8),     /* v5: ncclGroupStart/End as the user called them */
-  ncclProfileCollApi = (1 << 9),      /* v5: a collective API call */
-  ncclProfileP2pApi = (1 << 10),      /* v5: a send/recv API call */
+  ncclProfileGroup = (1 << 0),         /* a launched group of operations (one plan) */
+  ncclProfileColl = (1 << 1),          /* a collective as NCCL enqueues it */
+  ncclProfileP2p = (1 << 2),           /* a send or receive as enqueued */
+  ncclProfileProxyOp = (1 << 3),       /* the network work of one channel and peer */
+  ncclProfileProxyStep = (1 << 4),     /* one network transfer of a ProxyOp */
+  ncclProfileProxyCtrl = (1 << 5),     /* the proxy thread's own states */
+  ncclProfileKernelCh = (1 << 6),      /* one channel of the kernel, device timestamps */
+  ncclProfileNetPlugin = (1 << 7),     /* events defined by a network plugin */
+  ncclProfileGroupApi = (1 << 8),      /* v5: ncclGroupStart/End as the user called them */
+  ncclProfileCollApi = (1 << 9),       /* v5: a collective API call */
+  ncclProfileP2pApi = (1 << 10),       /* v5: a send/recv API call */
   ncclProfileKernelLaunch = (1 << 11), /* v5: the kernel launch on the stream */
   ncclProfileCeColl = (1 << 12),       /* v6: a collective run by the copy engines */
   ncclProfileCeSync = (1 << 13),       /* v6: a copy-engine collective's synchronization */
@@ -413,7 +413,7 @@ typedef struct {
     } ceCollBatch;
     struct {
       uint8_t channelId;
-      uint8_t phaseId; /* ncclProfilerKernelPhase* */
+      uint8_t phaseId;       /* ncclProfilerKernelPhase* */
       const char* phaseName; /* "initial_sync", "compute", "final_sync" */
       uint64_t pTimer;       /* the device's globaltimer at the phase's start */
     } kernelPhase;
@@ -585,8 +585,8 @@ inline bool NcclProfilerDescrV5(const ncclProfilerEventDescr_v6_t& d,
   o.parentObj = d.parentObj;
   o.rank = d.rank;
   // v5's union is v6's without the copy-engine members: the same bytes for every other type.
-  std::memcpy(static_cast<void*>(&o.coll), static_cast<const void*>(&d.coll), sizeof(o) -
-              offsetof(ncclProfilerEventDescr_v5_t, coll));
+  std::memcpy(static_cast<void*>(&o.coll), static_cast<const void*>(&d.coll),
+              sizeof(o) - offsetof(ncclProfilerEventDescr_v5_t, coll));
   *out = o;
   return true;
 }
