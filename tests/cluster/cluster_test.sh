@@ -199,10 +199,14 @@ check_async_pattern() {  # expected collectives
   sync_ms=$(qcuda "SELECT COALESCE(SUM(duration_ns), 0) / 1000000 FROM cu WHERE api = 'cudaMemcpy'")
   echo "host time in NCCL calls ${nccl_ms} ms, blocked in the step-end copies ${sync_ms} ms"
   ((nccl_ms * 20 < sync_ms)) || fail "NCCL calls took ${nccl_ms} ms against ${sync_ms} ms of syncs: not asynchronous"
-  # The plugin: every process seen with profiler API 5, one completed operation per rank and
-  # collective (but the first: launched before the recorders read), device times in order.
-  got=$(qview processes pr "SELECT COUNT(*) FROM pr WHERE comm = 'rankscope-train' AND nccl_profiler_api = 5")
+  # The plugin: every process seen with profiler API 7 (the test bed's NCCL is 2.31's), one
+  # completed operation per rank and collective (but the first: launched before the recorders
+  # read), device times in order; every collective's kernel phases reported (not symmetric
+  # kernels: no sync phase).
+  got=$(qview processes pr "SELECT COUNT(*) FROM pr WHERE comm = 'rankscope-train' AND nccl_profiler_api = 7")
   [[ "$got" == "$WORLD" ]] || fail "the plugin was seen in $got of $WORLD ranks"
+  got=$(qgpu "SELECT COUNT(*) FROM gp WHERE $COLL AND (kernel_symmetric IS NOT 0 OR initial_sync_ns IS NOT 0)")
+  [[ "$got" == 0 ]] || fail "$got collectives without their v7 kernel kind and phases"
   got=$(qgpu "SELECT COUNT(*) FROM (SELECT comm_id_hash, seq FROM gp WHERE $COLL AND state = 'completed'
               AND timestamp_ns <= device_start_ns AND device_start_ns <= device_end_ns
               GROUP BY comm_id_hash, seq HAVING COUNT(DISTINCT rank) = $WORLD)")
