@@ -69,9 +69,9 @@ ncclResult_t RunKernel(const Task& t, bool async) {
   const uint64_t begin = cudacpuGlobaltimer();
   void* channel = StartKernelCh(t, begin);
   ncclResult_t r = symmetric ? Barrier(c, "opening barrier") : ncclSuccess;
-  if (r != ncclSuccess) return r;
+  if (r != ncclSuccess && async) return r;
   const uint64_t open = cudacpuGlobaltimer();
-  {
+  if (r == ncclSuccess) {
     std::vector<ProxyPlan> steps = PlanCollSteps(c, t.func, TaskBytes(t), t.root);
     for (ProxyPlan& s : steps) {
       s.task = t.event;
