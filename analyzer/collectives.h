@@ -42,7 +42,7 @@ struct DeviceOp {
   std::optional<int64_t> end_ns;          // ... finished it
   std::optional<int64_t> clock_error_ns;  // bound of the device -> host conversion
   std::string state;                      // 'enqueued' | 'started' | 'completed' at the end
-  // Its kernel's wait at the opening barrier with its peers, on its own device clock: NCCL 2.31's
+  // Its kernel's wait at the opening barrier with its team, on its own device clock: NCCL 2.31's
   // initial_sync phase of a symmetric-memory kernel (gpu_ops.kernel_symmetric = 1); unset for
   // any other kernel (whose initial_sync ends before any exchange) or an older profiler API.
   std::optional<int64_t> barrier_wait_ns;
@@ -79,8 +79,8 @@ struct Collective {
   int64_t last_exit = -1;                   // -1 when some call is still in flight
   // Every call has a device start: arrivals are device starts, completion the last device end.
   bool device_basis = false;
-  // ... and every call's kernel timed its wait at the opening barrier (DeviceOp::barrier_wait_ns):
-  // the waits are measured, not modelled from durations.
+  // ... and every call's kernel timed its wait at the opening barrier (DeviceOp::barrier_wait_ns),
+  // every call on one node (one barrier): the waits are measured, not modelled from durations.
   bool barrier_basis = false;
   int64_t first_arrival = 0, last_arrival = 0;
   // Completion: the last device end (device basis; -1 while one has none), else last_exit.
@@ -103,7 +103,8 @@ struct CollectiveData {
   int64_t device_ops = 0;            // gpu_ops rows of collectives joined to calls
   int64_t device_only_calls = 0;     // ... of them without an NCCL call recorded
   int64_t device_collectives = 0;    // matched groups on device basis
-  int64_t barrier_collectives = 0;   // ... of them with every rank's barrier wait
+  // ... of them with every rank's barrier wait (0 unless every one of them has: SetArrivals)
+  int64_t barrier_collectives = 0;
   int64_t excluded_collectives = 0;  // matched groups left out of lateness
   // The calls block: groups that could be compared on device starts are compared on host
   // entries instead (LoadComparedCollectives, report.h); how many there were.

@@ -107,10 +107,16 @@ void SetArrivals(CollectiveData& data, bool device) {
   for (Collective& g : data.collectives) {
     g.device_basis = device;
     g.barrier_basis = device;
+    // A symmetric kernel's barrier is among its load-store team (NCCL's ncclTeamTagLsa: the
+    // GPUs of one NVLink domain); a collective across nodes may span several teams, whose
+    // barriers release apart, and its waits would then compare different barriers. Only a
+    // collective of one node's ranks is read on its barrier waits.
+    const std::string& node = data.participants[data.calls[g.begin].participant].node;
     for (size_t k = g.begin; k < g.end; ++k) {
       const NcclCall& c = data.calls[k];
       if (!c.device || !c.device->start_ns) g.device_basis = g.barrier_basis = false;
       if (g.barrier_basis && !c.device->barrier_wait_ns) g.barrier_basis = false;
+      if (data.participants[c.participant].node != node) g.barrier_basis = false;
     }
     int64_t done = 0;
     for (size_t k = g.begin; k < g.end; ++k) {
@@ -148,6 +154,13 @@ void SetArrivals(CollectiveData& data, bool device) {
     if (tie) g.last = -1;
     if (g.matched() && g.device_basis) ++data.device_collectives;
     if (g.matched() && g.barrier_basis) ++data.barrier_collectives;
+  }
+  // Measured and modelled waits are not mixed: the barrier waits are read only where every
+  // collective compared on device has them (else one median would pool a measurement, whose
+  // noise is symmetric, with the model's conservative bound).
+  if (data.barrier_collectives < data.device_collectives) {
+    for (Collective& g : data.collectives) g.barrier_basis = false;
+    data.barrier_collectives = 0;
   }
 }
 

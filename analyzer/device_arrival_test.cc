@@ -203,14 +203,15 @@ TEST(DeviceArrivalTest, WideClockBoundsLeaveTheOrderToTheDeviceWaits) {
   EXPECT_EQ(tight.stragglers.front().confidence, Confidence::kHigh);
 }
 
-// NCCL 2.31's symmetric kernels time their wait at the opening barrier: with the same wide
-// bounds, the order is a measurement (no model of how collectives end), so it may be high.
+// NCCL 2.31's symmetric kernels time their wait at the opening barrier: four GPUs of one node
+// whose device conversion bounds are too wide to order them; the order is a measurement (no
+// model of how collectives end), so it may be high.
 TEST(DeviceArrivalTest, SymmetricKernelsBarrierWaitsOrderTheRanks) {
   GpuJob job;
-  job.nodes = 4;
-  job.ranks_per_node = 1;
+  job.nodes = 1;
+  job.ranks_per_node = 4;
   job.device_late_rank = 2;
-  job.error_bound_ns = 30'000'000;
+  job.clock_error_ns = 30'000'000;
   job.symmetric_kernels = true;
   job.tag_steps = true;
   Report r = JobReport(job);
@@ -234,6 +235,19 @@ TEST(DeviceArrivalTest, SymmetricKernelsBarrierWaitsOrderTheRanks) {
   // The barrier measures the delay itself, not the model's lower bound: the slow device is
   // delay / 2 late at the first bucket's collective and delay late at the second's.
   EXPECT_GT(RankStats(r, 2).median_wait_lateness_ns, job.delay_ns / 2 - 100'000);
+  // Across nodes (one rank on each of four) the kernels' barriers may be different ones (one per
+  // NVLink domain): the waits are not read on them, and the order is the model's, medium.
+  GpuJob across = job;
+  across.nodes = 4;
+  across.ranks_per_node = 1;
+  across.clock_error_ns = 2'000;
+  across.error_bound_ns = 30'000'000;
+  Report spread = JobReport(across);
+  SCOPED_TRACE(RenderText(spread));
+  EXPECT_EQ(spread.timing.barrier_collectives, 0);
+  ASSERT_FALSE(spread.stragglers.empty());
+  EXPECT_EQ(spread.stragglers.front().rank, std::optional<int64_t>(2));
+  EXPECT_EQ(spread.stragglers.front().confidence, Confidence::kMedium);
   // No fault: nobody is singled out on the barrier waits.
   job.device_late_rank = -1;
   Report clean = JobReport(job);

@@ -332,7 +332,10 @@ LatenessCandidate FindLateness(const CollectiveData& data, const std::vector<Arr
                                bool* on_waits) {
   *on_waits = false;
   LatenessCandidate lc = FindLatenessStraggler(data, stats, r.per_node, r.clock);
-  if (!lc.determined && lc.participant >= 0 && data.device_collectives > 0) {
+  // Measured barrier waits tell the lateness itself: a rank the device starts single out inside
+  // their bounds is not confirmed by them (any positive median would), it is looked for on them.
+  if (!lc.determined && lc.participant >= 0 && data.device_collectives > 0 &&
+      data.barrier_collectives == 0) {
     // Device starts single it out but cannot order it within their bounds: the device waits,
     // read on each device's own clock, may.
     LatenessCandidate ordered = lc;
