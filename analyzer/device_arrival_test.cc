@@ -225,6 +225,7 @@ TEST(DeviceArrivalTest, SymmetricKernelsBarrierWaitsOrderTheRanks) {
                         [](const Evidence& e) { return e.kind == "waits"; });
   ASSERT_NE(w, top.evidence.end());
   EXPECT_NE(w->summary.find("opening barrier"), std::string::npos) << w->summary;
+  EXPECT_NE(top.basis.find("opening barrier"), std::string::npos) << top.basis;
   EXPECT_EQ(r.timing.barrier_collectives, r.timing.device_collectives);
   EXPECT_GT(r.timing.barrier_collectives, 0);
   EXPECT_TRUE(HasNote(r, "symmetric-memory kernels on every rank"));

@@ -199,6 +199,13 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
                   "matched by (comm_id_hash, seq) within each communicator: the longest wait "
                   "minus its own is how late it arrived, where the members end the collective "
                   "together; no clock alignment enters"
+            : c.by_waits && c.waits.measured()
+                ? "each rank's wait at its kernel's opening barrier with its peers (NCCL's "
+                  "initial_sync phase of symmetric-memory kernels, profiler API v7, "
+                  "gpu_ops.initial_sync_ns, on that rank's device clock), matched by "
+                  "(comm_id_hash, seq): every rank leaves the barrier when the last one reached "
+                  "it, so the longest wait minus its own is how late it arrived; no clock "
+                  "alignment or conversion enters"
                 : BasisText(s.arrival_basis, sem);
   const bool on_device = s.arrival_basis != "host_entry";
   std::vector<int64_t> others_late, others_dur;

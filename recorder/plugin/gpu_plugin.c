@@ -180,7 +180,11 @@ static int start_host_event(struct rs_gpu_context* ctx, void** handle, uint64_t 
   rs_gpu_mask_enter();
   switch (type) {
     case ncclProfileCollApi:
-      *handle = api_start(ctx, 0);
+      /* Numbered as nccl_events numbers the calls: AllReduce, AllGather, ReduceScatter,
+       * Broadcast, Reduce. A CollApi event of another function (NCCL 2.29+ starts one for a
+       * copy-engine AlltoAll, Gather or Scatter: enqueue.cc, ceCollTaskAppend) is no call the
+       * recorder numbers: counting it would put every later collective one number ahead. */
+      if (rs_gpu_func_of(t->func) <= RS_GPU_ALL_REDUCE) *handle = api_start(ctx, 0);
       break;
     case ncclProfileP2pApi:
       *handle = api_start(ctx, 1);
@@ -341,6 +345,9 @@ static int start_v5(void* context, void** handle, ncclProfilerEventDescr_v5_t* d
   t.parent = d->parentObj;
   switch (d->type) {
     START_COMMON_EVENTS
+    case ncclProfileCollApi:
+      t.func = d->collApi.func;
+      break;
     default:
       break;
   }
@@ -368,6 +375,9 @@ static int start_v6(void* context, void** handle, ncclProfilerEventDescr_v6_t* d
   t.parent = d->parentObj;
   switch (d->type) {
     START_COMMON_EVENTS
+    case ncclProfileCollApi:
+      t.func = d->collApi.func;
+      break;
     case ncclProfileCeColl:
       return copy_engine_collective();
     default:
@@ -397,6 +407,9 @@ static int start_v7(void* context, void** handle, ncclProfilerEventDescr_v7_t* d
   t.parent = d->parentObj;
   switch (d->type) {
     START_COMMON_EVENTS
+    case ncclProfileCollApi:
+      t.func = d->collApi.func;
+      break;
     case ncclProfileCeColl:
       return copy_engine_collective();
     case ncclProfileKernelPhase:

@@ -198,8 +198,7 @@ TEST_F(V5, NamesRootsAndUnknownValues) {
                         {"Reduce", "ncclBfloat16", 2, RS_GPU_REDUCE, 9, 2},
                         {"AllGather", "ncclInt8", 0, RS_GPU_ALL_GATHER, 0, -1},
                         {"ReduceScatter", "ncclFloat8e5m2", 0, RS_GPU_REDUCE_SCATTER, 11, -1},
-                        {"AllReduce", "Unknown", 0, RS_GPU_ALL_REDUCE, 255, -1},  // ncclUint8
-                        {"AlltoAll", "ncclInt64", 0, RS_GPU_FUNC_UNKNOWN, 4, -1}};
+                        {"AllReduce", "Unknown", 0, RS_GPU_ALL_REDUCE, 255, -1}};  // ncclUint8
   for (const Case& c : cases) {
     RunOnDevice(d, d->Launch({d->Collective(c.func, 64, c.datatype, c.root)})[0]);
   }
@@ -211,6 +210,16 @@ TEST_F(V5, NamesRootsAndUnknownValues) {
     EXPECT_EQ(r[i].peer, cases[i].want_peer) << cases[i].func;
     EXPECT_EQ(r[i].seq, i + 2);
   }
+  // A collective call of a function nccl_events does not number (an AlltoAll's own CollApi
+  // event): neither numbered nor recorded (counted), and the next call follows on.
+  const Counters before = Delta();
+  RunOnDevice(d, d->Launch({d->Collective("AlltoAll", 64, "ncclInt64")})[0]);
+  RunOnDevice(d, d->Launch({d->Collective("AllReduce", 64)})[0]);
+  r = Records();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].func, RS_GPU_ALL_REDUCE);
+  EXPECT_EQ(r[0].seq, std::size(cases) + 2);
+  EXPECT_EQ(Delta().unrecorded - before.unrecorded, 1u);
 }
 
 // NCCL reorders a group's collectives at launch (by size and kind); seq is the call order.

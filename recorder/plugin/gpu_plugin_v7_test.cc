@@ -115,6 +115,12 @@ TEST_F(V7, CopyEngineCollectivesAreCountedAndKeepTheNumbering) {
   EXPECT_EQ(after.seq, r[0].seq + 2);  // the copy-engine call between them kept its number
   EXPECT_EQ(OwnRing()->header().ops_copy_engine, ce_before + 1);
   EXPECT_TRUE(OwnRing()->InFlight().empty());  // nothing waits for device events
+  // A copy-engine AlltoAll: NCCL starts a CollApi event for it, but nccl_events numbers no
+  // ncclAlltoAll call: it takes no number, the next collective follows on.
+  d_->CopyEngineCollective(d_->Collective("AlltoAll", 64));
+  const rs_gpu_op next = Run(d_->Collective("AllReduce", 8), {{100, 100, 100}});
+  EXPECT_EQ(next.seq, after.seq + 1);
+  EXPECT_EQ(OwnRing()->header().ops_copy_engine, ce_before + 2);
 }
 
 TEST_F(V7, SendsAndReceivesCarryTheirTag) {
