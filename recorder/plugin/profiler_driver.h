@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "rscore/nccl_profiler.h"
+#include "rscore/nccl_profiler_adapters.h"
 
 namespace rs_test {
 

@@ -12,6 +12,8 @@
 #include <mutex>
 #include <string>
 
+#include "rscore/nccl_profiler_adapters.h"
+
 namespace ncclcpu {
 namespace {
 
