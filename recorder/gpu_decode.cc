@@ -81,7 +81,12 @@ std::optional<GpuOpRow> DecodeGpuOp(const rs_gpu_op& op) {
   row.rank = NonNegative(op.rank);
   row.nranks = Positive(op.nranks);
   if (op.nccl_comm_hash != 0) row.nccl_comm_hash = op.nccl_comm_hash;
-  if (op.seq != 0) row.seq = static_cast<int64_t>(op.seq);
+  if (op.flags & RS_GPU_GRAPH_REPLAY) {
+    if (op.graph_call_seq != 0) row.graph_call_seq = op.graph_call_seq;
+    if (op.seq != 0 && !p2p) row.graph_replay_seq = static_cast<int64_t>(op.seq);
+  } else if (op.seq != 0) {
+    row.seq = static_cast<int64_t>(op.seq);
+  }
   if (!p2p && op.nccl_seq != UINT64_MAX) row.nccl_seq = static_cast<int64_t>(op.nccl_seq);
   row.count = static_cast<int64_t>(op.count);
   row.datatype = NcclDatatypeName(op.datatype);

@@ -36,6 +36,9 @@ struct GpuOpRow {
   // v7: 1 where NCCL ran it with a symmetric-memory kernel (its initial_sync is the wait at an
   // opening barrier with its peers), 0 another kernel; NULL: an older profiler API.
   std::optional<int64_t> kernel_symmetric;
+  // A CUDA graph's replay (RS_GPU_GRAPH_REPLAY): the captured call's seq, and a collective's
+  // number among its communicator's replayed collectives; seq stays NULL (no call of its own).
+  std::optional<int64_t> graph_call_seq, graph_replay_seq;
   std::string state;  // 'enqueued' | 'started' | 'completed'
   // A device time ran backwards (the plugin's RS_GPU_DEVICE_TIME_BACKWARDS, or an end before
   // the start in the record): the times that disagree are left NULL, never used.

@@ -122,6 +122,32 @@ TEST(GpuDecode, SendAndRecvHaveAPeerAndNoNcclSeq) {
   EXPECT_FALSE(DecodeGpuOp(send)->nccl_seq);
 }
 
+TEST(GpuDecode, AGraphReplayHasNoSeqOfItsOwnButItsCapturedCallAndReplayNumber) {
+  rs_gpu_op op = Record(RS_GPU_ALL_REDUCE);
+  op.flags = RS_GPU_GRAPH_REPLAY;
+  op.seq = 12;  // the communicator's 12th replayed collective
+  op.graph_call_seq = 40;
+  auto row = DecodeGpuOp(op);
+  ASSERT_TRUE(row);
+  EXPECT_FALSE(row->seq);  // would join the captured call's nccl_events row
+  EXPECT_EQ(row->graph_replay_seq, 12);
+  EXPECT_EQ(row->graph_call_seq, 40);
+  rs_gpu_op send = Record(RS_GPU_SEND);
+  send.flags = RS_GPU_GRAPH_REPLAY;
+  send.seq = 0;
+  send.graph_call_seq = 3;
+  auto s = DecodeGpuOp(send);
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->seq);
+  EXPECT_FALSE(s->graph_replay_seq);
+  EXPECT_EQ(s->graph_call_seq, 3);
+  op.flags = 0;  // not a replay: seq as it is, nothing of graphs
+  auto call = DecodeGpuOp(op);
+  EXPECT_EQ(call->seq, 12);
+  EXPECT_FALSE(call->graph_replay_seq);
+  EXPECT_FALSE(call->graph_call_seq);
+}
+
 TEST(GpuDecode, BroadcastAndReduceHaveARootAsCopiesCountBytes) {
   rs_gpu_op bcast = Record(RS_GPU_BROADCAST);
   bcast.peer = 1;      // the root

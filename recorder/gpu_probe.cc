@@ -18,11 +18,18 @@
 namespace rec {
 namespace {
 
-// One operation of one communicator, as the plugin's slot and its ring record name it.
+// One operation of one communicator, as the plugin's slot and its ring record name it (the
+// enqueue time too: sends and receives of graph replays all have seq 0).
 bool SameOperation(const rs_gpu_op& a, const rs_gpu_op& b) {
   return a.nccl_comm_hash == b.nccl_comm_hash && a.func == b.func && a.seq == b.seq &&
-         a.peer == b.peer;
+         a.peer == b.peer && a.enqueue_ns == b.enqueue_ns && a.graph_call_seq == b.graph_call_seq;
 }
+
+// The header counters summed over regions, closed ones included (the drops keep their own).
+constexpr uint64_t GpuRingCounters::*kSummedCounters[] = {
+    &GpuRingCounters::ops_unrecorded, &GpuRingCounters::ops_copy_engine,
+    &GpuRingCounters::graph_calls, &GpuRingCounters::graph_calls_unrecorded,
+    &GpuRingCounters::graph_replay_ops};
 
 }  // namespace
 namespace {
@@ -54,7 +61,7 @@ rs::Result<rs::Statement> PrepareGpuInsert(rs::Db& db) {
                        " nccl_seq, count, datatype, bytes, peer, root, algorithm, protocol,"
                        " channels, device_start_ns, device_end_ns, clock_error_ns,"
                        " net_bytes_sent, net_bytes_recv, state, user_tag, initial_sync_ns,"
-                       " final_sync_ns, kernel_symmetric");
+                       " final_sync_ns, kernel_symmetric, graph_call_seq, graph_replay_seq");
 }
 
 rs::Result<void> WriteGpuRow(rs::Statement& st, const GpuOpRow& row, const std::string& node,
@@ -73,7 +80,7 @@ rs::Result<void> WriteGpuRow(rs::Statement& st, const GpuOpRow& row, const std::
   st.Bind(21, wall_opt(row.device_end_mono_ns)).Bind(22, row.clock_error_ns);
   st.Bind(23, row.net_bytes_sent).Bind(24, row.net_bytes_recv).Bind(25, row.state);
   st.Bind(26, row.user_tag).Bind(27, row.initial_sync_ns).Bind(28, row.final_sync_ns);
-  st.Bind(29, row.kernel_symmetric);
+  st.Bind(29, row.kernel_symmetric).Bind(30, row.graph_call_seq).Bind(31, row.graph_replay_seq);
   return st.Run();
 }
 
@@ -399,8 +406,7 @@ void GpuProbe::Forget(std::map<Key, std::unique_ptr<Region>>::iterator it) {
   closed_.overrun += r.reader.overruns();
   closed_.slots_full += c.drops_slots_full - r.slots_full_at_open;
   closed_.late_event += c.drops_late_event - r.late_event_at_open;
-  unrecorded_closed_ += c.ops_unrecorded;
-  copy_engine_closed_ += c.ops_copy_engine;
+  for (uint64_t GpuRingCounters::*f : kSummedCounters) closed_counters_.*f += c.*f;
   for (int pid : r.pids) pid_region_.erase(pid);
   beat_.Remove(it->second.get());
   regions_.erase(it);
@@ -459,14 +465,12 @@ uint64_t GpuProbe::regions_dropped() const {
 }
 
 uint64_t GpuProbe::ops_unrecorded() const {
-  uint64_t n = unrecorded_closed_ + before_start_;
-  for (const auto& [key, r] : regions_) n += r->reader.view().counters().ops_unrecorded;
-  return n;
+  return Total(&GpuRingCounters::ops_unrecorded) + before_start_;
 }
 
-uint64_t GpuProbe::ops_copy_engine() const {
-  uint64_t n = copy_engine_closed_;
-  for (const auto& [key, r] : regions_) n += r->reader.view().counters().ops_copy_engine;
+uint64_t GpuProbe::Total(uint64_t GpuRingCounters::*counter) const {
+  uint64_t n = closed_counters_.*counter;
+  for (const auto& [key, r] : regions_) n += r->reader.view().counters().*counter;
   return n;
 }
 
@@ -481,7 +485,7 @@ std::string GpuProbe::note() const {
            " operation(s) whose device times ran backwards: those times are NULL in gpu_ops "
            "(metadata gpu_device_times_backwards)";
   }
-  if (const uint64_t ce = ops_copy_engine(); ce > 0) {
+  if (const uint64_t ce = Total(&GpuRingCounters::ops_copy_engine); ce > 0) {
     return std::to_string(ce) +
            " collective(s) ran on the copy engines: counted, not in gpu_ops (NCCL's profiler API "
            "gives them no device time; metadata gpu_ops_copy_engine)";
@@ -519,7 +523,13 @@ rs::Result<void> GpuProbe::Finish(RecorderContext& ctx) {
       {"gpu_ops_unrecorded", ops_unrecorded()},
       {"gpu_in_flight", in_flight_},
       // Collectives NCCL ran on the copy engines (profiler API v6+): no device time, no row.
-      {"gpu_ops_copy_engine", ops_copy_engine()},
+      {"gpu_ops_copy_engine", Total(&GpuRingCounters::ops_copy_engine)},
+      // CUDA graphs: calls captured, of them captured without the device events (their
+      // replays unrecorded, and the replay numbers of this node's processes may be behind
+      // those of other nodes), operations of replays recorded or not.
+      {"gpu_graph_calls", Total(&GpuRingCounters::graph_calls)},
+      {"gpu_graph_calls_unrecorded", Total(&GpuRingCounters::graph_calls_unrecorded)},
+      {"gpu_graph_replay_ops", Total(&GpuRingCounters::graph_replay_ops)},
       // Operations whose device times ran backwards: those times are NULL in gpu_ops.
       {"gpu_device_times_backwards", device_times_backwards_},
       {"gpu_regions", regions_read_},

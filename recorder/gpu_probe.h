@@ -18,8 +18,8 @@
 //  - A region whose processes exited or exec'd, and every region at Finish: a last read, then
 //    the operations still in flight (slots) as rows with their state. At Finish, comm_id_hash
 //    from the same process's nccl_events with the same nccl_comm_hash, and the counters in
-//    metadata (gpu_drops_<reason>, gpu_ops_unrecorded, gpu_ops_copy_engine, gpu_in_flight,
-//    gpu_regions).
+//    metadata (gpu_drops_<reason>, gpu_ops_unrecorded, gpu_ops_copy_engine, gpu_graph_calls,
+//    gpu_graph_calls_unrecorded, gpu_graph_replay_ops, gpu_in_flight, gpu_regions).
 #pragma once
 
 #include <cstdint>
@@ -78,7 +78,8 @@ class GpuProbe : public Probe {
   Drops drop_counts() const;
   // Operations the plugins counted as launched while no recorder read (not drops).
   uint64_t ops_unrecorded() const;
-  uint64_t ops_copy_engine() const;
+  // A counter of the plugins' headers (GpuRingCounters), summed over every region read.
+  uint64_t Total(uint64_t GpuRingCounters::*counter) const;
   uint64_t regions_read() const { return regions_read_; }
   uint64_t regions_dropped() const;  // refused or dropped, every reason
   size_t open_regions() const { return regions_.size(); }
@@ -132,8 +133,7 @@ class GpuProbe : public Probe {
   int64_t next_liveness_ms_ = 0;
   Drops closed_;                                        // of regions already closed
   uint64_t dropped_[std::size(kGpuRegionFaults)] = {};  // regions not read, by GpuRegionFault
-  uint64_t unrecorded_closed_ = 0;
-  uint64_t copy_engine_closed_ = 0;  // copy-engine collectives of regions already closed
+  GpuRingCounters closed_counters_;  // regions already closed: as of their last intact read
   // Records of a startup window (gpu_ring.h) that ended before the recording started: not
   // written, counted with the operations launched while no recorder read.
   uint64_t before_start_ = 0;

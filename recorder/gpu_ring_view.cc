@@ -122,6 +122,9 @@ bool GpuRingView::CheckIntact(std::string* why) {
   c.drops_slots_full = LoadAcquire(h.drops_slots_full);
   c.drops_late_event = LoadAcquire(h.drops_late_event);
   c.ops_copy_engine = LoadAcquire(h.ops_copy_engine);
+  c.graph_calls = LoadAcquire(h.graph_calls);
+  c.graph_calls_unrecorded = LoadAcquire(h.graph_calls_unrecorded);
+  c.graph_replay_ops = LoadAcquire(h.graph_replay_ops);
   const std::pair<const char*, std::pair<uint64_t, uint64_t>> counters[] = {
       {"head", {head_, head}},
       {"ops", {counters_.ops, c.ops}},
@@ -129,6 +132,9 @@ bool GpuRingView::CheckIntact(std::string* why) {
       {"drops_slots_full", {counters_.drops_slots_full, c.drops_slots_full}},
       {"drops_late_event", {counters_.drops_late_event, c.drops_late_event}},
       {"ops_copy_engine", {counters_.ops_copy_engine, c.ops_copy_engine}},
+      {"graph_calls", {counters_.graph_calls, c.graph_calls}},
+      {"graph_calls_unrecorded", {counters_.graph_calls_unrecorded, c.graph_calls_unrecorded}},
+      {"graph_replay_ops", {counters_.graph_replay_ops, c.graph_replay_ops}},
   };
   for (const auto& [name, values] : counters) {
     const auto [before, now] = values;

@@ -52,6 +52,9 @@ struct GpuRingCounters {
   uint64_t drops_slots_full = 0;
   uint64_t drops_late_event = 0;
   uint64_t ops_copy_engine = 0;  // v6+: collectives on the copy engines (counted, no record)
+  uint64_t graph_calls = 0;             // calls captured into CUDA graphs
+  uint64_t graph_calls_unrecorded = 0;  // of them, captured without the device events
+  uint64_t graph_replay_ops = 0;        // operations of graph replays
   int32_t api_version = 0;       // the profiler API NCCL chose: 4-7; 0 before (anything else: 0)
 };
 

@@ -21,8 +21,10 @@ struct rs_gpu_context {
   int32_t rank;
   int32_t nranks;
   int api_version;
-  uint64_t coll_calls; /* atomic: v5 CollApi events, v4 Coll events */
-  uint64_t p2p_calls;  /* atomic: v5 P2pApi events */
+  uint64_t coll_calls;    /* atomic: v5 CollApi events, v4 Coll events */
+  uint64_t p2p_calls;     /* atomic: v5 P2pApi events */
+  uint64_t graph_replays; /* atomic: collectives of CUDA graph replays (gpu_plugin.c) */
+  int p2p_captured;       /* atomic: a send / receive was captured into a graph */
   struct rs_gpu_api_time coll_api[RS_GPU_API_TIMES];
   struct rs_gpu_api_time p2p_api[RS_GPU_API_TIMES];
   int64_t launch_ns; /* atomic: host time of the latest KernelLaunch event (v5) */

@@ -2,8 +2,10 @@
  * passes it back as the parent of later events and to stopEvent / recordEventState, and never
  * reads through it. Bit 63 is set in every handle (no user-space pointer has it), the next
  * three bits name the kind, and the rest says what the handle stands for:
- *   API kinds (CollApi, P2pApi): the call's number in its communicator and whether NCCL's
- *     activation mask for the call certainly had the device events (gpu_mask.h);
+ *   API kinds (CollApi, P2pApi): the call's number in its communicator, whether NCCL's
+ *     activation mask for the call certainly had the device events (gpu_mask.h), and whether
+ *     the call was captured into a CUDA graph (its operations come at each of the graph's
+ *     replays, with this handle as their parent);
  *   slot kinds (the operation, its kernel channels, proxy operations and steps): the slot
  *     index and the slot's generation when the operation was enqueued, so an event for an
  *     operation already written (the slot free or reused) is recognised (gpu_slots.h). */
@@ -25,8 +27,9 @@ enum rs_gpu_handle_kind {
 
 #define RS_GPU_H_MARK (1ull << 63)
 #define RS_GPU_H_KIND_SHIFT 60
-#define RS_GPU_H_API_FULL (1ull << 59) /* API kinds: the call's mask had the device events */
-#define RS_GPU_H_API_NUMBER_MASK ((1ull << 59) - 1)
+#define RS_GPU_H_API_FULL (1ull << 59)  /* API kinds: the call's mask had the device events */
+#define RS_GPU_H_API_GRAPH (1ull << 58) /* API kinds: NCCL said graphCaptured */
+#define RS_GPU_H_API_NUMBER_MASK ((1ull << 58) - 1)
 
 static inline void* rs_gpu_handle_make(enum rs_gpu_handle_kind kind, uint64_t payload) {
   return (void*)(uintptr_t)(RS_GPU_H_MARK | ((uint64_t)kind << RS_GPU_H_KIND_SHIFT) | payload);
@@ -42,10 +45,12 @@ static inline uint64_t rs_gpu_handle_payload(const void* h) {
   return (uint64_t)(uintptr_t)h & ((1ull << RS_GPU_H_KIND_SHIFT) - 1);
 }
 
-/* API handles: number (from 1) and the mask bit. */
-static inline void* rs_gpu_api_handle(enum rs_gpu_handle_kind kind, uint64_t number, int full) {
-  return rs_gpu_handle_make(kind,
-                            (number & RS_GPU_H_API_NUMBER_MASK) | (full ? RS_GPU_H_API_FULL : 0));
+/* API handles: number (from 1), the mask bit and the graph bit. */
+static inline void* rs_gpu_api_handle(enum rs_gpu_handle_kind kind, uint64_t number, int full,
+                                      int graph) {
+  return rs_gpu_handle_make(kind, (number & RS_GPU_H_API_NUMBER_MASK) |
+                                      (full ? RS_GPU_H_API_FULL : 0) |
+                                      (graph ? RS_GPU_H_API_GRAPH : 0));
 }
 
 /* Slot handles: slot index (bits 32-47) and the slot's generation (bits 0-31). */

@@ -123,8 +123,7 @@ void rs_gpu_operation_finalize(struct rs_gpu_context* ctx) {
 }
 
 void* rs_gpu_operation_enqueue(struct rs_gpu_context* ctx, const struct rs_gpu_task* t,
-                               uint64_t seq, int64_t api_ns, int64_t enqueue_ns, uint32_t flags,
-                               int32_t tid) {
+                               const struct rs_gpu_numbering* n, int64_t enqueue_ns, int32_t tid) {
   uint32_t index, gen;
   struct rs_gpu_op* op = rs_gpu_slot_take(ctx, &index, &gen);
   if (op == NULL) {
@@ -134,10 +133,10 @@ void* rs_gpu_operation_enqueue(struct rs_gpu_context* ctx, const struct rs_gpu_t
   }
   const uint8_t func = rs_gpu_func_of(t->func);
   op->nccl_comm_hash = ctx->comm_hash;
-  op->seq = seq;
+  op->seq = n->seq;
   op->nccl_seq = t->p2p ? UINT64_MAX : t->nccl_seq;
   op->enqueue_ns = enqueue_ns;
-  op->api_ns = api_ns;
+  op->api_ns = n->api_ns;
   op->count = t->count;
   op->rank = ctx->rank;
   op->nranks = ctx->nranks;
@@ -150,8 +149,14 @@ void* rs_gpu_operation_enqueue(struct rs_gpu_context* ctx, const struct rs_gpu_t
   op->state = RS_GPU_ENQUEUED;
   op->channels = t->channels;
   op->user_tag = t->user_tag;
-  op->flags = flags | t->flags;
-  rs_gpu_slot_info(index)->launch_ns = __atomic_load_n(&ctx->launch_ns, __ATOMIC_RELAXED);
+  op->flags = n->flags | t->flags;
+  op->graph_call_seq = n->graph_call_seq <= UINT32_MAX ? (uint32_t)n->graph_call_seq : 0;
+  /* The launch its kernel came after: a replay's kernel waits for the graph's host node, whose
+   * callback is this event (enqueue.cc: the launch stream waits for the host stream); the
+   * latest KernelLaunch event may be its capture, long before. */
+  rs_gpu_slot_info(index)->launch_ns = (n->flags & RS_GPU_GRAPH_REPLAY)
+                                           ? enqueue_ns
+                                           : __atomic_load_n(&ctx->launch_ns, __ATOMIC_RELAXED);
   rs_gpu_slot_publish(index, gen);
   return rs_gpu_slot_handle(RS_GPU_H_TASK, index, gen);
 }

@@ -26,14 +26,22 @@ struct rs_gpu_task {
   uint8_t channels;
   uint64_t user_tag;  /* v7 */
   uint32_t flags;     /* v7: RS_GPU_V7_TASK, RS_GPU_SYMMETRIC_KERNEL */
+  int graph_captured; /* v5+ API events: NCCL's graphCaptured */
   const void* parent; /* v5+: the CollApi / P2pApi handle */
+};
+
+/* Where the plugin placed the operation among its communicator's (gpu_plugin.c). */
+struct rs_gpu_numbering {
+  uint64_t seq;            /* the record's seq (0: not numbered) */
+  uint64_t graph_call_seq; /* RS_GPU_GRAPH_REPLAY: the captured call's number */
+  int64_t api_ns;          /* its API call's time; 0: not seen (a replay has none) */
+  uint32_t flags;          /* RS_GPU_SEQ_LAUNCH_ORDER, RS_GPU_GRAPH_REPLAY */
 };
 
 /* The operation in a slot, ENQUEUED; its handle (RS_GPU_H_TASK), or NULL when every slot is
  * in use (counted). */
 void* rs_gpu_operation_enqueue(struct rs_gpu_context* ctx, const struct rs_gpu_task* t,
-                               uint64_t seq, int64_t api_ns, int64_t enqueue_ns, uint32_t flags,
-                               int32_t tid);
+                               const struct rs_gpu_numbering* n, int64_t enqueue_ns, int32_t tid);
 /* The host's Coll/P2p stop, a proxy operation's or step's stop: one reference less. */
 void rs_gpu_operation_release(const void* handle);
 /* A proxy operation (parent: the task) or step (parent: the proxy operation). */

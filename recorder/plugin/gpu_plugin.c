@@ -113,45 +113,85 @@ static int init_common(void** context, int api_version, uint64_t comm_hash, int*
 
 /* ---- host thread: API calls, launches, operations ---- */
 
-static void* api_start(struct rs_gpu_context* ctx, int p2p) {
+/* A call captured into a CUDA graph (NCCL's graphCaptured) is numbered like any call: the
+ * recorder's NCCL probe sees it too. NCCL runs nothing for it now; its operations come at
+ * each replay of the graph (see replay_numbering). */
+static void* api_start(struct rs_gpu_context* ctx, int p2p, int graph) {
   const int64_t now = rs_gpu_now_ns();
   const uint64_t number = rs_gpu_context_api_call(ctx, p2p, now);
   const int full = rs_gpu_mask_call_full(); /* before any switch below */
   rs_gpu_mask_want_full(rs_gpu_region_reader_present(now));
-  return rs_gpu_api_handle(p2p ? RS_GPU_H_P2P_API : RS_GPU_H_COLL_API, number, full);
+  if (graph) {
+    struct rs_gpu_ring_header* h = rs_gpu_region_header();
+    count(&h->graph_calls);
+    if (!full) count(&h->graph_calls_unrecorded);
+    /* NCCL numbers a send / receive at its P2p event, which a captured call has only at its
+     * replays, and the recorder at the call: from here on the two may disagree. */
+    if (p2p) __atomic_store_n(&ctx->p2p_captured, 1, __ATOMIC_RELAXED);
+  }
+  return rs_gpu_api_handle(p2p ? RS_GPU_H_P2P_API : RS_GPU_H_COLL_API, number, full, graph);
 }
 
-static uint64_t number_task(struct rs_gpu_context* ctx, const struct rs_gpu_task* t, int* full,
-                            int64_t* api_ns, uint32_t* flags) {
-  if (t->p2p) {
-    const int send = rs_gpu_func_of(t->func) == RS_GPU_SEND;
-    if (ctx->api_version >= 5) {
-      const int ours = rs_gpu_handle_kind(t->parent) == RS_GPU_H_P2P_API;
-      const uint64_t call = rs_gpu_handle_payload(t->parent);
-      *full = ours && (call & RS_GPU_H_API_FULL) != 0;
-      *api_ns = ours ? rs_gpu_context_api_ns(ctx, 1, call & RS_GPU_H_API_NUMBER_MASK) : 0;
+/* An operation of a graph's replay: its parent is the API handle of a call captured into the
+ * graph, the same at every replay, so the call's number cannot tell replays apart. A
+ * collective takes the next number of the communicator's replayed collectives instead: every
+ * rank replays its graphs' collectives in the same order (NCCL's rule for a communicator's
+ * collectives), so the k-th replayed collective is the same one on every rank -- as long as
+ * each rank counted the same replays, which holds where every rank's capture had the device
+ * events (graph_calls_unrecorded counts the captures that did not). Only replays recorded
+ * advance it: NCCL starts a replay's events from the graph's host node, which a plan has only
+ * with proxy work, always present when the capture's mask had KernelCh (profiler.cc,
+ * ncclProfilerStartTaskEvents) and not otherwise. A send / receive is not numbered. */
+static int replay_numbering(struct rs_gpu_context* ctx, const struct rs_gpu_task* t, uint64_t call,
+                            struct rs_gpu_numbering* n) {
+  n->flags |= RS_GPU_GRAPH_REPLAY;
+  n->graph_call_seq = call & RS_GPU_H_API_NUMBER_MASK;
+  count(&rs_gpu_region_header()->graph_replay_ops);
+  if (!t->p2p && (call & RS_GPU_H_API_FULL) != 0) {
+    n->seq = __atomic_add_fetch(&ctx->graph_replays, 1, __ATOMIC_RELAXED);
+  }
+  return 1;
+}
+
+/* Numbers the operation (n->seq; 0: none); 0 if it is not to be recorded. *full: NCCL's mask
+ * for its call had the device events. */
+static int number_task(struct rs_gpu_context* ctx, const struct rs_gpu_task* t, int* full,
+                       struct rs_gpu_numbering* n) {
+  const int send = rs_gpu_func_of(t->func) == RS_GPU_SEND;
+  if (ctx->api_version < 5) {
+    *full = rs_gpu_mask_plan_full();
+    if (t->p2p) {
+      n->seq = rs_gpu_context_p2p_seq(ctx, send, t->peer);
     } else {
-      *full = rs_gpu_mask_plan_full();
+      n->flags |= RS_GPU_SEQ_LAUNCH_ORDER;
+      n->seq = __atomic_add_fetch(&ctx->coll_calls, 1, __ATOMIC_RELAXED);
     }
-    return rs_gpu_context_p2p_seq(ctx, send, t->peer);
+    return n->seq != 0;
   }
-  if (ctx->api_version >= 5) {
-    if (rs_gpu_handle_kind(t->parent) != RS_GPU_H_COLL_API) return 0; /* not numbered */
-    const uint64_t call = rs_gpu_handle_payload(t->parent);
-    *full = (call & RS_GPU_H_API_FULL) != 0;
-    *api_ns = rs_gpu_context_api_ns(ctx, 0, call & RS_GPU_H_API_NUMBER_MASK);
-    return call & RS_GPU_H_API_NUMBER_MASK;
+  if (rs_gpu_handle_kind(t->parent) != (t->p2p ? RS_GPU_H_P2P_API : RS_GPU_H_COLL_API)) {
+    *full = 0; /* a collective not numbered, or no call of ours */
+    return 0;
   }
-  *full = rs_gpu_mask_plan_full();
-  *flags |= RS_GPU_SEQ_LAUNCH_ORDER;
-  return __atomic_add_fetch(&ctx->coll_calls, 1, __ATOMIC_RELAXED);
+  const uint64_t call = rs_gpu_handle_payload(t->parent);
+  *full = (call & RS_GPU_H_API_FULL) != 0;
+  if (call & RS_GPU_H_API_GRAPH) return replay_numbering(ctx, t, call, n);
+  n->api_ns = rs_gpu_context_api_ns(ctx, t->p2p, call & RS_GPU_H_API_NUMBER_MASK);
+  if (!t->p2p) {
+    n->seq = call & RS_GPU_H_API_NUMBER_MASK;
+    return 1;
+  }
+  n->seq = rs_gpu_context_p2p_seq(ctx, send, t->peer);
+  if (n->seq == 0) return 0; /* a peer outside the communicator */
+  /* After a captured send / receive the recorder's numbers may be ahead: recorded unnumbered. */
+  if (__atomic_load_n(&ctx->p2p_captured, __ATOMIC_RELAXED)) n->seq = 0;
+  return 1;
 }
 
 static void* task_start(struct rs_gpu_context* ctx, const struct rs_gpu_task* t) {
   int full = 0;
-  int64_t api_ns = 0;
-  uint32_t flags = 0;
-  const uint64_t seq = number_task(ctx, t, &full, &api_ns, &flags);
+  struct rs_gpu_numbering n;
+  memset(&n, 0, sizeof(n));
+  const int recordable = number_task(ctx, t, &full, &n);
   struct rs_gpu_ring_header* h = rs_gpu_region_header();
   count(&h->ops);
   /* v5 looked for a reader at the call's API event just before; v4 has only this one. */
@@ -162,11 +202,11 @@ static void* task_start(struct rs_gpu_context* ctx, const struct rs_gpu_task* t)
     reader = rs_gpu_region_reader_present(now);
     rs_gpu_mask_want_full(reader);
   }
-  if (!reader || !full || seq == 0) { /* no device events will come for it */
+  if (!reader || !full || !recordable) { /* no device events will come for it */
     count(&h->ops_unrecorded);
     return NULL;
   }
-  return rs_gpu_operation_enqueue(ctx, t, seq, api_ns, now, flags, thread_id());
+  return rs_gpu_operation_enqueue(ctx, t, &n, now, thread_id());
 }
 
 /* ---- the tables' functions ---- */
@@ -184,10 +224,12 @@ static int start_host_event(struct rs_gpu_context* ctx, void** handle, uint64_t 
        * Broadcast, Reduce. A CollApi event of another function (NCCL 2.29+ starts one for a
        * copy-engine AlltoAll, Gather or Scatter: enqueue.cc, ceCollTaskAppend) is no call the
        * recorder numbers: counting it would put every later collective one number ahead. */
-      if (rs_gpu_func_of(t->func) <= RS_GPU_ALL_REDUCE) *handle = api_start(ctx, 0);
+      if (rs_gpu_func_of(t->func) <= RS_GPU_ALL_REDUCE) {
+        *handle = api_start(ctx, 0, t->graph_captured);
+      }
       break;
     case ncclProfileP2pApi:
-      *handle = api_start(ctx, 1);
+      *handle = api_start(ctx, 1, t->graph_captured);
       break;
     case ncclProfileKernelLaunch: /* needed only for operations recorded */
       if (rs_gpu_mask_current() & ncclProfileKernelCh) {
@@ -328,6 +370,16 @@ static int finalize(void* context) {
     t.channels = d->p2p.nChannels;                                                   \
     break;
 
+/* v5+'s API events, whose members v5, v6 and v7 place alike. */
+#define START_API_EVENTS                         \
+  case ncclProfileCollApi:                       \
+    t.func = d->collApi.func;                    \
+    t.graph_captured = d->collApi.graphCaptured; \
+    break;                                       \
+  case ncclProfileP2pApi:                        \
+    t.graph_captured = d->p2pApi.graphCaptured;  \
+    break;
+
 /* ---- version 5 ---- */
 
 static int init_v5(void** context, uint64_t comm_id, int* mask, const char* name, int n_nodes,
@@ -345,9 +397,7 @@ static int start_v5(void* context, void** handle, ncclProfilerEventDescr_v5_t* d
   t.parent = d->parentObj;
   switch (d->type) {
     START_COMMON_EVENTS
-    case ncclProfileCollApi:
-      t.func = d->collApi.func;
-      break;
+    START_API_EVENTS
     default:
       break;
   }
@@ -375,9 +425,7 @@ static int start_v6(void* context, void** handle, ncclProfilerEventDescr_v6_t* d
   t.parent = d->parentObj;
   switch (d->type) {
     START_COMMON_EVENTS
-    case ncclProfileCollApi:
-      t.func = d->collApi.func;
-      break;
+    START_API_EVENTS
     case ncclProfileCeColl:
       return copy_engine_collective();
     default:
@@ -407,9 +455,7 @@ static int start_v7(void* context, void** handle, ncclProfilerEventDescr_v7_t* d
   t.parent = d->parentObj;
   switch (d->type) {
     START_COMMON_EVENTS
-    case ncclProfileCollApi:
-      t.func = d->collApi.func;
-      break;
+    START_API_EVENTS
     case ncclProfileCeColl:
       return copy_engine_collective();
     case ncclProfileKernelPhase:

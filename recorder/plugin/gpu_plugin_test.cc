@@ -175,7 +175,7 @@ TEST_F(V5, CollectiveRecordHasEveryField) {
   EXPECT_EQ(op.channels_started, 1);
   EXPECT_EQ(op.channels_stopped, 1);
   EXPECT_EQ(op.flags, 0u);
-  EXPECT_EQ(op.reserved, 0u);
+  EXPECT_EQ(op.graph_call_seq, 0u);
   EXPECT_TRUE(OwnRing()->InFlight().empty());
   const Counters c = Delta();
   EXPECT_EQ(c.ops, 2u);

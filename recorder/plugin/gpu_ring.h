@@ -50,7 +50,7 @@ extern "C" {
 
 #define RS_GPU_RING_NAME "rankscope-gpu"
 #define RS_GPU_RING_MAGIC 0x53504f5550475352ULL /* "RSGPUOPS" little-endian */
-#define RS_GPU_RING_VERSION 3
+#define RS_GPU_RING_VERSION 4
 #define RS_GPU_HEADER_BYTES 4096
 #define RS_GPU_SLOT_COUNT 1024   /* operations in flight per process */
 #define RS_GPU_RING_RECORDS 8192 /* finished records kept for the reader */
@@ -124,6 +124,12 @@ enum rs_gpu_state {
 /* v7: NCCL ran it with a symmetric-memory kernel, whose initial_sync phase ends when its
  * opening barrier with its peers passed */
 #define RS_GPU_SYMMETRIC_KERNEL (1u << 6)
+/* an operation of a CUDA graph's replay: its call was captured into the graph (NCCL's
+ * graphCaptured), and NCCL starts its Coll / P2p event, with the captured call's API event as
+ * parent, each time the graph runs (enqueue.cc, hostStreamPlanTask from the graph's host node).
+ * No API call of its own: api_ns 0; seq counts the communicator's replayed collectives from 1
+ * (0: a send / receive, not numbered), graph_call_seq names the captured call */
+#define RS_GPU_GRAPH_REPLAY (1u << 7)
 
 struct rs_gpu_op {
   uint64_t stamp;            /* ring: index + 1 once complete; slot: non-zero while in use */
@@ -162,8 +168,9 @@ struct rs_gpu_op {
   uint8_t channels; /* channels NCCL planned (the descriptor's nChannels) */
   uint8_t channels_started;
   uint8_t channels_stopped;
-  uint32_t flags; /* RS_GPU_* flags */
-  uint32_t reserved;
+  uint32_t flags;          /* RS_GPU_* flags */
+  uint32_t graph_call_seq; /* RS_GPU_GRAPH_REPLAY: the captured call's number (as seq numbers
+                            * calls; 0 past 2^32 - 1) */
 };
 
 struct rs_gpu_ring_header {
@@ -190,6 +197,12 @@ struct rs_gpu_ring_header {
   uint64_t ops_copy_engine;    /* v6+: collectives NCCL ran on the copy engines (CeColl events):
                                 * counted, not recorded -- the profiler API gives them no device
                                 * time (atomic) */
+  uint64_t graph_calls;        /* API calls NCCL said were captured into a CUDA graph (atomic) */
+  uint64_t graph_calls_unrecorded; /* of them, captured while NCCL's mask lacked the device
+                                    * events: their replays are neither recorded nor numbered,
+                                    * so the replay numbers of this process and of one whose
+                                    * calls were captured with them may differ (atomic) */
+  uint64_t graph_replay_ops;       /* operations of graph replays (counted in ops too; atomic) */
 };
 
 #define RS_GPU_REGION_BYTES(slots, records)                                       \

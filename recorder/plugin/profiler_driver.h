@@ -73,6 +73,7 @@ class ProfilerDriver {
     const char* proto = "SIMPLE";
     uint64_t user_tag = 0;   // v7: ncclCollConfig_t.userProfilerTag
     bool symmetric = false;  // v7: NCCL chose a symmetric-memory kernel
+    bool graph = false;      // made while its stream was captured into a CUDA graph
     void* api = nullptr;
     void* group_api = nullptr;
   };
@@ -107,6 +108,20 @@ class ProfilerDriver {
     return c;
   }
 
+  // cudaStreamBeginCapture / EndCapture: the calls between are captured (graphCaptured).
+  void BeginCapture() { capturing_ = true; }
+  void EndCapture() { capturing_ = false; }
+  // The launch of captured calls: NCCL records the kernel launch into the graph (KernelLaunch,
+  // v5) and runs nothing; the graph's host node will start the tasks' events at each replay.
+  void CaptureLaunch(const std::vector<Call>& calls) {
+    if (calls.empty() || version_ < 5) return;
+    if (calls.front().mask & ncclProfileKernelLaunch) {
+      ncclProfilerEventDescr_v7_t d = Descr(ncclProfileKernelLaunch);
+      d.parentObj = calls.front().group_api;
+      Stop(Start(d));
+    }
+    Stop(calls.front().group_api);
+  }
   // A launched task and the mask it carries.
   struct Task {
     void* handle = nullptr;
@@ -117,11 +132,24 @@ class ProfilerDriver {
   // event's stop.
   std::vector<Task> Launch(const std::vector<Call>& calls, uint8_t channels = 1,
                            bool stop_tasks = true) {
+    return RunTasks(calls, channels, stop_tasks, false);
+  }
+  // One replay of a graph holding the captured calls: the graph's host node runs NCCL's
+  // hostStreamPlanTask (enqueue.cc): the Group event and each task's Coll / P2p event, whose
+  // parent is the captured call's API event; a collective's seqNumber advances where the
+  // capture's mask had KernelCh (profiler.cc, ncclProfilerStartTaskEvents).
+  std::vector<Task> Replay(const std::vector<Call>& calls, uint8_t channels = 1) {
+    return RunTasks(calls, channels, true, true);
+  }
+
+ private:
+  std::vector<Task> RunTasks(const std::vector<Call>& calls, uint8_t channels, bool stop_tasks,
+                             bool replay) {
     std::vector<Task> tasks;
     if (calls.empty()) return tasks;
     const int mask = calls.front().mask;
     void* launch = nullptr;
-    if (version_ >= 5 && (mask & ncclProfileKernelLaunch)) {
+    if (!replay && version_ >= 5 && (mask & ncclProfileKernelLaunch)) {
       ncclProfilerEventDescr_v7_t d = Descr(ncclProfileKernelLaunch);
       d.parentObj = calls.front().group_api;
       launch = Start(d);
@@ -158,7 +186,7 @@ class ProfilerDriver {
           d.coll.isSymColl = c.symmetric;
         }
         t.handle = Start(d);
-      } else if (!c.p2p) {
+      } else if (!c.p2p && (!replay || (c.mask & ncclProfileKernelCh))) {
         ++nccl_seq_[Func(c.func)];
       }
       tasks.push_back(t);
@@ -167,10 +195,11 @@ class ProfilerDriver {
       for (const Task& t : tasks) Stop(t.handle);
     }
     Stop(group);
-    Stop(calls.front().group_api);
+    if (!replay) Stop(calls.front().group_api);
     return tasks;
   }
 
+ public:
   // ---- the device, as NCCL's proxy thread reports it ----
   void* KernelChStart(const Task& t, uint64_t ptimer) {
     if (t.handle == nullptr || !(t.mask & ncclProfileKernelCh)) return nullptr;
@@ -316,6 +345,7 @@ class ProfilerDriver {
   }
   void ApiCall(Call* c, uint64_t type, int group_depth) {
     c->mask = mask();  // NCCL reads the mask once per call
+    c->graph = capturing_;
     if (version_ < 5) return;
     if (group_depth == 1) {
       ncclProfilerEventDescr_v7_t g = Descr(ncclProfileGroupApi);
@@ -338,11 +368,13 @@ class ProfilerDriver {
         d.collApi.datatype = c->datatype;
         d.collApi.root = c->root;
         d.collApi.userTag = c->user_tag;
+        d.collApi.graphCaptured = capturing_;
       } else {
         d.p2pApi.func = c->func;
         d.p2pApi.count = c->count;
         d.p2pApi.datatype = c->datatype;
         d.p2pApi.userTag = c->user_tag;
+        d.p2pApi.graphCaptured = capturing_;
       }
       c->api = Start(d);
       Stop(c->api);
@@ -363,6 +395,7 @@ class ProfilerDriver {
   int& mask_ = NcclMask();
   int init_result_ = -1;
   void* group_api_ = nullptr;
+  bool capturing_ = false;
   uint64_t nccl_seq_[6] = {};
 };
 

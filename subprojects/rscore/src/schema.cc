@@ -177,8 +177,13 @@ CREATE TABLE gpu_ops (
   initial_sync_ns INTEGER,           -- v7: longest initial_sync kernel phase of its channels (device ns;
                                      -- the wait at the kernel's opening barrier); NULL: not reported
   final_sync_ns   INTEGER,           -- v7: longest final_sync phase (the closing barrier)
-  kernel_symmetric INTEGER           -- v7: 1 a symmetric-memory kernel (its initial_sync is the wait
+  kernel_symmetric INTEGER,          -- v7: 1 a symmetric-memory kernel (its initial_sync is the wait
                                      -- at a barrier with its peers), 0 another; NULL: older API
+  graph_call_seq  INTEGER,           -- a CUDA graph's replay: the seq of the call captured into the
+                                     -- graph (its own seq is NULL: no call of its own); NULL: none
+  graph_replay_seq INTEGER           -- a replayed collective: the communicator's replayed collectives
+                                     -- counted from 1 (the same one on every rank whose capture had
+                                     -- the device events); NULL: not a replay, or a send / receive
 ) STRICT;
 -- TCP retransmissions
 CREATE TABLE tcp_events (
