@@ -14,6 +14,11 @@
 
 namespace analyzer {
 
+std::string SeqWords(int64_t seq) {
+  return seq >= kGraphReplaySeqBase ? "graph replay " + std::to_string(seq - kGraphReplaySeqBase)
+                                    : "seq " + std::to_string(seq);
+}
+
 std::string Participant::Label() const {
   return rank ? node + " rank " + std::to_string(*rank) : node + " pid " + std::to_string(pid);
 }
@@ -98,15 +103,19 @@ rs::Result<CollectiveData> LoadCollectives(rs::Db& db) {
   RETURN_IF_ERROR(JoinDeviceOps(db, out));
   // Sorted here: ORDER BY would walk an index and fetch every row at random.
   std::stable_sort(out.calls.begin(), out.calls.end(), [](const NcclCall& a, const NcclCall& b) {
-    return std::tie(a.comm, a.seq, a.ts) < std::tie(b.comm, b.seq, b.ts);
+    return std::tie(a.comm, a.seq, a.graph_call, a.ts) <
+           std::tie(b.comm, b.seq, b.graph_call, b.ts);
   });
   // Group by (comm, seq); keep one call per participant (the first) in each group.
   std::vector<NcclCall> kept;
   kept.reserve(out.calls.size());
   for (size_t i = 0; i < out.calls.size();) {
     size_t j = i;
+    // Replays of one number that name different captured calls were counted from different
+    // points on their ranks: not one collective.
     while (j < out.calls.size() && out.calls[j].comm == out.calls[i].comm &&
-           out.calls[j].seq == out.calls[i].seq) {
+           out.calls[j].seq == out.calls[i].seq &&
+           out.calls[j].graph_call == out.calls[i].graph_call) {
       ++j;
     }
     Collective g;
@@ -136,6 +145,7 @@ rs::Result<CollectiveData> LoadCollectives(rs::Db& db) {
     i = j;
   }
   out.calls = std::move(kept);
+  MarkGraphCaptured(out);
   SetArrivals(out);
   RETURN_IF_ERROR(LoadP2pCalls(db, out));
   return out;

@@ -48,6 +48,14 @@ struct DeviceOp {
   std::optional<int64_t> barrier_wait_ns;
 };
 
+// A CUDA graph replay's collective has no call of its own (gpu_ops.seq NULL): its seq is its
+// number among its communicator's replayed collectives (gpu_ops.graph_replay_seq) past this
+// base, so that it never meets a call's seq; the same replay number is the same collective on
+// every rank whose capture was recorded (the plugin's rule, gpu_plugin.c replay_numbering).
+inline constexpr int64_t kGraphReplaySeqBase = int64_t{1} << 40;
+// "seq N", or "graph replay N" for a replay's.
+std::string SeqWords(int64_t seq);
+
 struct NcclCall {
   int32_t participant = 0;
   uint64_t comm = 0;
@@ -61,7 +69,9 @@ struct NcclCall {
   std::string datatype;
   std::optional<int64_t> root;
   std::optional<int64_t> peer;  // SEND / RECV: the other side's rank in this communicator
-  bool host_seen = true;  // false: only its gpu_ops row saw it (ts = that row's enqueue, dur 0)
+  bool host_seen = true;   // false: only its gpu_ops row saw it (ts = that row's enqueue, dur 0)
+  int64_t graph_call = 0;  // a graph replay (seq past kGraphReplaySeqBase): the captured call's
+                           // seq (-1: not recorded)
   std::optional<DeviceOp> device;
   // It returned before its collective completed: an enqueue (device seen, or the recording's
   // calls shown to enqueue; see call_semantics.h). Its lateness may carry into the next call.
@@ -86,7 +96,10 @@ struct Collective {
   // Completion: the last device end (device basis; -1 while one has none), else last_exit.
   int64_t done = -1;
   int32_t last = -1;      // participant that arrived last; -1 on a tie
-  bool excluded = false;  // left out of lateness (ExcludeEnqueueEntries)
+  bool excluded = false;  // left out of lateness (ExcludeEnqueueEntries, graph_captured)
+  // Its calls were captured into a CUDA graph (replays name it as their graph_call): they ran
+  // nothing and returned at once, so their entries are no arrival; left out of lateness.
+  bool graph_captured = false;
   bool matched() const { return end - begin >= 2; }
   bool compared() const { return matched() && !excluded; }  // in the lateness statistics
 };
@@ -98,11 +111,16 @@ struct CollectiveData {
   // Sends and receives (op 'SEND' | 'RECV'; seq numbers a peer's transfers) of the participants
   // above, for what they held (held_index.h); arrival unset.
   std::vector<NcclCall> p2p;
-  int64_t matched = 0;               // groups with >= 2 participants
-  bool gpu_ops_table = false;        // the recording has gpu_ops (rs::HasGpuOps)
-  int64_t device_ops = 0;            // gpu_ops rows of collectives joined to calls
-  int64_t device_only_calls = 0;     // ... of them without an NCCL call recorded
-  int64_t device_collectives = 0;    // matched groups on device basis
+  int64_t matched = 0;                     // groups with >= 2 participants
+  bool gpu_ops_table = false;              // the recording has gpu_ops (rs::HasGpuOps)
+  int64_t device_ops = 0;                  // gpu_ops rows of collectives joined to calls
+  int64_t device_only_calls = 0;           // ... of them without an NCCL call recorded
+  int64_t graph_replays = 0;               // ... of them CUDA graph replays (device_only_calls too)
+  int64_t graph_captured_collectives = 0;  // matched groups of captured calls (left out)
+  // Replays left out: some node's capture lacked the device events (metadata
+  // gpu_graph_calls_unrecorded), so replay numbers may name different replays across ranks.
+  int64_t graph_replays_uncompared = 0;
+  int64_t device_collectives = 0;  // matched groups on device basis
   // ... of them with every rank's barrier wait (0 unless every one of them has: SetArrivals)
   int64_t barrier_collectives = 0;
   int64_t excluded_collectives = 0;  // matched groups left out of lateness

@@ -2,15 +2,42 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "rscore/schema.h"
 
 namespace analyzer {
 
+namespace {
+
+// Whether the recording's graph replays may be compared across ranks: false where some node's
+// plugin saw a call captured while NCCL's mask lacked the device events. Its replays were
+// neither recorded nor numbered there, so that node's replay numbers may run behind the
+// others' and one number name different replays of the same captured call (the captured-call
+// check of LoadCollectives cannot see that).
+rs::Result<bool> GraphReplaysComparable(rs::Db& db, int64_t* uncompared) {
+  ASSIGN_OR_RETURN(
+      int64_t nodes_behind,
+      db.QueryInt("SELECT COUNT(*) FROM metadata WHERE (key = "
+                  "'gpu_graph_calls_unrecorded' OR key LIKE "
+                  "'node.%.gpu_graph_calls_unrecorded') AND CAST(value AS INTEGER) > 0"));
+  if (nodes_behind == 0) return true;
+  ASSIGN_OR_RETURN(*uncompared,
+                   db.QueryInt("SELECT COUNT(*) FROM gpu_ops WHERE graph_replay_seq IS NOT NULL"));
+  return false;
+}
+
+}  // namespace
+
 rs::Result<void> JoinDeviceOps(rs::Db& db, CollectiveData& data) {
   ASSIGN_OR_RETURN(data.gpu_ops_table, rs::HasGpuOps(db));
   if (!data.gpu_ops_table) return rs::Ok();
+  // Recordings of graph replays (older bundles lack the columns).
+  ASSIGN_OR_RETURN(bool graphs, rs::HasColumn(db, "gpu_ops", "graph_replay_seq"));
+  if (graphs) {
+    ASSIGN_OR_RETURN(graphs, GraphReplaysComparable(db, &data.graph_replays_uncompared));
+  }
   // (participant, comm, seq) -> its earliest call: the one grouping keeps.
   std::map<std::tuple<int32_t, uint64_t, int64_t>, size_t> first_call;
   // Recordings of profiler API v7 hold the kernel's phases (older bundles lack the columns).
@@ -22,14 +49,17 @@ rs::Result<void> JoinDeviceOps(rs::Db& db, CollectiveData& data) {
   }
   ASSIGN_OR_RETURN(
       rs::Statement st,
-      db.Prepare("SELECT g.node, g.pid, p.rank, g.rank, g.nranks, g.comm_id_hash, g.seq, g.op,"
-                 " g.timestamp_ns, g.device_start_ns, g.device_end_ns, g.clock_error_ns, g.state,"
-                 " g.count, g.datatype, g.root, p.comm, " +
-                 std::string(phases ? "CASE WHEN g.kernel_symmetric = 1 THEN g.initial_sync_ns END"
-                                    : "NULL") +
-                 " FROM gpu_ops g LEFT JOIN processes p ON p.node = g.node AND p.pid = g.pid"
-                 " WHERE g.comm_id_hash IS NOT NULL AND g.seq IS NOT NULL"
-                 "   AND g.op NOT IN ('SEND', 'RECV')"));
+      db.Prepare(
+          "SELECT g.node, g.pid, p.rank, g.rank, g.nranks, g.comm_id_hash, g.seq, g.op,"
+          " g.timestamp_ns, g.device_start_ns, g.device_end_ns, g.clock_error_ns, g.state,"
+          " g.count, g.datatype, g.root, p.comm, " +
+          std::string(phases ? "CASE WHEN g.kernel_symmetric = 1 THEN g.initial_sync_ns END"
+                             : "NULL") +
+          (graphs ? ", g.graph_replay_seq, g.graph_call_seq" : ", NULL, NULL") +
+          " FROM gpu_ops g LEFT JOIN processes p ON p.node = g.node AND p.pid = g.pid"
+          " WHERE g.comm_id_hash IS NOT NULL AND " +
+          (graphs ? "(g.seq IS NOT NULL OR g.graph_replay_seq IS NOT NULL)" : "g.seq IS NOT NULL") +
+          "   AND g.op NOT IN ('SEND', 'RECV')"));
   std::vector<NcclCall> device_only;
   std::map<std::tuple<int32_t, uint64_t, int64_t>, size_t> device_only_index;
   while (true) {
@@ -40,7 +70,9 @@ rs::Result<void> JoinDeviceOps(rs::Db& db, CollectiveData& data) {
     int32_t p = AddParticipant(data, st.Text(0), st.Int(1), rank, st.IsNull(16) ? "" : st.Text(16));
     if (!st.IsNull(2)) data.participants[p].rank_recorded = true;
     uint64_t comm = static_cast<uint64_t>(st.Int(5));
-    int64_t seq = st.Int(6);
+    // A replay has no call: never joined to one (its seq is past every call's).
+    const bool replay = st.IsNull(6);
+    const int64_t seq = replay ? kGraphReplaySeqBase + st.Int(18) : st.Int(6);
     DeviceOp op;
     op.enqueue_ns = st.Int(8);
     op.start_ns = st.OptInt(9);
@@ -87,6 +119,8 @@ rs::Result<void> JoinDeviceOps(rs::Db& db, CollectiveData& data) {
     c.datatype = st.IsNull(14) ? "" : st.Text(14);
     c.root = st.OptInt(15);
     c.host_seen = false;
+    c.graph_call = replay ? st.OptInt(19).value_or(-1) : 0;
+    if (replay) ++data.graph_replays;
     c.device = std::move(op);
     device_only_index.emplace(key, device_only.size());
     device_only.push_back(std::move(c));
@@ -168,11 +202,25 @@ int64_t DeviceBound(const CollectiveData& data, int32_t later) {
   return data.participants[later].device_clock_error_ns;
 }
 
+void MarkGraphCaptured(CollectiveData& data) {
+  std::set<std::pair<uint64_t, int64_t>> captured;  // (comm, seq) of captured calls
+  for (const NcclCall& c : data.calls) {
+    if (c.seq >= kGraphReplaySeqBase) captured.emplace(c.comm, c.graph_call);
+  }
+  if (captured.empty()) return;
+  for (Collective& g : data.collectives) {
+    if (g.seq >= kGraphReplaySeqBase || !captured.count({g.comm, g.seq})) continue;
+    g.graph_captured = g.excluded = true;
+    g.last = -1;
+    if (g.matched()) ++data.graph_captured_collectives;
+  }
+}
+
 int64_t ExcludeEnqueueEntries(CollectiveData& data) {
   int64_t excluded = 0;
   if (data.device_collectives == 0) return 0;
   for (Collective& g : data.collectives) {
-    if (!g.matched() || g.device_basis) continue;
+    if (!g.matched() || g.device_basis || g.graph_captured) continue;
     bool enqueues = false;
     for (size_t k = g.begin; k < g.end; ++k) enqueues |= data.calls[k].enqueue;
     if (!enqueues) continue;

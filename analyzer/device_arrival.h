@@ -17,6 +17,9 @@ namespace analyzer {
 // own (host_seen false, entry = its enqueue). Nothing happens where the table is absent (a
 // recording of an earlier recorder).
 rs::Result<void> JoinDeviceOps(rs::Db& db, CollectiveData& data);
+// Marks the groups of calls captured into CUDA graphs (those the replays name) as left out of
+// lateness: capturing ran nothing and returned at once.
+void MarkGraphCaptured(CollectiveData& data);
 
 // After grouping: each collective's basis, arrivals, last arrival, completion; each
 // participant's device conversion bound; data.device_collectives. Without `device` every

@@ -36,9 +36,10 @@ class Writer {
       ASSIGN_OR_RETURN(gpu_, db_.Prepare("INSERT INTO gpu_ops(node, timestamp_ns, pid, tid, op,"
                                          " rank, nranks, comm_id_hash, seq, count, datatype, bytes,"
                                          " device_start_ns, device_end_ns, clock_error_ns, state,"
-                                         " initial_sync_ns, kernel_symmetric, user_tag)"
+                                         " initial_sync_ns, kernel_symmetric, user_tag,"
+                                         " graph_call_seq, graph_replay_seq)"
                                          " VALUES (?,?,?,?,'ALL_REDUCE',?,?,?,?,?,'float32',?,?,?,"
-                                         "?,?,?,?,?)"));
+                                         "?,?,?,?,?,?,?)"));
     }
     ASSIGN_OR_RETURN(cuda_, db_.Prepare("INSERT INTO cuda_events(node, timestamp_ns, duration_ns,"
                                         " pid, tid, api, library, stream, state, stack_id)"
@@ -138,7 +139,10 @@ class Writer {
     return rs::Ok();
   }
 
+  bool Replay() const { return job_.graph_replays && step_ > 0; }
+
   rs::Result<void> Call(int g, int64_t seq, int64_t ts, int64_t dur) {
+    if (Replay()) return rs::Ok();  // the graph runs without an NCCL call
     const int64_t pid = JobPid(job_, g);
     nccl_.Bind(1, JobNode(Node(g))).Bind(2, ts).Bind(3, dur).Bind(4, pid).Bind(5, pid);
     nccl_.Bind(6, g).Bind(7, Ranks()).Bind(8, kComm).Bind(9, seq).Bind(10, kCount);
@@ -152,6 +156,7 @@ class Writer {
     if (!job_.gpu_ops || !job_.gpu_ops_table) return rs::Ok();
     const int64_t pid = JobPid(job_, g);
     if (step_ < job_.device_from_step) return rs::Ok();
+    if (job_.graph_replays && step_ == 0) return rs::Ok();  // a capture runs nothing
     // A device time reads late by its rank's share of clock_error_ns after its conversion.
     const int64_t late = std::max<int64_t>(0, job_.clock_error_ns) * error_share_[g] / 100;
     if (start) *start += late;
@@ -159,7 +164,12 @@ class Writer {
     std::optional<int64_t> bound;
     if (job_.clock_error_ns >= 0) bound = job_.clock_error_ns;
     gpu_.Bind(1, JobNode(Node(g))).Bind(2, enqueue).Bind(3, pid).Bind(4, pid).Bind(5, g);
-    gpu_.Bind(6, Ranks()).Bind(7, kComm).Bind(8, seq).Bind(9, kCount).Bind(10, 4 * kCount);
+    gpu_.Bind(6, Ranks()).Bind(7, kComm).Bind(9, kCount).Bind(10, 4 * kCount);
+    if (Replay()) {  // seq counts every step's collectives; step 0's were the captured calls
+      gpu_.BindNull(8).Bind(18, seq % job_.buckets).Bind(19, seq - job_.buckets + 1);
+    } else {
+      gpu_.Bind(8, seq).BindNull(18).BindNull(19);
+    }
     gpu_.Bind(11, start).Bind(12, end).Bind(13, bound).Bind(14, state);
     const bool timed = job_.symmetric_kernels && barrier_wait;
     gpu_.Bind(15, timed ? std::optional<int64_t>(*barrier_wait + U(2'000)) : std::nullopt);
@@ -292,6 +302,10 @@ rs::Result<std::string> WriteGpuJob(const GpuJob& job, const std::string& dir) {
   ASSIGN_OR_RETURN(int64_t end, w.Run());
   RETURN_IF_ERROR(db.Exec("INSERT INTO metadata VALUES ('start_ns', '" + std::to_string(kStart) +
                           "'), ('end_ns', '" + std::to_string(end) + "')"));
+  if (job.graph_behind_node >= 0) {
+    RETURN_IF_ERROR(db.Exec("INSERT INTO metadata VALUES ('node." + JobNode(job.graph_behind_node) +
+                            ".gpu_graph_calls_unrecorded', '1')"));
+  }
   if (job.skewed_node >= 0) {
     const std::string shift = " + " + std::to_string(job.skew_ns),
                       where = " WHERE node = '" + JobNode(job.skewed_node) + "'";

@@ -56,6 +56,11 @@ struct GpuJob {
   // kernel's opening barrier (the last device start - its own, plus up to 2 us).
   bool symmetric_kernels = false;
   bool tag_steps = false;  // v7: each call's user tag is its step + 1
+  // CUDA graphs: step 0's collectives are captured into a graph (NCCL calls, nothing run), the
+  // later steps replay it: no NCCL call, gpu_ops rows without seq, with the captured call
+  // (graph_call_seq) and their number among the communicator's replays (graph_replay_seq).
+  bool graph_replays = false;
+  int graph_behind_node = -1;  // its metadata: a call captured before its recorder read
 };
 
 // Global rank g runs on node g / ranks_per_node as pid 1000 + 100 * node + local rank.

@@ -338,6 +338,9 @@ std::string RenderJson(const Report& r) {
   w.Key("barrier_collectives").Int(t.barrier_collectives);
   w.Key("host_collectives").Int(t.host_collectives);
   w.Key("excluded_collectives").Int(t.excluded_collectives);
+  w.Key("graph_replay_ops").Int(t.graph_replay_ops);
+  w.Key("graph_captured_collectives").Int(t.graph_captured_collectives);
+  w.Key("graph_replays_uncompared").Int(t.graph_replays_uncompared);
   w.Key("gpu_ops_table").Bool(t.gpu_ops_table).Key("device_ops").Int(t.device_ops);
   w.Key("call_semantics").String(t.call_semantics);
   w.Key("semantics_evidence").String(t.semantics_evidence).EndObject();

@@ -435,6 +435,12 @@ struct Timing {
   // ... left out of lateness: some rank's device start is missing and the calls only enqueue
   // (compared on device elsewhere, their entries are no arrival)
   int64_t excluded_collectives = 0;
+  // CUDA graphs: gpu_ops rows of replays compared as collectives of their own; the collectives
+  // of captured calls (left out: capturing runs nothing); replay rows left out because some
+  // node's capture went unrecorded (CollectiveData::graph_replays_uncompared)
+  int64_t graph_replay_ops = 0;
+  int64_t graph_captured_collectives = 0;
+  int64_t graph_replays_uncompared = 0;
   bool gpu_ops_table = false;  // the recording has the table (a recorder that knows it)
   int64_t device_ops = 0;      // gpu_ops rows of collectives joined to the calls
   // 'blocking' (calls return when the collective is done), 'enqueue' (they return at enqueue,

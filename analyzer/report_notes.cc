@@ -61,6 +61,26 @@ rs::Result<void> AddUserTagNote(rs::Db& db, std::vector<std::string>& notes) {
   return rs::Ok();
 }
 
+void AddGraphReplayNote(const CollectiveData& data, std::vector<std::string>& notes) {
+  if (data.graph_replays > 0) {
+    notes.push_back(
+        std::to_string(data.graph_replays) +
+        " GPU operations ran in CUDA graph replays (no NCCL call of their own: their calls were "
+        "captured once); they are matched across ranks by their number among their "
+        "communicator's replayed collectives, shown as 'graph replay N', and their host entry is "
+        "when the graph reached them; the " +
+        std::to_string(data.graph_captured_collectives) +
+        " collectives of the captured calls are left out of lateness (capturing runs nothing)");
+  }
+  if (data.graph_replays_uncompared > 0) {
+    notes.push_back(std::to_string(data.graph_replays_uncompared) +
+                    " GPU operations of CUDA graph replays are left out: some node's graph was "
+                    "captured before its recorder read (metadata gpu_graph_calls_unrecorded), so "
+                    "its replays went unrecorded and replay numbers may name different replays "
+                    "on different ranks; start the recorder before the job captures its graphs");
+  }
+}
+
 rs::Result<void> AddMergeNotes(rs::Db& db, std::vector<std::string>& notes) {
   ASSIGN_OR_RETURN(rs::Statement st,
                    db.Prepare("SELECT file, COALESCE(original_node, '?'), status,"
@@ -83,7 +103,11 @@ void AddTimingNotes(const CollectiveData& data, const CallSemantics& sem, Report
   t.device_collectives = data.device_collectives;
   t.barrier_collectives = data.barrier_collectives;
   t.excluded_collectives = data.excluded_collectives;
-  t.host_collectives = data.matched - data.device_collectives - data.excluded_collectives;
+  t.graph_replay_ops = data.graph_replays;
+  t.graph_captured_collectives = data.graph_captured_collectives;
+  t.graph_replays_uncompared = data.graph_replays_uncompared;
+  t.host_collectives = data.matched - data.device_collectives - data.excluded_collectives -
+                       data.graph_captured_collectives;
   t.arrival_basis = ArrivalBasis(t.device_collectives, t.device_collectives + t.host_collectives);
   t.call_semantics = sem.kind;
   t.semantics_evidence = sem.evidence;
@@ -120,11 +144,12 @@ void AddTimingNotes(const CollectiveData& data, const CallSemantics& sem, Report
                       "plugin recorded, or rows lost) and are left out of lateness: their calls "
                       "only enqueue, so their entries are no arrival");
   }
-  if (data.device_only_calls > 0) {
-    r.notes.push_back(std::to_string(data.device_only_calls) +
+  if (const int64_t unseen = data.device_only_calls - data.graph_replays; unseen > 0) {
+    r.notes.push_back(std::to_string(unseen) +
                       " collective calls were seen by the profiler plugin only (no NCCL call "
                       "recorded): their host entry is the plugin's enqueue time");
   }
+  AddGraphReplayNote(data, r.notes);
   int64_t unbounded = 0;
   for (const Participant& p : data.participants) unbounded += p.device_unbounded;
   if (unbounded > 0) {

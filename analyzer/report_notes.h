@@ -21,6 +21,8 @@ namespace analyzer {
 rs::Result<void> AddSourceNotes(rs::Db& db, std::vector<std::string>& notes);
 // Profiler API v7's user tags on GPU operations: how many, how many values, their range.
 rs::Result<void> AddUserTagNote(rs::Db& db, std::vector<std::string>& notes);
+// CUDA graphs: the replayed collectives compared, or why none were.
+void AddGraphReplayNote(const CollectiveData& data, std::vector<std::string>& notes);
 
 // Inputs rankscope-merge skipped (table merge_inputs): their nodes are missing from every
 // conclusion.

@@ -66,6 +66,15 @@ void SetVerdict(Report& r, const std::vector<ArrivalStats>& stats) {
                              std::to_string(r.collectives) + " collectives";
   const std::string within =
       std::to_string(stats.size()) + " ranks' hosts issue the collectives within " + spread;
+  if (r.timing.graph_replays_uncompared > 0 && r.timing.device_collectives == 0) {
+    return set("undetermined",
+               "UNDETERMINED (CUDA graph replays not compared): " +
+                   std::to_string(r.timing.graph_replays_uncompared) +
+                   " GPU operations of graph replays were recorded, but some node's graphs were "
+                   "captured before its recorder read (metadata gpu_graph_calls_unrecorded), so "
+                   "one replay number may name different replays on different ranks; start the "
+                   "recorder before the job captures its graphs");
+  }
   if (DeviceUnseen(r)) {
     return set("undetermined",
                "UNDETERMINED (GPU side not seen): " + within +

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "collectives.h"
 #include "report_format.h"
 #include "rscore/text_escape.h"
 
@@ -33,9 +34,11 @@ std::string ColumnTime(const Plots& p, int col) {
 }
 
 std::string SeqRange(const BinCollectives& c) {
-  std::string seq = "seq " + std::to_string(c.first_seq);
-  if (c.last_seq != c.first_seq) seq += "-" + std::to_string(c.last_seq);
-  return c.ops + " " + seq;
+  std::string seq = SeqWords(c.first_seq);
+  if (c.last_seq == c.first_seq) return c.ops + " " + seq;
+  const bool calls = c.last_seq < kGraphReplaySeqBase;  // then the first is a call's too
+  return c.ops + " " + seq +
+         (calls ? "-" + std::to_string(c.last_seq) : " to " + SeqWords(c.last_seq));
 }
 
 // The collectives a column's mark falls among: those that began in it, else the last one
@@ -50,14 +53,13 @@ std::string ColumnCollectives(const Plots& p, int col) {
   for (int k = col - 1; k >= 0; --k) {
     const BinCollectives& b = p.columns[k];
     if (b.count > 0) {
-      return "no collective began; the last before: " + b.ops + " seq " +
-             std::to_string(b.last_seq);
+      return "no collective began; the last before: " + b.ops + " " + SeqWords(b.last_seq);
     }
   }
   for (size_t k = col + 1; k < p.columns.size(); ++k) {
     const BinCollectives& b = p.columns[k];
     if (b.count > 0) {
-      return "no collective began; the next: " + b.ops + " seq " + std::to_string(b.first_seq);
+      return "no collective began; the next: " + b.ops + " " + SeqWords(b.first_seq);
     }
   }
   return "no collective";
@@ -205,9 +207,8 @@ std::string LatenessHeatmapSvg(const Plots& p, const std::vector<bool>& marked,
         o << "no collective";
       } else {
         const PlotCollective& w = h.worst[r][c];
-        o << HtmlEscape(FormatNs(v) + " late at most, in " + w.op + " seq " +
-                        std::to_string(w.seq) + " (first arrival " +
-                        Offset(w.at_ns, p.bin_ns / 100) + ")");
+        o << HtmlEscape(FormatNs(v) + " late at most, in " + w.op + " " + SeqWords(w.seq) +
+                        " (first arrival " + Offset(w.at_ns, p.bin_ns / 100) + ")");
       }
       o << "</title></rect>";
     }

@@ -30,16 +30,31 @@ std::string CallQuery() {
 }
 
 // Completed collectives with both device times: by (comm_id_hash, seq) where the recorder saw
-// the communicator's init; else by NCCL's own commHash and seqNumber (the same on every rank of a
-// communicator, counted per op), with the op in the key's third part.
-std::string DeviceQuery() {
-  return "SELECT comm_id_hash IS NOT NULL AND seq IS NOT NULL, comm_id_hash, seq, nccl_comm_hash,"
-         " nccl_seq, op, device_start_ns, device_end_ns, clock_error_ns FROM gpu_ops"
+// the communicator's init; a CUDA graph's replay (no seq of its own) by its number among the
+// communicator's replays, with the captured call and the op in the key's third part (ranks
+// whose replay numbers disagree name other calls there, and never pair); else by NCCL's own
+// commHash and seqNumber (the same on every rank of a communicator, counted per op), with the
+// op in the key's third part. `graphs`: the bundle has the replay columns.
+std::string DeviceQuery(bool graphs) {
+  return std::string(
+             "SELECT comm_id_hash IS NOT NULL AND seq IS NOT NULL, comm_id_hash, seq,"
+             " nccl_comm_hash, nccl_seq, op, device_start_ns, device_end_ns,"
+             " clock_error_ns, ") +
+         (graphs ? "graph_replay_seq, graph_call_seq" : "NULL, NULL") +
+         " FROM gpu_ops"
          " WHERE state = 'completed' AND device_start_ns IS NOT NULL AND device_end_ns IS NOT NULL"
          " AND device_end_ns >= device_start_ns AND (clock_error_ns IS NULL OR clock_error_ns >= 0)"
          " AND ((comm_id_hash IS NOT NULL AND seq IS NOT NULL) OR"
          " (nccl_comm_hash IS NOT NULL AND nccl_seq IS NOT NULL)) AND op IN (" +
          OpList() + ")";
+}
+
+std::tuple<int64_t, int64_t, std::string> DeviceKey(rs::Statement& dev) {
+  if (dev.Int(0)) return {dev.Int(1), dev.Int(2), std::string()};
+  if (!dev.IsNull(1) && !dev.IsNull(9) && !dev.IsNull(10)) {
+    return {dev.Int(1), dev.Int(9), "graph " + dev.Text(5) + " of call " + dev.Text(10)};
+  }
+  return {dev.Int(3), dev.Int(4), "nccl " + dev.Text(5)};
 }
 
 // Completed, successful calls of the functions that may block until device work is done.
@@ -129,12 +144,12 @@ rs::Result<void> RendezvousCollector::AddNode(rs::Db& db, int node) {
     ++calls_;
   }
   if (has_gpu_ops) {
-    ASSIGN_OR_RETURN(rs::Statement dev, db.Prepare(DeviceQuery()));
+    ASSIGN_OR_RETURN(bool graphs, rs::HasColumn(db, "gpu_ops", "graph_replay_seq"));
+    ASSIGN_OR_RETURN(rs::Statement dev, db.Prepare(DeviceQuery(graphs)));
     for (;;) {
       ASSIGN_OR_RETURN(bool row, dev.Step());
       if (!row) break;
-      const Key key = dev.Int(0) ? Key{dev.Int(1), dev.Int(2), std::string()}
-                                 : Key{dev.Int(3), dev.Int(4), "nccl " + dev.Text(5)};
+      const Key key = DeviceKey(dev);
       mine[key].device.push_back(DeviceSpan{dev.Int(6), dev.Int(7), dev.OptInt(8)});
       ++calls_;
     }

@@ -255,6 +255,35 @@ TEST(RendezvousCollector, DeviceTimesOfAnUnrecordedCommunicatorMatchByNcclsOwnId
   }
 }
 
+TEST(RendezvousCollector, GraphReplaysPairByReplayNumberAndOnlyWhereTheyReplayOneCall) {
+  // Two nodes replay a captured all-reduce (call 7) 3 times; their rows have no seq of their
+  // own. The replays pair by their number, not with the captured call nor with each other. A
+  // third replay number names another captured call on node 1 (its replays were counted from
+  // another point): not paired.
+  std::vector<rs::Db> dbs;
+  dbs.push_back(Bundle());
+  dbs.push_back(Bundle());
+  for (int n = 0; n < 2; ++n) {
+    for (int64_t r = 1; r <= 4; ++r) {
+      const int64_t call = r == 4 && n == 1 ? 8 : 7;
+      Exec(dbs[n],
+           "INSERT INTO gpu_ops(node, timestamp_ns, pid, op, comm_id_hash, nccl_comm_hash,"
+           " nccl_seq, graph_call_seq, graph_replay_seq, device_start_ns, device_end_ns,"
+           " clock_error_ns, state) VALUES ('n', 0, 1, 'ALL_REDUCE', 42, 555, " +
+               std::to_string(r) + ", " + std::to_string(call) + ", " + std::to_string(r) + ", " +
+               std::to_string(1000 * r + 10 * n) + ", " + std::to_string(1000 * r + 500) +
+               ", 0, 'completed')");
+    }
+  }
+  RendezvousSummary summary;
+  std::vector<Rendezvous> rz = Collect(dbs, &summary);
+  ASSERT_EQ(rz.size(), 3u);
+  for (const Rendezvous& r : rz) {
+    ASSERT_TRUE(Of(r, 0) && Of(r, 1));
+    EXPECT_EQ(Of(r, 1)->max_entry_ns - Of(r, 0)->max_entry_ns, 10);
+  }
+}
+
 TEST(RendezvousCollector, AnObservationThatContradictsItselfIsDropped) {
   // cudaEventSynchronize on an event recorded before the collective (an assumption the
   // recording cannot check) returns before another rank of the node even enqueued.
