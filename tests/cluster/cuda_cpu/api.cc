@@ -323,6 +323,72 @@ CUDA_API cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, vo
   return Enqueue(stream, [fn, userData] { fn(userData); });
 }
 
+CUDA_API cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+  if (static_cast<int>(mode) < 0 || mode > cudaStreamCaptureModeRelaxed) {
+    return Ret(cudaErrorInvalidValue);
+  }
+  std::shared_ptr<Stream> s = StreamOf(stream);
+  if (!s) return Ret(cudaErrorInvalidResourceHandle);
+  if (s->legacy()) return Ret(cudaErrorInvalidValue);  // CUDA refuses the legacy stream too
+  return s->BeginCapture() ? cudaSuccess : Ret(cudaErrorIllegalState);
+}
+
+CUDA_API cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) {
+  if (pGraph == nullptr) return Ret(cudaErrorInvalidValue);
+  std::shared_ptr<Stream> s = StreamOf(stream);
+  if (!s) return Ret(cudaErrorInvalidResourceHandle);
+  std::shared_ptr<Graph> g = s->EndCapture();
+  if (!g) return Ret(cudaErrorIllegalState);
+  *pGraph = reinterpret_cast<cudaGraph_t>(new std::shared_ptr<Graph>(std::move(g)));
+  return cudaSuccess;
+}
+
+CUDA_API cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
+                                           enum cudaStreamCaptureStatus* pStatus) {
+  if (pStatus == nullptr) return Ret(cudaErrorInvalidValue);
+  std::shared_ptr<Stream> s = StreamOf(stream);
+  if (!s) return Ret(cudaErrorInvalidResourceHandle);
+  *pStatus = s->Capturing() ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+
+// A graph and an instance are both a heap-held reference to the captured Graph: the nodes are
+// released when the last of them is destroyed.
+CUDA_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                          unsigned long long flags) {
+  (void)flags;
+  if (pGraphExec == nullptr || graph == nullptr) return Ret(cudaErrorInvalidValue);
+  auto* g = reinterpret_cast<std::shared_ptr<Graph>*>(graph);
+  *pGraphExec = reinterpret_cast<cudaGraphExec_t>(new std::shared_ptr<Graph>(*g));
+  return cudaSuccess;
+}
+
+CUDA_API cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
+  if (graphExec == nullptr) return Ret(cudaErrorInvalidValue);
+  std::shared_ptr<Stream> s = StreamOf(stream);
+  if (!s) return Ret(cudaErrorInvalidResourceHandle);
+  const std::shared_ptr<Graph>& g = *reinterpret_cast<std::shared_ptr<Graph>*>(graphExec);
+  std::vector<Graph::Node> nodes;
+  {
+    std::lock_guard<std::mutex> lock(g->mu);
+    nodes = g->nodes;
+  }
+  for (const Graph::Node& n : nodes) n.launch(stream, s);
+  return cudaSuccess;
+}
+
+CUDA_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
+  if (graphExec == nullptr) return Ret(cudaErrorInvalidValue);
+  delete reinterpret_cast<std::shared_ptr<Graph>*>(graphExec);
+  return cudaSuccess;
+}
+
+CUDA_API cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  if (graph == nullptr) return Ret(cudaErrorInvalidValue);
+  delete reinterpret_cast<std::shared_ptr<Graph>*>(graph);
+  return cudaSuccess;
+}
+
 CUDA_API cudaError_t cudaGetLastError(void) {
   cudaError_t e = tls_last_error;
   tls_last_error = cudaSuccess;
@@ -351,6 +417,8 @@ CUDA_API const char* cudaGetErrorName(cudaError_t error) {
       return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle:
       return "cudaErrorInvalidResourceHandle";
+    case cudaErrorIllegalState:
+      return "cudaErrorIllegalState";
     case cudaErrorNotReady:
       return "cudaErrorNotReady";
     case cudaErrorLaunchFailure:
@@ -379,6 +447,8 @@ CUDA_API const char* cudaGetErrorString(cudaError_t error) {
       return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle:
       return "invalid resource handle";
+    case cudaErrorIllegalState:
+      return "the operation is not permitted in the current state";
     case cudaErrorNotReady:
       return "device not ready";
     case cudaErrorLaunchFailure:
@@ -437,3 +507,25 @@ CUDA_API cudaError_t cudacpuStreamWaitStream(cudaStream_t waiter, cudaStream_t w
 }
 
 CUDA_API int cudacpuLaunchBlocking(void) { return Rt().launch_blocking() ? 1 : 0; }
+
+CUDA_API int cudacpuStreamCapturing(cudaStream_t stream, int device) {
+  if (device < 0 || device >= Runtime::kDevices) return 0;
+  std::shared_ptr<Stream> s = Rt().ResolveStream(stream, device);
+  return s && s->Capturing() ? 1 : 0;
+}
+
+CUDA_API int cudacpuCaptureNode(cudaStream_t stream, int device,
+                                void (*launch)(void*, cudaStream_t), void* arg,
+                                void (*release)(void*)) {
+  if (launch == nullptr || device < 0 || device >= Runtime::kDevices) return 0;
+  std::shared_ptr<Stream> s = Rt().ResolveStream(stream, device);
+  std::shared_ptr<Graph> g = s ? s->Capturing() : nullptr;
+  if (!g) return 0;
+  std::lock_guard<std::mutex> lock(g->mu);
+  g->nodes.push_back(
+      {[launch, arg](cudaStream_t handle, const std::shared_ptr<Stream>&) { launch(arg, handle); },
+       [release, arg] {
+         if (release != nullptr) release(arg);
+       }});
+  return 1;
+}

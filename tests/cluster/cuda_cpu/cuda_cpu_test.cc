@@ -113,6 +113,56 @@ TEST(CudaCpu, LaunchReturnsBeforeTheKernelRunsAndStreamOrderHolds) {
   EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
 }
 
+TEST(CudaCpu, ACapturedGraphRunsNothingUntilEachLaunch) {
+  Reset();
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  const char* a = "a";
+  const char* b = "b";
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusActive;
+  ASSERT_EQ(cudaStreamIsCapturing(s, &status), cudaSuccess);
+  EXPECT_EQ(status, cudaStreamCaptureStatusNone);
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+  EXPECT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaErrorIllegalState);
+  ASSERT_EQ(cudaStreamIsCapturing(s, &status), cudaSuccess);
+  EXPECT_EQ(status, cudaStreamCaptureStatusActive);
+  EXPECT_EQ(cudacpuStreamCapturing(s, cudacpuHostDevice()), 1);
+  ASSERT_EQ(Launch(LogKernel, {&a}, s), cudaSuccess);
+  // A library's node: called at each launch with the launch stream.
+  static std::atomic<int> launched{0}, released{0};
+  ASSERT_EQ(cudacpuCaptureNode(
+                s, cudacpuHostDevice(), [](void*, cudaStream_t) { ++launched; }, nullptr,
+                [](void*) { ++released; }),
+            1);
+  ASSERT_EQ(Launch(LogKernel, {&b}, s), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  EXPECT_EQ(cudaStreamEndCapture(s, &graph), cudaErrorIllegalState);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_TRUE(LogCopy().empty());  // captured, not run
+  EXPECT_EQ(launched.load(), 0);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(graph), cudaSuccess);  // the instance keeps the nodes
+  EXPECT_EQ(released.load(), 0);
+  cudaStream_t other = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&other), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, other), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(other), cudaSuccess);
+  EXPECT_EQ(LogCopy(), (std::vector<std::string>{"a", "b", "a", "b"}));
+  EXPECT_EQ(launched.load(), 2);
+  ASSERT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(released.load(), 1);
+  EXPECT_EQ(cudacpuCaptureNode(
+                s, cudacpuHostDevice(), [](void*, cudaStream_t) {}, nullptr, nullptr),
+            0);  // not capturing
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(other), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorIllegalState);  // the refused second EndCapture
+}
+
 TEST(CudaCpu, StreamWaitEventOrdersTwoStreams) {
   Reset();
   cudaStream_t compute = nullptr, comm = nullptr;

@@ -32,6 +32,7 @@ typedef enum cudaError {
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
   cudaErrorInvalidResourceHandle = 400,
+  cudaErrorIllegalState = 401,
   cudaErrorNotReady = 600,
   cudaErrorLaunchFailure = 719
 } cudaError_t;
@@ -47,6 +48,19 @@ enum cudaMemcpyKind {
 typedef struct CUstream_st* cudaStream_t;
 typedef struct CUevent_st* cudaEvent_t;
 typedef void (*cudaHostFn_t)(void* userData);
+typedef struct CUgraph_st* cudaGraph_t;
+typedef struct CUgraphExec_st* cudaGraphExec_t;
+
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2
+};
+enum cudaStreamCaptureStatus {
+  cudaStreamCaptureStatusNone = 0,
+  cudaStreamCaptureStatusActive = 1,
+  cudaStreamCaptureStatusInvalidated = 2
+};
 
 struct dim3 {
   unsigned int x, y, z;
@@ -116,6 +130,17 @@ cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userData);
 
+// CUDA graphs: work enqueued on a capturing stream is recorded, not run; each launch of the
+// graph's instance runs it again, in capture order, on the launch stream.
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph);
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus* pStatus);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                 unsigned long long flags);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+
 cudaError_t cudaGetLastError(void);
 cudaError_t cudaPeekAtLastError(void);
 const char* cudaGetErrorString(cudaError_t error);
@@ -151,6 +176,15 @@ void cudacpuWaitTicket(cudaStream_t stream, int device, uint64_t ticket);
 cudaError_t cudacpuStreamWaitStream(cudaStream_t waiter, cudaStream_t waited, int device);
 // 1 when CUDA_LAUNCH_BLOCKING=1: every enqueue returns only after its work completed.
 int cudacpuLaunchBlocking(void);
+// 1 while the stream is being captured into a CUDA graph (cudaStreamIsCapturing, without a
+// CUDA call).
+int cudacpuStreamCapturing(cudaStream_t stream, int device);
+// A library's work in a graph being captured from `stream` (NCCL's persistent plan): at every
+// launch of the graph, launch(arg, launch_stream) runs on the launching thread, in the graph's
+// order, and enqueues what it wants; release(arg) runs once the graph is gone. 0 when the
+// stream is not capturing.
+int cudacpuCaptureNode(cudaStream_t stream, int device, void (*launch)(void*, cudaStream_t),
+                       void* arg, void (*release)(void*));
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -131,6 +131,29 @@ bool Stream::Reached(uint64_t ticket) {
   return completed_ >= ticket;
 }
 
+Graph::~Graph() {
+  for (Node& n : nodes) {
+    if (n.release) n.release();
+  }
+}
+
+bool Stream::BeginCapture() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (capture_) return false;
+  capture_ = std::make_shared<Graph>();
+  return true;
+}
+
+std::shared_ptr<Graph> Stream::EndCapture() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::move(capture_);
+}
+
+std::shared_ptr<Graph> Stream::Capturing() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return capture_;
+}
+
 uint64_t Stream::Enqueued() {
   std::lock_guard<std::mutex> lock(mu_);
   return enqueued_;
@@ -222,6 +245,14 @@ std::shared_ptr<Stream> Device::Legacy() {
 
 uint64_t Device::Enqueue(const std::shared_ptr<Stream>& s, std::function<void()> fn,
                          std::vector<Stream::Dep> deps, bool may_block) {
+  if (std::shared_ptr<Graph> g = s->Capturing()) {  // captured: runs at each graph launch
+    std::lock_guard<std::mutex> lock(g->mu);
+    g->nodes.push_back({[fn](cudaStream_t, const std::shared_ptr<Stream>& launch) {
+                          launch->device()->Enqueue(launch, fn, {}, false);
+                        },
+                        nullptr});
+    return s->Enqueued();  // reached once the work before the capture is
+  }
   if (s->legacy() || s->blocking()) Legacy();  // make sure it exists before locking
   uint64_t ticket = 0;
   {

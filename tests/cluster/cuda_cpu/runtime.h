@@ -22,6 +22,21 @@ namespace cudacpu {
 int64_t MonoNs();
 
 class Device;
+class Stream;
+
+// A graph captured from one stream (cudaStreamBeginCapture .. cudaStreamEndCapture): the work
+// enqueued meanwhile, in capture order; at every cudaGraphLaunch each node enqueues its work
+// again on the launch stream. Captured work keeps no dependencies on other streams (the test
+// bed's graphs are one captured stream).
+struct Graph {
+  struct Node {
+    std::function<void(cudaStream_t handle, const std::shared_ptr<Stream>& launch)> launch;
+    std::function<void()> release;  // when the graph and its instances are gone
+  };
+  std::mutex mu;
+  std::vector<Node> nodes;
+  ~Graph();
+};
 
 // One stream: work runs in order on its own worker thread. A ticket is the 1-based position of
 // a work item in the stream; the stream has reached ticket t when `completed >= t`.
@@ -45,6 +60,10 @@ class Stream : public std::enable_shared_from_this<Stream> {
   // When the stream last completed an item (CLOCK_MONOTONIC ns; 0: never).
   int64_t LastCompletedNs();
   void Close();  // the worker exits once the queue is empty
+  // Capture: while a graph is set, Device::Enqueue adds work to it instead of running it.
+  bool BeginCapture();                  // false: already capturing
+  std::shared_ptr<Graph> EndCapture();  // null: not capturing
+  std::shared_ptr<Graph> Capturing();
   Device* device() const { return device_; }
   bool legacy() const { return legacy_; }
   bool blocking() const { return blocking_; }
@@ -67,6 +86,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
   int64_t last_completed_ns_ = 0;
   bool closing_ = false;
   int64_t last_deadline_ns_ = 0;  // worker-only: where the previous kernel's busy time ended
+  std::shared_ptr<Graph> capture_;
 };
 
 class Device {
