@@ -33,6 +33,10 @@ struct Plan {
   std::condition_variable cv;
   bool ready = false;
   ncclResult_t result = ncclSuccess;
+  // A replay of a plan captured into a CUDA graph: its events come from the graph's host node
+  // when the stream reaches it (ReportPlan on the device), with the captured calls' API events.
+  bool replay = false;
+  int replay_mask = 0;
 };
 
 size_t TaskBytes(const Task& t) { return t.count * TypeSize(t.datatype); }
@@ -136,6 +140,8 @@ ncclResult_t Execute(Plan& p) {
   return r;
 }
 
+void ReportPlan(Plan& p, int mask);
+
 // Runs a plan on the device (async: a stream's worker) or on the calling thread (sync).
 void RunPlan(Plan* p) {
   ncclComm* c = p->comm;
@@ -143,6 +149,7 @@ void RunPlan(Plan* p) {
     std::unique_lock<std::mutex> lock(p->mu);
     p->cv.wait(lock, [&] { return p->ready; });
   }
+  if (p->replay) ReportPlan(*p, p->replay_mask);  // the graph's host node
   {
     std::unique_lock<std::mutex> lock(c->mu);
     c->cv.wait(lock, [&] { return c->exec_next >= p->ticket || c->aborted.load(); });
@@ -165,10 +172,16 @@ void RunPlan(Plan* p) {
 void RunPlanOnDevice(void* arg) { RunPlan(static_cast<Plan*>(arg)); }
 
 // NCCL's hostStreamPlanTask: the Group event, then each task's Coll/P2p event (a collective's
-// sequence number per communicator and function counts every launch, profiled or not).
+// sequence number per communicator and function counts every launch, profiled or not). For a
+// replay of a captured plan (NCCL's persistent plan) it runs from the graph's host node, which
+// NCCL adds only for a plan with proxy work (enqueue.cc, hostStreamPlanCallback: here, peers
+// over the network, or KernelCh in the capture's mask, which always adds proxy operations),
+// and the sequence number counts it only where the capture's mask had KernelCh (profiler.cc,
+// ncclProfilerStartTaskEvents).
 void ReportPlan(Plan& p, int mask) {
   ncclComm* c = p.comm;
   const bool loaded = ProfilerLoaded();
+  if (p.replay && (mask & ncclProfileKernelCh) == 0 && (c->nranks < 2 || c->no_peers)) return;
   void* group = loaded && (mask & kGroupMask) ? StartGroupEvent(c) : nullptr;
   for (Task& t : p.tasks) {
     if (IsP2p(t.func)) continue;
@@ -183,7 +196,7 @@ void ReportPlan(Plan& p, int mask) {
       if (t.func != kReduce && t.func != kBroadcast) a.root = 0;
       t.event = StartCollEvent(c, a);
     }
-    ++c->seq_number[t.func];
+    if (!p.replay || (loaded && (t.mask & ncclProfileKernelCh))) ++c->seq_number[t.func];
   }
   for (Task& t : p.tasks) {
     if (!IsP2p(t.func) || !loaded || (t.mask & kP2pTaskMask) == 0) continue;
@@ -191,6 +204,66 @@ void ReportPlan(Plan& p, int mask) {
   }
   for (Task& t : p.tasks) StopEvent(t.event);  // "enqueued"; the handle stays the parent
   StopEvent(group);
+}
+
+// The activation mask and GroupApi event of a plan: its first task's that has a mask.
+void PlanMask(const std::vector<Task>& tasks, int* mask, void** group_api) {
+  for (const Task& t : tasks) {
+    if (t.mask != 0) {
+      *mask = t.mask;
+      *group_api = t.group_api;
+      return;
+    }
+  }
+}
+
+// NCCL's persistent plan: a plan launched while its stream is captured into a CUDA graph. The
+// capture records the launch and runs nothing; every launch of the graph launches a copy.
+struct CapturedPlan {
+  ncclComm* comm = nullptr;  // must outlive the graph, as NCCL requires
+  std::vector<Task> tasks;
+  int mask = 0;
+};
+
+void LaunchReplay(void* arg, cudaStream_t stream) {
+  const auto* cp = static_cast<const CapturedPlan*>(arg);
+  ncclComm* c = cp->comm;
+  auto* p = new Plan;
+  p->comm = c;
+  p->tasks = cp->tasks;
+  p->replay = true;
+  p->replay_mask = cp->mask;
+  p->ready = true;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    p->ticket = c->next_ticket++;
+  }
+  Retain(c);
+  if (cudacpuEnqueue(stream, c->cuda_dev, RunPlanOnDevice, p) == 0) {
+    SetAsyncError(c, ncclUnhandledCudaError);
+    delete p;
+    FinishWork(c);
+  }
+}
+
+void ReleaseCaptured(void* arg) { delete static_cast<CapturedPlan*>(arg); }
+
+ncclResult_t CapturePlan(ncclComm* c, std::vector<Task> tasks, cudaStream_t launch) {
+  auto* cp = new CapturedPlan;
+  cp->comm = c;
+  cp->tasks = std::move(tasks);
+  void* group_api = nullptr;
+  PlanMask(cp->tasks, &cp->mask, &group_api);
+  // v5+: "the event start indicates that the kernel launch operation has been recorded, not
+  // launched" (NCCL's profiler README); no Group or task events until a replay.
+  StopEvent(ProfilerLoaded() && (cp->mask & ncclProfileKernelLaunch)
+                ? StartKernelLaunchEvent(c, group_api, launch)
+                : nullptr);
+  if (cudacpuCaptureNode(launch, c->cuda_dev, LaunchReplay, cp, ReleaseCaptured) == 0) {
+    delete cp;
+    return Fail(c, ncclUnhandledCudaError, "capturing the launch into the CUDA graph failed");
+  }
+  return ncclSuccess;
 }
 
 ncclResult_t Launch(ncclComm* c, std::vector<Task> tasks) {
@@ -216,19 +289,16 @@ ncclResult_t Launch(ncclComm* c, std::vector<Task> tasks) {
       }
     }
   }
+  if (async && cudacpuStreamCapturing(launch, c->cuda_dev)) {
+    return CapturePlan(c, std::move(tasks), launch);
+  }
   auto* p = new Plan;
   p->comm = c;
   p->tasks = std::move(tasks);
   p->async = async;
   int mask = 0;
   void* group_api = nullptr;
-  for (const Task& t : p->tasks) {
-    if (t.mask != 0) {
-      mask = t.mask;
-      group_api = t.group_api;
-      break;
-    }
-  }
+  PlanMask(p->tasks, &mask, &group_api);
   void* kernel_launch = ProfilerLoaded() && (mask & ncclProfileKernelLaunch)
                             ? StartKernelLaunchEvent(c, group_api, launch)
                             : nullptr;
@@ -289,9 +359,12 @@ ncclResult_t EnqueueTask(const Task& task) {
   ApiState& api = Api();
   if (api.profiler_group_depth > 0) ++api.profiler_group_depth;  // the implicit group
   ++tls_group_depth;
-  StartGroupApiEvent(c, tls_group_depth);
+  // NCCL checks for a graph capture first (ncclEnqueueCheck) and tells the API events.
+  const bool captured = AsyncMode() && cudacpuStreamCapturing(task.stream, c->cuda_dev) != 0;
+  StartGroupApiEvent(c, tls_group_depth, captured);
   RecordGroupApiEventState(ncclProfilerGroupStartApiStop);
   CollApiArgs args{task.func, task.count, task.datatype, task.root, task.stream};
+  args.graph_captured = captured;
   Task t = task;
   if (IsP2p(task.func)) {
     StartP2pApiEvent(c, args);

@@ -322,14 +322,14 @@ ApiState& Api() { return tls_api; }
 
 // NCCL starts the GroupApi event at the first operation of the outermost group; group_depth
 // is 1 for the implicit group of a single call, more inside ncclGroupStart.
-void StartGroupApiEvent(ncclComm* comm, int group_depth) {
+void StartGroupApiEvent(ncclComm* comm, int group_depth, bool graph_captured) {
   ApiState& a = tls_api;
   a.mask = ProfilerMask();
   constexpr int kGroupApiMask = ncclProfileGroupApi | ncclProfileP2pApi | ncclProfileCollApi |
                                 ncclProfileKernelLaunch | kGroupMask;
   if (!ProfilerLoaded() || (a.mask & kGroupApiMask) == 0 || a.profiler_group_depth != 0) return;
   ncclProfilerEventDescr_v7_t d = Descr(ncclProfileGroupApi);
-  d.groupApi.graphCaptured = false;
+  d.groupApi.graphCaptured = graph_captured;
   d.groupApi.groupDepth = group_depth;
   Start(comm->profiler_context, &a.group_api, &d);
   a.profiler_group_depth = group_depth;
@@ -368,7 +368,7 @@ void StartCollApiEvent(ncclComm* comm, const CollApiArgs& args) {
   d.collApi.datatype = DatatypeName(args.datatype);
   d.collApi.root = args.root;
   d.collApi.stream = args.stream;
-  d.collApi.graphCaptured = false;
+  d.collApi.graphCaptured = args.graph_captured;
   d.collApi.userTag = args.user_tag;
   Start(comm->profiler_context, &a.coll_api, &d);
 }
@@ -385,7 +385,7 @@ void StartP2pApiEvent(ncclComm* comm, const CollApiArgs& args) {
   d.p2pApi.count = args.count;
   d.p2pApi.datatype = DatatypeName(args.datatype);
   d.p2pApi.stream = args.stream;
-  d.p2pApi.graphCaptured = false;
+  d.p2pApi.graphCaptured = args.graph_captured;
   d.p2pApi.userTag = args.user_tag;
   Start(comm->profiler_context, &a.p2p_api, &d);
 }

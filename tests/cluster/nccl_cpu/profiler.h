@@ -60,7 +60,7 @@ struct ApiState {
   GroupApiState state = kReset;
 };
 ApiState& Api();
-void StartGroupApiEvent(ncclComm* comm, int group_depth);
+void StartGroupApiEvent(ncclComm* comm, int group_depth, bool graph_captured);
 void RecordGroupApiEventState(ncclProfilerEventState_t state);
 void StopGroupApiEvent();
 struct CollApiArgs {
@@ -69,7 +69,8 @@ struct CollApiArgs {
   ncclDataType_t datatype;
   int root;
   cudaStream_t stream;
-  uint64_t user_tag = 0;  // v7: the call's ncclCollConfig_t.userProfilerTag
+  uint64_t user_tag = 0;        // v7: the call's ncclCollConfig_t.userProfilerTag
+  bool graph_captured = false;  // its stream is being captured into a CUDA graph
 };
 void StartCollApiEvent(ncclComm* comm, const CollApiArgs& a);
 void StopCollApiEvent();

@@ -324,6 +324,80 @@ TEST(NcclProfiler, V5SeesEveryEventAsNcclPassesIt) {
   ExpectEveryStartStoppedOnce(log);
 }
 
+// CUDA graphs, as NCCL 2.28+ reports them: the captured calls' API events say graphCaptured
+// and the capture records the kernel launch and runs nothing; each replay's host node starts
+// the Group and Coll events, whose parent is the captured call's API event, on the device's
+// thread, and (KernelCh in the mask) NCCL's sequence number counts every replay.
+TEST(NcclProfiler, GraphReplaysStartTheirTasksUnderTheCapturedCalls) {
+  World w;
+  ASSERT_TRUE(Join(&w, Env("RSTEST_PLUGIN_V5")));
+  const size_t first = Log(w.plugin).size();
+  std::vector<std::vector<float>> grads(kRanks);
+  std::vector<cudaGraphExec_t> execs(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    grads[r].assign(300, static_cast<float>(r + 1));
+    ASSERT_EQ(cudaStreamBeginCapture(w.streams[r], cudaStreamCaptureModeGlobal), cudaSuccess);
+    for (int k = 0; k < 2; ++k) {
+      ASSERT_EQ(ncclAllReduce(grads[r].data(), grads[r].data(), 300, ncclFloat32, ncclSum,
+                              w.comms[r], w.streams[r]),
+                ncclSuccess);
+    }
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamEndCapture(w.streams[r], &graph), cudaSuccess);
+    ASSERT_EQ(cudaGraphInstantiate(&execs[r], graph, 0), cudaSuccess);
+    ASSERT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  }
+  const size_t captured = Log(w.plugin).size();
+  for (int replay = 0; replay < 3; ++replay) {
+    for (int r = 0; r < kRanks; ++r) {
+      ASSERT_EQ(cudaGraphLaunch(execs[r], w.streams[r]), cudaSuccess);
+    }
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(cudaStreamSynchronize(w.streams[r]), cudaSuccess);
+    ASSERT_EQ(cudaGraphExecDestroy(execs[r]), cudaSuccess);
+  }
+  EXPECT_EQ(grads[0][0], 1458.0f);  // 6, then x3 in each of the five all-reduces after it
+  w.Destroy();
+  std::vector<RsTestEvent> all = Log(w.plugin);
+  std::vector<RsTestEvent> log(all.begin() + static_cast<std::ptrdiff_t>(first), all.end());
+  std::map<uint64_t, int> at_capture;                    // started before the first replay, by type
+  std::map<int, std::vector<const RsTestEvent*>> colls;  // by context
+  std::map<int, const RsTestEvent*> api;                 // by handle
+  for (size_t i = 0; i < log.size(); ++i) {
+    const RsTestEvent& e = log[i];
+    if (e.call != RsTestEvent::kStart) continue;
+    if (first + i < captured) ++at_capture[e.type];
+    if (e.type == ncclProfileCollApi) {
+      EXPECT_TRUE(e.graph_captured);
+      api[e.handle] = &e;
+    }
+    if (e.type == ncclProfileGroupApi) {
+      EXPECT_TRUE(e.graph_captured);
+    }
+    if (e.type == ncclProfileColl) colls[e.context].push_back(&e);
+  }
+  EXPECT_EQ(at_capture, (std::map<uint64_t, int>{{ncclProfileGroupApi, 2 * kRanks},
+                                                 {ncclProfileCollApi, 2 * kRanks},
+                                                 {ncclProfileKernelLaunch, 2 * kRanks}}));
+  ASSERT_EQ(colls.size(), static_cast<size_t>(kRanks));
+  for (const auto& [context, list] : colls) {
+    ASSERT_EQ(list.size(), 6u);  // 2 per replay
+    std::set<int> parents;
+    for (size_t k = 0; k < list.size(); ++k) {
+      EXPECT_TRUE(list[k]->device_thread);  // the graph's host node, as the stream reaches it
+      EXPECT_EQ(list[k]->seq, k);
+      auto parent = api.find(list[k]->parent);
+      ASSERT_NE(parent, api.end());
+      EXPECT_EQ(parent->second->context, context);
+      parents.insert(list[k]->parent);
+    }
+    EXPECT_EQ(parents.size(), 2u);  // the two captured calls, at every replay
+    EXPECT_EQ(list[0]->parent, list[2]->parent);
+  }
+  ExpectEveryStartStoppedOnce(log);
+}
+
 TEST(NcclProfiler, V4GetsNoApiEventsAndCollUnderTheGroup) {
   World w;
   ASSERT_TRUE(Join(&w, Env("RSTEST_PLUGIN_V4")));

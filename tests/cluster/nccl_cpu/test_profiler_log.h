@@ -34,6 +34,7 @@ struct RsTestEvent {
   int n_channels = 0, channel = -1, n_steps = 0, chunk = 0, is_send = -1, step = -1;
   pid_t pid = 0;
   void* stream = nullptr;
+  bool graph_captured = false;  // API events
   // record
   int state = -1;
   uint64_t ptimer = 0;  // KernelCh start / stop

@@ -137,6 +137,7 @@ int StartV5(void* ctx, void** handle, ncclProfilerEventDescr_v5_t* d) {
   switch (d->type) {
     case ncclProfileGroupApi:
       e.group_depth = d->groupApi.groupDepth;
+      e.graph_captured = d->groupApi.graphCaptured;
       break;
     case ncclProfileCollApi:
       e.func = Str(d->collApi.func);
@@ -144,12 +145,14 @@ int StartV5(void* ctx, void** handle, ncclProfilerEventDescr_v5_t* d) {
       e.datatype = Str(d->collApi.datatype);
       e.root = d->collApi.root;
       e.stream = d->collApi.stream;
+      e.graph_captured = d->collApi.graphCaptured;
       break;
     case ncclProfileP2pApi:
       e.func = Str(d->p2pApi.func);
       e.count = d->p2pApi.count;
       e.datatype = Str(d->p2pApi.datatype);
       e.stream = d->p2pApi.stream;
+      e.graph_captured = d->p2pApi.graphCaptured;
       break;
     case ncclProfileKernelLaunch:
       e.stream = d->kernelLaunch.stream;
