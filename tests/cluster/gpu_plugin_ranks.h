@@ -15,8 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "child_check.h"
+#include "cuda_runtime_api.h"
 #include "recorder/gpu_ring_reader.h"
 #include "recorder/plugin/gpu_ring.h"
+#include "test_ranks.h"  // the test bed's nccl.h (bpf/abi has one too)
 
 namespace rs_testbed {
 
@@ -81,6 +84,39 @@ struct RankReport {
     return r;
   }
 };
+
+inline constexpr int64_t kDeviceOffset = 4'000'000'000;
+
+// Every rank's library finds the plugin by its path and runs collectives asynchronously, on a
+// device clock kDeviceOffset ahead of the host's.
+inline void UsePlugin(const std::string& setting) {
+  setenv("NCCL_PROFILER_PLUGIN", setting.c_str(), 1);
+  setenv("RANKSCOPE_TESTLIB_COLLECTIVES", "async", 1);
+  setenv("RANKSCOPE_CUDA_CPU_CLOCK", std::to_string(kDeviceOffset).c_str(), 1);
+}
+
+// What a rank does after its region exists: a reader appears, one call switches NCCL's mask
+// to device events (that call itself is not recorded), then the calls under test.
+inline int Attach(std::optional<rec::GpuRingReader>* ring, ncclComm_t comm, cudaStream_t s) {
+  *ring = OpenOwnRing();
+  CHILD_CHECK(ring->has_value());
+  (*ring)->Heartbeat(NowNs());
+  static float warm[3] = {1, 2, 3};
+  CHILD_CHECK(ncclAllReduce(warm, warm, 3, ncclFloat32, ncclSum, comm, s) == ncclSuccess);
+  return 0;
+}
+
+inline int Finish(rec::GpuRingReader& ring, ncclComm_t comm, const std::string& path) {
+  RankReport report;
+  report.pid = getpid();
+  report.done_ns = NowNs();
+  CHILD_CHECK(ncclCommDestroy(comm) == ncclSuccess);
+  report.records = ring.Read();
+  report.in_flight = ring.InFlight();
+  report.header = ring.header();
+  CHILD_CHECK(report.Save(path));
+  return 0;
+}
 
 // A directory for the ranks' reports, removed with its files at the end.
 class ReportDir {

@@ -25,15 +25,6 @@ namespace rs_testbed {
 namespace {
 
 constexpr int kRanks = 3;
-constexpr int64_t kDeviceOffset = 4'000'000'000;
-
-// Every rank's library finds the plugin by its path and runs collectives asynchronously, on a
-// device clock kDeviceOffset ahead of the host's.
-void UsePlugin(const std::string& setting) {
-  setenv("NCCL_PROFILER_PLUGIN", setting.c_str(), 1);
-  setenv("RANKSCOPE_TESTLIB_COLLECTIVES", "async", 1);
-  setenv("RANKSCOPE_CUDA_CPU_CLOCK", std::to_string(kDeviceOffset).c_str(), 1);
-}
 
 // The plugin's file is mapped in this process.
 bool PluginMapped() {
@@ -108,29 +99,6 @@ TEST(GpuPluginTestbed, RegionOutlivesTheLastCommunicator) {
   ASSERT_EQ(waitpid(pid, &st, 0), pid);
   ASSERT_TRUE(WIFEXITED(st));
   EXPECT_EQ(WEXITSTATUS(st), 0);
-}
-
-// What a rank does after its region exists: a reader appears, one call switches NCCL's mask
-// to device events (that call itself is not recorded), then the calls under test.
-int Attach(std::optional<rec::GpuRingReader>* ring, ncclComm_t comm, cudaStream_t s) {
-  *ring = OpenOwnRing();
-  CHILD_CHECK(ring->has_value());
-  (*ring)->Heartbeat(NowNs());
-  static float warm[3] = {1, 2, 3};
-  CHILD_CHECK(ncclAllReduce(warm, warm, 3, ncclFloat32, ncclSum, comm, s) == ncclSuccess);
-  return 0;
-}
-
-int Finish(rec::GpuRingReader& ring, ncclComm_t comm, const std::string& path) {
-  RankReport report;
-  report.pid = getpid();
-  report.done_ns = NowNs();
-  CHILD_CHECK(ncclCommDestroy(comm) == ncclSuccess);
-  report.records = ring.Read();
-  report.in_flight = ring.InFlight();
-  report.header = ring.header();
-  CHILD_CHECK(report.Save(path));
-  return 0;
 }
 
 // One expected record per operation, the same on every rank but for the network bytes.
