@@ -12,10 +12,11 @@ namespace {
 
 // How a resource finding's node compares with the others in lateness, for its summary.
 std::string LatenessPhrase(const NodeExcess& e) {
-  const std::string numbers =
-      FormatNs(e.excess_ns) + " +- " + FormatNs(e.noise_ns) + " later than the other nodes' in the "
-      "same collectives (mean over " + std::to_string(e.collectives) + "; the latest node in " +
-      std::to_string(e.latest) + " of them)";
+  const std::string numbers = FormatNs(e.excess_ns) + " +- " + FormatNs(e.noise_ns) +
+                              " later than the other nodes' in the "
+                              "same collectives (mean over " +
+                              std::to_string(e.collectives) + "; the latest node in " +
+                              std::to_string(e.latest) + " of them)";
   if (e.PairedExcess::later()) return "its ranks arrived " + numbers;
   if (e.later_since_onset()) {
     const PairedExcess& a = e.onset->since;
@@ -94,7 +95,9 @@ class WindowMeter {
       const NcclCall& prev = data_.calls[calls[i - 1]];
       const NcclCall& cur = data_.calls[calls[i]];
       const Collective& g = data_.collectives[call_group_[calls[i]]];
-      if (!g.matched()) continue;
+      // A CUDA graph replay's entry is when the graph reached it on the device's stream, no
+      // host's: no host window ends there.
+      if (!g.matched() || cur.seq >= kGraphReplaySeqBase) continue;
       int64_t a = prev.in_flight() ? prev.ts : prev.ts + prev.dur, b = cur.ts;
       if (b <= a) continue;
       ++s.windows;
@@ -541,8 +544,8 @@ Straggler CpuStraggler(const std::string& node, const RunqShare& cpu,
       lateness_basis;
   s.cause = "cpu_contention";
   s.shape = "host_bound";  // its hosts' CPUs
-  s.summary = node + ": its ranks are starved of CPU (" + s.causes.front().summary +
-              "); " + LatenessPhrase(excess);
+  s.summary = node + ": its ranks are starved of CPU (" + s.causes.front().summary + "); " +
+              LatenessPhrase(excess);
   Evidence e;
   e.kind = "runq_share";
   e.summary = s.causes.front().summary;

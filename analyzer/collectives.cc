@@ -234,6 +234,7 @@ ArrivalStats Summarize(Samples& m) {
   s.p90_lateness_ns = Quantile(m.late, 0.9);
   s.median_duration_ns = m.durs.empty() ? -1 : Quantile(m.durs, 0.5);
   s.median_host_lateness_ns = Quantile(m.host, 0.5);
+  s.host_collectives = static_cast<int64_t>(m.host.size());
   s.device_collectives = m.on_device;
   s.wait_collectives = static_cast<int64_t>(m.wait.size());
   if (!m.wait.empty()) {
@@ -423,7 +424,7 @@ std::vector<ArrivalStats> ParticipantStats(const CollectiveData& data) {
       const NcclCall& c = data.calls[k];
       Samples& mine = m[c.participant];
       mine.late.push_back(s.late[k - g.begin]);
-      mine.host.push_back(c.ts - g.first_entry);
+      if (c.seq < kGraphReplaySeqBase) mine.host.push_back(c.ts - g.first_entry);
       if (g.device_basis) ++mine.on_device;
       int64_t d = ComparedDuration(g, c);
       if (d >= 0) mine.durs.push_back(d);
@@ -461,7 +462,7 @@ std::vector<ArrivalStats> NodeStats(const CollectiveData& data) {
       const NcclCall& c = data.calls[k];
       size_t n = idx[data.participants[c.participant].node];
       node_late[n] = std::max(node_late[n], s.late[k - g.begin]);
-      node_host[n] = std::max(node_host[n], c.ts - g.first_entry);
+      if (c.seq < kGraphReplaySeqBase) node_host[n] = std::max(node_host[n], c.ts - g.first_entry);
       int64_t d = ComparedDuration(g, c);
       if (d >= 0) m[n].durs.push_back(d);
       node_wait[n] = std::max(node_wait[n], s.wait[k - g.begin]);
@@ -473,7 +474,7 @@ std::vector<ArrivalStats> NodeStats(const CollectiveData& data) {
     for (size_t n = 0; n < idx.size(); ++n) {
       if (node_late[n] < 0) continue;
       m[n].late.push_back(node_late[n]);
-      m[n].host.push_back(node_host[n]);
+      if (node_host[n] >= 0) m[n].host.push_back(node_host[n]);
       if (node_wait[n] >= 0) m[n].wait.push_back(node_wait[n]);
       if (g.device_basis) ++m[n].on_device;
     }

@@ -93,6 +93,13 @@ void UndeterminedOnSharedKernel(Straggler& s, const std::vector<std::string>& ma
 
 // How the order of its arrival was decided: across nodes against the clock bound, among its
 // node-mates on one clock, or by device waits.
+std::string MarginWords(const LatenessCandidate& c) {
+  if (!c.paired) return "lateness margin " + FormatNs(c.margin_ns);
+  return "its node's lateness paired within each collective, " + FormatNs(c.margin_ns) + " +- " +
+         FormatNs(c.noise_ns) +
+         " above the other nodes' (late in part of each step: no median stood out),";
+}
+
 void AddOrderingEvidence(const LatenessCandidate& c, const Participant& who, Straggler& s) {
   const bool by_mates = MatesDecide(c);
   Evidence clock;
@@ -106,22 +113,21 @@ void AddOrderingEvidence(const LatenessCandidate& c, const Participant& who, Str
                                          : std::string()) +
                     ")";
   } else if (c.by_waits) {
-    clock.summary = "lateness margin " + FormatNs(c.margin_ns) +
-                    " is inside the cross-node clock error bound of " + FormatNs(c.bound_ns) +
-                    conversion + ": the order is taken from the device waits instead";
+    clock.summary = MarginWords(c) + " is inside the cross-node clock error bound of " +
+                    FormatNs(c.bound_ns) + conversion +
+                    ": the order is taken from the device waits instead";
   } else if (c.determined) {
-    clock.summary = "lateness margin " + FormatNs(c.margin_ns) +
-                    " exceeds the cross-node clock error bound of " + FormatNs(c.bound_ns) +
-                    conversion;
+    clock.summary = MarginWords(c) + " exceeds the cross-node clock error bound of " +
+                    FormatNs(c.bound_ns) + conversion;
   } else if (c.one_node && c.same_node_margin_ns >= 0) {
     clock.summary = "it is later than the other ranks on " + who.node + " by " +
                     FormatNs(c.same_node_margin_ns) +
                     " (same host clock), inside its device conversion bound of " +
                     FormatNs(c.mate_bound_ns) + ": the arrival order is undetermined";
   } else {
-    clock.summary = "lateness margin " + FormatNs(c.margin_ns) +
-                    " is inside the cross-node clock error bound of " + FormatNs(c.bound_ns) +
-                    conversion + ": the arrival order across nodes is undetermined";
+    clock.summary = MarginWords(c) + " is inside the cross-node clock error bound of " +
+                    FormatNs(c.bound_ns) + conversion +
+                    ": the arrival order across nodes is undetermined";
   }
   clock.values = {{"clock_bound_ns", static_cast<double>(c.bound_ns)},
                   {"margin_ns", static_cast<double>(c.margin_ns)},
@@ -294,8 +300,10 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
   std::vector<Cause> host_causes = LatenessCauses(data, c.participant, side, windows);
   if (on_device) windows.summary = "host side: " + windows.summary;
   s.evidence.push_back(std::move(windows));
+  bool split_host_seen = true;
   if (on_device) {
     ShapeSplit split = SplitLateness(data, stats, c);
+    split_host_seen = split.host_seen;
     s.causes = ShapeCauses(split, std::move(host_causes), name);
     s.shape = split.shape;
     s.evidence.push_back(ShapeEvidence(split));
@@ -306,7 +314,9 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
                                           " (median " + FormatNs(me.median_lateness_ns) + " late)";
     s.summary =
         lead + "; " +
-        (s.shape == "host_bound"
+        (!split.host_seen
+             ? std::string("device-bound as far as recorded: ") + kGraphReplayHostUnseen
+         : s.shape == "host_bound"
              ? "host-bound: its host enqueued the collectives " + FormatNs(split.host_excess_ns) +
                    " late (" + FormatPercent(split.host_share) + " of it)"
              : "device-bound: its host enqueued them on time (" +
@@ -328,7 +338,10 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
                   "; top cause: " + s.cause;
     }
   }
-  if (s.shape == "host_bound" && s.cause == "compute" && side.SharesKernel(who.node)) {
+  if (on_device && !split_host_seen) {
+    CapAtMedium(s, std::string(kGraphReplayHostUnseen) +
+                       ": a host that launched the graph late cannot be told from a slow device");
+  } else if (s.shape == "host_bound" && s.cause == "compute" && side.SharesKernel(who.node)) {
     UndeterminedOnSharedKernel(s, side.kernel_mates.at(who.node));
   } else if (s.arrival_basis == "host_entry" && sem.kind == "enqueue") {
     CapAtMedium(s,

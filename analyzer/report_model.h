@@ -174,6 +174,9 @@ struct ArrivalStats {
   // Host-side view of the same collectives: its NCCL call entry (its enqueue, on a GPU) minus
   // the earliest entry. Equal to median_lateness_ns where no device time was recorded.
   int64_t median_host_lateness_ns = 0;
+  // ... over this many of its collectives: a CUDA graph replay has no host entry (its NCCL
+  // call was made once, at the capture; the graph's launch is not recorded)
+  int64_t host_collectives = 0;
   int64_t device_collectives = 0;  // of `collectives`, those whose arrivals are device starts
   // Clock-free view of device arrivals: in each collective timed on every device, the longest
   // device duration minus its own (early ranks wait inside for the late one; each duration is

@@ -50,6 +50,11 @@ ShapeSplit SplitLateness(const CollectiveData& data, const std::vector<ArrivalSt
   }
   const ArrivalStats& me = stats[p];
   out.device_excess_ns = me.median_lateness_ns - MedianOf(device);
+  if (2 * me.host_collectives < me.collectives) {
+    out.host_seen = false;
+    out.shape = "device_bound";
+    return out;
+  }
   out.host_excess_ns = me.median_host_lateness_ns - MedianOf(host);
   if (out.device_excess_ns > 0) {
     out.host_share = std::clamp(
@@ -80,11 +85,16 @@ std::vector<Cause> ShapeCauses(const ShapeSplit& split, std::vector<Cause> host_
   Cause compute;
   compute.kind = "compute";
   compute.score = std::min(1.0, device + host_part);
-  compute.summary = "its device reached the collectives " + FormatNs(split.device_excess_ns) +
-                    " later than " + split.reference + " while its host enqueued them " +
-                    FormatNs(std::max<int64_t>(0, split.host_excess_ns)) +
-                    " later: " + FormatPercent(device) +
-                    " of its lateness is its device's own work before the collectives";
+  compute.summary =
+      "its device reached the collectives " + FormatNs(split.device_excess_ns) + " later than " +
+      split.reference +
+      (split.host_seen ? " while its host enqueued them " +
+                             FormatNs(std::max<int64_t>(0, split.host_excess_ns)) +
+                             " later: " + FormatPercent(device) +
+                             " of its lateness is its device's own work before the collectives"
+                       : std::string("; its host side is not recorded (CUDA graph replays), so "
+                                     "all of it is put on the device's own work, or on a late "
+                                     "graph launch"));
   if (host_compute && host_part >= kMinScore) {
     compute.summary += "; host side: " + host_compute->summary;
   }
@@ -115,6 +125,13 @@ std::vector<Cause> ShapeCauses(const ShapeSplit& split, std::vector<Cause> host_
 Evidence ShapeEvidence(const ShapeSplit& split) {
   Evidence e;
   e.kind = "shape";
+  if (!split.host_seen) {
+    e.summary = "its device arrivals are " + FormatNs(split.device_excess_ns) +
+                " later than those of " + split.reference + "; " + kGraphReplayHostUnseen +
+                ", so no share of it is put on the host";
+    e.values = {{"device_excess_ns", static_cast<double>(split.device_excess_ns)}};
+    return e;
+  }
   e.summary = std::string(split.shape == "host_bound" ? "host-bound" : "device-bound") +
               ": its device arrivals are " + FormatNs(split.device_excess_ns) +
               " later than those of " + split.reference + ", its host enqueues " +

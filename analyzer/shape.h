@@ -16,12 +16,21 @@
 
 namespace analyzer {
 
+// Why a graph replay's host side is missing, for the texts that say so.
+inline constexpr const char* kGraphReplayHostUnseen =
+    "its collectives ran in CUDA graph replays, whose host side (the graph's launch) is not "
+    "recorded";
+
 struct ShapeSplit {
   std::string shape;             // 'host_bound' | 'device_bound'
   double host_share = 0;         // host_excess / device_excess, clamped to 0..1
   int64_t device_excess_ns = 0;  // its median device lateness above the reference ranks'
   int64_t host_excess_ns = 0;    // its median host enqueue lateness above theirs
   std::string reference;         // whom it was compared with, for people
+  // Its host enqueues were seen in most of its collectives; false where they ran in CUDA graph
+  // replays (no host entry): then no host share is claimed (0) and the shape is device-bound
+  // only as far as the recording shows.
+  bool host_seen = true;
 };
 
 // stats as for FindLatenessStraggler; c its answer (a participant was found).

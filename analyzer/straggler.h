@@ -44,6 +44,9 @@ struct LatenessCandidate {
   // and the evidence that stands for the one-communicator lateness, clock and waits lines.
   std::string group_lead;
   std::vector<Evidence> group_evidence;
+  // Found on its node's lateness paired within each collective (margin_ns: that mean excess,
+  // noise_ns its standard error), where no median stood out: late in part of each step only.
+  bool paired = false;
 };
 
 // stats is indexed like data.participants (ParticipantStats); node_stats is NodeStats(data).

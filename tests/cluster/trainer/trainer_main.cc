@@ -172,6 +172,8 @@ rs::Result<void> Train(const TrainerOptions& o) {
   std::vector<int32_t> gather_in(16), gather_out(16 * static_cast<size_t>(e.world_size));
   std::vector<int32_t> bcast(1024);
   const int w = e.world_size;
+  // --cuda-graph: the AllReduces of every bucket, captured once on the communication stream.
+  cudaGraphExec_t reduce_graph = nullptr;
   const auto start = Clock::now();
   for (int step = 0; step < o.steps; ++step) {
     if (step == o.crash_at_step) kill(getpid(), SIGKILL);
@@ -213,13 +215,35 @@ rs::Result<void> Train(const TrainerOptions& o) {
       RETURN_IF_ERROR(Cuda(cudaEventRecord(g.bucket_ready[b], g.compute), "cudaEventRecord"));
       RETURN_IF_ERROR(
           Cuda(cudaStreamWaitEvent(g.comm, g.bucket_ready[b], 0), "cudaStreamWaitEvent"));
-      if (n == 0) continue;
+      if (n == 0 || o.cuda_graph) continue;
       auto tn = Clock::now();
       fr_begin("nccl:all_reduce", n, "Float");
       RETURN_IF_ERROR(Nccl(
           ncclAllReduce(g.grads + first, g.grads + first, n, ncclFloat32, ncclSum, comm, g.comm),
           "AllReduce", step));
       fr_end();
+      nccl_ms += MsSince(tn);
+    }
+    if (o.cuda_graph) {  // every bucket is ready on the communication stream: replay them all
+      auto tn = Clock::now();
+      if (reduce_graph == nullptr) {
+        RETURN_IF_ERROR(Cuda(cudaStreamBeginCapture(g.comm, cudaStreamCaptureModeGlobal),
+                             "cudaStreamBeginCapture"));
+        for (int b = o.buckets - 1; b >= 0; --b) {
+          size_t first = std::min(count, per * static_cast<size_t>(b));
+          size_t n = std::min(count, first + per) - first;
+          if (n == 0) continue;
+          RETURN_IF_ERROR(Nccl(ncclAllReduce(g.grads + first, g.grads + first, n, ncclFloat32,
+                                             ncclSum, comm, g.comm),
+                               "AllReduce", step));
+        }
+        cudaGraph_t graph = nullptr;
+        RETURN_IF_ERROR(Cuda(cudaStreamEndCapture(g.comm, &graph), "cudaStreamEndCapture"));
+        RETURN_IF_ERROR(
+            Cuda(cudaGraphInstantiate(&reduce_graph, graph, 0), "cudaGraphInstantiate"));
+        RETURN_IF_ERROR(Cuda(cudaGraphDestroy(graph), "cudaGraphDestroy"));
+      }
+      RETURN_IF_ERROR(Cuda(cudaGraphLaunch(reduce_graph, g.comm), "cudaGraphLaunch"));
       nccl_ms += MsSince(tn);
     }
     const bool gather = o.gather_every > 0 && step % o.gather_every == o.gather_every - 1;
@@ -309,6 +333,7 @@ rs::Result<void> Train(const TrainerOptions& o) {
   std::fflush(stdout);
   watchdog.reset();  // its callback uses the Flight Recorder
   fr.reset();
+  if (reduce_graph != nullptr) cudaGraphExecDestroy(reduce_graph);  // before its communicator
   ncclCommDestroy(comm);
   return rs::Ok();
 }

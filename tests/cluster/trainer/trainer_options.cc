@@ -78,6 +78,9 @@ serves it at MASTER_ADDR:MASTER_PORT); the device is LOCAL_RANK.
   --data-kb-per-step N  KiB read per step, a multiple of 4 (256)
   --data-file-mb N      size of the data file (16)
   --direct              read with O_DIRECT
+  --cuda-graph          capture the step's gradient AllReduces into a CUDA graph at step 0 and
+                        replay it every step (async collectives; not with --parallel or the
+                        Flight Recorder flags): NCCL is called once per bucket, ever
   --gather-every N      AllGather every N steps, 0 = never (10)
   --bcast-every N       Broadcast every N steps, 0 = never (25)
   --rendezvous-timeout-s N   (60)
@@ -157,7 +160,7 @@ rs::Result<TrainerOptions> ParseOptions(const std::vector<std::string>& argv,
     if (eq != std::string::npos) {
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
-    } else if (name == "direct" || name == "fr-timing") {
+    } else if (name == "direct" || name == "fr-timing" || name == "cuda-graph") {
       value = "1";
     } else if (name == "no-batch-p2p-sync") {
       name = "batch-p2p-sync";
@@ -259,6 +262,8 @@ rs::Result<TrainerOptions> ParseOptions(const std::vector<std::string>& argv,
       RETURN_IF_ERROR(integer(&o.data_file_mb, 1, 1 << 16));
     } else if (name == "direct") {
       o.direct_io = value != "0";
+    } else if (name == "cuda-graph") {
+      o.cuda_graph = value != "0";
     } else if (name == "gather-every") {
       RETURN_IF_ERROR(integer(&o.gather_every, 0, 1 << 30));
     } else if (name == "bcast-every") {
@@ -286,6 +291,11 @@ rs::Result<TrainerOptions> ParseOptions(const std::vector<std::string>& argv,
   }
   if (!o.parallel && (o.fault_in != FaultPoint::kStep || o.mismatch != Mismatch::kNone)) {
     return rs::Error("--fault-in and --mismatch need a multi-group job (--parallel)");
+  }
+  if (o.cuda_graph && (!o.async || o.parallel || !o.fr_dump_dir.empty())) {
+    return rs::Error(
+        "--cuda-graph needs --collectives async and a DDP job without the Flight Recorder "
+        "(no --parallel, no --fr-dump-dir)");
   }
   if ((o.mismatch != Mismatch::kNone) != (o.mismatch_at_step >= 0)) {
     return rs::Error("--mismatch and --mismatch-at-step go together");

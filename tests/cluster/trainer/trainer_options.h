@@ -44,8 +44,11 @@ struct TrainerOptions {
   int data_kb_per_step = 256;  // read per step (multiple of 4 KiB)
   int data_file_mb = 16;       // size of this rank's data file
   bool direct_io = false;      // O_DIRECT reads
-  int gather_every = 10;       // AllGather every N steps (0: never)
-  int bcast_every = 25;        // Broadcast every N steps (0: never)
+  // The gradient AllReduces captured into a CUDA graph at the first step and replayed at every
+  // step (async DDP only): NCCL is called once per bucket, ever.
+  bool cuda_graph = false;
+  int gather_every = 10;  // AllGather every N steps (0: never)
+  int bcast_every = 25;   // Broadcast every N steps (0: never)
   int rendezvous_timeout_s = 60;
   int startup_ms = 0;       // sleep before the NCCL init (a framework's import time)
   int warmup_ms = 0;        // sleep after it, before the first step (building the model)
