@@ -29,9 +29,9 @@ std::vector<Cause> LatenessCauses(const CollectiveData& data, int32_t participan
 struct IoCandidate {
   std::string node;  // empty: no node's requests stand out
   int64_t requests = 0;
-  int64_t mean_ns = 0;             // mean issue -> complete of its ranks' requests
-  int64_t others_mean_ns = 0;      // median over the other nodes of the same mean
-  NodeExcess lateness;             // its median lateness against the other nodes'
+  int64_t mean_ns = 0;         // mean issue -> complete of its ranks' requests
+  int64_t others_mean_ns = 0;  // median over the other nodes of the same mean
+  NodeExcess lateness;         // its median lateness against the other nodes'
   Confidence confidence = Confidence::kUndetermined;
   double score = 0;
   std::string lateness_basis = "host-side NCCL call entry times";  // of lateness_excess_ns
@@ -51,6 +51,8 @@ struct RunqShare {
 };
 RunqShare NodeRunqShare(const SideEvents& side, const CollectiveData& data,
                         const std::string& node);
+// The cause of a CPU-starved node: its ranks' run-queue share above the other nodes'.
+Cause CpuStarvationCause(const std::string& node, const RunqShare& cpu);
 
 // A CPU-starved node (cpu.stands_out) named where the lateness statistics alone did not single
 // it out; confidence medium when its ranks are also later than the other nodes', else low.

@@ -305,6 +305,23 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
     ShapeSplit split = SplitLateness(data, stats, c);
     split_host_seen = split.host_seen;
     s.causes = ShapeCauses(split, std::move(host_causes), name);
+    if (!split.host_seen) {
+      // No host window to weigh (CUDA graph replays): a host that launched the graph late
+      // shows only in its ranks' CPU share over the recording, a cause beside the device's.
+      const RunqShare cpu = NodeRunqShare(side, data, who.node);
+      if (cpu.stands_out) {
+        Cause starved = CpuStarvationCause(who.node, cpu);
+        starved.summary = "host side (the graph's launch is not timed): " + starved.summary;
+        // The device's own work keeps what the CPU share leaves unexplained (as a host
+        // window's compute cause does).
+        for (Cause& k : s.causes) {
+          if (k.kind == "compute") k.score = std::max(0.0, 1.0 - starved.score);
+        }
+        s.causes.push_back(std::move(starved));
+        std::stable_sort(s.causes.begin(), s.causes.end(),
+                         [](const Cause& a, const Cause& b) { return a.score > b.score; });
+      }
+    }
     s.shape = split.shape;
     s.evidence.push_back(ShapeEvidence(split));
     s.cause = s.causes.front().kind;

@@ -93,8 +93,8 @@ std::vector<Cause> ShapeCauses(const ShapeSplit& split, std::vector<Cause> host_
                              " later: " + FormatPercent(device) +
                              " of its lateness is its device's own work before the collectives"
                        : std::string("; its host side is not recorded (CUDA graph replays), so "
-                                     "all of it is put on the device's own work, or on a late "
-                                     "graph launch"));
+                                     "what no host-side measure explains is put on the device's "
+                                     "own work (or a late graph launch)"));
   if (host_compute && host_part >= kMinScore) {
     compute.summary += "; host side: " + host_compute->summary;
   }

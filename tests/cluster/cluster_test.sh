@@ -7,7 +7,8 @@
 # sync_none | sync_slow | sync_hang (the same with blocking collectives, a CPU framework),
 # interrupt, clock (merge's clock alignment in both modes, with and without the plugin),
 # entry_lateness (the slow fault in both modes: what host-side entry times can show),
-# ring_hang (always-on recorders cut by themselves on the hang, one bundle set for the cluster).
+# ring_hang (always-on recorders cut by themselves on the hang, one bundle set for the cluster),
+# graph (CUDA graph replays recorded apart and compared on their replay numbers).
 # Exit 77 = skipped (not root and CI unset). With CI set, a missing prerequisite fails.
 set -euo pipefail
 
@@ -426,6 +427,46 @@ scenario_slow() {
   ((slow_gap * 10 >= 16 * max_other)) || fail "rank $slow's longer compute does not show (${gaps[*]})"
 }
 
+# CUDA graphs: every rank captures its step's gradient AllReduces at step 0 and replays them
+# each step (run-cluster --cuda-graph), one rank slow from the fault step on. Its bundle has
+# the captured calls once and every replay as a gpu_ops row of its own (no seq; the same replay
+# number names the same captured call on every rank); merged, the report names the slow rank
+# on the replays alone (it is late in the first of each step's pair only).
+scenario_graph() {
+  run_harness slow --cuda-graph
+  ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
+  open_bundles
+  check_own_ranks
+  local got replays=$((STEPS * BUCKETS))
+  got=$(qall "SELECT COUNT(*) FROM ev WHERE op = 'ALL_REDUCE'")
+  [[ "$got" == $((WORLD * BUCKETS)) ]] || fail "expected $BUCKETS captured AllReduce calls per rank, found $got in all"
+  got=$(qgpu "SELECT COUNT(*) FROM gp WHERE graph_replay_seq IS NOT NULL AND seq IS NULL
+              AND state = 'completed' AND device_start_ns IS NOT NULL")
+  [[ "$got" == $((WORLD * replays)) ]] || fail "expected $replays completed replays per rank, found $got in all"
+  got=$(qgpu "SELECT COUNT(*) FROM (SELECT graph_replay_seq FROM gp WHERE graph_replay_seq IS NOT NULL
+              GROUP BY graph_replay_seq HAVING COUNT(DISTINCT graph_call_seq) != 1
+              OR COUNT(*) != $WORLD)")
+  [[ "$got" == 0 ]] || fail "$got replay numbers do not name one captured call on all $WORLD ranks"
+  got=$(qview metadata md "SELECT value FROM md WHERE key = 'gpu_graph_calls'" | sort -u | tr '\n' ' ')
+  [[ "$got" == "$((RPN * BUCKETS)) " ]] || fail "metadata gpu_graph_calls per node: $got"
+  "$BUILD/merger/rankscope-merge" -q -o "$OUT/graph.rsdb" "$OUT/run/bundles" || fail "merge"
+  "$BUILD/analyzer/rankscope-analyze" report "$OUT/graph.rsdb" --format json -o "$OUT/graph.json" ||
+    true  # exit status says what was found
+  python3 - "$OUT/graph.json" "node$FAULT_NODE" "$((FAULT_NODE * RPN))" "$WORLD" <<'PY' || fail "report"
+import json, sys
+report, node, rank, world = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+top = (report.get("stragglers") or [None])[0]
+assert top, "no straggler: %s" % report.get("verdict")
+assert top["node"] == node and top.get("rank") == rank, "named %s rank %s" % (top["node"], top.get("rank"))
+assert top["confidence"] in ("medium", "high"), top["confidence"]
+t = report["timing"]
+assert t["graph_replay_ops"] > 0 and t["graph_replays_uncompared"] == 0, t
+print("ok: the report names %s rank %d (%s) on %d replayed GPU operations" % (
+    node, rank, top["confidence"], t["graph_replay_ops"]))
+PY
+  echo "ok: $replays replays per rank recorded apart from the $BUCKETS captured calls"
+}
+
 # Always-on recorders (--ring) that cut by themselves (--cut-on-stall) through a cut
 # directory the nodes share: the hang makes one cluster-wide cut, a bundle per node, and the
 # report on those bundles alone names the hung rank from the devices' states.
@@ -614,7 +655,7 @@ scenario_entry_lateness() {
 
 case "$SCENARIO" in
   none | loss | cpu | io | slow | hang | crash | interrupt | clock | entry_lateness | ring_hang | \
-    fr_hang)
+    fr_hang | graph)
     "scenario_$SCENARIO" ;;
   sync_none | sync_slow | sync_hang) MODE=sync BUCKETS=1; "scenario_${SCENARIO#sync_}" ;;
   *) fail "unknown scenario" ;;
