@@ -83,6 +83,12 @@ TEST(GraphReplayTest, ASlowDeviceIsFoundOnReplaysAlone) {
   EXPECT_EQ(r.stragglers.front().node, "node2");
   EXPECT_EQ(r.stragglers.front().arrival_basis, "device_start");
   EXPECT_TRUE(HasNote(r, "GPU operations ran in CUDA graph replays"));
+  ASSERT_FALSE(r.stragglers.front().late_arrivals.empty());
+  for (const LateArrival& a : r.stragglers.front().late_arrivals) {
+    EXPECT_GE(a.seq, kGraphReplaySeqBase);  // replays only: the captured calls are left out
+  }
+  const std::string json = RenderJson(r);
+  EXPECT_NE(json.find("\"seq\":null,\"graph_replay\":"), std::string::npos);
   EXPECT_EQ(r.timing.graph_captured_collectives, job.buckets);
   EXPECT_EQ(r.timing.excluded_collectives, 0);  // the captured calls are not "rows lost"
   EXPECT_FALSE(HasNote(r, "seen by the profiler plugin only"));

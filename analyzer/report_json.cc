@@ -1,3 +1,4 @@
+#include "collectives.h"
 #include "report_format.h"
 #include "report_render.h"
 #include "rscore/comm_hash.h"
@@ -141,7 +142,12 @@ void Findings(rs::JsonWriter& w, const std::vector<Straggler>& findings) {
     }
     w.EndArray().Key("late_arrivals").BeginArray();
     for (const LateArrival& a : s.late_arrivals) {
-      w.BeginObject().Key("comm_id_hex").String(rs::HashHex(a.comm)).Key("seq").Int(a.seq);
+      // A CUDA graph replay has no call's seq: its number among the replays instead.
+      const bool replay = a.seq >= kGraphReplaySeqBase;
+      w.BeginObject().Key("comm_id_hex").String(rs::HashHex(a.comm)).Key("seq");
+      OptInt(w, replay ? std::nullopt : std::optional<int64_t>(a.seq));
+      w.Key("graph_replay");
+      OptInt(w, replay ? std::optional<int64_t>(a.seq - kGraphReplaySeqBase) : std::nullopt);
       w.Key("op").String(a.op).Key("pid").Int(a.pid).Key("rank");
       OptInt(w, a.rank);
       w.Key("arrival_ns").Int(a.arrival_ns).Key("behind_first_ns").Int(a.behind_first_ns);

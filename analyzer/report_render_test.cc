@@ -66,6 +66,7 @@ for s in r["stragglers"] + r["observations"]:
     for a in la:
         assert a["pid"] in s["pids"] and a["behind_first_ns"] >= 0, a
         assert a["comm_id_hex"].startswith("0x") and len(a["comm_id_hex"]) == 18, a
+        assert (a["seq"] is None) != (a["graph_replay"] is None), a
     if s["cause"] == "hang":
         assert s["late_arrivals_total"] == 0
     lat = [e for e in s["evidence"] if e["kind"] == "lateness"]

@@ -36,13 +36,15 @@ void AddLateArrivals(const Json& f, size_t index, std::vector<VerdictMark>& out)
     m.ts = a.value("arrival_ns", int64_t{0});
     m.node = f.value("node", "");
     const int64_t behind = a.value("behind_first_ns", int64_t{0});
-    m.name = Who(f, a) + " last: " + a.value("op", "") + " seq " +
-             std::to_string(a.value("seq", int64_t{0})) + " (" + rs::FormatDuration(behind) +
-             " after the first)";
+    // A CUDA graph replay's collective has no seq (the report gives its replay number).
+    const bool replay = a.contains("graph_replay") && a["graph_replay"].is_number_integer();
+    const int64_t number = replay ? a["graph_replay"].get<int64_t>() : a.value("seq", int64_t{0});
+    m.name = Who(f, a) + " last: " + a.value("op", "") + (replay ? " graph replay " : " seq ") +
+             std::to_string(number) + " (" + rs::FormatDuration(behind) + " after the first)";
     m.text_args = {{"comm_id_hex", a.value("comm_id_hex", "")},
                    {"cause", f.value("cause", "")},
                    {"confidence", f.value("confidence", "")}};
-    m.int_args = {{"seq", a.value("seq", int64_t{0})},
+    m.int_args = {{replay ? "graph_replay" : "seq", number},
                   {"behind_first_ns", behind},
                   {"finding", static_cast<int64_t>(index)}};
     out.push_back(std::move(m));
@@ -78,7 +80,8 @@ Result<VerdictMarks> Read(const std::string& path, int64_t first_ns, int64_t las
   if (r.is_discarded() || !r.is_object() || !r.contains("verdict") || !r.contains("start_ns")) {
     return Error("--report " + path +
                  ": not a report's JSON (write one with: rankscope-analyze report INPUT "
-                 "--format json -o " + path + ")");
+                 "--format json -o " +
+                 path + ")");
   }
   const int64_t start = r.value("start_ns", int64_t{0});
   const int64_t end = r.value("end_ns", int64_t{0});
@@ -110,8 +113,7 @@ Result<VerdictMarks> Read(const std::string& path, int64_t first_ns, int64_t las
 
 }  // namespace
 
-Result<VerdictMarks> ReadVerdictMarks(const std::string& path, int64_t first_ns,
-                                      int64_t last_ns) {
+Result<VerdictMarks> ReadVerdictMarks(const std::string& path, int64_t first_ns, int64_t last_ns) {
   try {
     return Read(path, first_ns, last_ns);
   } catch (const nlohmann::json::exception& e) {  // a value of the wrong type

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 
@@ -50,15 +51,21 @@ class VerdictMarksTest : public ::testing::Test {
   static std::string Report(int64_t start, int64_t end = last_) {
     const std::string s = std::to_string(start), mid = std::to_string((first_ + last_) / 2);
     return R"J({"verdict": "STRAGGLER: node1 rank 2 — cause compute (confidence high)",
-      "verdict_kind": "straggler", "input": "job.rsdb", "start_ns": )J" + s +
-           R"J(, "end_ns": )J" + std::to_string(end) + R"J(,
+      "verdict_kind": "straggler", "input": "job.rsdb", "start_ns": )J" +
+           s + R"J(, "end_ns": )J" + std::to_string(end) + R"J(,
       "stragglers": [{"node": "node1", "cause": "compute", "confidence": "high",
         "late_arrivals": [
           {"comm_id_hex": "0x00000000000000aa", "seq": 3, "op": "ALL_REDUCE", "pid": 11,
-           "rank": 2, "arrival_ns": )J" + mid + R"J(, "behind_first_ns": 5000000},
+           "rank": 2, "arrival_ns": )J" +
+           mid + R"J(, "behind_first_ns": 5000000},
           {"comm_id_hex": "0x00000000000000aa", "seq": 9, "op": "ALL_REDUCE", "pid": 11,
-           "rank": 2, "arrival_ns": )J" + std::to_string(last_ + 1'000'000'000) + R"J(,
-           "behind_first_ns": 4000000}]}],
+           "rank": 2, "arrival_ns": )J" +
+           std::to_string(last_ + 1'000'000'000) + R"J(,
+           "behind_first_ns": 4000000},
+          {"comm_id_hex": "0x00000000000000aa", "seq": null, "graph_replay": 7,
+           "op": "ALL_REDUCE", "pid": 11, "rank": 2, "arrival_ns": )J" +
+           mid + R"J(,
+           "behind_first_ns": 3000000}]}],
       "hang": {"detected": true, "stuck_for_ns": 1000000, "op": "ALL_REDUCE", "seq": 22,
         "culprit_labels": ["node2 rank 4"], "comm_id_hex": "0x00000000000000aa",
         "summary": "stuck", "kind": "hang"}})J";
@@ -97,7 +104,7 @@ std::vector<testing::DecodedEvent> Marks(const DecodedTrace& t) {
 TEST_F(VerdictMarksTest, TheVerdictItsLateArrivalsAndTheHangAreMarked) {
   auto r = ExportWith(Write("report.json", Report(start_)), "marked.pftrace");
   ASSERT_TRUE(r.ok()) << r.error().message();
-  EXPECT_EQ(r->stats.marks, 3);  // the arrival after the trace's end is left out
+  EXPECT_EQ(r->stats.marks, 4);  // the arrival after the trace's end is left out
   auto t = DecodePerfettoTrace(*dir_ + "/marked.pftrace");
   ASSERT_TRUE(t.ok()) << t.error().message();
   for (const std::string& e : t->errors) ADD_FAILURE() << e;
@@ -110,8 +117,16 @@ TEST_F(VerdictMarksTest, TheVerdictItsLateArrivalsAndTheHangAreMarked) {
     }
   }
   EXPECT_LT(verdict_rank, first_node_rank);
-  const auto marks = Marks(*t);
-  ASSERT_EQ(marks.size(), 3u);
+  auto marks = Marks(*t);
+  ASSERT_EQ(marks.size(), 4u);
+  // A CUDA graph replay's collective is named by its replay number (seq null in the report).
+  auto replay = std::find_if(marks.begin(), marks.end(), [](const auto& m) {
+    return m.name == "node1 rank 2 last: ALL_REDUCE graph replay 7 (3.00 ms after the first)";
+  });
+  ASSERT_NE(replay, marks.end());
+  EXPECT_EQ(replay->ints.at("graph_replay"), 7);
+  EXPECT_EQ(replay->ints.count("seq"), 0u);
+  marks.erase(replay);
   EXPECT_EQ(marks[0].name, "STRAGGLER: node1 rank 2 — cause compute (confidence high)");
   EXPECT_EQ(marks[0].ts, first_);
   EXPECT_EQ(marks[0].end, last_);
@@ -132,7 +147,7 @@ TEST_F(VerdictMarksTest, NodesFilterKeepsTheVerdictAndDropsOtherNodesArrivals) {
   auto t = DecodePerfettoTrace(*dir_ + "/node0.pftrace");
   ASSERT_TRUE(t.ok());
   const auto marks = Marks(*t);
-  ASSERT_EQ(marks.size(), 2u);  // the verdict and the hang; node1's arrival is not node0's
+  ASSERT_EQ(marks.size(), 2u);  // the verdict and the hang; node1's arrivals are not node0's
   EXPECT_EQ(marks[1].name.rfind("stuck: ", 0), 0u);
 }
 
