@@ -138,10 +138,11 @@ static void* api_start(struct rs_gpu_context* ctx, int p2p, int graph) {
  * rank replays its graphs' collectives in the same order (NCCL's rule for a communicator's
  * collectives), so the k-th replayed collective is the same one on every rank -- as long as
  * each rank counted the same replays, which holds where every rank's capture had the device
- * events (graph_calls_unrecorded counts the captures that did not). Only replays recorded
- * advance it: NCCL starts a replay's events from the graph's host node, which a plan has only
- * with proxy work, always present when the capture's mask had KernelCh (profiler.cc,
- * ncclProfilerStartTaskEvents) and not otherwise. A send / receive is not numbered. */
+ * events (graph_calls_unrecorded counts the captures that did not). Only replays of such
+ * captures advance it, whether a recorder reads or not: NCCL starts a replay's events from the
+ * graph's host node, which a plan has only with proxy work, always present when the capture's
+ * mask had KernelCh (profiler.cc, ncclProfilerStartTaskEvents) and not otherwise. A send /
+ * receive is not numbered. */
 static int replay_numbering(struct rs_gpu_context* ctx, const struct rs_gpu_task* t, uint64_t call,
                             struct rs_gpu_numbering* n) {
   n->flags |= RS_GPU_GRAPH_REPLAY;

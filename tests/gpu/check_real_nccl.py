@@ -38,8 +38,12 @@ def main():
                 pass
     matched = {}
     errors, lead_ns, after_ns = [], [], []
+    graphs = []
     for (prefix, r), entries in sorted(logs.items()):
         for e in entries:
+            if "graph_replays" in e or "graph_error" in e:
+                graphs.append((prefix, r, e))
+                continue
             hi = e["t1_real"] + TOL_NS
             rows = db.execute(
                 "SELECT * FROM gpu_ops WHERE pid = ? AND op = ? AND timestamp_ns BETWEEN ? AND ?",
@@ -79,6 +83,28 @@ def main():
         if g1 is not None:
             check((g0["comm_id_hash"], g0["seq"]) == (g1["comm_id_hash"], g1["seq"]),
                   f"{prefix} step {step} {op}: ranks name different collectives")
+    # The CUDA graph: no row for the capture, one row per replay with no seq of its own, the
+    # captured call named, and the same replay numbers naming the same call on both ranks.
+    replay_sets = {}
+    for prefix, r, e in graphs:
+        what = f"{prefix}{r} CUDA graph"
+        if "graph_error" in e:
+            print(f"{what}: the job could not capture: {e['graph_error']}")
+            continue
+        rows = db.execute(
+            "SELECT seq, graph_call_seq, graph_replay_seq, state FROM gpu_ops WHERE pid = ?"
+            " AND graph_call_seq IS NOT NULL", (e["pid"],)).fetchall()
+        check(len(rows) == e["graph_replays"], f"{what}: {len(rows)} replay rows, "
+              f"{e['graph_replays']} replays")
+        check(all(g["seq"] is None and g["state"] == "completed" for g in rows),
+              f"{what}: a replay row has a seq or did not complete")
+        replay_sets.setdefault(prefix, []).append(
+            sorted((g["graph_replay_seq"], g["graph_call_seq"]) for g in rows))
+        print(f"{what}: {len(rows)} replay rows, replay numbers and captured calls"
+              f" {replay_sets[prefix][-1]}")
+    for prefix, sets in replay_sets.items():
+        if len(sets) == 2:
+            check(sets[0] == sets[1], f"{prefix}: the ranks' replays name different calls")
     total = sum(len(v) for v in logs.values())
     print(f"operations logged by the job: {total}, matched to a gpu_ops row: {len(matched)}")
     if errors:
@@ -111,7 +137,8 @@ def main():
                           " FROM gpu_ops GROUP BY op, algorithm, protocol, channels"):
         print("  {op} {algorithm}/{protocol} channels {channels}: {n} rows, bytes >= {b},"
               " net sent {s} recv {rv}".format(**dict(row)))
-    for key in ("gpu_ops_unrecorded", "gpu_in_flight", "gpu_drops_overrun",
+    for key in ("gpu_ops_unrecorded", "gpu_in_flight", "gpu_graph_calls", "gpu_graph_replay_ops",
+                "gpu_drops_overrun",
                 "gpu_drops_slots_full", "gpu_drops_late_event", "gpu_drops_undecodable"):
         row = db.execute("SELECT value FROM metadata WHERE key LIKE ?", ("%." + key,)).fetchone()
         print(f"  {key}: {row[0] if row else 'absent'}")

@@ -9,7 +9,9 @@ duration of the collective), which check_real_nccl.py compares with the bundle's
 
 Phases: all_reduce steps (rank 1's device held back by a GPU sleep on some of them: a
 device-bound straggler whose host enqueues on time), the other collectives, send/recv, a
-collective on a communicator split from the world, and at last an all_reduce that only rank 0
+collective on a communicator split from the world, an all_reduce captured into a CUDA graph and
+replayed (NCCL runs nothing at the capture; each replay is a gpu_ops row of its own), and at
+last an all_reduce that only rank 0
 enters (never completes: the driver stops the recorder while it is in flight, then kills
 the job)."""
 import argparse
@@ -21,6 +23,36 @@ import time
 
 def now():
     return time.clock_gettime_ns(time.CLOCK_REALTIME), time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+
+def graph(dist, torch, dev, out, a, replays=3):
+    """One all_reduce captured into a CUDA graph (after a warm-up on a side stream, as torch's
+    graphs want), then replayed; logged as one line with the replay count, or the error when
+    this torch / NCCL refuses the capture (the job's limit, not the recorder's)."""
+    rec = {"rank": a.rank, "pid": os.getpid(), "step": a.steps + 2, "op": "ALL_REDUCE"}
+    try:
+        y = torch.ones(1024, device=dev)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            dist.all_reduce(y)
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        t0 = now()
+        with torch.cuda.graph(g):
+            dist.all_reduce(y)
+        t1 = now()
+        for _ in range(replays):
+            g.replay()
+        torch.cuda.synchronize()
+        t2 = now()
+        rec.update({"graph_replays": replays, "t0_real": t0[0], "t1_real": t1[0], "t2_real": t2[0],
+                    "result": float(y[0].item())})
+    except Exception as e:  # noqa: BLE001 -- reported, not hidden
+        rec["graph_error"] = repr(e)[:300]
+    out.write(json.dumps(rec) + "\n")
+    out.flush()
 
 
 def main():
@@ -96,6 +128,7 @@ def main():
     sub = dist.new_group(ranks=list(range(a.world)))
     run("ALL_REDUCE", a.steps + 1, lambda: dist.all_reduce(x, group=sub, async_op=True), group="split")
     out.flush()
+    graph(dist, torch, dev, out, a)
 
     dist.barrier()
     torch.cuda.synchronize()
