@@ -82,6 +82,7 @@ TEST(GraphReplayTest, ASlowDeviceIsFoundOnReplaysAlone) {
   EXPECT_EQ(r.stragglers.front().rank, std::optional<int64_t>(4));
   EXPECT_EQ(r.stragglers.front().node, "node2");
   EXPECT_EQ(r.stragglers.front().arrival_basis, "device_start");
+  EXPECT_NE(r.stragglers.front().basis.find("graph_replay_seq"), std::string::npos);
   EXPECT_TRUE(HasNote(r, "GPU operations ran in CUDA graph replays"));
   ASSERT_FALSE(r.stragglers.front().late_arrivals.empty());
   for (const LateArrival& a : r.stragglers.front().late_arrivals) {

@@ -213,6 +213,11 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
                   "it, so the longest wait minus its own is how late it arrived; no clock "
                   "alignment or conversion enters"
                 : BasisText(s.arrival_basis, sem);
+  if (data.graph_replays > 0) {
+    s.basis +=
+        "; CUDA graph replays (no call of their own) matched by their number among the "
+        "communicator's replayed collectives (gpu_ops.graph_replay_seq) instead";
+  }
   const bool on_device = s.arrival_basis != "host_entry";
   std::vector<int64_t> others_late, others_dur;
   for (size_t p = 0; p < stats.size(); ++p) {
