@@ -28,6 +28,9 @@ struct ncclComm {
   int split_count = 0;          // splits of this communicator so far (NCCL's splitCount)
   std::string name;             // ncclConfig_t.commName, if given
   uint64_t seq_number[5] = {};  // per NCCL function (Broadcast, Reduce, AllGather, RS, AR)
+  // Graph replays launched whose host node has not run yet: meanwhile every plan's events go
+  // through the device in launch order too (enqueue.cc), as NCCL's go through its host stream.
+  std::atomic<int> replays_pending{0};
 
   // The profiler plugin's context for this communicator (null: no plugin, or its init failed).
   void* profiler_context = nullptr;

@@ -34,9 +34,13 @@ struct Plan {
   bool ready = false;
   ncclResult_t result = ncclSuccess;
   // A replay of a plan captured into a CUDA graph: its events come from the graph's host node
-  // when the stream reaches it (ReportPlan on the device), with the captured calls' API events.
+  // when the stream reaches it, with the captured calls' API events.
   bool replay = false;
-  int replay_mask = 0;
+  // Its events are reported on the device, in launch order (a replay's; and any plan's while
+  // replays are pending: NCCL then runs every plan's host task on its host stream, behind the
+  // graphs' host nodes, enqueue.cc: persistentRefs), with the mask its calls read.
+  bool report_on_device = false;
+  int report_mask = 0;
 };
 
 size_t TaskBytes(const Task& t) { return t.count * TypeSize(t.datatype); }
@@ -149,10 +153,13 @@ void RunPlan(Plan* p) {
     std::unique_lock<std::mutex> lock(p->mu);
     p->cv.wait(lock, [&] { return p->ready; });
   }
-  if (p->replay) ReportPlan(*p, p->replay_mask);  // the graph's host node
   {
     std::unique_lock<std::mutex> lock(c->mu);
     c->cv.wait(lock, [&] { return c->exec_next >= p->ticket || c->aborted.load(); });
+  }
+  if (p->report_on_device) {  // one plan at a time, in launch order (its ticket's)
+    ReportPlan(*p, p->report_mask);
+    if (p->replay) c->replays_pending.fetch_sub(1);
   }
   ncclResult_t r = static_cast<ncclResult_t>(c->async_error.load());
   if (!c->aborted.load() && r == ncclSuccess) {
@@ -231,15 +238,17 @@ void LaunchReplay(void* arg, cudaStream_t stream) {
   auto* p = new Plan;
   p->comm = c;
   p->tasks = cp->tasks;
-  p->replay = true;
-  p->replay_mask = cp->mask;
+  p->replay = p->report_on_device = true;
+  p->report_mask = cp->mask;
   p->ready = true;
   {
     std::lock_guard<std::mutex> lock(c->mu);
     p->ticket = c->next_ticket++;
   }
   Retain(c);
+  c->replays_pending.fetch_add(1);
   if (cudacpuEnqueue(stream, c->cuda_dev, RunPlanOnDevice, p) == 0) {
+    c->replays_pending.fetch_sub(1);
     SetAsyncError(c, ncclUnhandledCudaError);
     delete p;
     FinishWork(c);
@@ -322,7 +331,12 @@ ncclResult_t Launch(ncclComm* c, std::vector<Task> tasks) {
     for (cudaStream_t o : others) cudacpuStreamWaitStream(o, launch, c->cuda_dev);
   }
   StopEvent(kernel_launch);
-  ReportPlan(*p, mask);
+  if (async && c->replays_pending.load() > 0) {
+    p->report_on_device = true;
+    p->report_mask = mask;
+  } else {
+    ReportPlan(*p, mask);
+  }
   {
     std::lock_guard<std::mutex> lock(p->mu);
     p->ready = true;
