@@ -19,6 +19,7 @@
 #include "lateness_straggler.h"
 #include "network.h"
 #include "plots.h"
+#include "proxy_waits.h"
 #include "rdma_links.h"
 #include "recorded_wait_input.h"
 #include "report_format.h"
@@ -554,6 +555,8 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   std::vector<Straggler> observed = PlaceResourceFindings(data, side, lc, r, ranked);
   ASSIGN_OR_RETURN(const RdmaLinks rdma, LoadRdmaLinks(db, data));
   PlaceRdmaFindings(rdma, ranked, observed, r.notes);
+  ASSIGN_OR_RETURN(const ProxyWaits proxy, LoadProxyWaits(db));
+  PlaceProxyWaits(proxy, ranked, observed, r.notes);
   for (std::vector<Straggler>* findings : {&ranked, &observed}) {
     std::stable_sort(findings->begin(), findings->end(),
                      [](const Straggler& a, const Straggler& b) {

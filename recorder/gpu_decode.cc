@@ -1,5 +1,6 @@
 #include "recorder/gpu_decode.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "recorder/nccl_decode.h"
@@ -122,6 +123,17 @@ std::optional<GpuOpRow> DecodeGpuOp(const rs_gpu_op& op) {
     row.initial_sync_ns = op.initial_sync_ns >= 0 ? op.initial_sync_ns : 0;
     row.final_sync_ns = op.final_sync_ns >= 0 ? op.final_sync_ns : 0;
   }
+  if (op.proxy_steps > 0) {
+    row.proxy_steps = op.proxy_steps;
+    row.send_gpu_wait_ns = std::max<int64_t>(0, op.send_gpu_wait_ns);
+    row.send_peer_wait_ns = std::max<int64_t>(0, op.send_peer_wait_ns);
+    row.send_net_ns = std::max<int64_t>(0, op.send_net_ns);
+    row.recv_net_wait_ns = std::max<int64_t>(0, op.recv_net_wait_ns);
+    row.recv_gpu_wait_ns = std::max<int64_t>(0, op.recv_gpu_wait_ns);
+    row.net_step_max_ns = std::max<int64_t>(0, op.net_step_max_ns);
+    row.net_step_max_peer = NonNegative(op.net_step_max_peer);
+  }
+  row.proxy_times_partial = (op.flags & RS_GPU_PROXY_TIMES_PARTIAL) != 0;
   row.state = state;
   return row;
 }

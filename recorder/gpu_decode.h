@@ -39,6 +39,12 @@ struct GpuOpRow {
   // A CUDA graph's replay (RS_GPU_GRAPH_REPLAY): the captured call's seq, and a collective's
   // number among its communicator's replayed collectives; seq stays NULL (no call of its own).
   std::optional<int64_t> graph_call_seq, graph_replay_seq;
+  // NCCL's network proxy, summed over the steps timed (rs_gpu_op's send_gpu_wait_ns ...): all
+  // NULL where no step was timed; net_step_max_peer NULL also where the peer was not named.
+  std::optional<int64_t> proxy_steps, send_gpu_wait_ns, send_peer_wait_ns, send_net_ns,
+      recv_net_wait_ns, recv_gpu_wait_ns, net_step_max_ns, net_step_max_peer;
+  // Some steps went untimed (RS_GPU_PROXY_TIMES_PARTIAL): the sums are lower bounds.
+  bool proxy_times_partial = false;
   std::string state;  // 'enqueued' | 'started' | 'completed'
   // A device time ran backwards (the plugin's RS_GPU_DEVICE_TIME_BACKWARDS, or an end before
   // the start in the record): the times that disagree are left NULL, never used.

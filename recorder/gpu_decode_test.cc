@@ -89,6 +89,41 @@ TEST(GpuDecode, UserTagAndSyncPhasesOnlyWhereReported) {
   EXPECT_EQ(DecodeGpuOp(op)->initial_sync_ns, 0);
 }
 
+// NCCL's proxy sums: NULL without a timed step; a forged negative sum is 0; an unnamed peer
+// (-1) NULL; the partial flag carried.
+TEST(GpuDecode, ProxySumsOnlyWhereAStepWasTimed) {
+  rs_gpu_op op = Record(RS_GPU_ALL_REDUCE);
+  op.net_step_max_peer = -1;
+  auto none = DecodeGpuOp(op);
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->proxy_steps);
+  EXPECT_FALSE(none->send_net_ns);
+  EXPECT_FALSE(none->net_step_max_peer);
+  EXPECT_FALSE(none->proxy_times_partial);
+  op.proxy_steps = 6;
+  op.send_gpu_wait_ns = 1'000;
+  op.send_peer_wait_ns = 2'000;
+  op.send_net_ns = 3'000;
+  op.recv_net_wait_ns = 4'000;
+  op.recv_gpu_wait_ns = -7;
+  op.net_step_max_ns = 900;
+  op.net_step_max_peer = 5;
+  op.flags = RS_GPU_PROXY_TIMES_PARTIAL;
+  auto row = DecodeGpuOp(op);
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->proxy_steps, 6);
+  EXPECT_EQ(row->send_gpu_wait_ns, 1'000);
+  EXPECT_EQ(row->send_peer_wait_ns, 2'000);
+  EXPECT_EQ(row->send_net_ns, 3'000);
+  EXPECT_EQ(row->recv_net_wait_ns, 4'000);
+  EXPECT_EQ(row->recv_gpu_wait_ns, 0);
+  EXPECT_EQ(row->net_step_max_ns, 900);
+  EXPECT_EQ(row->net_step_max_peer, 5);
+  EXPECT_TRUE(row->proxy_times_partial);
+  op.net_step_max_peer = -1;
+  EXPECT_FALSE(DecodeGpuOp(op)->net_step_max_peer);
+}
+
 // Without an API event (profiler API v4), or one that does not come first, the task's.
 TEST(GpuDecode, EnqueueIsTheTasksEventWithoutAnEarlierApiCall) {
   rs_gpu_op op = Record(RS_GPU_ALL_REDUCE);

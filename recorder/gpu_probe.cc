@@ -61,7 +61,9 @@ rs::Result<rs::Statement> PrepareGpuInsert(rs::Db& db) {
                        " nccl_seq, count, datatype, bytes, peer, root, algorithm, protocol,"
                        " channels, device_start_ns, device_end_ns, clock_error_ns,"
                        " net_bytes_sent, net_bytes_recv, state, user_tag, initial_sync_ns,"
-                       " final_sync_ns, kernel_symmetric, graph_call_seq, graph_replay_seq");
+                       " final_sync_ns, kernel_symmetric, graph_call_seq, graph_replay_seq,"
+                       " proxy_steps, send_gpu_wait_ns, send_peer_wait_ns, send_net_ns,"
+                       " recv_net_wait_ns, recv_gpu_wait_ns, net_step_max_ns, net_step_max_peer");
 }
 
 rs::Result<void> WriteGpuRow(rs::Statement& st, const GpuOpRow& row, const std::string& node,
@@ -81,6 +83,9 @@ rs::Result<void> WriteGpuRow(rs::Statement& st, const GpuOpRow& row, const std::
   st.Bind(23, row.net_bytes_sent).Bind(24, row.net_bytes_recv).Bind(25, row.state);
   st.Bind(26, row.user_tag).Bind(27, row.initial_sync_ns).Bind(28, row.final_sync_ns);
   st.Bind(29, row.kernel_symmetric).Bind(30, row.graph_call_seq).Bind(31, row.graph_replay_seq);
+  st.Bind(32, row.proxy_steps).Bind(33, row.send_gpu_wait_ns).Bind(34, row.send_peer_wait_ns);
+  st.Bind(35, row.send_net_ns).Bind(36, row.recv_net_wait_ns).Bind(37, row.recv_gpu_wait_ns);
+  st.Bind(38, row.net_step_max_ns).Bind(39, row.net_step_max_peer);
   return st.Run();
 }
 
@@ -270,6 +275,7 @@ void GpuProbe::Write(RecorderContext& ctx, const Region& r, const rs_gpu_op& op)
     return;
   }
   if (row->device_time_backwards) ++device_times_backwards_;
+  if (row->proxy_times_partial) ++proxy_times_partial_;
   const int64_t id = ctx.ids ? ctx.ids->Next() : static_cast<int64_t>(events_ + 1);
   auto written = WriteGpuRow(insert_, *row, ctx.node, id, r.pid, ctx.clock);
   if (written.ok() || ctx.writes_failed) {  // the event loop counts what failed
@@ -532,6 +538,9 @@ rs::Result<void> GpuProbe::Finish(RecorderContext& ctx) {
       {"gpu_graph_replay_ops", Total(&GpuRingCounters::graph_replay_ops)},
       // Operations whose device times ran backwards: those times are NULL in gpu_ops.
       {"gpu_device_times_backwards", device_times_backwards_},
+      // Operations some of whose proxy steps went untimed (more steps in flight than the
+      // plugin's timing entries): their proxy sums in gpu_ops are lower bounds.
+      {"gpu_proxy_times_partial", proxy_times_partial_},
       {"gpu_regions", regions_read_},
       {"gpu_ring_version", RS_GPU_RING_VERSION},
   };

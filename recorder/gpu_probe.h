@@ -141,6 +141,7 @@ class GpuProbe : public Probe {
   uint64_t regions_read_ = 0;
   uint64_t in_flight_ = 0;
   uint64_t device_times_backwards_ = 0;  // rows whose device times ran backwards (NULL)
+  uint64_t proxy_times_partial_ = 0;     // rows with proxy steps untimed (sums: lower bounds)
   uint64_t events_ = 0;
   uint64_t write_errors_ = 0;
   std::string first_error_;

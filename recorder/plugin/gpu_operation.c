@@ -151,6 +151,7 @@ void* rs_gpu_operation_enqueue(struct rs_gpu_context* ctx, const struct rs_gpu_t
   op->user_tag = t->user_tag;
   op->flags = n->flags | t->flags;
   op->graph_call_seq = n->graph_call_seq <= UINT32_MAX ? (uint32_t)n->graph_call_seq : 0;
+  op->net_step_max_peer = -1;
   /* The launch its kernel came after: a replay's kernel waits for the graph's host node, whose
    * callback is this event (enqueue.cc: the launch stream waits for the host stream); the
    * latest KernelLaunch event may be its capture, long before. */

@@ -38,6 +38,7 @@
 #include "gpu_mask.h"
 #include "gpu_names.h"
 #include "gpu_operation.h"
+#include "gpu_proxy.h"
 #include "gpu_region.h"
 #include "gpu_ring.h"
 #include "gpu_slots.h"
@@ -252,7 +253,7 @@ static int start_host_event(struct rs_gpu_context* ctx, void** handle, uint64_t 
 }
 
 static int start_device_event(void** handle, uint64_t type, const void* parent, uint64_t ptimer,
-                              pid_t proxy_pid) {
+                              pid_t proxy_pid, int peer) {
   switch (type) {
     case ncclProfileKernelCh:
       *handle = rs_gpu_operation_kernel_ch_start(parent, ptimer);
@@ -260,12 +261,12 @@ static int start_device_event(void** handle, uint64_t type, const void* parent, 
     case ncclProfileProxyOp: {
       const struct rs_gpu_ring_header* h = rs_gpu_region_header();
       if (h != NULL && proxy_pid == h->pid) { /* another process's parent is no handle of ours */
-        *handle = rs_gpu_operation_child_start(parent, RS_GPU_H_TASK, RS_GPU_H_PROXY_OP);
+        *handle = rs_gpu_proxy_op_start(parent, peer);
       }
       break;
     }
     case ncclProfileProxyStep:
-      *handle = rs_gpu_operation_child_start(parent, RS_GPU_H_PROXY_OP, RS_GPU_H_PROXY_STEP);
+      *handle = rs_gpu_proxy_step_start(parent);
       break;
     default: /* ProxyCtrl, NetPlugin, CeSync, CeBatch */
       break;
@@ -299,8 +300,10 @@ static int stop_event(void* handle) {
       rs_gpu_operation_kernel_ch_stop(handle);
       break;
     case RS_GPU_H_PROXY_OP:
-    case RS_GPU_H_PROXY_STEP:
       rs_gpu_operation_release(handle);
+      break;
+    case RS_GPU_H_PROXY_STEP:
+      rs_gpu_proxy_step_stop(handle);
       break;
     default:
       break;
@@ -317,7 +320,7 @@ static int record_event_state(void* handle, ncclProfilerEventState_t state,
       }
       break;
     case RS_GPU_H_PROXY_STEP:
-      rs_gpu_operation_proxy_step_state(handle, state, args);
+      rs_gpu_proxy_step_state(handle, state, args);
       break;
     case RS_GPU_H_KERNEL_PHASE:
       if (state == ncclProfilerKernelPhaseStop && args != NULL) {
@@ -345,13 +348,14 @@ static int finalize(void* context) {
  * start here; a Coll or P2p event's description goes into the task t. */
 #define START_COMMON_EVENTS                                                          \
   case ncclProfileKernelCh:                                                          \
-    return start_device_event(handle, d->type, d->parentObj, d->kernelCh.pTimer, 0); \
+    return start_device_event(handle, d->type, d->parentObj, d->kernelCh.pTimer, 0, -1); \
   case ncclProfileProxyOp:                                                           \
-    return start_device_event(handle, d->type, d->parentObj, 0, d->proxyOp.pid);     \
+    return start_device_event(handle, d->type, d->parentObj, 0, d->proxyOp.pid,     \
+                              d->proxyOp.peer);                                     \
   case ncclProfileProxyStep:                                                         \
   case ncclProfileProxyCtrl:                                                         \
   case ncclProfileNetPlugin:                                                         \
-    return start_device_event(handle, d->type, d->parentObj, 0, 0);                  \
+    return start_device_event(handle, d->type, d->parentObj, 0, 0, -1);              \
   case ncclProfileColl:                                                              \
     t.func = d->coll.func;                                                           \
     t.datatype = d->coll.datatype;                                                   \

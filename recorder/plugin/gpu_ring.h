@@ -50,7 +50,7 @@ extern "C" {
 
 #define RS_GPU_RING_NAME "rankscope-gpu"
 #define RS_GPU_RING_MAGIC 0x53504f5550475352ULL /* "RSGPUOPS" little-endian */
-#define RS_GPU_RING_VERSION 4
+#define RS_GPU_RING_VERSION 5
 #define RS_GPU_HEADER_BYTES 4096
 #define RS_GPU_SLOT_COUNT 1024   /* operations in flight per process */
 #define RS_GPU_RING_RECORDS 8192 /* finished records kept for the reader */
@@ -130,6 +130,9 @@ enum rs_gpu_state {
  * No API call of its own: api_ns 0; seq counts the communicator's replayed collectives from 1
  * (0: a send / receive, not numbered), graph_call_seq names the captured call */
 #define RS_GPU_GRAPH_REPLAY (1u << 7)
+/* some of its proxy steps were not timed: their timing entry was taken by a later step
+ * before they ended (more than RS_GPU_STEP_ENTRIES steps in flight in the process) */
+#define RS_GPU_PROXY_TIMES_PARTIAL (1u << 8)
 
 struct rs_gpu_op {
   uint64_t stamp;            /* ring: index + 1 once complete; slot: non-zero while in use */
@@ -156,6 +159,20 @@ struct rs_gpu_op {
                             * other kernels (src/device/common.h, ncclKernelMain) end it once
                             * their work is loaded, before any exchange: no wait for a peer */
   int64_t final_sync_ns;   /* v7: the longest final_sync phase (the closing barrier) */
+  /* NCCL's network proxy (ProxyStep states, net.cc sendProxyProgress / recvProxyProgress),
+   * summed over the operation's steps on every channel and peer, host ns (gpu_proxy.c). A
+   * send step: from its buffer handed to the kernel until the kernel filled it (SendGPUWait
+   * -> the first SendPeerWait), until the receiving peer's buffer was free so the network
+   * took it (-> SendWait), until the network completed it (-> stop). A receive step: from
+   * posted until its data arrived in device memory (RecvWait -> RecvGPUWait, NCCL's flush
+   * included), until the kernel consumed it (-> stop). */
+  int64_t send_gpu_wait_ns;  /* the proxy waited for this rank's kernel */
+  int64_t send_peer_wait_ns; /* ... for the receiving peer */
+  int64_t send_net_ns;       /* ... for the network to complete the send */
+  int64_t recv_net_wait_ns;  /* ... for the sending peer's data (its kernel, its proxy, the
+                              * network) */
+  int64_t recv_gpu_wait_ns;  /* ... for this rank's kernel to consume received data */
+  int64_t net_step_max_ns;   /* the longest single send step on the network */
   int32_t rank;
   int32_t nranks;
   int32_t peer;     /* send/receive: the peer; Broadcast/Reduce: the root; else -1 */
@@ -171,6 +188,9 @@ struct rs_gpu_op {
   uint32_t flags;          /* RS_GPU_* flags */
   uint32_t graph_call_seq; /* RS_GPU_GRAPH_REPLAY: the captured call's number (as seq numbers
                             * calls; 0 past 2^32 - 1) */
+  uint32_t proxy_steps;    /* steps timed from start to stop (send and receive) */
+  int32_t net_step_max_peer; /* the peer of net_step_max_ns's step; -1: none (or not named:
+                              * peers past rank 4094, gpu_proxy.c) */
 };
 
 struct rs_gpu_ring_header {
@@ -210,11 +230,11 @@ struct rs_gpu_ring_header {
    (uint64_t)(records) * sizeof(struct rs_gpu_op))
 
 #ifdef __cplusplus
-static_assert(sizeof(struct rs_gpu_op) == 168, "rs_gpu_op layout");
+static_assert(sizeof(struct rs_gpu_op) == 224, "rs_gpu_op layout");
 static_assert(sizeof(struct rs_gpu_ring_header) <= RS_GPU_HEADER_BYTES, "header fits");
 } /* extern "C" */
 #else
-_Static_assert(sizeof(struct rs_gpu_op) == 168, "rs_gpu_op layout");
+_Static_assert(sizeof(struct rs_gpu_op) == 224, "rs_gpu_op layout");
 _Static_assert(sizeof(struct rs_gpu_ring_header) <= RS_GPU_HEADER_BYTES, "header fits");
 #endif
 

@@ -181,9 +181,19 @@ CREATE TABLE gpu_ops (
                                      -- at a barrier with its peers), 0 another; NULL: older API
   graph_call_seq  INTEGER,           -- a CUDA graph's replay: the seq of the call captured into the
                                      -- graph (its own seq is NULL: no call of its own); NULL: none
-  graph_replay_seq INTEGER           -- a replayed collective: the communicator's replayed collectives
+  graph_replay_seq INTEGER,          -- a replayed collective: the communicator's replayed collectives
                                      -- counted from 1 (the same one on every rank whose capture had
                                      -- the device events); NULL: not a replay, or a send / receive
+  -- NCCL's network proxy (ProxyStep states), summed over the operation's steps, host ns; all
+  -- NULL where no step was timed (no network transfer, or ProxyStep events off):
+  proxy_steps     INTEGER,           -- steps timed from start to stop (sends and receives)
+  send_gpu_wait_ns INTEGER,          -- sends: waiting for this rank's kernel to fill the buffer
+  send_peer_wait_ns INTEGER,         -- sends: waiting for the receiving peer's free buffer
+  send_net_ns     INTEGER,           -- sends: on the network until completed
+  recv_net_wait_ns INTEGER,          -- receives: waiting for the data (sending peer and network)
+  recv_gpu_wait_ns INTEGER,          -- receives: waiting for this rank's kernel to consume it
+  net_step_max_ns INTEGER,           -- the longest single send step on the network
+  net_step_max_peer INTEGER          -- ... to this peer (rank in the communicator); NULL: unnamed
 ) STRICT;
 -- TCP retransmissions
 CREATE TABLE tcp_events (

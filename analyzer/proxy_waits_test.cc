@@ -1,0 +1,105 @@
+// NCCL's proxy times (proxy_waits.h) on synthetic async clusters whose gpu_ops rows are given
+// proxy sums: a node whose sends stood out on the network is named in the note and in the
+// evidence of the network finding on it (an RDMA link fault), never blamed on those times
+// alone; uniform times name nobody; without the columns' data there is no note.
+#include "proxy_waits.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "report.h"
+#include "report_expect.h"
+#include "report_render.h"
+#include "report_test_util.h"
+#include "synth_bundle.h"
+
+namespace analyzer {
+namespace {
+
+const std::string* ProxyNote(const Report& r) {
+  for (const std::string& n : r.notes) {
+    if (n.rfind("NCCL's proxy timed ", 0) == 0) return &n;
+  }
+  return nullptr;
+}
+
+// Every operation: 4 steps, 300-360 us on the network, its slowest step to the same rank of the
+// next node; the node named `slow` (if any) 6 ms.
+std::string ProxySql(const std::string& slow = "") {
+  return "UPDATE gpu_ops SET proxy_steps = 4, send_gpu_wait_ns = 20000, send_peer_wait_ns ="
+         " 5000, recv_net_wait_ns = 400000, recv_gpu_wait_ns = 10000, send_net_ns = CASE node"
+         " WHEN '" +
+         slow +
+         "' THEN 6000000 ELSE 300000 + (id % 7) * 10000 END,"
+         " net_step_max_peer = (rank + 2) % nranks;"
+         " UPDATE gpu_ops SET net_step_max_ns = send_net_ns / 2";
+}
+
+TEST(ProxyWaits, UniformTimesNameNobody) {
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  spec.collectives = "async";
+  const Report r = testing::EditedReport(spec, ProxySql(), 50'000);
+  SCOPED_TRACE(RenderText(r));
+  EXPECT_TRUE(r.stragglers.empty());
+  const std::string* note = ProxyNote(r);
+  ASSERT_NE(note, nullptr);
+  EXPECT_NE(note->find("no node's sends stood out on the network"), std::string::npos) << *note;
+  for (const Straggler& s : r.observations) {
+    for (const Evidence& e : s.evidence) EXPECT_NE(e.kind, "proxy") << s.summary;
+  }
+}
+
+// Alone, a node's slow sends are a note, not a finding: a send's time grows with its size and
+// its peer's load too.
+TEST(ProxyWaits, SlowSendsAloneAreANoteNotABlame) {
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  spec.collectives = "async";
+  const Report r = testing::EditedReport(spec, ProxySql("node2"), 50'000);
+  SCOPED_TRACE(RenderText(r));
+  EXPECT_TRUE(r.stragglers.empty());
+  const std::string* note = ProxyNote(r);
+  ASSERT_NE(note, nullptr);
+  EXPECT_NE(note->find("node2's sends stood out: 6 ms per operation, its slowest step to "
+                       "node3"),
+            std::string::npos)
+      << *note;
+}
+
+// An RDMA link fault on a node (link errors while its collectives slowed): its network finding
+// carries the proxy's evidence when its sends stood out.
+TEST(ProxyWaits, EvidenceJoinsTheNetworkFindingOnTheNode) {
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  spec.collectives = "async";
+  spec.fault = "ib";
+  spec.fault_node = 1;
+  const Report r = testing::EditedReport(spec, ProxySql("node1"), 50'000);
+  SCOPED_TRACE(RenderText(r));
+  ASSERT_FALSE(r.stragglers.empty());
+  const Straggler& top = r.stragglers.front();
+  EXPECT_EQ(top.node, "node1");
+  EXPECT_EQ(top.cause, "network");
+  const Evidence* proxy = nullptr;
+  for (const Evidence& e : top.evidence) {
+    if (e.kind == "proxy") proxy = &e;
+  }
+  ASSERT_NE(proxy, nullptr);
+  EXPECT_NE(proxy->summary.find("its sends were on the network 6 ms per operation"),
+            std::string::npos)
+      << proxy->summary;
+  EXPECT_NE(proxy->summary.find("(to node2)"), std::string::npos) << proxy->summary;
+}
+
+TEST(ProxyWaits, NoTimedStepNoNote) {
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  spec.collectives = "async";
+  const Report r = testing::EditedReport(spec, "UPDATE gpu_ops SET proxy_steps = NULL", 50'000);
+  EXPECT_EQ(ProxyNote(r), nullptr);
+}
+
+}  // namespace
+}  // namespace analyzer

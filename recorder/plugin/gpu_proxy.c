@@ -1,0 +1,152 @@
+#include "gpu_proxy.h"
+
+#include "gpu_handle.h"
+#include "gpu_operation.h"
+#include "gpu_region.h"
+#include "gpu_ring.h"
+#include "gpu_slots.h"
+
+/* The peer in a ProxyOp handle's bits 48-59 (the slot and generation below): peer + 1, or 0
+ * for none / a peer past rank 4094, which the payload cannot hold. The step handle holds its
+ * timing entry's index there instead. */
+#define EXTRA_SHIFT 48
+#define EXTRA_MASK 0xfffu
+
+enum phase {
+  PHASE_NONE = 0, /* started, no state yet (a receive being posted) */
+  PHASE_SEND_GPU,
+  PHASE_SEND_PEER,
+  PHASE_SEND_NET,
+  PHASE_RECV_NET,
+  PHASE_RECV_GPU
+};
+
+struct step_entry {
+  uint64_t owner;   /* the step handle's payload: slot, generation, entry index */
+  int64_t since_ns; /* when the current phase began */
+  uint32_t phase;
+  int32_t peer;
+};
+
+static struct step_entry entries[RS_GPU_STEP_ENTRIES];
+static uint32_t next_entry;
+
+static uint32_t extra_bits(const void* h) {
+  return (uint32_t)(rs_gpu_handle_payload(h) >> EXTRA_SHIFT) & EXTRA_MASK;
+}
+
+static void* with_extra(const void* h, uint32_t extra) {
+  const uint64_t base = rs_gpu_handle_payload(h) & ((1ull << EXTRA_SHIFT) - 1);
+  return rs_gpu_handle_make(rs_gpu_handle_kind(h), base | ((uint64_t)extra << EXTRA_SHIFT));
+}
+
+void* rs_gpu_proxy_op_start(const void* parent, int peer) {
+  void* h = rs_gpu_operation_child_start(parent, RS_GPU_H_TASK, RS_GPU_H_PROXY_OP);
+  if (h == NULL) return NULL;
+  const uint32_t named = peer >= 0 && peer < (int)EXTRA_MASK ? (uint32_t)peer + 1 : 0;
+  return with_extra(h, named);
+}
+
+void* rs_gpu_proxy_step_start(const void* parent) {
+  void* h = rs_gpu_operation_child_start(parent, RS_GPU_H_PROXY_OP, RS_GPU_H_PROXY_STEP);
+  if (h == NULL) return NULL;
+  const uint32_t index = __atomic_fetch_add(&next_entry, 1, __ATOMIC_RELAXED) % RS_GPU_STEP_ENTRIES;
+  h = with_extra(h, index);
+  struct step_entry* e = &entries[index];
+  __atomic_store_n(&e->owner, rs_gpu_handle_payload(h), __ATOMIC_RELAXED);
+  e->phase = PHASE_NONE;
+  e->since_ns = 0;
+  e->peer = (int32_t)extra_bits(parent) - 1;
+  return h;
+}
+
+/* The step's entry, or NULL (and the operation flagged) when a later step took it. */
+static struct step_entry* entry_of(const void* handle, struct rs_gpu_op* op) {
+  struct step_entry* e = &entries[extra_bits(handle) % RS_GPU_STEP_ENTRIES];
+  if (__atomic_load_n(&e->owner, __ATOMIC_RELAXED) == rs_gpu_handle_payload(handle)) return e;
+  __atomic_fetch_or(&op->flags, RS_GPU_PROXY_TIMES_PARTIAL, __ATOMIC_RELAXED);
+  return NULL;
+}
+
+static void add(int64_t* field, int64_t ns) {
+  if (ns > 0) __atomic_fetch_add(field, ns, __ATOMIC_RELAXED);
+}
+
+/* Ends the entry's phase at `now`: its time goes to the operation's sum. */
+static void end_phase(struct rs_gpu_op* op, struct step_entry* e, int64_t now) {
+  const int64_t ns = now - e->since_ns;
+  switch (e->phase) {
+    case PHASE_SEND_GPU:
+      add(&op->send_gpu_wait_ns, ns);
+      break;
+    case PHASE_SEND_PEER:
+      add(&op->send_peer_wait_ns, ns);
+      break;
+    case PHASE_SEND_NET: {
+      add(&op->send_net_ns, ns);
+      int64_t cur = __atomic_load_n(&op->net_step_max_ns, __ATOMIC_RELAXED);
+      while (ns > cur && !__atomic_compare_exchange_n(&op->net_step_max_ns, &cur, ns, 1,
+                                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+      }
+      if (ns > cur) __atomic_store_n(&op->net_step_max_peer, e->peer, __ATOMIC_RELAXED);
+      break;
+    }
+    case PHASE_RECV_NET:
+      add(&op->recv_net_wait_ns, ns);
+      break;
+    case PHASE_RECV_GPU:
+      add(&op->recv_gpu_wait_ns, ns);
+      break;
+    default:
+      break;
+  }
+}
+
+/* The phase a state begins; PHASE_NONE for one that begins none (RecvFlushWait: the receive's
+ * network phase goes on through NCCL's flush). */
+static enum phase phase_of(ncclProfilerEventState_t state) {
+  switch (state) {
+    case ncclProfilerProxyStepSendGPUWait:
+      return PHASE_SEND_GPU;
+    case ncclProfilerProxyStepSendPeerWait_v4:
+      return PHASE_SEND_PEER;
+    case ncclProfilerProxyStepSendWait:
+      return PHASE_SEND_NET;
+    case ncclProfilerProxyStepRecvWait:
+      return PHASE_RECV_NET;
+    case ncclProfilerProxyStepRecvGPUWait:
+      return PHASE_RECV_GPU;
+    default:
+      return PHASE_NONE;
+  }
+}
+
+void rs_gpu_proxy_step_state(const void* handle, ncclProfilerEventState_t state,
+                             const ncclProfilerEventStateArgs_v5_t* args) {
+  rs_gpu_operation_proxy_step_state(handle, state, args);
+  const enum phase next = phase_of(state);
+  if (next == PHASE_NONE) return;
+  struct rs_gpu_op* op = rs_gpu_slot_live(handle);
+  if (op == NULL) return; /* counted late by the bytes above */
+  struct step_entry* e = entry_of(handle, op);
+  if (e == NULL || e->phase == (uint32_t)next) return; /* a phase going on */
+  const int64_t now = rs_gpu_now_ns();
+  if (e->phase != PHASE_NONE) end_phase(op, e, now);
+  e->phase = next;
+  e->since_ns = now;
+}
+
+void rs_gpu_proxy_step_stop(const void* handle) {
+  struct rs_gpu_op* op = rs_gpu_slot_live(handle);
+  if (op != NULL) {
+    struct step_entry* e = entry_of(handle, op);
+    if (e != NULL) {
+      if (e->phase != PHASE_NONE) {
+        end_phase(op, e, rs_gpu_now_ns());
+        __atomic_fetch_add(&op->proxy_steps, 1, __ATOMIC_RELAXED);
+      }
+      __atomic_store_n(&e->owner, 0, __ATOMIC_RELAXED);
+    }
+  }
+  rs_gpu_operation_release(handle);
+}
