@@ -116,6 +116,8 @@ static void release(const void* handle, uint32_t n) {
 
 void rs_gpu_operation_release(const void* handle) { release(handle, 1); }
 
+void rs_gpu_operation_count_late(void) { late_event(); }
+
 void rs_gpu_operation_finalize(struct rs_gpu_context* ctx) {
   for (uint32_t i = 0; i < RS_GPU_SLOT_COUNT; ++i) {
     if (rs_gpu_slot_claim(i, ctx)) write_and_free(i, RS_GPU_FINALIZED);

@@ -42,9 +42,11 @@ struct rs_gpu_numbering {
  * in use (counted). */
 void* rs_gpu_operation_enqueue(struct rs_gpu_context* ctx, const struct rs_gpu_task* t,
                                const struct rs_gpu_numbering* n, int64_t enqueue_ns, int32_t tid);
-/* The host's Coll/P2p stop, a proxy operation's or step's stop: one reference less. */
+/* The host's Coll/P2p stop, a kernel channel's or proxy operation's stop: one reference less. */
 void rs_gpu_operation_release(const void* handle);
-/* A proxy operation (parent: the task) or step (parent: the proxy operation). */
+/* An event for an operation already written (the header's drops_late_event). */
+void rs_gpu_operation_count_late(void);
+/* A kernel channel or proxy operation (parent: the task), holding a reference until it stops. */
 void* rs_gpu_operation_child_start(const void* parent, enum rs_gpu_handle_kind parent_kind,
                                    enum rs_gpu_handle_kind kind);
 /* A kernel channel: its start (device time), its KernelChStop state, its stop. */

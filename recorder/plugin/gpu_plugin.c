@@ -10,7 +10,8 @@
  *     start and stop ("enqueued");
  *   NCCL's proxy thread (2.31: its profiler thread): KernelCh start (the channel's device
  *     start time), v7's KernelPhase events, the KernelChStop state (device stop time),
- *     ProxyOp per channel and peer, ProxyStep per network transfer with its size.
+ *     ProxyOp per channel and peer, ProxyStep per network transfer with its size and the
+ *     states that say what the proxy waited for (gpu_proxy.h).
  * Numbering (exact, so records join the recorder's NCCL call rows): a collective's seq counts
  * its communicator's collective calls from 1 -- v5 counts CollApi events (NCCL starts them
  * only for calls that passed its argument checks) and the Coll event finds its call through

@@ -137,6 +137,29 @@ TEST_F(V5, SlowestSendStepNamesItsPeer) {
   EXPECT_GE(r.send_net_ns, r.net_step_max_ns);
 }
 
+// NCCL starts a receive step again (same step, handle overwritten) whenever the network turned
+// its irecv down; the abandoned start never stops. The operation is still written when its
+// ProxyOp and kernel stop, with the step that ran timed once.
+TEST_F(V5, ReceiveStepStartedAgainDoesNotHoldTheOperation) {
+  SetReader(true);
+  ProfilerDriver* d = Comm(0x9a06);
+  Started s = Start(d);
+  void* op = d->ProxyOpStart(s.task, 0, false, 1);
+  d->ProxyStepStart(op, 0);  // irecv turned down: no state, never stopped
+  void* step = d->ProxyStepStart(op, 0);
+  State(d, step, ncclProfilerProxyStepRecvWait);
+  State(d, step, ncclProfilerProxyStepRecvFlushWait, 64);
+  State(d, step, ncclProfilerProxyStepRecvGPUWait);
+  d->Stop(step);
+  d->Stop(op);
+  const rs_gpu_op r = Finish(d, s.channel);
+  EXPECT_EQ(r.state, RS_GPU_COMPLETED);
+  EXPECT_EQ(r.flags & RS_GPU_FINALIZED, 0u);
+  EXPECT_EQ(r.proxy_steps, 1u);
+  EXPECT_EQ(r.net_bytes_recv, 64u);
+  EXPECT_EQ(Delta().late, 0u);
+}
+
 // A peer the handle cannot hold (rank 4095 and up) is not named; its steps are still timed.
 TEST_F(V5, PeerPastTheHandlesRangeIsNotNamed) {
   SetReader(true);

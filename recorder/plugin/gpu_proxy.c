@@ -47,9 +47,18 @@ void* rs_gpu_proxy_op_start(const void* parent, int peer) {
   return with_extra(h, named);
 }
 
+/* A step takes no reference on its operation: its ProxyOp holds one until all of its steps
+ * stopped (net.cc stops the ProxyOp once every sub's steps are done). NCCL starts a receive step
+ * again, overwriting its handle, whenever the network turned its irecv down; a reference per
+ * start would never be dropped for those and keep the operation from being written. */
 void* rs_gpu_proxy_step_start(const void* parent) {
-  void* h = rs_gpu_operation_child_start(parent, RS_GPU_H_PROXY_OP, RS_GPU_H_PROXY_STEP);
-  if (h == NULL) return NULL;
+  if (rs_gpu_handle_kind(parent) != RS_GPU_H_PROXY_OP) return NULL; /* an unrecorded operation */
+  if (rs_gpu_slot_live(parent) == NULL) {
+    rs_gpu_operation_count_late();
+    return NULL;
+  }
+  void* h = rs_gpu_slot_handle(RS_GPU_H_PROXY_STEP, rs_gpu_handle_slot(parent),
+                               rs_gpu_handle_gen(parent));
   const uint32_t index = __atomic_fetch_add(&next_entry, 1, __ATOMIC_RELAXED) % RS_GPU_STEP_ENTRIES;
   h = with_extra(h, index);
   struct step_entry* e = &entries[index];
@@ -138,15 +147,15 @@ void rs_gpu_proxy_step_state(const void* handle, ncclProfilerEventState_t state,
 
 void rs_gpu_proxy_step_stop(const void* handle) {
   struct rs_gpu_op* op = rs_gpu_slot_live(handle);
-  if (op != NULL) {
-    struct step_entry* e = entry_of(handle, op);
-    if (e != NULL) {
-      if (e->phase != PHASE_NONE) {
-        end_phase(op, e, rs_gpu_now_ns());
-        __atomic_fetch_add(&op->proxy_steps, 1, __ATOMIC_RELAXED);
-      }
-      __atomic_store_n(&e->owner, 0, __ATOMIC_RELAXED);
-    }
+  if (op == NULL) {
+    rs_gpu_operation_count_late();
+    return;
   }
-  rs_gpu_operation_release(handle);
+  struct step_entry* e = entry_of(handle, op);
+  if (e == NULL) return;
+  if (e->phase != PHASE_NONE) {
+    end_phase(op, e, rs_gpu_now_ns());
+    __atomic_fetch_add(&op->proxy_steps, 1, __ATOMIC_RELAXED);
+  }
+  __atomic_store_n(&e->owner, 0, __ATOMIC_RELAXED);
 }
