@@ -232,6 +232,9 @@ TEST(GpuPluginTestbed, EveryCollectiveSendAndReceiveRecorded) {
       EXPECT_EQ(op.proto, RS_GPU_PROTO_SIMPLE);
       EXPECT_EQ(op.net_bytes_sent, w.sent[r]);
       EXPECT_EQ(op.net_bytes_recv, w.recv[r]);
+      // Its proxy steps timed: one per transfer, where it moved data over the network.
+      EXPECT_EQ(op.proxy_steps > 0, op.net_bytes_sent + op.net_bytes_recv > 0);
+      EXPECT_EQ(op.flags & RS_GPU_PROXY_TIMES_PARTIAL, 0u);
     }
     // The ring shift: a send to the next rank, a receive from the one after.
     const rs_gpu_op& send = rep.records[7];
@@ -251,6 +254,13 @@ TEST(GpuPluginTestbed, EveryCollectiveSendAndReceiveRecorded) {
     EXPECT_EQ(send.net_bytes_recv, 0u);
     EXPECT_EQ(recv.net_bytes_recv, 80u);
     EXPECT_EQ(recv.net_bytes_sent, 0u);
+    // One step each: the send's phases are send phases, the receive's receive phases.
+    EXPECT_EQ(send.proxy_steps, 1u);
+    EXPECT_EQ(recv.proxy_steps, 1u);
+    EXPECT_EQ(send.recv_net_wait_ns + send.recv_gpu_wait_ns, 0);
+    EXPECT_EQ(recv.send_gpu_wait_ns + recv.send_peer_wait_ns + recv.send_net_ns, 0);
+    EXPECT_EQ(send.net_step_max_peer, (r + 1) % kRanks);
+    EXPECT_EQ(send.net_step_max_ns, send.send_net_ns);
   }
   // Counts reconcile across ranks: every byte sent was received (a collective's on its own
   // records, the sends' on the receives').
