@@ -32,6 +32,17 @@ int64_t Median(std::vector<int64_t>& v) { return v.empty() ? 0 : Quantile(v, 0.5
 
 std::string Ms(int64_t ns) { return FormatNs(ns); }
 
+// A recorder's metadata count, summed over the nodes of a merged recording.
+rs::Result<int64_t> SumMetadata(rs::Db& db, const std::string& key) {
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT COALESCE(SUM(CAST(value AS INTEGER)), 0) FROM metadata"
+                              " WHERE key = ?1 OR (substr(key, 1, 5) = 'node.'"
+                              " AND substr(key, -length(?1) - 1) = '.' || ?1)"));
+  st.Bind(1, key);
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  return row ? st.Int(0) : 0;
+}
+
 }  // namespace
 
 const NodeProxyWaits* ProxyWaits::Find(const std::string& node) const {
@@ -91,6 +102,8 @@ rs::Result<ProxyWaits> LoadProxyWaits(rs::Db& db) {
       a.slowest_peer = st.IsNull(9) ? -1 : st.Int(9);
     }
   }
+  ASSIGN_OR_RETURN(out.partial_ops, SumMetadata(db, "gpu_proxy_times_partial"));
+  ASSIGN_OR_RETURN(out.processes_off, SumMetadata(db, "gpu_regions_proxy_times_off"));
   if (order.empty()) return out;
   std::vector<int64_t> medians;
   for (const std::string& node : order) {
@@ -114,10 +127,6 @@ rs::Result<ProxyWaits> LoadProxyWaits(rs::Db& db) {
                          mine - out.median_send_net_per_op_ns >= kNetStandsOutNs;
     out.nodes.push_back(std::move(a.w));
   }
-  ASSIGN_OR_RETURN(out.partial_ops,
-                   db.QueryInt("SELECT COALESCE(SUM(CAST(value AS INTEGER)), 0) FROM metadata"
-                               " WHERE key = 'gpu_proxy_times_partial'"
-                               " OR key LIKE 'node.%.gpu_proxy_times_partial'"));
   return out;
 }
 
@@ -144,6 +153,16 @@ Evidence ProxyEvidence(const ProxyWaits& w, const NodeProxyWaits& n) {
 void PlaceProxyWaits(const ProxyWaits& w, std::vector<Straggler>& ranked,
                      std::vector<Straggler>& observed, std::vector<std::string>& notes) {
   if (w.empty()) return;
+  std::string off;
+  if (w.processes_off > 0) {
+    off = std::to_string(w.processes_off) +
+          " process(es) timed no proxy step (RANKSCOPE_PLUGIN_PROXY_TIMES=0): their sends and "
+          "receives are not in this view";
+  }
+  if (w.nodes.empty()) {
+    notes.push_back("NCCL's proxy: " + off);
+    return;
+  }
   int64_t steps = 0, ops = 0;
   std::vector<const NodeProxyWaits*> out;
   for (const NodeProxyWaits& n : w.nodes) {
@@ -171,6 +190,7 @@ void PlaceProxyWaits(const ProxyWaits& w, std::vector<Straggler>& ranked,
       " (a send is complete when the transport says so: over InfiniBand/RoCE once the "
       "peer's adapter acknowledged it, over NCCL's socket transport once the kernel took "
       "the bytes, so loss there shows in the receivers' waits)";
+  if (!off.empty()) note += "; " + off;
   if (w.partial_ops > 0) {
     note += "; " + std::to_string(w.partial_ops) +
             " operation(s) had steps left untimed (metadata gpu_proxy_times_partial): their "

@@ -43,9 +43,10 @@ struct NodeProxyWaits {
 struct ProxyWaits {
   std::vector<NodeProxyWaits> nodes;  // nodes with timed steps, in the table's order
   int64_t partial_ops = 0;            // metadata gpu_proxy_times_partial, summed
+  int64_t processes_off = 0;          // metadata gpu_regions_proxy_times_off, summed
   // The median of the nodes' send_net_per_op_ns (all of them), ns.
   int64_t median_send_net_per_op_ns = 0;
-  bool empty() const { return nodes.empty(); }
+  bool empty() const { return nodes.empty() && processes_off == 0; }
   const NodeProxyWaits* Find(const std::string& node) const;
 };
 

@@ -101,5 +101,38 @@ TEST(ProxyWaits, NoTimedStepNoNote) {
   EXPECT_EQ(ProxyNote(r), nullptr);
 }
 
+// What the plugin could not time is said: processes with proxy times off, operations with
+// steps left untimed (their sums lower bounds), counted from every node's metadata.
+TEST(ProxyWaits, TimesOffAndPartialAreSaid) {
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  spec.collectives = "async";
+  const Report off = testing::EditedReport(
+      spec,
+      "UPDATE gpu_ops SET proxy_steps = NULL; INSERT OR REPLACE INTO metadata(key, value) VALUES"
+      " ('node.node1.gpu_regions_proxy_times_off', '2'),"
+      " ('node.node3.gpu_regions_proxy_times_off', '1')",
+      50'000);
+  const std::string* note = ProxyNote(off);
+  ASSERT_EQ(note, nullptr);
+  bool said = false;
+  for (const std::string& n : off.notes) {
+    said |= n ==
+            "NCCL's proxy: 3 process(es) timed no proxy step (RANKSCOPE_PLUGIN_PROXY_TIMES=0):"
+            " their sends and receives are not in this view";
+  }
+  EXPECT_TRUE(said);
+  const Report partial =
+      testing::EditedReport(spec,
+                            ProxySql() +
+                                "; INSERT OR REPLACE INTO metadata(key, value) VALUES"
+                                " ('node.node2.gpu_proxy_times_partial', '4'),"
+                                " ('node.node2.not_gpu_proxy_times_partial', '100')",
+                            50'000);
+  note = ProxyNote(partial);
+  ASSERT_NE(note, nullptr);
+  EXPECT_NE(note->find("; 4 operation(s) had steps left untimed"), std::string::npos) << *note;
+}
+
 }  // namespace
 }  // namespace analyzer

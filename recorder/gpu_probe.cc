@@ -29,7 +29,7 @@ bool SameOperation(const rs_gpu_op& a, const rs_gpu_op& b) {
 constexpr uint64_t GpuRingCounters::*kSummedCounters[] = {
     &GpuRingCounters::ops_unrecorded, &GpuRingCounters::ops_copy_engine,
     &GpuRingCounters::graph_calls, &GpuRingCounters::graph_calls_unrecorded,
-    &GpuRingCounters::graph_replay_ops};
+    &GpuRingCounters::graph_replay_ops, &GpuRingCounters::proxy_times_off};
 
 }  // namespace
 namespace {
@@ -541,6 +541,8 @@ rs::Result<void> GpuProbe::Finish(RecorderContext& ctx) {
       // Operations some of whose proxy steps went untimed (more steps in flight than the
       // plugin's timing entries): their proxy sums in gpu_ops are lower bounds.
       {"gpu_proxy_times_partial", proxy_times_partial_},
+      // Processes whose plugin timed no proxy step (RANKSCOPE_PLUGIN_PROXY_TIMES=0).
+      {"gpu_regions_proxy_times_off", Total(&GpuRingCounters::proxy_times_off)},
       {"gpu_regions", regions_read_},
       {"gpu_ring_version", RS_GPU_RING_VERSION},
   };

@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
   }
   const std::string dir = argv[1];
   // The words of the header a hostile owner changes; each 8-byte edit covers two 4-byte
-  // fields: (record_bytes, slot_count), (ring_records, pid), (api_version, reserved0).
+  // fields: (record_bytes, slot_count), (ring_records, pid), (api_version, proxy_times_off).
   const uint32_t counts = At(offsetof(rs_gpu_ring_header, record_bytes));
   const uint32_t records_pid = At(offsetof(rs_gpu_ring_header, ring_records));
   const uint32_t head = At(offsetof(rs_gpu_ring_header, head));

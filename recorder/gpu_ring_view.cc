@@ -143,6 +143,7 @@ bool GpuRingView::CheckIntact(std::string* why) {
       return false;
     }
   }
+  c.proxy_times_off = LoadAcquire(h.proxy_times_off) != 0 ? 1 : 0;
   const int32_t api = LoadAcquire(h.api_version);
   c.api_version = api >= 4 && api <= 7 ? api : 0;
   head_ = head;

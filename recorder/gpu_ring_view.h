@@ -55,6 +55,7 @@ struct GpuRingCounters {
   uint64_t graph_calls = 0;             // calls captured into CUDA graphs
   uint64_t graph_calls_unrecorded = 0;  // of them, captured without the device events
   uint64_t graph_replay_ops = 0;        // operations of graph replays
+  uint64_t proxy_times_off = 0;  // 1: the process made its region with proxy times off
   int32_t api_version = 0;       // the profiler API NCCL chose: 4-7; 0 before (anything else: 0)
 };
 

@@ -522,5 +522,41 @@ TEST_F(V5, ForkedChildMakesItsOwnRegion) {
   EXPECT_EQ(OwnRing()->header().ops, parent_ops);
 }
 
+// RANKSCOPE_PLUGIN_PROXY_TIMES=0 when a process makes its region: no proxy step is timed (the
+// header says so for the recorder's metadata), its network bytes still are.
+TEST_F(V5, ProxyTimesOffInAProcessMadeWithTheVariable) {
+  const std::vector<Memfd> parent = Memfds();
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("RANKSCOPE_PLUGIN_PROXY_TIMES", "0", 1);
+    ProfilerDriver child(PluginV5(), 0x78, 2, 0);
+    if (child.init_result() != 0) _exit(2);
+    std::vector<Memfd> now = Memfds();
+    if (now.size() != 2) _exit(3);
+    const Memfd& mine = now[0].ino == parent[0].ino ? now[1] : now[0];
+    auto reader = rec::GpuRingReader::Open("/proc/self/fd/" + std::to_string(mine.fd));
+    if (!reader.ok()) _exit(4);
+    if (reader->header().proxy_times_off != 1) _exit(5);
+    reader->Heartbeat(NowNs());
+    child.Launch({child.Collective("AllReduce", 4)});  // the next call has the device events
+    ProfilerDriver::Task t = child.Launch({child.Collective("AllReduce", 8)})[0];
+    void* ch = child.KernelChStart(t, static_cast<uint64_t>(NowNs() + kDeviceOffset));
+    void* op = child.ProxyOpStart(t, 1, true, 1);
+    child.ProxyStep(op, 0, true, 50);
+    child.Stop(op);
+    child.KernelChStop(ch, static_cast<uint64_t>(NowNs() + kDeviceOffset));
+    const std::vector<rs_gpu_op> r = reader->Read();
+    if (r.size() != 1) _exit(6);
+    if (r[0].net_bytes_sent != 50) _exit(7);
+    if (r[0].proxy_steps != 0 || r[0].send_net_ns != 0 || r[0].net_step_max_peer != -1) _exit(8);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(OwnRing()->header().proxy_times_off, 0u);  // this process's region times them
+}
+
 }  // namespace
 }  // namespace rs_test

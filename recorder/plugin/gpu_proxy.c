@@ -11,6 +11,7 @@
  * timing entry's index there instead. */
 #define EXTRA_SHIFT 48
 #define EXTRA_MASK 0xfffu
+#define UNTIMED EXTRA_MASK /* a step handle's index when proxy times are off */
 
 enum phase {
   PHASE_NONE = 0, /* started, no state yet (a receive being posted) */
@@ -59,6 +60,8 @@ void* rs_gpu_proxy_step_start(const void* parent) {
   }
   void* h = rs_gpu_slot_handle(RS_GPU_H_PROXY_STEP, rs_gpu_handle_slot(parent),
                                rs_gpu_handle_gen(parent));
+  const struct rs_gpu_ring_header* header = rs_gpu_region_header();
+  if (header != NULL && header->proxy_times_off) return with_extra(h, UNTIMED);
   const uint32_t index = __atomic_fetch_add(&next_entry, 1, __ATOMIC_RELAXED) % RS_GPU_STEP_ENTRIES;
   h = with_extra(h, index);
   struct step_entry* e = &entries[index];
@@ -69,9 +72,12 @@ void* rs_gpu_proxy_step_start(const void* parent) {
   return h;
 }
 
-/* The step's entry, or NULL (and the operation flagged) when a later step took it. */
+/* The step's entry; NULL for an untimed step, or (the operation flagged) when a later step
+ * took it. */
 static struct step_entry* entry_of(const void* handle, struct rs_gpu_op* op) {
-  struct step_entry* e = &entries[extra_bits(handle) % RS_GPU_STEP_ENTRIES];
+  const uint32_t index = extra_bits(handle);
+  if (index >= RS_GPU_STEP_ENTRIES) return NULL;
+  struct step_entry* e = &entries[index];
   if (__atomic_load_n(&e->owner, __ATOMIC_RELAXED) == rs_gpu_handle_payload(handle)) return e;
   __atomic_fetch_or(&op->flags, RS_GPU_PROXY_TIMES_PARTIAL, __ATOMIC_RELAXED);
   return NULL;

@@ -10,7 +10,9 @@
  * Each step's current phase and when it began live in a fixed table of timing entries; the
  * time each phase lasted is added to the operation's record (gpu_ring.h send_gpu_wait_ns ...)
  * when the next state or the stop comes. Repeated states (a phase going on) change nothing.
- * Called only from NCCL's proxy (2.31: profiler) thread of the operation's device. */
+ * Called only from NCCL's proxy (2.31: profiler) thread of the operation's device. Off (no
+ * step timed, the sums left 0) where the process had RANKSCOPE_PLUGIN_PROXY_TIMES=0 when its
+ * region was made: each timed state reads the clock once (bench_gpu_plugin). */
 #ifndef RANKSCOPE_GPU_PROXY_H_
 #define RANKSCOPE_GPU_PROXY_H_
 
@@ -20,7 +22,7 @@
 
 /* Timing entries: a step takes the next one round the table; one taken again by a later step
  * while its step still runs leaves that step untimed (RS_GPU_PROXY_TIMES_PARTIAL). */
-#define RS_GPU_STEP_ENTRIES 4096
+#define RS_GPU_STEP_ENTRIES 4095
 
 /* The ProxyOp event of an operation (parent: its Coll / P2p handle); the peer travels in the
  * handle to its steps. NULL for an operation not recorded. */

@@ -79,6 +79,8 @@ static struct rs_gpu_ring_header* create(void) {
   h->pid = (int32_t)getpid();
   strncpy(h->plugin_version, "rankscope " RANKSCOPE_VERSION, sizeof(h->plugin_version) - 1);
   h->created_ns = rs_gpu_now_ns();
+  const char* times = getenv("RANKSCOPE_PLUGIN_PROXY_TIMES");
+  h->proxy_times_off = times != NULL && strcmp(times, "0") == 0;
   const int64_t window = startup_window_ns();
   h->startup_until_ns = window > 0 ? h->created_ns + window : 0;
   __atomic_store_n(&h->magic, RS_GPU_RING_MAGIC, __ATOMIC_RELEASE);

@@ -203,7 +203,8 @@ struct rs_gpu_ring_header {
   int32_t pid;         /* the process that created the region */
   int32_t api_version; /* the profiler API NCCL uses with the plugin: 7, 6, 5 or 4 (0 before
                         * init) */
-  uint32_t reserved0;
+  uint32_t proxy_times_off; /* 1: RANKSCOPE_PLUGIN_PROXY_TIMES=0 when the region was made, no
+                             * proxy step is timed (the proxy sums stay 0) */
   uint64_t head;               /* records written to the ring (atomic) */
   int64_t reader_heartbeat_ns; /* written by the recorder at every read (atomic) */
   uint64_t ops;                /* operations the plugin saw launched (atomic) */
