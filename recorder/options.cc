@@ -22,6 +22,7 @@ enum LongOnly {
   kOptScope = 1000,
   kOptSimOffset,
   kOptSimDrift,
+  kOptSimRdmaSysfs,
   kOptNcclLib,
   kOptCudaLib,
   kOptCudaSample,
@@ -68,6 +69,7 @@ const option kLongOptions[] = {
     {"scope", required_argument, nullptr, kOptScope},
     {"simulate-clock-offset", required_argument, nullptr, kOptSimOffset},
     {"simulate-clock-drift", required_argument, nullptr, kOptSimDrift},
+    {"simulate-rdma-sysfs", required_argument, nullptr, kOptSimRdmaSysfs},
     {"nccl-lib", required_argument, nullptr, kOptNcclLib},
     {"cuda-lib", required_argument, nullptr, kOptCudaLib},
     {"cuda-launch-sample", required_argument, nullptr, kOptCudaSample},
@@ -255,6 +257,10 @@ rs::Result<RecorderOptions> ParseOptions(int argc, char** argv) {
         }
         break;
       }
+      case kOptSimRdmaSysfs:
+        if (*arg == '\0') return rs::Error("--simulate-rdma-sysfs: give a directory");
+        o.simulate_rdma_sysfs = arg;
+        break;
       case kOptNcclLib:
         o.nccl_libs.emplace_back(arg);
         break;
@@ -466,6 +472,8 @@ options:
 Testing only (never use on a real cluster; the values are not stored):
       --simulate-clock-offset NS   shift this recorder's wall clock by NS nanoseconds
       --simulate-clock-drift PPM   let this recorder's wall clock drift by PPM
+      --simulate-rdma-sysfs DIR    read the RDMA ports under DIR/class/infiniband instead
+                                   of /sys (a fake sysfs tree: only regular files are read)
 
 examples:
   rankscope-record --out node3.rsb --duration 2m

@@ -35,6 +35,7 @@ struct RecorderOptions {
   // Testing only: shift this recorder's view of the wall clock (never written anywhere).
   int64_t simulate_clock_offset_ns = 0;  // --simulate-clock-offset NS
   double simulate_clock_drift_ppm = 0;   // --simulate-clock-drift PPM
+  std::string simulate_rdma_sysfs;       // --simulate-rdma-sysfs DIR (empty: /sys)
   std::vector<std::string> nccl_libs;    // --nccl-lib PATH (repeatable)
   std::vector<std::string> cuda_libs;    // --cuda-lib PATH (repeatable)
   int cuda_launch_sample = 1;  // --cuda-launch-sample N: record 1 in N kernel launches (0: none)

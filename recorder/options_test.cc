@@ -39,6 +39,8 @@ TEST(ParseOptions, EveryFlag) {
                                  "-2500000",
                                  "--simulate-clock-drift",
                                  "12.5",
+                                 "--simulate-rdma-sysfs",
+                                 "/tmp/fake-sys",
                                  "--nccl-lib",
                                  "/a/libnccl.so",
                                  "--cuda-lib",
@@ -61,6 +63,7 @@ TEST(ParseOptions, EveryFlag) {
   EXPECT_EQ(o.scope, Scope::kNetns);
   EXPECT_EQ(o.simulate_clock_offset_ns, -2500000);
   EXPECT_DOUBLE_EQ(o.simulate_clock_drift_ppm, 12.5);
+  EXPECT_EQ(o.simulate_rdma_sysfs, "/tmp/fake-sys");
   EXPECT_EQ(o.nccl_libs, (std::vector<std::string>{"/a/libnccl.so"}));
   EXPECT_EQ(o.cuda_libs, (std::vector<std::string>{"/b/libcudart.so", "/c/libcuda.so"}));
   EXPECT_EQ(o.cuda_launch_sample, 16);

@@ -1,12 +1,14 @@
 #include "recorder/rdma_probe.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
 
 #include "recorder/log.h"
 #include "rscore/clock.h"
@@ -28,11 +30,21 @@ std::vector<std::string> Entries(const std::string& dir) {
   return out;
 }
 
-// A sysfs attribute's first line, without its newline; "" where it cannot be read.
+// A sysfs attribute's first line, without its newline; "" where it cannot be read. Only a
+// regular file (sysfs attributes are), opened without waiting and read up to 4 KiB (a page,
+// what sysfs returns at most): a FIFO or an endless file planted in a --simulate-rdma-sysfs
+// tree can neither stop the recorder's loop nor fill its memory.
 std::string ReadLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  if (!in || !std::getline(in, line)) return "";
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return "";
+  struct stat st;
+  char buf[4096];
+  ssize_t n = -1;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) n = read(fd, buf, sizeof(buf));
+  close(fd);
+  if (n <= 0) return "";
+  std::string line(buf, static_cast<size_t>(n));
+  line = line.substr(0, line.find('\n'));
   while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
   return line;
 }

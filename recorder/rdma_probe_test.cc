@@ -104,6 +104,19 @@ TEST(ReadCounterFile, AnUnsignedDecimalThatFitsOnly) {
   EXPECT_EQ(ReadCounterFile(dir.path + "/none"), std::nullopt);
 }
 
+// A tree given with --simulate-rdma-sysfs may hold anything: a FIFO nobody writes is not
+// waited for, a file of more than a page without a newline gives no number.
+TEST(ReadCounterFile, NeitherAFifoNorAnEndlessLineIsRead) {
+  testing::TempDir dir;
+  FakeSysfs sys(dir.path);
+  ASSERT_EQ(mkfifo((dir.path + "/fifo").c_str(), 0600), 0);
+  EXPECT_EQ(ReadCounterFile(dir.path + "/fifo"), std::nullopt);  // returns: nothing blocks
+  sys.Write("long", std::string(5000, '7'));
+  EXPECT_EQ(ReadCounterFile(dir.path + "/long"), std::nullopt);  // 4096 digits: past INT64
+  sys.Write("two", "42\n43\n");
+  EXPECT_EQ(ReadCounterFile(dir.path + "/two"), 42);
+}
+
 TEST(FindRdmaPorts, EveryPortWithItsIdentityAndEveryCounterFile) {
   testing::TempDir dir;
   FakeSysfs sys(dir.path);

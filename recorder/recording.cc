@@ -135,6 +135,7 @@ void Recording::SetUpContext() {
   ctx_.options = &opts_;
   ctx_.scope_netns = scope_netns_;
   ctx_.proc_root = config_.proc_root;
+  if (!opts_.simulate_rdma_sysfs.empty()) ctx_.sys_root = opts_.simulate_rdma_sysfs;
   ctx_.attach_log = &*attach_log_;
   ctx_.processes = &*processes_;
 }
