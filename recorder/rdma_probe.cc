@@ -174,7 +174,13 @@ rs::Result<void> RdmaProbe::Read(RecorderContext& ctx, bool all) {
       auto it = last_.find(key);
       std::optional<int64_t> delta, since;
       if (it != last_.end()) {
-        if (it->second.value == *value && !all) continue;
+        if (it->second.value == *value && !all) {
+          // Unchanged at this reading: an increase found later happened after it, so the
+          // window a row states starts at the last reading, not the last row written (a
+          // counter quiet for minutes would otherwise blame every collective of those minutes).
+          it->second.wall_ns = wall;
+          continue;
+        }
         if (*value >= it->second.value) delta = *value - it->second.value;
         since = it->second.wall_ns;
       }

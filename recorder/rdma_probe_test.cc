@@ -188,6 +188,28 @@ TEST(RdmaProbe, FirstReadingThenChangesWithTheirDeltaThenALastReading) {
   EXPECT_EQ(r.t.Int("SELECT COUNT(DISTINCT id) FROM rdma_counters"), 4 * per_port + 2);
 }
 
+// A rise after readings that found no change happened after the latest of them: the row's
+// window starts there, not at the counter's last row (minutes earlier on a quiet link).
+TEST(RdmaProbe, ARisesWindowStartsAtTheLastReadingThatSawNoChange) {
+  ProbeRun r;
+  r.sys.AddMlx5();
+  RdmaProbe probe(/*reading_period_ns=*/0);
+  ASSERT_TRUE(probe.Start(r.ctx).ok());
+  const int64_t first =
+      r.t.Int("SELECT MAX(timestamp_ns) FROM rdma_counters WHERE counter = 'symbol_error'");
+  probe.Tick(r.ctx);  // unchanged: nothing written
+  probe.Tick(r.ctx);
+  r.sys.Counter("mlx5_0", 1, "counters", "symbol_error", 5);
+  probe.Tick(r.ctx);
+  const int64_t since = r.t.Int("SELECT since_ns FROM rdma_counters WHERE counter = "
+                                "'symbol_error' AND delta = 5");
+  const int64_t at = r.t.Int("SELECT timestamp_ns FROM rdma_counters WHERE counter = "
+                             "'symbol_error' AND delta = 5");
+  EXPECT_GT(since, first);  // the second unchanged reading's time
+  EXPECT_LT(since, at);
+  ASSERT_TRUE(probe.Finish(r.ctx).ok());
+}
+
 TEST(RdmaProbe, NoDeviceRecordsNothingAndSaysSo) {
   ProbeRun r;
   RdmaProbe probe;

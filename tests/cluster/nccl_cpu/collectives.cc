@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "link_fault.h"
 #include "proxy_trace.h"
 #include "reduce.h"
 #include "transport.h"
@@ -18,15 +19,18 @@ size_t ChunkBegin(size_t count, int n, int i) {
 }
 
 // One step of an algorithm: its transfers run together. The calling thread's proxy trace (the
-// profiler's ProxyStep events), if any, sees each transfer posted and done.
+// profiler's ProxyStep events), if any, sees each transfer posted and done; a degraded link
+// (link_fault.h) holds the step's sends to another node after they were posted.
 ncclResult_t Exchange(ncclComm* comm, std::vector<Transfer>& t, const char* what) {
   std::string error;
   ProxyTrace* trace = ProxyTrace::Current();
   bool ok = true;
   if (trace != nullptr) {
     trace->Posted(t);
+    DelayOnDegradedLink(t);
     ok = RunTransfers(t, &error, [trace](size_t i) { trace->Done(i); });
   } else {
+    DelayOnDegradedLink(t);
     ok = RunTransfers(t, &error);
   }
   if (!ok) {
