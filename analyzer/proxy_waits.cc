@@ -11,11 +11,13 @@
 namespace analyzer {
 namespace {
 
-// A node's sends stand out on the network at this many times the median of every node's
+// A rank's sends stand out on the network at this many times the median of every rank's
 // per-operation time, and this much more in absolute terms: a send's time grows with its size
-// and its peer's load. Measured on the test bed (run-cluster, 4 nodes x 2 ranks, 40 steps,
-// TCP sockets): per-node medians 386-404 us in a clean run, 430-491 us with 5% loss on one
-// node (over sockets a send completes once the kernel took the bytes).
+// and its peer's load. Measured on the test bed (run-cluster, 4 nodes x 2 ranks, 40 steps, TCP
+// sockets, one run each): per-rank medians 293-562 us clean, 366-593 us with 5% loss on one
+// node (over sockets a send completes once the kernel took the bytes), and under --fault rdma
+// (the fault node's sends to other nodes 1 ms late per ring step) 285-521 us except the faulty
+// link's sender, 16.0 ms.
 constexpr double kNetStandsOutBy = 3.0;
 constexpr int64_t kNetStandsOutNs = 1'000'000;
 // ... over at least this many operations with sends.
@@ -23,7 +25,8 @@ constexpr int64_t kMinOps = 3;
 
 struct Acc {
   NodeProxyWaits w;
-  std::vector<int64_t> send_net, own_gpu;
+  std::map<int64_t, std::vector<int64_t>> send_net;  // by rank (-1: unknown)
+  std::vector<int64_t> own_gpu;
   int64_t slowest_comm = 0, slowest_peer = -1;
   bool slowest_peer_known = false;
 };
@@ -31,6 +34,10 @@ struct Acc {
 int64_t Median(std::vector<int64_t>& v) { return v.empty() ? 0 : Quantile(v, 0.5); }
 
 std::string Ms(int64_t ns) { return FormatNs(ns); }
+
+std::string RankWords(const NodeProxyWaits& n) {
+  return n.worst_rank >= 0 ? "rank " + std::to_string(n.worst_rank) + "'s" : "its";
+}
 
 // A recorder's metadata count, summed over the nodes of a merged recording.
 rs::Result<int64_t> SumMetadata(rs::Db& db, const std::string& key) {
@@ -73,7 +80,7 @@ rs::Result<ProxyWaits> LoadProxyWaits(rs::Db& db) {
   ASSIGN_OR_RETURN(rs::Statement st,
                    db.Prepare("SELECT node, comm_id_hash, proxy_steps, send_gpu_wait_ns,"
                               " send_peer_wait_ns, send_net_ns, recv_net_wait_ns,"
-                              " recv_gpu_wait_ns, net_step_max_ns, net_step_max_peer"
+                              " recv_gpu_wait_ns, net_step_max_ns, net_step_max_peer, rank"
                               " FROM gpu_ops WHERE proxy_steps > 0 ORDER BY id"));
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
@@ -92,7 +99,7 @@ rs::Result<ProxyWaits> LoadProxyWaits(rs::Db& db) {
     a.w.send_net_ns += net;
     a.w.recv_net_wait_ns += recv_net;
     a.w.recv_gpu_wait_ns += recv_gpu;
-    if (sent_gpu + peer + net > 0) a.send_net.push_back(net);
+    if (sent_gpu + peer + net > 0) a.send_net[st.IsNull(10) ? -1 : st.Int(10)].push_back(net);
     a.own_gpu.push_back(sent_gpu + recv_gpu);
     const int64_t longest = st.IsNull(8) ? 0 : st.Int(8);
     if (longest > a.w.slowest_step_ns) {
@@ -105,24 +112,32 @@ rs::Result<ProxyWaits> LoadProxyWaits(rs::Db& db) {
   ASSIGN_OR_RETURN(out.partial_ops, SumMetadata(db, "gpu_proxy_times_partial"));
   ASSIGN_OR_RETURN(out.processes_off, SumMetadata(db, "gpu_regions_proxy_times_off"));
   if (order.empty()) return out;
+  // Per rank: each GPU may have a NIC of its own (rail-optimized clusters), so one rank's link
+  // is diluted in its node's other ranks.
   std::vector<int64_t> medians;
   for (const std::string& node : order) {
     Acc& a = acc.at(node);
-    a.w.send_net_per_op_ns = Median(a.send_net);
+    for (auto& [rank, v] : a.send_net) {
+      const int64_t m = Median(v);
+      medians.push_back(m);
+      if (a.w.worst_rank_ops == 0 || m > a.w.send_net_per_op_ns) {
+        a.w.send_net_per_op_ns = m;
+        a.w.worst_rank = rank;
+        a.w.worst_rank_ops = static_cast<int64_t>(v.size());
+      }
+    }
     a.w.own_gpu_wait_per_op_ns = Median(a.own_gpu);
     if (a.slowest_peer_known) {
       auto it = node_of.find({a.slowest_comm, a.slowest_peer});
       if (it != node_of.end()) a.w.slowest_step_to = it->second;
     }
-    if (!a.send_net.empty()) medians.push_back(a.w.send_net_per_op_ns);
   }
   out.median_send_net_per_op_ns = Median(medians);
   for (const std::string& node : order) {
     Acc& a = acc.at(node);
     const double usual = static_cast<double>(out.median_send_net_per_op_ns);
     const int64_t mine = a.w.send_net_per_op_ns;
-    a.w.net_stands_out = medians.size() >= 2 &&
-                         static_cast<int64_t>(a.send_net.size()) >= kMinOps &&
+    a.w.net_stands_out = medians.size() >= 2 && a.w.worst_rank_ops >= kMinOps &&
                          static_cast<double>(mine) >= kNetStandsOutBy * usual &&
                          mine - out.median_send_net_per_op_ns >= kNetStandsOutNs;
     out.nodes.push_back(std::move(a.w));
@@ -133,9 +148,10 @@ rs::Result<ProxyWaits> LoadProxyWaits(rs::Db& db) {
 Evidence ProxyEvidence(const ProxyWaits& w, const NodeProxyWaits& n) {
   Evidence e;
   e.kind = "proxy";
-  e.summary = "NCCL's proxy on " + n.node + ": its sends were on the network " +
-              Ms(n.send_net_per_op_ns) + " per operation (median of " + std::to_string(n.ops) +
-              "), against " + Ms(w.median_send_net_per_op_ns) + " over all nodes";
+  e.summary = "NCCL's proxy on " + n.node + ": " + RankWords(n) + " sends were on the network " +
+              Ms(n.send_net_per_op_ns) + " per operation (median of " +
+              std::to_string(n.worst_rank_ops) + "), against " + Ms(w.median_send_net_per_op_ns) +
+              " over all ranks";
   if (n.slowest_step_ns > 0) {
     e.summary += "; its slowest step took " + Ms(n.slowest_step_ns) +
                  (n.slowest_step_to.empty() ? "" : " (to " + n.slowest_step_to + ")");
@@ -178,7 +194,8 @@ void PlaceProxyWaits(const ProxyWaits& w, std::vector<Straggler>& ranked,
     note += ": no node's sends stood out on the network";
   }
   for (const NodeProxyWaits* n : out) {
-    note += "; " + n->node + "'s sends stood out: " + Ms(n->send_net_per_op_ns) + " per operation" +
+    note += "; " + n->node + "'s sends stood out (" + RankWords(*n) +
+            "): " + Ms(n->send_net_per_op_ns) + " per operation" +
             (n->slowest_step_to.empty() ? "" : ", its slowest step to " + n->slowest_step_to);
     for (std::vector<Straggler>* list : {&ranked, &observed}) {
       for (Straggler& s : *list) {

@@ -8,8 +8,9 @@
 // socket transport once the kernel took the bytes (packet loss shows in the receivers' waits
 // instead).
 //
-// Used as network evidence: a node whose sends' time on the network per operation stands out
-// against the other nodes' (kNetStandsOutBy times their median and kNetStandsOutNs more) is
+// Used as network evidence: a node one of whose ranks' sends' time on the network per
+// operation stands out against every rank's (kNetStandsOutBy times their median and
+// kNetStandsOutNs more) is
 // named in a note and, where a network finding names it, in that finding's evidence; it is no
 // finding of its own (the time a send takes also grows with its size and the peer's load).
 #pragma once
@@ -31,9 +32,11 @@ struct NodeProxyWaits {
   // Summed over its operations, ns.
   int64_t send_gpu_wait_ns = 0, send_peer_wait_ns = 0, send_net_ns = 0;
   int64_t recv_net_wait_ns = 0, recv_gpu_wait_ns = 0;
-  // Medians per operation (of those with such steps), ns: sends on the network; waits for the
-  // node's own kernels (sends' GPU wait + receives' GPU wait).
+  // Medians per operation, ns: sends on the network, of its rank whose median is the largest
+  // (worst_rank, -1 unknown; worst_rank_ops its operations with sends); waits for the node's
+  // own kernels (sends' GPU wait + receives' GPU wait), over its operations.
   int64_t send_net_per_op_ns = 0, own_gpu_wait_per_op_ns = 0;
+  int64_t worst_rank = -1, worst_rank_ops = 0;
   // The longest single send step on the network, and the node of its peer ("" unknown).
   int64_t slowest_step_ns = 0;
   std::string slowest_step_to;
@@ -44,7 +47,7 @@ struct ProxyWaits {
   std::vector<NodeProxyWaits> nodes;  // nodes with timed steps, in the table's order
   int64_t partial_ops = 0;            // metadata gpu_proxy_times_partial, summed
   int64_t processes_off = 0;          // metadata gpu_regions_proxy_times_off, summed
-  // The median of the nodes' send_net_per_op_ns (all of them), ns.
+  // The median over every rank of its sends' median time on the network per operation, ns.
   int64_t median_send_net_per_op_ns = 0;
   bool empty() const { return nodes.empty() && processes_off == 0; }
   const NodeProxyWaits* Find(const std::string& node) const;

@@ -62,8 +62,8 @@ TEST(ProxyWaits, SlowSendsAloneAreANoteNotABlame) {
   EXPECT_TRUE(r.stragglers.empty());
   const std::string* note = ProxyNote(r);
   ASSERT_NE(note, nullptr);
-  EXPECT_NE(note->find("node2's sends stood out: 6 ms per operation, its slowest step to "
-                       "node3"),
+  EXPECT_NE(note->find("node2's sends stood out (rank 4's): 6 ms per operation, its slowest step "
+                       "to node3"),
             std::string::npos)
       << *note;
 }
@@ -87,7 +87,7 @@ TEST(ProxyWaits, EvidenceJoinsTheNetworkFindingOnTheNode) {
     if (e.kind == "proxy") proxy = &e;
   }
   ASSERT_NE(proxy, nullptr);
-  EXPECT_NE(proxy->summary.find("its sends were on the network 6 ms per operation"),
+  EXPECT_NE(proxy->summary.find("rank 2's sends were on the network 6 ms per operation"),
             std::string::npos)
       << proxy->summary;
   EXPECT_NE(proxy->summary.find("(to node2)"), std::string::npos) << proxy->summary;

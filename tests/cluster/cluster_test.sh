@@ -8,7 +8,8 @@
 # interrupt, clock (merge's clock alignment in both modes, with and without the plugin),
 # entry_lateness (the slow fault in both modes: what host-side entry times can show),
 # ring_hang (always-on recorders cut by themselves on the hang, one bundle set for the cluster),
-# graph (CUDA graph replays recorded apart and compared on their replay numbers).
+# graph (CUDA graph replays recorded apart and compared on their replay numbers),
+# rdma (a degraded RDMA link: fake sysfs counters and late sends, no TCP retransmit needed).
 # Exit 77 = skipped (not root and CI unset). With CI set, a missing prerequisite fails.
 set -euo pipefail
 
@@ -470,6 +471,56 @@ PY
   echo "ok: $replays replays per rank recorded apart from the $BUCKETS captured calls"
 }
 
+# A degraded RDMA link on the fault node (run-cluster --fault rdma): every node's recorder
+# reads an mlx5 InfiniBand port from a fake sysfs tree; the fault node's link error and retry
+# counters rise from the fault step on while its collective sends to other nodes leave 1 ms
+# late. Its bundle has the rises, no other node's has any; NCCL's proxy timed the steps on
+# every node; merged, the report names the node and its port, cause network, with the
+# proxy's evidence of its late sender.
+scenario_rdma() {
+  # The recorder reads the ports about once a second: twice the steps of the other scenarios,
+  # so that readings before the fault step (a third in) find the counters still.
+  local STEPS=60
+  run_harness rdma
+  ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
+  open_bundles
+  check_own_ranks
+  local got k errors="counter IN ('symbol_error', 'link_error_recovery', 'port_rcv_errors')"
+  got=$(qview rdma_ports rp "SELECT COUNT(*) FROM rp WHERE device = 'mlx5_0' AND port = 1
+        AND link_layer = 'InfiniBand' AND netdev = 'ib0'")
+  [[ "$got" == "$NODES" ]] || fail "expected mlx5_0 port 1 (InfiniBand, ib0) on each of $NODES nodes, found $got"
+  for ((k = 0; k < NODES; k++)); do
+    got=$(q $k "SELECT COALESCE(SUM(delta), 0) FROM rdma_counters WHERE $errors")
+    if ((k == FAULT_NODE)); then
+      ((got >= 10)) || fail "node$k's link error counters rose by only $got"
+    else
+      [[ "$got" == 0 ]] || fail "node$k's link error counters rose by $got (no fault there)"
+    fi
+    got=$(q $k "SELECT COUNT(*) FROM gpu_ops WHERE proxy_steps > 0")
+    ((got > 0)) || fail "node$k: no gpu_ops row with NCCL's proxy steps timed"
+  done
+  got=$(q $FAULT_NODE "SELECT COUNT(*) FROM rdma_counters WHERE delta IS NOT NULL AND
+        since_ns IS NOT NULL AND timestamp_ns - since_ns > 3000000000")
+  [[ "$got" == 0 ]] || fail "$got counter rows state a window of more than 3 readings"
+  "$BUILD/merger/rankscope-merge" -q -o "$OUT/rdma.rsdb" "$OUT/run/bundles" || fail "merge"
+  "$BUILD/analyzer/rankscope-analyze" report "$OUT/rdma.rsdb" --format json -o "$OUT/rdma.json" ||
+    true  # exit status says what was found
+  python3 - "$OUT/rdma.json" "node$FAULT_NODE" <<'PY' || fail "report"
+import json, sys
+report, node = json.load(open(sys.argv[1])), sys.argv[2]
+top = (report.get("stragglers") or [None])[0]
+assert top, "no straggler: %s" % report.get("verdict")
+assert top["node"] == node and top["cause"] == "network", "named %s, cause %s" % (top["node"], top["cause"])
+assert "mlx5_0 port 1" in top["causes"][0]["summary"], top["causes"][0]["summary"]
+kinds = [e["kind"] for e in top["evidence"]]
+assert "rdma_counters" in kinds and "proxy" in kinds, kinds
+others = [s["node"] for s in report.get("stragglers", []) if s["node"] != node]
+assert not others, "other nodes named: %s" % others
+print("ok: the report names %s (%s), cause network on mlx5_0 port 1, evidence %s" % (
+    node, top["confidence"], kinds))
+PY
+}
+
 # Always-on recorders (--ring) that cut by themselves (--cut-on-stall) through a cut
 # directory the nodes share: the hang makes one cluster-wide cut, a bundle per node, and the
 # report on those bundles alone names the hung rank from the devices' states.
@@ -658,7 +709,7 @@ scenario_entry_lateness() {
 
 case "$SCENARIO" in
   none | loss | cpu | io | slow | hang | crash | interrupt | clock | entry_lateness | ring_hang | \
-    fr_hang | graph)
+    fr_hang | graph | rdma)
     "scenario_$SCENARIO" ;;
   sync_none | sync_slow | sync_hang) MODE=sync BUCKETS=1; "scenario_${SCENARIO#sync_}" ;;
   *) fail "unknown scenario" ;;
