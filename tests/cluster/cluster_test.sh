@@ -434,9 +434,10 @@ scenario_slow() {
 # number names the same captured call on every rank); merged, the report names the slow rank
 # on the replays alone (it is late in the first of each step's pair only).
 scenario_graph() {
-  # Late in one collective of each step's two: twice the steps of the other scenarios, for
-  # the node's paired excess to reach the report's bar (4 errors, z 3).
-  local STEPS=60
+  # Late in one collective of each step's two: three times the steps of the other scenarios,
+  # for the node's paired excess to reach the report's bar (4 errors, z 3) with room: at 60
+  # steps a passing run measured 25.6 ms +- 4.81 (5.3 errors), and some runs fell under 4.
+  local STEPS=90
   run_harness slow --cuda-graph
   ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
   open_bundles
@@ -514,7 +515,10 @@ assert top["node"] == node and top["cause"] == "network", "named %s, cause %s" %
 assert "mlx5_0 port 1" in top["causes"][0]["summary"], top["causes"][0]["summary"]
 kinds = [e["kind"] for e in top["evidence"]]
 assert "rdma_counters" in kinds and "proxy" in kinds, kinds
-others = [s["node"] for s in report.get("stragglers", []) if s["node"] != node]
+# Another node may be listed only where the report says it cannot tell (clock bounds wider
+# than a lateness of a millisecond or two: undetermined), never at low confidence or above.
+others = [(s["node"], s["confidence"]) for s in report.get("stragglers", [])
+          if s["node"] != node and s["confidence"] != "undetermined"]
 assert not others, "other nodes named: %s" % others
 print("ok: the report names %s (%s), cause network on mlx5_0 port 1, evidence %s" % (
     node, top["confidence"], kinds))
