@@ -22,6 +22,10 @@ enum phase {
   PHASE_RECV_GPU
 };
 
+/* Written by the proxy thread of the step's device. The fields are accessed atomically
+ * (relaxed): when the table wraps onto a step still running on another device's proxy thread
+ * (more than RS_GPU_STEP_ENTRIES steps in flight in the process), both threads may write one
+ * entry; the values may then mix, which end_phase bounds, but nothing is undefined. */
 struct step_entry {
   uint64_t owner;   /* the step handle's payload: slot, generation, entry index */
   int64_t since_ns; /* when the current phase began */
@@ -66,9 +70,9 @@ void* rs_gpu_proxy_step_start(const void* parent) {
   h = with_extra(h, index);
   struct step_entry* e = &entries[index];
   __atomic_store_n(&e->owner, rs_gpu_handle_payload(h), __ATOMIC_RELAXED);
-  e->phase = PHASE_NONE;
-  e->since_ns = 0;
-  e->peer = (int32_t)extra_bits(parent) - 1;
+  __atomic_store_n(&e->phase, PHASE_NONE, __ATOMIC_RELAXED);
+  __atomic_store_n(&e->since_ns, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&e->peer, (int32_t)extra_bits(parent) - 1, __ATOMIC_RELAXED);
   return h;
 }
 
@@ -87,10 +91,16 @@ static void add(int64_t* field, int64_t ns) {
   if (ns > 0) __atomic_fetch_add(field, ns, __ATOMIC_RELAXED);
 }
 
-/* Ends the entry's phase at `now`: its time goes to the operation's sum. */
+/* Ends the entry's phase at `now`: its time goes to the operation's sum. A phase cannot have
+ * begun before its operation was enqueued: a longer one (an entry two threads wrote) is left
+ * out and the operation flagged. */
 static void end_phase(struct rs_gpu_op* op, struct step_entry* e, int64_t now) {
-  const int64_t ns = now - e->since_ns;
-  switch (e->phase) {
+  const int64_t ns = now - __atomic_load_n(&e->since_ns, __ATOMIC_RELAXED);
+  if (ns < 0 || ns > now - __atomic_load_n(&op->enqueue_ns, __ATOMIC_RELAXED)) {
+    __atomic_fetch_or(&op->flags, RS_GPU_PROXY_TIMES_PARTIAL, __ATOMIC_RELAXED);
+    return;
+  }
+  switch (__atomic_load_n(&e->phase, __ATOMIC_RELAXED)) {
     case PHASE_SEND_GPU:
       add(&op->send_gpu_wait_ns, ns);
       break;
@@ -103,7 +113,10 @@ static void end_phase(struct rs_gpu_op* op, struct step_entry* e, int64_t now) {
       while (ns > cur && !__atomic_compare_exchange_n(&op->net_step_max_ns, &cur, ns, 1,
                                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
       }
-      if (ns > cur) __atomic_store_n(&op->net_step_max_peer, e->peer, __ATOMIC_RELAXED);
+      if (ns > cur) {
+        __atomic_store_n(&op->net_step_max_peer, __atomic_load_n(&e->peer, __ATOMIC_RELAXED),
+                         __ATOMIC_RELAXED);
+      }
       break;
     }
     case PHASE_RECV_NET:
@@ -144,11 +157,13 @@ void rs_gpu_proxy_step_state(const void* handle, ncclProfilerEventState_t state,
   struct rs_gpu_op* op = rs_gpu_slot_live(handle);
   if (op == NULL) return; /* counted late by the bytes above */
   struct step_entry* e = entry_of(handle, op);
-  if (e == NULL || e->phase == (uint32_t)next) return; /* a phase going on */
+  if (e == NULL) return;
+  const uint32_t phase = __atomic_load_n(&e->phase, __ATOMIC_RELAXED);
+  if (phase == (uint32_t)next) return; /* a phase going on */
   const int64_t now = rs_gpu_now_ns();
-  if (e->phase != PHASE_NONE) end_phase(op, e, now);
-  e->phase = next;
-  e->since_ns = now;
+  if (phase != PHASE_NONE) end_phase(op, e, now);
+  __atomic_store_n(&e->phase, (uint32_t)next, __ATOMIC_RELAXED);
+  __atomic_store_n(&e->since_ns, now, __ATOMIC_RELAXED);
 }
 
 void rs_gpu_proxy_step_stop(const void* handle) {
@@ -159,7 +174,7 @@ void rs_gpu_proxy_step_stop(const void* handle) {
   }
   struct step_entry* e = entry_of(handle, op);
   if (e == NULL) return;
-  if (e->phase != PHASE_NONE) {
+  if (__atomic_load_n(&e->phase, __ATOMIC_RELAXED) != PHASE_NONE) {
     end_phase(op, e, rs_gpu_now_ns());
     __atomic_fetch_add(&op->proxy_steps, 1, __ATOMIC_RELAXED);
   }
