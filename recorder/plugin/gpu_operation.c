@@ -3,38 +3,16 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "gpu_atomic.h"
 #include "gpu_clock.h"
 #include "gpu_names.h"
 #include "gpu_region.h"
 #include "gpu_ring.h"
 #include "gpu_slots.h"
 
-static void count(uint64_t* counter) { __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED); }
-
-static void atomic_min_nonzero(uint64_t* v, uint64_t x) {
-  uint64_t cur = __atomic_load_n(v, __ATOMIC_RELAXED);
-  while ((cur == 0 || x < cur) &&
-         !__atomic_compare_exchange_n(v, &cur, x, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
-}
-
-static void atomic_max(int64_t* v, int64_t x) {
-  int64_t cur = __atomic_load_n(v, __ATOMIC_RELAXED);
-  while (x > cur &&
-         !__atomic_compare_exchange_n(v, &cur, x, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
-}
-
-static void atomic_max_u64(uint64_t* v, uint64_t x) {
-  uint64_t cur = __atomic_load_n(v, __ATOMIC_RELAXED);
-  while (x > cur &&
-         !__atomic_compare_exchange_n(v, &cur, x, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
-}
-
 static void late_event(void) {
   struct rs_gpu_ring_header* h = rs_gpu_region_header();
-  if (h != NULL) count(&h->drops_late_event);
+  if (h != NULL) rs_gpu_count(&h->drops_late_event);
 }
 
 /* Device times on the host clock (gpu_clock.c), and the conversion's bound. */
@@ -130,7 +108,7 @@ void* rs_gpu_operation_enqueue(struct rs_gpu_context* ctx, const struct rs_gpu_t
   struct rs_gpu_op* op = rs_gpu_slot_take(ctx, &index, &gen);
   if (op == NULL) {
     struct rs_gpu_ring_header* h = rs_gpu_region_header();
-    if (h != NULL) count(&h->drops_slots_full);
+    if (h != NULL) rs_gpu_count(&h->drops_slots_full);
     return NULL;
   }
   const uint8_t func = rs_gpu_func_of(t->func);
@@ -203,7 +181,7 @@ void* rs_gpu_operation_kernel_ch_start(const void* parent, uint64_t ptimer) {
       rs_gpu_clock_device_after(&ctx->clock, ptimer, info->launch_ns);
     }
     rs_gpu_clock_device_before(&ctx->clock, ptimer, now);
-    atomic_min_nonzero(&op->device_start_raw, ptimer);
+    rs_gpu_atomic_min_nonzero(&op->device_start_raw, ptimer);
     convert_in_slot(ctx, now, &op->device_start_raw, &op->device_start_ns, &op->clock_error_ns);
   }
   uint8_t enqueued = RS_GPU_ENQUEUED;
@@ -220,7 +198,7 @@ void rs_gpu_operation_kernel_ch_stopped_at(const void* handle, uint64_t ptimer) 
   }
   const int64_t now = rs_gpu_now_ns();
   struct rs_gpu_slot_info* info = rs_gpu_slot_info(rs_gpu_handle_slot(handle));
-  atomic_max(&info->end_cb_ns, now);
+  rs_gpu_atomic_max(&info->end_cb_ns, now);
   if (ptimer == 0) return; /* no device time */
   const uint64_t started = __atomic_load_n(&op->device_start_raw, __ATOMIC_RELAXED);
   if (started != 0 && ptimer < started) {
@@ -231,7 +209,7 @@ void rs_gpu_operation_kernel_ch_stopped_at(const void* handle, uint64_t ptimer) 
   }
   struct rs_gpu_context* ctx = info->owner;
   __atomic_add_fetch(&info->stops_timed, 1, __ATOMIC_RELAXED);
-  atomic_max_u64(&op->device_end_raw, ptimer);
+  rs_gpu_atomic_max_u64(&op->device_end_raw, ptimer);
   rs_gpu_clock_device_before(&ctx->clock, ptimer, now);
   convert_in_slot(ctx, now, &op->device_end_raw, &op->device_end_ns, &op->clock_error_ns);
 }
@@ -283,10 +261,10 @@ void rs_gpu_operation_kernel_phase_stopped_at(const void* handle, uint64_t ptime
   const int64_t length = (int64_t)(ptimer - tls_phase_start);
   switch (rs_gpu_handle_phase(handle)) {
     case ncclProfilerKernelPhaseInitialSync:
-      atomic_max(&op->initial_sync_ns, length);
+      rs_gpu_atomic_max(&op->initial_sync_ns, length);
       break;
     case ncclProfilerKernelPhaseFinalSync:
-      atomic_max(&op->final_sync_ns, length);
+      rs_gpu_atomic_max(&op->final_sync_ns, length);
       break;
     default:
       break;
@@ -311,7 +289,7 @@ void rs_gpu_operation_proxy_step_state(const void* handle, ncclProfilerEventStat
   }
   if (delivered) {
     struct rs_gpu_slot_info* info = rs_gpu_slot_info(rs_gpu_handle_slot(handle));
-    atomic_max(&info->recv_delivered_ns, rs_gpu_now_ns());
+    rs_gpu_atomic_max(&info->recv_delivered_ns, rs_gpu_now_ns());
     return;
   }
   uint64_t* field = sent ? &op->net_bytes_sent : &op->net_bytes_recv;

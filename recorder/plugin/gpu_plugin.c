@@ -34,6 +34,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "gpu_atomic.h"
 #include "gpu_context.h"
 #include "gpu_handle.h"
 #include "gpu_mask.h"
@@ -69,8 +70,6 @@ static void forget_after_fork(void) {
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 static void register_atfork(void) { pthread_atfork(NULL, NULL, forget_after_fork); }
 
-static void count(uint64_t* counter) { __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED); }
-
 /* ---- init / finalize ---- */
 
 static int init_common(void** context, int api_version, uint64_t comm_hash, int* mask,
@@ -96,7 +95,7 @@ static int init_common(void** context, int api_version, uint64_t comm_hash, int*
     return NCCL_SYSTEM_ERROR;
   }
   __atomic_store_n(&h->api_version, api_version, __ATOMIC_RELEASE);
-  count(&h->comms);
+  rs_gpu_count(&h->comms);
   rs_gpu_mask_init(mask, api_version);
   /* In the startup window: device events from the first call on (a recorder that comes
    * later switches them on at the next call, which goes unrecorded: gpu_mask.h). */
@@ -125,8 +124,8 @@ static void* api_start(struct rs_gpu_context* ctx, int p2p, int graph) {
   rs_gpu_mask_want_full(rs_gpu_region_reader_present(now));
   if (graph) {
     struct rs_gpu_ring_header* h = rs_gpu_region_header();
-    count(&h->graph_calls);
-    if (!full) count(&h->graph_calls_unrecorded);
+    rs_gpu_count(&h->graph_calls);
+    if (!full) rs_gpu_count(&h->graph_calls_unrecorded);
     /* NCCL numbers a send / receive at its P2p event, which a captured call has only at its
      * replays, and the recorder at the call: from here on the two may disagree. */
     if (p2p) __atomic_store_n(&ctx->p2p_captured, 1, __ATOMIC_RELAXED);
@@ -149,7 +148,7 @@ static int replay_numbering(struct rs_gpu_context* ctx, const struct rs_gpu_task
                             struct rs_gpu_numbering* n) {
   n->flags |= RS_GPU_GRAPH_REPLAY;
   n->graph_call_seq = call & RS_GPU_H_API_NUMBER_MASK;
-  count(&rs_gpu_region_header()->graph_replay_ops);
+  rs_gpu_count(&rs_gpu_region_header()->graph_replay_ops);
   if (!t->p2p && (call & RS_GPU_H_API_FULL) != 0) {
     n->seq = __atomic_add_fetch(&ctx->graph_replays, 1, __ATOMIC_RELAXED);
   }
@@ -196,7 +195,7 @@ static void* task_start(struct rs_gpu_context* ctx, const struct rs_gpu_task* t)
   memset(&n, 0, sizeof(n));
   const int recordable = number_task(ctx, t, &full, &n);
   struct rs_gpu_ring_header* h = rs_gpu_region_header();
-  count(&h->ops);
+  rs_gpu_count(&h->ops);
   /* v5 looked for a reader at the call's API event just before; v4 has only this one. */
   int reader = 0;
   int64_t now = 0;
@@ -206,7 +205,7 @@ static void* task_start(struct rs_gpu_context* ctx, const struct rs_gpu_task* t)
     rs_gpu_mask_want_full(reader);
   }
   if (!reader || !full || !recordable) { /* no device events will come for it */
-    count(&h->ops_unrecorded);
+    rs_gpu_count(&h->ops_unrecorded);
     return NULL;
   }
   return rs_gpu_operation_enqueue(ctx, t, &n, now, thread_id());
@@ -281,7 +280,7 @@ static int start_device_event(void** handle, uint64_t type, const void* parent, 
  * its number (the CollApi event counted it), so later collectives' numbers stay exact. */
 static int copy_engine_collective(void) {
   struct rs_gpu_ring_header* h = rs_gpu_region_header();
-  if (h != NULL) count(&h->ops_copy_engine);
+  if (h != NULL) rs_gpu_count(&h->ops_copy_engine);
   return NCCL_SUCCESS;
 }
 
@@ -347,33 +346,32 @@ static int finalize(void* context) {
 /* The events v5 and v4 describe with the same members (their descriptors are different types,
  * hence a macro: case labels of start_v5's and start_v4's switch on d->type): device events
  * start here; a Coll or P2p event's description goes into the task t. */
-#define START_COMMON_EVENTS                                                          \
-  case ncclProfileKernelCh:                                                          \
-    return start_device_event(handle, d->type, d->parentObj, d->kernelCh.pTimer, 0, -1); \
-  case ncclProfileProxyOp:                                                           \
-    return start_device_event(handle, d->type, d->parentObj, 0, d->proxyOp.pid,     \
-                              d->proxyOp.peer);                                     \
-  case ncclProfileProxyStep:                                                         \
-  case ncclProfileProxyCtrl:                                                         \
-  case ncclProfileNetPlugin:                                                         \
-    return start_device_event(handle, d->type, d->parentObj, 0, 0, -1);              \
-  case ncclProfileColl:                                                              \
-    t.func = d->coll.func;                                                           \
-    t.datatype = d->coll.datatype;                                                   \
-    t.algo = d->coll.algo;                                                           \
-    t.proto = d->coll.proto;                                                         \
-    t.count = d->coll.count;                                                         \
-    t.nccl_seq = d->coll.seqNumber;                                                  \
-    t.root = d->coll.root;                                                           \
-    t.channels = d->coll.nChannels;                                                  \
-    break;                                                                           \
-  case ncclProfileP2p:                                                               \
-    t.p2p = 1;                                                                       \
-    t.func = d->p2p.func;                                                            \
-    t.datatype = d->p2p.datatype;                                                    \
-    t.count = d->p2p.count;                                                          \
-    t.peer = d->p2p.peer;                                                            \
-    t.channels = d->p2p.nChannels;                                                   \
+#define START_COMMON_EVENTS                                                                       \
+  case ncclProfileKernelCh:                                                                       \
+    return start_device_event(handle, d->type, d->parentObj, d->kernelCh.pTimer, 0, -1);          \
+  case ncclProfileProxyOp:                                                                        \
+    return start_device_event(handle, d->type, d->parentObj, 0, d->proxyOp.pid, d->proxyOp.peer); \
+  case ncclProfileProxyStep:                                                                      \
+  case ncclProfileProxyCtrl:                                                                      \
+  case ncclProfileNetPlugin:                                                                      \
+    return start_device_event(handle, d->type, d->parentObj, 0, 0, -1);                           \
+  case ncclProfileColl:                                                                           \
+    t.func = d->coll.func;                                                                        \
+    t.datatype = d->coll.datatype;                                                                \
+    t.algo = d->coll.algo;                                                                        \
+    t.proto = d->coll.proto;                                                                      \
+    t.count = d->coll.count;                                                                      \
+    t.nccl_seq = d->coll.seqNumber;                                                               \
+    t.root = d->coll.root;                                                                        \
+    t.channels = d->coll.nChannels;                                                               \
+    break;                                                                                        \
+  case ncclProfileP2p:                                                                            \
+    t.p2p = 1;                                                                                    \
+    t.func = d->p2p.func;                                                                         \
+    t.datatype = d->p2p.datatype;                                                                 \
+    t.count = d->p2p.count;                                                                       \
+    t.peer = d->p2p.peer;                                                                         \
+    t.channels = d->p2p.nChannels;                                                                \
     break;
 
 /* v5+'s API events, whose members v5, v6 and v7 place alike. */

@@ -1,5 +1,6 @@
 #include "gpu_proxy.h"
 
+#include "gpu_atomic.h"
 #include "gpu_handle.h"
 #include "gpu_operation.h"
 #include "gpu_region.h"
@@ -109,11 +110,7 @@ static void end_phase(struct rs_gpu_op* op, struct step_entry* e, int64_t now) {
       break;
     case PHASE_SEND_NET: {
       add(&op->send_net_ns, ns);
-      int64_t cur = __atomic_load_n(&op->net_step_max_ns, __ATOMIC_RELAXED);
-      while (ns > cur && !__atomic_compare_exchange_n(&op->net_step_max_ns, &cur, ns, 1,
-                                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-      }
-      if (ns > cur) {
+      if (rs_gpu_atomic_max(&op->net_step_max_ns, ns)) {
         __atomic_store_n(&op->net_step_max_peer, __atomic_load_n(&e->peer, __ATOMIC_RELAXED),
                          __ATOMIC_RELAXED);
       }
