@@ -203,7 +203,12 @@ std::string Summary(const FrJob& job, const wait::Result& res, const EngineSourc
     std::string cycles;
     for (const auto& c : res.cycles) cycles += (cycles.empty() ? "" : "; ") + wait::RanksPhrase(c);
     return "deadlock" + tag + ": " + cycles + " wait for each other" +
-           (h.chains.empty() ? "" : " — " + h.chains.front());
+           (h.chains.empty() ? "" : " — " + h.chains.front()) +
+           (res.cycle_unproven
+                ? "; not proven: the records lost the count of some of those sends/receives "
+                  "(a wrapped ring), so a peer may have completed its side and the transfer "
+                  "stalled between them"
+                : "");
   }
   if (h.culprits.empty()) {  // a mismatch evenly split
     return op + tag +
@@ -238,7 +243,8 @@ std::string LateEntriesNote(const FrLateness& late) {
          ". They cannot say why a rank was late (its host or its device: the dumps hold "
          "neither). A rank's late entry is traced to the rank it waited for in the collective "
          "it issued just before where that wait leaves less than the floor of the lateness "
-         "unexplained, and on through the groups; a rank is named where more than half of its collectives it "
+         "unexplained, and on through the groups; a rank is named where more than half of its "
+         "collectives it "
          "entered last on its own account";
 }
 
@@ -363,7 +369,8 @@ rs::Result<FlightRecorderSummary> AnalyzeFlightRecorder(rs::Db& db) {
     fa.late_traced.push_back(FrTracedEntry{t.rank, FrRankLabel(job, t.rank), t.inherited,
                                            t.collectives, t.root, FrRankLabel(job, t.root)});
   }
-  if (!fa.late_entries.empty() || !fa.late_traced.empty()) fa.notes.push_back(LateEntriesNote(late));
+  if (!fa.late_entries.empty() || !fa.late_traced.empty())
+    fa.notes.push_back(LateEntriesNote(late));
 
   const wait::Result res = wait::Analyze(job.input);
   fa.notes.insert(fa.notes.end(), res.notes.begin(), res.notes.end());

@@ -201,10 +201,52 @@ std::vector<std::vector<int64_t>> Components(const std::map<int64_t, std::set<in
   return out;
 }
 
+// Rules 3, 4 and 11: the record of `to` proves that it has not done what the edge's operation
+// waits for. A collective: `to` never reached it (rule 4). A send or receive: the pair's count
+// places it, and the peer's record reaches back to its start, so the counterpart it lacks was
+// never issued. Without the count (a Flight Recorder ring that wrapped has lost the early
+// sends and receives) the peer's latest completed send may be the very one awaited: in the
+// test bed's running 1F1B pipeline every ring had wrapped by the dump (2000 entries, about 30
+// steps), and a stage's receive whose send the other stage had completed read as a wait on it.
+bool Proven(const Index& ix, const Edge& e, int64_t to) {
+  const Op& o = ix.in.ranks[*ix.Find(e.from)].ops[e.op];
+  if (!o.p2p) return ix.ProvesNotReached(to, o.group, o.seq);
+  auto pi = ix.Find(to);
+  if (!pi || !o.pair_seq) return false;
+  const Rank& peer = ix.in.ranks[*pi];
+  return !peer.wrapped && !peer.gaps;
+}
+
+// How a cycle's ranks end: a deadlock (rule 7), unless rule 12 finds no proof of one — the
+// records taken at different moments, or a wait whose peer's record cannot show it never did
+// its part (above) — and no wait in the cycle ran out its timeout (rule 6); an unproven one
+// must also be brief. A long or timed-out wait on an unproven edge stays a deadlock, of low
+// confidence (wait_verdict.cc): had the peer completed the counterpart, the data would be
+// there, so only a transfer that stalled between them is the other reading.
+EndKind CycleKind(const Index& ix, const std::vector<Edge>& edges,
+                  const std::map<int64_t, size_t>& comp_of, size_t c, bool* unproven) {
+  bool timed_out = false, brief = true;
+  *unproven = false;
+  auto in_cycle = [&](int64_t r) {
+    auto it = comp_of.find(r);
+    return it != comp_of.end() && it->second == c;
+  };
+  for (const Edge& e : edges) {
+    if (!in_cycle(e.from)) continue;
+    timed_out = timed_out || ix.TimedOut(e);
+    brief = brief && ix.BriefWait(*ix.Find(e.from), e.op);
+    for (int64_t t : e.to) *unproven = *unproven || (in_cycle(t) && !Proven(ix, e, t));
+  }
+  if (timed_out) return EndKind::kInCycle;
+  if (*unproven && brief) return EndKind::kCycleUnproven;
+  return ix.skewed ? EndKind::kRecordOlder : EndKind::kInCycle;
+}
+
 }  // namespace
 
 bool IsCulprit(EndKind k) {
-  return k != EndKind::kStuckTogether && k != EndKind::kUnattributed && k != EndKind::kRecordOlder;
+  return k != EndKind::kStuckTogether && k != EndKind::kUnattributed &&
+         k != EndKind::kRecordOlder && k != EndKind::kCycleUnproven;
 }
 
 const char* EndKindName(EndKind k) {
@@ -227,6 +269,8 @@ const char* EndKindName(EndKind k) {
       return "unattributed";
     case EndKind::kRecordOlder:
       return "record_older";
+    case EndKind::kCycleUnproven:
+      return "cycle_unproven";
   }
   return "";
 }
@@ -302,14 +346,9 @@ Result Analyze(const Input& in) {
       for (int64_t t : adj[r]) sink = sink && comp_of[t] == c;
     }
     if (comps[c].size() > 1) {
-      // Rule 12: ranks waiting for each other in records taken at different moments, none of
-      // them past its timeout, are a moving job's (a pipeline's two stages each post a
-      // receive before the other's send), not proven a deadlock.
-      bool moving = ix.skewed;
-      for (const Edge& e : out.edges) {
-        if (comp_of.count(e.from) && comp_of[e.from] == c) moving = moving && !ix.TimedOut(e);
-      }
-      const EndKind kind = moving ? EndKind::kRecordOlder : EndKind::kInCycle;
+      bool unproven = false;
+      const EndKind kind = CycleKind(ix, out.edges, comp_of, c, &unproven);
+      out.cycle_unproven = out.cycle_unproven || (kind == EndKind::kInCycle && unproven);
       for (int64_t r : comps[c]) out.ends.push_back(MakeEnd(ctx, r, kind));
     } else if (sink) {
       out.ends.push_back(ClassifySink(ctx, comps[c][0]));

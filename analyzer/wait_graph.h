@@ -90,12 +90,28 @@
 //     job, was waited for 58 ms so: read as of one moment it looked stopped.
 //     Such an end is 'record_older', no culprit. Where only such ends
 //     remain, or chains end in an operation every member entered that did not time out
-//     (rule 8's in-flight look) in skewed records, the records cannot decide.
+//     (rule 8's in-flight look) in skewed records or with every wait taking part shorter than
+//     its group's stuck threshold (by its record's stamp, else counted to the latest time the
+//     records hold: a running pipeline's dump catches a stage in a receive whose send is done
+//     while the other stage waits on it), the records cannot decide.
 //     Not for a recording (its records end at one moment), nor in a group with a member
 //     without a record: it may have died, and an aborted communicator's kernels end, so their
 //     events fire and its peers' entries read completed (PyTorch 2.11, NCCL 2.28.9:
 //     tests/torch/dumps/nccl_crash, rank 3's all-reduce with the killed rank 1 'completed'
 //     6 s after it was issued).
+// 13. A wait in a send or receive is on the peer only where the peer's record proves it has not
+//     issued the counterpart: both sides are counted from their start (rule 11) and the
+//     peer's record lost nothing. A Flight Recorder ring that wrapped has lost the pairs' count,
+//     and a pipeline stage's receive whose send the other stage already completed then reads
+//     as a wait on that stage: the test bed's running tensor/pipeline/data job (8 ranks, 1F1B,
+//     dumps asked for at step 28 of 40) had every ring wrapped (2000 entries, about 30 steps)
+//     and, in about 1 run in 5, showed the two pipeline stages each in a receive from the other,
+//     285-359 ms old, against stuck thresholds of 0.5-0.9 s. A cycle with such an unproven wait
+//     is no deadlock while no wait in it ran out its timeout or lasted its group's stuck
+//     threshold (rule 12's measure): its ends are 'cycle_unproven', no culprit, and the
+//     records cannot decide. Past that it stays a deadlock of low confidence: had the peer
+//     completed the counterpart its data would be there, so the one other reading is a
+//     transfer that stalled between them (rule 8), which is said.
 #pragma once
 
 #include <cstddef>
@@ -182,6 +198,9 @@ enum class EndKind : uint8_t {
   // no culprit: it ends by its position (nothing entered, alone in an operation, in a cycle)
   // for less than the stuck threshold in records taken at different moments (rule 12)
   kRecordOlder,
+  // no culprit: in a cycle some wait of which its peer's record cannot prove unanswered (the
+  // pair's count lost: a wrapped ring), none timed out or past the stuck threshold (rule 13)
+  kCycleUnproven,
 };
 bool IsCulprit(EndKind k);
 const char* EndKindName(EndKind k);  // 'waits_in_nothing', ...
@@ -253,6 +272,9 @@ struct Result {
   // open operations completed by a later completion.
   std::vector<int64_t> records_older;
   int settled = 0;
+  // Rule 13: a deadlock found where some wait in its cycle is not proven unanswered (it timed
+  // out or lasted past the stuck threshold): a stalled transfer reads alike.
+  bool cycle_unproven = false;
   std::vector<std::string> notes;
 };
 

@@ -70,10 +70,12 @@ TEST(WaitGraph, TwoRootsInTwoGroups) {
 TEST(WaitGraph, CycleOfReceivesIsADeadlock) {
   Job j;
   const size_t pp = j.Group("pp", {0, 1});
-  j.P2p(0, pp, NcclOp::kRecv, 1, 0, Outcome::kPending, kT0);
-  j.P2p(1, pp, NcclOp::kRecv, 0, 0, Outcome::kPending, kT0);
+  j.P2p(0, pp, NcclOp::kRecv, 1, 0, Outcome::kPending, kT0).pair_seq = 1;
+  j.P2p(1, pp, NcclOp::kRecv, 0, 0, Outcome::kPending, kT0).pair_seq = 1;
   const Result r = j.Run();
   EXPECT_EQ(r.verdict, Verdict::kDeadlock);
+  EXPECT_EQ(r.confidence, Confidence::kMedium);  // counted from the start: proven (rule 13)
+  EXPECT_FALSE(r.cycle_unproven);
   ASSERT_EQ(r.cycles.size(), 1u);
   EXPECT_EQ(r.cycles[0], (V{0, 1}));
   EXPECT_EQ(r.culprits, (V{0, 1}));

@@ -150,6 +150,13 @@ std::optional<int64_t> Index::StampedWait(const Edge& e) const {
   return stamped_ns[*ri] - in.ranks[*ri].ops[e.op].created_ns;
 }
 
+bool Index::BriefWait(size_t ri, size_t k) const {
+  const Op& o = in.ranks[ri].ops[k];
+  if (in.taken_ns > 0) return false;
+  if (stamped_ns[ri] > 0) return stamped_ns[ri] - o.created_ns < StuckNs(o.group);
+  return Young(o);
+}
+
 int64_t Index::StuckNs(size_t group) const {
   auto t = stuck_ns.find(group);
   return t != stuck_ns.end() ? t->second : kHangMinStuckNs;

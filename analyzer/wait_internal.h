@@ -57,6 +57,10 @@ struct Index {
   std::optional<int64_t> StampedWait(const Edge& e) const;
   // The group's stuck threshold (stuck_ns), at least a recording's (hang.h).
   int64_t StuckNs(size_t group) const;
+  // Rule 12's measure: op k of rank index ri had waited less than its group's stuck threshold
+  // when its record was taken, by its record's stamp where it has one (StampedWait), else
+  // counted to the latest time the records hold (Young). Never for a recording.
+  bool BriefWait(size_t ri, size_t k) const;
 
   std::optional<size_t> Find(int64_t rank) const;  // only ranks with a record
   // The rank entered seq or a later collective of the group: its record holds one, or some

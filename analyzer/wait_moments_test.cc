@@ -2,6 +2,7 @@
 // for while a job runs on, each rank's at its own moment, against records of one moment.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -167,6 +168,77 @@ TEST(WaitGraph, AStampedWaitShorterThanTheStuckThresholdProvesNoStop) {
     EXPECT_EQ(r.culprits, c.verdict == Verdict::kHang ? V{1} : V{});
     if (c.verdict != Verdict::kHang) {
       EXPECT_NE(r.reason.find("stamped with its dump's moment"), std::string::npos) << r.reason;
+    }
+  }
+}
+
+// Rule 13: two pipeline stages of a running job, dumps asked for mid-run. Stage 0 sent three
+// activations and received two gradients, and waits in its third receive; stage 1 received the
+// three, completed its third send, and waits in its fourth receive, whose send stage 0 has yet
+// to issue. Counted from the start (rule 11), stage 0's receive is answered (stage 1 completed
+// that send) and only stage 1 waits on stage 0, in its transfer: no cycle, and while every
+// wait is brief not even a stop (rule 12), past that stuck in it. With both rings wrapped the count
+// is lost and the two receives read as a cycle, which is no deadlock while both waits are brief; a
+// long or timed-out wait keeps the deadlock, of low confidence, the stalled transfer said.
+TEST(WaitGraph, APipelineCycleInWrappedRingsIsNoProvenDeadlock) {
+  struct Case {
+    const char* what;
+    bool wrapped;
+    std::optional<int64_t> stamped_wait_ns;  // stage 0's receive, as its dump stamped it
+    bool timed_out;
+    Verdict verdict;
+  };
+  for (const Case& c : {Case{"counted", false, std::nullopt, false, Verdict::kUndetermined},
+                        Case{"counted, 5 s", false, 5 * kS, false, Verdict::kStuckInOp},
+                        Case{"wrapped, brief", true, std::nullopt, false, Verdict::kUndetermined},
+                        Case{"wrapped, 50 ms", true, 50'000'000, false, Verdict::kUndetermined},
+                        Case{"wrapped, 5 s", true, 5 * kS, false, Verdict::kDeadlock},
+                        Case{"wrapped, timed out", true, std::nullopt, true, Verdict::kDeadlock}}) {
+    SCOPED_TRACE(c.what);
+    Job j;
+    const size_t pp = j.Group("pp", {0, 1});
+    const int64_t open_at = kT0 + 7 * kS;
+    int64_t p2p_seq = 0;
+    for (int k = 1; k <= 3; ++k) {
+      j.P2p(0, pp, NcclOp::kSend, 1, ++p2p_seq, Outcome::kCompleted, kT0 + 2 * k * kS);
+      j.P2p(1, pp, NcclOp::kRecv, 0, p2p_seq, Outcome::kCompleted, kT0 + 2 * k * kS);
+      if (k == 3) break;
+      j.P2p(1, pp, NcclOp::kSend, 0, ++p2p_seq, Outcome::kCompleted, kT0 + (2 * k + 1) * kS);
+      j.P2p(0, pp, NcclOp::kRecv, 1, p2p_seq, Outcome::kCompleted, kT0 + (2 * k + 1) * kS);
+    }
+    j.P2p(1, pp, NcclOp::kSend, 0, ++p2p_seq, Outcome::kCompleted, open_at - kS);
+    Op& wait0 = j.P2p(0, pp, NcclOp::kRecv, 1, p2p_seq, Outcome::kPending, open_at);
+    if (c.stamped_wait_ns) wait0.started_ns = open_at + *c.stamped_wait_ns;
+    if (c.timed_out) wait0.outcome = Outcome::kFailed;
+    j.P2p(1, pp, NcclOp::kRecv, 0, ++p2p_seq, Outcome::kPending, open_at);
+    for (int64_t rank : {0, 1}) {
+      Rank& r = j.R(rank);
+      r.wrapped = c.wrapped;
+      std::map<NcclOp, int64_t> count;  // rule 11's place, per direction (one peer)
+      for (Op& o : r.ops) {
+        if (!c.wrapped) o.pair_seq = ++count[o.op];
+      }
+    }
+    const Result r = j.Run();
+    EXPECT_EQ(r.verdict, c.verdict) << r.reason;
+    if (!c.wrapped) {  // stage 1 waits on stage 0, whose receive is in its transfer (rule 8)
+      EXPECT_TRUE(r.cycles.empty());
+      EXPECT_TRUE(r.culprits.empty());
+      ASSERT_NE(EndOf(r, 0), nullptr);
+      EXPECT_EQ(EndOf(r, 0)->kind, EndKind::kStuckTogether);
+      continue;
+    }
+    ASSERT_EQ(r.cycles.size(), 1u);
+    if (c.verdict == Verdict::kUndetermined) {
+      EXPECT_TRUE(r.culprits.empty());
+      ASSERT_NE(EndOf(r, 0), nullptr);
+      EXPECT_EQ(EndOf(r, 0)->kind, EndKind::kCycleUnproven);
+      EXPECT_FALSE(r.cycle_unproven);
+      EXPECT_NE(r.reason.find("ring that wrapped"), std::string::npos) << r.reason;
+    } else {
+      EXPECT_EQ(r.culprits, (V{0, 1}));
+      EXPECT_TRUE(r.cycle_unproven);
+      EXPECT_EQ(r.confidence, Confidence::kLow);
     }
   }
 }

@@ -107,6 +107,7 @@ Confidence ConfidenceOf(const Result& out) {
       return out.timed_out ? Confidence::kHigh : Confidence::kMedium;
     }
     case Verdict::kDeadlock:
+      if (out.cycle_unproven) return Confidence::kLow;  // rule 13: or a stalled transfer
       return out.timed_out ? Confidence::kHigh : Confidence::kMedium;
     case Verdict::kMismatch: {
       // Decided by the ranks' own history rather than by a majority: a hint.
@@ -317,8 +318,10 @@ void Decide(const EndsContext& ctx, Result& out) {
     if (!ri || e.kind == EndKind::kWaitsInNothing || e.kind == EndKind::kRingWrapped) continue;
     for (size_t k : ctx.open[*ri]) involved.emplace_back(&ctx.ix.in.ranks[*ri], k);
   }
+  bool brief = !involved.empty();  // rule 12's measure, over every operation taking part
   for (const auto& [r, k] : involved) {
     out.stuck_for_ns = std::max(out.stuck_for_ns, WaitOf(ctx, *r, k, &out.timed_out));
+    brief = brief && ctx.ix.BriefWait(*ctx.ix.Find(r->rank), k);
   }
 
   const bool tie_mismatch = std::any_of(out.ends.begin(), out.ends.end(), [&](const End& e) {
@@ -335,8 +338,8 @@ void Decide(const EndsContext& ctx, Result& out) {
     out.verdict = Verdict::kHang;
   } else if (kinds.count(EndKind::kMismatched) || tie_mismatch) {
     out.verdict = Verdict::kMismatch;
-  } else if (kinds.count(EndKind::kRecordOlder) ||
-             (in_op && !out.edges.empty() && ctx.ix.skewed && !out.timed_out)) {
+  } else if (kinds.count(EndKind::kRecordOlder) || kinds.count(EndKind::kCycleUnproven) ||
+             (in_op && !out.edges.empty() && (ctx.ix.skewed || brief) && !out.timed_out)) {
     out.verdict = Verdict::kUndetermined;  // rule 12: records of a job that ran on
   } else if (in_op && (!out.edges.empty() || out.timed_out)) {
     out.verdict = Verdict::kStuckInOp;

@@ -179,6 +179,11 @@ std::string EndPhrase(const Input& in, const Result& r, const End& e) {
              " with every member of it, none completed: no rank lags there";
     case EndKind::kUnattributed:
       return "waits in " + op + ", whose peers the record does not name";
+    case EndKind::kCycleUnproven:
+      return "waits in " + op +
+             " in a cycle of ranks waiting for each other, but the records lost the pairs' "
+             "count (a wrapped ring): the peer may have done its part already, so no proof of "
+             "a deadlock";
     case EndKind::kRecordOlder:
       return std::string("ends its record") + (e.op ? " in " + op : std::string()) +
              ", where a record taken a moment before the others' looks the same: no proof "
@@ -239,6 +244,21 @@ std::string Reason(const Input& in, const Result& r) {
       }
       return "every recorded operation completed; nothing is waited in";
     case Verdict::kUndetermined: {
+      std::vector<int64_t> unproven;
+      for (const End& e : r.ends) {
+        if (e.kind == EndKind::kCycleUnproven) unproven.push_back(e.rank);
+      }
+      if (!unproven.empty()) {  // rule 13
+        return RanksPhrase(unproven) +
+               " wait for each other in sends/receives, but the records do not reach back to "
+               "the start of those pairs (a Flight Recorder ring that wrapped), so whether "
+               "each peer had already completed what the other waits for cannot be counted; "
+               "no wait there ran out its timeout or lasted its group's stuck threshold (10 x "
+               "the p99 of the group's completed operations' time from creation to "
+               "completion, at least 100 ms), as the stages of a pipeline that runs on show "
+               "too; take the dumps after the timeout, or with a ring that holds the whole run "
+               "(TORCH_FR_BUFFER_SIZE)";
+      }
       std::vector<int64_t> ends;
       for (const End& e : r.ends) {
         if (e.kind == EndKind::kRecordOlder) ends.push_back(e.rank);
