@@ -106,6 +106,64 @@ class ChainWriter {
   std::map<int64_t, std::string> memo_;
 };
 
+// Rules 9, 12 and 13: why the records cannot decide.
+std::string UndeterminedReason(const Result& r) {
+  std::set<int64_t> unproven;
+  std::vector<int64_t> older;
+  bool in_op = false;
+  for (const End& e : r.ends) {
+    if (e.kind == EndKind::kCycleUnproven) unproven.insert(e.rank);
+    if (e.kind == EndKind::kRecordOlder) older.push_back(e.rank);
+    in_op = in_op || e.kind == EndKind::kStuckTogether || e.kind == EndKind::kUnattributed;
+  }
+  std::vector<std::string> why;
+  std::string cycles;
+  for (const auto& c : r.cycles) {
+    if (!unproven.count(c.front())) continue;
+    cycles += (cycles.empty() ? "" : "; ") + RanksPhrase(c);
+  }
+  if (!cycles.empty()) {
+    why.push_back(cycles +
+                  " wait for each other in sends/receives, but the records do not reach back to "
+                  "the start of those pairs (a Flight Recorder ring that wrapped), so whether "
+                  "each peer had already completed what the other waits for cannot be counted");
+  }
+  if (!older.empty()) {
+    why.push_back("the waiting chains end at " + RanksPhrase(older) +
+                  ", where a record taken a moment before the others' looks the same");
+  }
+  if (why.empty() && in_op && !r.edges.empty()) {
+    why.push_back("the waiting chains end in operations every member had entered");
+  }
+  if (why.empty()) {  // rule 9
+    return "no rank is behind another, and the records cannot say whether the last "
+           "operations completed: gloo's Flight Recorder records no completion (its entries "
+           "stay 'scheduled', and 'retired' is set for finished and timed-out work alike), so "
+           "a clean end and a hang in which every rank timed out in the same operation look "
+           "the same";
+  }
+  std::string moments =
+      "the records hold no time of their own and may have been taken at different moments "
+      "(dumps asked for on demand)";
+  if (!r.records_older.empty()) {
+    moments = "the records were taken at different moments while the job ran on: " +
+              WentOnPhrase(r.records_older);
+  } else if (r.settled > 0) {
+    moments = "the records were taken at different moments: " + std::to_string(r.settled) +
+              " operation(s) open in some records were completed, as members completed later "
+              "collectives of their groups";
+  }
+  std::string out = moments;
+  for (const std::string& w : why) out += "; " + w;
+  return out +
+         " (no wait there ran out its timeout or, by a record stamped with its dump's moment "
+         "or counted to the latest time the records hold, lasted its group's stuck threshold: "
+         "10 x the p99 of the group's completed operations' time from creation to completion, "
+         "at least 100 ms), which such records show of a moving job too; take every rank's "
+         "dump at one moment, or after the timeout" +
+         (cycles.empty() ? "" : ", with a ring that holds the whole run (TORCH_FR_BUFFER_SIZE)");
+}
+
 }  // namespace
 
 std::string WentOnPhrase(const std::vector<int64_t>& sorted) {
@@ -243,57 +301,8 @@ std::string Reason(const Input& in, const Result& r) {
                "its timeout: a record taken mid-step looks alike";
       }
       return "every recorded operation completed; nothing is waited in";
-    case Verdict::kUndetermined: {
-      std::vector<int64_t> unproven;
-      for (const End& e : r.ends) {
-        if (e.kind == EndKind::kCycleUnproven) unproven.push_back(e.rank);
-      }
-      if (!unproven.empty()) {  // rule 13
-        return RanksPhrase(unproven) +
-               " wait for each other in sends/receives, but the records do not reach back to "
-               "the start of those pairs (a Flight Recorder ring that wrapped), so whether "
-               "each peer had already completed what the other waits for cannot be counted; "
-               "no wait there ran out its timeout or lasted its group's stuck threshold (10 x "
-               "the p99 of the group's completed operations' time from creation to "
-               "completion, at least 100 ms), as the stages of a pipeline that runs on show "
-               "too; take the dumps after the timeout, or with a ring that holds the whole run "
-               "(TORCH_FR_BUFFER_SIZE)";
-      }
-      std::vector<int64_t> ends;
-      for (const End& e : r.ends) {
-        if (e.kind == EndKind::kRecordOlder) ends.push_back(e.rank);
-      }
-      if (!r.records_older.empty() || !ends.empty()) {
-        std::string moments =
-            "the records hold no time of their own and may have been taken at different "
-            "moments (dumps asked for on demand)";
-        if (!r.records_older.empty()) {
-          moments = "the records were taken at different moments while the job ran on: " +
-                    WentOnPhrase(r.records_older);
-        } else if (r.settled > 0) {
-          moments = "the records were taken at different moments: " + std::to_string(r.settled) +
-                    " operation(s) open in some records were completed, as members completed "
-                    "later collectives of their groups";
-        }
-        return moments + "; the waiting chains end " +
-               (ends.empty() ? std::string("in operations every member had entered")
-                             : "at " + RanksPhrase(ends) +
-                                   ", where a record taken a moment before the others' looks "
-                                   "the same (no wait on them ran out its timeout or, by a "
-                                   "record stamped with its dump's moment, lasted its group's "
-                                   "stuck threshold, and none alone in an operation longer "
-                                   "than that: 10 x the p99 of the group's completed "
-                                   "operations' time from creation to completion, at least "
-                                   "100 ms)") +
-               ", which such records show of a moving job too; take every rank's dump at one "
-               "moment, or after the timeout";
-      }
-      return "no rank is behind another, and the records cannot say whether the last "
-             "operations completed: gloo's Flight Recorder records no completion (its entries "
-             "stay 'scheduled', and 'retired' is set for finished and timed-out work alike), so "
-             "a clean end and a hang in which every rank timed out in the same operation look "
-             "the same";
-    }
+    case Verdict::kUndetermined:
+      return UndeterminedReason(r);
     case Verdict::kStuckInOp:
       return "every member entered " + op + " and none completed it" +
              (r.timed_out ? " (it timed out)" : "") +
