@@ -9,7 +9,8 @@
 # entry_lateness (the slow fault in both modes: what host-side entry times can show),
 # ring_hang (always-on recorders cut by themselves on the hang, one bundle set for the cluster),
 # graph (CUDA graph replays recorded apart and compared on their replay numbers),
-# rdma (a degraded RDMA link: fake sysfs counters and late sends, no TCP retransmit needed).
+# rdma (a degraded RDMA link: fake sysfs counters and late sends, no TCP retransmit needed),
+# nonblocking (non-blocking communicators: NCCL launches on a thread of its own).
 # Exit 77 = skipped (not root and CI unset). With CI set, a missing prerequisite fails.
 set -euo pipefail
 
@@ -472,6 +473,74 @@ PY
   echo "ok: $replays replays per rank recorded apart from the $BUCKETS captured calls"
 }
 
+# Non-blocking communicators (run-cluster --nonblocking: ncclConfig_t.blocking = 0, as
+# PyTorch's TORCH_NCCL_USE_COMM_NONBLOCKING=1), one rank slow. Every collective call returns
+# ncclInProgress (NCCL's group.cc: the launch runs on a thread of its own, the caller polls
+# ncclCommGetAsyncError) and is recorded with that return, no error; the profiler plugin sees
+# each launch's events on that thread (gpu_ops.tid is not the caller's), times every
+# collective on the device, and they pair across ranks; the report names the slow rank.
+scenario_nonblocking() {
+  run_harness slow --nonblocking
+  ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
+  open_bundles
+  check_own_ranks
+  local got calls=$((WORLD * STEPS * BUCKETS))
+  got=$(qall "SELECT COUNT(*) FROM ev WHERE op = 'ALL_REDUCE' AND ret = 7")
+  [[ "$got" == "$calls" ]] || fail "expected $calls AllReduce calls returning ncclInProgress, found $got"
+  got=$(qall "SELECT COUNT(*) FROM ev WHERE $COLL AND ret NOT IN (0, 7)")
+  [[ "$got" == 0 ]] || fail "$got collective calls recorded with an error"
+  got=$(qgpu "SELECT COUNT(*) FROM gp WHERE op = 'ALL_REDUCE' AND state = 'completed'
+              AND device_start_ns IS NOT NULL AND seq IS NOT NULL")
+  [[ "$got" == "$calls" ]] || fail "expected $calls AllReduces timed on the device, found $got"
+  got=$(qgpu "SELECT COUNT(*) FROM (SELECT comm_id_hash, seq FROM gp WHERE op = 'ALL_REDUCE'
+              GROUP BY comm_id_hash, seq HAVING COUNT(*) != $WORLD)")
+  [[ "$got" == 0 ]] || fail "$got AllReduces not on all $WORLD ranks under one (comm, seq)"
+  local k joined same
+  for ((k = 0; k < NODES; k++)); do
+    read -r joined same < <(q $k "SELECT COUNT(*), TOTAL(g.tid = e.tid) FROM gpu_ops g
+      JOIN nccl_events e ON e.pid = g.pid AND e.comm_id_hash = g.comm_id_hash AND e.seq = g.seq" |
+      tr '|' ' ')
+    ((joined >= RPN * STEPS * BUCKETS)) || fail "node$k: only $joined operations joined to their calls"
+    [[ "$same" == 0.0 ]] || fail "node$k: $same operations launched on the calling thread, not NCCL's launch thread"
+  done
+  "$BUILD/merger/rankscope-merge" -q -o "$OUT/nb.rsdb" "$OUT/run/bundles" || fail "merge"
+  "$BUILD/analyzer/rankscope-analyze" report "$OUT/nb.rsdb" --format json -o "$OUT/nb.json" ||
+    true  # exit status says what was found
+  python3 - "$OUT/nb.json" "node$FAULT_NODE" <<'PY' || fail "report"
+import json, sys
+report, node = json.load(open(sys.argv[1])), sys.argv[2]
+top = (report.get("stragglers") or [None])[0]
+assert top, "no straggler: %s" % report.get("verdict")
+assert top["node"] == node, "named %s" % top["node"]
+assert top["confidence"] in ("medium", "high"), top["confidence"]
+print("ok: the report names %s (%s, cause %s)" % (node, top["confidence"], top.get("cause")))
+PY
+  echo "ok: $calls non-blocking AllReduce calls recorded and timed on the device, launched on NCCL's thread"
+  # The multi-group job on non-blocking communicators, split from a non-blocking world: many
+  # launches of several communicators in flight on the devices while the hosts launch more.
+  # Every rank's received data checks out, every operation completes, and nobody is named.
+  rm -rf "$OUT/run"
+  timeout -s INT 240 "$HARNESS" --build "$BUILD" --out "$OUT/run" --nodes 4 --ranks-per-node 2 \
+    --steps 5 --parallel tp=2,pp=2,dp=2,ep=2 --compute-ms 20 --grad-mb 0.25 --fault none \
+    --timeout 120 --no-tools --nonblocking >"$OUT/harness.out" 2>&1 ||
+    fail "multi-group harness failed: $(tail -n 5 "$OUT/harness.out")"
+  ! grep -h "checks of received data failed\|NCCL asynchronous error" "$OUT"/run/logs/rank*.log ||
+    fail "a rank received wrong data or saw an NCCL error"
+  "$BUILD/merger/rankscope-merge" -q -o "$OUT/nbp.rsdb" "$OUT/run/bundles" 2>/dev/null || fail "merge"
+  got=$(sqlite3 -batch -noheader "$OUT/nbp.rsdb" "SELECT COUNT(*) || ' ' || TOTAL(state != 'completed')
+                                                 FROM gpu_ops")
+  [[ "$got" != "0 "* && "$got" == *" 0.0" ]] || fail "multi-group gpu_ops (count, not completed): $got"
+  "$BUILD/analyzer/rankscope-analyze" report "$OUT/nbp.rsdb" --format json -o "$OUT/nbp.json" ||
+    true
+  python3 - "$OUT/nbp.json" <<'PY' || fail "multi-group report"
+import json, sys
+r = json.load(open(sys.argv[1]))
+named = [s["node"] for s in r.get("stragglers") or [] if s.get("confidence") in ("medium", "high")]
+assert not named and not (r.get("hang") or {}).get("detected"), r.get("verdict")
+print("ok: multi-group, non-blocking: %s" % r.get("verdict"))
+PY
+}
+
 # A degraded RDMA link on the fault node (run-cluster --fault rdma): every node's recorder
 # reads an mlx5 InfiniBand port from a fake sysfs tree; the fault node's link error and retry
 # counters rise from the fault step on while its collective sends to other nodes leave 1 ms
@@ -713,7 +782,7 @@ scenario_entry_lateness() {
 
 case "$SCENARIO" in
   none | loss | cpu | io | slow | hang | crash | interrupt | clock | entry_lateness | ring_hang | \
-    fr_hang | graph | rdma)
+    fr_hang | graph | rdma | nonblocking)
     "scenario_$SCENARIO" ;;
   sync_none | sync_slow | sync_hang) MODE=sync BUCKETS=1; "scenario_${SCENARIO#sync_}" ;;
   *) fail "unknown scenario" ;;

@@ -79,10 +79,25 @@ ncclResult_t InitRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int r
   return ncclSuccess;
 }
 
+// ncclConfig_t.blocking = 0 (NCCL's default, NCCL_CONFIG_UNDEF_INT, is blocking).
+bool ConfigNonBlocking(const ncclConfig_t* config) {
+  return config != nullptr && config->magic == NCCL_CONFIG_MAGIC && config->blocking == 0;
+}
+
+// A non-blocking communicator's init returns ncclInProgress (NCCL runs it on a thread and the
+// caller polls ncclCommGetAsyncError). Here it is done before the call returns, so the first
+// poll reads ncclSuccess; the calls and what the profiler sees are NCCL's.
+ncclResult_t Initialized(ncclComm_t comm, ncclResult_t r, bool nonblocking) {
+  if (r != ncclSuccess || comm == nullptr) return r;
+  comm->nonblocking = nonblocking;
+  return nonblocking ? ncclInProgress : ncclSuccess;
+}
+
 ncclResult_t InitRoot(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
                       const ncclConfig_t* config) {
-  return InitRank(out, nranks, id, rank, cudacpuHostDevice(),
-                  rs::NcclCommHash(id.internal, sizeof(id.internal)), ConfigName(config));
+  ncclResult_t r = InitRank(out, nranks, id, rank, cudacpuHostDevice(),
+                            rs::NcclCommHash(id.internal, sizeof(id.internal)), ConfigName(config));
+  return Initialized(out != nullptr ? *out : nullptr, r, ConfigNonBlocking(config));
 }
 
 ncclResult_t CheckComm(ncclComm* comm, const char* what) {
@@ -152,6 +167,8 @@ ncclResult_t Split(ncclComm* comm, int color, int key, ncclComm_t* out,
   *out = nullptr;
   if (ncclResult_t r = CheckComm(comm, "CommSplit"); r != ncclSuccess) return r;
   if (int e = comm->async_error.load(); e != ncclSuccess) return static_cast<ncclResult_t>(e);
+  // Without a config the child keeps the parent's (NCCL copies the parent's config).
+  const bool nonblocking = config != nullptr ? ConfigNonBlocking(config) : comm->nonblocking;
   // The split exchanges on the communicator's sockets from this thread: its device work
   // must be done first (NCCL splits over a separate bootstrap network instead).
   WaitIdle(comm);
@@ -168,7 +185,7 @@ ncclResult_t Split(ncclComm* comm, int color, int key, ncclComm_t* out,
     c->name = name;
     ProfilerInit(c);
     *out = c;
-    return ncclSuccess;
+    return Initialized(c, ncclSuccess, nonblocking);
   }
   const int n = comm->nranks;
   // 1. Everyone learns every (color, key).
@@ -200,8 +217,9 @@ ncclResult_t Split(ncclComm* comm, int color, int key, ncclComm_t* out,
     return r;
   }
   if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
-  return InitRank(out, static_cast<int>(members.size()), ids[members[0].second], new_rank,
-                  comm->cuda_dev, hash, name);
+  ncclResult_t r = InitRank(out, static_cast<int>(members.size()), ids[members[0].second], new_rank,
+                            comm->cuda_dev, hash, name);
+  return Initialized(*out, r, nonblocking);
 }
 
 }  // namespace

@@ -23,7 +23,9 @@ ncclResult_t Fail(ncclComm* comm, ncclResult_t code, const std::string& message)
 
 void SetAsyncError(ncclComm* comm, ncclResult_t code) {
   int expected = ncclSuccess;
-  comm->async_error.compare_exchange_strong(expected, code);
+  if (comm->async_error.compare_exchange_strong(expected, code)) return;
+  // A non-blocking launch in progress: the error is what its end reports.
+  if (expected == ncclInProgress) comm->async_error.compare_exchange_strong(expected, code);
 }
 
 void Retain(ncclComm* comm) { comm->refs.fetch_add(1); }
@@ -66,7 +68,7 @@ void Abort(ncclComm* comm) {
 
 void WaitIdle(ncclComm* comm) {
   std::unique_lock<std::mutex> lock(comm->mu);
-  comm->cv.wait(lock, [&] { return comm->exec_next >= comm->next_ticket; });
+  comm->cv.wait(lock, [&] { return comm->launching == 0 && comm->exec_next >= comm->next_ticket; });
 }
 
 ncclResult_t GetVersion(int* version) {

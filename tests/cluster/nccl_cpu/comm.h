@@ -21,12 +21,16 @@ struct ncclComm {
   std::vector<int> fds;
   // RANKSCOPE_TESTLIB_NO_PEERS=1: any rank/nranks, no network, collectives copy locally.
   bool no_peers = false;
-  uint64_t nonce = 0;           // from the unique id; checked on every mesh connection
-  int cuda_dev = 0;             // the device whose legacy stream a NULL stream means
-  int n_nodes = 1;              // distinct host addresses among the ranks
-  uint64_t comm_hash = 0;       // NCCL's commHash (rscore/nccl_comm_hash.h)
-  int split_count = 0;          // splits of this communicator so far (NCCL's splitCount)
-  std::string name;             // ncclConfig_t.commName, if given
+  uint64_t nonce = 0;      // from the unique id; checked on every mesh connection
+  int cuda_dev = 0;        // the device whose legacy stream a NULL stream means
+  int n_nodes = 1;         // distinct host addresses among the ranks
+  uint64_t comm_hash = 0;  // NCCL's commHash (rscore/nccl_comm_hash.h)
+  int split_count = 0;     // splits of this communicator so far (NCCL's splitCount)
+  std::string name;        // ncclConfig_t.commName, if given
+  // ncclConfig_t.blocking = 0: calls return ncclInProgress and a group's launch runs on a
+  // thread of its own (NCCL's group.cc: groupLaunchNonBlocking); ncclCommGetAsyncError says
+  // ncclInProgress until it is done, and a call meanwhile is refused (ncclCommEnsureReady).
+  bool nonblocking = false;
   uint64_t seq_number[5] = {};  // per NCCL function (Broadcast, Reduce, AllGather, RS, AR)
   // Graph replays launched whose host node has not run yet: meanwhile every plan's events go
   // through the device in launch order too (enqueue.cc), as NCCL's go through its host stream.
@@ -41,6 +45,7 @@ struct ncclComm {
   std::condition_variable cv;
   uint64_t next_ticket = 0;  // host side, under mu
   uint64_t exec_next = 0;    // device side, under mu
+  int launching = 0;         // non-blocking launches not yet enqueued, under mu
   std::string last_error;    // under mu
   std::atomic<int> async_error{ncclSuccess};
   std::atomic<bool> aborted{false};

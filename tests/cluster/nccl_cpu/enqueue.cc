@@ -6,6 +6,8 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "collectives.h"
@@ -161,7 +163,9 @@ void RunPlan(Plan* p) {
     ReportPlan(*p, p->report_mask);
     if (p->replay) c->replays_pending.fetch_sub(1);
   }
-  ncclResult_t r = static_cast<ncclResult_t>(c->async_error.load());
+  // A later non-blocking launch in progress on the host is no error of this plan.
+  const int state = c->async_error.load();
+  ncclResult_t r = state == ncclInProgress ? ncclSuccess : static_cast<ncclResult_t>(state);
   if (!c->aborted.load() && r == ncclSuccess) {
     r = Execute(*p);
     if (r != ncclSuccess && p->async) {
@@ -276,7 +280,9 @@ ncclResult_t CapturePlan(ncclComm* c, std::vector<Task> tasks, cudaStream_t laun
 }
 
 ncclResult_t Launch(ncclComm* c, std::vector<Task> tasks) {
-  if (int e = c->async_error.load(); e != ncclSuccess) return static_cast<ncclResult_t>(e);
+  if (int e = c->async_error.load(); e != ncclSuccess && !(c->nonblocking && e == ncclInProgress)) {
+    return static_cast<ncclResult_t>(e);
+  }
   const bool async = AsyncMode();
   // NCCL keeps the group's distinct streams newest first and launches on the first of them:
   // the last distinct stream the tasks named. The others wait for it and it for them.
@@ -366,7 +372,10 @@ bool AsyncMode() {
 
 ncclResult_t EnqueueTask(const Task& task) {
   ncclComm* c = task.comm;
-  if (int e = c->async_error.load(); e != ncclSuccess) {  // ncclCommEnsureReady
+  if (int e = c->async_error.load(); e == ncclInProgress) {  // ncclCommEnsureReady
+    return Fail(c, ncclInvalidArgument,
+                "Attempt to use communicator before the previous operation returned ncclSuccess");
+  } else if (e != ncclSuccess) {
     return Fail(c, static_cast<ncclResult_t>(e),
                 "the communicator has an asynchronous error: abort it (ncclCommAbort)");
   }
@@ -399,6 +408,37 @@ ncclResult_t EnqueueTask(const Task& task) {
   return GroupEnd();
 }
 
+// A non-blocking group's launch (NCCL's group.cc, ncclGroupEndInternal: a thread runs
+// groupLaunchNonBlocking, every communicator of the group reads ncclInProgress until it is
+// done, and the call returns ncclInProgress): the plans are launched, and their Group and task
+// events reported, on that thread. Blocking and non-blocking communicators in one group are
+// refused, as NCCL refuses them.
+ncclResult_t LaunchNonBlocking(std::vector<std::pair<ncclComm*, std::vector<Task>>> plans) {
+  for (auto& [c, tasks] : plans) {
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      ++c->launching;
+    }
+    Retain(c);
+    int expected = ncclSuccess;
+    c->async_error.compare_exchange_strong(expected, ncclInProgress);
+  }
+  std::thread([plans = std::move(plans)]() mutable {
+    for (auto& [c, tasks] : plans) {
+      ncclResult_t r = Launch(c, std::move(tasks));
+      int expected = ncclInProgress;
+      c->async_error.compare_exchange_strong(expected, r);
+      {
+        std::lock_guard<std::mutex> lock(c->mu);
+        --c->launching;
+        c->cv.notify_all();
+      }
+      Release(c);
+    }
+  }).detach();
+  return ncclInProgress;
+}
+
 ncclResult_t GroupStart() {
   ++tls_group_depth;
   return ncclSuccess;
@@ -420,13 +460,26 @@ ncclResult_t GroupEnd() {
       for (ncclComm* c : comms) seen = seen || c == t.comm;
       if (!seen) comms.push_back(t.comm);
     }
+    std::vector<std::pair<ncclComm*, std::vector<Task>>> plans;
+    size_t nonblocking = 0;
     for (ncclComm* c : comms) {
       std::vector<Task> mine;
       for (const Task& t : tasks) {
         if (t.comm == c) mine.push_back(t);
       }
-      ncclResult_t r = Launch(c, std::move(mine));
-      if (result == ncclSuccess) result = r;
+      plans.emplace_back(c, std::move(mine));
+      nonblocking += c->nonblocking ? 1 : 0;
+    }
+    if (nonblocking > 0 && nonblocking < plans.size()) {
+      result = Fail(nullptr, ncclInvalidUsage,
+                    "Blocking and nonblocking communicators are not allowed in the same group.");
+    } else if (nonblocking > 0) {
+      result = LaunchNonBlocking(std::move(plans));
+    } else {
+      for (auto& [c, mine] : plans) {
+        ncclResult_t r = Launch(c, std::move(mine));
+        if (result == ncclSuccess) result = r;
+      }
     }
   }
   StopGroupApiEvent();

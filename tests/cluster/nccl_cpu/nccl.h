@@ -6,6 +6,7 @@
 #ifndef NCCL_H_
 #define NCCL_H_
 
+#include <limits.h>
 #include <stddef.h>
 
 #include "cuda_runtime_api.h"
@@ -42,7 +43,8 @@ typedef enum {
 #define NCCL_CONFIG_MAGIC 0xcafebeef
 
 // Same layout as ncclConfig_v22800; the CPU library reads only commName (the name a
-// profiler plugin's init receives), when magic is NCCL_CONFIG_MAGIC.
+// profiler plugin's init receives) and blocking (0: a non-blocking communicator), when magic
+// is NCCL_CONFIG_MAGIC.
 typedef struct ncclConfig_v22800 {
   size_t size;
   unsigned int magic;
@@ -62,6 +64,17 @@ typedef struct ncclConfig_v22800 {
   int nChannelsPerNetPeer;
   int nvlinkCentricSched;
 } ncclConfig_t;
+
+// Every field unset (NCCL's default for it: blocking, among them), as NCCL's initializer has
+// it; a config zeroed instead asks for a non-blocking communicator.
+#define NCCL_CONFIG_UNDEF_INT INT_MIN
+#define NCCL_CONFIG_UNDEF_PTR NULL
+#define NCCL_CONFIG_INITIALIZER                                                                \
+  {sizeof(ncclConfig_t), NCCL_CONFIG_MAGIC, NCCL_VERSION_CODE, NCCL_CONFIG_UNDEF_INT,          \
+   NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, \
+   NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT,  \
+   NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,  \
+   NCCL_CONFIG_UNDEF_INT}
 
 typedef enum { ncclNumOps_dummy = 5 } ncclRedOp_dummy_t;
 typedef enum {

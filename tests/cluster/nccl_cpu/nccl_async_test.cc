@@ -168,4 +168,59 @@ TEST(NcclAsync, AnInvalidStreamIsRefusedAtTheCall) {
   ExpectAllZero(status);
 }
 
+// ncclResult_t after polling ncclCommGetAsyncError while it says ncclInProgress (bounded).
+ncclResult_t Polled(ncclComm_t comm, ncclResult_t r) {
+  for (int i = 0; r == ncclInProgress && i < 20000; ++i) {
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    if (ncclCommGetAsyncError(comm, &r) != ncclSuccess) return ncclInternalError;
+  }
+  return r;
+}
+
+// A non-blocking communicator (ncclConfig_t.blocking = 0), as NCCL's group.cc runs one: the
+// split and every launch return ncclInProgress, the communicator reads ncclInProgress until
+// the launch thread is done, a call meanwhile is refused with ncclInvalidArgument
+// (ncclCommEnsureReady), and a group that mixes it with a blocking one is refused
+// (ncclInvalidUsage). The work itself is NCCL's: the results are the blocking ones.
+TEST(NcclAsync, ANonBlockingCommunicatorReturnsInProgressUntilItsLaunchIsDone) {
+  auto status = RunRanks(2, [](int rank, ncclComm_t world) -> int {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclComm_t comm = nullptr;
+    CHILD_CHECK(ncclCommSplit(world, 0, rank, &comm, &config) == ncclInProgress);
+    CHILD_CHECK(comm != nullptr && Polled(comm, ncclInProgress) == ncclSuccess);
+    cudaStream_t s = nullptr;
+    CHILD_CHECK(cudaStreamCreate(&s) == cudaSuccess);
+    std::vector<float> a(4096, 1.0f + rank), b(64, 2.0f * (rank + 1));
+    CHILD_CHECK(cudaLaunchHostFunc(s, WaitForGate, nullptr) == cudaSuccess);
+    ncclResult_t r = ncclAllReduce(a.data(), a.data(), a.size(), ncclFloat32, ncclSum, comm, s);
+    CHILD_CHECK(r == ncclInProgress);
+    ncclResult_t state = ncclInternalError;
+    CHILD_CHECK(ncclCommGetAsyncError(comm, &state) == ncclSuccess);
+    if (state == ncclInProgress) {  // the launch thread has not enqueued it yet
+      CHILD_CHECK(ncclAllReduce(b.data(), b.data(), b.size(), ncclFloat32, ncclSum, comm, s) ==
+                  ncclInvalidArgument);
+    }
+    CHILD_CHECK(Polled(comm, r) == ncclSuccess);
+    CHILD_CHECK(ncclAllReduce(b.data(), b.data(), b.size(), ncclFloat32, ncclSum, comm, s) ==
+                ncclInProgress);
+    CHILD_CHECK(Polled(comm, ncclInProgress) == ncclSuccess);
+    CHILD_CHECK(ncclGroupStart() == ncclSuccess);
+    CHILD_CHECK(ncclAllReduce(b.data(), b.data(), b.size(), ncclFloat32, ncclSum, comm, s) ==
+                ncclSuccess);
+    CHILD_CHECK(ncclAllReduce(b.data(), b.data(), b.size(), ncclFloat32, ncclSum, world, s) ==
+                ncclSuccess);
+    CHILD_CHECK(ncclGroupEnd() == ncclInvalidUsage);
+    CHILD_CHECK(Polled(comm, ncclInProgress) == ncclSuccess);  // nothing was launched
+    g_gate = true;
+    CHILD_CHECK(cudaStreamSynchronize(s) == cudaSuccess);
+    for (float v : a) CHILD_CHECK(v == 3.0f);
+    for (float v : b) CHILD_CHECK(v == 6.0f);
+    CHILD_CHECK(ncclCommDestroy(comm) == ncclSuccess);
+    cudaStreamDestroy(s);
+    return 0;
+  });
+  ExpectAllZero(status);
+}
+
 }  // namespace

@@ -74,10 +74,7 @@ struct World {
   for (int r = 0; r < kRanks; ++r) {
     threads.emplace_back([w, r, &results] {
       cudaSetDevice(r);
-      ncclConfig_t config{};
-      config.size = sizeof(config);
-      config.magic = NCCL_CONFIG_MAGIC;
-      config.version = NCCL_VERSION_CODE;
+      ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
       config.commName = "rstest-world";
       results[r] = ncclCommInitRankConfig(&w->comms[r], kRanks, w->id, r, &config);
       cudaStreamCreate(&w->streams[r]);

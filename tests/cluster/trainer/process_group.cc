@@ -1,5 +1,7 @@
 #include "process_group.h"
 
+#include "nonblocking.h"
+
 #include <numeric>
 
 namespace trainer {
@@ -94,6 +96,7 @@ ProcessGroup::~ProcessGroup() {
 }
 
 rs::Result<void> ProcessGroup::Check(ncclResult_t r, const char* what) {
+  r = Settle(comm_, r);  // a non-blocking communicator's call, polled until done
   if (r == ncclSuccess) return rs::Ok();
   return rs::Error(std::string(what) + " on process group " + info_.name + " (" + info_.desc +
                    ") failed: " + ncclGetErrorString(r) +

@@ -1,4 +1,5 @@
 #include "process_groups.h"
+#include "nonblocking.h"
 
 #include <algorithm>
 
@@ -45,6 +46,7 @@ rs::Result<std::unique_ptr<RankGroups>> CreateGroups(const ParallelLayout& layou
       ncclComm_t comm = nullptr;
       ncclResult_t r = ncclCommSplit(world, member ? SplitColor(ranks) : NCCL_SPLIT_NOCOLOR, rank,
                                      &comm, nullptr);
+      r = Settle(comm != nullptr ? comm : world, r, Poll::kSleep);  // a non-blocking split
       if (r != ncclSuccess) {
         return rs::Error(std::string("ncclCommSplit of the ") + RoleName(role) + " group " +
                          std::to_string(name) + " failed: " + ncclGetErrorString(r) +

@@ -19,6 +19,7 @@
 #include "flight_recorder.h"
 #include "kernels.h"
 #include "nccl.h"
+#include "nonblocking.h"
 #include "parallel_trainer.h"
 #include "rendezvous.h"
 #include "trainer_options.h"
@@ -34,7 +35,9 @@ double MsSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-rs::Result<void> Nccl(ncclResult_t r, const char* what, int step) {
+// r settled (nonblocking.h: a non-blocking communicator's call polled until done).
+rs::Result<void> Nccl(ncclComm_t comm, ncclResult_t r, const char* what, int step) {
+  r = Settle(comm, r);
   if (r == ncclSuccess) return rs::Ok();
   return rs::Error(std::string(what) + " failed at step " + std::to_string(step) + ": " +
                    ncclGetErrorString(r) + " (a peer rank died or the network failed)");
@@ -58,7 +61,15 @@ rs::Result<ncclComm_t> InitWorld(const TrainerOptions& o) {
     ASSIGN_OR_RETURN(id, FetchUniqueId(e.master_addr, e.master_port, o.rendezvous_timeout_s));
   }
   ncclComm_t comm = nullptr;
-  ncclResult_t r = ncclCommInitRank(&comm, e.world_size, id, e.rank);
+  ncclResult_t r = ncclSuccess;
+  if (o.nonblocking) {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    r = Settle(comm, ncclCommInitRankConfig(&comm, e.world_size, id, e.rank, &config),
+               Poll::kSleep);
+  } else {
+    r = ncclCommInitRank(&comm, e.world_size, id, e.rank);
+  }
   if (r != ncclSuccess) {
     return rs::Error(std::string("ncclCommInitRank failed: ") + ncclGetErrorString(r));
   }
@@ -219,6 +230,7 @@ rs::Result<void> Train(const TrainerOptions& o) {
       auto tn = Clock::now();
       fr_begin("nccl:all_reduce", n, "Float");
       RETURN_IF_ERROR(Nccl(
+          comm,
           ncclAllReduce(g.grads + first, g.grads + first, n, ncclFloat32, ncclSum, comm, g.comm),
           "AllReduce", step));
       fr_end();
@@ -233,7 +245,8 @@ rs::Result<void> Train(const TrainerOptions& o) {
           size_t first = std::min(count, per * static_cast<size_t>(b));
           size_t n = std::min(count, first + per) - first;
           if (n == 0) continue;
-          RETURN_IF_ERROR(Nccl(ncclAllReduce(g.grads + first, g.grads + first, n, ncclFloat32,
+          RETURN_IF_ERROR(Nccl(comm,
+                               ncclAllReduce(g.grads + first, g.grads + first, n, ncclFloat32,
                                              ncclSum, comm, g.comm),
                                "AllReduce", step));
         }
@@ -255,7 +268,8 @@ rs::Result<void> Train(const TrainerOptions& o) {
                            "cudaMemcpyAsync"));
       auto tn = Clock::now();
       fr_begin("nccl:all_gather", 16, "Int");
-      RETURN_IF_ERROR(Nccl(ncclAllGather(g.gather_in, g.gather_out, 16, ncclInt32, comm, g.comm),
+      RETURN_IF_ERROR(Nccl(comm,
+                           ncclAllGather(g.gather_in, g.gather_out, 16, ncclInt32, comm, g.comm),
                            "AllGather", step));
       fr_end();
       nccl_ms += MsSince(tn);
@@ -268,7 +282,7 @@ rs::Result<void> Train(const TrainerOptions& o) {
       auto tn = Clock::now();
       fr_begin("nccl:broadcast", bcast.size(), "Int");
       RETURN_IF_ERROR(
-          Nccl(ncclBroadcast(g.bcast, g.bcast, bcast.size(), ncclInt32, 0, comm, g.comm),
+          Nccl(comm, ncclBroadcast(g.bcast, g.bcast, bcast.size(), ncclInt32, 0, comm, g.comm),
                "Broadcast", step));
       fr_end();
       nccl_ms += MsSince(tn);

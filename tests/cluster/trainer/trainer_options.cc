@@ -81,6 +81,9 @@ serves it at MASTER_ADDR:MASTER_PORT); the device is LOCAL_RANK.
   --cuda-graph          capture the step's gradient AllReduces into a CUDA graph at step 0 and
                         replay it every step (async collectives; not with --parallel or the
                         Flight Recorder flags): NCCL is called once per bucket, ever
+  --nonblocking         non-blocking communicators (ncclConfig_t.blocking = 0, as PyTorch's
+                        TORCH_NCCL_USE_COMM_NONBLOCKING=1): NCCL calls return ncclInProgress
+                        and are polled with ncclCommGetAsyncError until done (off)
   --gather-every N      AllGather every N steps, 0 = never (10)
   --bcast-every N       Broadcast every N steps, 0 = never (25)
   --rendezvous-timeout-s N   (60)
@@ -160,7 +163,8 @@ rs::Result<TrainerOptions> ParseOptions(const std::vector<std::string>& argv,
     if (eq != std::string::npos) {
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
-    } else if (name == "direct" || name == "fr-timing" || name == "cuda-graph") {
+    } else if (name == "direct" || name == "fr-timing" || name == "cuda-graph" ||
+               name == "nonblocking") {
       value = "1";
     } else if (name == "no-batch-p2p-sync") {
       name = "batch-p2p-sync";
@@ -264,6 +268,8 @@ rs::Result<TrainerOptions> ParseOptions(const std::vector<std::string>& argv,
       o.direct_io = value != "0";
     } else if (name == "cuda-graph") {
       o.cuda_graph = value != "0";
+    } else if (name == "nonblocking") {
+      o.nonblocking = value != "0";
     } else if (name == "gather-every") {
       RETURN_IF_ERROR(integer(&o.gather_every, 0, 1 << 30));
     } else if (name == "bcast-every") {

@@ -47,6 +47,9 @@ struct TrainerOptions {
   // The gradient AllReduces captured into a CUDA graph at the first step and replayed at every
   // step (async DDP only): NCCL is called once per bucket, ever.
   bool cuda_graph = false;
+  // Non-blocking communicators (ncclConfig_t.blocking = 0): every NCCL call that returns
+  // ncclInProgress is polled until done (nonblocking.h), as PyTorch does.
+  bool nonblocking = false;
   int gather_every = 10;  // AllGather every N steps (0: never)
   int bcast_every = 25;   // Broadcast every N steps (0: never)
   int rendezvous_timeout_s = 60;

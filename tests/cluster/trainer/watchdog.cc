@@ -20,7 +20,10 @@ void Watchdog::Run() {
   while (!stop_.load()) {
     for (ncclComm_t comm : comms_) {
       ncclResult_t error = ncclSuccess;
-      if (ncclCommGetAsyncError(comm, &error) == ncclSuccess && error != ncclSuccess) {
+      // A non-blocking communicator reads ncclInProgress while a launch is pending: no error
+      // (ProcessGroupNCCL's watchdog skips it, "no exception should be thrown").
+      if (ncclCommGetAsyncError(comm, &error) == ncclSuccess && error != ncclSuccess &&
+          error != ncclInProgress) {
         std::fprintf(stderr,
                      "rankscope-trainer: rank %d: NCCL asynchronous error: %s (a peer rank died "
                      "or the network failed); exiting\n",
