@@ -151,7 +151,8 @@ CREATE TABLE gpu_ops (
   node            TEXT NOT NULL,
   timestamp_ns    INTEGER NOT NULL,  -- the host enqueued it (its API call; v4: the task), wall clock
   pid             INTEGER NOT NULL,
-  tid             INTEGER,           -- the enqueuing thread
+  tid             INTEGER,           -- the enqueuing thread (a non-blocking communicator's:
+                                     -- NCCL's launch thread, not the caller)
   op              TEXT NOT NULL,     -- as nccl_events.op: 'ALL_REDUCE', ..., 'SEND', 'RECV'
   rank            INTEGER,
   nranks          INTEGER,
