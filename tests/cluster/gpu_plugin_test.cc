@@ -529,7 +529,7 @@ TEST(GpuPluginTestbed, StartupWindowRecordsFromTheFirstCallUntilItEnds) {
   }
 }
 
-// Through the library's v4 path (NCCL 2.27's interface, gpu_plugin_v4_shim.c): numbered in
+// Through the library's v4 path (NCCL 2.27's interface, gpu_plugin_version_shim.c): numbered in
 // launch order; v4 reports no launches, but a RING/SIMPLE collective's receives handed to
 // the device bound the clock offset from above (gpu_clock.c) from the first one on.
 TEST(GpuPluginTestbed, V4NumbersInLaunchOrderAndBoundsTheClockByReceives) {

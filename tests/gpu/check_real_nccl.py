@@ -10,7 +10,9 @@ is in flight. Prints the figures; exit status 1 if a check failed.
     tests/gpu/check_real_nccl.py OUTDIR MERGED.rsdb
 
 (MERGED.rsdb: rankscope-merge -o MERGED.rsdb OUTDIR/gpunode.rsb)"""
+import glob
 import json
+import os
 import sqlite3
 import statistics
 import sys
@@ -30,7 +32,10 @@ def main():
         return ok
 
     logs = {}
-    for prefix in ("short_rank", "job_rank"):
+    # The short job, the job, and the short job through each profiler API version (vN_rank).
+    versions = sorted({os.path.basename(p).split("_")[0]
+                       for p in glob.glob(f"{outdir}/v[0-9]_rank[01].jsonl")})
+    for prefix in ["short_rank", "job_rank"] + [f"{v}_rank" for v in versions]:
         for r in (0, 1):
             try:
                 logs[(prefix, r)] = [json.loads(l) for l in open(f"{outdir}/{prefix}{r}.jsonl")]
@@ -105,6 +110,11 @@ def main():
     for prefix, sets in replay_sets.items():
         if len(sets) == 2:
             check(sets[0] == sets[1], f"{prefix}: the ranks' replays name different calls")
+    for v in versions:  # each version's operations matched, as the others'
+        n = sum(len(logs.get((f"{v}_rank", r), [])) for r in (0, 1))
+        got = sum(1 for k in matched if k[0] == f"{v}_rank")
+        print(f"profiler API {v}: operations logged {n}, matched to a gpu_ops row {got}")
+        check(n > 0 and got == n, f"profiler API {v}: {got} of {n} operations matched")
     total = sum(len(v) for v in logs.values())
     print(f"operations logged by the job: {total}, matched to a gpu_ops row: {len(matched)}")
     if errors:

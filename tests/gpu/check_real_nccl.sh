@@ -38,9 +38,11 @@ find / -xdev \( -name 'profiler_v5.h' -o -name 'nccl_profiler.h' \) 2>/dev/null 
 step "plugin built here"
 PLUGIN_DIR="$OUTDIR/plugin"
 mkdir -p "$PLUGIN_DIR"
-cc -std=c11 -O2 -fPIC -shared -fvisibility=hidden -Wl,-z,nodelete -Wall \
+# Every C source of the plugin (its tests are C++); -z defs: a source left out fails here, not
+# at NCCL's dlopen.
+cc -std=c11 -O2 -fPIC -shared -fvisibility=hidden -Wl,-z,nodelete -Wl,-z,defs -Wall \
   -DRANKSCOPE_VERSION='"gpu-check"' -I"$SRC/subprojects/rscore/include" \
-  "$SRC"/recorder/plugin/gpu_{clock,context,mask,names,operation,plugin,region,slots}.c \
+  "$SRC"/recorder/plugin/gpu_*.c \
   -o "$PLUGIN_DIR/libnccl-profiler-rankscope.so" -lpthread || { echo "plugin build failed"; exit 1; }
 nm -D --defined-only "$PLUGIN_DIR/libnccl-profiler-rankscope.so" | grep -i ncclProfiler
 PLUGIN="$PLUGIN_DIR/libnccl-profiler-rankscope.so"
@@ -79,6 +81,31 @@ for r in 0 1; do
 done
 for p in "${SHORT[@]}"; do wait "$p"; echo "short rank exit: $?"; done
 grep -h "PROFILER/Plugin\|rankscope profiler" "$OUTDIR"/short_rank*.log | head -4
+
+# Every profiler API version the node's NCCL offers, each forced by a library that exports
+# only that version of the plugin (tests/cluster/gpu_plugin_version_shim.c): NCCL's loader
+# (src/plugin/profiler.cc) takes the newest version a plugin exports. NCCL 2.27 offers v4,
+# 2.28 v5, 2.29 and 2.30 v6, 2.31 v7, each release the older ones too. Logs vN_rankR.jsonl,
+# checked by check_real_nccl.py like the short job's.
+step "each profiler API version"
+NCCL_MINOR=$(python3 -c 'import torch; print(torch.cuda.nccl.version()[1])' 2>/dev/null || echo 0)
+MAXV=$(((NCCL_MINOR >= 31) ? 7 : (NCCL_MINOR >= 29) ? 6 : (NCCL_MINOR >= 28) ? 5 : 4))
+for ((v = 4; v <= MAXV; v++)); do
+  SHIM="$PLUGIN_DIR/libnccl-profiler-rankscope-v$v.so"
+  cc -std=c11 -O2 -fPIC -shared -fvisibility=hidden -Wl,-z,defs -Wall -DRS_SHIM_VERSION=$v \
+    -I"$SRC/subprojects/rscore/include" "$SRC/tests/cluster/gpu_plugin_version_shim.c" \
+    -o "$SHIM" -ldl || { echo "v$v: shim build failed"; continue; }
+  VJOB=()
+  for r in 0 1; do
+    NCCL_PROFILER_PLUGIN="$SHIM" RS_GPU_PLUGIN="$PLUGIN" NCCL_DEBUG=INFO \
+      NCCL_DEBUG_SUBSYS=INIT NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 \
+      timeout 180 python3 "$HERE/real_nccl_job.py" --rank $r --port $((29560 + v)) --steps 3 \
+      --no-hang --log "$OUTDIR/v${v}_rank$r.jsonl" >"$OUTDIR/v${v}_rank$r.log" 2>&1 &
+    VJOB+=($!)
+  done
+  for p in "${VJOB[@]}"; do wait "$p"; echo "v$v rank exit: $?"; done
+  grep -h "PROFILER/Plugin" "$OUTDIR"/v${v}_rank0.log | head -2 | sed "s/^/v$v: /"
+done
 
 step "job"
 rm -f "$OUTDIR/hang.marker"
