@@ -166,7 +166,7 @@ ncclResult_t Split(ncclComm* comm, int color, int key, ncclComm_t* out,
   if (out == nullptr) return Fail(comm, ncclInvalidArgument, "CommSplit: newcomm is NULL");
   *out = nullptr;
   if (ncclResult_t r = CheckComm(comm, "CommSplit"); r != ncclSuccess) return r;
-  if (int e = comm->async_error.load(); e != ncclSuccess) return static_cast<ncclResult_t>(e);
+  if (ncclResult_t r = EnsureReady(comm); r != ncclSuccess) return r;
   // Without a config the child keeps the parent's (NCCL copies the parent's config).
   const bool nonblocking = config != nullptr ? ConfigNonBlocking(config) : comm->nonblocking;
   // The split exchanges on the communicator's sockets from this thread: its device work

@@ -28,6 +28,19 @@ void SetAsyncError(ncclComm* comm, ncclResult_t code) {
   if (expected == ncclInProgress) comm->async_error.compare_exchange_strong(expected, code);
 }
 
+ncclResult_t EnsureReady(ncclComm* comm) {
+  const int e = comm->async_error.load();
+  if (e == ncclInProgress) {
+    return Fail(comm, ncclInvalidArgument,
+                "Attempt to use communicator before the previous operation returned ncclSuccess");
+  }
+  if (e != ncclSuccess) {
+    return Fail(comm, static_cast<ncclResult_t>(e),
+                "the communicator has an asynchronous error: abort it (ncclCommAbort)");
+  }
+  return ncclSuccess;
+}
+
 void Retain(ncclComm* comm) { comm->refs.fetch_add(1); }
 
 namespace {

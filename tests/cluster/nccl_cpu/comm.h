@@ -60,6 +60,10 @@ ncclResult_t Fail(ncclComm* comm, ncclResult_t code, const std::string& message)
 // ncclCommGetAsyncError reports and every later call on the communicator returns (the first
 // error wins).
 void SetAsyncError(ncclComm* comm, ncclResult_t code);
+// NCCL's ncclCommEnsureReady, before a call uses the communicator: refused with
+// ncclInvalidArgument while a non-blocking operation is in progress; its asynchronous error
+// returned once it has one.
+ncclResult_t EnsureReady(ncclComm* comm);
 
 // A reference for enqueued work; Release drops one, and the last one closes the sockets,
 // finalizes the profiler context and frees the communicator.

@@ -372,13 +372,7 @@ bool AsyncMode() {
 
 ncclResult_t EnqueueTask(const Task& task) {
   ncclComm* c = task.comm;
-  if (int e = c->async_error.load(); e == ncclInProgress) {  // ncclCommEnsureReady
-    return Fail(c, ncclInvalidArgument,
-                "Attempt to use communicator before the previous operation returned ncclSuccess");
-  } else if (e != ncclSuccess) {
-    return Fail(c, static_cast<ncclResult_t>(e),
-                "the communicator has an asynchronous error: abort it (ncclCommAbort)");
-  }
+  if (ncclResult_t r = EnsureReady(c); r != ncclSuccess) return r;
   ApiState& api = Api();
   if (api.profiler_group_depth > 0) ++api.profiler_group_depth;  // the implicit group
   ++tls_group_depth;
