@@ -201,22 +201,6 @@ std::vector<std::vector<int64_t>> Components(const std::map<int64_t, std::set<in
   return out;
 }
 
-// Rules 3, 4 and 11: the record of `to` proves that it has not done what the edge's operation
-// waits for. A collective: `to` never reached it (rule 4). A send or receive: the pair's count
-// places it, and the peer's record reaches back to its start, so the counterpart it lacks was
-// never issued. Without the count (a Flight Recorder ring that wrapped has lost the early
-// sends and receives) the peer's latest completed send may be the very one awaited: in the
-// test bed's running 1F1B pipeline every ring had wrapped by the dump (2000 entries, about 30
-// steps), and a stage's receive whose send the other stage had completed read as a wait on it.
-bool Proven(const Index& ix, const Edge& e, int64_t to) {
-  const Op& o = ix.in.ranks[*ix.Find(e.from)].ops[e.op];
-  if (!o.p2p) return ix.ProvesNotReached(to, o.group, o.seq);
-  auto pi = ix.Find(to);
-  if (!pi || !o.pair_seq) return false;
-  const Rank& peer = ix.in.ranks[*pi];
-  return !peer.wrapped && !peer.gaps;
-}
-
 // How a cycle's ranks end: a deadlock (rule 7), unless rule 12 finds no proof of one — the
 // records taken at different moments, or a wait whose peer's record cannot show it never did
 // its part (above) — and no wait in the cycle ran out its timeout (rule 6); an unproven one
@@ -235,7 +219,7 @@ EndKind CycleKind(const Index& ix, const std::vector<Edge>& edges,
     if (!in_cycle(e.from)) continue;
     timed_out = timed_out || ix.TimedOut(e);
     brief = brief && ix.BriefWait(*ix.Find(e.from), e.op);
-    for (int64_t t : e.to) *unproven = *unproven || (in_cycle(t) && !Proven(ix, e, t));
+    for (int64_t t : e.to) *unproven = *unproven || (in_cycle(t) && !ix.ProvesUnanswered(e, t));
   }
   if (timed_out) return EndKind::kInCycle;
   if (*unproven && brief) return EndKind::kCycleUnproven;

@@ -111,7 +111,9 @@
 //     threshold (rule 12's measure): its ends are 'cycle_unproven', no culprit, and the
 //     records cannot decide. Past that it stays a deadlock of low confidence: had the peer
 //     completed the counterpart its data would be there, so the one other reading is a
-//     transfer that stalled between them (rule 8), which is said.
+//     transfer that stalled between them (rule 8), which is said. Likewise a rank that entered
+//     nothing is no culprit where every wait on it is such an unproven send or receive, all
+//     brief: it may have done its part already ('record_older').
 #pragma once
 
 #include <cstddef>

@@ -353,15 +353,28 @@ TEST(WaitGraph, MatchedSendAndReceiveWaitTogether) {
   EXPECT_EQ(r.verdict, Verdict::kNone);
 }
 
-// A send whose receiver never posted the receive waits for it.
+// A send whose receiver never posted the receive waits for it: rank 0's second send to rank 1,
+// rank 1 received once. Without the pairs' count (rule 13: records that lost their start) rank
+// 1's completed receive may be this very send's, and a brief wait proves nothing; one that
+// waited 5 s (its dump's stamp), past the stuck threshold, still names rank 1.
 TEST(WaitGraph, SendWaitsForItsReceiver) {
-  Job j;
-  const size_t pp = j.Group("pp", {0, 1});
-  j.P2p(0, pp, NcclOp::kSend, 1, 3, Outcome::kPending, kT0);
-  j.P2p(1, pp, NcclOp::kRecv, 0, 2, Outcome::kCompleted, kT0 - kS);
-  const Result r = j.Run();
-  EXPECT_EQ(r.culprits, (V{1}));
-  EXPECT_EQ(Chains(j.in, r, 10).front().substr(0, 30), "rank 0 waits in send to rank 1");
+  for (int c = 0; c < 3; ++c) {
+    const bool counted = c == 0, long_wait = c == 2;
+    Job j;
+    const size_t pp = j.Group("pp", {0, 1});
+    Op& send = j.P2p(0, pp, NcclOp::kSend, 1, 3, Outcome::kPending, kT0);
+    Op& recv = j.P2p(1, pp, NcclOp::kRecv, 0, 2, Outcome::kCompleted, kT0 - kS);
+    if (counted) {
+      send.pair_seq = 2;
+      recv.pair_seq = 1;
+    }
+    if (long_wait) send.started_ns = kT0 + 5 * kS;
+    const Result r = j.Run();
+    SCOPED_TRACE(c);
+    EXPECT_EQ(r.culprits, counted || long_wait ? V{1} : V{});
+    EXPECT_EQ(r.verdict, counted || long_wait ? Verdict::kHang : Verdict::kUndetermined);
+    EXPECT_EQ(Chains(j.in, r, 10).front().substr(0, 30), "rank 0 waits in send to rank 1");
+  }
 }
 
 // Only the earliest open collective of a group is waited in (rule 1): the later ones queue.

@@ -150,6 +150,15 @@ std::optional<int64_t> Index::StampedWait(const Edge& e) const {
   return stamped_ns[*ri] - in.ranks[*ri].ops[e.op].created_ns;
 }
 
+bool Index::ProvesUnanswered(const Edge& e, int64_t to) const {
+  const Op& o = in.ranks[*Find(e.from)].ops[e.op];
+  if (!o.p2p) return ProvesNotReached(to, o.group, o.seq);
+  auto pi = Find(to);
+  if (!pi || !o.pair_seq) return false;
+  const Rank& peer = in.ranks[*pi];
+  return !peer.wrapped && !peer.gaps;
+}
+
 bool Index::BriefWait(size_t ri, size_t k) const {
   const Op& o = in.ranks[ri].ops[k];
   if (in.taken_ns > 0) return false;

@@ -46,6 +46,15 @@ struct Index {
   bool Young(const Op& o) const;
   // The edge's operation ran out its timeout (rule 6).
   bool TimedOut(const Edge& e) const;
+  // Rules 3, 4, 11 and 13: the record of `to` proves that it has not done what the edge's
+  // operation waits for. A collective: `to` never reached it (rule 4). A send or receive: the
+  // pair's count places it and the peer's record reaches back to its start, so the counterpart
+  // it lacks was never issued. Without the count (a Flight Recorder ring that wrapped has lost
+  // the early sends and receives) the peer's latest completed send may be the very one
+  // awaited: in the test bed's running 1F1B pipeline every ring had wrapped by the dump (2000
+  // entries, about 30 steps), and a stage's receive whose send the other stage had completed
+  // read as a wait on it.
+  bool ProvesUnanswered(const Edge& e, int64_t to) const;
   // [rank index]: the latest start time of its operations in flight, 0: none. PyTorch's dump
   // stamps an operation that started and has not completed with the dump's own moment
   // (dump_entries() runs update_state on copies of the entries; with TORCH_NCCL_ENABLE_TIMING,

@@ -236,12 +236,14 @@ End ClassifySink(const EndsContext& ctx, int64_t rank) {
   // it: alone in an operation others completed for less than the stuck threshold, or waited
   // for by operations none of which ran out its timeout, in records shown taken at different
   // moments or where the waiters' records stamped with their moments show every wait on it
-  // shorter than its group's stuck threshold (a rank that entered nothing yet).
+  // shorter than its group's stuck threshold (a rank that entered nothing yet). Rule 13: nor
+  // where every wait on it is a send or receive its record cannot prove unanswered and every
+  // such wait is shorter than that threshold (rule 12's measure).
   bool moving = false;
   if (end.kind == EndKind::kStuckAlone) {
     moving = end.op && ctx.ix.Young(*end.op);
   } else if (end.kind == EndKind::kWaitsInNothing || end.kind == EndKind::kRingWrapped) {
-    bool timed_out = false, stamped = false, brief = true;
+    bool timed_out = false, stamped = false, brief = true, unproven = true, unproven_brief = true;
     for (const Edge& e : ctx.edges) {
       if (std::find(e.to.begin(), e.to.end(), rank) == e.to.end()) continue;
       timed_out = timed_out || ctx.ix.TimedOut(e);
@@ -249,9 +251,12 @@ End ClassifySink(const EndsContext& ctx, int64_t rank) {
         stamped = true;
         brief = brief && *w < ctx.ix.StuckNs(EdgeOp(ctx, e).group);
       }
+      unproven = unproven && EdgeOp(ctx, e).p2p && !ctx.ix.ProvesUnanswered(e, rank);
+      unproven_brief = unproven_brief && ctx.ix.BriefWait(*ctx.ix.Find(e.from), e.op);
     }
     const bool brief_waits = end.kind == EndKind::kWaitsInNothing && stamped && brief;
-    moving = !timed_out && (ctx.ix.skewed || brief_waits);
+    const bool unanswered_unproven = !end.waited_by.empty() && unproven && unproven_brief;
+    moving = !timed_out && (ctx.ix.skewed || brief_waits || unanswered_unproven);
   }
   if (moving) end.kind = EndKind::kRecordOlder;
   return end;
