@@ -157,9 +157,10 @@ std::string UndeterminedReason(const Result& r) {
   for (const std::string& w : why) out += "; " + w;
   return out +
          " (no wait there ran out its timeout or, by a record stamped with its dump's moment "
-         "or counted to the latest time the records hold, lasted its group's stuck threshold: "
-         "10 x the p99 of the group's completed operations' time from creation to completion, "
-         "at least 100 ms), which such records show of a moving job too; take every rank's "
+         "or counted to the latest time the records hold, lasted its group's stuck threshold, "
+         "and none alone in an operation longer than that: 10 x the p99 of the group's "
+         "completed operations' time from creation to completion, at least 100 ms), which "
+         "such records show of a moving job too; take every rank's "
          "dump at one moment, or after the timeout" +
          (cycles.empty() ? "" : ", with a ring that holds the whole run (TORCH_FR_BUFFER_SIZE)");
 }
