@@ -65,8 +65,8 @@ rs::Result<ncclComm_t> InitWorld(const TrainerOptions& o) {
   if (o.nonblocking) {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
-    r = Settle(comm, ncclCommInitRankConfig(&comm, e.world_size, id, e.rank, &config),
-               Poll::kSleep);
+    r = ncclCommInitRankConfig(&comm, e.world_size, id, e.rank, &config);
+    r = Settle(comm, r, Poll::kSleep);  // comm is set once the call returned
   } else {
     r = ncclCommInitRank(&comm, e.world_size, id, e.rank);
   }
