@@ -104,11 +104,12 @@
 //     peer's record lost nothing. A Flight Recorder ring that wrapped has lost the pairs' count,
 //     and a pipeline stage's receive whose send the other stage already completed then reads
 //     as a wait on that stage: the test bed's running tensor/pipeline/data job (8 ranks, 1F1B,
-//     dumps asked for at step 28 of 40) had every ring wrapped (2000 entries, about 30 steps)
-//     and, in about 1 run in 5, showed the two pipeline stages each in a receive from the other,
-//     285-359 ms old, against stuck thresholds of 0.5-0.9 s. A cycle with such an unproven wait
-//     is no deadlock while no wait in it ran out its timeout or lasted its group's stuck
-//     threshold (rule 12's measure): its ends are 'cycle_unproven', no culprit, and the
+//     dumps asked for at step 28 of 40) had its rings wrapped (2000 entries hold about 30
+//     steps; in a run listed, every rank's first record_id was 350-385) and, in 2 of 10 runs,
+//     showed the two pipeline stages each in a receive from the other,
+//     285-359 ms old, against stuck thresholds of 0.4-1.9 s (most 0.5-0.9 s). A cycle with such an
+//     unproven wait is no deadlock while no wait in it ran out its timeout or lasted its group's
+//     stuck threshold (rule 12's measure): its ends are 'cycle_unproven', no culprit, and the
 //     records cannot decide. Past that it stays a deadlock of low confidence: had the peer
 //     completed the counterpart its data would be there, so the one other reading is a
 //     transfer that stalled between them (rule 8), which is said. Likewise a rank that entered
