@@ -137,6 +137,16 @@ qview() {  # table view sql
   sqlite3 -batch -noheader ":memory:" "$attach CREATE TEMP VIEW $2 AS $sql; $3"
 }
 qgpu() { qview gpu_ops gp "$1"; }
+
+# name input...: the inputs merged into $OUT/name.rsdb and its JSON report written to
+# $OUT/name.json (the report's exit status says what it found; the checks read the JSON).
+merge_and_report() {
+  local name=$1
+  shift
+  "$BUILD/merger/rankscope-merge" -q -o "$OUT/$name.rsdb" "$@" || fail "merge into $name.rsdb"
+  "$BUILD/analyzer/rankscope-analyze" report "$OUT/$name.rsdb" --format json \
+    -o "$OUT/$name.json" || true
+}
 qcuda() { qview cuda_events cu "$1"; }
 
 scenario_none() {
@@ -455,9 +465,7 @@ scenario_graph() {
   [[ "$got" == 0 ]] || fail "$got replay numbers do not name one captured call on all $WORLD ranks"
   got=$(qview metadata md "SELECT value FROM md WHERE key = 'gpu_graph_calls'" | sort -u | tr '\n' ' ')
   [[ "$got" == "$((RPN * BUCKETS)) " ]] || fail "metadata gpu_graph_calls per node: $got"
-  "$BUILD/merger/rankscope-merge" -q -o "$OUT/graph.rsdb" "$OUT/run/bundles" || fail "merge"
-  "$BUILD/analyzer/rankscope-analyze" report "$OUT/graph.rsdb" --format json -o "$OUT/graph.json" ||
-    true  # exit status says what was found
+  merge_and_report graph "$OUT/run/bundles"
   python3 - "$OUT/graph.json" "node$FAULT_NODE" "$((FAULT_NODE * RPN))" "$WORLD" <<'PY' || fail "report"
 import json, sys
 report, node, rank, world = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -503,9 +511,7 @@ scenario_nonblocking() {
     ((joined >= RPN * STEPS * BUCKETS)) || fail "node$k: only $joined operations joined to their calls"
     [[ "$same" == 0.0 ]] || fail "node$k: $same operations launched on the calling thread, not NCCL's launch thread"
   done
-  "$BUILD/merger/rankscope-merge" -q -o "$OUT/nb.rsdb" "$OUT/run/bundles" || fail "merge"
-  "$BUILD/analyzer/rankscope-analyze" report "$OUT/nb.rsdb" --format json -o "$OUT/nb.json" ||
-    true  # exit status says what was found
+  merge_and_report nb "$OUT/run/bundles"
   python3 - "$OUT/nb.json" "node$FAULT_NODE" <<'PY' || fail "report"
 import json, sys
 report, node = json.load(open(sys.argv[1])), sys.argv[2]
@@ -526,12 +532,10 @@ PY
     fail "multi-group harness failed: $(tail -n 5 "$OUT/harness.out")"
   ! grep -h "checks of received data failed\|NCCL asynchronous error" "$OUT"/run/logs/rank*.log ||
     fail "a rank received wrong data or saw an NCCL error"
-  "$BUILD/merger/rankscope-merge" -q -o "$OUT/nbp.rsdb" "$OUT/run/bundles" 2>/dev/null || fail "merge"
+  merge_and_report nbp "$OUT/run/bundles"
   got=$(sqlite3 -batch -noheader "$OUT/nbp.rsdb" "SELECT COUNT(*) || ' ' || TOTAL(state != 'completed')
                                                  FROM gpu_ops")
   [[ "$got" != "0 "* && "$got" == *" 0.0" ]] || fail "multi-group gpu_ops (count, not completed): $got"
-  "$BUILD/analyzer/rankscope-analyze" report "$OUT/nbp.rsdb" --format json -o "$OUT/nbp.json" ||
-    true
   python3 - "$OUT/nbp.json" <<'PY' || fail "multi-group report"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -572,9 +576,7 @@ scenario_rdma() {
   got=$(q $FAULT_NODE "SELECT COUNT(*) FROM rdma_counters WHERE delta IS NOT NULL AND
         since_ns IS NOT NULL AND timestamp_ns - since_ns > 3000000000")
   [[ "$got" == 0 ]] || fail "$got counter rows state a window of more than 3 readings"
-  "$BUILD/merger/rankscope-merge" -q -o "$OUT/rdma.rsdb" "$OUT/run/bundles" || fail "merge"
-  "$BUILD/analyzer/rankscope-analyze" report "$OUT/rdma.rsdb" --format json -o "$OUT/rdma.json" ||
-    true  # exit status says what was found
+  merge_and_report rdma "$OUT/run/bundles"
   python3 - "$OUT/rdma.json" "node$FAULT_NODE" <<'PY' || fail "report"
 import json, sys
 report, node = json.load(open(sys.argv[1])), sys.argv[2]
@@ -606,9 +608,7 @@ scenario_ring_hang() {
   [[ $(wc -l <<<"$stall") -eq 1 && -n "$stall" ]] || fail "expected one stall cut, found: $stall"
   [[ $(compgen -G "$stall/node*.rsb" | wc -l) -eq $NODES ]] ||
     fail "the stall cut has $(compgen -G "$stall/node*.rsb" | wc -l) of $NODES bundles: $(ls "$stall")"
-  "$BUILD/merger/rankscope-merge" -q -o "$OUT/cut.rsdb" "$stall" || fail "merge of the cut"
-  "$BUILD/analyzer/rankscope-analyze" report "$OUT/cut.rsdb" --format json -o "$OUT/cut.json" ||
-    true  # exit status says what was found
+  merge_and_report cut "$stall"
   python3 - "$OUT/cut.json" "node$FAULT_NODE" "$((FAULT_NODE * RPN))" <<'PY' || fail "report on the cut"
 import json, sys
 report, node, rank = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3])
@@ -632,10 +632,7 @@ scenario_fr_hang() {
   local dumps
   dumps=$(compgen -G "$OUT/run/fr/nccl_trace_rank_*[0-9]" | wc -l)
   ((dumps == WORLD)) || fail "$dumps of $WORLD ranks wrote a Flight Recorder dump: $(ls "$OUT/run/fr")"
-  "$BUILD/merger/rankscope-merge" -q -o "$OUT/fr.rsdb" "$OUT"/run/bundles/*.rsb "$OUT/run/fr" ||
-    fail "merge of the bundles and the dumps"
-  "$BUILD/analyzer/rankscope-analyze" report "$OUT/fr.rsdb" --format json -o "$OUT/fr.json" ||
-    true  # exit status says what was found
+  merge_and_report fr "$OUT"/run/bundles/*.rsb "$OUT/run/fr"
   python3 - "$OUT/fr.json" "node$FAULT_NODE" "$((FAULT_NODE * RPN))" "$WORLD" <<'PY' ||
 import json, sys
 report, node, rank, world = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
