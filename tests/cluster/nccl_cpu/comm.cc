@@ -41,6 +41,11 @@ ncclResult_t EnsureReady(ncclComm* comm) {
   return ncclSuccess;
 }
 
+ncclResult_t WorkError(const ncclComm* comm) {
+  const int e = comm->async_error.load();
+  return e == ncclInProgress ? ncclSuccess : static_cast<ncclResult_t>(e);
+}
+
 void Retain(ncclComm* comm) { comm->refs.fetch_add(1); }
 
 namespace {

@@ -64,6 +64,9 @@ void SetAsyncError(ncclComm* comm, ncclResult_t code);
 // ncclInvalidArgument while a non-blocking operation is in progress; its asynchronous error
 // returned once it has one.
 ncclResult_t EnsureReady(ncclComm* comm);
+// The communicator's asynchronous error as its launches and device work read it: a
+// non-blocking launch in progress (ncclInProgress) is no error of theirs.
+ncclResult_t WorkError(const ncclComm* comm);
 
 // A reference for enqueued work; Release drops one, and the last one closes the sockets,
 // finalizes the profiler context and frees the communicator.

@@ -163,9 +163,7 @@ void RunPlan(Plan* p) {
     ReportPlan(*p, p->report_mask);
     if (p->replay) c->replays_pending.fetch_sub(1);
   }
-  // A later non-blocking launch in progress on the host is no error of this plan.
-  const int state = c->async_error.load();
-  ncclResult_t r = state == ncclInProgress ? ncclSuccess : static_cast<ncclResult_t>(state);
+  ncclResult_t r = WorkError(c);  // a later non-blocking launch pending is no error of this plan
   if (!c->aborted.load() && r == ncclSuccess) {
     r = Execute(*p);
     if (r != ncclSuccess && p->async) {
@@ -280,9 +278,7 @@ ncclResult_t CapturePlan(ncclComm* c, std::vector<Task> tasks, cudaStream_t laun
 }
 
 ncclResult_t Launch(ncclComm* c, std::vector<Task> tasks) {
-  if (int e = c->async_error.load(); e != ncclSuccess && !(c->nonblocking && e == ncclInProgress)) {
-    return static_cast<ncclResult_t>(e);
-  }
+  if (ncclResult_t e = WorkError(c); e != ncclSuccess) return e;
   const bool async = AsyncMode();
   // NCCL keeps the group's distinct streams newest first and launches on the first of them:
   // the last distinct stream the tasks named. The others wait for it and it for them.
