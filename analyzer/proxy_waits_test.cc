@@ -17,6 +17,16 @@
 namespace analyzer {
 namespace {
 
+// Nobody named: a random synthetic cluster may still show a node a few microseconds late
+// inside the clock bound, which the report lists as undetermined (no blame); nothing above that,
+// and no entry resting on the proxy's times.
+void ExpectNobodyNamed(const Report& r) {
+  for (const Straggler& s : r.stragglers) {
+    EXPECT_EQ(s.confidence, Confidence::kUndetermined) << s.summary;
+    for (const Evidence& e : s.evidence) EXPECT_NE(e.kind, "proxy") << s.summary;
+  }
+}
+
 const std::string* ProxyNote(const Report& r) {
   for (const std::string& n : r.notes) {
     if (n.rfind("NCCL's proxy timed ", 0) == 0) return &n;
@@ -41,8 +51,8 @@ TEST(ProxyWaits, UniformTimesNameNobody) {
   spec.seed = testing::TestSeed();
   spec.collectives = "async";
   const Report r = testing::EditedReport(spec, ProxySql(), 50'000);
-  SCOPED_TRACE(RenderText(r));
-  EXPECT_TRUE(r.stragglers.empty());
+  SCOPED_TRACE("seed " + std::to_string(spec.seed) + "\n" + RenderText(r));
+  ExpectNobodyNamed(r);
   const std::string* note = ProxyNote(r);
   ASSERT_NE(note, nullptr);
   EXPECT_NE(note->find("no node's sends stood out on the network"), std::string::npos) << *note;
@@ -58,8 +68,8 @@ TEST(ProxyWaits, SlowSendsAloneAreANoteNotABlame) {
   spec.seed = testing::TestSeed();
   spec.collectives = "async";
   const Report r = testing::EditedReport(spec, ProxySql("node2"), 50'000);
-  SCOPED_TRACE(RenderText(r));
-  EXPECT_TRUE(r.stragglers.empty());
+  SCOPED_TRACE("seed " + std::to_string(spec.seed) + "\n" + RenderText(r));
+  ExpectNobodyNamed(r);
   const std::string* note = ProxyNote(r);
   ASSERT_NE(note, nullptr);
   EXPECT_NE(note->find("node2's sends stood out (rank 4's): 6 ms per operation, its slowest step "
