@@ -27,6 +27,7 @@
 #include "rscore/duration.h"
 #include "rscore/output.h"
 #include "rscore/text_escape.h"
+#include "summarize_command.h"
 
 namespace po = boost::program_options;
 
@@ -38,12 +39,14 @@ const rs::cli::HelpText kHelp = {
     .usage =
         "rankscope-analyze report INPUT [--format text|json|markdown|html] [-o FILE] ...\n"
         "rankscope-analyze diff BASELINE OTHER [--format text|json] [-o FILE] ...\n"
+        "rankscope-analyze summarize BUNDLE... [-o FILE]\n"
         "rankscope-analyze query INPUT SQL|- [--format table|csv|json] [--limit N] ...\n"
         "rankscope-analyze schema INPUT [TABLE]\n"
         "rankscope-analyze mcp INPUT... [--trace-dir DIR]",
     .about =
         "Questions asked of a recording. INPUT is a node bundle (.rsb) or a merged database\n"
-        "(.rsdb). Commands: report (stragglers, causes, hangs), diff (what changed between\n"
+        "(.rsdb). Commands: report (stragglers, causes, hangs), summarize (a bundle reduced\n"
+        "to what the report reads, for large jobs), diff (what changed between\n"
         "a good run and a bad one), query (read-only SQL), schema (the tables and what their\n"
         "columns hold), mcp (an MCP server for AI assistants, on standard input/output).\n"
         "Run 'rankscope-analyze COMMAND --help' for a command's options.",
@@ -307,7 +310,7 @@ int RunQueryCommand(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    return UsageError(kName, "expected a command: report, diff, query, schema or mcp");
+    return UsageError(kName, "expected a command: report, summarize, diff, query, schema or mcp");
   }
   if (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     po::options_description opts;
@@ -324,6 +327,7 @@ int main(int argc, char** argv) {
   if (cmd == "schema") return RunSchemaCommand(argc - 1, argv + 1);
   if (cmd == "report") return RunReportCommand(argc - 1, argv + 1);
   if (cmd == "diff") return RunDiffCommand(argc - 1, argv + 1);
+  if (cmd == "summarize") return RunSummarizeCommand(argc - 1, argv + 1);
   if (cmd == "mcp") {
 #ifdef RANKSCOPE_WITH_MCP
     return RunMcpCommand(argc - 1, argv + 1);
@@ -333,6 +337,6 @@ int main(int argc, char** argv) {
     return rs::cli::kExitError;
 #endif
   }
-  return UsageError(kName,
-                    "unknown command '" + cmd + "': use report, diff, query, schema or mcp");
+  return UsageError(
+      kName, "unknown command '" + cmd + "': use report, summarize, diff, query, schema or mcp");
 }

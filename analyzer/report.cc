@@ -574,6 +574,7 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   r.observations = std::move(observed);
   if (r.hang.detected) CapBesideHang(r);
   RETURN_IF_ERROR(AddWarnings(db, merged, r));
+  RETURN_IF_ERROR(AddSummaryNotes(db, merged, r));
   AddClockBoundWarnings(r);
   NameResourceLatenessBasis(r);
   AddOnsets(r);

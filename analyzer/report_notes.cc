@@ -1,6 +1,7 @@
 #include "report_notes.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "confidence.h"
@@ -89,10 +90,51 @@ rs::Result<void> AddMergeNotes(rs::Db& db, std::vector<std::string>& notes) {
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
-    notes.push_back("input " + st.Text(0) + " (node " + st.Text(1) + ") was " + st.Text(2) +
-                    " by rankscope-merge" + (st.Text(3).empty() ? "" : ": " + st.Text(3)) +
-                    "; its ranks are missing from this report");
+    const bool duplicate = st.Text(2) == "duplicate";  // its rows are there, from another input
+    notes.push_back("input " + st.Text(0) + " (node " + st.Text(1) + ") was " +
+                    (duplicate ? "not merged again" : st.Text(2)) + " by rankscope-merge" +
+                    (st.Text(3).empty() ? "" : ": " + st.Text(3)) +
+                    (duplicate ? "" : "; its ranks are missing from this report"));
   }
+  return rs::Ok();
+}
+
+rs::Result<void> AddSummaryNotes(rs::Db& db, bool merged, Report& r) {
+  // node -> the raw bundle it was summarized from (merged: the node's metadata keys).
+  std::map<std::string, std::string> raw;
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare(merged ? "SELECT substr(key, 6, length(key) - 16), value FROM "
+                                       "metadata WHERE key LIKE 'node.%.summary_of'"
+                                     : "SELECT (SELECT value FROM metadata WHERE key = 'node'),"
+                                       " value FROM metadata WHERE key = 'summary_of'"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    raw[st.Text(0)] = st.Text(1);
+  }
+  if (raw.empty()) return rs::Ok();
+  std::string listed;
+  for (const auto& [node, file] : raw) listed += (listed.empty() ? "" : ", ") + node;
+  r.notes.push_back(std::to_string(raw.size()) + " node(s) merged from summaries (" + listed +
+                    "): the rows this report reads are all there, but their off-CPU intervals, "
+                    "other processes' run-queue waits and CUDA kernel launches were left on the "
+                    "nodes (a trace of them shows less)");
+  std::set<std::string> named;
+  for (const Straggler& s : r.stragglers) named.insert(s.node);
+  for (const std::string& n : r.hang.culprit_nodes) named.insert(n);
+  std::string files, nodes;
+  for (const std::string& n : named) {
+    auto it = raw.find(n);
+    if (it == raw.end()) continue;
+    files += " " + it->second;
+    nodes += (nodes.empty() ? "" : ", ") + n;
+  }
+  if (files.empty()) return rs::Ok();
+  r.notes.push_back("the verdict names " + nodes +
+                    ", merged from a summary: for the full evidence "
+                    "fetch its raw bundle and merge it with this merge's inputs (a node's raw "
+                    "bundle is merged in place of its summary): rankscope-merge -o raw.rsdb" +
+                    files + " INPUTS...");
   return rs::Ok();
 }
 

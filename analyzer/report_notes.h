@@ -28,6 +28,11 @@ void AddGraphReplayNote(const CollectiveData& data, std::vector<std::string>& no
 // conclusion.
 rs::Result<void> AddMergeNotes(rs::Db& db, std::vector<std::string>& notes);
 
+// Nodes recorded as summaries (rankscope-analyze summarize): what their data lacks, and, for
+// the nodes the verdict names, the raw bundles to merge beside them. Call once r.stragglers and
+// r.hang are set.
+rs::Result<void> AddSummaryNotes(rs::Db& db, bool merged, Report& r);
+
 // What the lateness rests on (r.timing), and the data gaps the reader should know about.
 void AddTimingNotes(const CollectiveData& data, const CallSemantics& sem, Report& r);
 

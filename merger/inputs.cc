@@ -61,6 +61,9 @@ rs::Result<FileStamp> Stamp(const std::string& path) {
 }
 
 // What validating one file learns; `error` set when the file is unusable.
+// A summary (rankscope-analyze summarize): a bundle reduced to what the report reads.
+bool IsSummary(const rs::BundleInfo& info) { return info.metadata.count("summary_version") > 0; }
+
 struct Probe {
   std::optional<std::string> error;
   rs::BundleInfo info;
@@ -198,7 +201,7 @@ rs::Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>
       while (dirent* e = readdir(d)) {
         std::string name = e->d_name;
         const std::string path = a + (EndsWith(a, "/") ? "" : "/") + name;
-        if (EndsWith(name, ".rsb")) {
+        if (EndsWith(name, ".rsb") || EndsWith(name, ".rss")) {  // bundles and summaries
           found.push_back(path);
         } else if (name[0] != '.' && fr::RankFromFileName(name) &&
                    fr::SniffFile(path) != fr::Sniff::kNotDump) {
@@ -208,9 +211,9 @@ rs::Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>
       closedir(d);
       if (found.empty()) {
         return rs::Error(a +
-                         ": directory holds no .rsb bundles and no Flight Recorder dumps "
-                         "(nccl_trace_rank_N); give bundle files or the directory they were "
-                         "copied to");
+                         ": directory holds no .rsb bundles, no .rss summaries and no Flight "
+                         "Recorder dumps (nccl_trace_rank_N); give bundle files or the "
+                         "directory they were copied to");
       }
       std::sort(found.begin(), found.end());
       out.insert(out.end(), found.begin(), found.end());
@@ -228,6 +231,15 @@ std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostrea
   std::vector<std::pair<int64_t, int64_t>> used_keys;  // key ranges taken by merged inputs
   std::vector<int> key_owner;
   std::vector<Probe> probes = ProbeAll(files);
+  // A node's raw bundle holds all its summary holds and more: given both, the raw one is
+  // merged, wherever it stands on the command line.
+  std::map<std::string, std::string> raw_files;  // recording id -> a raw bundle of it
+  for (size_t f = 0; f < files.size(); ++f) {
+    const rs::BundleInfo& info = probes[f].info;
+    if (!probes[f].error && info.db_kind == "bundle" && !IsSummary(info)) {
+      raw_files.emplace(info.recording_id, files[f]);
+    }
+  }
   for (size_t f = 0; f < files.size(); ++f) {
     const std::string& file = files[f];
     Input in;
@@ -253,6 +265,16 @@ std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostrea
     const rs::BundleInfo& info = in.info;
     if (info.db_kind != "bundle") {
       skip("is a merged database, not a node bundle; merge the original .rsb bundles");
+      inputs.push_back(std::move(in));
+      continue;
+    }
+    if (auto raw = raw_files.find(info.recording_id); IsSummary(info) && raw != raw_files.end()) {
+      in.status = "duplicate";  // its input id and node are the raw one's (set below)
+      in.recording_id = info.recording_id;
+      in.original_node = info.node;
+      in.reason = "a summary of the recording in " + raw->second + ", merged instead";
+      log << "rankscope-merge: " << rs::EscapeText(file) << ": " << rs::EscapeText(in.reason)
+          << "\n";
       inputs.push_back(std::move(in));
       continue;
     }
@@ -323,6 +345,19 @@ std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostrea
     }
     by_recording[info.recording_id] = in.input_id;
     inputs.push_back(std::move(in));
+  }
+  for (Input& in : inputs) {  // summaries left for their raw bundle, wherever it stood
+    auto raw = by_recording.find(in.recording_id);
+    if (in.status != "duplicate" || in.duplicate_of != 0) continue;
+    if (raw == by_recording.end()) {  // the raw bundle failed its checks after probing
+      in.status = "skipped";
+      in.reason += "; but that bundle was skipped: merge this summary alone";
+      log << "rankscope-merge: skipping " << rs::EscapeText(in.file) << ": "
+          << rs::EscapeText(in.reason) << "\n";
+      continue;
+    }
+    in.duplicate_of = raw->second;
+    in.node = inputs[raw->second - 1].node;
   }
   return inputs;
 }

@@ -49,6 +49,7 @@ check _rankscope_analyze "$build/analyzer/rankscope-analyze" report
 check _rankscope_analyze "$build/analyzer/rankscope-analyze" schema 2
 check _rankscope_analyze "$build/analyzer/rankscope-analyze" diff 3
 check _rankscope_analyze "$build/analyzer/rankscope-analyze" mcp
+check _rankscope_analyze "$build/analyzer/rankscope-analyze" summarize 3
 check _rankscope_export "$build/exporter/rankscope-export"
 if [[ -x "$build/analyzer/fleet/rankscope-fleet" ]]; then
   check _rankscope_fleet "$build/analyzer/fleet/rankscope-fleet" query

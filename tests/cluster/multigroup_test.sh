@@ -60,6 +60,15 @@ run_harness() {  # args...: bounded in time; the harness must finish by itself
   ((rc == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
 }
 
+# The report on the raw bundles alone, then the same from the nodes' summaries
+# (rankscope-analyze summarize): equal but for its input and the notes about the summaries.
+check_summaries() {
+  merge "$OUT/bundles.rsdb" "$OUT"/run/bundles/*.rsb
+  "$BUILD/analyzer/rankscope-analyze" report -q "$OUT/bundles.rsdb" --format json \
+    -o "$OUT/run/report.json" || true
+  "$SRC/tests/cluster/summary_check.sh" "$BUILD" "$OUT/run" || fail "the summaries' report differs"
+}
+
 merge() {  # output inputs...
   local out=$1
   shift
@@ -97,6 +106,7 @@ if not ok:
     print("per-group view does not reconcile: groups with members missing a collective: %s" % bad)
 sys.exit(1 if hang.get("detected") or named or not ok else 0)
 PY
+    check_summaries
     ;;
   hang2)
     run_harness --fault hang --fault-ranks 1,6 --fault-in tp,pp
@@ -105,6 +115,7 @@ PY
     merge "$OUT/dumps-json.rsdb" "$OUT/run/fr-json"
     python3 "$CHECKS" hang2 "$OUT/run" "$OUT/merged.rsdb" "$OUT/dumps-pickle.rsdb" \
       "$OUT/dumps-json.rsdb" || fail "see above"
+    check_summaries
     ;;
   *) fail "unknown scenario" ;;
 esac

@@ -2,6 +2,8 @@
 # Acceptance test of the report on the test bed: for every fault kind, on a node chosen at
 # random, the report names the faulty node as the top straggler (or hang culprit) and the
 # injected kind as its cause; without a fault it names nobody (no straggler but undetermined ones).
+# Each run's report must come out the same from the nodes' summaries (rankscope-analyze
+# summarize), alone and with the faulty node's raw bundle beside them (summary_check.sh).
 #   report_acceptance_test.sh BUILD_DIR SOURCE_DIR [FAULT...]
 # RANKSCOPE_TEST_SEED=N repeats a run's choice of fault nodes (the seed is printed).
 # The test bed runs as GPU nodes do (async collectives, rankscope's NCCL profiler plugin
@@ -122,6 +124,15 @@ for fault in "${FAULTS[@]}"; do
     line="FAIL: harness exit $rc, no report: $(tail -n 3 "$dir.out" | tr '\n' ' ')"
   else
     line=$(check_report "$fault" "$dir") || true
+    # The same verdict from the nodes' summaries, then with the faulty node's raw bundle
+    # beside them (rankscope-analyze summarize; tests/cluster/summary_check.sh).
+    if [[ "$line" == ok:* ]]; then
+      for raw in "" "node$k"; do
+        sums=$("$SRC/tests/cluster/summary_check.sh" "$BUILD" "$dir" $raw 2>&1) ||
+          line="FAIL: from summaries: $sums"
+        echo "  $sums" | head -n 25
+      done
+    fi
   fi
   where=$([[ "$fault" == none ]] && echo "-" || echo "node$k")
   summary+=("$(printf '%-5s %-6s %d nodes %3d s  %s' "$fault" "$where" "$nodes" "$took" "$line")")

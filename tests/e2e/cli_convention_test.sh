@@ -23,7 +23,7 @@ export=$build/exporter/rankscope-export
 
 # --help / -h: one layout (the recorder's help is written by hand in the same shape).
 for cmd in "$record" "$merge" "$export" "$analyze" "$analyze query" "$analyze schema" \
-           "$analyze report" "$analyze diff" "$analyze mcp"; do
+           "$analyze report" "$analyze diff" "$analyze summarize" "$analyze mcp"; do
   for flag in -h --help; do
     out=$($cmd $flag 2>&1); rc=$?
     [[ $rc == 0 ]] || fail "$cmd $flag exits $rc"
@@ -36,7 +36,8 @@ for cmd in "$record" "$merge" "$export" "$analyze" "$analyze query" "$analyze sc
     grep -q -E '^  -q, --quiet ' <<<"$out" || [[ "$cmd" == "$analyze" ]] || fail "$cmd $flag: no '-q, --quiet'"
     # Only the codes the command can return: 3 from merge, 4 from report (and analyze's own).
     exit_line=$(grep -E '^exit status: ' <<<"$out")
-    [[ "$exit_line" != *" 3 "* || "$cmd" == "$merge" ]] || fail "$cmd $flag: lists 3: $exit_line"
+    [[ "$exit_line" != *" 3 "* || "$cmd" == "$merge" || "$cmd" == *summarize ]] ||
+      fail "$cmd $flag: lists 3: $exit_line"
     [[ "$exit_line" != *" 4 "* || "$cmd" == *report || "$cmd" == "$analyze" ]] ||
       fail "$cmd $flag: lists 4: $exit_line"
   done
@@ -51,7 +52,8 @@ for cmd in "$record --no-such-flag" "$merge --no-such-flag -o x.rsdb node0.rsb" 
            "$analyze report node0.rsb --fail-on nothing" "$analyze report node0.rsb --format nope" \
            "$analyze mcp" "$analyze mcp --no-such-flag node0.rsb" "$analyze diff node0.rsb" \
            "$analyze diff node0.rsb node0.rsb --format html" \
-           "$analyze diff node0.rsb node0.rsb -o node0.rsb --force"; do
+           "$analyze diff node0.rsb node0.rsb -o node0.rsb --force" "$analyze summarize" \
+           "$analyze summarize node0.rsb node1.rsb -o x.rss" "$analyze summarize node0.rsb -o node0.rsb"; do
   $cmd >/dev/null 2>usage.err; rc=$?
   [[ $rc == 2 ]] || fail "'$cmd' exits $rc, not 2 (usage)"
   # One line, "TOOL[ COMMAND]: what is wrong (see 'TOOL[ COMMAND] --help')", the same form in
@@ -59,7 +61,7 @@ for cmd in "$record --no-such-flag" "$merge --no-such-flag -o x.rsdb node0.rsb" 
   [[ $(wc -l <usage.err) == 1 ]] || fail "'$cmd': the usage error is not one line: $(cat usage.err)"
   line=$(tail -n 1 usage.err)
   tool=${line%%: *}
-  [[ "$line" =~ ^rankscope-(record|merge|export|analyze)(\ (query|schema|report|diff|mcp))?:\ .+\ \(see\ \'(.+)\ --help\'\)$ ]] &&
+  [[ "$line" =~ ^rankscope-(record|merge|export|analyze)(\ (query|schema|report|diff|summarize|mcp))?:\ .+\ \(see\ \'(.+)\ --help\'\)$ ]] &&
     [[ "${BASH_REMATCH[4]}" == "$tool" ]] ||
     fail "'$cmd': the usage error does not end with \"(see '$tool --help')\": $line"
 done

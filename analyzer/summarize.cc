@@ -1,0 +1,194 @@
+#include "summarize.h"
+
+#include <sys/stat.h>
+
+#include <climits>
+#include <cstdlib>
+
+#include "rscore/bundle.h"
+#include "rscore/schema.h"
+#include "rscore/sqlite.h"
+#include "rscore/zstd_file.h"
+
+namespace analyzer {
+namespace {
+
+// The CUDA functions the recorder probes that launch a kernel (recorder/cuda_probe.cc: the
+// functions flagged CUDA_LAUNCH): thousands per second per rank on a real job, read by no
+// analysis one by one.
+constexpr const char* kLaunches =
+    "('cudaLaunchKernel', 'cudaLaunchKernel_ptsz', 'cudaLaunchKernelExC', 'cuLaunchKernel')";
+
+// The tables read last: they keep only what the rows copied before them point to.
+bool CopiedLast(const std::string& table) { return table == "stacks"; }
+
+rs::Result<std::vector<std::string>> Tables(rs::Db& db, const std::string& schema) {
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT name FROM " + schema +
+                              ".sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+                              " ORDER BY rowid"));
+  std::vector<std::string> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back(st.Text(0));
+  }
+  return out;
+}
+
+rs::Result<std::vector<std::string>> Columns(rs::Db& db, const std::string& schema,
+                                             const std::string& table) {
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT name FROM pragma_table_info(?1, ?2) ORDER BY cid"));
+  st.Bind(1, table).Bind(2, schema);
+  std::vector<std::string> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back(st.Text(0));
+  }
+  return out;
+}
+
+bool Has(const std::vector<std::string>& v, const std::string& x) {
+  for (const std::string& s : v) {
+    if (s == x) return true;
+  }
+  return false;
+}
+
+// The processes of the job on this node: those that called NCCL, ran the profiler plugin or
+// carry a rank (an SQL list over `src`, for the tables it has).
+std::string JobPids(const std::vector<std::string>& src_tables) {
+  std::string q = "SELECT pid FROM src.nccl_events";
+  if (Has(src_tables, "gpu_ops")) q += " UNION SELECT pid FROM src.gpu_ops";
+  return q + " UNION SELECT pid FROM src.processes WHERE rank IS NOT NULL";
+}
+
+// The rows of `table` a summary keeps, as a WHERE condition over src.`table` (empty: all).
+// Each rule names the analysis whose reads it keeps (summarize.h).
+rs::Result<std::string> KeptRows(rs::Db& db, const std::string& table,
+                                 const std::vector<std::string>& src_tables) {
+  if (table == "sched_events") {
+    // side_events.cc LoadRunq: run-queue waits of the job's processes.
+    return "event = 'runq_latency' AND pid IN (" + JobPids(src_tables) + ")";
+  }
+  if (table == "cuda_events") {
+    // hang_activity.cc: calls in flight and a rank's latest call; rendezvous.cc: the
+    // synchronizing calls; call_semantics.cc: which processes call CUDA. SQLite takes a bare
+    // column beside MAX() from the row holding the maximum.
+    return std::string("api NOT IN ") + kLaunches +
+           " OR duration_ns IS NULL OR state <> 'complete' OR id IN (SELECT id FROM (SELECT id,"
+           " MAX(timestamp_ns) FROM src.cuda_events WHERE api IN " +
+           kLaunches + " GROUP BY pid, tid))";
+  }
+  if (table == "stacks") {
+    std::string ids;
+    ASSIGN_OR_RETURN(std::vector<std::string> tables, Tables(db, "main"));
+    for (const std::string& t : tables) {
+      ASSIGN_OR_RETURN(std::vector<std::string> cols, Columns(db, "main", t));
+      if (!Has(cols, "stack_id")) continue;
+      ids += (ids.empty() ? "" : " UNION ") + std::string("SELECT stack_id FROM main.") + t +
+             " WHERE stack_id IS NOT NULL";
+    }
+    return ids.empty() ? std::string("0") : "id IN (" + ids + ")";
+  }
+  return std::string();
+}
+
+rs::Result<SummaryTable> CopyTable(rs::Db& db, const std::string& table,
+                                   const std::vector<std::string>& src_tables) {
+  ASSIGN_OR_RETURN(std::vector<std::string> mine, Columns(db, "main", table));
+  ASSIGN_OR_RETURN(std::vector<std::string> theirs, Columns(db, "src", table));
+  std::string cols;
+  for (const std::string& c : mine) {
+    if (Has(theirs, c)) cols += (cols.empty() ? "\"" : ", \"") + c + "\"";
+  }
+  SummaryTable t{table, 0, 0};
+  ASSIGN_OR_RETURN(t.rows_read, db.QueryInt("SELECT COUNT(*) FROM src.\"" + table + "\""));
+  ASSIGN_OR_RETURN(std::string where, KeptRows(db, table, src_tables));
+  const std::string verb = table == "metadata" ? "INSERT OR REPLACE" : "INSERT";
+  RETURN_IF_ERROR(db.Exec(verb + " INTO main.\"" + table + "\" (" + cols + ") SELECT " + cols +
+                          " FROM src.\"" + table + "\"" +
+                          (where.empty() ? "" : " WHERE " + where)));
+  ASSIGN_OR_RETURN(t.rows_kept, db.QueryInt("SELECT COUNT(*) FROM main.\"" + table + "\""));
+  return t;
+}
+
+rs::Result<void> SetMetadata(rs::Db& db, const std::string& key, const std::string& value) {
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("INSERT OR REPLACE INTO main.metadata(key, value) VALUES (?, ?)"));
+  return st.Bind(1, key).Bind(2, value).Run();
+}
+
+int64_t FileBytes(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : -1;
+}
+
+std::string Absolute(const std::string& path) {
+  char buf[PATH_MAX];
+  return realpath(path.c_str(), buf) ? std::string(buf) : path;
+}
+
+// Copies the tables of the attached `src` into the summary's database.
+rs::Result<std::vector<SummaryTable>> CopyKept(rs::Db& db) {
+  ASSIGN_OR_RETURN(std::vector<std::string> mine, Tables(db, "main"));
+  ASSIGN_OR_RETURN(std::vector<std::string> theirs, Tables(db, "src"));
+  std::vector<SummaryTable> out;
+  for (bool last : {false, true}) {
+    for (const std::string& t : mine) {
+      if (CopiedLast(t) != last || !Has(theirs, t)) continue;
+      ASSIGN_OR_RETURN(SummaryTable copied, CopyTable(db, t, theirs));
+      out.push_back(std::move(copied));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+rs::Result<SummaryStats> Summarize(const std::string& input, const rs::OutputTarget& target,
+                                   bool check_integrity) {
+  ASSIGN_OR_RETURN(rs::OpenedDb src, rs::OpenRankscopeFile(input, check_integrity));
+  const rs::BundleInfo& info = src.info();
+  if (info.db_kind != "bundle") {
+    return rs::Error(input + ": is a merged database; summarize each node's .rsb bundle");
+  }
+  if (info.metadata.count("summary_version")) {
+    return rs::Error(input + ": is already a summary (of " + info.metadata.at("summary_version") +
+                     "); summarize the raw .rsb bundle");
+  }
+  SummaryStats stats;
+  stats.node = info.node;
+  stats.bundle_bytes = FileBytes(input);
+  ASSIGN_OR_RETURN(rs::TempFile image, rs::TempFile::Create("", "summary.db"));
+  {
+    ASSIGN_OR_RETURN(rs::Db db, rs::Db::Open(image.path(), rs::Db::Mode::kReadWrite));
+    RETURN_IF_ERROR(db.Exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"));
+    RETURN_IF_ERROR(rs::CreateSchema(db, rs::DbKind::kBundle));
+    RETURN_IF_ERROR(db.GuardInput(input));
+    ASSIGN_OR_RETURN(rs::Statement attach, db.Prepare("ATTACH DATABASE ? AS src"));
+    RETURN_IF_ERROR(attach.Bind(1, src.sqlite_path()).Run());
+    auto copied = CopyKept(db);
+    RETURN_IF_ERROR(db.Exec("DETACH DATABASE src"));
+    if (!copied.ok()) return copied.error();
+    stats.tables = std::move(copied).value();
+    RETURN_IF_ERROR(SetMetadata(db, "summary_version", std::to_string(kSummaryVersion)));
+    RETURN_IF_ERROR(SetMetadata(db, "summary_of", Absolute(input)));
+    RETURN_IF_ERROR(SetMetadata(db, "summary_bundle_bytes", std::to_string(stats.bundle_bytes)));
+    for (const SummaryTable& t : stats.tables) {
+      if (t.rows_kept == t.rows_read || t.table == "metadata") continue;
+      RETURN_IF_ERROR(SetMetadata(db, "summary_rows." + t.table,
+                                  std::to_string(t.rows_kept) + "/" + std::to_string(t.rows_read)));
+    }
+    RETURN_IF_ERROR(rs::CreateIndexes(db));
+  }
+  ASSIGN_OR_RETURN(rs::OutputFile out, rs::OutputFile::Create(target));
+  RETURN_IF_ERROR(rs::CompressToFd(image.path(), out.fd(), out.shown(), 9));
+  stats.summary_bytes = FileBytes(out.path());
+  RETURN_IF_ERROR(out.Commit());
+  return stats;
+}
+
+}  // namespace analyzer
