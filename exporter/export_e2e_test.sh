@@ -154,6 +154,19 @@ set -e
 [ $rc -eq 1 ] || fail "empty window to stdout: exit $rc"
 [ ! -e "$dir/-" ] || fail "empty window: created a file named -"
 
+# A trace too large for ui.perfetto.dev: warned about before it is written (the limit lowered
+# to 10 rows' worth), with the ways to narrow it; still written, exit 0, even with -q. Within
+# the limit: no warning.
+rm -f "$dir/big.pftrace"
+out=$(RANKSCOPE_EXPORT_UI_LIMIT_BYTES=3120 "$EXPORT" "$db" -o "$dir/big.pftrace" -q 2>&1) ||
+  fail "large trace: exit $?"
+echo "$out" | grep -q "^rankscope-export: warning: .* rows make a trace of about .* it may not open there. Narrow it with --nodes" ||
+  fail "large trace: no warning: $out"
+[ -s "$dir/big.pftrace" ] || fail "large trace: not written"
+rm -f "$dir/big.pftrace"
+out=$("$EXPORT" "$db" -o "$dir/big.pftrace" 2>&1) || fail "export: exit $?"
+echo "$out" | grep -q "warning" && fail "a small trace warned about: $out"
+
 # User errors: exit status and a message naming what is wrong.
 set +e
 out=$("$EXPORT" "$db" -o "$dir/x.pftrace" --nodes node42 2>&1); rc=$?

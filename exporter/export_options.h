@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,6 +32,9 @@ struct ExportOptions {
   // rankscope-analyze report --format json of the input: its verdict and evidence marked on a
   // track of their own (verdict_marks.h); '' for none.
   std::string report;
+  // Told, before the trace is written, that it may be too large for ui.perfetto.dev
+  // (exporter.h, UiSizeWarning); unset: not told.
+  std::function<void(const std::string&)> warn;
 };
 
 struct CommandLine {

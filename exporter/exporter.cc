@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <algorithm>
 #include <memory>
@@ -120,6 +121,29 @@ Result<void> RunTimeline(Db& db, const std::string& source, const RowFilter& fil
 
 }  // namespace
 
+std::string UiSizeWarning(const std::string& input, int64_t rows, int64_t first_ns,
+                          int64_t last_ns) {
+  int64_t limit = kUiMemoryBytes;
+  if (const char* env = std::getenv("RANKSCOPE_EXPORT_UI_LIMIT_BYTES")) {
+    limit = std::max<int64_t>(1, std::atoll(env));
+  }
+  const int64_t fit_rows = limit / (kProtoBytesPerRow * kUiInflation);
+  if (rows <= fit_rows) return "";
+  const double mb = static_cast<double>(rows) * kProtoBytesPerRow / 1e6;
+  const double span_s = static_cast<double>(std::max<int64_t>(0, last_ns - first_ns)) / 1e9;
+  const double fit_s = span_s * static_cast<double>(fit_rows) / static_cast<double>(rows);
+  char text[768];
+  std::snprintf(text, sizeof(text),
+                "%s: %lld rows make a trace of about %.0f MB (uncompressed), and ui.perfetto.dev "
+                "needs 2-4 times that in the browser's memory, typically 2 GB at most: it may "
+                "not open there. Narrow it with --nodes (the nodes the report names) or "
+                "--from/--to (about %.3g s of the %.3g s exported fit), or open it through "
+                "Perfetto's trace_processor --httpd, which the UI uses instead of the "
+                "browser's memory",
+                input.c_str(), static_cast<long long>(rows), mb, fit_s, span_s);
+  return text;
+}
+
 Result<ExportResult> Export(const ExportOptions& o) {
   ASSIGN_OR_RETURN(const OutputTarget target, CheckOutput(o.output, o.force, {o.input}));
   // Every page the export needs is read anyway, and SQLite reports corruption on the
@@ -141,6 +165,11 @@ Result<ExportResult> Export(const ExportOptions& o) {
     RETURN_IF_ERROR(EmptyWindow(db, o, filter));
   }
   if (result.summary.rows == 0) RETURN_IF_ERROR(RefuseEmptyDumps(db, o.input));
+  if (o.warn) {
+    const std::string w = UiSizeWarning(o.input, result.summary.rows, result.summary.first_ts,
+                                        result.summary.last_ts);
+    if (!w.empty()) o.warn(w);
+  }
   std::vector<VerdictMark> marks;
   if (!o.report.empty()) {
     ASSIGN_OR_RETURN(auto span, EventSpan(db));

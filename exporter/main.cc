@@ -44,6 +44,10 @@ int main(int argc, char** argv) {
   const std::string shown = rs::EscapeText(checked->shown());
   Progress progress(cl->quiet);
   progress.Show("rankscope-export: exporting " + rs::EscapeText(cl->options.input) + "...");
+  cl->options.warn = [&](const std::string& w) {  // printed even with -q: a warning
+    progress.Done();
+    std::fprintf(stderr, "rankscope-export: warning: %s\n", rs::EscapeText(w).c_str());
+  };
   auto r = Export(cl->options);
   progress.Done();
   if (!r.ok()) {

@@ -109,6 +109,8 @@ rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext& 
   } else {
     o.report = *path;
   }
+  std::string too_large;  // the exporter's warning that the UI may not open it
+  o.warn = [&](const std::string& w) { too_large = w; };
   rs::Result<rs::exporter::ExportResult> done = rs::Error("no file name tried");
   for (int i = 0; i < kNameTries; ++i) {
     o.output = TraceName(ctx.trace_dir, ++count);
@@ -136,6 +138,10 @@ rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext& 
                      std::to_string(r.stats.events()) + " events, " + rs::FormatUtc(from) + " to " +
                      rs::FormatUtc(to) + "): open it in https://ui.perfetto.dev";
   if (!unmarked.empty()) text += "\nwithout the report's verdict marked (" + unmarked + ")";
+  if (!too_large.empty()) {
+    out["warning"] = too_large;
+    text += "\nwarning: " + too_large;
+  }
   return ToolOutput{std::move(out), std::move(text)};
 }
 
