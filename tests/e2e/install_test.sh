@@ -24,7 +24,7 @@ top=$root$pfx
 lib=$root$libdir
 
 for tool in bin/rankscope-analyze bin/rankscope-merge bin/rankscope-export bin/rankscope-fleet \
-  sbin/rankscope-record sbin/rankscope-serve; do
+  bin/rankscope-slurm-summarize sbin/rankscope-record sbin/rankscope-serve; do
   [[ -x "$top/$tool" ]] || fail "$tool not installed under $pfx"
 done
 [[ -f "$lib/libnccl-profiler-rankscope.so" ]] || fail "the plugin is not in $libdir"
@@ -35,6 +35,7 @@ else
     fail "libnccl-profiler.so installed: every NCCL job on the machine would load the plugin"
 fi
 for page in man1/rankscope-analyze.1 man1/rankscope-merge.1 man1/rankscope-export.1 \
+  man1/rankscope-slurm-summarize.1 \
   man5/rankscope-bundle.5 man7/libnccl-profiler-rankscope.7 man8/rankscope-record.8; do
   [[ -f "$top/share/man/$page" ]] || fail "man page $page not installed"
 done
