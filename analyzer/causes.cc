@@ -430,9 +430,8 @@ Straggler IoStraggler(const IoCandidate& c) {
   return s;
 }
 
-RunqShare NodeRunqShare(const SideEvents& side, const CollectiveData& data,
-                        const std::string& node) {
-  RunqShare r;
+std::map<std::string, RunqShare> NodeRunqShares(const SideEvents& side,
+                                                const CollectiveData& data) {
   std::vector<int64_t> first(data.participants.size(), -1), last(data.participants.size(), -1);
   for (const NcclCall& k : data.calls) {
     int64_t& f = first[k.participant];
@@ -459,17 +458,31 @@ RunqShare NodeRunqShare(const SideEvents& side, const CollectiveData& data,
     for (double x : v) t += x;
     return v.empty() ? 0 : t / static_cast<double>(v.size());
   };
-  std::vector<double> others;
+  // Every node's mean, sorted once: each node's "others" are the list without it (MedianOf of
+  // the rest, found by index: N log N for N nodes, not N^2).
+  std::map<std::string, RunqShare> out;
+  std::vector<double> sorted;
   for (const auto& [n, v] : shares) {
-    if (n == node)
-      r.share = mean(v);
-    else if (!v.empty())
-      others.push_back(mean(v));
+    out[n].share = mean(v);
+    sorted.push_back(out[n].share);
   }
-  if (others.empty() || !shares.count(node)) return r;
-  r.others_share = MedianOf(others);
-  r.stands_out = r.share >= 1.3 * r.others_share && r.share - r.others_share >= 0.05;
-  return r;
+  std::sort(sorted.begin(), sorted.end());
+  for (auto& [n, r] : out) {
+    if (sorted.size() < 2) break;
+    const size_t skip = static_cast<size_t>(
+        std::lower_bound(sorted.begin(), sorted.end(), r.share) - sorted.begin());
+    const size_t mid = (sorted.size() - 1) / 2;  // MedianOf: the element at size / 2
+    r.others_share = sorted[mid < skip ? mid : mid + 1];
+    r.stands_out = r.share >= 1.3 * r.others_share && r.share - r.others_share >= 0.05;
+  }
+  return out;
+}
+
+RunqShare NodeRunqShare(const SideEvents& side, const CollectiveData& data,
+                        const std::string& node) {
+  const std::map<std::string, RunqShare> all = NodeRunqShares(side, data);
+  auto it = all.find(node);
+  return it == all.end() ? RunqShare{} : it->second;
 }
 
 NodeExcess NodeLatenessExcess(const std::vector<ArrivalStats>& node_stats,

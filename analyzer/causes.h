@@ -51,6 +51,8 @@ struct RunqShare {
 };
 RunqShare NodeRunqShare(const SideEvents& side, const CollectiveData& data,
                         const std::string& node);
+// The same for every node with ranks that made calls, computed once.
+std::map<std::string, RunqShare> NodeRunqShares(const SideEvents& side, const CollectiveData& data);
 // The cause of a CPU-starved node: its ranks' run-queue share above the other nodes'.
 Cause CpuStarvationCause(const std::string& node, const RunqShare& cpu);
 

@@ -257,6 +257,17 @@ int64_t Median(std::vector<int64_t>& v) {
   return lower + (upper - lower) / 2;
 }
 
+// Median of `sorted` (ascending) without its element at `skip`: what Median gives for the rest,
+// without copying them (the sorted values are shared by every node of a collective, so pairing
+// is N log N per collective, not N^2: 1,024 nodes would be 10^6 per collective).
+int64_t MedianWithout(const std::vector<int64_t>& sorted, size_t skip) {
+  const size_t m = sorted.size() - 1;
+  auto at = [&](size_t j) { return sorted[j < skip ? j : j + 1]; };
+  if (m % 2 == 1) return at(m / 2);
+  const int64_t upper = at(m / 2), lower = at(m / 2 - 1);
+  return lower + (upper - lower) / 2;
+}
+
 // Each node's value in `by_node` (-1: not in the collective) minus the median of the other
 // nodes' values, appended to its samples' `into` (with the collective's time in `into_at`, and
 // in `into_latest` whether it alone was the latest and the chance it had: 1/k among k nodes,
@@ -276,15 +287,17 @@ void PairWithOthers(const std::vector<int64_t>& by_node, int64_t at, std::vector
       tie = true;
     }
   }
-  std::vector<int64_t> others;
+  std::vector<int64_t> present;
+  for (int64_t v : by_node) {
+    if (v >= 0) present.push_back(v);
+  }
+  std::sort(present.begin(), present.end());
   for (size_t n = 0; n < by_node.size(); ++n) {
     if (by_node[n] < 0) continue;
-    others.clear();
-    for (size_t o = 0; o < by_node.size(); ++o) {
-      if (o != n && by_node[o] >= 0) others.push_back(by_node[o]);
-    }
-    if (others.empty()) continue;
-    (m[n].*into).push_back(by_node[n] - Median(others));
+    if (present.size() < 2) continue;  // no other node
+    const auto own = std::lower_bound(present.begin(), present.end(), by_node[n]);
+    const int64_t others = MedianWithout(present, static_cast<size_t>(own - present.begin()));
+    (m[n].*into).push_back(by_node[n] - others);
     (m[n].*into_at).push_back(at);
     (m[n].*into_latest).push_back({1 / k, !tie && latest == static_cast<int64_t>(n)});
   }
@@ -330,14 +343,23 @@ GroupSamples SampleGroup(const CollectiveData& data, const Collective& g, const 
     holds.push_back(h);
     work.push_back(h && r && *h == *r ? std::max<int64_t>(0, c.arrival - *h) : -1);
   }
+  // The quickest and second quickest member's work (-1: none), so that each member's "quickest
+  // other" is found without a pass over the others (N^2 per collective at thousands of ranks).
+  int64_t quickest = -1, second = -1;
+  size_t quickest_at = work.size();
+  for (size_t o = 0; o < work.size(); ++o) {
+    if (work[o] < 0) continue;
+    if (quickest < 0 || work[o] < quickest) {
+      second = quickest;
+      quickest = work[o], quickest_at = o;
+    } else if (second < 0 || work[o] < second) {
+      second = work[o];
+    }
+  }
   for (size_t k = g.begin; k < g.end; ++k) {
     const NcclCall& c = data.calls[k];
     const std::optional<int64_t>& h = holds[k - g.begin];
-    int64_t others_work = -1;  // the quickest other member's
-    for (size_t o = 0; o < work.size(); ++o) {
-      if (o == k - g.begin || work[o] < 0) continue;
-      others_work = others_work < 0 ? work[o] : std::min(others_work, work[o]);
-    }
+    const int64_t others_work = k - g.begin == quickest_at ? second : quickest;  // quickest other
     // Free to arrive: held until h, then (where it came from that call too) the others' work.
     const int64_t own_work = work[k - g.begin];
     const int64_t free = !h ? 0 : own_work >= 0 ? *h + std::max<int64_t>(0, others_work) : *h;

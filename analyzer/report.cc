@@ -501,8 +501,10 @@ std::vector<Straggler> PlaceResourceFindings(const CollectiveData& data, const S
   // The most CPU-starved node, where nothing above names it.
   std::string starved;
   RunqShare starved_share;
+  const std::map<std::string, RunqShare> shares = NodeRunqShares(side, data);
   for (const std::string& node : side.nodes) {
-    RunqShare cpu = NodeRunqShare(side, data, node);
+    auto found = shares.find(node);
+    const RunqShare cpu = found == shares.end() ? RunqShare{} : found->second;
     if (cpu.stands_out && (starved.empty() || cpu.share > starved_share.share)) {
       starved = node;
       starved_share = cpu;

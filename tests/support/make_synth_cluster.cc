@@ -2,7 +2,7 @@
 // and benchmarks of the workstation tools.
 //   make-synth-cluster DIR [--nodes N] [--ranks R] [--steps S] [--fault KIND] [--fault-node K]
 //                      [--offset K=NS,...] [--drift K=PPM,...] [--transfer-ms MS]
-//                      [--extra-sched N] [--seed S] [--collectives sync|async]
+//                      [--extra-sched N] [--launches N] [--seed S] [--collectives sync|async]
 //                      [--buckets N] [--gpu-ops 0|1] [--cuda-calls 0|1] [--gpu-clock-error NS]
 #include <cstdio>
 #include <cstdlib>
@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: make-synth-cluster DIR [--nodes N] [--ranks R] [--steps S] "
                  "[--fault KIND] [--fault-node K] [--offset K=NS,..] [--drift K=PPM,..] "
-                 "[--transfer-ms MS] [--extra-sched N] [--seed S] [--collectives sync|async] "
+                 "[--transfer-ms MS] [--extra-sched N] [--launches N] [--seed S] [--collectives sync|async] "
                  "[--buckets N] [--gpu-ops 0|1] [--cuda-calls 0|1] [--gpu-clock-error NS]\n");
     return 2;
   }
@@ -67,6 +67,8 @@ int main(int argc, char** argv) {
       spec.transfer_ns = static_cast<int64_t>(std::atof(v) * 1e6);
     else if (f == "--extra-sched")
       spec.extra_sched_per_step = std::atoi(v);
+    else if (f == "--launches")
+      spec.launches_per_step = std::atoi(v);
     else if (f == "--seed")
       spec.seed = std::strtoull(v, nullptr, 10);
     else if (f == "--collectives")

@@ -39,6 +39,9 @@ struct ClusterSpec {
   int hang_step = 25;                  // hang: the fault rank never enters this step
   int64_t fault_delay_ns = 8'000'000;  // extra lateness per step of the fault rank
   int extra_sched_per_step = 0;        // padding rows per rank and step (scale tests)
+  // Kernel launches (cudaLaunchKernel rows) per rank and step, spread over its compute: the bulk
+  // of a GPU node's recording (scale tests, summaries' size).
+  int launches_per_step = 0;
   int64_t clock_ref_interval_ns = 1'000'000'000;
   // sync: collectives block (a CPU framework, the test bed's sync mode); async: GPU nodes (see
   // above).

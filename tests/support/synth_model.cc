@@ -82,6 +82,10 @@ class Generator {
       sink.sched(n,
                  SchedRow{Recorded(n, t + k * 1000), 5'000, "off_cpu", Pid(n, l), 0, "swapper/0"});
     }
+    for (int k = 0; k < s_.launches_per_step; ++k) {
+      const int64_t at = t + (k + 1) * s_.step_compute_ns / (s_.launches_per_step + 1);
+      sink.cuda(n, CudaRow{Recorded(n, at), 4'000, Pid(n, l), "cudaLaunchKernel", 7, 0, 0});
+    }
   }
 
   // How much longer the data of step `step` takes to move: loss, every step; ib, the second
