@@ -10,6 +10,7 @@
 
 #include "rscore/duration.h"
 #include "rscore/schema.h"
+#include "rscore/time_arg.h"
 
 namespace analyzer {
 
@@ -130,11 +131,18 @@ rs::Result<void> AddSummaryNotes(rs::Db& db, bool merged, Report& r) {
     nodes += (nodes.empty() ? "" : ", ") + n;
   }
   if (files.empty()) return rs::Ok();
-  r.notes.push_back("the verdict names " + nodes +
-                    ", merged from a summary: for the full evidence "
-                    "fetch its raw bundle and merge it with this merge's inputs (a node's raw "
-                    "bundle is merged in place of its summary): rankscope-merge -o raw.rsdb" +
-                    files + " INPUTS...");
+  std::string hosts = nodes;
+  hosts.erase(std::remove(hosts.begin(), hosts.end(), ' '), hosts.end());
+  r.notes.push_back(
+      "the verdict names " + nodes +
+      ", merged from a summary: for the full evidence fetch its raw bundle and merge it with "
+      "this merge's inputs (a node's raw bundle is merged in place of its summary): "
+      "rankscope-merge -o raw.rsdb" +
+      files +
+      " INPUTS...; where the nodes serve their recordings (rankscope-serve, "
+      "rankscope-record --serve): rankscope-fleet collect --nodes " +
+      hosts + " --since " + rs::FormatUtc(r.start_ns) + " --until " + rs::FormatUtc(r.end_ns) +
+      " raw/ (with --ca, --cert, --key), then rankscope-merge -o raw.rsdb raw/ INPUTS...");
   return rs::Ok();
 }
 
