@@ -13,8 +13,8 @@
 #include "rscore/cli_help.h"
 #include "rscore/clock.h"
 #include "rscore/output.h"
+#include "rscore/summarize.h"
 #include "rscore/text_escape.h"
-#include "summarize.h"
 
 namespace po = boost::program_options;
 
@@ -106,7 +106,7 @@ int RunSummarizeCommand(int argc, char** argv) {
       ++failed;
       continue;
     }
-    auto stats = analyzer::Summarize(bundle, *target, !skip_integrity);
+    auto stats = rs::Summarize(bundle, *target, !skip_integrity);
     if (!stats.ok()) {
       std::cerr << kName << ": " << rs::EscapeText(stats.error().message()) << "\n";
       ++failed;

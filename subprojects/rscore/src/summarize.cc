@@ -1,4 +1,4 @@
-#include "summarize.h"
+#include "rscore/summarize.h"
 
 #include <sys/stat.h>
 
@@ -10,7 +10,7 @@
 #include "rscore/sqlite.h"
 #include "rscore/zstd_file.h"
 
-namespace analyzer {
+namespace rs {
 namespace {
 
 // The CUDA functions the recorder probes that launch a kernel (recorder/cuda_probe.cc: the
@@ -22,8 +22,8 @@ constexpr const char* kLaunches =
 // The tables read last: they keep only what the rows copied before them point to.
 bool CopiedLast(const std::string& table) { return table == "stacks"; }
 
-rs::Result<std::vector<std::string>> Tables(rs::Db& db, const std::string& schema) {
-  ASSIGN_OR_RETURN(rs::Statement st,
+Result<std::vector<std::string>> Tables(Db& db, const std::string& schema) {
+  ASSIGN_OR_RETURN(Statement st,
                    db.Prepare("SELECT name FROM " + schema +
                               ".sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
                               " ORDER BY rowid"));
@@ -36,9 +36,9 @@ rs::Result<std::vector<std::string>> Tables(rs::Db& db, const std::string& schem
   return out;
 }
 
-rs::Result<std::vector<std::string>> Columns(rs::Db& db, const std::string& schema,
-                                             const std::string& table) {
-  ASSIGN_OR_RETURN(rs::Statement st,
+Result<std::vector<std::string>> Columns(Db& db, const std::string& schema,
+                                         const std::string& table) {
+  ASSIGN_OR_RETURN(Statement st,
                    db.Prepare("SELECT name FROM pragma_table_info(?1, ?2) ORDER BY cid"));
   st.Bind(1, table).Bind(2, schema);
   std::vector<std::string> out;
@@ -67,8 +67,8 @@ std::string JobPids(const std::vector<std::string>& src_tables) {
 
 // The rows of `table` a summary keeps, as a WHERE condition over src.`table` (empty: all).
 // Each rule names the analysis whose reads it keeps (summarize.h).
-rs::Result<std::string> KeptRows(rs::Db& db, const std::string& table,
-                                 const std::vector<std::string>& src_tables) {
+Result<std::string> KeptRows(Db& db, const std::string& table,
+                             const std::vector<std::string>& src_tables) {
   if (table == "sched_events") {
     // side_events.cc LoadRunq: run-queue waits of the job's processes.
     return "event = 'runq_latency' AND pid IN (" + JobPids(src_tables) + ")";
@@ -96,8 +96,8 @@ rs::Result<std::string> KeptRows(rs::Db& db, const std::string& table,
   return std::string();
 }
 
-rs::Result<SummaryTable> CopyTable(rs::Db& db, const std::string& table,
-                                   const std::vector<std::string>& src_tables) {
+Result<SummaryTable> CopyTable(Db& db, const std::string& table,
+                               const std::vector<std::string>& src_tables) {
   ASSIGN_OR_RETURN(std::vector<std::string> mine, Columns(db, "main", table));
   ASSIGN_OR_RETURN(std::vector<std::string> theirs, Columns(db, "src", table));
   std::string cols;
@@ -115,8 +115,8 @@ rs::Result<SummaryTable> CopyTable(rs::Db& db, const std::string& table,
   return t;
 }
 
-rs::Result<void> SetMetadata(rs::Db& db, const std::string& key, const std::string& value) {
-  ASSIGN_OR_RETURN(rs::Statement st,
+Result<void> SetMetadata(Db& db, const std::string& key, const std::string& value) {
+  ASSIGN_OR_RETURN(Statement st,
                    db.Prepare("INSERT OR REPLACE INTO main.metadata(key, value) VALUES (?, ?)"));
   return st.Bind(1, key).Bind(2, value).Run();
 }
@@ -132,7 +132,7 @@ std::string Absolute(const std::string& path) {
 }
 
 // Copies the tables of the attached `src` into the summary's database.
-rs::Result<std::vector<SummaryTable>> CopyKept(rs::Db& db) {
+Result<std::vector<SummaryTable>> CopyKept(Db& db) {
   ASSIGN_OR_RETURN(std::vector<std::string> mine, Tables(db, "main"));
   ASSIGN_OR_RETURN(std::vector<std::string> theirs, Tables(db, "src"));
   std::vector<SummaryTable> out;
@@ -148,27 +148,27 @@ rs::Result<std::vector<SummaryTable>> CopyKept(rs::Db& db) {
 
 }  // namespace
 
-rs::Result<SummaryStats> Summarize(const std::string& input, const rs::OutputTarget& target,
-                                   bool check_integrity) {
-  ASSIGN_OR_RETURN(rs::OpenedDb src, rs::OpenRankscopeFile(input, check_integrity));
-  const rs::BundleInfo& info = src.info();
+Result<SummaryStats> Summarize(const std::string& input, const OutputTarget& target,
+                               bool check_integrity) {
+  ASSIGN_OR_RETURN(OpenedDb src, OpenRankscopeFile(input, check_integrity));
+  const BundleInfo& info = src.info();
   if (info.db_kind != "bundle") {
-    return rs::Error(input + ": is a merged database; summarize each node's .rsb bundle");
+    return Error(input + ": is a merged database; summarize each node's .rsb bundle");
   }
   if (info.metadata.count("summary_version")) {
-    return rs::Error(input + ": is already a summary (of " + info.metadata.at("summary_version") +
-                     "); summarize the raw .rsb bundle");
+    return Error(input + ": is already a summary (of " + info.metadata.at("summary_version") +
+                 "); summarize the raw .rsb bundle");
   }
   SummaryStats stats;
   stats.node = info.node;
   stats.bundle_bytes = FileBytes(input);
-  ASSIGN_OR_RETURN(rs::TempFile image, rs::TempFile::Create("", "summary.db"));
+  ASSIGN_OR_RETURN(TempFile image, TempFile::Create("", "summary.db"));
   {
-    ASSIGN_OR_RETURN(rs::Db db, rs::Db::Open(image.path(), rs::Db::Mode::kReadWrite));
+    ASSIGN_OR_RETURN(Db db, Db::Open(image.path(), Db::Mode::kReadWrite));
     RETURN_IF_ERROR(db.Exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"));
-    RETURN_IF_ERROR(rs::CreateSchema(db, rs::DbKind::kBundle));
+    RETURN_IF_ERROR(CreateSchema(db, DbKind::kBundle));
     RETURN_IF_ERROR(db.GuardInput(input));
-    ASSIGN_OR_RETURN(rs::Statement attach, db.Prepare("ATTACH DATABASE ? AS src"));
+    ASSIGN_OR_RETURN(Statement attach, db.Prepare("ATTACH DATABASE ? AS src"));
     RETURN_IF_ERROR(attach.Bind(1, src.sqlite_path()).Run());
     auto copied = CopyKept(db);
     RETURN_IF_ERROR(db.Exec("DETACH DATABASE src"));
@@ -182,13 +182,13 @@ rs::Result<SummaryStats> Summarize(const std::string& input, const rs::OutputTar
       RETURN_IF_ERROR(SetMetadata(db, "summary_rows." + t.table,
                                   std::to_string(t.rows_kept) + "/" + std::to_string(t.rows_read)));
     }
-    RETURN_IF_ERROR(rs::CreateIndexes(db));
+    RETURN_IF_ERROR(CreateIndexes(db));
   }
-  ASSIGN_OR_RETURN(rs::OutputFile out, rs::OutputFile::Create(target));
-  RETURN_IF_ERROR(rs::CompressToFd(image.path(), out.fd(), out.shown(), 9));
+  ASSIGN_OR_RETURN(OutputFile out, OutputFile::Create(target));
+  RETURN_IF_ERROR(CompressToFd(image.path(), out.fd(), out.shown(), 9));
   stats.summary_bytes = FileBytes(out.path());
   RETURN_IF_ERROR(out.Commit());
   return stats;
 }
 
-}  // namespace analyzer
+}  // namespace rs
