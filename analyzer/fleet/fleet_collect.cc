@@ -37,7 +37,7 @@ rs::Result<void> MakeDirs(const std::string& path) {
 }  // namespace
 
 rs::Result<std::string> CollectPath(const std::string& dir, const std::string& name,
-                                    const std::string& node) {
+                                    const std::string& node, const std::string& ext) {
   if (auto v = rs::ValidateNodeName(node, "the node's answer"); !v.ok()) return v.error();
   if (name.empty() || name.front() == '/') return rs::Error("'" + name + "' is not a bundle name");
   std::string sub;
@@ -53,7 +53,7 @@ rs::Result<std::string> CollectPath(const std::string& dir, const std::string& n
     sub += part + "/";
     start = slash + 1;
   }
-  return dir + "/" + sub + node + ".rsb";
+  return dir + "/" + sub + node + ext;
 }
 
 rs::Result<CollectResult> RunFleetCollect(const FleetCollect& c) {
@@ -71,13 +71,14 @@ rs::Result<CollectResult> RunFleetCollect(const FleetCollect& c) {
       ForEachNode(c.nodes, c.auth, c.fan, [&](size_t i, NodeClient& client) -> rs::Result<void> {
         ASSIGN_OR_RETURN(rs::WireClock clock, client.MeasureClock(kClockExchanges));
         answered[i] = clock.node;
-        ASSIGN_OR_RETURN(rs::wire::BundleList list, client.ListBundles(c.since_ns, c.until_ns));
+        ASSIGN_OR_RETURN(rs::wire::BundleList list,
+                         client.ListBundles(c.since_ns, c.until_ns, c.summaries));
         if (list.bundles.empty()) {
           return rs::Error("no bundle overlaps the time asked for");
         }
         std::string failures;
         for (const rs::wire::BundleEntry& b : list.bundles) {
-          auto dest = CollectPath(c.dir, b.name, b.node);
+          auto dest = CollectPath(c.dir, b.name, b.node, c.summaries ? ".rss" : ".rsb");
           if (!dest.ok()) {
             failures += (failures.empty() ? "" : "; ") + dest.error().message();
             continue;
@@ -92,7 +93,7 @@ rs::Result<CollectResult> RunFleetCollect(const FleetCollect& c) {
             }
           }
           RETURN_IF_ERROR(MakeDirs(rs::DirOf(*dest)));
-          auto fetched = client.Fetch(b, *dest);
+          auto fetched = client.Fetch(b, *dest, c.summaries);
           if (!fetched.ok()) {
             failures += (failures.empty() ? "" : "; ") + fetched.error().message();
             continue;

@@ -21,6 +21,9 @@ struct FleetCollect {
   FanOutOptions fan;                   // per_request: a download takes as long as it takes
   int64_t since_ns = 0, until_ns = 0;  // 0: open
   std::string dir;
+  // The nodes' summaries of their bundles (GET /v1/summaries: each node summarizes its own,
+  // rscore/summarize.h) as DIR/NODE.rss, instead of the raw bundles.
+  bool summaries = false;
 };
 
 struct CollectResult {
@@ -38,6 +41,6 @@ rs::Result<CollectResult> RunFleetCollect(const FleetCollect& c);
 // node's name as the file name. An error for a name that would leave `dir` (absolute, "..")
 // or a node name that is not one.
 rs::Result<std::string> CollectPath(const std::string& dir, const std::string& name,
-                                    const std::string& node);
+                                    const std::string& node, const std::string& ext = ".rsb");
 
 }  // namespace fleet

@@ -158,13 +158,19 @@ const HelpText kCollectHelp = {
         "the node's XXH64 checksum. Each node's clock offset as measured over the wire is\n"
         "stored beside its bundles in clock_offsets.json, which rankscope-merge compares with\n"
         "its own clock alignment. TIME: ISO 8601 UTC (2026-11-25T02:14:00Z) or epoch\n"
-        "nanoseconds. A node that fails or has no bundle in the range is a warning (exit 3).",
+        "nanoseconds. A node that fails or has no bundle in the range is a warning (exit 3).\n"
+        "With --summaries each node summarizes its bundles (rankscope-analyze summarize) and\n"
+        "only the summaries come, as DIR/NODE.rss: for a large job's verdict; the report then\n"
+        "names the nodes whose raw bundles to collect.",
     .examples =
         {{"rankscope-fleet collect --nodes nodes.txt --ca ca.pem --cert ws.pem --key ws.key "
           "--since 2026-11-25T02:00:00Z --until 2026-11-25T02:30:00Z bundles/",
           "half an hour of every node"},
          {"rankscope-merge -o job.rsdb bundles/",
-          "then: merge them (a second collect resumes and skips what is there)"}},
+          "then: merge them (a second collect resumes and skips what is there)"},
+         {"rankscope-fleet collect --summaries --nodes 'node[1-1024]' --ca ca.pem --cert ws.pem "
+          "--key ws.key --since 2026-11-25T02:00:00Z --until 2026-11-25T02:30:00Z sums/",
+          "a large job: each node's summaries only"}},
     .man_page = "rankscope-fleet(1)",
     .more_exit_codes = ", 3 partial (nodes failed)"};
 
@@ -271,6 +277,7 @@ int QueryMain(int argc, char** argv) {
 int CollectMain(int argc, char** argv) {
   Common c;
   std::string since, until, out_dir;
+  bool summaries = false;
   po::options_description opts;
   AddCommon(opts, c,
             "a node that does not answer a request within DURATION is left out (default 30s; "
@@ -279,7 +286,10 @@ int CollectMain(int argc, char** argv) {
                      "bundles whose recording ends at or after TIME")(
       "until", po::value<std::string>(&until)->value_name("TIME"),
       "bundles whose recording starts at or before TIME")(
-      "out,o", po::value<std::string>(&out_dir)->value_name("DIR"), "the directory (or as DIR)");
+      "out,o", po::value<std::string>(&out_dir)->value_name("DIR"), "the directory (or as DIR)")(
+      "summaries", po::bool_switch(&summaries),
+      "each node's summaries of its bundles (NODE.rss, made on the node: what the report "
+      "reads, nothing raw) instead of the bundles");
   AddLast(opts, c);
   auto parsed = Parse(argc, argv, opts);
   if (!parsed.ok()) {
@@ -300,6 +310,7 @@ int CollectMain(int argc, char** argv) {
   }
   fleet::FleetCollect col;
   col.dir = out_dir.empty() ? parsed->positional[0] : out_dir;
+  col.summaries = summaries;
   auto auth = Prepare(c, col.nodes, col.fan);
   if (!auth.ok()) return usage(auth.error().message());
   col.auth = *auth;
@@ -321,8 +332,9 @@ int CollectMain(int argc, char** argv) {
   }
   PrintWarnings(r->warnings);
   if (!c.quiet) {
-    std::cerr << "rankscope-fleet collect: " << r->bundles << " bundle(s) from " << r->nodes_ok
-              << " of " << col.nodes.size() << " nodes into " << col.dir << " (" << r->transferred
+    std::cerr << "rankscope-fleet collect: " << r->bundles
+              << (summaries ? " summary file(s)" : " bundle(s)") << " from " << r->nodes_ok << " of "
+              << col.nodes.size() << " nodes into " << col.dir << " (" << r->transferred
               << " bytes transferred";
     if (r->resumed) std::cerr << ", " << r->resumed << " resumed";
     if (r->already_there) std::cerr << ", " << r->already_there << " already there";

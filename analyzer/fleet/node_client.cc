@@ -277,9 +277,10 @@ rs::Result<rs::wire::QueryReply> NodeClient::Query(rs::wire::QueryRequest req) {
   return reply;
 }
 
-rs::Result<rs::wire::BundleList> NodeClient::ListBundles(int64_t since_ns, int64_t until_ns) {
+rs::Result<rs::wire::BundleList> NodeClient::ListBundles(int64_t since_ns, int64_t until_ns,
+                                                         bool summaries) {
   RETURN_IF_ERROR(Prepare());
-  std::string path = "/v1/bundles";
+  std::string path = summaries ? "/v1/summaries" : "/v1/bundles";
   std::string sep = "?";
   if (since_ns) path += sep + "since=" + std::to_string(since_ns), sep = "&";
   if (until_ns) path += sep + "until=" + std::to_string(until_ns);
@@ -293,10 +294,10 @@ rs::Result<rs::wire::BundleList> NodeClient::ListBundles(int64_t since_ns, int64
 }
 
 rs::Result<NodeClient::Download> NodeClient::Fetch(const rs::wire::BundleEntry& entry,
-                                                   const std::string& dest) {
+                                                   const std::string& dest, bool summary) {
   Download d;
   d.bytes = entry.bytes;
-  const std::string what = "bundle " + entry.name;
+  const std::string what = (summary ? "summary of " : "bundle ") + entry.name;
   if (access(dest.c_str(), F_OK) == 0) {
     auto sum = rs::FileXxh64(dest);
     if (sum.ok() && *sum == entry.xxh64) {
@@ -326,8 +327,9 @@ rs::Result<NodeClient::Download> NodeClient::Fetch(const rs::wire::BundleEntry& 
     std::string write_error;
     int status = 0;
     std::string error_body;
+    const std::string url = (summary ? "/v1/summary/" : "/v1/bundle/") + entry.name;
     auto res = http_->Get(
-        "/v1/bundle/" + entry.name, headers,
+        url, headers,
         [&](const httplib::Response& r) {
           status = r.status;
           if (r.status == 200 && d.resumed_from > 0) {  // the node sent all of it
@@ -340,7 +342,7 @@ rs::Result<NodeClient::Download> NodeClient::Fetch(const rs::wire::BundleEntry& 
           if (r.status == 200 || r.status == 206) {
             const std::string sum = r.get_header_value(rs::wire::kXxh64Header);
             if (sum != entry.xxh64) {
-              write_error = "the node's checksum changed since it listed the bundle";
+              write_error = "the node's checksum changed since it listed it";
               return false;
             }
           }

@@ -46,7 +46,10 @@ class NodeClient {
   // `exchanges` round trips to GET /v1/time over one connection; the fastest is kept.
   rs::Result<rs::WireClock> MeasureClock(int exchanges);
   rs::Result<rs::wire::QueryReply> Query(rs::wire::QueryRequest req);
-  rs::Result<rs::wire::BundleList> ListBundles(int64_t since_ns, int64_t until_ns);
+  // The bundles overlapping [since, until]; with `summaries`, their summaries (made by the node
+  // on request: GET /v1/summaries), listed with the summaries' sizes and checksums.
+  rs::Result<rs::wire::BundleList> ListBundles(int64_t since_ns, int64_t until_ns,
+                                               bool summaries = false);
 
   struct Download {
     int64_t bytes = 0;           // the file's size
@@ -56,7 +59,9 @@ class NodeClient {
   };
   // `entry` into `dest` (through `dest`.part, resumed when present), its checksum verified;
   // a mismatch removes the partial file.
-  rs::Result<Download> Fetch(const rs::wire::BundleEntry& entry, const std::string& dest);
+  // With `summary`, the entry's summary (GET /v1/summary/NAME), as ListBundles listed it.
+  rs::Result<Download> Fetch(const rs::wire::BundleEntry& entry, const std::string& dest,
+                             bool summary = false);
 
   // From another thread: ends the request in flight (the node is past its time).
   void Stop();

@@ -8,6 +8,8 @@
 #include <cstring>
 
 #include "rscore/file_checksum.h"
+#include "rscore/output.h"
+#include "rscore/summarize.h"
 
 namespace serve {
 namespace {
@@ -144,6 +146,32 @@ rs::Result<std::shared_ptr<rs::OpenedDb>> BundleStore::Open(const std::string& n
   opened_.push_front({name, key, db});
   while (opened_.size() > open_cache_) opened_.pop_back();
   return db;
+}
+
+rs::Result<BundleStore::Located> BundleStore::Summary(const std::string& name) {
+  ASSIGN_OR_RETURN(Located loc, Find(name));
+  FileKey key;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = known_.find(name);
+    if (it == known_.end()) return rs::Error("bundle '" + name + "' went away meanwhile");
+    key = it->second.key;
+  }
+  std::lock_guard<std::mutex> lock(summary_mu_);
+  auto it = summaries_.find(name);
+  if (it != summaries_.end() && it->second.key == key) {
+    return Located{it->second.entry, it->second.file.path()};
+  }
+  ASSIGN_OR_RETURN(rs::TempFile file, rs::TempFile::Create("", "summary.rss"));
+  ASSIGN_OR_RETURN(rs::OutputTarget target, rs::CheckOutput(file.path(), true, {loc.path}));
+  auto made = rs::Summarize(loc.path, target);
+  if (!made.ok()) return rs::Error(name + ": cannot summarize: " + made.error().message());
+  rs::wire::BundleEntry entry = loc.entry;
+  entry.bytes = made->summary_bytes;
+  ASSIGN_OR_RETURN(entry.xxh64, rs::FileXxh64(file.path()));
+  SummaryEntry& kept = summaries_[name];
+  kept = SummaryEntry{key, entry, std::move(file)};
+  return Located{kept.entry, kept.file.path()};
 }
 
 }  // namespace serve

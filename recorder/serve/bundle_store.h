@@ -40,6 +40,10 @@ class BundleStore {
   // A bundle of the last listing (listing again when it is not in it): never a path built
   // from `name`, so a name cannot reach outside the directory.
   rs::Result<Located> Find(const std::string& name);
+  // The summary of a bundle of the last listing (rscore/summarize.h), made on the first call
+  // for that version of the bundle into a private temporary file and kept while it is
+  // unchanged: its entry has the bundle's name and span and the summary's size and checksum.
+  rs::Result<Located> Summary(const std::string& name);
   // The name of the bundle with the latest end (the default a query reads).
   rs::Result<std::string> Newest();
 
@@ -75,6 +79,13 @@ class BundleStore {
   };
   std::list<OpenEntry> opened_;  // most recently used first
   std::mutex open_mu_;
+  struct SummaryEntry {
+    FileKey key;
+    rs::wire::BundleEntry entry;
+    rs::TempFile file;
+  };
+  std::map<std::string, SummaryEntry> summaries_;  // bundle name -> its summary
+  std::mutex summary_mu_;  // held while one is made: a second request for it waits
 };
 
 }  // namespace serve

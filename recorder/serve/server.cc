@@ -156,9 +156,11 @@ void Server::Route() {
   const ServeOptions& o = config_.options;
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     ++requests_;
-    // Ranges are for the bundle downloads; cpp-httplib would apply one to any reply (an error
-    // cut to a range of its JSON, a query's rows as 206).
-    if (req.path.rfind("/v1/bundle/", 0) != 0) const_cast<httplib::Request&>(req).ranges.clear();
+    // Ranges are for the bundle and summary downloads; cpp-httplib would apply one to any reply (an
+    // error cut to a range of its JSON, a query's rows as 206).
+    if (req.path.rfind("/v1/bundle/", 0) != 0 && req.path.rfind("/v1/summary/", 0) != 0) {
+      const_cast<httplib::Request&>(req).ranges.clear();
+    }
     auto refuse = [&](int status, const std::string& why) {
       Fail(res, status, why);
       guard_->EndAfterResponse();  // its body, if any, is not read as a next request
@@ -290,7 +292,10 @@ void Server::Route() {
     res.set_content(std::move(body).value(), kJson);
   });
 
-  http_->Get("/v1/bundles", [this](const httplib::Request& req, httplib::Response& res) {
+  // The bundles overlapping ?since&until, or (/v1/summaries) their summaries: each made here on
+  // the first request for that version of its bundle (rscore/summarize.h), its size and
+  // checksum listed, so that nothing raw leaves the node unless asked for.
+  auto list = [this](const httplib::Request& req, httplib::Response& res, bool summaries) {
     guard_->RequestRead();
     int64_t since = 0, until = 0;
     for (auto [key, dest] : {std::pair{"since", &since}, std::pair{"until", &until}}) {
@@ -306,19 +311,32 @@ void Server::Route() {
     if (!listing.ok()) return Fail(res, 500, listing.error().message());
     std::vector<rs::wire::BundleEntry> out;
     for (const auto& b : listing->bundles) {
-      if (rs::wire::Overlaps(b, since, until)) out.push_back(b);
+      if (!rs::wire::Overlaps(b, since, until)) continue;
+      if (!summaries) {
+        out.push_back(b);
+        continue;
+      }
+      auto summary = store_.Summary(b.name);
+      if (!summary.ok()) return Fail(res, 500, summary.error().message());
+      out.push_back(summary->entry);
     }
     res.set_content(rs::wire::EncodeBundleList(config_.node, out), kJson);
+  };
+  http_->Get("/v1/bundles", [list](const httplib::Request& req, httplib::Response& res) {
+    list(req, res, false);
   });
+  http_->Get("/v1/summaries",
+             [list](const httplib::Request& req, httplib::Response& res) { list(req, res, true); });
 
-  http_->Get("/v1/bundle/(.+)", [this](const httplib::Request& req, httplib::Response& res) {
+  // A bundle, or its summary, for download: ranges and the checksum the listing gave.
+  auto send = [this](const httplib::Request& req, httplib::Response& res, bool summary) {
     guard_->RequestRead();
     // cpp-httplib applies req.ranges to whatever reply this makes: an error's JSON must not be
     // cut to the range, and a range that ends past the file is the rest of the file (RFC 9110).
     auto& ranges = const_cast<httplib::Request&>(req).ranges;
     std::vector<std::pair<ssize_t, ssize_t>> asked(ranges.begin(), ranges.end());
     ranges.clear();
-    auto found = store_.Find(req.matches[1].str());
+    auto found = summary ? store_.Summary(req.matches[1].str()) : store_.Find(req.matches[1].str());
     if (!found.ok()) return Fail(res, 404, found.error().message());
     const int fd = open(found->path.c_str(), O_RDONLY | O_CLOEXEC);
     struct stat st {};
@@ -350,7 +368,12 @@ void Server::Route() {
           return sink.write(buf.data(), static_cast<size_t>(n));
         },
         [fd](bool) { close(fd); });
+  };
+  http_->Get("/v1/bundle/(.+)", [send](const httplib::Request& req, httplib::Response& res) {
+    send(req, res, false);
   });
+  http_->Get("/v1/summary/(.+)",
+             [send](const httplib::Request& req, httplib::Response& res) { send(req, res, true); });
 }
 
 }  // namespace serve

@@ -192,6 +192,32 @@ diff "$WORK/viacopy/report.txt" "$WORK/viafleet/report.txt" >/dev/null ||
   fail "reports differ: $(diff "$WORK/viacopy/report.txt" "$WORK/viafleet/report.txt" | head)"
 pass "collect: bundles byte for byte; merge: $agree wire clocks agree; report identical to copying ($(head -1 "$WORK/viafleet/report.txt"))"
 
+# ---- collect --summaries: each node summarizes its own bundles ----------------------------------
+in_time
+fleet collect --summaries --nodes "$WORK/nodes.txt" "${TLS[@]}" --since 2000-01-01T00:00:00Z \
+  --until 2100-01-01T00:00:00Z "$WORK/viafleet/summaries" 2>"$WORK/collect.txt" ||
+  fail "collect --summaries: $(cat "$WORK/collect.txt")"
+for ((k = 0; k < NODES; k++)); do
+  got=$WORK/viafleet/summaries/node$k.rss
+  [[ -f "$got" ]] || fail "no summary of node$k: $(ls "$WORK/viafleet/summaries")"
+  v=$("$ANALYZE" query "$got" -f csv "SELECT value FROM metadata WHERE key = 'summary_version'" | tail -1)
+  [[ "$v" == 1 ]] || fail "node$k.rss is no summary (summary_version '$v')"
+  [[ $("$ANALYZE" query "$got" -f csv "SELECT COUNT(*) FROM nccl_events" | tail -1) == \
+     $("$ANALYZE" query "$WORK/synth/node$k.rsb" -f csv "SELECT COUNT(*) FROM nccl_events" | tail -1) ]] ||
+    fail "node$k.rss lacks NCCL calls of its bundle"
+done
+ls "$WORK"/viafleet/summaries/*.rsb >/dev/null 2>&1 && fail "collect --summaries brought raw bundles"
+(cd "$WORK/viafleet" && "$MERGE" -q -o summaries.rsdb summaries && "$ANALYZE" report summaries.rsdb >summaries.txt)
+diff <(head -1 "$WORK/viacopy/report.txt") <(head -1 "$WORK/viafleet/summaries.txt") >/dev/null ||
+  fail "the verdict from the nodes' summaries differs: $(head -1 "$WORK/viafleet/summaries.txt")"
+grep -q "merged from summaries" "$WORK/viafleet/summaries.txt" || fail "the report does not say it read summaries"
+# Asked again: the node's summaries are kept (the same checksums), nothing is downloaded anew.
+fleet collect --summaries --nodes "$WORK/nodes.txt" "${TLS[@]}" --since 2000-01-01T00:00:00Z \
+  --until 2100-01-01T00:00:00Z "$WORK/viafleet/summaries" 2>"$WORK/collect.txt" ||
+  fail "collect --summaries again: $(cat "$WORK/collect.txt")"
+grep -q "$NODES already there" "$WORK/collect.txt" || fail "summaries made anew: $(cat "$WORK/collect.txt")"
+pass "collect --summaries: every node's summary made on the node, merged: the same verdict ($(head -1 "$WORK/viafleet/summaries.txt"))"
+
 # ---- resume and checksum ------------------------------------------------------------------------
 in_time
 B=$WORK/viafleet/bundles
