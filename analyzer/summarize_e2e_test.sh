@@ -49,6 +49,28 @@ fi
   fail "summary_of is not the bundle's absolute path"
 echo "ok: node0's summary keeps $kept of $read_ scheduler rows, every NCCL call, GPU operation, retransmit and block request"
 
+# A corrupt summary among good ones: the merge skips it naming it (exit 3), the report names it
+# and the other nodes still give their verdict (the CPU-starved node of the cpu run).
+mkdir "$dir/bad"
+cp "$dir"/cpu/summaries/*.rss "$dir/bad/"
+k=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["stragglers"][0]["node"])' "$dir/cpu/report.json")
+victim=node0; [[ $k == node0 ]] && victim=node1
+truncate -s 5000 "$dir/bad/$victim.rss"
+set +e
+"$merge" -q -o "$dir/bad.rsdb" "$dir/bad" 2> "$dir/bad.err"; rc=$?
+set -e
+((rc == 3)) && grep -q "skipped $dir/bad/$victim.rss" "$dir/bad.err" ||
+  fail "a truncated summary: merge exit $rc, $(cat "$dir/bad.err")"
+"$analyze" report -q "$dir/bad.rsdb" --format json -o "$dir/bad.json" || true
+python3 - "$dir/bad.json" "$k" "$victim" <<'PY' || fail "a truncated summary: the verdict or the note is missing"
+import json, sys
+r, node, victim = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+assert r["stragglers"] and r["stragglers"][0]["node"] == node, r["verdict"]
+assert any(n.startswith("input ") and victim + ".rss" in n and "missing from this report" in n
+           for n in r["notes"]), r["notes"]
+PY
+echo "ok: a truncated summary is named and skipped; $k is still the verdict"
+
 # The CLI: a merged database and a summary are refused (1); -o with two bundles and an existing
 # output are usage errors (2); one bad bundle among good ones is named, the others written (3).
 set +e
