@@ -118,8 +118,9 @@ rs::Result<void> AddSummaryNotes(rs::Db& db, bool merged, Report& r) {
   for (const auto& [node, file] : raw) listed += (listed.empty() ? "" : ", ") + node;
   r.notes.push_back(std::to_string(raw.size()) + " node(s) merged from summaries (" + listed +
                     "): the rows this report reads are all there, but their off-CPU intervals, "
-                    "other processes' run-queue waits and CUDA kernel launches were left on the "
-                    "nodes (a trace of them shows less)");
+                    "other processes' run-queue waits and asynchronous CUDA calls (kernel "
+                    "launches, asynchronous copies) were left on the nodes (a trace of them "
+                    "shows less)");
   std::set<std::string> named;
   for (const Straggler& s : r.stragglers) named.insert(s.node);
   for (const std::string& n : r.hang.culprit_nodes) named.insert(n);

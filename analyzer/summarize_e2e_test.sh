@@ -17,7 +17,7 @@ for fault in cpu hang none; do
   k=$((RANDOM % 4))
   run="$dir/$fault"
   mkdir -p "$run/bundles"
-  "$synth" "$run/bundles" --fault "$fault" --fault-node "$k" --seed "$seed" \
+  "$synth" "$run/bundles" --fault "$fault" --fault-node "$k" --seed "$seed" --collectives async \
     --offset "1=3000000,2=-2500000,3=7000000" > /dev/null
   "$merge" -q -o "$run/raw.rsdb" "$run/bundles"
   "$analyze" report -q "$run/raw.rsdb" --format json -o "$run/report.json" || true
@@ -26,19 +26,28 @@ for fault in cpu hang none; do
 done
 
 # What a summary keeps reconciles with its bundle: the run-queue waits of the job's processes
-# and nothing else of sched_events, every non-launch CUDA call, every NCCL call and GPU operation,
-# and its metadata's counts are its rows.
+# and nothing else of sched_events; the CUDA calls that may wait for the device, those in
+# flight and each thread's latest, and no other launch or asynchronous call; every NCCL call
+# and GPU operation; its metadata's counts are its rows.
 b="$dir/cpu/bundles/node0.rsb" s="$dir/cpu/summaries/node0.rss"
 q() { "$analyze" query "$1" "$2" --format csv -q | tail -n 1; }
 jobs="(SELECT pid FROM nccl_events UNION SELECT pid FROM gpu_ops UNION SELECT pid FROM processes WHERE rank IS NOT NULL)"
 for sql in "SELECT COUNT(*) FROM nccl_events" "SELECT COUNT(*) FROM gpu_ops" \
   "SELECT COUNT(*) FROM tcp_events" "SELECT COUNT(*) FROM block_events" \
   "SELECT COUNT(*) FROM sched_events WHERE event = 'runq_latency' AND pid IN $jobs" \
-  "SELECT COUNT(*) FROM cuda_events WHERE api NOT LIKE '%LaunchKernel%'"; do
+  "SELECT COUNT(*) FROM cuda_events WHERE api LIKE '%Synchronize%' OR api = 'cudaMemcpy'" \
+  "SELECT COUNT(*) FROM cuda_events WHERE state <> 'complete' OR duration_ns IS NULL" \
+  "SELECT group_concat(api || '@' || ts, ',') FROM (SELECT api, MAX(timestamp_ns) AS ts FROM
+     cuda_events GROUP BY pid, tid ORDER BY pid, tid)"; do
   [[ $(q "$b" "$sql") == $(q "$s" "$sql") ]] || fail "$sql: bundle $(q "$b" "$sql"), summary $(q "$s" "$sql")"
 done
 [[ $(q "$s" "SELECT COUNT(*) FROM sched_events WHERE event <> 'runq_latency' OR pid NOT IN $jobs") == 0 ]] ||
   fail "the summary kept off-CPU intervals or other processes' waits"
+[[ $(q "$s" "SELECT COUNT(*) FROM cuda_events WHERE api IN ('cudaLaunchKernel', 'cudaMemcpyAsync',
+     'cudaStreamWaitEvent')") -le $(q "$s" "SELECT COUNT(DISTINCT pid || '/' || tid) FROM cuda_events") ]] ||
+  fail "the summary kept kernel launches or asynchronous calls beyond each thread's latest"
+[[ $(q "$b" "SELECT COUNT(*) FROM cuda_events WHERE api = 'cudaLaunchKernel'") -gt 0 ]] ||
+  fail "the synthetic bundle has no kernel launches to leave out"
 kept=$(q "$s" "SELECT COUNT(*) FROM sched_events")
 read_=$(q "$b" "SELECT COUNT(*) FROM sched_events")
 if ((kept < read_)); then

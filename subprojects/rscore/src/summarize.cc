@@ -13,11 +13,14 @@
 namespace rs {
 namespace {
 
-// The CUDA functions the recorder probes that launch a kernel (recorder/cuda_probe.cc: the
-// functions flagged CUDA_LAUNCH): thousands per second per rank on a real job, read by no
-// analysis one by one.
-constexpr const char* kLaunches =
-    "('cudaLaunchKernel', 'cudaLaunchKernel_ptsz', 'cudaLaunchKernelExC', 'cuLaunchKernel')";
+// The CUDA calls that may wait for the device: a synchronize of any kind, and the copies and
+// sets that are not asynchronous (analyzer/hang_activity.cc IsBlockingCudaCall; the rendezvous
+// of merger/rendezvous.cc are among them). The others (kernel launches, asynchronous copies,
+// stream-event waits: thousands per second per rank on a real job) are read by no analysis one
+// by one.
+constexpr const char* kBlockingCuda =
+    "(api LIKE '%Synchronize%' OR ((api LIKE 'cudaMemcpy%' OR api LIKE 'cuMemcpy%' OR"
+    " api LIKE 'cudaMemset%' OR api LIKE 'cuMemset%') AND api NOT LIKE '%Async%'))";
 
 // The tables read last: they keep only what the rows copied before them point to.
 bool CopiedLast(const std::string& table) { return table == "stacks"; }
@@ -74,13 +77,13 @@ Result<std::string> KeptRows(Db& db, const std::string& table,
     return "event = 'runq_latency' AND pid IN (" + JobPids(src_tables) + ")";
   }
   if (table == "cuda_events") {
-    // hang_activity.cc: calls in flight and a rank's latest call; rendezvous.cc: the
-    // synchronizing calls; call_semantics.cc: which processes call CUDA. SQLite takes a bare
-    // column beside MAX() from the row holding the maximum.
-    return std::string("api NOT IN ") + kLaunches +
+    // analyzer/hang_activity.cc: calls in flight and a rank's latest call (each thread's latest
+    // is kept); merger/rendezvous.cc: the synchronizing calls; analyzer/call_semantics.cc:
+    // which processes call CUDA. SQLite takes a bare column beside MAX() from the row holding
+    // the maximum.
+    return std::string(kBlockingCuda) +
            " OR duration_ns IS NULL OR state <> 'complete' OR id IN (SELECT id FROM (SELECT id,"
-           " MAX(timestamp_ns) FROM src.cuda_events WHERE api IN " +
-           kLaunches + " GROUP BY pid, tid))";
+           " MAX(timestamp_ns) FROM src.cuda_events GROUP BY pid, tid))";
   }
   if (table == "stacks") {
     std::string ids;

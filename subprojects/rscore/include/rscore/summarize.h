@@ -9,10 +9,11 @@
 // RDMA counters, Flight Recorder records); of the bulky ones only the rows an analysis reads:
 //  - sched_events: the run-queue waits of the job's processes (analyzer/side_events.cc
 //    LoadRunq reads only those); off-CPU intervals and other processes' waits are left out;
-//  - cuda_events: every call but kernel launches, and of the launches those in flight and each
-//    thread's latest (analyzer/hang_activity.cc reads in-flight calls and a rank's latest call;
+//  - cuda_events: the calls that may wait for the device (synchronizes, copies and sets that
+//    are not asynchronous), every call in flight, and each thread's latest call
+//    (analyzer/hang_activity.cc reads in-flight calls and a rank's latest call;
 //    merger/rendezvous.cc the synchronizing calls; analyzer/call_semantics.cc which processes
-//    call CUDA);
+//    call CUDA); kernel launches, asynchronous copies and stream-event waits are left out;
 //  - stacks: those a kept row points to.
 // Its metadata says it is one (summary_version) and, per reduced table, the rows read and kept
 // (summary_rows.TABLE = "KEPT/READ"), and where the raw bundle was (summary_of).
