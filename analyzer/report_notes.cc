@@ -121,8 +121,10 @@ rs::Result<void> AddSummaryNotes(rs::Db& db, bool merged, Report& r) {
                     "other processes' run-queue waits and asynchronous CUDA calls (kernel "
                     "launches, asynchronous copies) were left on the nodes (a trace of them "
                     "shows less)");
-  std::set<std::string> named;
-  for (const Straggler& s : r.stragglers) named.insert(s.node);
+  std::set<std::string> named;  // an undetermined finding names nobody
+  for (const Straggler& s : r.stragglers) {
+    if (s.confidence != Confidence::kUndetermined) named.insert(s.node);
+  }
   for (const std::string& n : r.hang.culprit_nodes) named.insert(n);
   std::string files, nodes;
   for (const std::string& n : named) {

@@ -60,10 +60,10 @@ rs::Result<FileStamp> Stamp(const std::string& path) {
                    static_cast<int64_t>(st.st_ino)};
 }
 
-// What validating one file learns; `error` set when the file is unusable.
 // A summary (rankscope-analyze summarize): a bundle reduced to what the report reads.
 bool IsSummary(const rs::BundleInfo& info) { return info.metadata.count("summary_version") > 0; }
 
+// What validating one file learns; `error` set when the file is unusable.
 struct Probe {
   std::optional<std::string> error;
   rs::BundleInfo info;

@@ -59,7 +59,7 @@ if raw_node:
     if any(raw_node + "," in n or raw_node + ")" in n for n in summarized):
         problems.append("%s is listed among the summarized nodes: %s" % (raw_node, summarized))
 # Each node the verdict names, merged from its summary: the note gives its raw bundle's path.
-named = {x["node"] for x in got.get("stragglers") or []}
+named = {x["node"] for x in got.get("stragglers") or [] if x.get("confidence") != "undetermined"}
 named |= set((got.get("hang") or {}).get("culprit_nodes") or [])
 for node in sorted(named - {raw_node}):
     path = os.path.realpath(os.path.join(bundles, node + ".rsb"))

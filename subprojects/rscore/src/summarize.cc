@@ -159,8 +159,10 @@ Result<SummaryStats> Summarize(const std::string& input, const OutputTarget& tar
     return Error(input + ": is a merged database; summarize each node's .rsb bundle");
   }
   if (info.metadata.count("summary_version")) {
-    return Error(input + ": is already a summary (of " + info.metadata.at("summary_version") +
-                 "); summarize the raw .rsb bundle");
+    auto of = info.metadata.find("summary_of");
+    return Error(input + ": is already a summary" +
+                 (of == info.metadata.end() ? std::string() : " (of " + of->second + ")") +
+                 "; summarize the raw .rsb bundle");
   }
   SummaryStats stats;
   stats.node = info.node;
@@ -174,8 +176,9 @@ Result<SummaryStats> Summarize(const std::string& input, const OutputTarget& tar
     ASSIGN_OR_RETURN(Statement attach, db.Prepare("ATTACH DATABASE ? AS src"));
     RETURN_IF_ERROR(attach.Bind(1, src.sqlite_path()).Run());
     auto copied = CopyKept(db);
-    RETURN_IF_ERROR(db.Exec("DETACH DATABASE src"));
-    if (!copied.ok()) return copied.error();
+    auto detached = db.Exec("DETACH DATABASE src");
+    if (!copied.ok()) return copied.error();  // the first error is the one that explains
+    RETURN_IF_ERROR(detached);
     stats.tables = std::move(copied).value();
     RETURN_IF_ERROR(SetMetadata(db, "summary_version", std::to_string(kSummaryVersion)));
     RETURN_IF_ERROR(SetMetadata(db, "summary_of", Absolute(input)));
