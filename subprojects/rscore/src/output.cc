@@ -102,21 +102,27 @@ int FdOpen(const char* path, int flags, int mode) {
   return open(path, flags, static_cast<mode_t>(mode));
 }
 
+// Installed before the first connection, and again whenever SQLite's own VFS is the default
+// again: sqlite3_shutdown() followed by a new initialization registers it as the default anew
+// (the memory-budget test shuts SQLite down to choose its allocator, and every later test that
+// opened an unnamed file failed on the link it no longer kept).
 void InstallSqliteFdPaths() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    sqlite3_vfs* base = sqlite3_vfs_find(nullptr);
-    if (!base || base->iVersion < 3 || !base->xSetSystemCall) return;
-    g_unix_vfs = base;
-    g_fd_vfs = *base;
-    g_fd_vfs.zName = "rankscope-unix";
-    g_fd_vfs.xFullPathname = FdFullPathname;
-    if (base->xSetSystemCall(base, "open", reinterpret_cast<sqlite3_syscall_ptr>(&FdOpen)) !=
-        SQLITE_OK) {
-      return;
-    }
-    sqlite3_vfs_register(&g_fd_vfs, /*makeDflt=*/1);
-  });
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  sqlite3_vfs* base = sqlite3_vfs_find(nullptr);
+  if (!base || base == &g_fd_vfs || base->iVersion < 3 || !base->xSetSystemCall) return;
+  if (sqlite3_vfs_find(g_fd_vfs.zName ? g_fd_vfs.zName : "") == &g_fd_vfs) {
+    sqlite3_vfs_unregister(&g_fd_vfs);  // still listed: unlinked before it is copied over
+  }
+  g_unix_vfs = base;
+  g_fd_vfs = *base;
+  g_fd_vfs.zName = "rankscope-unix";
+  g_fd_vfs.xFullPathname = FdFullPathname;
+  if (base->xSetSystemCall(base, "open", reinterpret_cast<sqlite3_syscall_ptr>(&FdOpen)) !=
+      SQLITE_OK) {
+    return;
+  }
+  sqlite3_vfs_register(&g_fd_vfs, /*makeDflt=*/1);
 }
 
 bool ProcFdUsable() {
