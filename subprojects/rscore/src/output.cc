@@ -109,14 +109,19 @@ int FdOpen(const char* path, int flags, int mode) {
 void InstallSqliteFdPaths() {
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
+  // By name, not by address: a process can hold two copies of this code (the recorder and its
+  // serve module each link rscore), and the one installed first serves both; a copy that
+  // installed itself over the other would make each call the other's without end.
+  constexpr const char* kName = "rankscope-unix";
   sqlite3_vfs* base = sqlite3_vfs_find(nullptr);
-  if (!base || base == &g_fd_vfs || base->iVersion < 3 || !base->xSetSystemCall) return;
-  if (sqlite3_vfs_find(g_fd_vfs.zName ? g_fd_vfs.zName : "") == &g_fd_vfs) {
+  if (!base || (base->zName && std::strcmp(base->zName, kName) == 0)) return;
+  if (base->iVersion < 3 || !base->xSetSystemCall) return;
+  if (sqlite3_vfs_find(kName) == &g_fd_vfs) {
     sqlite3_vfs_unregister(&g_fd_vfs);  // still listed: unlinked before it is copied over
   }
   g_unix_vfs = base;
   g_fd_vfs = *base;
-  g_fd_vfs.zName = "rankscope-unix";
+  g_fd_vfs.zName = kName;
   g_fd_vfs.xFullPathname = FdFullPathname;
   if (base->xSetSystemCall(base, "open", reinterpret_cast<sqlite3_syscall_ptr>(&FdOpen)) !=
       SQLITE_OK) {
