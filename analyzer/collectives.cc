@@ -291,10 +291,10 @@ void PairWithOthers(const std::vector<int64_t>& by_node, int64_t at, std::vector
   for (int64_t v : by_node) {
     if (v >= 0) present.push_back(v);
   }
+  if (present.size() < 2) return;  // no other node to pair with
   std::sort(present.begin(), present.end());
   for (size_t n = 0; n < by_node.size(); ++n) {
     if (by_node[n] < 0) continue;
-    if (present.size() < 2) continue;  // no other node
     const auto own = std::lower_bound(present.begin(), present.end(), by_node[n]);
     const int64_t others = MedianWithout(present, static_cast<size_t>(own - present.begin()));
     (m[n].*into).push_back(by_node[n] - others);

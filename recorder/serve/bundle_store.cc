@@ -123,15 +123,16 @@ rs::Result<std::string> BundleStore::Newest() {
   return newest->name;
 }
 
+rs::Result<BundleStore::FileKey> BundleStore::KeyOf(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = known_.find(name);
+  if (it == known_.end()) return rs::Error("bundle '" + name + "' went away meanwhile");
+  return it->second.key;
+}
+
 rs::Result<std::shared_ptr<rs::OpenedDb>> BundleStore::Open(const std::string& name) {
   ASSIGN_OR_RETURN(Located loc, Find(name));
-  FileKey key;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = known_.find(name);
-    if (it == known_.end()) return rs::Error("bundle '" + name + "' went away meanwhile");
-    key = it->second.key;
-  }
+  ASSIGN_OR_RETURN(const FileKey key, KeyOf(name));
   std::lock_guard<std::mutex> lock(open_mu_);
   for (auto it = opened_.begin(); it != opened_.end(); ++it) {
     if (it->name == name && it->key == key) {
@@ -150,13 +151,7 @@ rs::Result<std::shared_ptr<rs::OpenedDb>> BundleStore::Open(const std::string& n
 
 rs::Result<BundleStore::Located> BundleStore::Summary(const std::string& name) {
   ASSIGN_OR_RETURN(Located loc, Find(name));
-  FileKey key;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = known_.find(name);
-    if (it == known_.end()) return rs::Error("bundle '" + name + "' went away meanwhile");
-    key = it->second.key;
-  }
+  ASSIGN_OR_RETURN(const FileKey key, KeyOf(name));
   std::lock_guard<std::mutex> lock(summary_mu_);
   auto it = summaries_.find(name);
   if (it != summaries_.end() && it->second.key == key) {

@@ -67,6 +67,8 @@ class BundleStore {
     std::string error;  // not a bundle: why
   };
   void Scan(const std::string& rel, int depth, std::map<std::string, Known>& seen);
+  // The version of a bundle of the last listing (an error if it went away since).
+  rs::Result<FileKey> KeyOf(const std::string& name);
 
   std::string dir_;
   size_t open_cache_;

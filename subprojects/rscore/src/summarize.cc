@@ -25,11 +25,8 @@ constexpr const char* kBlockingCuda =
 // The tables read last: they keep only what the rows copied before them point to.
 bool CopiedLast(const std::string& table) { return table == "stacks"; }
 
-Result<std::vector<std::string>> Tables(Db& db, const std::string& schema) {
-  ASSIGN_OR_RETURN(Statement st,
-                   db.Prepare("SELECT name FROM " + schema +
-                              ".sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-                              " ORDER BY rowid"));
+// The first column of every row of `st`, as text.
+Result<std::vector<std::string>> Names(Statement& st) {
   std::vector<std::string> out;
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
@@ -39,18 +36,20 @@ Result<std::vector<std::string>> Tables(Db& db, const std::string& schema) {
   return out;
 }
 
+Result<std::vector<std::string>> Tables(Db& db, const std::string& schema) {
+  ASSIGN_OR_RETURN(Statement st,
+                   db.Prepare("SELECT name FROM " + schema +
+                              ".sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+                              " ORDER BY rowid"));
+  return Names(st);
+}
+
 Result<std::vector<std::string>> Columns(Db& db, const std::string& schema,
                                          const std::string& table) {
   ASSIGN_OR_RETURN(Statement st,
                    db.Prepare("SELECT name FROM pragma_table_info(?1, ?2) ORDER BY cid"));
   st.Bind(1, table).Bind(2, schema);
-  std::vector<std::string> out;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    out.push_back(st.Text(0));
-  }
-  return out;
+  return Names(st);
 }
 
 bool Has(const std::vector<std::string>& v, const std::string& x) {
