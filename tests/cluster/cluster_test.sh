@@ -149,6 +149,18 @@ merge_and_report() {
 }
 qcuda() { qview cuda_events cu "$1"; }
 
+# The report from the bundles' summaries equals the raw bundles' (tests/cluster/summary_check.sh:
+# every field but the input and the notes about summaries), from summaries alone and with the
+# fault node's raw bundle among them.   check_summaries RAW_JSON BUNDLE_DIR [EXTRA_INPUT]
+check_summaries() {
+  local raw got
+  for raw in "" "node$FAULT_NODE"; do
+    got=$(REPORT=$1 BUNDLES=$2 EXTRA=${3:-} "$SRC/tests/cluster/summary_check.sh" "$BUILD" \
+      "$OUT/run" $raw 2>&1) || fail "the report from summaries${raw:+ and the raw bundle of $raw}: $got"
+    echo "$got"
+  done
+}
+
 scenario_none() {
   # Clock skew and drift on two nodes: the bundles' contents must not depend on them.
   run_harness none --skew node1=5000000,node2=-3000000 --drift node2=50
@@ -478,6 +490,7 @@ assert t["graph_replay_ops"] > 0 and t["graph_replays_uncompared"] == 0, t
 print("ok: the report names %s rank %d (%s) on %d replayed GPU operations" % (
     node, rank, top["confidence"], t["graph_replay_ops"]))
 PY
+  check_summaries "$OUT/graph.json" "$OUT/run/bundles"
   echo "ok: $replays replays per rank recorded apart from the $BUCKETS captured calls"
 }
 
@@ -521,6 +534,7 @@ assert top["node"] == node, "named %s" % top["node"]
 assert top["confidence"] in ("medium", "high"), top["confidence"]
 print("ok: the report names %s (%s, cause %s)" % (node, top["confidence"], top.get("cause")))
 PY
+  check_summaries "$OUT/nb.json" "$OUT/run/bundles"
   echo "ok: $calls non-blocking AllReduce calls recorded and timed on the device, launched on NCCL's thread"
   # The multi-group job on non-blocking communicators, split from a non-blocking world: many
   # launches of several communicators in flight on the devices while the hosts launch more.
@@ -594,6 +608,7 @@ assert not others, "other nodes named: %s" % others
 print("ok: the report names %s (%s), cause network on mlx5_0 port 1, evidence %s" % (
     node, top["confidence"], kinds))
 PY
+  check_summaries "$OUT/rdma.json" "$OUT/run/bundles"
 }
 
 # Always-on recorders (--ring) that cut by themselves (--cut-on-stall) through a cut
@@ -618,6 +633,7 @@ assert node in (hang.get("culprit_nodes") or []), "culprits %s" % hang.get("culp
 print("ok: the stall cut of %s names %s (rank %d) the hang's culprit, confidence %s" % (
     sys.argv[1], node, rank, hang.get("confidence")))
 PY
+  check_summaries "$OUT/cut.json" "$stall"
   echo "ok: one cluster-wide stall cut, $NODES bundles: $(basename "$stall")"
 }
 
@@ -652,6 +668,7 @@ print("ok: recording and %d Flight Recorder dumps agree: %s rank %d never issued
     world, node, rank, fr["hang"]["op"], fr["hang"]["seq"], fr["hang"]["process_group"]))
 PY
     fail "report on the bundles and the dumps"
+  check_summaries "$OUT/fr.json" "$OUT/run/bundles" "$OUT/run/fr"
 }
 
 scenario_hang() {
