@@ -66,6 +66,7 @@ bool IsSummary(const rs::BundleInfo& info) { return info.metadata.count("summary
 // What validating one file learns; `error` set when the file is unusable.
 struct Probe {
   std::optional<std::string> error;
+  rs::ErrorKind error_kind = rs::ErrorKind::kOther;
   rs::BundleInfo info;
   FileStamp stamp;
   std::optional<std::pair<int64_t, int64_t>> keys;
@@ -95,9 +96,11 @@ void ProbeFile(const std::string& file, Probe& p) {
   auto stamp = Stamp(file);
   auto opened = rs::OpenRankscopeFile(file, true);
   if (!opened.ok() || !stamp.ok()) {
-    std::string msg = opened.ok() ? stamp.error().message() : opened.error().message();
+    const rs::Error& e = opened.ok() ? stamp.error() : opened.error();
+    std::string msg = e.message();
     if (msg.rfind(file + ": ", 0) == 0) msg = msg.substr(file.size() + 2);
     p.error = msg;
+    p.error_kind = e.kind();
     return;
   }
   p.stamp = stamp.value();
@@ -252,6 +255,15 @@ std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostrea
           << "\n";
     };
     Probe& probe = probes[f];
+    if (probe.error && probe.error_kind == rs::ErrorKind::kNoSpace) {
+      // No room to decompress: the merge stops with it (every later input would fail alike),
+      // so it is not said to be skipped.
+      in.status = "skipped";
+      in.reason = *probe.error;
+      in.reason_kind = probe.error_kind;
+      inputs.push_back(std::move(in));
+      continue;
+    }
     if (probe.error) {
       skip(*probe.error);
       inputs.push_back(std::move(in));

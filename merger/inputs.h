@@ -32,6 +32,7 @@ struct Input {
   std::string file;
   std::string status;  // 'merged' | 'skipped' | 'duplicate'
   std::string reason;  // why skipped, or what was changed to merge it; empty when clean
+  rs::ErrorKind reason_kind = rs::ErrorKind::kOther;  // of the error that skipped it
   // Learned while validating.
   rs::BundleInfo info;
   FileStamp stamp;

@@ -45,13 +45,7 @@ constexpr mode_t kMergedMode = 0600;
 
 // A disk (or quota) that filled up, said by SQLite or by a write of rankscope's own: the merge
 // cannot go on, whichever input it was copying.
-bool NoSpace(const std::string& message) {
-  for (const char* m : {"database or disk is full", "No space left on device",
-                        "no space left on device", "Disk quota exceeded", "disk quota exceeded"}) {
-    if (message.find(m) != std::string::npos) return true;
-  }
-  return false;
-}
+bool NoSpace(const rs::Error& e) { return e.Is(rs::ErrorKind::kNoSpace); }
 
 class Progress {
  public:
@@ -274,7 +268,10 @@ std::vector<size_t> CopyOrder(const std::vector<Input*>& merged) {
 class MergeRun {
  public:
   MergeRun(const MergeOptions& opt, std::ostream& log, rs::OutputFile& out_file)
-      : opt_(opt), log_(log), out_file_(out_file), progress_(opt.progress, opt.progress_plain, log) {}
+      : opt_(opt),
+        log_(log),
+        out_file_(out_file),
+        progress_(opt.progress, opt.progress_plain, log) {}
 
   rs::Result<void> Plan();
   rs::Result<void> OpenOutput();
@@ -305,7 +302,7 @@ class MergeRun {
   std::map<int, InputCopy> copies_;
   std::vector<std::pair<int, Part>> kept_;  // parts whose event tables are still to add
   std::map<int, std::vector<TableCount>> counts_;
-  FrPlan fr_;  // Flight Recorder dumps among the inputs
+  FrPlan fr_;                                           // Flight Recorder dumps among the inputs
   std::optional<std::pair<int64_t, int64_t>> fr_span_;  // the span when dumps are all there is
 };
 
@@ -331,7 +328,10 @@ rs::Result<void> MergeRun::Plan() {
   progress_.Done();
   for (const Input& in : inputs_) {
     // No room for the decompressed copies: every later input would fail alike.
-    if (in.status == "skipped" && NoSpace(in.reason)) return rs::Error(in.file + ": " + in.reason);
+    if (in.status == "skipped" && in.reason_kind == rs::ErrorKind::kNoSpace) {
+      return rs::Error("no space left on device for temporary files: " + in.file + ": " + in.reason,
+                       in.reason_kind);
+    }
   }
   std::string skipped_list;
   for (Input& in : inputs_) {
@@ -352,8 +352,8 @@ rs::Result<void> MergeRun::Plan() {
                      " input(s) failed validation, nothing written:" + skipped_list);
   }
   if (merged_.empty() && fr_.dumps.empty()) {
-    return rs::Error("nothing merged: no valid input among " + std::to_string(given) +
-                     " file(s)" + skipped_list);
+    return rs::Error("nothing merged: no valid input among " + std::to_string(given) + " file(s)" +
+                     skipped_list);
   }
   if (merged_.empty()) return rs::Ok();  // Flight Recorder dumps only: no clocks to align
   RETURN_IF_ERROR(WarnForeignInputs(merged_, opt_.strict, result_));
@@ -411,7 +411,7 @@ rs::Result<void> MergeRun::CopyInputs() {
     parts_->Discard(std::move(in.image));  // its temp file is no longer needed
     progress_.Done();
     if (!c.ok()) {
-      if (NoSpace(c.error().message())) return c.error();  // said as such by Merge
+      if (NoSpace(c.error())) return c.error();  // said as such by Merge
       // The input validated but could not be copied (changed since, or lacks a NOT NULL
       // column this version needs).
       in.status = "skipped";
@@ -553,15 +553,17 @@ rs::Result<MergeResult> MergeInto(const MergeOptions& opt, std::ostream& log,
 rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
   rs::OutputFile out_file;  // dropped on an error: nothing of the output remains
   auto r = MergeInto(opt, log, out_file);
-  // SQLite's "database or disk is full" said as what it is, naming where the merge writes.
-  if (r.ok() || !NoSpace(r.error().message()) ||
+  // SQLite's "database or disk is full" said as what it is, naming where the merge writes
+  // (where the message does not say so already).
+  if (r.ok() || !NoSpace(r.error()) ||
       r.error().message().find("no space left on device") != std::string::npos) {
     return r;
   }
   const std::string where = out_file.target().kind == rs::OutputTarget::Kind::kFile
                                 ? opt.out_path
                                 : "temporary files in " + out_file.dir();
-  return rs::Error("no space left on device writing " + where + " (" + r.error().message() + ")");
+  return rs::Error("no space left on device writing " + where + " (" + r.error().message() + ")",
+                   rs::ErrorKind::kNoSpace);
 }
 
 }  // namespace merge

@@ -165,6 +165,15 @@ if unshare -m true 2>/dev/null; then
     grep -q "copy failed" nospace.err && fail "merge onto a full disk says 'copy failed'"
     [[ -s nospace.left ]] && fail "merge onto a full disk left $(cat nospace.left)"
     tmp_empty "merge onto a full disk"
+    # No room for the inputs' decompressed copies (TMPDIR on a tmpfs within the 64 MiB the
+    # decompression keeps free): the merge stops at the first input and says where to make
+    # room, instead of skipping every input for the same reason.
+    unshare -m bash -c "mount -t tmpfs -o size=64m tmpfs tiny || exit 77
+      TMPDIR=\$PWD/tiny '$merge' -q -o out/noroom.rsdb small/ 2>noroom.err; echo \$? >noroom.rc"
+    [[ $(cat noroom.rc) == 1 ]] || fail "merge without room for its temporaries exits $(cat noroom.rc)"
+    grep -q "set TMPDIR to a file system with room" noroom.err && ! grep -q "skipping" noroom.err ||
+      fail "merge without room for its temporaries: $(cat noroom.err)"
+    [[ ! -e out/noroom.rsdb ]] || fail "merge without room for its temporaries left out/noroom.rsdb"
   fi
 else
   echo "note: no mount namespace: the full-disk merge is not checked"

@@ -39,7 +39,7 @@ Result<TempFile> TempFile::Create(const std::string& dir_in, const std::string& 
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');
   int fd = mkstemp(buf.data());
-  if (fd < 0) return Error(dir + ": cannot create a temporary file: " + std::strerror(errno));
+  if (fd < 0) return ErrnoError(dir + ": cannot create a temporary file", errno);
   fchmod(fd, 0600);
   close(fd);
   TempFile t;
@@ -122,7 +122,7 @@ Result<void> BundleWriter::Finalize() {
   if (rename(partial.c_str(), out_path_.c_str()) != 0) {
     int e = errno;
     unlink(partial.c_str());
-    return Error(out_path_ + ": cannot move bundle into place: " + std::strerror(e));
+    return ErrnoError(out_path_ + ": cannot move bundle into place", e);
   }
   return Ok();
 }
@@ -130,7 +130,7 @@ Result<void> BundleWriter::Finalize() {
 Result<BundleInfo> ReadBundleInfo(Db& db) {
   BundleInfo info;
   auto st = db.Prepare("SELECT key, value FROM metadata");
-  if (!st.ok()) return Error("not a rankscope database (no metadata table)");
+  if (!st.ok()) return Error("not a rankscope database (no metadata table)", ErrorKind::kCorrupt);
   for (;;) {
     ASSIGN_OR_RETURN(bool row, st->Step());
     if (!row) break;
@@ -178,7 +178,7 @@ Result<OpenedDb> OpenRankscopeFile(const std::string& path, bool check_integrity
     return Error(pre + m);
   };
   struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return Error(path + ": " + std::strerror(errno));
+  if (stat(path.c_str(), &st) != 0) return ErrnoError(path, errno);
   if (S_ISDIR(st.st_mode)) return Error(path + ": is a directory, not a bundle or database");
   if (!S_ISREG(st.st_mode)) {
     const char* kind = S_ISCHR(st.st_mode)    ? "a character device"
@@ -187,7 +187,7 @@ Result<OpenedDb> OpenRankscopeFile(const std::string& path, bool check_integrity
                                               : "a socket";
     return Error(path + ": not a regular file (" + kind + "), not a bundle or database");
   }
-  if (st.st_size == 0) return Error(path + ": empty file, not a bundle");
+  if (st.st_size == 0) return Error(path + ": empty file, not a bundle", ErrorKind::kCorrupt);
   OpenedDb out;
   out.source_path_ = path;
   if (HasZstdMagic(path)) {
@@ -223,10 +223,14 @@ Result<OpenedDb> OpenRankscopeFile(const std::string& path, bool check_integrity
   }
   if (check_integrity) {
     auto qc = out.db_->QueryText("PRAGMA quick_check");
-    if (!qc.ok() && qc.error().message().rfind(path + ": ", 0) == 0) return qc.error();  // a limit
-    if (!qc.ok()) return Error(path + ": SQLite image is corrupt (" + qc.error().message() + ")");
+    if (!qc.ok() && qc.error().Is(ErrorKind::kRefused)) return qc.error();  // a guard's limit
+    if (!qc.ok()) {
+      return Error(path + ": SQLite image is corrupt (" + qc.error().message() + ")",
+                   ErrorKind::kCorrupt);
+    }
     if (!qc.value() || *qc.value() != "ok") {
-      return Error(path + ": SQLite image is corrupt (" + qc.value().value_or("?") + ")");
+      return Error(path + ": SQLite image is corrupt (" + qc.value().value_or("?") + ")",
+                   ErrorKind::kCorrupt);
     }
   }
   auto info = ReadBundleInfo(*out.db_);

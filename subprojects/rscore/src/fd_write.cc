@@ -11,9 +11,9 @@
 namespace rs {
 
 Error WriteError(const std::string& name, int err) {
-  if (err == ENOSPC) return Error("no space left on device writing " + name);
-  if (err == EDQUOT) return Error("disk quota exceeded writing " + name);
-  return Error("cannot write " + name + ": " + std::strerror(err));
+  if (err == ENOSPC) return Error("no space left on device writing " + name, ErrorKind::kNoSpace);
+  if (err == EDQUOT) return Error("disk quota exceeded writing " + name, ErrorKind::kNoSpace);
+  return ErrnoError("cannot write " + name, err);
 }
 
 Result<void> WriteAllTo(int fd, const void* data, size_t size, const std::string& name) {

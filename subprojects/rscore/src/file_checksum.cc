@@ -20,7 +20,7 @@ std::string Xxh64Hex(uint64_t hash) {
 
 Result<std::string> FileXxh64(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error(path + ": " + std::strerror(errno));
+  if (fd < 0) return ErrnoError(path, errno);
   std::unique_ptr<XXH64_state_t, XXH_errorcode (*)(XXH64_state_t*)> state(XXH64_createState(),
                                                                           XXH64_freeState);
   XXH64_reset(state.get(), 0);
@@ -29,7 +29,7 @@ Result<std::string> FileXxh64(const std::string& path) {
     ssize_t n = read(fd, buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      Error e(path + ": read failed: " + std::strerror(errno));
+      Error e = ErrnoError(path + ": read failed", errno);
       close(fd);
       return e;
     }

@@ -336,13 +336,13 @@ Result<OutputFile> OutputFile::Create(const OutputTarget& target) {
       return f;
     }
     if (!NoUnnamedFiles(errno)) {
-      return Error(target.path + ": cannot create a file in " + f.dir_ + ": " + Errno(errno));
+      return ErrnoError(target.path + ": cannot create a file in " + f.dir_, errno);
     }
   }
   std::string name = TempTemplate(f.dir_, BaseOf(target.path));
   f.fd_ = mkostemp(name.data(), O_CLOEXEC);
   if (f.fd_ < 0) {
-    return Error(target.path + ": cannot create a file in " + f.dir_ + ": " + Errno(errno));
+    return ErrnoError(target.path + ": cannot create a file in " + f.dir_, errno);
   }
   f.cleanup_slot_ = AddSignalCleanup(name);
   f.named_ = name;
@@ -396,7 +396,7 @@ Result<void> OutputFile::Commit() {
     int out = STDOUT_FILENO;
     if (target_.kind == OutputTarget::Kind::kStream) {
       out = open(target_.path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
-      if (out < 0) return Error("cannot open " + target_.path + ": " + Errno(errno));
+      if (out < 0) return ErrnoError("cannot open " + target_.path, errno);
     }
     char buf[1 << 16];
     Result<void> r = Ok();
@@ -404,7 +404,7 @@ Result<void> OutputFile::Commit() {
       const ssize_t n = pread(fd_, buf, sizeof buf, off);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
-        r = Error("cannot read the copy of " + shown() + " in " + dir_ + ": " + Errno(errno));
+        r = ErrnoError("cannot read the copy of " + shown() + " in " + dir_, errno);
         break;
       }
       if (n == 0) break;
@@ -418,7 +418,7 @@ Result<void> OutputFile::Commit() {
   }
   const std::string& to = target_.path;
   if (fchmod(fd_, target_.mode) != 0) {
-    return Error(to + ": cannot set its mode: " + Errno(errno));
+    return ErrnoError(to + ": cannot set its mode", errno);
   }
   if (!named_.empty()) {
     // A temporary with a name: linked (no file may appear under the name meanwhile) or, with
@@ -434,11 +434,11 @@ Result<void> OutputFile::Commit() {
         struct stat st {};
         if ((e != EPERM && e != EOPNOTSUPP) || lstat(to.c_str(), &st) == 0 ||
             rename(named_.c_str(), to.c_str()) != 0) {
-          return Error(to + ": cannot move the finished file into place: " + Errno(e));
+          return ErrnoError(to + ": cannot move the finished file into place", e);
         }
       }
     } else if (rename(named_.c_str(), to.c_str()) != 0) {
-      return Error(to + ": cannot move the finished file into place: " + Errno(errno));
+      return ErrnoError(to + ": cannot move the finished file into place", errno);
     }
     Discard();  // unlinks the temporary's name where it is still there (after link)
     return Ok();
@@ -454,7 +454,7 @@ Result<void> OutputFile::Commit() {
                      "(--force replaces it)");
       }
       if (e == ENOSPC || e == EDQUOT) return WriteError(to, e);
-      return Error(to + ": cannot move the finished file into place: " + Errno(e));
+      return ErrnoError(to + ": cannot move the finished file into place", e);
     }
     Discard();
     return Ok();
@@ -464,14 +464,14 @@ Result<void> OutputFile::Commit() {
     if (linkat(AT_FDCWD, path_.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) != 0) {
       if (errno == EEXIST && attempt < 100) continue;
       if (errno == ENOSPC || errno == EDQUOT) return WriteError(to, errno);
-      return Error(to + ": cannot move the finished file into place: " + Errno(errno));
+      return ErrnoError(to + ": cannot move the finished file into place", errno);
     }
     const int slot = AddSignalCleanup(name);
     const int rc = rename(name.c_str(), to.c_str());
     const int e = errno;
     if (rc != 0) unlink(name.c_str());
     RemoveSignalCleanup(slot);
-    if (rc != 0) return Error(to + ": cannot move the finished file into place: " + Errno(e));
+    if (rc != 0) return ErrnoError(to + ": cannot move the finished file into place", e);
     break;
   }
   Discard();
@@ -484,7 +484,8 @@ Result<ScratchFile> CreateScratchFile(const std::string& dir, const std::string&
   ScratchFile f;
   auto fail = [&](int e) {
     return Error(dir + ": cannot create a temporary file: " + Errno(e) +
-                 (dir == TempDir() ? " (set TMPDIR to a writable directory)" : ""));
+                     (dir == TempDir() ? " (set TMPDIR to a writable directory)" : ""),
+                 ErrnoKind(e));
   };
   if (ProcFdUsable()) {
     f.fd = g_force_named.load() ? -1 : open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);

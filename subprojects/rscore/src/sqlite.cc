@@ -25,6 +25,43 @@ std::string QuoteIdentifier(std::string_view name) {
   return q + "\"";
 }
 
+ErrorKind SqliteErrorKind(sqlite3* db) {
+  switch (sqlite3_errcode(db) & 0xff) {
+    case SQLITE_FULL:
+      return ErrorKind::kNoSpace;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return ErrorKind::kCorrupt;
+    case SQLITE_PERM:
+    case SQLITE_READONLY:
+    case SQLITE_AUTH:
+      return ErrorKind::kRefused;
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+      // What the operating system said, where SQLite kept it (a write that hit ENOSPC is an
+      // SQLITE_IOERR_WRITE; an open of a missing path SQLITE_CANTOPEN with ENOENT).
+      return ErrnoKind(sqlite3_system_errno(db));
+    default:
+      return ErrorKind::kOther;
+  }
+}
+
+namespace {
+
+// Whether the last error is an input guard's limit (time, value size): reading further was
+// refused, and the message names the input by the guard's label.
+bool GuardLimitHit(sqlite3* db, const InputGuardState* guard) {
+  const int code = sqlite3_errcode(db) & 0xff;
+  return guard != nullptr && ((code == SQLITE_INTERRUPT && guard->hit) || code == SQLITE_TOOBIG);
+}
+
+}  // namespace
+
+Error SqliteError(sqlite3* db, const InputGuardState* guard) {
+  return Error(SqliteErrorText(db, guard),
+               GuardLimitHit(db, guard) ? ErrorKind::kRefused : SqliteErrorKind(db));
+}
+
 std::string SqliteErrorText(sqlite3* db, const InputGuardState* guard) {
   const int code = sqlite3_errcode(db) & 0xff;
   if (guard != nullptr && code == SQLITE_INTERRUPT && guard->hit) {
@@ -77,9 +114,9 @@ void Db::RestartDeadline(int64_t time_limit_ns, const std::string& what) {
 
 Error Db::StepError(std::string_view prefix) const {
   if (!db_) return Error(path_ + ": " + std::string(prefix) + ": no database");
-  std::string text = SqliteErrorText(db_, guard_.get());
-  if (guard_ && text.rfind(guard_->label + ": ", 0) == 0) return Error(text);
-  return Error(path_ + ": " + std::string(prefix) + ": " + sqlite3_errmsg(db_));
+  if (GuardLimitHit(db_, guard_.get())) return SqliteError(db_, guard_.get());
+  return Error(path_ + ": " + std::string(prefix) + ": " + sqlite3_errmsg(db_),
+               SqliteErrorKind(db_));
 }
 
 Result<Db> Db::Open(const std::string& path, Mode mode) {
@@ -101,7 +138,8 @@ Result<Db> Db::Open(const std::string& path, Mode mode) {
   int rc = sqlite3_open_v2(path.c_str(), &db.db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db.db_ ? sqlite3_errmsg(db.db_) : sqlite3_errstr(rc);
-    return Error(path + ": cannot open SQLite database: " + msg);
+    return Error(path + ": cannot open SQLite database: " + msg,
+                 db.db_ ? SqliteErrorKind(db.db_) : ErrorKind::kOther);
   }
   sqlite3_extended_result_codes(db.db_, 1);
   sqlite3_busy_timeout(db.db_, 5000);
@@ -133,8 +171,9 @@ Result<void> Db::Close() {
 }
 
 Error Db::LastError(std::string_view what) const {
-  return Error(path_ + ": " + std::string(what) + ": " +
-               (db_ ? sqlite3_errmsg(db_) : "no database"));
+  return Error(
+      path_ + ": " + std::string(what) + ": " + (db_ ? sqlite3_errmsg(db_) : "no database"),
+      db_ ? SqliteErrorKind(db_) : ErrorKind::kOther);
 }
 
 Result<void> Db::Exec(std::string_view sql) {
@@ -143,11 +182,8 @@ Result<void> Db::Exec(std::string_view sql) {
   if (sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
     std::string msg = err ? err : "unknown error";
     sqlite3_free(err);
-    if (guard_) {
-      std::string text = SqliteErrorText(db_, guard_.get());
-      if (text.rfind(guard_->label + ": ", 0) == 0) return Error(text);
-    }
-    return Error(path_ + ": SQL failed: " + msg);
+    if (GuardLimitHit(db_, guard_.get())) return SqliteError(db_, guard_.get());
+    return Error(path_ + ": SQL failed: " + msg, SqliteErrorKind(db_));
   }
   return Ok();
 }
@@ -156,7 +192,7 @@ Result<Statement> Db::Prepare(std::string_view sql) {
   sqlite3_stmt* stmt = nullptr;
   if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr) !=
       SQLITE_OK) {
-    return Error(SqliteErrorText(db_, guard_.get()));
+    return SqliteError(db_, guard_.get());
   }
   if (!stmt) return Error("SQL error: empty statement");
   return Statement(db_, stmt, guard_);
@@ -245,7 +281,7 @@ Result<bool> Statement::Step() {
   int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
-  return Error(SqliteErrorText(db_, guard_.get()));
+  return SqliteError(db_, guard_.get());
 }
 
 Result<void> Statement::Run() {

@@ -17,7 +17,7 @@ namespace {
 Result<void> Readable(const std::string& path, const char* what) {
   if (path.empty()) return Error(std::string("no ") + what + " file given");
   if (access(path.c_str(), R_OK) != 0) {
-    return Error(path + ": cannot read the " + what + ": " + std::strerror(errno));
+    return ErrnoError(path + ": cannot read the " + what, errno);
   }
   return Ok();
 }
@@ -128,7 +128,7 @@ std::string VerifyResultText(long result) { return X509_verify_cert_error_string
 
 Result<std::string> ReadTokenFile(const std::string& path) {
   struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return Error(path + ": " + std::strerror(errno));
+  if (stat(path.c_str(), &st) != 0) return ErrnoError(path, errno);
   if ((st.st_mode & 077) != 0) {
     return Error(path + ": a token file must not be readable by others (chmod 600 " + path + ")");
   }

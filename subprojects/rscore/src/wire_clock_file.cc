@@ -88,13 +88,13 @@ Result<void> WriteWireClockFile(const std::string& path, const std::vector<WireC
   const std::string text = EncodeWireClocks(clocks);
   const std::string tmp = path + ".tmp";
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Error(tmp + ": " + std::strerror(errno));
+  if (fd < 0) return ErrnoError(tmp, errno);
   size_t off = 0;
   while (off < text.size()) {
     ssize_t n = write(fd, text.data() + off, text.size() - off);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      Error e(tmp + ": " + std::strerror(errno));
+      Error e = ErrnoError(tmp, errno);
       close(fd);
       unlink(tmp.c_str());
       return e;
@@ -102,7 +102,7 @@ Result<void> WriteWireClockFile(const std::string& path, const std::vector<WireC
     off += static_cast<size_t>(n);
   }
   if (close(fd) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    Error e(path + ": " + std::strerror(errno));
+    Error e = ErrnoError(path, errno);
     unlink(tmp.c_str());
     return e;
   }
@@ -111,7 +111,7 @@ Result<void> WriteWireClockFile(const std::string& path, const std::vector<WireC
 
 Result<std::vector<WireClock>> ReadWireClockFile(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return Error(path + ": " + std::strerror(errno));
+  if (!in) return ErrnoError(path, errno);
   std::ostringstream s;
   s << in.rdbuf();
   if (in.bad()) return Error(path + ": read failed");

@@ -28,7 +28,7 @@ struct Fd {
 
 Result<int> OpenOut(const std::string& path, unsigned mode) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) return Error(path + ": cannot create: " + std::strerror(errno));
+  if (fd < 0) return ErrnoError(path + ": cannot create", errno);
   fchmod(fd, mode);
   return fd;
 }
@@ -40,7 +40,7 @@ Result<void> CompressFile(const std::string& in_path, const std::string& out_pat
   Fd out;
   ASSIGN_OR_RETURN(out.fd, OpenOut(out_path, mode));
   RETURN_IF_ERROR(CompressToFd(in_path, out.fd, out_path, level));
-  if (fsync(out.fd) != 0) return Error(out_path + ": fsync failed: " + std::strerror(errno));
+  if (fsync(out.fd) != 0) return ErrnoError(out_path + ": fsync failed", errno);
   if (close(std::exchange(out.fd, -1)) != 0) return WriteError(out_path, errno);
   return Ok();
 }
@@ -48,7 +48,7 @@ Result<void> CompressFile(const std::string& in_path, const std::string& out_pat
 Result<void> CompressToFd(const std::string& in_path, int out_fd, const std::string& out_name,
                           int level) {
   Fd in{open(in_path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (in.fd < 0) return Error(in_path + ": cannot open: " + std::strerror(errno));
+  if (in.fd < 0) return ErrnoError(in_path + ": cannot open", errno);
   std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
   if (!cctx) return Error(out_name + ": zstd: cannot create a compression context");
   for (auto [param, value] :
@@ -62,7 +62,7 @@ Result<void> CompressToFd(const std::string& in_path, int out_fd, const std::str
     ssize_t n = read(in.fd, ibuf.data(), ibuf.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Error(in_path + ": read failed: " + std::strerror(errno));
+      return ErrnoError(in_path + ": read failed", errno);
     }
     last = n == 0;
     ZSTD_inBuffer ib{ibuf.data(), static_cast<size_t>(n), 0};
@@ -90,9 +90,9 @@ Result<void> DecompressFile(const std::string& in_path, const std::string& out_p
 
 Result<void> DecompressToFd(const std::string& in_path, int out_fd, const std::string& out_name) {
   Fd in{open(in_path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (in.fd < 0) return Error(in_path + ": cannot open: " + std::strerror(errno));
+  if (in.fd < 0) return ErrnoError(in_path + ": cannot open", errno);
   struct stat st {};
-  if (fstat(in.fd, &st) != 0) return Error(in_path + ": " + std::strerror(errno));
+  if (fstat(in.fd, &st) != 0) return ErrnoError(in_path, errno);
   const int64_t by_ratio =
       std::max(kDecompressionFloorBytes, int64_t{st.st_size} * kMaxDecompressionRatio);
   int64_t room = std::numeric_limits<int64_t>::max();
@@ -113,8 +113,9 @@ Result<void> DecompressToFd(const std::string& in_path, int out_fd, const std::s
     }
     if (written + static_cast<int64_t>(more) > room) {
       return Error(in_path + ": its decompressed copy (" + out_name + ") would leave less than " +
-                   std::to_string(kDecompressionKeepFreeBytes >> 20) +
-                   " MiB free on its file system: set TMPDIR to a file system with room");
+                       std::to_string(kDecompressionKeepFreeBytes >> 20) +
+                       " MiB free on its file system: set TMPDIR to a file system with room",
+                   ErrorKind::kNoSpace);
     }
     written += static_cast<int64_t>(more);
     return Ok();
@@ -127,7 +128,7 @@ Result<void> DecompressToFd(const std::string& in_path, int out_fd, const std::s
     ssize_t n = read(in.fd, ibuf.data(), ibuf.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Error(in_path + ": read failed: " + std::strerror(errno));
+      return ErrnoError(in_path + ": read failed", errno);
     }
     if (n == 0) break;
     any_input = true;
@@ -136,14 +137,16 @@ Result<void> DecompressToFd(const std::string& in_path, int out_fd, const std::s
       ZSTD_outBuffer ob{obuf.data(), obuf.size(), 0};
       last_ret = ZSTD_decompressStream(dctx.get(), &ob, &ib);
       if (ZSTD_isError(last_ret)) {
-        return Error(in_path + ": corrupted zstd data (" + ZSTD_getErrorName(last_ret) + ")");
+        return Error(in_path + ": corrupted zstd data (" + ZSTD_getErrorName(last_ret) + ")",
+                     ErrorKind::kCorrupt);
       }
       RETURN_IF_ERROR(check(ob.pos));
       RETURN_IF_ERROR(WriteAllTo(out_fd, obuf.data(), ob.pos, out_name));
     }
   }
-  if (!any_input) return Error(in_path + ": empty file");
-  if (last_ret != 0) return Error(in_path + ": truncated zstd data (the file is incomplete)");
+  if (!any_input) return Error(in_path + ": empty file", ErrorKind::kCorrupt);
+  if (last_ret != 0)
+    return Error(in_path + ": truncated zstd data (the file is incomplete)", ErrorKind::kCorrupt);
   return Ok();
 }
 

@@ -10,17 +10,41 @@
 
 namespace rs {
 
+// What kind of failure an error is, for the callers that act on it without reading its prose:
+// a full disk stops a merge whichever input it was copying, a file that is not there is named
+// and not retried. Set where the failure is first seen (an errno, an SQLite result code);
+// kOther where nobody needs to tell.
+enum class ErrorKind {
+  kOther,
+  kNoSpace,   // ENOSPC, EDQUOT, SQLITE_FULL: the disk or quota filled up
+  kNotFound,  // ENOENT, ENOTDIR: a path that does not exist
+  kCorrupt,   // not the format it claims (SQLITE_CORRUPT, SQLITE_NOTADB, a bad frame)
+  kRefused,   // not allowed (EACCES, EPERM, EROFS, SQLITE_PERM, SQLITE_READONLY), or reading
+              // an untrusted input further refused by its guard's limit (time, value size)
+};
+
+// The kind of an errno value (kOther for the rest).
+ErrorKind ErrnoKind(int err);
+
 // An error a user can act on: what went wrong, naming the file / flag / node involved.
 class Error {
  public:
-  explicit Error(std::string message) : message_(std::move(message)) {}
+  explicit Error(std::string message, ErrorKind kind = ErrorKind::kOther)
+      : message_(std::move(message)), kind_(kind) {}
   const std::string& message() const { return message_; }
-  // Prefixes context, e.g. Error("bad magic").Wrap("node3.rsb") -> "node3.rsb: bad magic".
-  Error Wrap(const std::string& context) const { return Error(context + ": " + message_); }
+  ErrorKind kind() const { return kind_; }
+  bool Is(ErrorKind kind) const { return kind_ == kind; }
+  // Prefixes context, e.g. Error("bad magic").Wrap("node3.rsb") -> "node3.rsb: bad magic";
+  // the kind stays.
+  Error Wrap(const std::string& context) const { return Error(context + ": " + message_, kind_); }
 
  private:
   std::string message_;
+  ErrorKind kind_;
 };
+
+// "CONTEXT: strerror(err)", of the errno's kind.
+Error ErrnoError(const std::string& context, int err);
 
 template <typename T>
 class [[nodiscard]] Result {

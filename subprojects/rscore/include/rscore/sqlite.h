@@ -113,6 +113,10 @@ class Db {
 
 // The message for a failed step of `db` (guard: its input guard, or null).
 std::string SqliteErrorText(sqlite3* db, const InputGuardState* guard);
+// The kind of the connection's last error (ErrorKind), and the error itself: its text as
+// SqliteErrorText, its kind.
+ErrorKind SqliteErrorKind(sqlite3* db);
+Error SqliteError(sqlite3* db, const InputGuardState* guard);
 
 // `name` as an SQL identifier: in double quotes, an embedded double quote doubled. Every table
 // or column name spliced into SQL goes through it (an input's table may be named anything).
