@@ -7,13 +7,10 @@
 #include <set>
 #include <sstream>
 
+#include "rscore/host_port.h"
+
 namespace fleet {
 namespace {
-
-bool ValidHostChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ||
-         c == ':';
-}
 
 // Expands the first [A-B] of `item` (recursively for the rest).
 rs::Result<std::vector<std::string>> Expand(const std::string& item) {
@@ -61,44 +58,14 @@ rs::Result<std::vector<NodeAddress>> Unique(std::vector<NodeAddress> nodes) {
 
 }  // namespace
 
-std::string NodeAddress::address() const {
-  const bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
+std::string NodeAddress::address() const { return rs::FormatHostPort(host, port); }
 
 rs::Result<NodeAddress> ParseAddress(std::string_view text) {
+  ASSIGN_OR_RETURN(rs::HostPort hp, rs::ParseHostPort(text));
+  if (hp.host.empty()) return rs::Error("'" + std::string(text) + "': no host");
   NodeAddress a;
-  std::string_view host = text, port;
-  if (!text.empty() && text.front() == '[') {
-    const size_t close = text.find(']');
-    if (close == std::string_view::npos) return rs::Error("'" + std::string(text) + "': no ']'");
-    host = text.substr(1, close - 1);
-    if (close + 1 < text.size()) {
-      if (text[close + 1] != ':') return rs::Error("'" + std::string(text) + "': ':' after ']'");
-      port = text.substr(close + 2);
-    }
-  } else if (const size_t colon = text.rfind(':'); colon != std::string_view::npos) {
-    if (text.find(':') != colon) {
-      return rs::Error("'" + std::string(text) +
-                       "': an IPv6 address goes in brackets ([fd00::5]:7443)");
-    }
-    host = text.substr(0, colon);
-    port = text.substr(colon + 1);
-  }
-  if (host.empty()) return rs::Error("'" + std::string(text) + "': no host");
-  for (char c : host) {
-    if (!ValidHostChar(c))
-      return rs::Error("'" + std::string(text) + "': not a host name or address");
-  }
-  a.host = std::string(host);
-  if (!port.empty()) {
-    int p = 0;
-    auto r = std::from_chars(port.data(), port.data() + port.size(), p);
-    if (r.ec != std::errc() || r.ptr != port.data() + port.size() || p <= 0 || p > 65535) {
-      return rs::Error("'" + std::string(text) + "': the port is not 1-65535");
-    }
-    a.port = p;
-  }
+  a.host = std::move(hp.host);
+  if (hp.port) a.port = hp.port;
   return a;
 }
 

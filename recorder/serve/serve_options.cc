@@ -5,6 +5,7 @@
 
 #include "rscore/byte_size.h"
 #include "rscore/duration.h"
+#include "rscore/host_port.h"
 
 namespace serve {
 namespace {
@@ -28,27 +29,9 @@ rs::Result<int64_t> Bytes(std::string_view v) {
 }  // namespace
 
 rs::Result<void> ParseListen(std::string_view text, ServeOptions& o) {
-  std::string_view host = text, port;
-  if (!text.empty() && text.front() == '[') {  // [v6]:port
-    const size_t close = text.find(']');
-    if (close == std::string_view::npos) return rs::Error("'" + std::string(text) + "': no ']'");
-    host = text.substr(1, close - 1);
-    if (close + 1 < text.size()) {
-      if (text[close + 1] != ':') return rs::Error("'" + std::string(text) + "': ':' after ']'");
-      port = text.substr(close + 2);
-    }
-  } else if (const size_t colon = text.rfind(':');
-             colon != std::string_view::npos && text.find(':') == colon) {
-    host = text.substr(0, colon);
-    port = text.substr(colon + 1);
-  }
-  o.host = host.empty() ? "0.0.0.0" : std::string(host);
-  o.port = kDefaultPort;
-  if (!port.empty()) {
-    auto p = PositiveInt(port, 65535);
-    if (!p.ok()) return rs::Error("'" + std::string(text) + "': the port: " + p.error().message());
-    o.port = static_cast<int>(*p);
-  }
+  ASSIGN_OR_RETURN(rs::HostPort a, rs::ParseHostPort(text));
+  o.host = a.host.empty() ? "0.0.0.0" : a.host;
+  o.port = a.port ? a.port : kDefaultPort;
   return rs::Ok();
 }
 

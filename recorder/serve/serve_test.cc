@@ -29,6 +29,12 @@ TEST(ServeOptionsTest, Listen) {
   EXPECT_EQ(o.port, kDefaultPort);
   EXPECT_FALSE(ParseListen("a:99999", o).ok());
   EXPECT_FALSE(ParseListen("[::1", o).ok());
+  // An IPv6 address without brackets is refused, as rankscope-fleet refuses it in a node list
+  // (rs::ParseHostPort reads both): fd00::5:7443 could be either address.
+  EXPECT_FALSE(ParseListen("fd00::5:7443", o).ok());
+  ASSERT_TRUE(ParseListen("[fd00::5]:7443", o).ok());
+  EXPECT_EQ(o.host, "fd00::5");
+  EXPECT_EQ(o.port, 7443);
 }
 
 TEST(ServeOptionsTest, LimitsAndChecks) {
