@@ -6,6 +6,7 @@
 
 #include "clock_bounds.h"
 #include "device_arrival.h"
+#include "rscore/enqueue.h"
 #include "rscore/schema.h"
 
 namespace analyzer {
@@ -17,35 +18,6 @@ namespace {
 constexpr int64_t kMinEarlyExits = 2;
 // Waits needed to call the calls blocking (the same reasoning).
 constexpr int64_t kMinWaits = 2;
-
-// Processes that made CUDA runtime calls and passed their NCCL calls a stream, and did not run
-// with CUDA_LAUNCH_BLOCKING=1 (then every kernel launch, NCCL's too, returns when the kernel is
-// done: the calls block).
-rs::Result<int64_t> CudaStreamProcesses(rs::Db& db) {
-  std::set<std::pair<std::string, int64_t>> streams;
-  ASSIGN_OR_RETURN(bool has_blocking, rs::HasColumn(db, "processes", "cuda_launch_blocking"));
-  ASSIGN_OR_RETURN(
-      rs::Statement nccl,
-      db.Prepare(std::string("SELECT DISTINCT node, pid FROM nccl_events e WHERE stream IS NOT NULL"
-                             " AND op NOT LIKE 'COMM%'") +
-                 (has_blocking ? " AND NOT EXISTS (SELECT 1 FROM processes p WHERE p.node ="
-                                 " e.node AND p.pid = e.pid AND p.cuda_launch_blocking = 1)"
-                               : "")));
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, nccl.Step());
-    if (!row) break;
-    streams.emplace(nccl.Text(0), nccl.Int(1));
-  }
-  if (streams.empty()) return 0;
-  int64_t n = 0;
-  ASSIGN_OR_RETURN(rs::Statement cuda, db.Prepare("SELECT DISTINCT node, pid FROM cuda_events"));
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, cuda.Step());
-    if (!row) break;
-    if (streams.count({cuda.Text(0), cuda.Int(1)})) ++n;
-  }
-  return n;
-}
 
 }  // namespace
 
@@ -127,13 +99,16 @@ rs::Result<CallSemantics> DetectCallSemantics(rs::Db& db, const CollectiveData& 
       s.evidence += " (" + std::to_string(s.early_exits) + " had a call return earlier)";
     }
   } else {
-    // Only now: the scan of cuda_events it needs is the costliest part.
-    ASSIGN_OR_RETURN(s.cuda_stream_processes, CudaStreamProcesses(db));
-    if (s.cuda_stream_processes > 0) {
+    // Only now: the scan of cuda_events it needs is the costliest part. The processes as the
+    // merge's clock alignment takes them (rscore/enqueue.h).
+    ASSIGN_OR_RETURN(auto enqueuing, rs::EnqueuingProcesses(db));
+    s.gpu_processes = static_cast<int64_t>(enqueuing.size());
+    if (s.gpu_processes > 0) {
       s.kind = "enqueue";
-      s.evidence = std::to_string(s.cuda_stream_processes) +
-                   " process(es) made CUDA runtime calls and passed their NCCL calls a stream, "
-                   "and no collective showed a blocking call";
+      s.evidence = std::to_string(s.gpu_processes) +
+                   " process(es) with NCCL calls used a GPU (CUDA calls, or operations NCCL's "
+                   "profiler plugin timed on a device), whose NCCL calls enqueue, and no "
+                   "collective showed a blocking call";
     } else {
       s.evidence = "no collective showed whether the NCCL calls block or enqueue";
     }

@@ -31,7 +31,7 @@ struct CallSemantics {
   int64_t device_calls = 0;            // calls with a device start and a host exit
   int64_t early_exits = 0;             // matched collectives with an early exit
   int64_t waits = 0;                   // matched collectives with a wait
-  int64_t cuda_stream_processes = 0;   // processes with CUDA calls and NCCL streams
+  int64_t gpu_processes = 0;           // rs::EnqueuingProcesses, where asked
 };
 
 rs::Result<CallSemantics> DetectCallSemantics(rs::Db& db, const CollectiveData& data,

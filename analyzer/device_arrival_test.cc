@@ -359,8 +359,8 @@ TEST(DeviceArrivalTest, OneRankPerNodeEnqueuesAreToldFromCrossNodeExits) {
 }
 
 TEST(DeviceArrivalTest, CudaLaunchBlockingKeepsAGpuProcessesCallsBlocking) {
-  // Nothing in the collectives decides (none matched): a process with CUDA calls whose NCCL
-  // calls name a stream is taken to enqueue, unless it ran with CUDA_LAUNCH_BLOCKING=1.
+  // Nothing in the collectives decides (none matched): a process with CUDA calls is taken to
+  // enqueue, unless it ran with CUDA_LAUNCH_BLOCKING=1 (rs::EnqueuingProcesses).
   for (const char* blocking : {"NULL", "1"}) {
     SCOPED_TRACE(blocking);
     auto db = rs::Db::Open(":memory:", rs::Db::Mode::kCreate);
@@ -379,10 +379,10 @@ TEST(DeviceArrivalTest, CudaLaunchBlockingKeepsAGpuProcessesCallsBlocking) {
     ASSERT_TRUE(s.ok()) << s.error().message();
     if (std::string(blocking) == "1") {
       EXPECT_NE(s->kind, "enqueue") << s->evidence;
-      EXPECT_EQ(s->cuda_stream_processes, 0);
+      EXPECT_EQ(s->gpu_processes, 0);
     } else {
       EXPECT_EQ(s->kind, "enqueue") << s->evidence;
-      EXPECT_EQ(s->cuda_stream_processes, 1);
+      EXPECT_EQ(s->gpu_processes, 1);
     }
   }
 }

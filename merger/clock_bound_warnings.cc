@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "rscore/duration.h"
+#include "rscore/enqueue.h"
 #include "rscore/schema.h"
 
 namespace merge {
@@ -41,23 +42,8 @@ rs::Result<CollectiveDurations> MeasureCollectiveDurations(rs::Db& merged) {
     d.source = "device";
   }
   if (v.empty()) {
-    // Processes whose calls enqueue (evidence.h, HostCall::gpu_process): CUDA calls recorded,
-    // CUDA_LAUNCH_BLOCKING not "1". One scan of cuda_events, not one per call.
-    std::set<std::pair<std::string, int64_t>> gpu, blocking;
-    ASSIGN_OR_RETURN(rs::Statement st,
-                     merged.Prepare("SELECT DISTINCT node, pid FROM cuda_events"));
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, st.Step());
-      if (!row) break;
-      gpu.emplace(st.Text(0), st.Int(1));
-    }
-    ASSIGN_OR_RETURN(rs::Statement pb, merged.Prepare("SELECT node, pid FROM processes"
-                                                      " WHERE cuda_launch_blocking = 1"));
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, pb.Step());
-      if (!row) break;
-      blocking.emplace(pb.Text(0), pb.Int(1));
-    }
+    // Processes whose calls enqueue (rscore/enqueue.h; evidence.h, HostCall::gpu_process).
+    ASSIGN_OR_RETURN(const auto gpu, rs::EnqueuingProcesses(merged));
     ASSIGN_OR_RETURN(rs::Statement calls,
                      merged.Prepare(std::string("SELECT duration_ns, node, pid FROM nccl_events"
                                                 " WHERE duration_ns >= 0"
@@ -68,7 +54,7 @@ rs::Result<CollectiveDurations> MeasureCollectiveDurations(rs::Db& merged) {
       if (!row) break;
       v.push_back(calls.Int(0));
       const std::pair<std::string, int64_t> process{calls.Text(1), calls.Int(2)};
-      if (gpu.count(process) != 0 && blocking.count(process) == 0) ++d.enqueued;
+      if (gpu.count(process) != 0) ++d.enqueued;
     }
     d.source = "call";
   }

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
+#include "rscore/enqueue.h"
 #include "rscore/schema.h"
 
 namespace merge {
@@ -66,39 +68,14 @@ constexpr const char* kSyncQuery =
     " AND state = 'complete' AND duration_ns IS NOT NULL AND duration_ns >= 0"
     " AND (ret IS NULL OR ret = 0) ORDER BY pid, timestamp_ns";
 
-// Whether a process made CUDA calls or its NCCL ran rankscope's profiler plugin, and did not
-// run with CUDA_LAUNCH_BLOCKING=1 (then every kernel launch, NCCL's too, returns when the
-// kernel is done), asked once per process (a GPU process's first CUDA call comes early: the
-// scan stops there).
-class GpuProcesses {
- public:
-  static rs::Result<GpuProcesses> Prepare(rs::Db& db, bool has_gpu_ops) {
-    GpuProcesses g;
-    ASSIGN_OR_RETURN(bool has_blocking, rs::HasColumn(db, "processes", "cuda_launch_blocking"));
-    ASSIGN_OR_RETURN(
-        g.query_,
-        db.Prepare(std::string("SELECT (EXISTS (SELECT 1 FROM cuda_events WHERE pid = ?1)") +
-                   (has_gpu_ops ? " OR EXISTS (SELECT 1 FROM gpu_ops WHERE pid = ?1)" : "") + ")" +
-                   (has_blocking ? " AND NOT EXISTS (SELECT 1 FROM processes WHERE pid = ?1"
-                                   " AND cuda_launch_blocking = 1)"
-                                 : "")));
-    return g;
-  }
-  rs::Result<bool> Contains(int64_t pid) {
-    auto it = known_.find(pid);
-    if (it != known_.end()) return it->second;
-    query_.Reset();
-    query_.Bind(1, pid);
-    ASSIGN_OR_RETURN(bool row, query_.Step());
-    const bool gpu = row && query_.Int(0) != 0;
-    known_[pid] = gpu;
-    return gpu;
-  }
-
- private:
-  rs::Statement query_;
-  std::unordered_map<int64_t, bool> known_;
-};
+// The bundle's processes whose NCCL calls enqueue (rscore/enqueue.h: the report's definition
+// too), by pid: a bundle is one node's.
+rs::Result<std::unordered_set<int64_t>> EnqueuingPids(rs::Db& db) {
+  ASSIGN_OR_RETURN(auto processes, rs::EnqueuingProcesses(db));
+  std::unordered_set<int64_t> out;
+  for (const auto& [node, pid] : processes) out.insert(pid);
+  return out;
+}
 
 rs::Result<std::unordered_map<int64_t, std::vector<SyncCall>>> SyncCalls(rs::Db& db) {
   std::unordered_map<int64_t, std::vector<SyncCall>> out;
@@ -117,7 +94,7 @@ rs::Result<std::unordered_map<int64_t, std::vector<SyncCall>>> SyncCalls(rs::Db&
 
 rs::Result<void> RendezvousCollector::AddNode(rs::Db& db, int node) {
   ASSIGN_OR_RETURN(bool has_gpu_ops, rs::HasGpuOps(db));
-  ASSIGN_OR_RETURN(GpuProcesses gpu_processes, GpuProcesses::Prepare(db, has_gpu_ops));
+  ASSIGN_OR_RETURN(const std::unordered_set<int64_t> enqueuing, EnqueuingPids(db));
   ASSIGN_OR_RETURN(auto syncs, SyncCalls(db));
   const std::vector<SyncCall> none;
   // This node's records, by key; added to records_ at the end.
@@ -134,7 +111,7 @@ rs::Result<void> RendezvousCollector::AddNode(rs::Db& db, int node) {
     c.entry_ns = calls.Int(3);
     c.exit_ns = calls.Int(4);
     const int64_t pid = calls.Int(5);
-    ASSIGN_OR_RETURN(c.gpu_process, gpu_processes.Contains(pid));
+    c.gpu_process = enqueuing.count(pid) != 0;
     if (!init) {
       auto s = syncs.find(pid);
       c.sync_exit_ns =
