@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 
+#include "rscore/device_times.h"
 #include "rscore/schema.h"
 
 namespace analyzer {
@@ -75,14 +76,12 @@ rs::Result<void> JoinDeviceOps(rs::Db& db, CollectiveData& data) {
     const int64_t seq = replay ? kGraphReplaySeqBase + st.Int(18) : st.Int(6);
     DeviceOp op;
     op.enqueue_ns = st.Int(8);
-    op.start_ns = st.OptInt(9);
-    op.end_ns = st.OptInt(10);
-    op.clock_error_ns = st.OptInt(11);
-    // NULL is unbounded; so is the plugin's own -1, should a row carry it.
-    if (op.clock_error_ns && *op.clock_error_ns < 0) op.clock_error_ns.reset();
+    // Read as the merge reads them (rscore/device_times.h).
+    const rs::DeviceTimes t = rs::ReadDeviceTimes(st.OptInt(9), st.OptInt(10), st.OptInt(11));
+    op.start_ns = t.start_ns;
+    op.end_ns = t.end_ns;
+    op.clock_error_ns = t.clock_error_ns;
     op.state = st.Text(12);
-    // A device time without the start it follows is not a device arrival.
-    if (!op.start_ns) op.end_ns.reset();
     op.barrier_wait_ns = st.OptInt(17);
     if (op.barrier_wait_ns && *op.barrier_wait_ns < 0) op.barrier_wait_ns.reset();
     auto key = std::make_tuple(p, comm, seq);

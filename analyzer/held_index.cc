@@ -4,6 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "rscore/device_times.h"
+
 namespace analyzer {
 
 rs::Result<void> LoadP2pCalls(rs::Db& db, CollectiveData& data) {
@@ -43,9 +45,10 @@ rs::Result<void> LoadP2pCalls(rs::Db& db, CollectiveData& data) {
     if (!st.IsNull(13)) {
       DeviceOp d;
       d.enqueue_ns = st.Int(13);
-      d.start_ns = st.OptInt(14);
-      d.end_ns = d.start_ns ? st.OptInt(15) : std::nullopt;
-      d.clock_error_ns = st.OptInt(16);
+      const rs::DeviceTimes t = rs::ReadDeviceTimes(st.OptInt(14), st.OptInt(15), st.OptInt(16));
+      d.start_ns = t.start_ns;
+      d.end_ns = t.end_ns;
+      d.clock_error_ns = t.clock_error_ns;
       d.state = st.Text(17);
       c.device = d;
     }

@@ -5,6 +5,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "rscore/device_times.h"
 #include "rscore/enqueue.h"
 #include "rscore/schema.h"
 
@@ -45,7 +46,7 @@ std::string DeviceQuery(bool graphs) {
          (graphs ? "graph_replay_seq, graph_call_seq" : "NULL, NULL") +
          " FROM gpu_ops"
          " WHERE state = 'completed' AND device_start_ns IS NOT NULL AND device_end_ns IS NOT NULL"
-         " AND device_end_ns >= device_start_ns AND (clock_error_ns IS NULL OR clock_error_ns >= 0)"
+         " AND device_end_ns >= device_start_ns"  // rs::ReadDeviceTimes keeps such an end
          " AND ((comm_id_hash IS NOT NULL AND seq IS NOT NULL) OR"
          " (nccl_comm_hash IS NOT NULL AND nccl_seq IS NOT NULL)) AND op IN (" +
          OpList() + ")";
@@ -127,7 +128,9 @@ rs::Result<void> RendezvousCollector::AddNode(rs::Db& db, int node) {
       ASSIGN_OR_RETURN(bool row, dev.Step());
       if (!row) break;
       const Key key = DeviceKey(dev);
-      mine[key].device.push_back(DeviceSpan{dev.Int(6), dev.Int(7), dev.OptInt(8)});
+      // Read as the report reads them (a negative bound is none).
+      const rs::DeviceTimes t = rs::ReadDeviceTimes(dev.Int(6), dev.Int(7), dev.OptInt(8));
+      mine[key].device.push_back(DeviceSpan{*t.start_ns, *t.end_ns, t.clock_error_ns});
       ++calls_;
     }
   }

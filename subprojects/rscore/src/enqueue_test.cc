@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "rscore/device_times.h"
 #include "rscore/schema.h"
 
 namespace rs {
@@ -37,6 +38,29 @@ TEST(EnqueuingProcesses, GpuUseWithoutLaunchBlocking) {
   ASSERT_TRUE(got.ok()) << got.error().message();
   const std::set<std::pair<std::string, int64_t>> want = {{"n0", 1}, {"n0", 2}};
   EXPECT_EQ(*got, want);
+}
+
+// A gpu_ops row's device times, read alike by the merge and the report: a negative bound is
+// none, an end without a start or before it is no end.
+TEST(DeviceTimes, ReadAlikeEverywhere) {
+  DeviceTimes t = ReadDeviceTimes(100, 150, 7);
+  EXPECT_EQ(t.start_ns, 100);
+  EXPECT_EQ(t.end_ns, 150);
+  EXPECT_EQ(t.clock_error_ns, 7);
+  t = ReadDeviceTimes(100, 150, -1);
+  EXPECT_FALSE(t.clock_error_ns.has_value());
+  EXPECT_EQ(t.end_ns, 150);
+  t = ReadDeviceTimes(100, 150, 0);
+  EXPECT_EQ(t.clock_error_ns, 0);
+  t = ReadDeviceTimes(100, 99, 7);
+  EXPECT_EQ(t.start_ns, 100);
+  EXPECT_FALSE(t.end_ns.has_value());
+  t = ReadDeviceTimes(std::nullopt, 150, 7);
+  EXPECT_FALSE(t.start_ns.has_value());
+  EXPECT_FALSE(t.end_ns.has_value());
+  t = ReadDeviceTimes(100, 100, std::nullopt);
+  EXPECT_EQ(t.end_ns, 100);
+  EXPECT_FALSE(t.clock_error_ns.has_value());
 }
 
 }  // namespace
