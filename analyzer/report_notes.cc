@@ -224,7 +224,7 @@ rs::Result<void> AddWarnings(rs::Db& db, bool merged, Report& r) {
     r.warnings.push_back("node " + c.node +
                          ": clock aligned by its wall clock only (no "
                          "rendezvous with the other nodes), error up to +-" +
-                         rs::FormatDuration(c.error_bound_ns) +
+                         FormatNs(c.error_bound_ns) +
                          ": comparing its times with other nodes' can mislead");
   }
   ASSIGN_OR_RETURN(const bool has_inputs, rs::HasTable(db, "merge_inputs"));
