@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+# Which tool folder includes which: the tools (recorder/, merger/, analyzer/, exporter/) share
+# code through rscore (subprojects/rscore) only; a quoted #include that resolves to another
+# tool's folder is an edge ARCHITECTURE.md does not draw. The edges that exist today are
+# listed below, each with why, as debts: a new one fails this test, and so does a listed one
+# that is gone (then the list is shortened).
+#   include_boundaries.py SOURCE_ROOT
+# An include is resolved as the compiler's search would find it in this tree: beside the
+# including file, from the source root (rooted includes), then in the folders the build adds
+# to the include path (bpf/ and bpf/abi/ for the probes' shared structs, tests/support/, and the tool
+# folders that a meson.build names with include_directories). Generated headers (*.skel.h,
+# *.pb.h) and rscore's own are not tool code.
+import os, re, sys
+
+root = sys.argv[1]
+TOOLS = ["recorder", "merger", "analyzer", "exporter"]
+SEARCH = ["bpf", "bpf/abi", "tests/support", "analyzer", "merger", "exporter", "recorder"]
+# (including file, included file): the edges of today, each a debt with its reason.
+KNOWN = {
+    # The node-side query server runs analyze query's read-only guard and row limits; they
+    # belong in rscore beside the schema (issue: semantics layer and rooted includes).
+    ("recorder/serve/query_service.cc", "analyzer/query.h"),
+    # The benchmark of the recorder's event path with a fleet client querying it.
+    ("recorder/bench_ringbuf_sqlite.cc", "analyzer/fleet/node_client.h"),
+    # rankscope-analyze mcp merges, exports and reads events through the merger's and the
+    # exporter's headers, found by include_directories('../../merger') and the exporter's
+    # include path rather than as declared library dependencies.
+    ("analyzer/mcp/recording.cc", "merger/merge.h"),
+    ("analyzer/mcp/recording.cc", "exporter/event_reader.h"),
+    ("analyzer/mcp/tool_export.cc", "exporter/exporter.h"),
+}
+
+
+def resolve(including_dir, inc):
+    for base in [including_dir, root] + [os.path.join(root, d) for d in SEARCH]:
+        p = os.path.normpath(os.path.join(base, inc))
+        if os.path.isfile(p):
+            return os.path.relpath(p, root)
+    return None
+
+
+found, unresolved = set(), []
+for tool in TOOLS:
+    for dirpath, _, files in os.walk(os.path.join(root, tool)):
+        for name in sorted(files):
+            if not name.endswith((".cc", ".h", ".c")):
+                continue
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, root)
+            for n, line in enumerate(open(path, errors="replace"), 1):
+                m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+                if not m:
+                    continue
+                inc = m.group(1)
+                if inc.startswith("rscore/") or inc.endswith((".skel.h", ".pb.h")):
+                    continue
+                target = resolve(dirpath, inc)
+                if target is None:
+                    unresolved.append("%s:%d: \"%s\"" % (rel, n, inc))
+                    continue
+                top = target.split("/")[0]
+                if top in TOOLS and top != tool:
+                    found.add((rel, target))
+
+new = sorted(found - KNOWN)
+gone = sorted(KNOWN - found)
+for a, b in new:
+    print("FAIL: %s includes %s: another tool's header (share it through rscore)" % (a, b))
+for a, b in gone:
+    print("FAIL: %s no longer includes %s: take the edge off the list" % (a, b))
+for u in unresolved:
+    print("FAIL: %s resolves nowhere in the source tree" % u)
+if new or gone or unresolved:
+    sys.exit(1)
+print("ok: %d cross-tool includes, all listed (%s)" % (
+    len(found), ", ".join("%s -> %s" % e for e in sorted(found))))
