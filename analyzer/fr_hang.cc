@@ -221,7 +221,12 @@ std::string Summary(const FrJob& job, const wait::Result& res, const EngineSourc
     if (i < 3) why += (i ? "; " : "") + h.culprits[i].evidence;
   }
   if (h.culprits.size() > 3) why += "; and " + std::to_string(h.culprits.size() - 3) + " more";
-  return op + tag + ": the waiting chains end at " + names + " — " + why;
+  return op + tag + ": the waiting chains end at " + names + " — " + why +
+         (res.culprits_unproven
+              ? "; not proven: the records lost the count of the sends/receives waiting on "
+                "them (a wrapped ring), so a peer may have completed its side and the transfer "
+                "stalled between them"
+              : "");
 }
 
 // What the late entries rest on, and what that basis cannot say.

@@ -114,7 +114,9 @@
 //     completed the counterpart its data would be there, so the one other reading is a
 //     transfer that stalled between them (rule 8), which is said. Likewise a rank that entered
 //     nothing is no culprit where every wait on it is such an unproven send or receive, all
-//     brief: it may have done its part already ('record_older').
+//     brief: it may have done its part already ('record_older'); some of them long, it stays
+//     a culprit, the hang of low confidence, and the stalled transfer is said alike
+//     (End::unproven_wait, Result::culprits_unproven).
 #pragma once
 
 #include <cstddef>
@@ -234,6 +236,10 @@ struct End {
   int64_t idle_ns = -1;             // last entry to the latest time recorded; -1: unknown
   std::vector<int64_t> waited_by;   // ranks with an edge to it
   std::optional<size_t> waited_in;  // the group it is waited in (first edge's)
+  // Rule 13: every wait on it is a send or receive its record cannot prove unanswered, and
+  // some is not brief (else it is 'record_older'): it stays a culprit, but the peer may have
+  // completed its side and the transfer stalled between them.
+  bool unproven_wait = false;
 };
 
 struct FieldMismatch {
@@ -278,6 +284,8 @@ struct Result {
   // Rule 13: a deadlock found where some wait in its cycle is not proven unanswered (it timed
   // out or lasted past the stuck threshold): a stalled transfer reads alike.
   bool cycle_unproven = false;
+  // Rule 13: a hang whose every culprit by its record is an End::unproven_wait.
+  bool culprits_unproven = false;
   std::vector<std::string> notes;
 };
 

@@ -374,6 +374,15 @@ TEST(WaitGraph, SendWaitsForItsReceiver) {
     EXPECT_EQ(r.culprits, counted || long_wait ? V{1} : V{});
     EXPECT_EQ(r.verdict, counted || long_wait ? Verdict::kHang : Verdict::kUndetermined);
     EXPECT_EQ(Chains(j.in, r, 10).front().substr(0, 30), "rank 0 waits in send to rank 1");
+    // Rule 13: uncounted, rank 1 may have received rank 0's transfer already (its completed
+    // receive could be the one), so a long wait names it at low confidence, and says so.
+    EXPECT_EQ(r.culprits_unproven, long_wait);
+    if (counted) {
+      EXPECT_NE(r.confidence, Confidence::kLow);
+    }
+    if (long_wait) {
+      EXPECT_EQ(r.confidence, Confidence::kLow);
+    }
   }
 }
 

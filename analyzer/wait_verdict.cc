@@ -101,9 +101,12 @@ Confidence ConfidenceOf(const Result& out) {
   switch (out.verdict) {
     case Verdict::kHang: {
       const bool proven = std::any_of(out.ends.begin(), out.ends.end(), [](const End& e) {
-        return IsCulprit(e.kind) && e.kind != EndKind::kNoRecord && e.kind != EndKind::kRingWrapped;
+        return IsCulprit(e.kind) && e.kind != EndKind::kNoRecord &&
+               e.kind != EndKind::kRingWrapped && !e.unproven_wait;
       });
-      if (!proven) return Confidence::kLow;  // only suspects: ranks the records do not show
+      // Only suspects: ranks the records do not show, or waits on them the records cannot
+      // prove unanswered (rule 13: or a stalled transfer).
+      if (!proven) return Confidence::kLow;
       return out.timed_out ? Confidence::kHigh : Confidence::kMedium;
     }
     case Verdict::kDeadlock:
@@ -257,6 +260,7 @@ End ClassifySink(const EndsContext& ctx, int64_t rank) {
     const bool brief_waits = end.kind == EndKind::kWaitsInNothing && stamped && brief;
     const bool unanswered_unproven = !end.waited_by.empty() && unproven && unproven_brief;
     moving = !timed_out && (ctx.ix.skewed || brief_waits || unanswered_unproven);
+    end.unproven_wait = !end.waited_by.empty() && unproven;
   }
   if (moving) end.kind = EndKind::kRecordOlder;
   return end;
@@ -358,6 +362,14 @@ void Decide(const EndsContext& ctx, Result& out) {
     out.verdict = unknown ? Verdict::kUndetermined : Verdict::kNone;
   }
   out.confidence = ConfidenceOf(out);
+  out.culprits_unproven =
+      out.verdict == Verdict::kHang &&
+      std::any_of(out.ends.begin(), out.ends.end(),
+                  [](const End& e) { return IsCulprit(e.kind) && e.unproven_wait; }) &&
+      std::none_of(out.ends.begin(), out.ends.end(), [](const End& e) {
+        return IsCulprit(e.kind) && e.kind != EndKind::kNoRecord &&
+               e.kind != EndKind::kRingWrapped && !e.unproven_wait;
+      });
 
   // The operation named: a culprit's own, or the oldest one waiting directly on a culprit;
   // else the oldest one taking part.
