@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "event_reader.h"
-#include "merge.h"
+#include "exporter/event_reader.h"
+#include "merger/merge.h"
 #include "query.h"
 #include "call_semantics.h"
 #include "report.h"

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "exporter.h"
+#include "exporter/exporter.h"
 #include "output_schema.h"
 #include "rscore/time_arg.h"
 #include "tool_bounds.h"
