@@ -3,16 +3,16 @@
 #include <algorithm>
 #include <chrono>
 
-#include "analyzer/query.h"
 #include "rscore/duration.h"
+#include "rscore/read_only_query.h"
 
 namespace serve {
 
 rs::Result<rs::Db> OpenQueryConnection(const std::string& path, const std::string& label) {
   ASSIGN_OR_RETURN(rs::Db db, rs::Db::Open(path, rs::Db::Mode::kReadOnly));
   RETURN_IF_ERROR(db.GuardInput(label));
-  RETURN_IF_ERROR(analyzer::CreateQueryViews(db));
-  RETURN_IF_ERROR(analyzer::InstallReadOnlyGuard(db));
+  RETURN_IF_ERROR(rs::CreateQueryViews(db));
+  RETURN_IF_ERROR(rs::InstallReadOnlyGuard(db));
   return db;
 }
 
@@ -30,10 +30,10 @@ rs::Result<std::string> RunWireQuery(rs::Db& db, const rs::wire::QueryRequest& r
                      " MiB of memory (this node's limit for one query: 64 MiB and twice "
                      "--max-result-bytes); select fewer or smaller columns");
   };
-  auto prepared = analyzer::PrepareReadOnlyQuery(
+  auto prepared = rs::PrepareReadOnlyQuery(
       db, req.sql, timeout_ns, "the query time limit " + rs::FormatDuration(timeout_ns));
   if (!prepared.ok()) return failed(prepared.error());
-  analyzer::QueryStatement st = std::move(prepared).value();
+  rs::QueryStatement st = std::move(prepared).value();
   sqlite3_stmt* raw = st.get();
   const int ncol = sqlite3_column_count(raw);
   std::vector<std::string> names;

@@ -1,5 +1,5 @@
 // The query endpoint's work: one read-only statement under the guard of
-// `rankscope-analyze query` (analyzer/query.h: the same refusals, the same time limit) on a
+// `rankscope-analyze query` (rscore/read_only_query.h: the same refusals, the same time limit) on a
 // connection of its own, its rows encoded for the wire (rscore/fleet_wire.h) with a row limit
 // and a size limit.
 #pragma once
@@ -29,7 +29,7 @@ inline int64_t QueryMemoryLimit(const QueryLimits& l) {
 // A read-only connection for one query: `path` (a decompressed bundle, or the live recording's
 // database in WAL mode, where a read transaction is a snapshot that never holds the writer
 // back) opened read-only and guarded (rs::Db::GuardInput), with the query views
-// (analyzer::CreateQueryViews) and the read-only guard (analyzer::InstallReadOnlyGuard).
+// (rs::CreateQueryViews) and the read-only guard (rs::InstallReadOnlyGuard).
 // `label` names it in errors.
 rs::Result<rs::Db> OpenQueryConnection(const std::string& path, const std::string& label);
 

@@ -22,9 +22,6 @@ SEARCH = ["bpf", "bpf/abi", "tests/support", "analyzer", "merger", "exporter", "
 PUBLIC = {"merger/merge.h", "exporter/exporter.h", "exporter/event_reader.h"}
 # (including file, included file): the edges of today, each a debt with its reason.
 KNOWN = {
-    # The node-side query server runs analyze query's read-only guard and row limits; they
-    # belong in rscore beside the schema (issue: semantics layer and rooted includes).
-    ("recorder/serve/query_service.cc", "analyzer/query.h"),
     # The benchmark of the recorder's event path with a fleet client querying it.
     ("recorder/bench_ringbuf_sqlite.cc", "analyzer/fleet/node_client.h"),
 }

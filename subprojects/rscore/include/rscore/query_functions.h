@@ -21,17 +21,17 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace analyzer {
+namespace rs {
 
 inline constexpr int64_t kMaxCompareBytes = int64_t{1} << 36;
 inline constexpr int64_t kMaxMatchSteps = int64_t{1} << 29;
 
 // Replaces the functions above on `db` (a connection that runs a user's SQL).
-rs::Result<void> BoundExpensiveFunctions(rs::Db& db);
+Result<void> BoundExpensiveFunctions(Db& db);
 
 // The bytes printf(format, args...) must write at least by its widths and precisions alone
 // (string precisions, which only cut, excepted), following SQLite 3.40's reading of a format
 // and its arguments (`args`: those after the format).
 int64_t PrintfFieldBytes(const char* format, int argc, sqlite3_value** args);
 
-}  // namespace analyzer
+}  // namespace rs

@@ -1,13 +1,13 @@
-#include "query_functions.h"
+#include "rscore/query_functions.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "query.h"
+#include "rscore/read_only_query.h"
 
-namespace analyzer {
+namespace rs {
 namespace {
 
 class QueryFunctionsTest : public ::testing::Test {
@@ -118,4 +118,4 @@ TEST_F(QueryFunctionsTest, PrintfFieldBytesReadsFormatsAsSqliteDoes) {
 }
 
 }  // namespace
-}  // namespace analyzer
+}  // namespace rs

@@ -1,4 +1,4 @@
-#include "query_functions.h"
+#include "rscore/query_functions.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-namespace analyzer {
+namespace rs {
 namespace {
 
 enum class Bound { kPrintf, kCompare, kMatch };
@@ -243,4 +243,4 @@ rs::Result<void> BoundExpensiveFunctions(rs::Db& db) {
   return rs::Ok();
 }
 
-}  // namespace analyzer
+}  // namespace rs
