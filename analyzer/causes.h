@@ -41,6 +41,9 @@ struct IoCandidate {
 // its clock-free view AsWaitStats; its basis is named by `lateness_basis`).
 IoCandidate AttributeBlockLatency(const SideEvents& side, const CollectiveData& data,
                                   const std::vector<ArrivalStats>& node_stats);
+
+// How a resource finding's node compares with the others in lateness, for its summary.
+std::string LatenessPhrase(const NodeExcess& e);
 Straggler IoStraggler(const IoCandidate& c);
 
 // Share of its ranks' time, between their first and last collective, spent waiting in a run
