@@ -167,19 +167,10 @@ void AddOrderingEvidence(const LatenessCandidate& c, const Participant& who, Str
   }
 }
 
-}  // namespace
-
-std::string ArrivalBasis(int64_t device, int64_t all) {
-  if (all == 0) return "";
-  return device == all ? "device_start" : device == 0 ? "host_entry" : "mixed";
-}
-
-Straggler LatenessStraggler(const CollectiveData& data, const std::vector<ArrivalStats>& stats,
-                            const LatenessCandidate& c, const SideEvents& side,
-                            const CallSemantics& sem) {
+// Who the finding names, its confidence and the basis its arrivals were compared on.
+void SetIdentityAndBasis(Straggler& s, const CollectiveData& data, const ArrivalStats& me,
+                         const LatenessCandidate& c, const CallSemantics& sem) {
   const Participant& who = data.participants[c.participant];
-  const ArrivalStats& me = stats[c.participant];
-  Straggler s;
   s.node = who.node;
   if (c.node_level) {
     s.ranks = c.node_ranks;
@@ -188,7 +179,6 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
     s.pid = who.pid;
     if (who.rank) s.ranks.push_back(*who.rank);
   }
-  const std::string name = c.node_level ? who.node : who.Label();
   s.confidence = c.confidence;
   s.confidence_score = c.score;
   s.ordering_determined = c.determined;
@@ -218,7 +208,14 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
         "; CUDA graph replays (no call of their own) matched by their number among the "
         "communicator's replayed collectives (gpu_ops.graph_replay_seq) instead";
   }
-  const bool on_device = s.arrival_basis != "host_entry";
+}
+
+// The lateness (or the communicator's evidence), the durations and the ordering evidence.
+void AddArrivalEvidence(Straggler& s, const CollectiveData& data,
+                        const std::vector<ArrivalStats>& stats, const LatenessCandidate& c,
+                        const CallSemantics& sem, bool on_device, const std::string& name) {
+  const Participant& who = data.participants[c.participant];
+  const ArrivalStats& me = stats[c.participant];
   std::vector<int64_t> others_late, others_dur;
   for (size_t p = 0; p < stats.size(); ++p) {
     if (static_cast<int32_t>(p) == c.participant || stats[p].collectives == 0) continue;
@@ -274,6 +271,12 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
     s.evidence.push_back(std::move(d));
   }
   if (!across) AddOrderingEvidence(c, who, s);
+}
+
+// Where the lateness is inside the clock (or device conversion) bound: cause unknown, the
+// summary says so; returns whether it is.
+bool OrderingUndetermined(Straggler& s, const LatenessCandidate& c, const Participant& who,
+                          const std::string& name) {
   if (!c.determined) {
     Cause u;
     u.kind = "unknown";
@@ -294,13 +297,26 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
                   " later than the other ranks on " + who.node +
                   " (one host clock), but that is inside its device clock conversion bound of " +
                   FormatNs(c.mate_bound_ns) + ": the ordering is undetermined";
-      return s;
+      return true;
     }
     s.summary = name + " appears " + FormatNs(c.margin_ns) +
                 " late, but that is inside the clock error bound of " + FormatNs(c.bound_ns) +
                 ": the ordering is undetermined";
-    return s;
+    return true;
   }
+  return false;
+}
+
+// The host windows' causes and, on device arrivals, the shape (host- or device-bound) they
+// are weighed by; the summary with the top cause. Returns whether the host side was seen (not
+// for CUDA graph replays).
+bool SetCausesAndSummary(Straggler& s, const CollectiveData& data,
+                         const std::vector<ArrivalStats>& stats, const LatenessCandidate& c,
+                         const SideEvents& side, const CallSemantics& sem, bool on_device,
+                         const std::string& name) {
+  const Participant& who = data.participants[c.participant];
+  const ArrivalStats& me = stats[c.participant];
+  const bool across = !c.group_lead.empty();
   Evidence windows;
   std::vector<Cause> host_causes = LatenessCauses(data, c.participant, side, windows);
   if (on_device) windows.summary = "host side: " + windows.summary;
@@ -360,6 +376,28 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
                   "; top cause: " + s.cause;
     }
   }
+  return split_host_seen;
+}
+
+}  // namespace
+
+std::string ArrivalBasis(int64_t device, int64_t all) {
+  if (all == 0) return "";
+  return device == all ? "device_start" : device == 0 ? "host_entry" : "mixed";
+}
+
+Straggler LatenessStraggler(const CollectiveData& data, const std::vector<ArrivalStats>& stats,
+                            const LatenessCandidate& c, const SideEvents& side,
+                            const CallSemantics& sem) {
+  const Participant& who = data.participants[c.participant];
+  const ArrivalStats& me = stats[c.participant];
+  Straggler s;
+  SetIdentityAndBasis(s, data, me, c, sem);
+  const std::string name = c.node_level ? who.node : who.Label();
+  const bool on_device = s.arrival_basis != "host_entry";
+  AddArrivalEvidence(s, data, stats, c, sem, on_device, name);
+  if (OrderingUndetermined(s, c, who, name)) return s;
+  const bool split_host_seen = SetCausesAndSummary(s, data, stats, c, side, sem, on_device, name);
   if (on_device && !split_host_seen) {
     CapAtMedium(s, std::string(kGraphReplayHostUnseen) +
                        ": a host that launched the graph late cannot be told from a slow device");
