@@ -199,6 +199,15 @@ int RunReportCommand(int argc, char** argv) {
     return kExitError;
   }
   if (!filtered->empty()) report->notes.insert(report->notes.begin(), *filtered);
+  if (args->filter.to && report->hang.detected && !report->summary_nodes.empty()) {
+    // A summary keeps each thread's latest CUDA call of the whole recording and the calls
+    // that may wait for the device, not every launch (rs::Summarize).
+    report->notes.push_back(
+        "--to on nodes merged from summaries: what a hang's culprits were doing is the latest "
+        "CUDA call their summary kept before --to (each thread's calls that may wait for the "
+        "device, and its last call of the whole recording), which may be earlier than their "
+        "last call before --to; merge their raw bundles for that");
+  }
   if (args->all_nodes) report->node_rows = 0;
   progress.Done();
   const std::string text = analyzer::Render(*report, *format);

@@ -490,6 +490,8 @@ struct Report {
   // wall clock only, inputs that look like another job's.
   std::vector<std::string> warnings;
   std::vector<std::string> notes;  // data gaps the reader should know about
+  // Nodes merged from summaries (rankscope-analyze summarize), for the notes; not rendered.
+  std::vector<std::string> summary_nodes;
   Timing timing;
   Plots plots;
 };

@@ -115,7 +115,10 @@ rs::Result<void> AddSummaryNotes(rs::Db& db, bool merged, Report& r) {
   }
   if (raw.empty()) return rs::Ok();
   std::string listed;
-  for (const auto& [node, file] : raw) listed += (listed.empty() ? "" : ", ") + node;
+  for (const auto& [node, file] : raw) {
+    listed += (listed.empty() ? "" : ", ") + node;
+    r.summary_nodes.push_back(node);
+  }
   r.notes.push_back(std::to_string(raw.size()) + " node(s) merged from summaries (" + listed +
                     "): the rows this report reads are all there, but their off-CPU intervals, "
                     "other processes' run-queue waits and asynchronous CUDA calls (kernel "

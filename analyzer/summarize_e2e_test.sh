@@ -25,6 +25,24 @@ for fault in cpu hang none; do
   "$summary_check" "$build" "$run" "node$k" || fail "fault $fault on node$k, node$k raw"
 done
 
+# A window ending before the recording's end (just after its last NCCL call), on summaries of
+# a hang: the report says what the culprits' "doing" line may miss (a summary keeps each
+# thread's latest CUDA call of the whole recording); the raw merge's report has no such note.
+to=$("$analyze" query "$dir/hang/raw.rsdb" "SELECT MAX(timestamp_ns) + 1 FROM nccl_events" \
+  --format csv -q | tail -n 1)
+for name in summaries raw; do
+  "$analyze" report -q "$dir/hang/$name.rsdb" --to "$to" --format json -o "$dir/hang/to-$name.json" || true
+done
+python3 - "$dir/hang/to-summaries.json" "$dir/hang/to-raw.json" <<'PY' || fail "--to on summaries of a hang"
+import json, sys
+s, r = (json.load(open(f)) for f in sys.argv[1:3])
+note = lambda rep: [n for n in rep.get("notes", []) if n.startswith("--to on nodes merged from summaries")]
+assert s["hang"]["detected"], s["verdict"]
+assert note(s), s.get("notes")
+assert not note(r), r.get("notes")
+print("ok: --to on summaries of a hang: the note says what the doing line may miss")
+PY
+
 # What a summary keeps reconciles with its bundle: the run-queue waits of the job's processes
 # and nothing else of sched_events; the CUDA calls that may wait for the device, those in
 # flight and each thread's latest, and no other launch or asynchronous call; every NCCL call
