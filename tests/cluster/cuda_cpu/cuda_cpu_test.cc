@@ -147,9 +147,11 @@ TEST(CudaCpu, ACapturedGraphRunsNothingUntilEachLaunch) {
   EXPECT_EQ(released.load(), 0);
   cudaStream_t other = nullptr;
   ASSERT_EQ(cudaStreamCreate(&other), cudaSuccess);
+  // Two streams run concurrently (CUDA orders work within a stream only): the first launch is
+  // waited for before the second, so that the log shows each launch's nodes in their order.
   ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
-  ASSERT_EQ(cudaGraphLaunch(exec, other), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, other), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(other), cudaSuccess);
   EXPECT_EQ(LogCopy(), (std::vector<std::string>{"a", "b", "a", "b"}));
   EXPECT_EQ(launched.load(), 2);
