@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 #include "report_test_util.h"
 #include "rscore/bundle.h"
 
@@ -29,6 +31,24 @@ Report EditedReport(const synth::ClusterSpec& spec, const std::string& sql,
     EXPECT_TRUE(edited.ok()) << sql << ": " << edited.error().message();
   }
   return ReportOf(*path);
+}
+
+std::string NodeLate(const std::string& node, const std::string& also) {
+  return "UPDATE nccl_events SET duration_ns = duration_ns + 6000000 WHERE op = 'ALL_REDUCE'" +
+         also +
+         ";UPDATE nccl_events SET timestamp_ns = timestamp_ns + 6000000,"
+         " duration_ns = duration_ns - 6000000 WHERE node = '" +
+         node + "' AND op = 'ALL_REDUCE'" + also;
+}
+
+synth::ClusterSpec HangOnNode1() {
+  synth::ClusterSpec spec;
+  spec.seed = TestSeed();
+  spec.fault = "hang";
+  spec.fault_node = 1;
+  spec.fault_local_rank = 0;
+  std::cout << "seed " << spec.seed << "\n";
+  return spec;
 }
 
 }  // namespace analyzer::testing

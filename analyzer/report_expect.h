@@ -18,4 +18,11 @@ Report ReportOf(const std::string& path);
 // changed its merged database.
 Report EditedReport(const synth::ClusterSpec& spec, const std::string& sql, int64_t error_bound_ns);
 
+// SQL making `node`'s ranks enter the all-reduces that also match `also` (" AND ...") 6 ms
+// late, leaving with everyone (the others wait for them in the blocking call).
+std::string NodeLate(const std::string& node, const std::string& also);
+
+// The synthetic hang: node1's local rank 0 stops entering collectives (its seed printed).
+synth::ClusterSpec HangOnNode1();
+
 }  // namespace analyzer::testing

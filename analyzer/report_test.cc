@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <random>
 
-#include "report_render.h"
 #include "report_expect.h"
+#include "report_render.h"
 #include "report_test_util.h"
 #include "rscore/bundle.h"
 #include "synth_bundle.h"
@@ -21,6 +21,7 @@ using testing::ScratchDir;
 
 constexpr int64_t kBound = 50'000;  // clock error bound of the aligned test clusters
 
+using testing::NodeLate;
 using testing::ReportOf;
 
 Report MergedReport(const synth::ClusterSpec& spec, int64_t bound = kBound) {
@@ -146,29 +147,9 @@ TEST(ReportTest, SkewInsideTheClockBoundIsUndetermined) {
   EXPECT_TRUE(tight.stragglers.front().ordering_determined);
 }
 
-// As kNode1Late for `node`, in the all-reduces that also match `also` (" AND ...").
-std::string NodeLate(const std::string& node, const std::string& also) {
-  return "UPDATE nccl_events SET duration_ns = duration_ns + 6000000 WHERE op = 'ALL_REDUCE'" +
-         also +
-         ";UPDATE nccl_events SET timestamp_ns = timestamp_ns + 6000000,"
-         " duration_ns = duration_ns - 6000000 WHERE node = '" +
-         node + "' AND op = 'ALL_REDUCE'" + also;
-}
-
 // node1's ranks enter every all-reduce from seq `from` on 6 ms late.
 std::string Node1LateFrom(int from) {
   return NodeLate("node1", " AND seq > " + std::to_string(from));
-}
-
-// The synthetic hang: node1's local rank 0 stops entering collectives (seed printed).
-synth::ClusterSpec HangOnNode1() {
-  synth::ClusterSpec spec;
-  spec.seed = testing::TestSeed();
-  spec.fault = "hang";
-  spec.fault_node = 1;
-  spec.fault_local_rank = 0;
-  std::cout << "seed " << spec.seed << "\n";
-  return spec;
 }
 
 // node1 late from the 11th all-reduce on (of 40): the verdict says when.
@@ -512,90 +493,6 @@ TEST(ReportTest, MismatchedCountAtOneSequenceIsReported) {
     if (value == "7") found = who == std::vector<std::string>{"node1 rank 3"};
   }
   EXPECT_TRUE(found);
-}
-
-// The hang advice names the culprit's process, its last completed call, what it did instead and
-// where it was called from.
-TEST(ReportTest, HangAdviceNamesTheCulpritsPidLastCallAndCaller) {
-  const synth::ClusterSpec spec = HangOnNode1();
-  Report r =
-      EditedReport(spec,
-                   "INSERT INTO stacks(id, frames) VALUES (77,"
-                   " 'ncclAllReduce+0x10 (libnccl.so.2@ab+0x10)' || char(10) ||"
-                   " 'train_step+0x1c (trainer@cd+0x1c)' || char(10) ||"
-                   " 'main+0x20 (trainer@cd+0x20)');"
-                   "UPDATE nccl_events SET stack_id = 77 WHERE node = 'node1' AND pid = 10100");
-  SCOPED_TRACE(RenderText(r));
-  ASSERT_TRUE(r.hang.detected);
-  ASSERT_FALSE(r.stragglers.empty());
-  const Straggler& s = r.stragglers.front();
-  EXPECT_EQ(s.cause, "hang");
-  EXPECT_EQ(s.pids, std::vector<int64_t>{10100});
-  ASSERT_FALSE(s.causes.empty());
-  const std::string& advice = s.causes.front().remediation;
-  EXPECT_EQ(advice.find("gdb -p PID"), std::string::npos) << advice;
-  EXPECT_NE(advice.find("gdb -p 10100"), std::string::npos) << advice;
-  EXPECT_NE(advice.find("py-spy dump --pid 10100"), std::string::npos) << advice;
-  // Its last completed call is the all-reduce before the one it never entered.
-  EXPECT_NE(advice.find("last completed call: ALL_REDUCE seq " + std::to_string(r.hang.seq - 1)),
-            std::string::npos)
-      << advice;
-  EXPECT_NE(advice.find("train_step+0x1c"), std::string::npos) << advice;
-  EXPECT_NE(advice.find("no NCCL or CUDA call in flight"), std::string::npos) << advice;
-}
-
-TEST(ReportTest, HangCulpritWithoutAnyRecordingIsNamedByRank) {
-  ScratchDir dir;
-  synth::ClusterSpec spec;
-  spec.seed = testing::TestSeed();
-  spec.fault = "hang";
-  spec.fault_node = 0;
-  spec.fault_local_rank = 1;
-  auto path = testing::WriteMergedCluster(spec, dir.path(), kBound);
-  ASSERT_TRUE(path.ok()) << path.error().message();
-  {
-    // As if rank 1's process was never traced.
-    auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
-    ASSERT_TRUE(db.ok());
-    ASSERT_TRUE(db->Exec("DELETE FROM nccl_events WHERE rank = 1").ok());
-  }
-  Report r = ReportOf(*path);
-  SCOPED_TRACE(RenderText(r));
-  ASSERT_TRUE(r.hang.detected);
-  EXPECT_EQ(r.hang.culprit_ranks, std::vector<int64_t>{1});
-  ASSERT_EQ(r.hang.culprit_labels.size(), 1u);
-  EXPECT_NE(r.hang.culprit_labels[0].find("no recording"), std::string::npos);
-  ASSERT_FALSE(r.stragglers.empty());
-  EXPECT_EQ(r.stragglers.front().cause, "hang");
-}
-
-// Beside a hang every other finding is an observation of low confidence: the verdicts are the
-// hang's culprits alone (a CPU-contention finding on a waiting node, capped to low but left
-// among the stragglers, failed the acceptance test's hang scenario).
-TEST(ReportTest, BesideAHangOtherFindingsAreObservations) {
-  // node2's ranks enter every completed all-reduce 6 ms late: a lateness finding of its own.
-  Report r = EditedReport(HangOnNode1(), NodeLate("node2", " AND duration_ns IS NOT NULL"));
-  SCOPED_TRACE(RenderText(r));
-  ASSERT_TRUE(r.hang.detected);
-  ASSERT_FALSE(r.stragglers.empty());
-  for (const Straggler& s : r.stragglers) EXPECT_EQ(s.cause, "hang") << s.node;
-  auto node2 = std::find_if(r.observations.begin(), r.observations.end(),
-                            [](const Straggler& s) { return s.node == "node2"; });
-  ASSERT_NE(node2, r.observations.end());
-  EXPECT_EQ(node2->confidence, Confidence::kLow);
-  bool noted = std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
-    return n.find("capped at low and listed as observations") != std::string::npos;
-  });
-  EXPECT_TRUE(noted);
-}
-
-TEST(ReportTest, CollectivesCutOffByTheEndOfTheRecordingAreNoHang) {
-  synth::ClusterSpec spec;
-  spec.seed = testing::TestSeed();
-  Report r = EditedReport(spec,
-                          "UPDATE nccl_events SET duration_ns = NULL, state = 'in_flight'"
-                          " WHERE seq = (SELECT MAX(seq) FROM nccl_events)");
-  EXPECT_FALSE(r.hang.detected) << r.hang.summary;
 }
 
 }  // namespace
