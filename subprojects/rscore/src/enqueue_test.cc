@@ -38,6 +38,11 @@ TEST(EnqueuingProcesses, GpuUseWithoutLaunchBlocking) {
   ASSERT_TRUE(got.ok()) << got.error().message();
   const std::set<std::pair<std::string, int64_t>> want = {{"n0", 1}, {"n0", 2}};
   EXPECT_EQ(*got, want);
+  // One node's rows (a bundle) are read per process; the same answer.
+  ASSERT_TRUE(db->Exec("DELETE FROM nccl_events WHERE node = 'n1'").ok());
+  got = EnqueuingProcesses(*db);
+  ASSERT_TRUE(got.ok()) << got.error().message();
+  EXPECT_EQ(*got, want);
 }
 
 // A gpu_ops row's device times, read alike by the merge and the report: a negative bound is
