@@ -97,18 +97,22 @@ int64_t WaitOf(const EndsContext& ctx, const Rank& r, size_t k, bool* timed_out)
   return wait;
 }
 
+// A culprit its record proves: recorded, not suspected for a wrapped ring, and not named by
+// waits the records cannot prove unanswered (rule 13).
+bool AnyProvenCulprit(const Result& out) {
+  return std::any_of(out.ends.begin(), out.ends.end(), [](const End& e) {
+    return IsCulprit(e.kind) && e.kind != EndKind::kNoRecord && e.kind != EndKind::kRingWrapped &&
+           !e.unproven_wait;
+  });
+}
+
 Confidence ConfidenceOf(const Result& out) {
   switch (out.verdict) {
-    case Verdict::kHang: {
-      const bool proven = std::any_of(out.ends.begin(), out.ends.end(), [](const End& e) {
-        return IsCulprit(e.kind) && e.kind != EndKind::kNoRecord &&
-               e.kind != EndKind::kRingWrapped && !e.unproven_wait;
-      });
+    case Verdict::kHang:
       // Only suspects: ranks the records do not show, or waits on them the records cannot
       // prove unanswered (rule 13: or a stalled transfer).
-      if (!proven) return Confidence::kLow;
+      if (!AnyProvenCulprit(out)) return Confidence::kLow;
       return out.timed_out ? Confidence::kHigh : Confidence::kMedium;
-    }
     case Verdict::kDeadlock:
       if (out.cycle_unproven) return Confidence::kLow;  // rule 13: or a stalled transfer
       return out.timed_out ? Confidence::kHigh : Confidence::kMedium;
@@ -362,14 +366,10 @@ void Decide(const EndsContext& ctx, Result& out) {
     out.verdict = unknown ? Verdict::kUndetermined : Verdict::kNone;
   }
   out.confidence = ConfidenceOf(out);
-  out.culprits_unproven =
-      out.verdict == Verdict::kHang &&
-      std::any_of(out.ends.begin(), out.ends.end(),
-                  [](const End& e) { return IsCulprit(e.kind) && e.unproven_wait; }) &&
-      std::none_of(out.ends.begin(), out.ends.end(), [](const End& e) {
-        return IsCulprit(e.kind) && e.kind != EndKind::kNoRecord &&
-               e.kind != EndKind::kRingWrapped && !e.unproven_wait;
-      });
+  out.culprits_unproven = out.verdict == Verdict::kHang && !AnyProvenCulprit(out) &&
+                          std::any_of(out.ends.begin(), out.ends.end(), [](const End& e) {
+                            return IsCulprit(e.kind) && e.unproven_wait;
+                          });
 
   // The operation named: a culprit's own, or the oldest one waiting directly on a culprit;
   // else the oldest one taking part.
