@@ -33,7 +33,7 @@ std::string Usage() {
          "\n"
          "options:\n"
          "      --listen ADDR[:PORT]    address to listen on (port default 7443; ':7443' is\n"
-         "                              every address)\n"
+         "                              every address; IPv6 in brackets: '[fd00::3]:7443')\n"
          "  -n, --node NAME             this node's name (else $RANKSCOPE_NODE, else the\n"
          "                              hostname); a query's rows carry its bundle's node\n" +
          serve::ServeOptionsHelp("--") +
