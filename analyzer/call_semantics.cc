@@ -1,42 +1,28 @@
 #include "call_semantics.h"
 
 #include <algorithm>
-#include <set>
+#include <map>
 #include <utility>
 
 #include "clock_bounds.h"
 #include "device_arrival.h"
+#include "rscore/comm_hash.h"
 #include "rscore/enqueue.h"
+#include "rscore/nccl_ops.h"
 #include "rscore/schema.h"
 
 namespace analyzer {
 namespace {
 
-// Early exits needed to call the calls enqueues: a blocking collective cannot produce one, but
-// a single one could be a clock error beyond its bound at one moment; two, outnumbering the
-// waits, are not.
-constexpr int64_t kMinEarlyExits = 2;
-// Waits needed to call the calls blocking (the same reasoning).
-constexpr int64_t kMinWaits = 2;
-
-}  // namespace
-
-rs::Result<CallSemantics> DetectCallSemantics(rs::Db& db, const CollectiveData& data,
-                                              const std::vector<NodeClock>& clocks) {
-  CallSemantics s;
-  for (const NcclCall& c : data.calls) {
-    if (!c.host_seen || c.in_flight() || !c.device || !c.device->start_ns) continue;
-    if (!c.device->clock_error_ns) continue;  // unbounded: the order with its exit is unknown
-    ++s.device_calls;
-    // The converted start is at most clock_error_ns after the true one.
-    if (c.ts + c.dur < *c.device->start_ns - *c.device->clock_error_ns) {
-      ++s.returned_before_device;
-    }
-  }
-  std::vector<std::pair<std::string, int64_t>> node_latest;  // per collective: node -> entry
+// Per communicator, its collectives' order across nodes on the aligned clocks: an early exit (a
+// call returned before another rank's call of the same rendezvous collective entered, beyond
+// the two clocks' bound), or a wait (the first rank's call returned only after the last rank
+// entered, clearly later than the first).
+std::map<int64_t, rs::CallModeEvidence> OrderingsAcrossNodes(const CollectiveData& data,
+                                                             const std::vector<NodeClock>& clocks) {
+  std::map<int64_t, rs::CallModeEvidence> out;
   for (const Collective& g : data.collectives) {
-    if (!g.matched()) continue;
-    node_latest.clear();
+    if (!g.matched() || !rs::Traits(rs::OpFromName(data.calls[g.begin].op)).rendezvous) continue;
     const NcclCall* first = nullptr;
     const NcclCall* last = nullptr;
     for (size_t k = g.begin; k < g.end; ++k) {
@@ -44,14 +30,6 @@ rs::Result<CallSemantics> DetectCallSemantics(rs::Db& db, const CollectiveData& 
       if (!c.host_seen) continue;
       if (!first || c.ts < first->ts) first = &c;
       if (!last || c.ts > last->ts) last = &c;
-      const std::string& node = data.participants[c.participant].node;
-      auto it = std::find_if(node_latest.begin(), node_latest.end(),
-                             [&](const auto& e) { return e.first == node; });
-      if (it == node_latest.end()) {
-        node_latest.emplace_back(node, c.ts);
-      } else {
-        it->second = std::max(it->second, c.ts);
-      }
     }
     if (!first || first == last) continue;
     const std::string& last_node = data.participants[last->participant].node;
@@ -60,66 +38,131 @@ rs::Result<CallSemantics> DetectCallSemantics(rs::Db& db, const CollectiveData& 
       const NcclCall& c = data.calls[k];
       if (!c.host_seen || c.in_flight() || &c == last) continue;
       const std::string& node = data.participants[c.participant].node;
-      int64_t exit = c.ts + c.dur;
-      if (exit + PairBound(clocks, node, last_node) < last->ts) early = true;
-      for (const auto& [n, latest] : node_latest) {
-        if (n == node && exit < latest) early = true;  // one clock: no bound
-      }
+      early = c.ts + c.dur + PairBound(clocks, node, last_node) < last->ts;
     }
-    if (early) {
-      ++s.early_exits;
-      continue;
-    }
+    rs::CallModeEvidence& e = out[static_cast<int64_t>(g.comm)];
     const std::string& first_node = data.participants[first->participant].node;
-    if (!first->in_flight() && first->ts + first->dur >= last->ts &&
-        last->ts - first->ts > PairBound(clocks, first_node, last_node)) {
-      ++s.waits;
+    if (early) {
+      ++e.early_exits;
+    } else if (!first->in_flight() && first->ts + first->dur >= last->ts &&
+               last->ts - first->ts > PairBound(clocks, first_node, last_node)) {
+      ++e.waits;
     }
   }
-  if (s.returned_before_device > 0 && 2 * s.returned_before_device >= s.device_calls) {
-    s.kind = "enqueue";
-    s.evidence = std::to_string(s.returned_before_device) + " of " +
-                 std::to_string(s.device_calls) +
-                 " NCCL calls the profiler plugin saw returned before their device started the "
-                 "collective";
-  } else if (s.early_exits >= kMinEarlyExits && s.early_exits > s.waits) {
-    s.kind = "enqueue";
-    s.evidence = "in " + std::to_string(s.early_exits) +
-                 " collectives a rank's NCCL call returned before another rank's call entered "
-                 "(beyond the clock bound), which a blocking collective cannot do";
-    if (s.waits > 0) {
-      s.evidence += " (" + std::to_string(s.waits) + " looked blocking)";
+  return out;
+}
+
+// The recording's kind and sentence from its communicators' modes.
+void Summarize(CallSemantics& s) {
+  int64_t block = 0, enqueue = 0, undecided = 0;
+  const rs::CommunicatorCallMode* shown = nullptr;
+  for (const auto& [comm, c] : s.communicators) {
+    switch (c.decision.mode) {
+      case rs::CallMode::kBlocking:
+        ++block;
+        break;
+      case rs::CallMode::kEnqueue:
+        ++enqueue;
+        break;
+      case rs::CallMode::kByProcess:
+        ++undecided;
+        break;
     }
-  } else if (s.waits >= kMinWaits && s.waits >= s.early_exits) {
-    s.kind = "blocking";
-    s.evidence = "in " + std::to_string(s.waits) +
-                 " collectives the first rank's NCCL call returned only after the last rank "
-                 "entered";
-    if (s.early_exits > 0) {
-      s.evidence += " (" + std::to_string(s.early_exits) + " had a call return earlier)";
+    if (!shown || c.evidence.same_node_checked + c.evidence.device_calls + c.evidence.waits +
+                          c.evidence.early_exits >
+                      shown->evidence.same_node_checked + shown->evidence.device_calls +
+                          shown->evidence.waits + shown->evidence.early_exits) {
+      shown = &c;
     }
+  }
+  const std::string gpu = std::to_string(s.gpu_processes.size()) +
+                          " process(es) with NCCL calls used a GPU (CUDA calls, or operations "
+                          "NCCL's profiler plugin timed on a device), whose NCCL calls enqueue";
+  // Undecided communicators: their GPU processes enqueue, the others block.
+  if (undecided > 0 || s.communicators.empty()) {
+    if (block == 0 && enqueue == 0) {
+      s.kind = s.gpu_processes.empty() ? "unknown" : "enqueue";
+      s.evidence = s.gpu_processes.empty()
+                       ? "no collective showed whether the NCCL calls block or enqueue, and no "
+                         "process with NCCL calls used a GPU"
+                       : gpu + ", and no collective showed whether the calls block";
+      return;
+    }
+  }
+  const int64_t n = static_cast<int64_t>(s.communicators.size());
+  if (undecided == 0 && (block == 0 || enqueue == 0)) {
+    s.kind = block > 0 ? "blocking" : "enqueue";
+    s.evidence = shown->decision.evidence;
+    if (n > 1) {
+      s.evidence += " (communicator " + rs::HashHex(shown->comm_id_hash) + "; the calls of all " +
+                    std::to_string(n) + " communicators " + (block > 0 ? "block" : "only enqueue") +
+                    ")";
+    }
+    return;
+  }
+  s.kind = "mixed";
+  s.evidence = "the communicators differ: the calls of " + std::to_string(enqueue) +
+               " only enqueue, of " + std::to_string(block) + " block";
+  if (undecided > 0) {
+    s.evidence += ", " + std::to_string(undecided) + " undecided (" + gpu + ")";
+  }
+}
+
+}  // namespace
+
+bool CallSemantics::Enqueues(uint64_t comm, const std::string& node, int64_t pid) const {
+  auto it = communicators.find(static_cast<int64_t>(comm));
+  if (it != communicators.end() && it->second.decision.mode != rs::CallMode::kByProcess) {
+    return it->second.decision.mode == rs::CallMode::kEnqueue;
+  }
+  return gpu_processes.count({node, pid}) != 0;
+}
+
+rs::Result<CallSemantics> DetectCallSemantics(rs::Db& db, const CollectiveData& data,
+                                              const std::vector<NodeClock>& clocks) {
+  CallSemantics s;
+  ASSIGN_OR_RETURN(auto stored, rs::ReadStoredCallModes(db));
+  if (stored) {
+    s.communicators = std::move(*stored);
+    s.from_merge = true;
   } else {
+    ASSIGN_OR_RETURN(auto evidence, rs::ReadCallModeEvidence(db));
+    for (const auto& [comm, e] : evidence) s.communicators[comm] = {comm, e, rs::DecideCallMode(e)};
+  }
+  for (const std::vector<NcclCall>* calls : {&data.calls, &data.p2p}) {
+    for (const NcclCall& c : *calls) {
+      const auto comm = static_cast<int64_t>(c.comm);
+      s.communicators.try_emplace(comm, rs::CommunicatorCallMode{comm, {}, rs::DecideCallMode({})});
+    }
+  }
+  bool undecided = false;
+  const auto across = OrderingsAcrossNodes(data, clocks);
+  for (auto& [comm, c] : s.communicators) {
+    if (c.decision.mode != rs::CallMode::kByProcess) continue;
+    auto it = across.find(comm);
+    if (it != across.end()) {
+      c.evidence.early_exits = it->second.early_exits;
+      c.evidence.waits = it->second.waits;
+      c.decision = rs::DecideCallMode(c.evidence);
+    }
+  }
+  rs::ResolveUndecided(s.communicators);
+  for (const auto& [comm, c] : s.communicators) {
+    undecided |= c.decision.mode == rs::CallMode::kByProcess;
+  }
+  if (undecided || s.communicators.empty()) {
     // Only now: the scan of cuda_events it needs is the costliest part. The processes as the
     // merge's clock alignment takes them (rscore/enqueue.h).
-    ASSIGN_OR_RETURN(auto enqueuing, rs::EnqueuingProcesses(db));
-    s.gpu_processes = static_cast<int64_t>(enqueuing.size());
-    if (s.gpu_processes > 0) {
-      s.kind = "enqueue";
-      s.evidence = std::to_string(s.gpu_processes) +
-                   " process(es) with NCCL calls used a GPU (CUDA calls, or operations NCCL's "
-                   "profiler plugin timed on a device), whose NCCL calls enqueue, and no "
-                   "collective showed a blocking call";
-    } else {
-      s.evidence = "no collective showed whether the NCCL calls block or enqueue";
-    }
+    ASSIGN_OR_RETURN(s.gpu_processes, rs::EnqueuingProcesses(db));
   }
+  Summarize(s);
   return s;
 }
 
 namespace {
 
-void MarkEnqueue(NcclCall& c, const CallSemantics& s) {
-  c.enqueue = s.kind == "enqueue";
+void MarkEnqueue(NcclCall& c, const std::string& node, int64_t pid, const CallSemantics& s) {
+  c.enqueue = s.Enqueues(c.comm, node, pid);
   if (!c.device || !c.device->end_ns || !c.host_seen || c.in_flight()) return;
   // Its own device times decide where they can: converted ends are never early and at most
   // clock_error_ns late.
@@ -135,7 +178,10 @@ void MarkEnqueue(NcclCall& c, const CallSemantics& s) {
 
 void MarkEnqueues(CollectiveData& data, const CallSemantics& s) {
   for (std::vector<NcclCall>* calls : {&data.calls, &data.p2p}) {
-    for (NcclCall& c : *calls) MarkEnqueue(c, s);
+    for (NcclCall& c : *calls) {
+      const Participant& p = data.participants[c.participant];
+      MarkEnqueue(c, p.node, p.pid, s);
+    }
   }
 }
 

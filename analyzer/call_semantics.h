@@ -1,37 +1,42 @@
 // Whether the recorded NCCL calls block until their collective is done (a CPU framework, the
 // test bed's sync mode) or only enqueue it for a GPU that runs it later. Host entry lateness
 // means "arrived late" only for the first; for enqueues it is when the host issued the work,
-// which a slow device does not show. Decided from evidence, never from names:
-//  - the profiler plugin's device times: a call that returned before its device started the
-//    collective (before the converted start minus its conversion bound) was an enqueue;
-//  - an early exit: a call returned before another rank's call of the same collective entered
-//    (by more than the two nodes' clock bound; ranks on one node share a clock). No rank can
-//    leave a blocking collective before the last rank entered it;
-//  - a wait: the first rank's call returned only after the last rank entered, which that rank
-//    entered clearly (beyond the clock bound) later: what a blocking call does;
-//  - the process made CUDA runtime calls (cuda_events) and passed its NCCL calls a stream,
-//    taken as enqueue only where no waits say otherwise.
+// which a slow device does not show. Decided per communicator from evidence, never from names,
+// by one rule (rscore/call_mode.h) that the merge applies too: a merged database keeps the
+// merge's decisions (call_modes) and the report takes them; it reads the evidence itself only
+// from a bundle (or a merged database older than the table). Where the evidence read on one clock
+// left a communicator to its processes, the report adds what the merge could not have before its
+// alignment: the order of the calls across nodes on the aligned clocks (an early exit beyond the
+// two clocks' bound; a wait: the first rank's call returned only after the last rank clearly
+// entered). Where some communicators stay undecided and every decided one agrees, they take that
+// mode (rs::ResolveUndecided).
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives.h"
 #include "report_model.h"
+#include "rscore/call_mode.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
 namespace analyzer {
 
 struct CallSemantics {
-  std::string kind = "unknown";        // 'blocking' | 'enqueue' | 'unknown'
-  std::string evidence;                // one sentence: what decided it
-  int64_t returned_before_device = 0;  // calls that returned before their device started
-  int64_t device_calls = 0;            // calls with a device start and a host exit
-  int64_t early_exits = 0;             // matched collectives with an early exit
-  int64_t waits = 0;                   // matched collectives with a wait
-  int64_t gpu_processes = 0;           // rs::EnqueuingProcesses, where asked
+  // The recording's, for its wording: 'blocking' | 'enqueue' (every communicator's calls) |
+  // 'mixed' (communicators differ) | 'unknown' (no evidence and no process that used a GPU).
+  std::string kind = "unknown";
+  std::string evidence;     // one sentence: what decided it
+  bool from_merge = false;  // the decisions are the merge's (call_modes)
+  std::map<int64_t, rs::CommunicatorCallMode> communicators;  // by comm_id_hash
+  std::set<std::pair<std::string, int64_t>> gpu_processes;    // rs::EnqueuingProcesses, where asked
+  // Whether a call of `comm` by process (node, pid) only enqueues, before its own device times.
+  bool Enqueues(uint64_t comm, const std::string& node, int64_t pid) const;
 };
 
 rs::Result<CallSemantics> DetectCallSemantics(rs::Db& db, const CollectiveData& data,

@@ -37,6 +37,10 @@ std::string BasisText(const std::string& arrival, const CallSemantics& sem) {
            sem.evidence +
            "): this is when each host issued the collective; GPU-side arrival was not seen";
   }
+  if (sem.kind == "mixed") {
+    return "host-side NCCL call entry times matched by (comm_id_hash, seq); " + sem.evidence +
+           ": a late entry is a late arrival only where the calls block";
+  }
   return "host-side NCCL call entry times matched by (comm_id_hash, seq); " +
          std::string(sem.kind == "blocking"
                          ? "the calls block until the collective is done (" + sem.evidence +

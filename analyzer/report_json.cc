@@ -349,7 +349,13 @@ std::string RenderJson(const Report& r) {
   w.Key("graph_replays_uncompared").Int(t.graph_replays_uncompared);
   w.Key("gpu_ops_table").Bool(t.gpu_ops_table).Key("device_ops").Int(t.device_ops);
   w.Key("call_semantics").String(t.call_semantics);
-  w.Key("semantics_evidence").String(t.semantics_evidence).EndObject();
+  w.Key("semantics_evidence").String(t.semantics_evidence);
+  w.Key("call_modes_from").String(t.call_modes_from).Key("call_modes").BeginArray();
+  for (const Timing::CallMode& m : t.call_modes) {
+    w.BeginObject().Key("comm_id_hash").String(m.comm).Key("mode").String(m.mode);
+    w.Key("evidence").String(m.evidence).EndObject();
+  }
+  w.EndArray().EndObject();
   w.Key("per_rank");
   Stats(w, r.per_rank, true);
   w.Key("per_node");

@@ -447,9 +447,17 @@ struct Timing {
   bool gpu_ops_table = false;  // the recording has the table (a recorder that knows it)
   int64_t device_ops = 0;      // gpu_ops rows of collectives joined to the calls
   // 'blocking' (calls return when the collective is done), 'enqueue' (they return at enqueue,
-  // the device completes the work later), 'unknown'.
+  // the device completes the work later), 'mixed' (communicators differ), 'unknown'.
   std::string call_semantics;
   std::string semantics_evidence;  // one sentence: what decided it
+  // Per communicator (rscore/call_mode.h): 'blocking' | 'enqueue' | 'by_process', and why.
+  struct CallMode {
+    std::string comm;  // comm_id_hash in hex
+    std::string mode;
+    std::string evidence;
+  };
+  std::vector<CallMode> call_modes;
+  std::string call_modes_from;  // 'merge' (the merged database's call_modes) | 'report'
 };
 
 struct Report {

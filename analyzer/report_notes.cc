@@ -8,6 +8,7 @@
 #include "lateness_straggler.h"
 #include "report_format.h"
 
+#include "rscore/comm_hash.h"
 #include "rscore/duration.h"
 #include "rscore/schema.h"
 #include "rscore/time_arg.h"
@@ -167,6 +168,11 @@ void AddTimingNotes(const CollectiveData& data, const CallSemantics& sem, Report
   t.arrival_basis = ArrivalBasis(t.device_collectives, t.device_collectives + t.host_collectives);
   t.call_semantics = sem.kind;
   t.semantics_evidence = sem.evidence;
+  t.call_modes_from = sem.from_merge ? "merge" : "report";
+  for (const auto& [comm, c] : sem.communicators) {
+    t.call_modes.push_back(Timing::CallMode{
+        rs::HashHex(comm), std::string(rs::CallModeName(c.decision.mode)), c.decision.evidence});
+  }
   if (sem.kind == "enqueue" && t.device_collectives == 0 && data.matched > 0) {
     r.notes.push_back(
         "GPU-side arrival was not seen: the NCCL calls here only enqueue (" + sem.evidence +

@@ -159,6 +159,11 @@ std::string RenderText(const Report& r) {
       << r.timing.device_collectives << " collectives on device, " << r.timing.host_collectives
       << " on host entry, " << r.timing.excluded_collectives << " left out); NCCL calls "
       << T(r.timing.call_semantics) << ": " << T(r.timing.semantics_evidence) << "\n";
+    if (r.timing.call_semantics == "mixed") {
+      for (const Timing::CallMode& m : r.timing.call_modes) {
+        o << "  communicator " << T(m.comm) << ": " << T(m.mode) << ": " << T(m.evidence) << "\n";
+      }
+    }
   }
   o << "\nclock (offset applied, error bound, method, evidence):\n";
   for (const NodeClock& c : r.clock) {

@@ -1,7 +1,6 @@
 #include "evidence.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 namespace merge {
@@ -13,38 +12,6 @@ int64_t Median(std::vector<int64_t> v) {
 }
 
 }  // namespace
-
-void CheckSameNode(const NodeRecords& records, SameNodeCheck* check) {
-  if (records.init || records.calls.size() < 2) return;
-  int64_t max_entry = std::numeric_limits<int64_t>::min();
-  int64_t min_exit = std::numeric_limits<int64_t>::max();
-  for (const HostCall& c : records.calls) {
-    max_entry = std::max(max_entry, c.entry_ns);
-    min_exit = std::min(min_exit, c.exit_ns);
-  }
-  ++check->checked;
-  if (min_exit < max_entry) ++check->early_exits;
-}
-
-CallMode DecideCallMode(const SameNodeCheck& check) {
-  if (check.checked == 0) return CallMode::kByProcess;
-  const double needed =
-      std::max(1.0, std::ceil(kEnqueueFraction * static_cast<double>(check.checked)));
-  return static_cast<double>(check.early_exits) >= needed ? CallMode::kEnqueue
-                                                          : CallMode::kBlocking;
-}
-
-const char* CallModeName(CallMode mode) {
-  switch (mode) {
-    case CallMode::kBlocking:
-      return "blocking";
-    case CallMode::kEnqueue:
-      return "enqueue";
-    case CallMode::kByProcess:
-      return "by process";
-  }
-  return "?";
-}
 
 bool Blocks(const HostCall& call, CallMode mode) {
   switch (mode) {

@@ -15,7 +15,7 @@
 //                  (clock_error_ns NULL) e = device_start_ns as converted, and the alignment's
 //                  note says so.
 //   blocking_call  the entry and exit of an NCCL call that returns only once the collective is
-//                  done (a CPU framework, NCCL on the test bed in sync mode): see CallMode.
+//                  done (a CPU framework, NCCL on the test bed in sync mode): see rs::CallMode.
 //   sync_after     for a call that only enqueues: its entry, and the exit of the first blocking
 //                  sync call of the same process entered after the call returned that waits for
 //                  the collective (see BlockingSyncKind): a blocking sync that returns after the
@@ -33,13 +33,11 @@
 #include <vector>
 
 #include "clock_alignment.h"
+#include "rscore/call_mode.h"
 
 namespace merge {
 
-// Ops whose completion on one rank needs every rank's part. Broadcast / Reduce (the root need
-// not wait) and point-to-point calls are not rendezvous.
-inline constexpr const char* kRendezvousOps[] = {"ALL_REDUCE", "ALL_GATHER", "REDUCE_SCATTER",
-                                                 "ALL_TO_ALL"};
+using rs::CallMode;
 
 // One rank's NCCL call of a collective as its node recorded it: completed, successful, not in a
 // group (a grouped call's work starts only at ncclGroupEnd).
@@ -63,36 +61,8 @@ struct NodeRecords {
   std::vector<DeviceSpan> device;
 };
 
-// Whether a communicator's calls block, decided per communicator from the ranks of one node
-// (same clock, no alignment needed): a call that returned before another same-node rank's call
-// of the same collective entered proves that the calls only enqueue.
-struct SameNodeCheck {
-  int64_t checked = 0;      // collectives with two or more calls on one node
-  int64_t early_exits = 0;  // of those, how many show a call that returned before another entered
-};
-
-// Collectives of a communicator that must show an early exit for its calls to count as enqueues.
-// Blocking calls can never show one. Enqueued calls show one whenever two ranks of a node
-// enqueue further apart than an enqueue takes (microseconds), which in training is most
-// collectives. One in twenty still marks a communicator whose ranks enqueue nearly in step as
-// enqueueing, while a few defective rows (a call matched to the wrong collective) do not turn
-// a blocking communicator's evidence away; those rows' own observations are dropped anyway.
-inline constexpr double kEnqueueFraction = 0.05;
-
-enum class CallMode {
-  kBlocking,   // same-node evidence: no (or too few) early exits
-  kEnqueue,    // same-node evidence: early exits in at least kEnqueueFraction of the checks
-  kByProcess,  // no node has two ranks of the communicator: a process that made CUDA calls is
-               // taken to enqueue (the conservative choice), one without to block
-};
-
-// Adds one node's records of one collective to `check` (init records are not checked).
-void CheckSameNode(const NodeRecords& records, SameNodeCheck* check);
-CallMode DecideCallMode(const SameNodeCheck& check);
-const char* CallModeName(CallMode mode);
-
 // Whether `call` blocks until its collective is done, under `mode`.
-bool Blocks(const HostCall& call, CallMode mode);
+bool Blocks(const HostCall& call, CallMode mode);  // kByProcess: !call.gpu_process
 
 // The node's bounds of one collective from its records: the latest valid entry, the earliest
 // valid exit, the median exit of the preferred kind (device, else blocking_call, else

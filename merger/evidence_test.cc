@@ -58,30 +58,7 @@ TEST(FirstSyncExit, TheFirstWaitingSyncEnteredAfterTheCallReturned) {
   EXPECT_EQ(FirstSyncExit({}, 0, 0x10), std::nullopt);
 }
 
-TEST(CallMode, EarlyExitsOnOneNodeProveEnqueues) {
-  SameNodeCheck check;
-  NodeRecords blocking;
-  blocking.calls = {Call(100, 500), Call(300, 510)};  // both left after both entered
-  NodeRecords enqueued;
-  enqueued.calls = {Call(100, 105), Call(300, 306)};  // the first left before the second came
-  NodeRecords single;
-  single.calls = {Call(100, 105)};
-  NodeRecords init = enqueued;
-  init.init = true;
-  CheckSameNode(blocking, &check);
-  CheckSameNode(single, &check);
-  CheckSameNode(init, &check);
-  EXPECT_EQ(check.checked, 1);
-  EXPECT_EQ(check.early_exits, 0);
-  EXPECT_EQ(DecideCallMode(check), CallMode::kBlocking);
-  CheckSameNode(enqueued, &check);
-  EXPECT_EQ(check.early_exits, 1);
-  EXPECT_EQ(DecideCallMode(check), CallMode::kEnqueue);
-  // The threshold: one collective in twenty.
-  EXPECT_EQ(DecideCallMode(SameNodeCheck{100, 4}), CallMode::kBlocking);
-  EXPECT_EQ(DecideCallMode(SameNodeCheck{100, 5}), CallMode::kEnqueue);
-  EXPECT_EQ(DecideCallMode(SameNodeCheck{3, 1}), CallMode::kEnqueue);
-  EXPECT_EQ(DecideCallMode(SameNodeCheck{}), CallMode::kByProcess);
+TEST(CallMode, ByProcessAsksTheProcess) {
   // Without same-node evidence, a process's CUDA calls decide.
   EXPECT_TRUE(Blocks(Call(0, 1, false), CallMode::kByProcess));
   EXPECT_FALSE(Blocks(Call(0, 1, true), CallMode::kByProcess));

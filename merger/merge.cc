@@ -94,30 +94,16 @@ class PhaseTimer {
 void LogEvidence(std::ostream& log, const RendezvousSummary& summary) {
   constexpr size_t kShown = 8;
   for (size_t i = 0; i < summary.communicators.size(); ++i) {
-    const CommunicatorCalls& c = summary.communicators[i];
+    const rs::CommunicatorCallMode& c = summary.communicators[i];
     if (i == kShown) {
       log << "rankscope-merge: ... and " << summary.communicators.size() - kShown
           << " more communicators\n";
       break;
     }
-    log << "rankscope-merge: communicator " << rs::HashHex(c.comm_id_hash) << ": ";
-    switch (c.mode) {
-      case CallMode::kBlocking:
-        log << "calls block (no call returned before another rank of its node entered, "
-            << c.check.checked << " collectives checked";
-        if (c.check.early_exits > 0) log << "; " << c.check.early_exits << " did, too few";
-        log << ")";
-        break;
-      case CallMode::kEnqueue:
-        log << "calls only enqueue (in " << c.check.early_exits << " of " << c.check.checked
-            << " collectives a call returned before another rank of its node entered)";
-        break;
-      case CallMode::kByProcess:
-        log << "no node has two of its ranks: calls of processes that made CUDA calls taken as"
-               " enqueues, the others as blocking";
-        break;
-    }
-    log << "\n";
+    static constexpr const char* kSays[] = {"calls block", "calls only enqueue",
+                                            "calls judged by process"};
+    log << "rankscope-merge: communicator " << rs::HashHex(c.comm_id_hash) << ": "
+        << kSays[static_cast<int>(c.decision.mode)] << ": " << c.decision.evidence << "\n";
   }
   const std::string kinds = EvidenceSummary(summary.by_evidence);
   log << "rankscope-merge: rendezvous evidence (node observations): "
@@ -245,6 +231,7 @@ rs::Result<void> AlignMerged(const std::vector<Input*>& merged, const MergeOptio
                               (a.note.empty() ? "" : " (" + a.note + ")"));
   }
   LogEvidence(log, collector.summary());
+  result.call_modes = collector.summary().communicators;
   CheckAgainstWireClocks(opt.inputs, log, result);
   return rs::Ok();
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "clock_alignment.h"
+#include "rscore/call_mode.h"
 #include "rscore/cli.h"
 #include "rscore/result.h"
 
@@ -45,6 +46,8 @@ struct MergeResult {
   int64_t start_ns = 0, end_ns = 0;  // the merged recording's span (metadata start_ns, end_ns)
   std::vector<InputSummary> inputs;
   std::vector<NodeAlignment> alignment;
+  // How each communicator's calls were judged before the clocks were aligned (call_modes).
+  std::vector<rs::CommunicatorCallMode> call_modes;
   std::vector<PhaseTime> phases;
   // What the user must see even with -q: inputs that look like another job's, nodes whose
   // clock could only be aligned by its wall clock.

@@ -10,6 +10,7 @@
 #include <iterator>
 
 #include "rscore/bundle.h"
+#include "rscore/call_mode.h"
 #include "synth_bundle.h"
 #include "test_bundles.h"
 
@@ -59,13 +60,22 @@ TEST_F(MergeCli, AllMergedExitsZero) {
   // What the alignment rests on, and how the communicator's calls were judged.
   EXPECT_NE(r.output.find("(12 rendezvous: blocking_call 11, comm_init 1)"), std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find(": calls block (no call returned before another rank of its node"
-                          " entered, 22 collectives checked)"),
+  EXPECT_NE(r.output.find(": calls block: no call returned before another rank of its node"
+                          " entered (22 collectives checked)"),
             std::string::npos)
       << r.output;
   auto opened = rs::OpenRankscopeFile(out);
   ASSERT_TRUE(opened.ok()) << opened.error().message();
   EXPECT_EQ(opened->info().db_kind, "merged");
+  // The decision the log states is the one the merged database keeps for the report.
+  auto modes = rs::ReadStoredCallModes(opened->db());
+  ASSERT_TRUE(modes.ok()) << modes.error().message();
+  ASSERT_TRUE(modes->has_value());
+  ASSERT_EQ((*modes)->size(), 1u);
+  const rs::CommunicatorCallMode& c = (*modes)->begin()->second;
+  EXPECT_EQ(c.decision.mode, rs::CallMode::kBlocking);
+  EXPECT_EQ(c.evidence.same_node_checked, 22);
+  EXPECT_EQ(c.evidence.same_node_early_exits, 0);
   struct stat sb {};
   ASSERT_EQ(stat(out.c_str(), &sb), 0);
   EXPECT_EQ(sb.st_mode & 0777, 0600u);

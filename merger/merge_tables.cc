@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <string>
 
+#include "rscore/call_mode.h"
 #include "rscore/schema.h"
 #include "rscore/text_escape.h"
 
@@ -86,6 +87,9 @@ rs::Result<void> WriteMergeTables(rs::Db& out, const std::vector<Input>& inputs,
     }
   }
   RETURN_IF_ERROR(WriteAlignment(out, alignment));
+  for (const rs::CommunicatorCallMode& c : result.call_modes) {
+    RETURN_IF_ERROR(rs::WriteCallMode(out, c));
+  }
   ASSIGN_OR_RETURN(auto s, out.QueryText("SELECT MIN(CAST(value AS INTEGER)) FROM metadata"
                                          " WHERE key LIKE 'node.%.start_ns' AND key NOT LIKE "
                                          "'node.%.local_start_ns'"));

@@ -7,6 +7,7 @@
 
 #include "rscore/device_times.h"
 #include "rscore/enqueue.h"
+#include "rscore/nccl_ops.h"
 #include "rscore/schema.h"
 
 namespace merge {
@@ -14,8 +15,9 @@ namespace {
 
 std::string OpList() {
   std::string ops;
-  for (const char* op : kRendezvousOps) {
-    ops += std::string(ops.empty() ? "" : ", ") + "'" + op + "'";
+  for (int i = 0; i <= static_cast<int>(rs::NcclOp::kCoalesced); ++i) {
+    const rs::NcclOpTraits& t = rs::Traits(static_cast<rs::NcclOp>(i));
+    if (t.rendezvous) ops += std::string(ops.empty() ? "" : ", ") + "'" + std::string(t.name) + "'";
   }
   return ops;
 }
@@ -97,6 +99,8 @@ rs::Result<void> RendezvousCollector::AddNode(rs::Db& db, int node) {
   ASSIGN_OR_RETURN(bool has_gpu_ops, rs::HasGpuOps(db));
   ASSIGN_OR_RETURN(const std::unordered_set<int64_t> enqueuing, EnqueuingPids(db));
   ASSIGN_OR_RETURN(auto syncs, SyncCalls(db));
+  ASSIGN_OR_RETURN(auto evidence, rs::ReadCallModeEvidence(db));
+  for (const auto& [comm, e] : evidence) evidence_[comm] += e;
   const std::vector<SyncCall> none;
   // This node's records, by key; added to records_ at the end.
   std::map<Key, NodeRecords> mine;
@@ -149,28 +153,26 @@ void RendezvousCollector::Absorb(RendezvousCollector&& other, int node) {
     auto& mine = records_[key];
     for (auto& [n, r] : list) mine.emplace_back(node, std::move(r));
   }
+  for (const auto& [comm, e] : other.evidence_) evidence_[comm] += e;
   calls_ += other.calls_;
   other = RendezvousCollector();
 }
 
 std::vector<Rendezvous> RendezvousCollector::Take() {
   summary_ = RendezvousSummary{};
-  std::map<int64_t, SameNodeCheck> checks;
-  for (const auto& [key, list] : records_) {
-    if (!std::get<2>(key).empty()) continue;  // an init (always blocks) or device times only
-    for (const auto& [node, r] : list) {
-      if (!r.calls.empty()) CheckSameNode(r, &checks[std::get<0>(key)]);
-    }
-  }
+  // Before the clocks are aligned: the evidence read on one clock (rscore/call_mode.h).
+  std::map<int64_t, rs::CommunicatorCallMode> decided;
+  for (const auto& [comm, e] : evidence_) decided[comm] = {comm, e, rs::DecideCallMode(e)};
+  rs::ResolveUndecided(decided);
   std::map<int64_t, CallMode> modes;
-  for (const auto& [comm, check] : checks) {
-    modes[comm] = DecideCallMode(check);
-    summary_.communicators.push_back(CommunicatorCalls{comm, check, modes[comm]});
+  for (auto& [comm, c] : decided) {
+    modes[comm] = c.decision.mode;
+    summary_.communicators.push_back(std::move(c));
   }
   std::vector<Rendezvous> out;
   for (const auto& [key, list] : records_) {
     auto m = modes.find(std::get<0>(key));
-    const CallMode mode = m == modes.end() ? CallMode::kBlocking : m->second;
+    const CallMode mode = m == modes.end() ? CallMode::kByProcess : m->second;
     Rendezvous rz;
     for (const auto& [node, r] : list) {
       std::optional<NodeObservation> o = Observe(r, mode, node);
@@ -187,6 +189,7 @@ std::vector<Rendezvous> RendezvousCollector::Take() {
     out.push_back(std::move(rz));
   }
   records_.clear();
+  evidence_.clear();
   return out;
 }
 

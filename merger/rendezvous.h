@@ -19,16 +19,9 @@
 
 namespace merge {
 
-// How the calls of one communicator were judged (evidence.h, CallMode).
-struct CommunicatorCalls {
-  int64_t comm_id_hash = 0;
-  SameNodeCheck check;
-  CallMode mode = CallMode::kByProcess;
-};
-
 // What Take found besides the rendezvous.
 struct RendezvousSummary {
-  std::vector<CommunicatorCalls> communicators;
+  std::vector<rs::CommunicatorCallMode> communicators;  // how each one's calls were judged
   // Node observations dropped because their own exit preceded their own entry (an assumption of
   // the evidence failed for that collective on that node).
   int64_t dropped = 0;
@@ -44,7 +37,7 @@ class RendezvousCollector {
   rs::Result<void> AddNode(rs::Db& db, int node);
   // Moves everything `other` (collected for one node) holds here, as node `node`.
   void Absorb(RendezvousCollector&& other, int node);
-  // Decides each communicator's call mode from every node's records and returns the
+  // Decides each communicator's call mode from every node's evidence and returns the
   // rendezvous seen on at least two nodes. Empties the collector.
   std::vector<Rendezvous> Take();
   // Calls and device spans read so far (all nodes).
@@ -61,6 +54,7 @@ class RendezvousCollector {
   // recorded.
   using Key = std::tuple<int64_t, int64_t, std::string>;
   std::map<Key, std::vector<std::pair<int, NodeRecords>>> records_;
+  std::map<int64_t, rs::CallModeEvidence> evidence_;  // per comm_id_hash, every node's
   int64_t calls_ = 0;
   RendezvousSummary summary_;
 };

@@ -114,9 +114,9 @@ TEST(RendezvousCollector, EnqueuesWithTheStepsLossCopyAreSyncAfterEvidence) {
   RendezvousSummary summary;
   std::vector<Rendezvous> rz = Collect(dbs, &summary);
   ASSERT_EQ(summary.communicators.size(), 1u);
-  EXPECT_EQ(summary.communicators[0].mode, CallMode::kEnqueue);
-  EXPECT_EQ(summary.communicators[0].check.checked, 20);
-  EXPECT_EQ(summary.communicators[0].check.early_exits, 20);
+  EXPECT_EQ(summary.communicators[0].decision.mode, CallMode::kEnqueue);
+  EXPECT_EQ(summary.communicators[0].evidence.same_node_checked, 20);
+  EXPECT_EQ(summary.communicators[0].evidence.same_node_early_exits, 20);
   ASSERT_EQ(rz.size(), 10u);
   for (const Rendezvous& r : rz) {
     for (int n = 0; n < 2; ++n) {
@@ -153,7 +153,7 @@ TEST(RendezvousCollector, BlockingCallsAreTheirOwnEvidence) {
   RendezvousSummary summary;
   std::vector<Rendezvous> rz = Collect(dbs, &summary);
   ASSERT_EQ(summary.communicators.size(), 1u);
-  EXPECT_EQ(summary.communicators[0].mode, CallMode::kBlocking);
+  EXPECT_EQ(summary.communicators[0].decision.mode, CallMode::kBlocking);
   ASSERT_EQ(rz.size(), 6u);  // 5 collectives + the init
   int inits = 0;
   for (const Rendezvous& r : rz) {
@@ -183,7 +183,7 @@ TEST(RendezvousCollector, OneRankPerNodeDecidedByTheProcessesCudaCalls) {
   RendezvousSummary summary;
   std::vector<Rendezvous> rz = Collect(dbs, &summary);
   ASSERT_EQ(summary.communicators.size(), 1u);
-  EXPECT_EQ(summary.communicators[0].mode, CallMode::kByProcess);
+  EXPECT_EQ(summary.communicators[0].decision.mode, CallMode::kByProcess);
   ASSERT_EQ(rz.size(), 4u);
   for (const Rendezvous& r : rz) {
     ASSERT_TRUE(Of(r, 0) && Of(r, 1));
@@ -218,10 +218,18 @@ TEST(RendezvousCollector, CompletedDeviceTimesOfCollectivesAreDeviceEvidence) {
     EXPECT_EQ(o->min_exit_ns % 10'000'000, 4'000'001);
   }
   // A bundle of an earlier recorder has no gpu_ops table: its calls are read all the same, and
-  // its process's CUDA calls make them enqueues, which alone bound nothing.
+  // the other node's device times show that the communicator's calls return before their device
+  // starts them: enqueues, which alone bound nothing.
   Exec(dbs[1], "DROP TABLE gpu_ops");
   rz = Collect(dbs, &summary);
-  EXPECT_EQ(summary.communicators[0].mode, CallMode::kByProcess);
+  EXPECT_EQ(summary.communicators[0].decision.mode, CallMode::kEnqueue);
+  EXPECT_EQ(summary.communicators[0].evidence.device_calls, 3);
+  EXPECT_EQ(summary.communicators[0].evidence.returned_before_device, 3);
+  EXPECT_EQ(rz.size(), 0u);
+  // Without any device times, its processes' CUDA calls make them enqueues all the same.
+  Exec(dbs[0], "DROP TABLE gpu_ops");
+  rz = Collect(dbs, &summary);
+  EXPECT_EQ(summary.communicators[0].decision.mode, CallMode::kByProcess);
   EXPECT_EQ(rz.size(), 0u);
 }
 
