@@ -154,7 +154,10 @@ for sc in "${SCENARIOS[@]}"; do
       failed=1
       continue
     fi
-    if verdicts "$dir" "$db.json" "$what"; then line+=" $what ok"; else line+=" $what WRONG"; failed=1; fi
+    if ! python3 "$SRC/tests/cluster/call_modes_check.py" "$db" "$db.json"; then
+      line+=" $what CALL-MODES"
+      failed=1
+    elif verdicts "$dir" "$db.json" "$what"; then line+=" $what ok"; else line+=" $what WRONG"; failed=1; fi
   done
   summary+=("$line")
 done

@@ -42,5 +42,14 @@ rm -f "$RUN/$name.rsdb" "$RUN/$name.json"
   { echo "FAIL: rankscope-merge of the summaries failed"; exit 1; }
 "$BUILD/analyzer/rankscope-analyze" report -q "$RUN/$name.rsdb" --format json \
   -o "$RUN/$name.json" || true
+# The report took each communicator's call mode from the merge (call_modes_check.py), here and
+# in the raw merge where the run left it beside its report.
+checks=("$RUN/$name.rsdb" "$RUN/$name.json")
+[[ -f "$RUN/merged.rsdb" && "$REPORT" == "$RUN/report.json" ]] &&
+  checks+=("$RUN/merged.rsdb" "$REPORT")
+for ((i = 0; i < ${#checks[@]}; i += 2)); do
+  modes=$(python3 "$(dirname "$0")/call_modes_check.py" "${checks[i]}" "${checks[i + 1]}" 2>&1) ||
+    { echo "FAIL: $modes"; exit 1; }
+done
 python3 "$(dirname "$0")/summary_compare.py" "$REPORT" "$RUN/$name.json" \
   "$RUN/$name.rsdb" "$BUNDLES" "$SUMS" $RAW_NODE
