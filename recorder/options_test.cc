@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "recorder/probe.h"
 #include "recorder/probes.h"
 
@@ -197,6 +199,27 @@ TEST(ParseOptions, UsageNamesEveryOptionAndMarksTestingOnes) {
     EXPECT_NE(u.find(flag), std::string::npos) << flag;
   }
   EXPECT_LT(u.find("Testing only"), u.find("--simulate-clock-offset"));
+}
+
+// --help, getopt's table and the parser come from one table: every option --help names (the
+// listed ones and those named in another's text) is known to the parser.
+TEST(ParseOptions, EveryOptionTheHelpNamesIsParsed) {
+  const std::string u = UsageText();
+  const std::regex flag("--([a-z][a-z-]+)");
+  int named = 0;
+  for (auto it = std::sregex_iterator(u.begin(), u.end(), flag); it != std::sregex_iterator();
+       ++it) {
+    const std::string name = "--" + (*it)[1].str();
+    auto r = ParseOptions({name, "1"});
+    if (!r.ok()) {
+      EXPECT_EQ(r.error().message().find("unknown option"), std::string::npos)
+          << name << ": " << r.error().message();
+    }
+    ++named;
+  }
+  EXPECT_GT(named, 40);
+  EXPECT_NE(ErrorOf({"--serve-bogus", "1"}).find("unknown option '--serve-bogus'"),
+            std::string::npos);
 }
 
 TEST(ParseOptions, SourcesSelectWhatIsRecorded) {
