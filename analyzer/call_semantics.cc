@@ -56,7 +56,7 @@ std::map<int64_t, rs::CallModeEvidence> OrderingsAcrossNodes(const CollectiveDat
 void Summarize(CallSemantics& s) {
   int64_t block = 0, enqueue = 0, undecided = 0;
   const rs::CommunicatorCallMode* shown = nullptr;
-  for (const auto& [comm, c] : s.communicators) {
+  for (const auto& [comm, c] : s.modes.communicators) {
     switch (c.decision.mode) {
       case rs::CallMode::kBlocking:
         ++block;
@@ -75,21 +75,21 @@ void Summarize(CallSemantics& s) {
       shown = &c;
     }
   }
-  const std::string gpu = std::to_string(s.gpu_processes.size()) +
+  const std::string gpu = std::to_string(s.modes.gpu_processes.size()) +
                           " process(es) with NCCL calls used a GPU (CUDA calls, or operations "
                           "NCCL's profiler plugin timed on a device), whose NCCL calls enqueue";
   // Undecided communicators: their GPU processes enqueue, the others block.
-  if (undecided > 0 || s.communicators.empty()) {
+  if (undecided > 0 || s.modes.communicators.empty()) {
     if (block == 0 && enqueue == 0) {
-      s.kind = s.gpu_processes.empty() ? "unknown" : "enqueue";
-      s.evidence = s.gpu_processes.empty()
+      s.kind = s.modes.gpu_processes.empty() ? "unknown" : "enqueue";
+      s.evidence = s.modes.gpu_processes.empty()
                        ? "no collective showed whether the NCCL calls block or enqueue, and no "
                          "process with NCCL calls used a GPU"
                        : gpu + ", and no collective showed whether the calls block";
       return;
     }
   }
-  const int64_t n = static_cast<int64_t>(s.communicators.size());
+  const int64_t n = static_cast<int64_t>(s.modes.communicators.size());
   if (undecided == 0 && (block == 0 || enqueue == 0)) {
     s.kind = block > 0 ? "blocking" : "enqueue";
     s.evidence = shown->decision.evidence;
@@ -110,34 +110,27 @@ void Summarize(CallSemantics& s) {
 
 }  // namespace
 
-bool CallSemantics::Enqueues(uint64_t comm, const std::string& node, int64_t pid) const {
-  auto it = communicators.find(static_cast<int64_t>(comm));
-  if (it != communicators.end() && it->second.decision.mode != rs::CallMode::kByProcess) {
-    return it->second.decision.mode == rs::CallMode::kEnqueue;
-  }
-  return gpu_processes.count({node, pid}) != 0;
-}
-
 rs::Result<CallSemantics> DetectCallSemantics(rs::Db& db, const CollectiveData& data,
                                               const std::vector<NodeClock>& clocks) {
   CallSemantics s;
   ASSIGN_OR_RETURN(auto stored, rs::ReadStoredCallModes(db));
   if (stored) {
-    s.communicators = std::move(*stored);
+    s.modes.communicators = std::move(*stored);
     s.from_merge = true;
   } else {
     ASSIGN_OR_RETURN(auto evidence, rs::ReadCallModeEvidence(db));
-    for (const auto& [comm, e] : evidence) s.communicators[comm] = {comm, e, rs::DecideCallMode(e)};
+    for (const auto& [comm, e] : evidence)
+      s.modes.communicators[comm] = {comm, e, rs::DecideCallMode(e)};
   }
   for (const std::vector<NcclCall>* calls : {&data.calls, &data.p2p}) {
     for (const NcclCall& c : *calls) {
       const auto comm = static_cast<int64_t>(c.comm);
-      s.communicators.try_emplace(comm, rs::CommunicatorCallMode{comm, {}, rs::DecideCallMode({})});
+      s.modes.communicators.try_emplace(comm,
+                                        rs::CommunicatorCallMode{comm, {}, rs::DecideCallMode({})});
     }
   }
-  bool undecided = false;
   const auto across = OrderingsAcrossNodes(data, clocks);
-  for (auto& [comm, c] : s.communicators) {
+  for (auto& [comm, c] : s.modes.communicators) {
     if (c.decision.mode != rs::CallMode::kByProcess) continue;
     auto it = across.find(comm);
     if (it != across.end()) {
@@ -146,14 +139,11 @@ rs::Result<CallSemantics> DetectCallSemantics(rs::Db& db, const CollectiveData& 
       c.decision = rs::DecideCallMode(c.evidence);
     }
   }
-  rs::ResolveUndecided(s.communicators);
-  for (const auto& [comm, c] : s.communicators) {
-    undecided |= c.decision.mode == rs::CallMode::kByProcess;
-  }
-  if (undecided || s.communicators.empty()) {
+  rs::ResolveUndecided(s.modes.communicators);
+  if (s.modes.AnyUndecided() || s.modes.communicators.empty()) {
     // Only now: the scan of cuda_events it needs is the costliest part. The processes as the
     // merge's clock alignment takes them (rscore/enqueue.h).
-    ASSIGN_OR_RETURN(s.gpu_processes, rs::EnqueuingProcesses(db));
+    ASSIGN_OR_RETURN(s.modes.gpu_processes, rs::EnqueuingProcesses(db));
   }
   Summarize(s);
   return s;
@@ -162,7 +152,7 @@ rs::Result<CallSemantics> DetectCallSemantics(rs::Db& db, const CollectiveData& 
 namespace {
 
 void MarkEnqueue(NcclCall& c, const std::string& node, int64_t pid, const CallSemantics& s) {
-  c.enqueue = s.Enqueues(c.comm, node, pid);
+  c.enqueue = s.modes.Enqueues(static_cast<int64_t>(c.comm), node, pid);
   if (!c.device || !c.device->end_ns || !c.host_seen || c.in_flight()) return;
   // Its own device times decide where they can: converted ends are never early and at most
   // clock_error_ns late.

@@ -33,10 +33,9 @@ struct CallSemantics {
   std::string kind = "unknown";
   std::string evidence;     // one sentence: what decided it
   bool from_merge = false;  // the decisions are the merge's (call_modes)
-  std::map<int64_t, rs::CommunicatorCallMode> communicators;  // by comm_id_hash
-  std::set<std::pair<std::string, int64_t>> gpu_processes;    // rs::EnqueuingProcesses, where asked
-  // Whether a call of `comm` by process (node, pid) only enqueues, before its own device times.
-  bool Enqueues(uint64_t comm, const std::string& node, int64_t pid) const;
+  // Per communicator; gpu_processes read where one is undecided or there is none. Whether a
+  // call only enqueues, before its own device times: modes.Enqueues.
+  rs::CallModes modes;
 };
 
 rs::Result<CallSemantics> DetectCallSemantics(rs::Db& db, const CollectiveData& data,

@@ -379,10 +379,10 @@ TEST(DeviceArrivalTest, CudaLaunchBlockingKeepsAGpuProcessesCallsBlocking) {
     ASSERT_TRUE(s.ok()) << s.error().message();
     if (std::string(blocking) == "1") {
       EXPECT_NE(s->kind, "enqueue") << s->evidence;
-      EXPECT_TRUE(s->gpu_processes.empty());
+      EXPECT_TRUE(s->modes.gpu_processes.empty());
     } else {
       EXPECT_EQ(s->kind, "enqueue") << s->evidence;
-      EXPECT_EQ(s->gpu_processes.size(), 1u);
+      EXPECT_EQ(s->modes.gpu_processes.size(), 1u);
     }
   }
 }

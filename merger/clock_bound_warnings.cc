@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 #include <utility>
 
+#include "rscore/call_mode.h"
 #include "rscore/duration.h"
 #include "rscore/enqueue.h"
 #include "rscore/schema.h"
@@ -42,19 +44,32 @@ rs::Result<CollectiveDurations> MeasureCollectiveDurations(rs::Db& merged) {
     d.source = "device";
   }
   if (v.empty()) {
-    // Processes whose calls enqueue (rscore/enqueue.h; evidence.h, HostCall::gpu_process).
-    ASSIGN_OR_RETURN(const auto gpu, rs::EnqueuingProcesses(merged));
-    ASSIGN_OR_RETURN(rs::Statement calls,
-                     merged.Prepare(std::string("SELECT duration_ns, node, pid FROM nccl_events"
-                                                " WHERE duration_ns >= 0"
-                                                " AND state = 'complete'") +
-                                    kCollectiveOps));
+    // Whether each call only enqueues: its communicator's mode as the merge decided it
+    // (call_modes, rscore/call_mode.h), else its process's GPU use.
+    rs::CallModes modes;
+    ASSIGN_OR_RETURN(auto stored, rs::ReadStoredCallModes(merged));
+    if (stored) modes.communicators = std::move(*stored);
+    std::vector<std::tuple<int64_t, std::string, int64_t>> undecided;  // comm, node, pid
+    ASSIGN_OR_RETURN(
+        rs::Statement calls,
+        merged.Prepare(std::string("SELECT duration_ns, comm_id_hash, node, pid FROM nccl_events"
+                                   " WHERE duration_ns >= 0 AND state = 'complete'") +
+                       kCollectiveOps));
     while (true) {
       ASSIGN_OR_RETURN(bool row, calls.Step());
       if (!row) break;
       v.push_back(calls.Int(0));
-      const std::pair<std::string, int64_t> process{calls.Text(1), calls.Int(2)};
-      if (gpu.count(process) != 0) ++d.enqueued;
+      const int64_t comm = calls.IsNull(1) ? 0 : calls.Int(1);
+      auto m = modes.communicators.find(comm);
+      if (m == modes.communicators.end() || m->second.decision.mode == rs::CallMode::kByProcess) {
+        undecided.emplace_back(comm, calls.Text(2), calls.Int(3));
+      } else if (m->second.decision.mode == rs::CallMode::kEnqueue) {
+        ++d.enqueued;
+      }
+    }
+    if (!undecided.empty()) {  // only now: the scan of cuda_events it needs is costly
+      ASSIGN_OR_RETURN(modes.gpu_processes, rs::EnqueuingProcesses(merged));
+      for (const auto& [comm, node, pid] : undecided) d.enqueued += modes.Enqueues(comm, node, pid);
     }
     d.source = "call";
   }

@@ -21,9 +21,9 @@ struct CollectiveDurations {
   int64_t count = 0;  // collectives measured (0: none, no median)
   int64_t median_ns = 0;
   std::string source;  // 'device' (gpu_ops) or 'call' (nccl_events)
-  // Of `count` ('call' only): calls of processes that made CUDA calls and ran without
-  // CUDA_LAUNCH_BLOCKING=1, whose NCCL calls only enqueue the collective: their duration is the
-  // enqueue's, not the collective's.
+  // Of `count` ('call' only): calls that only enqueue the collective (their communicator's mode
+  // in call_modes; undecided there, their process used a GPU without CUDA_LAUNCH_BLOCKING=1):
+  // their duration is the enqueue's, not the collective's.
   int64_t enqueued = 0;
 };
 rs::Result<CollectiveDurations> MeasureCollectiveDurations(rs::Db& merged);

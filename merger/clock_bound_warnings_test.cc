@@ -62,6 +62,27 @@ TEST(CollectiveDurations, CountsTheCallsThatOnlyEnqueue) {
   EXPECT_EQ(d->enqueued, 3);
 }
 
+// Where the merge decided the communicator's mode (call_modes), that decides, not the process.
+TEST(CollectiveDurations, TheMergesCallModeDecidesFirst) {
+  rs::Db db = MergedDb();
+  Exec(db, kCalls);
+  // pid 2 made CUDA calls: by its process, its calls would enqueue.
+  Exec(db,
+       "INSERT INTO cuda_events(node, timestamp_ns, local_timestamp_ns, pid, tid, api, library)"
+       " VALUES ('n1', 1, 1, 2, 2, 'cudaMemcpy', 'cudart')");
+  for (const char* mode : {"blocking", "enqueue", "by_process"}) {
+    SCOPED_TRACE(mode);
+    Exec(db, std::string("DELETE FROM call_modes; INSERT INTO call_modes VALUES (7, '") + mode +
+                 "', 'why', 0, 0, 4, 0)");
+    auto d = MeasureCollectiveDurations(db);
+    ASSERT_TRUE(d.ok()) << d.error().message();
+    EXPECT_EQ(d->count, 5);
+    EXPECT_EQ(d->enqueued, std::string(mode) == "blocking"  ? 0
+                           : std::string(mode) == "enqueue" ? 5
+                                                            : 3);
+  }
+}
+
 TEST(CollectiveDurations, DeviceDurationsWhereThePluginRecordedThem) {
   rs::Db db = MergedDb();
   Exec(db, kCalls);

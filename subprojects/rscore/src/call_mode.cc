@@ -109,6 +109,21 @@ CallModeDecision DecideCallMode(const CallModeEvidence& e) {
   return d;
 }
 
+bool CallModes::AnyUndecided() const {
+  for (const auto& [comm, c] : communicators) {
+    if (c.decision.mode == CallMode::kByProcess) return true;
+  }
+  return false;
+}
+
+bool CallModes::Enqueues(int64_t comm, const std::string& node, int64_t pid) const {
+  auto it = communicators.find(comm);
+  if (it != communicators.end() && it->second.decision.mode != CallMode::kByProcess) {
+    return it->second.decision.mode == CallMode::kEnqueue;
+  }
+  return gpu_processes.count({node, pid}) != 0;
+}
+
 void ResolveUndecided(std::map<int64_t, CommunicatorCallMode>& modes) {
   std::optional<CallMode> agreed;
   int64_t decided = 0;

@@ -30,8 +30,10 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
@@ -79,6 +81,17 @@ struct CommunicatorCallMode {
   int64_t comm_id_hash = 0;
   CallModeEvidence evidence;
   CallModeDecision decision;
+};
+
+// A recording's decisions, and the processes that decide for the communicators left undecided.
+struct CallModes {
+  std::map<int64_t, CommunicatorCallMode> communicators;    // by comm_id_hash
+  std::set<std::pair<std::string, int64_t>> gpu_processes;  // rs::EnqueuingProcesses
+  // Some communicator left to its processes (gpu_processes is needed).
+  bool AnyUndecided() const;
+  // Whether a call of `comm` by process (node, pid) only enqueues (a communicator not listed is
+  // left to its processes).
+  bool Enqueues(int64_t comm, const std::string& node, int64_t pid) const;
 };
 
 // Whether an NCCL call returns before its work is done is the library's and its process's
