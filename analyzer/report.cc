@@ -164,7 +164,7 @@ void TakeInventory(const CollectiveData& data, Report& r) {
                       " process(es) calling collectives have no known rank; they are named by "
                       "pid");
   }
-  if (data.calls.empty()) {
+  if (data.calls.empty() && r.unidentified_calls == 0) {
     r.notes.push_back(
         "no NCCL collectives (with communicator and sequence number) were "
         "recorded: check that the NCCL probe attached (query the attachments "
@@ -528,6 +528,7 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   ASSIGN_OR_RETURN(r.clock, LoadClocks(db, merged, r.notes));
   CallSemantics sem;
   ASSIGN_OR_RETURN(CollectiveData data, LoadTiming(db, r, sem));
+  RETURN_IF_ERROR(CountUnidentifiedCalls(db, r));
   TakeInventory(data, r);
   RETURN_IF_ERROR(AddSourceNotes(db, r.notes));
   if (merged) RETURN_IF_ERROR(AddMergeNotes(db, r.notes));
@@ -540,6 +541,7 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   });
   r.per_node = NodeStats(data);
   RETURN_IF_ERROR(AddHang(db, data, r));
+  QualifyHangByUnidentified(r);
   if (r.comms_per_rank > 1) {
     r.per_group = GroupStats(data);
     r.across_groups = AcrossGroups(r.per_group);

@@ -113,3 +113,58 @@ TEST(ReportTest, CollectivesCutOffByTheEndOfTheRecordingAreNoHang) {
 
 }  // namespace
 }  // namespace analyzer
+
+namespace analyzer {
+namespace {
+
+// A recorder started after the job created its communicators sees NCCL calls without a
+// communicator id (rankscope-record(8)): nothing can be matched across ranks. The report says
+// it cannot tell, never "no collectives" or "no hang".
+TEST(ReportTest, CommunicatorsCreatedBeforeRecordingLeaveTheVerdictUndetermined) {
+  synth::ClusterSpec spec = HangOnNode1();
+  Report r = EditedReport(spec,
+                          "UPDATE nccl_events SET comm_id_hash = NULL, seq = NULL"
+                          " WHERE op NOT LIKE 'COMM%'");
+  SCOPED_TRACE(RenderText(r));
+  EXPECT_EQ(r.nccl_calls, 0);
+  EXPECT_GT(r.unidentified_calls, 0);
+  EXPECT_EQ(r.unidentified_nodes, spec.nodes);
+  EXPECT_EQ(r.verdict_kind, "undetermined");
+  EXPECT_EQ(r.verdict.rfind("UNDETERMINED (communicators not identified)", 0), 0u) << r.verdict;
+  EXPECT_FALSE(r.hang.detected);
+  EXPECT_EQ(r.hang.kind, "undetermined");
+  EXPECT_EQ(r.hang.summary.rfind("undetermined:", 0), 0u) << r.hang.summary;
+  EXPECT_TRUE(r.stragglers.empty());
+  bool said = false;
+  for (const std::string& n : r.notes) {
+    said |= n.find("created before the recorder started") != std::string::npos;
+    EXPECT_EQ(n.find("check that the NCCL probe attached"), std::string::npos) << n;
+  }
+  EXPECT_TRUE(said);
+  EXPECT_NE(RenderJson(r).find("\"unidentified_calls\":" + std::to_string(r.unidentified_calls)),
+            std::string::npos);
+}
+
+// Some communicators identified: their verdict stands, and a "no hang" says what it covers.
+TEST(ReportTest, ANoHangCoversOnlyTheIdentifiedCommunicators) {
+  synth::ClusterSpec spec;
+  spec.seed = testing::TestSeed();
+  spec.fault = "none";
+  Report r = EditedReport(spec,
+                          "UPDATE nccl_events SET comm_id_hash = NULL, seq = NULL"
+                          " WHERE op NOT LIKE 'COMM%' AND id IN (SELECT id FROM nccl_events"
+                          " WHERE op NOT LIKE 'COMM%' ORDER BY timestamp_ns LIMIT 40)");
+  SCOPED_TRACE(RenderText(r));
+  EXPECT_EQ(r.unidentified_calls, 40);
+  EXPECT_GT(r.nccl_calls, 0);
+  EXPECT_FALSE(r.hang.detected);
+  EXPECT_NE(r.hang.summary.find("among the communicators whose creation was recorded; 40 NCCL "
+                                "call(s) of communicators created before recording started were "
+                                "not seen"),
+            std::string::npos)
+      << r.hang.summary;
+  EXPECT_NE(r.verdict_kind, "undetermined");
+}
+
+}  // namespace
+}  // namespace analyzer

@@ -294,6 +294,7 @@ std::string RenderJson(const Report& r) {
   w.EndArray();
   w.Key("ranks").Int(r.ranks).Key("collectives").Int(r.collectives);
   w.Key("nccl_calls").Int(r.nccl_calls);
+  w.Key("unidentified_calls").Int(r.unidentified_calls);
   w.Key("stragglers");
   Findings(w, r.stragglers);
   w.Key("observations");

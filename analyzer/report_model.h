@@ -468,6 +468,10 @@ struct Report {
   int64_t ranks = 0;
   int64_t collectives = 0;  // matched across >= 2 ranks
   int64_t nccl_calls = 0;   // rows considered
+  // NCCL calls (not communicator management) of communicators created before the recorder
+  // attached: no comm_id_hash (rankscope-record(8)), so no analysis can match them across ranks;
+  // on how many nodes.
+  int64_t unidentified_calls = 0, unidentified_nodes = 0;
   // The most communicators whose collectives one rank called: above 1 in a job with tensor-,
   // pipeline-, data- or expert-parallel groups, where the recording's hang analysis (hang.h:
   // one communicator) may name a rank that only waits for another group.

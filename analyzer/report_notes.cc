@@ -153,6 +153,45 @@ rs::Result<void> AddSummaryNotes(rs::Db& db, bool merged, Report& r) {
   return rs::Ok();
 }
 
+rs::Result<void> CountUnidentifiedCalls(rs::Db& db, Report& r) {
+  // The recorder names a communicator when it sees it created (ncclCommInitRank*, a split): a
+  // communicator created before it attached has NULL rank, nranks and comm_id_hash, and seq
+  // counts from the recorder's start, so no two ranks' calls can be matched (rankscope-record(8),
+  // metadata nccl_unknown_comms). A recorder started while a job is slow sees only those.
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT COUNT(*), COUNT(DISTINCT node) FROM nccl_events"
+                              " WHERE comm_id_hash IS NULL AND op NOT LIKE 'COMM%'"
+                              " AND op NOT IN ('GROUP_START', 'GROUP_END')"));
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row || st.Int(0) == 0) return rs::Ok();
+  r.unidentified_calls = st.Int(0);
+  r.unidentified_nodes = st.Int(1);
+  r.notes.push_back(
+      std::to_string(r.unidentified_calls) + " NCCL call(s) on " +
+      std::to_string(r.unidentified_nodes) +
+      " node(s) belong to communicators created before the recorder started (it identifies a "
+      "communicator when the job creates it; metadata nccl_unknown_comms): they cannot be "
+      "matched across ranks, and the straggler and hang analyses do not see them; record from "
+      "before the job creates its communicators (rankscope-record --ring keeps a recorder on)");
+  return rs::Ok();
+}
+
+void QualifyHangByUnidentified(Report& r) {
+  if (r.unidentified_calls == 0 || r.hang.detected) return;
+  const std::string blind = std::to_string(r.unidentified_calls) +
+                            " NCCL call(s) of communicators created before recording started "
+                            "were not seen";
+  if (r.nccl_calls > 0) {
+    r.hang.summary += " (among the communicators whose creation was recorded; " + blind + ")";
+    return;
+  }
+  r.hang.kind = "undetermined";
+  r.hang.reason =
+      "every NCCL call recorded belongs to a communicator created before recording "
+      "started: no collective can be matched across ranks";
+  r.hang.summary = "undetermined: " + r.hang.reason;
+}
+
 void AddTimingNotes(const CollectiveData& data, const CallSemantics& sem, Report& r) {
   Timing& t = r.timing;
   t.gpu_ops_table = data.gpu_ops_table;
@@ -169,7 +208,7 @@ void AddTimingNotes(const CollectiveData& data, const CallSemantics& sem, Report
   t.call_semantics = sem.kind;
   t.semantics_evidence = sem.evidence;
   t.call_modes_from = sem.from_merge ? "merge" : "report";
-  for (const auto& [comm, c] : sem.communicators) {
+  for (const auto& [comm, c] : sem.modes.communicators) {
     t.call_modes.push_back(Timing::CallMode{
         rs::HashHex(comm), std::string(rs::CallModeName(c.decision.mode)), c.decision.evidence});
   }

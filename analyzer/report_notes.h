@@ -24,6 +24,13 @@ rs::Result<void> AddUserTagNote(rs::Db& db, std::vector<std::string>& notes);
 // CUDA graphs: the replayed collectives compared, or why none were.
 void AddGraphReplayNote(const CollectiveData& data, std::vector<std::string>& notes);
 
+// NCCL calls of communicators the recorder could not identify (r.unidentified_*), and what
+// that leaves the analyses blind to. Call before the inventory's notes.
+rs::Result<void> CountUnidentifiedCalls(rs::Db& db, Report& r);
+// After the hang analysis: a "no hang" covers only the identified communicators; with none
+// identified it is undetermined.
+void QualifyHangByUnidentified(Report& r);
+
 // Inputs rankscope-merge skipped (table merge_inputs): their nodes are missing from every
 // conclusion.
 rs::Result<void> AddMergeNotes(rs::Db& db, std::vector<std::string>& notes);

@@ -38,6 +38,15 @@ void SetVerdict(Report& r, const std::vector<ArrivalStats>& stats) {
       return set("undetermined", "UNDETERMINED: " + r.hang.summary + late);
     return set("no_hang", "NO HANG: " + r.hang.summary + late);
   }
+  if (r.nccl_calls == 0 && r.unidentified_calls > 0) {
+    return set(
+        "undetermined",
+        "UNDETERMINED (communicators not identified): " + std::to_string(r.unidentified_calls) +
+            " NCCL call(s) on " + std::to_string(r.unidentified_nodes) +
+            " node(s), all of communicators created before the recorder started, which "
+            "it cannot match across ranks: no straggler or hang can be told; record from "
+            "before the job creates its communicators (rankscope-record --ring)");
+  }
   if (r.nccl_calls == 0) {
     return set("no_collectives",
                "NO COLLECTIVES: the recording has no NCCL collectives; straggler and hang "
