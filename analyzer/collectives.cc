@@ -10,6 +10,9 @@
 namespace analyzer {
 
 std::string SeqWords(int64_t seq) {
+  if (seq >= kNcclSeqBase) {
+    return "NCCL seqNumber " + std::to_string((seq - kNcclSeqBase) % kNcclSeqOpStride);
+  }
   return seq >= kGraphReplaySeqBase ? "graph replay " + std::to_string(seq - kGraphReplaySeqBase)
                                     : "seq " + std::to_string(seq);
 }

@@ -53,7 +53,14 @@ struct DeviceOp {
 // base, so that it never meets a call's seq; the same replay number is the same collective on
 // every rank whose capture was recorded (the plugin's rule, gpu_plugin.c replay_numbering).
 inline constexpr int64_t kGraphReplaySeqBase = int64_t{1} << 40;
-// "seq N", or "graph replay N" for a replay's.
+// A collective of a communicator created before the recorder started (gpu_ops.comm_id_hash NULL:
+// the recorder names a communicator when it sees it created) is known by NCCL's own names only,
+// which its profiler plugin records on every rank alike: commHash (gpu_ops.nccl_comm_hash, the
+// call's comm here) and seqNumber (nccl_seq: counted per communicator and op from 0). Its seq is
+// past this base, one block per op, so that it never meets a call's or a replay's.
+inline constexpr int64_t kNcclSeqBase = int64_t{1} << 50;
+inline constexpr int64_t kNcclSeqOpStride = int64_t{1} << 44;
+// "seq N", "graph replay N" for a replay's, "NCCL seqNumber N" for one by NCCL's own names.
 std::string SeqWords(int64_t seq);
 
 struct NcclCall {
@@ -116,6 +123,8 @@ struct CollectiveData {
   int64_t device_ops = 0;                  // gpu_ops rows of collectives joined to calls
   int64_t device_only_calls = 0;           // ... of them without an NCCL call recorded
   int64_t graph_replays = 0;               // ... of them CUDA graph replays (device_only_calls too)
+  int64_t device_ops_by_nccl_names = 0;    // ... of communicators known by NCCL's names only
+                                           // (kNcclSeqBase)
   int64_t graph_captured_collectives = 0;  // matched groups of captured calls (left out)
   // Replays left out: some node's capture lacked the device events (metadata
   // gpu_graph_calls_unrecorded), so replay numbers may name different replays across ranks.

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "rscore/device_times.h"
+#include "rscore/nccl_ops.h"
 #include "rscore/schema.h"
 
 namespace analyzer {
@@ -43,6 +44,8 @@ rs::Result<void> JoinDeviceOps(rs::Db& db, CollectiveData& data) {
   std::map<std::tuple<int32_t, uint64_t, int64_t>, size_t> first_call;
   // Recordings of profiler API v7 hold the kernel's phases (older bundles lack the columns).
   ASSIGN_OR_RETURN(bool phases, rs::HasColumn(db, "gpu_ops", "kernel_symmetric"));
+  // Collectives of communicators created before the recorder started, by NCCL's own names.
+  ASSIGN_OR_RETURN(bool nccl_names, rs::HasColumn(db, "gpu_ops", "nccl_comm_hash"));
   for (size_t k = 0; k < data.calls.size(); ++k) {
     const NcclCall& c = data.calls[k];
     auto [it, added] = first_call.emplace(std::make_tuple(c.participant, c.comm, c.seq), k);
@@ -50,17 +53,21 @@ rs::Result<void> JoinDeviceOps(rs::Db& db, CollectiveData& data) {
   }
   ASSIGN_OR_RETURN(
       rs::Statement st,
-      db.Prepare(
-          "SELECT g.node, g.pid, p.rank, g.rank, g.nranks, g.comm_id_hash, g.seq, g.op,"
-          " g.timestamp_ns, g.device_start_ns, g.device_end_ns, g.clock_error_ns, g.state,"
-          " g.count, g.datatype, g.root, p.comm, " +
-          std::string(phases ? "CASE WHEN g.kernel_symmetric = 1 THEN g.initial_sync_ns END"
-                             : "NULL") +
-          (graphs ? ", g.graph_replay_seq, g.graph_call_seq" : ", NULL, NULL") +
-          " FROM gpu_ops g LEFT JOIN processes p ON p.node = g.node AND p.pid = g.pid"
-          " WHERE g.comm_id_hash IS NOT NULL AND " +
-          (graphs ? "(g.seq IS NOT NULL OR g.graph_replay_seq IS NOT NULL)" : "g.seq IS NOT NULL") +
-          "   AND g.op NOT IN ('SEND', 'RECV')"));
+      db.Prepare("SELECT g.node, g.pid, p.rank, g.rank, g.nranks, g.comm_id_hash, g.seq, g.op,"
+                 " g.timestamp_ns, g.device_start_ns, g.device_end_ns, g.clock_error_ns, g.state,"
+                 " g.count, g.datatype, g.root, p.comm, " +
+                 std::string(phases ? "CASE WHEN g.kernel_symmetric = 1 THEN g.initial_sync_ns END"
+                                    : "NULL") +
+                 (graphs ? ", g.graph_replay_seq, g.graph_call_seq" : ", NULL, NULL") +
+                 (nccl_names ? ", g.nccl_comm_hash, g.nccl_seq" : ", NULL, NULL") +
+                 " FROM gpu_ops g LEFT JOIN processes p ON p.node = g.node AND p.pid = g.pid"
+                 " WHERE ((g.comm_id_hash IS NOT NULL AND " +
+                 (graphs ? "(g.seq IS NOT NULL OR g.graph_replay_seq IS NOT NULL))"
+                         : "g.seq IS NOT NULL)") +
+                 (nccl_names ? " OR (g.comm_id_hash IS NULL AND g.nccl_comm_hash IS NOT NULL"
+                               " AND g.nccl_seq IS NOT NULL AND g.nccl_seq >= 0)"
+                             : "") +
+                 ") AND g.op NOT IN ('SEND', 'RECV')"));
   std::vector<NcclCall> device_only;
   std::map<std::tuple<int32_t, uint64_t, int64_t>, size_t> device_only_index;
   while (true) {
@@ -70,10 +77,16 @@ rs::Result<void> JoinDeviceOps(rs::Db& db, CollectiveData& data) {
     if (!rank) rank = st.OptInt(3);
     int32_t p = AddParticipant(data, st.Text(0), st.Int(1), rank, st.IsNull(16) ? "" : st.Text(16));
     if (!st.IsNull(2)) data.participants[p].rank_recorded = true;
-    uint64_t comm = static_cast<uint64_t>(st.Int(5));
+    const bool by_nccl_names = st.IsNull(5);
+    uint64_t comm = static_cast<uint64_t>(by_nccl_names ? st.Int(20) : st.Int(5));
     // A replay has no call: never joined to one (its seq is past every call's).
-    const bool replay = st.IsNull(6);
-    const int64_t seq = replay ? kGraphReplaySeqBase + st.Int(18) : st.Int(6);
+    const bool replay = !by_nccl_names && st.IsNull(6);
+    int64_t seq = replay ? kGraphReplaySeqBase + st.Int(18) : st.Int(6);
+    if (by_nccl_names) {
+      const auto op_index = static_cast<int64_t>(rs::OpFromName(st.Text(7)));
+      seq = kNcclSeqBase + op_index * kNcclSeqOpStride + std::min(st.Int(21), kNcclSeqOpStride - 1);
+      ++data.device_ops_by_nccl_names;
+    }
     DeviceOp op;
     op.enqueue_ns = st.Int(8);
     // Read as the merge reads them (rscore/device_times.h).

@@ -387,6 +387,52 @@ TEST(DeviceArrivalTest, CudaLaunchBlockingKeepsAGpuProcessesCallsBlocking) {
   }
 }
 
+// The recorder started after the job created its communicator: no NCCL call carries a
+// communicator id, but the plugin's rows carry NCCL's own commHash and seqNumber (per op), the
+// same on every rank: the slow device is still found on device starts.
+// Writes `job` and forgets every communicator's creation, as a recorder started after it:
+// the calls lose their communicator id, the plugin's rows keep NCCL's own names.
+Report ReportWithoutCommIds(const GpuJob& job) {
+  ScratchDir dir;
+  auto path = testing::WriteGpuJob(job, dir.path());
+  EXPECT_TRUE(path.ok()) << path.error().message();
+  {
+    auto db = rs::Db::Open(*path, rs::Db::Mode::kReadWrite);
+    EXPECT_TRUE(db.ok());
+    auto r = db->Exec(
+        "UPDATE gpu_ops SET nccl_comm_hash = comm_id_hash + 1, nccl_seq = (SELECT COUNT(*)"
+        " FROM gpu_ops o WHERE o.node = gpu_ops.node AND o.pid = gpu_ops.pid"
+        " AND o.comm_id_hash = gpu_ops.comm_id_hash AND o.op = gpu_ops.op AND o.seq < gpu_ops.seq);"
+        "UPDATE gpu_ops SET comm_id_hash = NULL, seq = NULL;"
+        "UPDATE nccl_events SET comm_id_hash = NULL, seq = NULL WHERE op NOT LIKE 'COMM%';"
+        "DELETE FROM call_modes;");
+    EXPECT_TRUE(r.ok()) << r.error().message();
+  }
+  return testing::ReportOf(*path);
+}
+
+TEST(DeviceArrivalTest, CommunicatorsCreatedBeforeRecordingAreComparedByNcclsNames) {
+  GpuJob job;
+  job.device_late_rank = 4;
+  Report r = ReportWithoutCommIds(job);
+  SCOPED_TRACE(RenderText(r));
+  EXPECT_GT(r.unidentified_calls, 0);
+  EXPECT_TRUE(HasNote(r, "compared by NCCL's own names"));
+  EXPECT_EQ(r.timing.arrival_basis, "device_start");
+  ASSERT_FALSE(r.stragglers.empty());
+  EXPECT_EQ(r.stragglers.front().rank, std::optional<int64_t>(4));
+  EXPECT_TRUE(Confident(r.stragglers.front()));
+}
+
+TEST(DeviceArrivalTest, AHangOfACommunicatorCreatedBeforeRecordingIsSeenOnTheDevices) {
+  GpuJob job;
+  job.hang_rank = 2;
+  Report r = ReportWithoutCommIds(job);
+  SCOPED_TRACE(RenderText(r));
+  EXPECT_TRUE(r.hang.detected) << r.hang.summary;
+  EXPECT_EQ(r.hang.culprit_ranks, std::vector<int64_t>{2});
+}
+
 TEST(DeviceArrivalTest, RecordingWithoutTheGpuOpsTableStillReports) {
   GpuJob job;
   job.host_late_rank = 3;

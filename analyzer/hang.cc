@@ -368,8 +368,8 @@ std::string HangSummary(const CollectiveData& data, const Collective& g, const H
                         const Culprits& culprits) {
   const int low = culprits.low, high = culprits.high;
   std::string what = std::to_string(out.waiting_ranks.size()) + " rank(s) stuck in " + out.op +
-                     " seq " + std::to_string(out.seq) + " of communicator " +
-                     rs::HashHex(out.comm_id_hash) + " for " + FormatNs(out.stuck_for_ns);
+                     " " + SeqWords(out.seq) + " of communicator " + rs::HashHex(out.comm_id_hash) +
+                     " for " + FormatNs(out.stuck_for_ns);
   if (out.basis == "device" && high > kNotEnqueued && low < high) {
     what += std::string(" (") +
             (high == kStarted    ? "started on their devices, waiting"
@@ -463,7 +463,7 @@ Straggler HangStraggler(const HangReport& hang, const CollectiveData& data, size
     s.basis = "NCCL calls still in flight at the end of the recording (duration NULL)";
   }
   std::string state = mine ? mine->state : "not_enqueued";
-  std::string where = hang.op + " seq " + std::to_string(hang.seq);
+  std::string where = hang.op + " " + SeqWords(hang.seq);
   if (state == "enqueued") {
     s.summary = label + " enqueued " + where +
                 " but its device never started it; the other ranks are stuck in it";

@@ -336,7 +336,7 @@ bool SetCausesAndSummary(Straggler& s, const CollectiveData& data,
       const RunqShare cpu = NodeRunqShare(side, data, who.node);
       if (cpu.stands_out) {
         Cause starved = CpuStarvationCause(who.node, cpu);
-        starved.summary = "host side (the graph's launch is not timed): " + starved.summary;
+        starved.summary = split.unseen->host_side + starved.summary;
         // The device's own work keeps what the CPU share leaves unexplained (as a host
         // window's compute cause does).
         for (Cause& k : s.causes) {
@@ -356,8 +356,7 @@ bool SetCausesAndSummary(Straggler& s, const CollectiveData& data,
                                           " (median " + FormatNs(me.median_lateness_ns) + " late)";
     s.summary =
         lead + "; " +
-        (!split.host_seen
-             ? std::string("device-bound as far as recorded: ") + kGraphReplayHostUnseen
+        (!split.host_seen ? std::string("device-bound as far as recorded: ") + split.unseen->why
          : s.shape == "host_bound"
              ? "host-bound: its host enqueued the collectives " + FormatNs(split.host_excess_ns) +
                    " late (" + FormatPercent(split.host_share) + " of it)"
@@ -403,8 +402,8 @@ Straggler LatenessStraggler(const CollectiveData& data, const std::vector<Arriva
   if (OrderingUndetermined(s, c, who, name)) return s;
   const bool split_host_seen = SetCausesAndSummary(s, data, stats, c, side, sem, on_device, name);
   if (on_device && !split_host_seen) {
-    CapAtMedium(s, std::string(kGraphReplayHostUnseen) +
-                       ": a host that launched the graph late cannot be told from a slow device");
+    const HostUnseen& unseen = HostUnseenReason(data);
+    CapAtMedium(s, std::string(unseen.why) + unseen.cap);
   } else if (s.shape == "host_bound" && s.cause == "compute" && side.SharesKernel(who.node)) {
     UndeterminedOnSharedKernel(s, side.kernel_mates.at(who.node));
   } else if (s.arrival_basis == "host_entry" && sem.kind == "enqueue") {

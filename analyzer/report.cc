@@ -528,7 +528,7 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   ASSIGN_OR_RETURN(r.clock, LoadClocks(db, merged, r.notes));
   CallSemantics sem;
   ASSIGN_OR_RETURN(CollectiveData data, LoadTiming(db, r, sem));
-  RETURN_IF_ERROR(CountUnidentifiedCalls(db, r));
+  RETURN_IF_ERROR(CountUnidentifiedCalls(db, data.device_ops_by_nccl_names, r));
   TakeInventory(data, r);
   RETURN_IF_ERROR(AddSourceNotes(db, r.notes));
   if (merged) RETURN_IF_ERROR(AddMergeNotes(db, r.notes));

@@ -158,7 +158,7 @@ TEST(ReportTest, ANoHangCoversOnlyTheIdentifiedCommunicators) {
   EXPECT_EQ(r.unidentified_calls, 40);
   EXPECT_GT(r.nccl_calls, 0);
   EXPECT_FALSE(r.hang.detected);
-  EXPECT_NE(r.hang.summary.find("among the communicators whose creation was recorded; 40 NCCL "
+  EXPECT_NE(r.hang.summary.find("among the collectives that could be matched across ranks; 40 NCCL "
                                 "call(s) of communicators created before recording started were "
                                 "not seen"),
             std::string::npos)

@@ -153,7 +153,7 @@ rs::Result<void> AddSummaryNotes(rs::Db& db, bool merged, Report& r) {
   return rs::Ok();
 }
 
-rs::Result<void> CountUnidentifiedCalls(rs::Db& db, Report& r) {
+rs::Result<void> CountUnidentifiedCalls(rs::Db& db, int64_t by_nccl_names, Report& r) {
   // The recorder names a communicator when it sees it created (ncclCommInitRank*, a split): a
   // communicator created before it attached has NULL rank, nranks and comm_id_hash, and seq
   // counts from the recorder's start, so no two ranks' calls can be matched (rankscope-record(8),
@@ -171,8 +171,14 @@ rs::Result<void> CountUnidentifiedCalls(rs::Db& db, Report& r) {
       std::to_string(r.unidentified_nodes) +
       " node(s) belong to communicators created before the recorder started (it identifies a "
       "communicator when the job creates it; metadata nccl_unknown_comms): they cannot be "
-      "matched across ranks, and the straggler and hang analyses do not see them; record from "
-      "before the job creates its communicators (rankscope-record --ring keeps a recorder on)");
+      "matched across ranks, and the straggler and hang analyses do not see them" +
+      (by_nccl_names > 0
+           ? "; the profiler plugin's " + std::to_string(by_nccl_names) +
+                 " device operations of such communicators are compared by NCCL's own names "
+                 "(commHash, seqNumber) instead"
+           : std::string()) +
+      "; record from before the job creates its communicators (rankscope-record --ring keeps a "
+      "recorder on)");
   return rs::Ok();
 }
 
@@ -182,7 +188,7 @@ void QualifyHangByUnidentified(Report& r) {
                             " NCCL call(s) of communicators created before recording started "
                             "were not seen";
   if (r.nccl_calls > 0) {
-    r.hang.summary += " (among the communicators whose creation was recorded; " + blind + ")";
+    r.hang.summary += " (among the collectives that could be matched across ranks; " + blind + ")";
     return;
   }
   r.hang.kind = "undetermined";

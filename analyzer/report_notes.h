@@ -26,7 +26,9 @@ void AddGraphReplayNote(const CollectiveData& data, std::vector<std::string>& no
 
 // NCCL calls of communicators the recorder could not identify (r.unidentified_*), and what
 // that leaves the analyses blind to. Call before the inventory's notes.
-rs::Result<void> CountUnidentifiedCalls(rs::Db& db, Report& r);
+// `by_nccl_names`: the plugin's device operations of such communicators, compared by NCCL's own
+// names (CollectiveData::device_ops_by_nccl_names).
+rs::Result<void> CountUnidentifiedCalls(rs::Db& db, int64_t by_nccl_names, Report& r);
 // After the hang analysis: a "no hang" covers only the identified communicators; with none
 // identified it is undetermined.
 void QualifyHangByUnidentified(Report& r);

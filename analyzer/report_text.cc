@@ -2,6 +2,7 @@
 #include <sstream>
 #include <vector>
 
+#include "collectives.h"
 #include "report_format.h"
 #include "report_render.h"
 #include "rscore/comm_hash.h"
@@ -59,7 +60,8 @@ void HangText(std::ostream& o, const std::string& title, const HangReport& h, in
       if (p.last_started_seq) o << ", last started " << *p.last_started_seq;
       o << ", last completed "
         << (p.last_completed_seq ? std::to_string(*p.last_completed_seq) : "-");
-      if (p.in_flight_seq) o << ", in flight " << T(p.in_flight_op) << " seq " << *p.in_flight_seq;
+      if (p.in_flight_seq)
+        o << ", in flight " << T(p.in_flight_op) << " " << SeqWords(*p.in_flight_seq);
       o << "\n";
       for (const Activity& a : p.doing) {
         o << "      " << T(DescribeActivityLine(a, start_ns)) << "\n";

@@ -52,6 +52,7 @@ ShapeSplit SplitLateness(const CollectiveData& data, const std::vector<ArrivalSt
   out.device_excess_ns = me.median_lateness_ns - MedianOf(device);
   if (2 * me.host_collectives < me.collectives) {
     out.host_seen = false;
+    out.unseen = &HostUnseenReason(data);
     out.shape = "device_bound";
     return out;
   }
@@ -122,12 +123,17 @@ std::vector<Cause> ShapeCauses(const ShapeSplit& split, std::vector<Cause> host_
   return kept;
 }
 
+const HostUnseen& HostUnseenReason(const CollectiveData& data) {
+  return data.graph_replays > 0 || data.device_ops_by_nccl_names == 0 ? kGraphReplayHostUnseen
+                                                                      : kUnmatchedCallsHostUnseen;
+}
+
 Evidence ShapeEvidence(const ShapeSplit& split) {
   Evidence e;
   e.kind = "shape";
   if (!split.host_seen) {
     e.summary = "its device arrivals are " + FormatNs(split.device_excess_ns) +
-                " later than those of " + split.reference + "; " + kGraphReplayHostUnseen +
+                " later than those of " + split.reference + "; " + split.unseen->why +
                 ", so no share of it is put on the host";
     e.values = {{"device_excess_ns", static_cast<double>(split.device_excess_ns)}};
     return e;

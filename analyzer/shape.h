@@ -16,10 +16,26 @@
 
 namespace analyzer {
 
-// Why a graph replay's host side is missing, for the texts that say so.
-inline constexpr const char* kGraphReplayHostUnseen =
+// Why a rank's host side is missing, for the texts that say so: why, the prefix of its host
+// side's cause, and why its confidence is capped.
+struct HostUnseen {
+  const char* why;
+  const char* host_side;
+  const char* cap;
+};
+inline constexpr HostUnseen kGraphReplayHostUnseen{
     "its collectives ran in CUDA graph replays, whose host side (the graph's launch) is not "
-    "recorded";
+    "recorded",
+    "host side (the graph's launch is not timed): ",
+    ": a host that launched the graph late cannot be told from a slow device"};
+// Collectives compared by NCCL's own names (kNcclSeqBase): their calls carry no communicator id.
+inline constexpr HostUnseen kUnmatchedCallsHostUnseen{
+    "its collectives' NCCL calls could not be matched to them (their communicator was created "
+    "before the recorder started)",
+    "host side (its calls are not matched to the collectives): ",
+    ": a host that enqueued late cannot be told from a slow device"};
+// The recording's reason: graph replays where it has any, else unmatched calls.
+const HostUnseen& HostUnseenReason(const CollectiveData& data);
 
 struct ShapeSplit {
   std::string shape;             // 'host_bound' | 'device_bound'
@@ -31,6 +47,7 @@ struct ShapeSplit {
   // replays (no host entry): then no host share is claimed (0) and the shape is device-bound
   // only as far as the recording shows.
   bool host_seen = true;
+  const HostUnseen* unseen = &kGraphReplayHostUnseen;  // why, where !host_seen
 };
 
 // stats as for FindLatenessStraggler; c its answer (a participant was found).
