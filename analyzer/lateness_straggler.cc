@@ -212,6 +212,11 @@ void SetIdentityAndBasis(Straggler& s, const CollectiveData& data, const Arrival
         "; CUDA graph replays (no call of their own) matched by their number among the "
         "communicator's replayed collectives (gpu_ops.graph_replay_seq) instead";
   }
+  if (data.device_ops_by_nccl_names > 0) {
+    s.basis +=
+        "; collectives of communicators created before the recorder started by NCCL's own "
+        "commHash and seqNumber (gpu_ops.nccl_comm_hash, nccl_seq) instead";
+  }
 }
 
 // The lateness (or the communicator's evidence), the durations and the ordering evidence.

@@ -48,6 +48,41 @@ PY
   echo "ok: $replays replays per rank recorded apart from the $BUCKETS captured calls"
 }
 
+# A recorder started while the job runs (run-cluster --record-late), as a user does when a job
+# is slow: the communicators were created before it attached, so its NCCL calls carry no
+# communicator id (rankscope-record(8): never guessed) and cannot be matched across ranks. The
+# profiler plugin's rows keep NCCL's own commHash and seqNumber, the same on every rank: the
+# report compares the collectives on device starts by them and names the slow rank's node, at
+# most at medium confidence (its host side is not matched), and says what it could not see.
+scenario_record_late() {
+  local STEPS=150
+  run_harness slow --record-late 3 --fault-step 90
+  ((HARNESS_RC == 0)) || fail "harness failed: $(tail -n 5 "$OUT/harness.out")"
+  open_bundles
+  local got
+  got=$(qall "SELECT COUNT(*) FROM ev WHERE op = 'ALL_REDUCE' AND comm_id_hash IS NOT NULL")
+  [[ "$got" == 0 ]] || fail "$got AllReduce calls carry a communicator id: the recorders saw the job's init"
+  got=$(qgpu "SELECT COUNT(*) FROM gp WHERE comm_id_hash IS NULL AND nccl_comm_hash IS NOT NULL
+              AND nccl_seq IS NOT NULL AND state = 'completed'")
+  ((got > 0)) || fail "no completed GPU operation carries NCCL's own names"
+  merge_and_report late "$OUT/run/bundles"
+  python3 - "$OUT/late.json" "node$FAULT_NODE" <<'PY' || fail "report"
+import json, sys
+report, node = json.load(open(sys.argv[1])), sys.argv[2]
+assert report["unidentified_calls"] > 0, report["unidentified_calls"]
+notes = " ".join(report.get("notes") or [])
+assert "compared by NCCL's own names" in notes, notes
+top = (report.get("stragglers") or [None])[0]
+assert top, "no straggler: %s" % report.get("verdict")
+assert top["node"] == node, "named %s" % top["node"]
+assert top["confidence"] == "medium", top["confidence"]
+assert "could not be matched" in top["summary"], top["summary"]
+assert report["timing"]["arrival_basis"] == "device_start", report["timing"]["arrival_basis"]
+print("ok: %d NCCL calls without a communicator id; the report names %s (%s) on device starts "
+      "by NCCL's names" % (report["unidentified_calls"], node, top["confidence"]))
+PY
+}
+
 # Non-blocking communicators (run-cluster --nonblocking: ncclConfig_t.blocking = 0, as
 # PyTorch's TORCH_NCCL_USE_COMM_NONBLOCKING=1), one rank slow. Every collective call returns
 # ncclInProgress (NCCL's group.cc: the launch runs on a thread of its own, the caller polls

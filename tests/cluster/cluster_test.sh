@@ -10,7 +10,8 @@
 # ring_hang (always-on recorders cut by themselves on the hang, one bundle set for the cluster),
 # graph (CUDA graph replays recorded apart and compared on their replay numbers),
 # rdma (a degraded RDMA link: fake sysfs counters and late sends, no TCP retransmit needed),
-# nonblocking (non-blocking communicators: NCCL launches on a thread of its own).
+# nonblocking (non-blocking communicators: NCCL launches on a thread of its own),
+# record_late (recorders started after the job created its communicators).
 # Exit 77 = skipped (not root and CI unset). With CI set, a missing prerequisite fails.
 set -euo pipefail
 
@@ -584,7 +585,7 @@ source "$SRC/tests/cluster/cluster_scenarios_gpu.sh"
 
 case "$SCENARIO" in
   none | loss | cpu | io | slow | hang | crash | interrupt | clock | entry_lateness | ring_hang | \
-    fr_hang | graph | rdma | nonblocking)
+    fr_hang | graph | rdma | nonblocking | record_late)
     "scenario_$SCENARIO" ;;
   sync_none | sync_slow | sync_hang) MODE=sync BUCKETS=1; "scenario_${SCENARIO#sync_}" ;;
   *) fail "unknown scenario" ;;
