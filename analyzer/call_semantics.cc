@@ -55,7 +55,10 @@ std::map<int64_t, rs::CallModeEvidence> OrderingsAcrossNodes(const CollectiveDat
 // The recording's kind and sentence from its communicators' modes.
 void Summarize(CallSemantics& s) {
   int64_t block = 0, enqueue = 0, undecided = 0;
-  const rs::CommunicatorCallMode* shown = nullptr;
+  const rs::CommunicatorCallMode* shown = nullptr;  // the one with the most evidence
+  auto weight = [](const rs::CallModeEvidence& e) {
+    return e.same_node_checked + e.device_calls + e.waits + e.early_exits;
+  };
   for (const auto& [comm, c] : s.modes.communicators) {
     switch (c.decision.mode) {
       case rs::CallMode::kBlocking:
@@ -68,26 +71,19 @@ void Summarize(CallSemantics& s) {
         ++undecided;
         break;
     }
-    if (!shown || c.evidence.same_node_checked + c.evidence.device_calls + c.evidence.waits +
-                          c.evidence.early_exits >
-                      shown->evidence.same_node_checked + shown->evidence.device_calls +
-                          shown->evidence.waits + shown->evidence.early_exits) {
-      shown = &c;
-    }
+    if (!shown || weight(c.evidence) > weight(shown->evidence)) shown = &c;
   }
   const std::string gpu = std::to_string(s.modes.gpu_processes.size()) +
                           " process(es) with NCCL calls used a GPU (CUDA calls, or operations "
                           "NCCL's profiler plugin timed on a device), whose NCCL calls enqueue";
-  // Undecided communicators: their GPU processes enqueue, the others block.
-  if (undecided > 0 || s.modes.communicators.empty()) {
-    if (block == 0 && enqueue == 0) {
-      s.kind = s.modes.gpu_processes.empty() ? "unknown" : "enqueue";
-      s.evidence = s.modes.gpu_processes.empty()
-                       ? "no collective showed whether the NCCL calls block or enqueue, and no "
-                         "process with NCCL calls used a GPU"
-                       : gpu + ", and no collective showed whether the calls block";
-      return;
-    }
+  // Nothing decided (or no communicator): their GPU processes enqueue, the others block.
+  if (block == 0 && enqueue == 0) {
+    s.kind = s.modes.gpu_processes.empty() ? "unknown" : "enqueue";
+    s.evidence = s.modes.gpu_processes.empty()
+                     ? "no collective showed whether the NCCL calls block or enqueue, and no "
+                       "process with NCCL calls used a GPU"
+                     : gpu + ", and no collective showed whether the calls block";
+    return;
   }
   const int64_t n = static_cast<int64_t>(s.modes.communicators.size());
   if (undecided == 0 && (block == 0 || enqueue == 0)) {
@@ -129,7 +125,9 @@ rs::Result<CallSemantics> DetectCallSemantics(rs::Db& db, const CollectiveData& 
                                         rs::CommunicatorCallMode{comm, {}, rs::DecideCallMode({})});
     }
   }
-  const auto across = OrderingsAcrossNodes(data, clocks);
+  // The order across nodes, where the evidence read on one clock left a communicator undecided.
+  const auto across = s.modes.AnyUndecided() ? OrderingsAcrossNodes(data, clocks)
+                                             : std::map<int64_t, rs::CallModeEvidence>{};
   for (auto& [comm, c] : s.modes.communicators) {
     if (c.decision.mode != rs::CallMode::kByProcess) continue;
     auto it = across.find(comm);

@@ -5,6 +5,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "rscore/call_mode.h"
 #include "rscore/device_times.h"
 #include "rscore/enqueue.h"
 #include "rscore/nccl_ops.h"
@@ -13,23 +14,11 @@
 namespace merge {
 namespace {
 
-std::string OpList() {
-  std::string ops;
-  for (int i = 0; i <= static_cast<int>(rs::NcclOp::kCoalesced); ++i) {
-    const rs::NcclOpTraits& t = rs::Traits(static_cast<rs::NcclOp>(i));
-    if (t.rendezvous) ops += std::string(ops.empty() ? "" : ", ") + "'" + std::string(t.name) + "'";
-  }
-  return ops;
-}
-
 // Completed, successful, ungrouped collectives and inits.
 std::string CallQuery() {
   return "SELECT comm_id_hash, op, seq, timestamp_ns, timestamp_ns + duration_ns, pid, stream"
-         " FROM nccl_events"
-         " WHERE comm_id_hash IS NOT NULL AND duration_ns IS NOT NULL AND duration_ns >= 0"
-         " AND state = 'complete' AND in_group = 0 AND (ret IS NULL OR ret = 0)"
-         " AND ((op IN (" +
-         OpList() +
+         " FROM nccl_events WHERE " +
+         std::string(rs::kFinishedCallSql) + " AND ((op IN (" + rs::RendezvousOpsSql() +
          ") AND seq IS NOT NULL) OR op LIKE 'COMM\\_INIT%' ESCAPE '\\' OR op = 'COMM_SPLIT')"
          " ORDER BY comm_id_hash, seq, op";
 }
@@ -51,7 +40,7 @@ std::string DeviceQuery(bool graphs) {
          " AND device_end_ns >= device_start_ns"  // rs::ReadDeviceTimes keeps such an end
          " AND ((comm_id_hash IS NOT NULL AND seq IS NOT NULL) OR"
          " (nccl_comm_hash IS NOT NULL AND nccl_seq IS NOT NULL)) AND op IN (" +
-         OpList() + ")";
+         rs::RendezvousOpsSql() + ")";
 }
 
 std::tuple<int64_t, int64_t, std::string> DeviceKey(rs::Statement& dev) {
@@ -164,15 +153,10 @@ std::vector<Rendezvous> RendezvousCollector::Take() {
   std::map<int64_t, rs::CommunicatorCallMode> decided;
   for (const auto& [comm, e] : evidence_) decided[comm] = {comm, e, rs::DecideCallMode(e)};
   rs::ResolveUndecided(decided);
-  std::map<int64_t, CallMode> modes;
-  for (auto& [comm, c] : decided) {
-    modes[comm] = c.decision.mode;
-    summary_.communicators.push_back(std::move(c));
-  }
   std::vector<Rendezvous> out;
   for (const auto& [key, list] : records_) {
-    auto m = modes.find(std::get<0>(key));
-    const CallMode mode = m == modes.end() ? CallMode::kByProcess : m->second;
+    auto m = decided.find(std::get<0>(key));
+    const CallMode mode = m == decided.end() ? CallMode::kByProcess : m->second.decision.mode;
     Rendezvous rz;
     for (const auto& [node, r] : list) {
       std::optional<NodeObservation> o = Observe(r, mode, node);
@@ -188,6 +172,7 @@ std::vector<Rendezvous> RendezvousCollector::Take() {
       ++summary_.by_evidence[static_cast<size_t>(o.evidence)];
     out.push_back(std::move(rz));
   }
+  for (auto& [comm, c] : decided) summary_.communicators.push_back(std::move(c));
   records_.clear();
   evidence_.clear();
   return out;

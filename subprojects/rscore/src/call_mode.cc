@@ -10,21 +10,6 @@
 namespace rs {
 namespace {
 
-std::string RendezvousOpList() {
-  std::string ops;
-  for (int i = 0; i <= static_cast<int>(NcclOp::kCoalesced); ++i) {
-    const NcclOpTraits& t = Traits(static_cast<NcclOp>(i));
-    if (!t.rendezvous) continue;
-    ops += std::string(ops.empty() ? "" : ", ") + "'" + std::string(t.name) + "'";
-  }
-  return ops;
-}
-
-// The calls counted (see ReadCallModeEvidence).
-constexpr std::string_view kFinishedCall =
-    "comm_id_hash IS NOT NULL AND seq IS NOT NULL AND duration_ns IS NOT NULL"
-    " AND duration_ns >= 0 AND state = 'complete' AND in_group = 0 AND (ret IS NULL OR ret = 0)";
-
 std::string N(int64_t n) { return std::to_string(n); }
 
 }  // namespace
@@ -155,7 +140,8 @@ Result<std::map<int64_t, CallModeEvidence>> ReadCallModeEvidence(Db& db) {
                    " FROM (SELECT comm_id_hash, COUNT(*) AS n,"
                    " MIN(timestamp_ns + duration_ns) AS first_exit, MAX(timestamp_ns) AS last_entry"
                    " FROM nccl_events WHERE " +
-                   std::string(kFinishedCall) + " AND op IN (" + RendezvousOpList() +
+                   std::string(kFinishedCallSql) + " AND seq IS NOT NULL AND op IN (" +
+                   RendezvousOpsSql() +
                    ") GROUP BY node, comm_id_hash, seq) GROUP BY comm_id_hash"));
     for (;;) {
       ASSIGN_OR_RETURN(bool row, st.Step());

@@ -62,4 +62,13 @@ NcclOp OpFromProfilingName(std::string_view name) {
   return NcclOp::kUnknown;
 }
 
+std::string RendezvousOpsSql() {
+  std::string ops;
+  for (int i = 0; i <= static_cast<int>(NcclOp::kCoalesced); ++i) {
+    const NcclOpTraits& t = Traits(static_cast<NcclOp>(i));
+    if (t.rendezvous) ops += std::string(ops.empty() ? "" : ", ") + "'" + std::string(t.name) + "'";
+  }
+  return ops;
+}
+
 }  // namespace rs

@@ -100,6 +100,13 @@ struct CallModes {
 // sends and receives only) take that mode.
 void ResolveUndecided(std::map<int64_t, CommunicatorCallMode>& modes);
 
+// The NCCL calls whose entry and exit count as evidence (here and in the merge's rendezvous):
+// finished (state 'complete', a duration), successful, not in a group (a grouped call's work
+// starts at ncclGroupEnd), of a recorded communicator.
+inline constexpr std::string_view kFinishedCallSql =
+    "comm_id_hash IS NOT NULL AND duration_ns IS NOT NULL AND duration_ns >= 0"
+    " AND state = 'complete' AND in_group = 0 AND (ret IS NULL OR ret = 0)";
+
 // The clock-free evidence (device, same_node) of every communicator with NCCL calls of a
 // rendezvous collective in `db` (a bundle, or a merged database: counted per node, where times
 // are aligned by one offset per node, which leaves one node's order as recorded). Calls counted:

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace rs {
@@ -57,6 +58,9 @@ const NcclOpTraits& Traits(NcclOp op);
 
 inline std::string_view OpName(NcclOp op) { return Traits(op).name; }
 inline std::string_view OpSpoken(NcclOp op) { return Traits(op).spoken; }
+
+// "'ALL_REDUCE', 'ALL_GATHER', ...": the stored names of the rendezvous operations, for SQL's IN.
+std::string RendezvousOpsSql();
 
 // 'ALL_REDUCE' -> kAllReduce; kUnknown for a name no tool writes.
 NcclOp OpFromName(std::string_view name);
