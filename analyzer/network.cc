@@ -98,6 +98,10 @@ NetworkCandidate AttributeRetransmits(const SideEvents& side, const CollectiveDa
       c.segments_probe += r.segments;
       continue;
     }
+    if (r.needless) {
+      c.segments_needless += r.segments;
+      continue;
+    }
     c.segments_total += r.segments;
     ++c.repairs_total;
     if (r.src >= 0) ++touching[r.src], seg_touching[r.src] += r.segments;
@@ -152,15 +156,18 @@ NetworkCandidate AttributeRetransmits(const SideEvents& side, const CollectiveDa
     basis = ScoreBasis::kNetworkOneNode;
   } else if (c.repairs_touching >= 10 && margin >= 0.3 && affected_share >= 0.25) {
     // Packet loss on a node's link repeats in the collectives that move data over it: the test
-    // bed's 5% loss runs have 35-42 repairs in 0.35-0.44 of the collectives; its runs without a
-    // network fault 1-3 repairs in at most 4 of 34 (0.12).
+    // bed's 5% loss runs have 35-82 repairs in 0.35-0.44 of the collectives; its runs without a
+    // network fault up to 6 retransmits in Recovery or Loss in 4 of 34 (0.12), nearly all of
+    // them copies the receiver reported as duplicates (D-SACK: Retransmit::needless), which
+    // leaves at most 3 repairs on one node (18 runs, blocking collectives, 3-4 nodes).
     c.confidence = Confidence::kHigh;
   } else if (c.repairs_touching >= 5 && margin >= 0.2 &&
              (affected_share >= 0.1 || !c.collectives) && (c.slowed || c.too_few_to_tell)) {
     // Not where the collectives with its repairs measurably took no longer than the others: a
     // test bed run without a network fault (blocking collectives, 4 nodes) had 5 repairs on one
     // node in 5 of 34 collectives (0.15), 3.75 ms from last arrival to completion against 4 ms
-    // without, and was named at medium with no lateness explained.
+    // without, and was named at medium with no lateness explained. (Another such run was named
+    // at medium on retransmits in slower collectives: before D-SACKed copies were told apart.)
     c.confidence = Confidence::kMedium;
   } else {
     c.confidence = Confidence::kLow;
@@ -188,6 +195,11 @@ Evidence NetworkEvidence(const NetworkCandidate& c) {
     e.summary += "; " + std::to_string(c.segments_probe) +
                  " more were tail-loss probes, not counted (sent because an ACK was late)";
   }
+  if (c.segments_needless > 0) {
+    e.summary += "; " + std::to_string(c.segments_needless) +
+                 " more the receivers reported as received twice (D-SACK), not counted (the "
+                 "originals had arrived: no packet was lost)";
+  }
   e.values = {{"repairs_total", static_cast<double>(c.repairs_total)},
               {"repairs_touching_node", static_cast<double>(c.repairs_touching)},
               {"segments_total", static_cast<double>(c.segments_total)},
@@ -195,6 +207,7 @@ Evidence NetworkEvidence(const NetworkCandidate& c) {
               {"segments_to_node", static_cast<double>(c.segments_as_destination)},
               {"segments_same_node", static_cast<double>(c.segments_same_node)},
               {"segments_probe", static_cast<double>(c.segments_probe)},
+              {"segments_needless", static_cast<double>(c.segments_needless)},
               {"collectives", static_cast<double>(c.collectives)},
               {"collectives_with_retransmits", static_cast<double>(c.collectives_affected)}};
   return e;

@@ -28,6 +28,9 @@ struct NetworkCandidate {
   // receiver causes as well as a lost segment (the test bed's runs without a network fault
   // have only these); left out of the attribution.
   int64_t segments_probe = 0;
+  // ... and repairs between nodes whose every segment the receiver reported as a duplicate
+  // (Retransmit::needless: D-SACK): the original had arrived; left out of the attribution.
+  int64_t segments_needless = 0;
   int64_t segments_touching = 0;  // ... with this node as one endpoint
   int64_t segments_as_destination = 0;
   // Retransmit rows that repaired a segment between nodes (Retransmit::link_repair), and those

@@ -330,6 +330,23 @@ void AddRetransmitNotes(const SideEvents& side, Report& r) {
                       " retransmits go to addresses of no recorded node (attributed to the "
                       "sender only)");
   }
+  int64_t needless = 0, needless_segments = 0;
+  for (const Retransmit& r : side.retransmits) {
+    if (r.needless && !r.probe && !r.same_node()) ++needless, needless_segments += r.segments;
+  }
+  if (needless > 0) {
+    r.notes.push_back(std::to_string(needless) + " fast or timeout retransmits between nodes (" +
+                      std::to_string(needless_segments) +
+                      " segments) were reported by their receivers as received twice (D-SACK): "
+                      "the originals had arrived, so they are no evidence of packet loss and "
+                      "are not counted against any link");
+  }
+  if (side.dsack_unknown_connections > 0) {
+    r.notes.push_back(std::to_string(side.dsack_unknown_connections) +
+                      " connections' retransmits carry no D-SACK count (a recorder before "
+                      "tcp_events.dsack_dups, or a kernel before 4.19): needless copies among "
+                      "them cannot be told from repairs of lost packets and count as repairs");
+  }
 }
 
 namespace {

@@ -8,6 +8,23 @@
 
 namespace analyzer {
 
+void DsackLedger::Sent(std::vector<Retransmit>& all, size_t r, std::optional<int64_t> dsack_dups) {
+  if (dsack_dups && last_) {
+    int64_t answered = *dsack_dups - *last_;
+    while (answered > 0 && !pending_.empty()) {
+      auto& [index, unanswered] = pending_.back();
+      const int64_t take = std::min(answered, unanswered);
+      unanswered -= take;
+      answered -= take;
+      if (unanswered > 0) break;
+      all[index].needless = true;
+      pending_.pop_back();
+    }
+  }
+  if (dsack_dups) last_ = dsack_dups;
+  pending_.emplace_back(r, std::max<int64_t>(1, all[r].segments));
+}
+
 int SideEvents::NodeIndex(const std::string& node) const {
   auto it = std::find(nodes.begin(), nodes.end(), node);
   return it == nodes.end() ? -1 : static_cast<int>(it - nodes.begin());
@@ -187,6 +204,12 @@ rs::Result<void> LoadBlock(rs::Db& db, const std::vector<Participant>& participa
   return rs::Ok();
 }
 
+// The D-SACK count column where the recording has it (recorders before it wrote none).
+rs::Result<std::string> DsackColumn(rs::Db& db) {
+  ASSIGN_OR_RETURN(bool has, rs::HasColumn(db, "tcp_events", "dsack_dups"));
+  return std::string(has ? "dsack_dups" : "NULL");
+}
+
 rs::Result<void> LoadRetransmits(rs::Db& db, SideEvents& out) {
   std::map<std::string, std::set<std::string>> owners;  // address -> nodes that have it
   ASSIGN_OR_RETURN(rs::Statement ifs, db.Prepare("SELECT node, address FROM interfaces"));
@@ -204,33 +227,42 @@ rs::Result<void> LoadRetransmits(rs::Db& db, SideEvents& out) {
   };
   struct Row {
     int64_t ts;
-    std::string recorder, saddr, daddr, conn;
+    std::string recorder, saddr, daddr, link, conn;
     int64_t segments;
     bool has_seq, probe, failed;
+    std::optional<int64_t> dsack_dups;
   };
   ASSIGN_OR_RETURN(std::string ca_state_err, rs::TcpCaStateErrColumns(db));
+  ASSIGN_OR_RETURN(std::string dsack, DsackColumn(db));
   std::vector<Row> rows;
-  ASSIGN_OR_RETURN(
-      rs::Statement st,
-      db.Prepare("SELECT node, timestamp_ns, saddr, daddr, segments, sport, dport, "
-                 "seq, " +
-                 ca_state_err + " FROM tcp_events WHERE event = 'tcp_retransmit_skb'"));
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT node, timestamp_ns, saddr, daddr, segments, sport, dport, "
+                              "seq, " +
+                              ca_state_err + ", " + dsack +
+                              ", netns FROM tcp_events WHERE event = 'tcp_retransmit_skb'"));
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
     std::string saddr = st.Text(2), daddr = st.Text(3);
-    std::string conn = NormalizeAddress(saddr) + ":" + st.Text(5) + ">" + NormalizeAddress(daddr) +
-                       ":" + st.Text(6) + "#" + (st.IsNull(7) ? "?" : st.Text(7));
+    // One socket: its network namespace (recorders sharing a kernel see the same) and ports.
+    std::string link = (st.IsNull(11) ? "?" : st.Text(11)) + "/" + NormalizeAddress(saddr) + ":" +
+                       st.Text(5) + ">" + NormalizeAddress(daddr) + ":" + st.Text(6);
+    std::string conn = link + "#" + (st.IsNull(7) ? "?" : st.Text(7));
     std::string ca_state = st.IsNull(8) ? "" : st.Text(8);
     bool probe = ca_state == "Open" || ca_state == "Disorder" || ca_state == "CWR";
-    rows.push_back({st.Int(1), st.Text(0), std::move(saddr), std::move(daddr), std::move(conn),
-                    st.Int(4), !st.IsNull(7), probe, !st.IsNull(9) && st.Int(9) != 0});
+    std::optional<int64_t> dsack_dups;
+    if (!st.IsNull(10)) dsack_dups = st.Int(10);
+    rows.push_back({st.Int(1), st.Text(0), std::move(saddr), std::move(daddr), std::move(link),
+                    std::move(conn), st.Int(4), !st.IsNull(7), probe,
+                    !st.IsNull(9) && st.Int(9) != 0, dsack_dups});
   }
   // Sorted here: ORDER BY would walk the timestamp index and fetch every row at random.
   std::stable_sort(rows.begin(), rows.end(),
                    [](const Row& a, const Row& b) { return a.ts < b.ts; });
   // (connection, seq) -> (time, recorder) of its last sighting.
   std::map<std::string, std::pair<int64_t, std::string>> last_seen;
+  std::map<std::string, DsackLedger> ledgers;  // per connection
+  std::set<std::string> with_dsack, without_dsack;
   for (const Row& row : rows) {
     // The same retransmit recorded by several recorders sharing one kernel (nodes that are
     // namespaces of one host) is counted once.
@@ -254,7 +286,12 @@ rs::Result<void> LoadRetransmits(rs::Db& db, SideEvents& out) {
     r.segments = std::max<int64_t>(1, row.segments);
     r.probe = row.probe;
     out.retransmits.push_back(r);
+    ledgers[row.link].Sent(out.retransmits, out.retransmits.size() - 1, row.dsack_dups);
+    (row.dsack_dups ? with_dsack : without_dsack).insert(row.link);
   }
+  out.dsack_connections = static_cast<int64_t>(with_dsack.size());
+  for (const std::string& link : with_dsack) without_dsack.erase(link);
+  out.dsack_unknown_connections = static_cast<int64_t>(without_dsack.size());
   return rs::Ok();
 }
 

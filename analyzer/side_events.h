@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,10 +42,35 @@ struct Retransmit {
   // late; a slow receiver causes it as well as a lost segment. False for Recovery and Loss
   // (the sender repairs a segment it took for lost) and where the state was not recorded.
   bool probe = false;
+  // The receiver reported every segment of it received twice (D-SACK, RFC 2883; read from
+  // tcp_sock.dsack_dups at the connection's later retransmits, see AnswerByDsack): the
+  // original had arrived, the copy was needless. Linux sends such copies when it takes
+  // reordering or a late ACK for loss (RACK, RTO); no packet was lost.
+  bool needless = false;
   // Between two endpoints of one node (loopback, its own bridge): it crossed no link.
   bool same_node() const { return src >= 0 && src == dst; }
-  // Evidence of packet loss on a link between nodes: a repair that crossed one.
-  bool link_repair() const { return !probe && !same_node(); }
+  // Evidence of packet loss on a link between nodes: a repair that crossed one, and which the
+  // receiver did not report as a duplicate.
+  bool link_repair() const { return !probe && !needless && !same_node(); }
+};
+
+// D-SACK accounting of one connection's retransmits, in the order they were sent. The kernel's
+// count of D-SACKed segments (tcp_sock.dsack_dups) only grows; what it grew by between two
+// retransmits answers the retransmits sent before the second. Those answered are marked
+// needless, latest first: a retransmit still unanswered when a later one was recorded had its
+// chance (a D-SACK comes back within a round trip), and a lost segment's copy is never
+// reported twice. Segments the count grew by that no pending retransmit takes answer ones from
+// before the recording. The last retransmits of a connection stay unanswered (nothing read the
+// count after them): they count as repairs.
+class DsackLedger {
+ public:
+  // `dsack_dups`: the connection's count when `r` was sent; nullopt where not recorded (then
+  // nothing before `r` is answered by what the count did meanwhile).
+  void Sent(std::vector<Retransmit>& all, size_t r, std::optional<int64_t> dsack_dups);
+
+ private:
+  std::optional<int64_t> last_;
+  std::vector<std::pair<size_t, int64_t>> pending_;  // (index in `all`, segments unanswered)
 };
 
 struct SideEvents {
@@ -60,6 +86,9 @@ struct SideEvents {
   int64_t retransmits_without_peer = 0;  // daddr belongs to no recorded node
   int64_t retransmits_duplicate = 0;     // seen by several recorders sharing one kernel
   int64_t retransmits_failed = 0;        // err != 0: not sent (the kernel tries again later)
+  // Connections whose retransmits carried the D-SACK count (tcp_events.dsack_dups), and those
+  // without it (an older recorder or kernel): there needless copies count as repairs.
+  int64_t dsack_connections = 0, dsack_unknown_connections = 0;
   // node -> the job's other nodes that ran on its kernel (the same boot_id in their bundles'
   // metadata: nodes that are namespaces or containers of one host). Their ranks share one
   // set of CPUs and one scheduler: a rank waiting behind the job's own ranks there waits for

@@ -136,6 +136,7 @@ TEST(SideEventsTest, TcpEventsWithoutTheNewColumnsReadAsRepairs) {
   rs::Db db = MergedDb(R"sql(
     ALTER TABLE tcp_events DROP COLUMN ca_state;
     ALTER TABLE tcp_events DROP COLUMN err;
+    ALTER TABLE tcp_events DROP COLUMN dsack_dups;
     INSERT INTO interfaces VALUES ('n0', 'eth0', 'ipv4', '10.0.0.1', 24, 1),
                                   ('n1', 'eth0', 'ipv4', '10.0.0.2', 24, 2);
     INSERT INTO tcp_events(node, timestamp_ns, event, family, saddr, daddr, sport, dport, seq)
@@ -148,6 +149,45 @@ TEST(SideEventsTest, TcpEventsWithoutTheNewColumnsReadAsRepairs) {
   EXPECT_EQ(side->retransmits_failed, 0);
   EXPECT_TRUE(side->retransmits[0].link_repair());
   EXPECT_TRUE(side->retransmits[1].link_repair());
+  EXPECT_EQ(side->dsack_unknown_connections, 1);
+  EXPECT_EQ(side->dsack_connections, 0);
+}
+
+// What the D-SACK count of a connection grew by between two of its retransmits answers the
+// retransmits before: those whose every segment the receiver reported twice are needless (no
+// repair), latest first; a partly answered one, the last ones (nothing read the count after
+// them), those of another connection and those without a count stay repairs. Rows as the test
+// bed's runs without a fault record them (a 45-segment send repaired in Recovery, D-SACKed).
+TEST(SideEventsTest, RetransmitsTheReceiverHadAlreadyAreNotRepairs) {
+  rs::Db db = MergedDb(R"sql(
+    INSERT INTO interfaces VALUES ('n0', 'eth0', 'ipv4', '10.0.0.1', 24, 1),
+                                  ('n1', 'eth0', 'ipv4', '10.0.0.2', 24, 2);
+    INSERT INTO tcp_events(node, timestamp_ns, event, family, saddr, daddr, sport, dport, seq,
+                           segments, ca_state, err, dsack_dups, netns)
+      VALUES
+        -- connection A: 1 and 2 answered by the 47 segments counted at 4; 4 is the last
+        ('n0', 1, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 5, 6, 100, 2, 'Loss', 0, 7, 9),
+        ('n0', 2, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 5, 6, 200, 45, 'Recovery', 0, 7, 9),
+        ('n0', 3, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 5, 6, 300, 1, 'Loss', -11, 7, 9),
+        ('n0', 4, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 5, 6, 400, 1, 'Recovery', 0, 54, 9),
+        -- connection B: 3 segments answered of the 4 of 5 (partly: a repair), latest first
+        ('n0', 5, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 7, 8, 100, 4, 'Recovery', 0, 0, 9),
+        ('n0', 6, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 7, 8, 200, 1, 'Recovery', 0, 0, 9),
+        ('n0', 7, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 7, 8, 300, 1, 'Recovery', 0, 2, 9),
+        -- connection C: no count recorded
+        ('n0', 8, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 9, 8, 100, 1, 'Recovery', 0, NULL, 9),
+        ('n0', 9, 'tcp_retransmit_skb', 'ipv4', '10.0.0.1', '10.0.0.2', 9, 8, 200, 1, 'Recovery', 0, NULL, 9);
+  )sql");
+  auto side = LoadSideEvents(db, {});
+  ASSERT_TRUE(side.ok()) << side.error().message();
+  ASSERT_EQ(side->retransmits.size(), 8u);  // the unsent one left out
+  std::vector<bool> needless;
+  for (const Retransmit& r : side->retransmits) needless.push_back(r.needless);
+  EXPECT_EQ(needless, (std::vector<bool>{true, true, false, false, true, false, false, false}));
+  EXPECT_FALSE(side->retransmits[0].link_repair());
+  EXPECT_TRUE(side->retransmits[3].link_repair());
+  EXPECT_EQ(side->dsack_connections, 2);
+  EXPECT_EQ(side->dsack_unknown_connections, 1);
 }
 
 TEST(SideEventsTest, BlockIoOfTheNodesOwnProcessesWinsOverGlobalRows) {
@@ -223,6 +263,30 @@ TEST(NetworkTest, TailLossProbesAreNotAttributed) {
   EXPECT_EQ(c.collectives_affected, 5);
   EXPECT_EQ(c.confidence, Confidence::kHigh);
   EXPECT_NE(NetworkEvidence(c).summary.find("40 more were tail-loss probes"), std::string::npos);
+}
+
+// Copies the receivers reported as duplicates (D-SACK) blame no link, however many: a node
+// with only those is no candidate, and the evidence of one with repairs names them.
+TEST(NetworkTest, NeedlessCopiesAreNotAttributed) {
+  CollectiveData data = TenCollectives();
+  SideEvents side;
+  side.nodes = {"n0", "n1", "n2"};
+  for (int i = 0; i < 10; ++i) {
+    Retransmit r{i * 1000 + 100, 0, 1, 45};
+    r.needless = true;
+    side.retransmits.push_back(r);
+  }
+  NetworkCandidate c = AttributeRetransmits(side, data);
+  EXPECT_TRUE(c.node.empty());
+  EXPECT_EQ(c.repairs_total, 0);
+  EXPECT_EQ(c.segments_needless, 450);
+  side.retransmits.push_back({9300, 2, 0, 1});
+  c = AttributeRetransmits(side, data);
+  EXPECT_EQ(c.node, "n0");
+  EXPECT_EQ(c.repairs_total, 1);
+  EXPECT_EQ(c.confidence, Confidence::kLow);
+  EXPECT_NE(NetworkEvidence(c).summary.find("450 more the receivers reported as received twice"),
+            std::string::npos);
 }
 
 // Attribution counts repairs, not segments: two repairs of a whole 64 KiB send (45 segments

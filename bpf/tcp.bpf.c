@@ -49,6 +49,13 @@ static __always_inline void handle_retransmit(const struct sock* sk, const struc
   e->pid = 0;
   e->err = err;
   e->flags = flags;
+  /* Linux >= 4.19 (tcp_check_dsack adds the D-SACKed segments): cumulative per connection, so a
+   * later retransmit on it tells which earlier ones the receiver already had. */
+  const struct tcp_sock* tp = (const struct tcp_sock*)sk;
+  if (bpf_core_field_exists(tp->dsack_dups)) {
+    e->dsack_dups = BPF_CORE_READ(tp, dsack_dups);
+    e->flags |= RS_TCP_DSACK_KNOWN;
+  }
   RS_SUBMIT(tcp_rb, e);
 }
 

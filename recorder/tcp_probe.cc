@@ -33,8 +33,8 @@ std::string TcpCaStateName(uint8_t ca_state) {
 
 const char TcpEventWriter::kInsertSql[] =
     "INSERT INTO tcp_events(id, node, timestamp_ns, event, family, saddr, daddr, sport, dport, "
-    "seq, segments, state, netns, pid, ca_state, err) VALUES (?, ?, ?, 'tcp_retransmit_skb', ?, "
-    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    "seq, segments, state, netns, pid, ca_state, err, dsack_dups) VALUES (?, ?, ?, "
+    "'tcp_retransmit_skb', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
 rs::Result<void> TcpEventWriter::Write(std::span<const uint8_t> data) {
   ASSIGN_OR_RETURN(const rs_tcp_event e, ReadEvent<rs_tcp_event>(data, "tcp"));
@@ -52,6 +52,10 @@ rs::Result<void> TcpEventWriter::Write(std::span<const uint8_t> data) {
     st.Bind(15, static_cast<int64_t>(e.err));
   else
     st.BindNull(15);
+  if (e.flags & RS_TCP_DSACK_KNOWN)
+    st.Bind(16, static_cast<int64_t>(e.dsack_dups));
+  else
+    st.BindNull(16);
   return st.Run();
 }
 

@@ -18,6 +18,7 @@
 #define RS_TCP_CA_LOSS 4
 
 #define RS_TCP_ERR_KNOWN 1u
+#define RS_TCP_DSACK_KNOWN 2u
 
 struct rs_tcp_event {
   __u64 ts_ns;    /* bpf_ktime_get_ns() (CLOCK_MONOTONIC) */
@@ -34,7 +35,11 @@ struct rs_tcp_event {
   __u8 daddr[16];
   __s32 err;      /* the retransmission's result: 0 = sent, -errno = not sent (retried later) */
   __u32 flags;    /* RS_TCP_ERR_KNOWN: the kernel reports err (Linux >= 6.17); before, the
-                     tracepoint fired only for retransmissions sent */
+                     tracepoint fired only for retransmissions sent. RS_TCP_DSACK_KNOWN:
+                     dsack_dups was read (struct tcp_sock has it since Linux 4.19) */
+  __u32 dsack_dups; /* tcp_sock.dsack_dups when it retransmitted: segments the peer reported,
+                       by D-SACK (RFC 2883), as received twice on this connection so far. Each
+                       such report says one sent copy was needless: the data had arrived. */
 };
 
 #endif /* RANKSCOPE_BPF_ABI_TCP_H_ */

@@ -75,6 +75,26 @@ int64_t RetransSegs(const NetnsPair& ns) {
   return NetCounter(ns, "/proc/net/snmp", "Tcp:", "RetransSegs");
 }
 
+// The D-SACK count (tcp_sock.dsack_dups) of the one connection in the bundle: read on every row
+// (Linux >= 4.19), never falling in time order, and growing within the recording by no more
+// than the namespace's TCPDSACKRecvSegs delta (tcp_check_dsack adds the same number to both).
+// Returns how much it grew.
+int64_t ExpectDsackCountsReconcile(const std::string& bundle, int64_t dsack_recv_segs) {
+  auto count = [&](const std::string& sql) {
+    auto v = QueryBundleInt(bundle, sql);
+    EXPECT_TRUE(v.ok()) << sql << ": " << v.error().message();
+    return v.ok() ? *v : -1;
+  };
+  EXPECT_EQ(count("SELECT COUNT(*) FROM tcp_events WHERE dsack_dups IS NULL"), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM (SELECT dsack_dups - LAG(dsack_dups) OVER "
+                  "(ORDER BY timestamp_ns, id) AS d FROM tcp_events) WHERE d < 0"),
+            0);
+  int64_t grew = count("SELECT IFNULL(MAX(dsack_dups) - MIN(dsack_dups), 0) FROM tcp_events");
+  EXPECT_GE(grew, 0);
+  EXPECT_LE(grew, dsack_recv_segs) << "D-SACK count growth vs TCPDSACKRecvSegs delta";
+  return grew;
+}
+
 // One recorded transfer and its reconciliation. `retry_allowed`: a segment count that does
 // not reconcile (with no skipped runs to explain it) is printed with the rows and reported
 // through `unreconciled` instead of failing, so the caller can tell a rare gap from a
@@ -89,7 +109,8 @@ void RecordTransfer(bool retry_allowed, bool* unreconciled) {
   std::string out = dir.File("tcp.rsb");
   int64_t before = RetransSegs(ns);
   ASSERT_GE(before, 0);
-  const char* kExt[] = {"TCPFastRetrans", "TCPSlowStartRetrans", "TCPLossProbes", "TCPTimeouts"};
+  const char* kExt[] = {"TCPFastRetrans", "TCPSlowStartRetrans", "TCPLossProbes", "TCPTimeouts",
+                        "TCPDSACKRecvSegs"};
   std::map<std::string, int64_t> ext_before;
   for (const char* c : kExt) ext_before[c] = NetCounter(ns, "/proc/net/netstat", "TcpExt:", c);
 
@@ -129,20 +150,19 @@ void RecordTransfer(bool retry_allowed, bool* unreconciled) {
   // Runs of the tcp program the kernel skipped: a retransmission in a softirq while the
   // program ran in process context on the same CPU (any socket of the host: other tests'
   // traffic too). Each is a drop; only then may the bundle hold fewer segments.
-  int64_t skipped = count(
-      "SELECT CAST(value AS INTEGER) FROM metadata WHERE key = 'tcp_drops_kernel_skipped'");
+  int64_t skipped =
+      count("SELECT CAST(value AS INTEGER) FROM metadata WHERE key = 'tcp_drops_kernel_skipped'");
   EXPECT_GE(skipped, 0) << "tcp_drops_kernel_skipped must be in the metadata";
   if (skipped == 0) {
     if (sum != delta && std::getenv("RANKSCOPE_ANALYZE") != nullptr) {
       // What the bundle holds, to tell a missed event from a misread one.
       const std::string query = std::string(std::getenv("RANKSCOPE_ANALYZE")) + " query " + out;
-      std::printf("%s%s\n",
-                  ShOut(query +
-                        " \"SELECT timestamp_ns, seq, segments, state, ca_state, err FROM "
+      std::printf(
+          "%s%s\n",
+          ShOut(query + " \"SELECT timestamp_ns, seq, segments, state, ca_state, err FROM "
                         "tcp_events ORDER BY timestamp_ns\" 2>&1")
-                      .c_str(),
-                  ShOut(query + " \"SELECT key, value FROM metadata WHERE key LIKE 'tcp%'\" 2>&1")
-                      .c_str());
+              .c_str(),
+          ShOut(query + " \"SELECT key, value FROM metadata WHERE key LIKE 'tcp%'\" 2>&1").c_str());
     }
     if (sum != delta && retry_allowed) {
       std::printf("TcpRetransSegs delta %lld, segments recorded %lld: not reconciled\n",
@@ -191,6 +211,7 @@ void RecordTransfer(bool retry_allowed, bool* unreconciled) {
     EXPECT_GE(loss, ext["TCPSlowStartRetrans"]);
   }
   EXPECT_LE(loss, ext["TCPSlowStartRetrans"] + ext["TCPTimeouts"]);
+  ExpectDsackCountsReconcile(out, ext["TCPDSACKRecvSegs"]);
   // Every row is this connection, seen from the sender, in the recorder's namespace.
   EXPECT_EQ(*QueryBundleInt(out, "SELECT COUNT(*) FROM tcp_events WHERE saddr <> '" + ns.addr_a() +
                                      "' OR daddr <> '" + ns.addr_b() +
@@ -226,6 +247,61 @@ TEST(TcpRetransmit, SegmentsReconcileWithTcpRetransSegs) {
   bool unreconciled = false;
   RecordTransfer(/*retry_allowed=*/true, &unreconciled);
   if (unreconciled && !HasFatalFailure()) RecordTransfer(/*retry_allowed=*/false, &unreconciled);
+}
+
+// Copies of data the receiver already had: the sender's ACKs are dropped for longer than its
+// retransmission timeout (200 ms at least), twice. The first blackout's timeout retransmits
+// reach a receiver that has the data; it reports them by D-SACK, which passes once the ACKs
+// do. The second blackout's retransmits carry the grown count: what tells the report that the
+// first copies were needless (no packet was lost), not repairs.
+TEST(TcpRetransmit, DsackCountGrowsWhenTheReceiverHadTheData) {
+  REQUIRE_ROOT_OR_SKIP();
+  SKIP_UNLESS_OR_FAIL_IN_CI(
+      Sh("command -v socat >/dev/null && command -v iptables >/dev/null") == 0,
+      "needs socat and iptables (apt-get install socat iptables)");
+  NetnsPair ns;
+  ASSERT_TRUE(ns.ok()) << "could not build the test namespaces";
+  TempDir dir;
+  std::string out = dir.File("dsack.rsb");
+  int64_t before = NetCounter(ns, "/proc/net/netstat", "TcpExt:", "TCPDSACKRecvSegs");
+  ASSERT_GE(before, 0) << "the kernel has no TCPDSACKRecvSegs counter (Linux < 5.10)";
+  auto rec = RecorderProcess::Start({"--out", out, "--node", "ktcp", "--scope", "netns"}, ns.a());
+  ASSERT_TRUE(rec.ok());
+  ASSERT_TRUE(rec->WaitReady()) << rec->stderr_text();
+  ASSERT_EQ(Sh(ns.InB("timeout 30 socat -u TCP-LISTEN:5556,reuseaddr OPEN:/dev/null "
+                      ">/dev/null 2>&1 &")),
+            0);
+  usleep(300'000);
+  // Bounded: 16 KiB every 50 ms for about 5 s, at most 25 s.
+  ASSERT_EQ(Sh("(for i in $(seq 100); do head -c 16384 /dev/zero; sleep 0.05; done) | " +
+               ns.InA("timeout 25 socat -u STDIN TCP:" + ns.addr_b() + ":5556,retry=20") +
+               " >/dev/null 2>&1 &"),
+            0);
+  usleep(500'000);
+  const std::string rule = "INPUT -s " + ns.addr_b() + " -p tcp --sport 5556 -j DROP";
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_EQ(Sh(ns.InA("iptables -I " + rule)), 0);
+    usleep(900'000);
+    ASSERT_EQ(Sh(ns.InA("iptables -D " + rule)), 0);
+    usleep(1'800'000);  // the backed-off timer fires once more, its D-SACK passes
+  }
+  for (int i = 0; i < 250; ++i) {
+    if (ShOut(ns.InA("ss -Htn state established '( dport = :5556 )'")).empty()) break;
+    usleep(100'000);
+  }
+  int64_t dsack = NetCounter(ns, "/proc/net/netstat", "TcpExt:", "TCPDSACKRecvSegs") - before;
+  ASSERT_EQ(rec->Stop(SIGINT), 0) << rec->stderr_text();
+  auto rows = QueryBundleInt(out, "SELECT COUNT(*) FROM tcp_events WHERE ca_state = 'Loss'");
+  ASSERT_TRUE(rows.ok());
+  EXPECT_GE(*rows, 2) << "each blackout outlasts the retransmission timeout";
+  EXPECT_GT(dsack, 0) << "the receiver reports the needless copies (net.ipv4.tcp_dsack = 1)";
+  const int64_t grew = ExpectDsackCountsReconcile(out, dsack);
+  std::printf(
+      "timeout retransmits %lld; D-SACKed segments: TCPDSACKRecvSegs delta %lld, growth "
+      "of the recorded count %lld\n",
+      static_cast<long long>(*rows), static_cast<long long>(dsack), static_cast<long long>(grew));
+  EXPECT_GT(grew, 0)
+      << "the second blackout's retransmits carry the count the first one's D-SACKs raised";
 }
 
 }  // namespace

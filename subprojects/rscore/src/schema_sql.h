@@ -210,7 +210,9 @@ CREATE TABLE tcp_events (
   netns        INTEGER,
   pid          INTEGER,
   ca_state     TEXT,              -- 'Open' | 'Disorder' | 'CWR' | 'Recovery' | 'Loss'
-  err          INTEGER            -- 0 = sent, -errno = not sent; NULL: kernel < 6.17 (sent only)
+  err          INTEGER,           -- 0 = sent, -errno = not sent; NULL: kernel < 6.17 (sent only)
+  dsack_dups   INTEGER            -- segments the peer reported received twice (D-SACK) on this
+                                  -- connection so far; NULL: not read (kernel < 4.19, older bundle)
 ) STRICT;
 -- intervals a traced thread was off the CPU or waited in the run queue
 CREATE TABLE sched_events (
