@@ -6,21 +6,12 @@
 
 #include "rscore/cli.h"
 #include "rscore/comm_hash.h"
+#include "rscore/row_window.h"
 #include "rscore/schema.h"
 
 namespace analyzer {
 
 namespace {
-
-// A string as an SQL literal.
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') out += '\'';
-    out += c;
-  }
-  return out + "'";
-}
 
 rs::Result<int64_t> ParseInt(std::string_view text, int base, const std::string& what) {
   int64_t v = 0;
@@ -127,9 +118,9 @@ rs::Result<std::string> ApplyReportFilter(rs::Db& db, const ReportFilter& f,
                                           int64_t recording_start_ns) {
   if (f.empty()) return std::string();
   std::vector<std::string> said;
-  std::string node_list;
+  rs::RowWindow window;
   if (!f.nodes.empty()) {
-    std::vector<std::string> quoted, missing;
+    std::vector<std::string> missing;
     for (const std::string& n : f.nodes) {
       ASSIGN_OR_RETURN(rs::Statement st,
                        db.Prepare("SELECT (SELECT COUNT(*) FROM nccl_events WHERE node = ?1) +"
@@ -139,7 +130,6 @@ rs::Result<std::string> ApplyReportFilter(rs::Db& db, const ReportFilter& f,
       st.Bind(1, n);
       ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row || st.Int(0) == 0) missing.push_back(n);
-      quoted.push_back(Quote(n));
     }
     if (!missing.empty()) {
       ASSIGN_OR_RETURN(std::string known,
@@ -148,28 +138,38 @@ rs::Result<std::string> ApplyReportFilter(rs::Db& db, const ReportFilter& f,
       return rs::Error("--nodes: no node " + Join(missing, ", ") +
                        " in this recording (its nodes with NCCL calls: " + known + ")");
     }
-    node_list = Join(quoted, ", ");
+    window.nodes = f.nodes;
     said.push_back("nodes " + Join(f.nodes, ", "));
   }
-  std::string from_sql, to_sql;
   if (f.from) {
-    const int64_t t = f.from->Resolve(recording_start_ns);
-    from_sql = std::to_string(t);
-    said.push_back("from " + rs::FormatUtc(t));
+    window.from_ns = f.from->Resolve(recording_start_ns);
+    said.push_back("from " + rs::FormatUtc(window.from_ns));
   }
   if (f.to) {
-    const int64_t t = f.to->Resolve(recording_start_ns);
-    to_sql = std::to_string(t);
-    said.push_back("to " + rs::FormatUtc(t));
+    window.to_ns = f.to->Resolve(recording_start_ns);
+    said.push_back("to " + rs::FormatUtc(window.to_ns));
   }
+  // The ranks and the communicator are stored like the window: views hold no parameters.
+  RETURN_IF_ERROR(rs::StoreWindow(db, window));
+  RETURN_IF_ERROR(
+      db.Exec("DROP TABLE IF EXISTS temp.rs_report_ranks; DROP TABLE IF EXISTS temp.rs_report_comm;"
+              "CREATE TEMP TABLE rs_report_ranks(rank INTEGER PRIMARY KEY);"
+              "CREATE TEMP TABLE rs_report_comm(comm_id_hash INTEGER NOT NULL);"));
   std::string rank_list;
   if (!f.ranks.empty()) {
     std::vector<std::string> r, missing;
+    ASSIGN_OR_RETURN(rs::Statement calls,
+                     db.Prepare("SELECT COUNT(*) FROM nccl_events WHERE rank = ?1"));
+    ASSIGN_OR_RETURN(rs::Statement keep,
+                     db.Prepare("INSERT OR IGNORE INTO temp.rs_report_ranks VALUES (?1)"));
     for (int64_t x : f.ranks) {
       r.push_back(std::to_string(x));
-      ASSIGN_OR_RETURN(int64_t n, db.QueryInt("SELECT COUNT(*) FROM nccl_events WHERE rank = " +
-                                              std::to_string(x)));
+      calls.Bind(1, x);
+      ASSIGN_OR_RETURN(bool row, calls.Step());
+      const int64_t n = row ? calls.Int(0) : 0;
+      calls.Reset();
       if (n == 0) missing.push_back(std::to_string(x));
+      RETURN_IF_ERROR(keep.Bind(1, x).Run());
     }
     if (!missing.empty()) {
       ASSIGN_OR_RETURN(std::vector<int64_t> ranks, Ranks(db));
@@ -183,9 +183,11 @@ rs::Result<std::string> ApplyReportFilter(rs::Db& db, const ReportFilter& f,
   if (f.comm) {
     char hex[32];
     std::snprintf(hex, sizeof(hex), "0x%016llx", static_cast<unsigned long long>(*f.comm));
-    ASSIGN_OR_RETURN(int64_t n,
-                     db.QueryInt("SELECT COUNT(*) FROM nccl_events WHERE comm_id_hash = " +
-                                 std::to_string(static_cast<int64_t>(*f.comm))));
+    ASSIGN_OR_RETURN(rs::Statement calls,
+                     db.Prepare("SELECT COUNT(*) FROM nccl_events WHERE comm_id_hash = ?1"));
+    calls.Bind(1, *f.comm);
+    ASSIGN_OR_RETURN(bool row, calls.Step());
+    const int64_t n = row ? calls.Int(0) : 0;
     if (n == 0) {
       ASSIGN_OR_RETURN(
           std::string known,
@@ -201,6 +203,8 @@ rs::Result<std::string> ApplyReportFilter(rs::Db& db, const ReportFilter& f,
                        "communicators: " +
                        known + ")");
     }
+    ASSIGN_OR_RETURN(rs::Statement keep, db.Prepare("INSERT INTO temp.rs_report_comm VALUES (?1)"));
+    RETURN_IF_ERROR(keep.Bind(1, *f.comm).Run());
     said.push_back("communicator " + std::string(hex));
   }
   struct Table {
@@ -226,19 +230,18 @@ rs::Result<std::string> ApplyReportFilter(rs::Db& db, const ReportFilter& f,
   for (const Table& t : tables) {
     ASSIGN_OR_RETURN(bool has, rs::HasTable(db, t.name));
     if (!has) continue;
-    std::vector<std::string> where;
     ASSIGN_OR_RETURN(bool has_node, rs::HasColumn(db, t.name, "node"));
-    if (!node_list.empty() && has_node) where.push_back("node IN (" + node_list + ")");
-    if (t.timed && !from_sql.empty()) where.push_back("timestamp_ns >= " + from_sql);
-    if (t.timed && !to_sql.empty()) where.push_back("timestamp_ns <= " + to_sql);
-    if (t.calls && !rank_list.empty()) {
-      where.push_back("(node, pid) IN (SELECT node, pid FROM main.nccl_events WHERE rank IN (" +
-                      rank_list + "))");
+    std::string where = rs::StoredWindowTerms(window, {.timed = t.timed, .node = has_node});
+    if (t.calls && !f.ranks.empty()) {
+      where +=
+          " AND (node, pid) IN (SELECT node, pid FROM main.nccl_events WHERE rank IN"
+          " (SELECT rank FROM temp.rs_report_ranks))";
     }
-    if (t.comm && f.comm) where.push_back("comm_id_hash = " + std::to_string(*f.comm));
+    if (t.comm && f.comm)
+      where += " AND comm_id_hash = (SELECT comm_id_hash FROM temp.rs_report_comm)";
     if (where.empty()) continue;
     RETURN_IF_ERROR(db.Exec("CREATE TEMP VIEW " + std::string(t.name) + " AS SELECT * FROM main." +
-                            t.name + " WHERE " + Join(where, " AND ")));
+                            t.name + " WHERE 1" + where));
   }
   ASSIGN_OR_RETURN(int64_t calls, db.QueryInt("SELECT COUNT(*) FROM nccl_events"));
   int64_t ops = 0;

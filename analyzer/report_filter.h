@@ -1,6 +1,8 @@
 // `report --from/--to/--nodes/--ranks/--comm`: the report of a part of the recording. The
 // event tables are narrowed by TEMP views of the same names, which SQLite resolves before the
-// file's own tables, so every analysis sees only the chosen rows without knowing of filters:
+// file's own tables, so every analysis sees only the chosen rows without knowing of filters.
+// The views read the chosen values from TEMP tables filled by bound statements (rs::RowWindow
+// for time and nodes, as the exporter's window; a view holds no parameters):
 //   --from/--to (rs::TimeArg; +offsets from the recording's start): rows whose timestamp_ns
 //     lies in [from, to], every event table;
 //   --nodes: rows of those nodes, every table with a node column;
@@ -25,9 +27,7 @@ struct ReportFilter {
   std::vector<std::string> nodes;
   std::vector<int64_t> ranks;
   std::optional<int64_t> comm;
-  bool empty() const {
-    return !from && !to && nodes.empty() && ranks.empty() && !comm.has_value();
-  }
+  bool empty() const { return !from && !to && nodes.empty() && ranks.empty() && !comm.has_value(); }
 };
 
 // Parses --ranks (comma-separated, ranges 0-3) and --comm (0x hex or decimal).

@@ -104,30 +104,13 @@ Result<bool> HasTable(Db& db, int t) {
   return true;
 }
 
-bool HasWindow(const RowFilter& f) { return f.from_ns != INT64_MIN || f.to_ns != INT64_MAX; }
+// The window's WHERE clause (rs::WindowTerms, parameters from ?1); a statement may hold it
+// more than once, every copy reading the same parameters.
+std::string Where(const RowWindow& w) { return " WHERE 1" + WindowTerms(w, 1); }
 
-// WHERE clause over timestamp_ns (?1, ?2) and node (?3...). Without a time window there
-// is no timestamp predicate, so whole-table aggregates scan the table instead of seeking
-// row by row through the timestamp index.
-std::string Where(const RowFilter& f) {
-  std::string w = " WHERE 1";
-  if (HasWindow(f)) w += " AND timestamp_ns >= ?1 AND timestamp_ns <= ?2";
-  if (!f.nodes.empty()) {
-    w += " AND node IN (";
-    for (size_t i = 0; i < f.nodes.size(); ++i) w += (i ? ",?" : "?") + std::to_string(i + 3);
-    w += ")";
-  }
-  return w;
-}
-
-void BindFilter(Statement& st, const RowFilter& f) {
-  if (HasWindow(f)) st.Bind(1, f.from_ns).Bind(2, f.to_ns);
-  for (size_t i = 0; i < f.nodes.size(); ++i) st.Bind(static_cast<int>(i + 3), f.nodes[i]);
-}
-
-Result<Statement> PrepareFiltered(Db& db, const std::string& sql, const RowFilter& f) {
+Result<Statement> PrepareFiltered(Db& db, const std::string& sql, const RowWindow& w) {
   ASSIGN_OR_RETURN(Statement st, db.Prepare(sql));
-  BindFilter(st, f);
+  BindWindow(st, w, 1);
   return st;
 }
 
@@ -239,7 +222,7 @@ Result<std::map<std::pair<std::string, std::string>, std::string>> ReadBlockDevi
   return names;
 }
 
-Result<InputSummary> Summarize(Db& db, const RowFilter& filter) {
+Result<InputSummary> Summarize(Db& db, const RowWindow& filter) {
   InputSummary s;
   bool any = false;
   const std::string where = Where(filter);
@@ -304,7 +287,7 @@ Result<ProcessMap> ReadProcesses(Db& db) {
   return m;
 }
 
-Result<EventReader> EventReader::Open(Db& db, const RowFilter& filter) {
+Result<EventReader> EventReader::Open(Db& db, const RowWindow& filter) {
   EventReader r;
   const std::string where = Where(filter);
   for (int t = 0; t < kTableCount; ++t) {

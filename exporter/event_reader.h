@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "rscore/result.h"
+#include "rscore/row_window.h"
 #include "rscore/sqlite.h"
 
 namespace rs::exporter {
@@ -69,13 +70,6 @@ inline constexpr int kPg = 7, kPgName = 8, kPgDesc = 9, kSeq = 10, kIsP2p = 11, 
 }
 }  // namespace col
 
-// Which rows to export. Timestamps are inclusive bounds on the event's start.
-struct RowFilter {
-  int64_t from_ns = INT64_MIN;
-  int64_t to_ns = INT64_MAX;
-  std::vector<std::string> nodes;  // empty: all
-};
-
 // What the stream needs to know before it starts.
 struct InputSummary {
   int64_t first_ts = 0;  // earliest event start in the filter
@@ -104,7 +98,7 @@ Result<std::optional<int64_t>> FirstEventTimestamp(Db& db);
 Result<int64_t> RecordingStartNs(Db& db);
 // Node names present in the input, sorted.
 Result<std::vector<std::string>> ListNodes(Db& db);
-Result<InputSummary> Summarize(Db& db, const RowFilter& filter);
+Result<InputSummary> Summarize(Db& db, const RowWindow& filter);
 // Earliest event start and latest event end of the whole input; nullopt: no events.
 Result<std::optional<std::pair<int64_t, int64_t>>> EventSpan(Db& db);
 // The name of every block device with requests in the input, by (node, dev); "" where the
@@ -121,7 +115,7 @@ bool RunsOnDevice(std::string_view op);
 
 class EventReader {
  public:
-  static Result<EventReader> Open(Db& db, const RowFilter& filter);
+  static Result<EventReader> Open(Db& db, const RowWindow& filter);
   EventReader(EventReader&&) noexcept = default;
   EventReader& operator=(EventReader&&) noexcept = default;
 

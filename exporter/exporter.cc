@@ -3,11 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <memory>
 #include <set>
 #include <string>
@@ -25,8 +25,8 @@
 namespace rs::exporter {
 namespace {
 
-Result<RowFilter> MakeFilter(Db& db, const ExportOptions& o) {
-  RowFilter f;
+Result<RowWindow> MakeFilter(Db& db, const ExportOptions& o) {
+  RowWindow f;
   if (o.from || o.to) {
     ASSIGN_OR_RETURN(const int64_t base, RecordingStartNs(db));
     if (o.from) f.from_ns = o.from->Resolve(base);
@@ -61,7 +61,7 @@ std::string TimeAndOffset(int64_t ns, int64_t base) {
 }
 
 // The error for a window that holds no event: the window, and what the input holds.
-Result<void> EmptyWindow(Db& db, const ExportOptions& o, const RowFilter& f) {
+Result<void> EmptyWindow(Db& db, const ExportOptions& o, const RowWindow& f) {
   ASSIGN_OR_RETURN(auto span, EventSpan(db));
   ASSIGN_OR_RETURN(const int64_t base, RecordingStartNs(db));
   std::string window;
@@ -94,7 +94,7 @@ Result<void> RefuseEmptyDumps(Db& db, const std::string& input) {
                input + " 'SELECT * FROM fr_dumps'); nothing written");
 }
 
-Result<void> RunTimeline(Db& db, const std::string& source, const RowFilter& filter,
+Result<void> RunTimeline(Db& db, const std::string& source, const RowWindow& filter,
                          const InputSummary& summary, std::vector<VerdictMark> marks,
                          TraceSink& sink, ExportResult& result) {
   ASSIGN_OR_RETURN(ProcessMap processes, ReadProcesses(db));
@@ -154,7 +154,7 @@ Result<ExportResult> Export(const ExportOptions& o) {
   // Reads follow the timestamp index around the table: map the file instead of copying
   // pages through read(2). Best effort (an error only costs speed).
   (void)db.Exec("PRAGMA mmap_size = 1073741824");
-  ASSIGN_OR_RETURN(RowFilter filter, MakeFilter(db, o));
+  ASSIGN_OR_RETURN(RowWindow filter, MakeFilter(db, o));
   ExportResult result;
   auto summary = Summarize(db, filter);
   if (!summary.ok()) return summary.error().Wrap(o.input);

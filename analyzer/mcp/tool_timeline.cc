@@ -6,6 +6,7 @@
 
 #include "output_schema.h"
 #include "rscore/comm_hash.h"
+#include "rscore/row_window.h"
 #include "rscore/schema.h"
 #include "rscore/time_arg.h"
 #include "tool_bounds.h"
@@ -171,17 +172,18 @@ rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext&)
   }
   // Each kind's first limit+1 events in the window (the timestamp index), then merged.
   std::vector<std::tuple<int64_t, size_t, Json>> events;
+  const rs::RowWindow window{.from_ns = from, .to_ns = to, .nodes = {node}};
   for (size_t k = 0; k < std::size(kKinds); ++k) {
     const Kind& kind = kKinds[k];
     if (std::find(kinds.begin(), kinds.end(), kind.name) == kinds.end()) continue;
     ASSIGN_OR_RETURN(bool present, rs::HasTable(rec.db(), kind.table));
     if (!present) continue;
-    ASSIGN_OR_RETURN(
-        rs::Statement st,
-        rec.db().Prepare(std::string("SELECT ") + kind.columns + " FROM " + kind.table +
-                         " WHERE timestamp_ns BETWEEN ?2 AND ?3 AND node = ?1"
-                         " ORDER BY timestamp_ns, id LIMIT ?4"));
-    st.Bind(1, node).Bind(2, from).Bind(3, to).Bind(4, limit + 1);
+    ASSIGN_OR_RETURN(rs::Statement st,
+                     rec.db().Prepare(std::string("SELECT ") + kind.columns + " FROM " +
+                                      kind.table + " WHERE 1" + rs::WindowTerms(window, 2) +
+                                      " ORDER BY timestamp_ns, id LIMIT ?1"));
+    st.Bind(1, limit + 1);
+    rs::BindWindow(st, window, 2);
     for (;;) {
       ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
