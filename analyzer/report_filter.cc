@@ -208,25 +208,20 @@ rs::Result<std::string> ApplyReportFilter(rs::Db& db, const ReportFilter& f,
     said.push_back("communicator " + std::string(hex));
   }
   struct Table {
-    const char* name;
+    std::string_view name;
     bool timed, calls, comm;
   };
-  const Table tables[] = {
-      {"nccl_events", true, true, true},
-      {"cuda_events", true, true, false},
-      {"gpu_ops", true, true, true},
-      {"tcp_events", true, false, false},
-      {"sched_events", true, false, false},
-      {"sched_summary", false, false, false},
-      {"block_events", true, false, false},
-      {"process_events", true, false, false},
-      {"rdma_counters", true, false, false},
-      {"rdma_ports", false, false, false},
-      {"clock_alignment", false, false, false},
-      {"clock_refs", false, false, false},
-      {"interfaces", false, false, false},
-      {"processes", false, true, false},
-  };
+  // Every event table by time, node, and where it has them, process and communicator; the
+  // other tables with a node column by node (processes by process too).
+  std::vector<Table> tables;
+  for (const rs::EventTable& e : rs::kEventTables) {
+    tables.push_back({e.name, true, e.process_calls, e.communicator});
+  }
+  for (std::string_view t :
+       {"sched_summary", "rdma_ports", "clock_alignment", "clock_refs", "interfaces"}) {
+    tables.push_back({t, false, false, false});
+  }
+  tables.push_back({"processes", false, true, false});
   for (const Table& t : tables) {
     ASSIGN_OR_RETURN(bool has, rs::HasTable(db, t.name));
     if (!has) continue;
@@ -240,8 +235,9 @@ rs::Result<std::string> ApplyReportFilter(rs::Db& db, const ReportFilter& f,
     if (t.comm && f.comm)
       where += " AND comm_id_hash = (SELECT comm_id_hash FROM temp.rs_report_comm)";
     if (where.empty()) continue;
-    RETURN_IF_ERROR(db.Exec("CREATE TEMP VIEW " + std::string(t.name) + " AS SELECT * FROM main." +
-                            t.name + " WHERE 1" + where));
+    const std::string name(t.name);
+    RETURN_IF_ERROR(db.Exec("CREATE TEMP VIEW " + name + " AS SELECT * FROM main." + name +
+                            " WHERE 1" + where));
   }
   ASSIGN_OR_RETURN(int64_t calls, db.QueryInt("SELECT COUNT(*) FROM nccl_events"));
   int64_t ops = 0;

@@ -17,10 +17,19 @@ std::string Bounded(const Statement& st, int col) {
   return TraceCell(text, static_cast<size_t>(sqlite3_column_bytes(st.raw(), col)));
 }
 
+// The tables the trace draws: the event tables (rs::kEventTables) but the RDMA counters, and
+// the Flight Recorder's entries.
 constexpr const char* kTableNames[kTableCount] = {
     "nccl_events",  "cuda_events",    "tcp_events", "sched_events",
     "block_events", "process_events", "gpu_ops",    "fr_entries",
 };
+constexpr bool DrawsKnownTables() {
+  for (std::string_view t : kTableNames) {
+    if (t != "fr_entries" && !IsEventTable(t)) return false;
+  }
+  return true;
+}
+static_assert(DrawsKnownTables(), "every table the trace draws is an event table or fr_entries");
 
 // Each SELECT yields the common columns (id, node, timestamp_ns, duration_ns, pid, tid,
 // name) followed by the table's own, in the order of namespace col.

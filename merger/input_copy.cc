@@ -41,7 +41,9 @@ auto WithAttached(rs::Db& db, const std::string& path, const std::string& schema
 }
 
 std::vector<std::string> EventTables() {
-  return std::vector<std::string>(std::begin(rs::kEventTables), std::end(rs::kEventTables));
+  std::vector<std::string> out;
+  for (std::string_view t : rs::kEventTables) out.emplace_back(t);
+  return out;
 }
 
 }  // namespace

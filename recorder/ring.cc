@@ -17,20 +17,6 @@ namespace {
 
 using rs::DirOf;
 
-struct SourceTable {
-  std::string_view source, table;
-};
-constexpr SourceTable kSourceTables[] = {
-    {"process", "process_events"},
-    {"tcp", "tcp_events"},
-    {"sched", "sched_events"},
-    {"block", "block_events"},
-    {"nccl", "nccl_events"},
-    {"cuda", "cuda_events"},
-    {"gpu", "gpu_ops"},
-    {"rdma", "rdma_counters"},
-};
-
 // Rows the database's pages hold (free pages left by deletes are reused, not counted).
 rs::Result<uint64_t> UsedBytes(rs::Db& db) {
   auto pragma = [&](const char* name) -> rs::Result<int64_t> {
@@ -47,8 +33,8 @@ rs::Result<uint64_t> UsedBytes(rs::Db& db) {
 }  // namespace
 
 std::string_view EventTableOf(std::string_view source) {
-  for (const SourceTable& s : kSourceTables) {
-    if (s.source == source) return s.table;
+  for (const rs::EventTable& e : rs::kEventTables) {
+    if (e.source == source) return e.name;
   }
   return {};
 }
@@ -162,9 +148,9 @@ rs::Result<void> WriteCutMetadata(rs::Db& db, const CutInfo& info, const Ring& r
     st.Bind(1, k).Bind(2, v);
     RETURN_IF_ERROR(st.Run());
   }
-  for (const SourceTable& s : kSourceTables) {
-    st.Bind(1, std::string(s.source) + "_ring_aged_out")
-        .Bind(2, std::to_string(ring.aged_out(s.table)));
+  for (const rs::EventTable& e : rs::kEventTables) {
+    st.Bind(1, std::string(e.source) + "_ring_aged_out")
+        .Bind(2, std::to_string(ring.aged_out(e.name)));
     RETURN_IF_ERROR(st.Run());
   }
   return rs::Ok();

@@ -22,10 +22,21 @@ inline constexpr int kFormatVersion = 1;
 inline constexpr int kSchemaVersion = 1;
 
 // Event tables: every row has id (node-namespaced, see event_id.h), node, timestamp_ns
-// (CLOCK_REALTIME nanoseconds; aligned in a merged db).
-inline constexpr std::string_view kEventTables[] = {
-    "nccl_events",  "cuda_events",    "tcp_events", "sched_events",
-    "block_events", "process_events", "gpu_ops",    "rdma_counters",
+// (CLOCK_REALTIME nanoseconds; aligned in a merged db). The one list of them, with what the
+// tools need to know of each: the recorder's source that writes it (the `sources` table, the
+// `<source>_ring_aged_out` metadata), whether its rows are a process's own calls (pid: narrowed
+// with that process's ranks), and whether they carry comm_id_hash.
+struct EventTable {
+  std::string_view name, source;
+  bool process_calls = false;
+  bool communicator = false;
+  constexpr operator std::string_view() const { return name; }  // a table is its name
+};
+inline constexpr EventTable kEventTables[] = {
+    {"nccl_events", "nccl", true, true},     {"cuda_events", "cuda", true, false},
+    {"tcp_events", "tcp", false, false},     {"sched_events", "sched", false, false},
+    {"block_events", "block", false, false}, {"process_events", "process", false, false},
+    {"gpu_ops", "gpu", true, true},          {"rdma_counters", "rdma", false, false},
 };
 
 // Columns of event tables that hold wall-clock times besides timestamp_ns (aligned by the
@@ -39,12 +50,13 @@ inline constexpr TimeColumn kExtraTimeColumns[] = {
     {"rdma_counters", "since_ns"},
 };
 
-inline bool IsEventTable(std::string_view table) {
-  for (std::string_view e : kEventTables) {
-    if (e == table) return true;
+constexpr const EventTable* FindEventTable(std::string_view table) {
+  for (const EventTable& e : kEventTables) {
+    if (e.name == table) return &e;
   }
-  return false;
+  return nullptr;
 }
+constexpr bool IsEventTable(std::string_view table) { return FindEventTable(table) != nullptr; }
 
 enum class DbKind {
   kBundle,  // one node's recording
