@@ -63,10 +63,8 @@ bool Marked(const Report& r, const std::string& node, const std::optional<int64_
                      [&](const Straggler& s) { return Names(s, node, rank); });
 }
 
-}  // namespace
-
-std::string RenderHtml(const Report& r) {
-  std::ostringstream o;
+// The verdict line, the warnings and what the input holds.
+void Head(std::ostringstream& o, const Report& r) {
   // Green only where the report saw enough to clear the job; grey where it cannot decide.
   const char* tone = r.verdict_kind == "no_straggler" || r.verdict_kind == "no_hang" ? " ok"
                      : r.verdict_kind == "undetermined" || r.verdict_kind == "no_collectives"
@@ -83,38 +81,48 @@ std::string RenderHtml(const Report& r) {
   o << "<p>Input <code>" << HtmlEscape(r.input) << "</code> (" << HtmlEscape(r.db_kind)
     << "): " << r.nodes.size() << " node(s), " << r.ranks << " rank(s), " << r.collectives
     << " matched collectives; " << HtmlEscape(RecordingSpan(r)) << ".</p>";
-  auto finding = [&](const Straggler& s, const char* cls) {
-    o << "<div class='" << cls << "'><h3>" << HtmlEscape(StragglerLabel(s)) << " — "
-      << HtmlEscape(s.cause) << " ("
-      << HtmlEscape(s.shape.empty() ? "" : ShapeSpoken(s.shape) + ", ") << "confidence "
-      << HtmlEscape(ConfidenceName(s.confidence)) << ")</h3><p>" << HtmlEscape(s.summary) << "</p>";
-    if (std::string who = StragglerWho(s); !who.empty()) {
-      o << "<p>Who: " << HtmlEscape(who) << ".</p>";
-    }
-    if (!s.competitors.empty()) {
-      o << "<p>Competing for its CPUs: " << HtmlEscape(CompetitorsLine(s)) << ".</p>";
-    }
-    std::vector<std::vector<std::string>> rows;
-    for (const Cause& c : s.causes) {
-      rows.push_back({c.kind, FormatPercent(c.score), c.summary, c.remediation});
-    }
-    Table(o, {"cause", "score", "numbers", "remediation"}, rows);
-    o << "<ul>";
-    for (const Evidence& e : s.evidence) {
-      o << "<li><b>" << HtmlEscape(e.kind) << "</b>: " << HtmlEscape(e.summary) << "</li>";
-    }
-    o << "</ul><p class='note'>Basis"
-      << HtmlEscape(s.arrival_basis.empty() ? "" : " (arrival: " + Spoken(s.arrival_basis) + ")")
-      << ": " << HtmlEscape(s.basis) << "</p></div>";
-  };
+}
+
+// One straggler or observation: its causes, evidence and basis.
+void Finding(std::ostringstream& o, const Straggler& s, const char* cls) {
+  o << "<div class='" << cls << "'><h3>" << HtmlEscape(StragglerLabel(s)) << " — "
+    << HtmlEscape(s.cause) << " (" << HtmlEscape(s.shape.empty() ? "" : ShapeSpoken(s.shape) + ", ")
+    << "confidence " << HtmlEscape(ConfidenceName(s.confidence)) << ")</h3><p>"
+    << HtmlEscape(s.summary) << "</p>";
+  if (std::string who = StragglerWho(s); !who.empty()) {
+    o << "<p>Who: " << HtmlEscape(who) << ".</p>";
+  }
+  if (!s.competitors.empty()) {
+    o << "<p>Competing for its CPUs: " << HtmlEscape(CompetitorsLine(s)) << ".</p>";
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const Cause& c : s.causes) {
+    rows.push_back({c.kind, FormatPercent(c.score), c.summary, c.remediation});
+  }
+  Table(o, {"cause", "score", "numbers", "remediation"}, rows);
+  o << "<ul>";
+  for (const Evidence& e : s.evidence) {
+    o << "<li><b>" << HtmlEscape(e.kind) << "</b>: " << HtmlEscape(e.summary) << "</li>";
+  }
+  o << "</ul><p class='note'>Basis"
+    << HtmlEscape(s.arrival_basis.empty() ? "" : " (arrival: " + Spoken(s.arrival_basis) + ")")
+    << ": " << HtmlEscape(s.basis) << "</p></div>";
+}
+
+// The verdicts, then the observations.
+void Findings(std::ostringstream& o, const Report& r) {
   o << "<h2>Stragglers</h2>";
   if (r.stragglers.empty()) o << "<p>None claimed.</p>";
-  for (const Straggler& s : r.stragglers) finding(s, "straggler");
+  for (const Straggler& s : r.stragglers) Finding(o, s, "straggler");
   if (!r.observations.empty()) {
     o << "<h2>Observations</h2><p class='note'>No measured lateness behind these; they are not "
          "verdicts.</p>";
-    for (const Straggler& s : r.observations) finding(s, "observation");
+    for (const Straggler& s : r.observations) Finding(o, s, "observation");
   }
+}
+
+// The hang verdict, its chains and culprits, and each rank's progress.
+void HangSection(std::ostringstream& o, const Report& r) {
   o << "<h2>Hang</h2><p id='hang'>" << (r.hang.detected ? "<b>Detected.</b> " : "")
     << HtmlEscape(r.hang.summary) << "</p>";
   if (r.hang.detected) {
@@ -154,6 +162,10 @@ std::string RenderHtml(const Report& r) {
            "doing"},
           rows, marked);
   }
+}
+
+// What the Flight Recorder dumps said, where the input has them.
+void FlightRecorderSection(std::ostringstream& o, const Report& r) {
   if (const auto& fr = r.flight_recorder) {
     o << "<h2>Flight Recorder</h2><p id='flight-recorder'>" << HtmlEscape(FlightRecorderLine(*fr))
       << ".</p>";
@@ -173,6 +185,10 @@ std::string RenderHtml(const Report& r) {
       o << "</ul>";
     }
   }
+}
+
+// The four plots, the verdict's ranks and nodes marked.
+void PlotsSection(std::ostringstream& o, const Report& r) {
   std::vector<bool> marked_rows;
   for (size_t k = 0; k < r.plots.lateness.row_nodes.size(); ++k) {
     marked_rows.push_back(Marked(r, r.plots.lateness.row_nodes[k], r.plots.lateness.row_ranks[k]));
@@ -214,6 +230,10 @@ std::string RenderHtml(const Report& r) {
     return NodeLinesSvg(r.plots, r.plots.runq, marked_nodes, "plot-runq", "run-queue wait per bin",
                         true);
   });
+}
+
+// Lateness per node (the first rows; the JSON has them all).
+void PerNodeSection(std::ostringstream& o, const Report& r) {
   size_t nodes_left_out = 0;
   const std::vector<const ArrivalStats*> node_rows = NodeRows(r, &nodes_left_out);
   if (!node_rows.empty()) {
@@ -235,6 +255,10 @@ std::string RenderHtml(const Report& r) {
       o << "<p class='note'>" << nodes_left_out << " more node(s) in the JSON report.</p>";
     }
   }
+}
+
+// Lateness per rank.
+void PerRankSection(std::ostringstream& o, const Report& r) {
   o << "<h2>Per rank</h2>";
   std::vector<std::vector<std::string>> rows;
   std::vector<bool> marked;
@@ -250,6 +274,10 @@ std::string RenderHtml(const Report& r) {
         {"node", "rank", "collectives", "on device", "last", "median lateness", "p90 lateness",
          "median host lateness", "median duration"},
         rows, marked);
+}
+
+// Lateness per communicator and across them, where there are several.
+void PerGroupSection(std::ostringstream& o, const Report& r) {
   size_t groups_left_out = 0;
   const std::vector<const GroupView*> groups = GroupRows(r, &groups_left_out);
   if (!groups.empty()) {
@@ -283,6 +311,10 @@ std::string RenderHtml(const Report& r) {
     }
     Table(o, {"rank", "groups", "latest in", "excess in all"}, across_rows, across_marked);
   }
+}
+
+// What the arrivals rest on, and each node's clock.
+void TimingSection(std::ostringstream& o, const Report& r) {
   if (!r.timing.arrival_basis.empty()) {
     o << "<h2>Timing</h2><p id='timing'>Arrivals from "
       << HtmlEscape(Spoken(r.timing.arrival_basis)) << " (" << r.timing.device_collectives
@@ -292,12 +324,16 @@ std::string RenderHtml(const Report& r) {
       << ".</p>";
   }
   o << "<h2>Clock</h2>";
-  rows.clear();
+  std::vector<std::vector<std::string>> rows;
   for (const NodeClock& c : r.clock) {
     rows.push_back({c.node, FormatNs(c.offset_ns), FormatNs(c.error_bound_ns), c.method,
                     c.evidence.empty() ? "-" : c.evidence});
   }
   Table(o, {"node", "offset applied", "error bound", "method", "evidence"}, rows);
+}
+
+// The notes and how to read the report.
+void NotesSection(std::ostringstream& o, const Report& r) {
   if (!r.notes.empty()) {
     o << "<h2>Notes</h2><ul>";
     for (const std::string& n : r.notes) o << "<li>" << HtmlEscape(n) << "</li>";
@@ -305,6 +341,22 @@ std::string RenderHtml(const Report& r) {
   }
   o << "<h2>Reading this report</h2><p id='reading' class='note'>" << HtmlEscape(ReadingGuide())
     << "</p>";
+}
+
+}  // namespace
+
+std::string RenderHtml(const Report& r) {
+  std::ostringstream o;
+  Head(o, r);
+  Findings(o, r);
+  HangSection(o, r);
+  FlightRecorderSection(o, r);
+  PlotsSection(o, r);
+  PerNodeSection(o, r);
+  PerRankSection(o, r);
+  PerGroupSection(o, r);
+  TimingSection(o, r);
+  NotesSection(o, r);
   o << "</body></html>\n";
   return o.str();
 }
