@@ -6,6 +6,7 @@
 #include <iterator>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <utility>
 
@@ -318,93 +319,93 @@ std::vector<PairConstraint> PairConstraints(const std::vector<Rendezvous>& rende
   return out;
 }
 
-PairEstimate EstimatePair(std::vector<PairConstraint> cs, int64_t anchor_ns,
-                          const AlignOptions& opt) {
-  PairEstimate est;
-  est.anchor_ns = anchor_ns;
-  est.count = static_cast<int64_t>(cs.size());
-  if (cs.empty()) {
-    est.note = "no shared rendezvous";
-    return est;
-  }
-  // Every constraint bounds d; only those whose two sides rest on one kind of evidence give an
-  // exit difference that estimates it (pu, pt).
+namespace {
+
+// The constraints of one pair as numbers on the anchor's time axis: each one's bounds on the
+// offset d at its time u, and the exit differences (pu, pt) of those whose two sides rest on one
+// kind of evidence, the only ones that estimate d.
+struct PairSamples {
   std::vector<double> u, lo, hi, width, pu, pt;
   double lo_max = -std::numeric_limits<double>::infinity();
   double hi_min = std::numeric_limits<double>::infinity();
   double u_min = std::numeric_limits<double>::infinity(), u_max = -u_min;
   double pu_min = u_min, pu_max = u_max;
+  bool points() const { return !pt.empty(); }
+};
+
+PairSamples Samples(const std::vector<PairConstraint>& cs, int64_t anchor_ns, PairEstimate& est) {
+  PairSamples s;
   for (const PairConstraint& c : cs) {
     ++est.by_evidence[static_cast<size_t>(c.evidence)];
     est.device_clock_unbounded += c.device_clock_unbounded ? 1 : 0;
-    u.push_back(static_cast<double>(c.x_ns - anchor_ns));
-    lo.push_back(static_cast<double>(c.lo_ns));
-    hi.push_back(static_cast<double>(c.hi_ns));
-    width.push_back(static_cast<double>(c.hi_ns - c.lo_ns));
-    lo_max = std::max(lo_max, lo.back());
-    hi_min = std::min(hi_min, hi.back());
-    u_min = std::min(u_min, u.back());
-    u_max = std::max(u_max, u.back());
+    s.u.push_back(static_cast<double>(c.x_ns - anchor_ns));
+    s.lo.push_back(static_cast<double>(c.lo_ns));
+    s.hi.push_back(static_cast<double>(c.hi_ns));
+    s.width.push_back(static_cast<double>(c.hi_ns - c.lo_ns));
+    s.lo_max = std::max(s.lo_max, s.lo.back());
+    s.hi_min = std::min(s.hi_min, s.hi.back());
+    s.u_min = std::min(s.u_min, s.u.back());
+    s.u_max = std::max(s.u_max, s.u.back());
     if (c.has_point) {
-      pu.push_back(u.back());
-      pt.push_back(static_cast<double>(c.point_ns));
-      pu_min = std::min(pu_min, pu.back());
-      pu_max = std::max(pu_max, pu.back());
+      s.pu.push_back(s.u.back());
+      s.pt.push_back(static_cast<double>(c.point_ns));
+      s.pu_min = std::min(s.pu_min, s.pu.back());
+      s.pu_max = std::max(s.pu_max, s.pu.back());
     }
   }
-  if (Median(width) < 0) {
-    est.note =
-        "rendezvous constraints contradict the data (on one node an exit precedes an entry: "
-        "the calls were no rendezvous)";
-    return est;
-  }
-  LineFeasibility lines(u, lo, hi, opt.max_drift_ppm * 1e-6);
-  if (!lines.Solve()) {
-    est.note = "rendezvous constraints contradict each other (no offset line fits them all)";
-    return est;
-  }
+  return s;
+}
+
+// Whether the offset drifts (a slope fitted to the exit differences that is significant, matters
+// and is possible; or a constant offset that cannot meet the constraints), and the slope: the
+// fitted one clamped to what the constraints allow, 0 without drift. nullopt, with the reason in
+// est.note, where the constraints contradict each other.
+std::optional<Line> ChooseSlope(const PairSamples& s, const LineFeasibility& lines, size_t count,
+                                const AlignOptions& opt, PairEstimate& est, bool& drift) {
   const auto [k_lo, k_hi] = lines.SlopeRange();
-  const bool points = !pt.empty();
-  Line line = FitLine(pu, pt);
-  const double pspan = points ? pu_max - pu_min : 0;
-  bool drift = static_cast<int>(pt.size()) >= opt.min_drift_points && pspan > 0 &&
-               std::fabs(line.slope) > opt.drift_sigmas * line.slope_se &&
-               std::fabs(line.slope) * pspan >= opt.min_drift_effect_ns &&
-               std::fabs(line.slope) <= opt.max_drift_ppm * 1e-6;
-  if (!drift && lo_max > hi_min) {
+  Line line = FitLine(s.pu, s.pt);
+  const double pspan = s.points() ? s.pu_max - s.pu_min : 0;
+  drift = static_cast<int>(s.pt.size()) >= opt.min_drift_points && pspan > 0 &&
+          std::fabs(line.slope) > opt.drift_sigmas * line.slope_se &&
+          std::fabs(line.slope) * pspan >= opt.min_drift_effect_ns &&
+          std::fabs(line.slope) <= opt.max_drift_ppm * 1e-6;
+  if (!drift && s.lo_max > s.hi_min) {
     // A constant offset cannot satisfy the constraints; a drifting one can.
-    if (static_cast<int>(cs.size()) < opt.min_drift_points || u_max <= u_min) {
+    if (static_cast<int>(count) < opt.min_drift_points || s.u_max <= s.u_min) {
       est.note = "rendezvous constraints contradict each other (empty interval, " +
-                 Us(lo_max - hi_min) + " apart)";
-      return est;
+                 Us(s.lo_max - s.hi_min) + " apart)";
+      return std::nullopt;
     }
     drift = true;
-    if (!points) line.slope = (k_lo + k_hi) / 2;
+    if (!s.points()) line.slope = (k_lo + k_hi) / 2;
   }
   line.intercept = 0;
-  if (drift) {
-    line.slope = std::clamp(line.slope, k_lo, k_hi);
-  } else {
-    line.slope = 0;
-  }
-  auto residuals = [&] {
-    std::vector<double> r;
-    for (size_t i = 0; i < pt.size(); ++i) r.push_back(pt[i] - line.slope * pu[i]);
-    return r;
-  };
-  std::vector<double> resid = residuals();
-  // The intercept: the centre of the exit differences at the chosen slope (CentreOfExits). With
-  // two exit modes, a fitted slope is the one that separates them best: least squares weighs
-  // how often each rank was last, which varies along a recording, and can be pulled so far off
-  // that the gap is smeared across the recording and the modes show only at the better slope.
-  ExitCentre centre = CentreOfExits(resid, opt);
-  if (drift && static_cast<int>(pt.size()) >= opt.min_mode_points) {
+  line.slope = drift ? std::clamp(line.slope, k_lo, k_hi) : 0;
+  return line;
+}
+
+std::vector<double> Residuals(const PairSamples& s, const Line& line) {
+  std::vector<double> r;
+  for (size_t i = 0; i < s.pt.size(); ++i) r.push_back(s.pt[i] - line.slope * s.pu[i]);
+  return r;
+}
+
+// The intercept: the centre of the exit differences at the chosen slope (CentreOfExits). With
+// two exit modes, a fitted slope is the one that separates them best: least squares weighs how
+// often each rank was last, which varies along a recording, and can be pulled so far off that
+// the gap is smeared across the recording and the modes show only at the better slope. Sets
+// line.intercept (and line.slope where the separating one wins); returns the residuals about it.
+std::vector<double> CentreExits(const PairSamples& s, bool drift, double k_lo, double k_hi,
+                                const AlignOptions& opt, Line& line, ExitCentre& centre) {
+  std::vector<double> resid = Residuals(s, line);
+  centre = CentreOfExits(resid, opt);
+  if (drift && static_cast<int>(s.pt.size()) >= opt.min_mode_points) {
     const double half = std::max(opt.mode_slope_search_ppm * 1e-6, 4 * line.slope_se);
-    const double separating = SeparatingSlope(pu, pt, std::max(k_lo, line.slope - half),
+    const double separating = SeparatingSlope(s.pu, s.pt, std::max(k_lo, line.slope - half),
                                               std::min(k_hi, line.slope + half), opt);
     const double fitted = line.slope;
     line.slope = separating;
-    std::vector<double> at_separating = residuals();
+    std::vector<double> at_separating = Residuals(s, line);
     ExitCentre c = CentreOfExits(at_separating, opt);
     if (c.between_modes) {
       resid = std::move(at_separating);
@@ -415,6 +416,40 @@ PairEstimate EstimatePair(std::vector<PairConstraint> cs, int64_t anchor_ns,
   }
   line.intercept = centre.value;
   for (double& r : resid) r -= centre.value;
+  return resid;
+}
+
+}  // namespace
+
+PairEstimate EstimatePair(std::vector<PairConstraint> cs, int64_t anchor_ns,
+                          const AlignOptions& opt) {
+  PairEstimate est;
+  est.anchor_ns = anchor_ns;
+  est.count = static_cast<int64_t>(cs.size());
+  if (cs.empty()) {
+    est.note = "no shared rendezvous";
+    return est;
+  }
+  const PairSamples s = Samples(cs, anchor_ns, est);
+  if (Median(s.width) < 0) {
+    est.note =
+        "rendezvous constraints contradict the data (on one node an exit precedes an entry: "
+        "the calls were no rendezvous)";
+    return est;
+  }
+  LineFeasibility lines(s.u, s.lo, s.hi, opt.max_drift_ppm * 1e-6);
+  if (!lines.Solve()) {
+    est.note = "rendezvous constraints contradict each other (no offset line fits them all)";
+    return est;
+  }
+  bool drift = false;
+  std::optional<Line> chosen = ChooseSlope(s, lines, cs.size(), opt, est, drift);
+  if (!chosen) return est;
+  Line line = *chosen;
+  const auto [k_lo, k_hi] = lines.SlopeRange();
+  ExitCentre centre;
+  const std::vector<double> resid = CentreExits(s, drift, k_lo, k_hi, opt, line, centre);
+  const bool points = s.points();
   const double spread = points ? Mad(resid) : std::numeric_limits<double>::infinity();
   // The offset at the chosen slope (0 without drift): the exit-cluster estimate when the exits
   // agree closely and the estimate lies inside what the constraints allow; otherwise the centre
@@ -422,13 +457,13 @@ PairEstimate EstimatePair(std::vector<PairConstraint> cs, int64_t anchor_ns,
   // biased wherever ranks leave a collective in an order set by their place in the algorithm
   // (around a ring, for example): an estimate outside the interval proves such a bias, and
   // widely spread exits hide it.
-  const double lo_i = drift ? lines.F(line.slope) : lo_max;
-  const double hi_i = drift ? lines.G(line.slope) : hi_min;
+  const double lo_i = drift ? lines.F(line.slope) : s.lo_max;
+  const double hi_i = drift ? lines.G(line.slope) : s.hi_min;
   std::string how = centre.between_modes ? "exit modes' centre" : "exit cluster";
   const bool inside = line.intercept > lo_i && line.intercept < hi_i;
   // Standard error of a median of normal residuals: 1.25 sigma / sqrt(n), sigma = 1.4826 MAD.
   const double exit_se =
-      points ? 1.25 * 1.4826 * spread / std::sqrt(static_cast<double>(pt.size())) : 0;
+      points ? 1.25 * 1.4826 * spread / std::sqrt(static_cast<double>(s.pt.size())) : 0;
   if (!points || !inside || exit_se > opt.exit_estimate_spread_ratio * (hi_i - lo_i)) {
     line.intercept = (lo_i + hi_i) / 2;
     how = "interval centre";
@@ -440,7 +475,7 @@ PairEstimate EstimatePair(std::vector<PairConstraint> cs, int64_t anchor_ns,
   // allow, also when the point estimate assumes none: the distance from the estimate to the
   // farthest feasible line, largest at either end of the recording.
   double bound = 0;
-  for (double at : {u_min, u_max}) {
+  for (double at : {s.u_min, s.u_max}) {
     auto [l, h] = lines.RangeAt(at);
     double p = line.intercept + line.slope * at;
     bound = std::max({bound, p - l, h - p});
