@@ -91,29 +91,23 @@ void MatchCommunicator(Group& g, const std::map<int64_t, RecordedComm>& comms) {
   }
 }
 
-}  // namespace
+// The group an entry of `rank` names: the one of that name holding the rank, else the first of
+// that name; nullptr where none has it.
+Group* FindGroup(std::vector<Group>& groups, const std::string& name, int64_t rank) {
+  Group* named = nullptr;
+  for (Group& g : groups) {
+    if (g.pg.name != name) continue;
+    if (std::find(g.pg.ranks.begin(), g.pg.ranks.end(), rank) != g.pg.ranks.end()) return &g;
+    if (!named) named = &g;
+  }
+  return named;
+}
 
-rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<FrInput>& inputs,
-                                                const std::vector<NodeAlignment>& alignment,
-                                                std::ostream& log) {
-  FrImportResult result;
-  if (inputs.empty()) return result;
-  ASSIGN_OR_RETURN(auto recorded, RecordedRanks(out));
-  ASSIGN_OR_RETURN(auto comms, RecordedComms(out));
-  std::map<std::string, const NodeAlignment*> align_of;
-  for (const NodeAlignment& a : alignment) align_of[a.node] = &a;
-
-  // Process groups over all dumps, one per (name, ranks).
+// Process groups over all dumps, one per (name, ranks), then those an entry names that no
+// pg_config listed (members unknown); each matched to a recorded communicator where one fits.
+std::vector<Group> CollectGroups(const std::vector<FrInput>& inputs,
+                                 const std::map<int64_t, RecordedComm>& comms) {
   std::vector<Group> groups;
-  auto find_group = [&](const std::string& name, int64_t rank) -> Group* {
-    Group* named = nullptr;
-    for (Group& g : groups) {
-      if (g.pg.name != name) continue;
-      if (std::find(g.pg.ranks.begin(), g.pg.ranks.end(), rank) != g.pg.ranks.end()) return &g;
-      if (!named) named = &g;
-    }
-    return named;
-  };
   for (const FrInput& in : inputs) {
     for (const fr::ProcessGroup& pg : in.dump.groups) {
       bool known = std::any_of(groups.begin(), groups.end(), [&](const Group& g) {
@@ -127,9 +121,9 @@ rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<F
       }
     }
   }
-  for (const FrInput& in : inputs) {  // groups an entry names that no pg_config listed
+  for (const FrInput& in : inputs) {
     for (const fr::Entry& e : in.dump.entries) {
-      Group* g = find_group(e.pg_name, in.dump.rank);
+      Group* g = FindGroup(groups, e.pg_name, in.dump.rank);
       if (!g) {
         Group unknown;
         unknown.id = static_cast<int64_t>(groups.size()) + 1;
@@ -141,7 +135,10 @@ rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<F
     }
   }
   for (Group& g : groups) MatchCommunicator(g, comms);
+  return groups;
+}
 
+rs::Result<void> WriteGroups(rs::Db& out, const std::vector<Group>& groups) {
   ASSIGN_OR_RETURN(rs::Statement ins_group,
                    out.Prepare("INSERT INTO process_groups(id, pg_name, pg_desc, ranks, size,"
                                " comm_id_hash, match, members, ranks_seen)"
@@ -158,121 +155,144 @@ rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<F
                         .Bind(9, fr::RanksJson({g.ranks_seen.begin(), g.ranks_seen.end()}))
                         .Run());
   }
+  return rs::Ok();
+}
 
-  ASSIGN_OR_RETURN(rs::Statement ins_dump,
-                   out.Prepare("INSERT INTO fr_dumps(input_id, rank, node, pid, format, version,"
-                               " comm_lib_version, entries, clock, pg_status, nccl_comm_state,"
-                               " backend, timing, first_record_id, last_record_id, ring)"
-                               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
-  ASSIGN_OR_RETURN(
-      rs::Statement ins_entry,
-      out.Prepare("INSERT INTO fr_entries(input_id, rank, node, pg, comm_id_hash, seq, is_p2p, op,"
-                  " profiling_name, src, dst, state, timestamp_ns, time_discovered_started_ns,"
-                  " time_discovered_completed_ns, duration_ns, timeout_ms, retired, record_id,"
-                  " pg_id, op_id, count, datatype, input_sizes, input_dtypes, output_sizes,"
-                  " output_dtypes, thread_id, thread_name, stack_id, local_timestamp_ns)"
-                  " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
-  ASSIGN_OR_RETURN(rs::Statement ins_stack,
-                   out.Prepare("INSERT OR IGNORE INTO stacks(id, frames) VALUES (?,?)"));
+std::optional<std::string> NonEmpty(const std::string& s) {
+  return s.empty() ? std::optional<std::string>() : std::optional<std::string>(s);
+}
 
-  std::set<int64_t> dumped;
-  std::vector<int64_t> unaligned;
-  bool first_time = true;
-  for (const FrInput& in : inputs) {
+// Writes the dumps and their entries (fr_dumps, fr_entries, stacks), times on the merged clock
+// where the dump's rank ran on a recorded node.
+class DumpWriter {
+ public:
+  static rs::Result<DumpWriter> Create(rs::Db& out) {
+    DumpWriter w;
+    ASSIGN_OR_RETURN(w.dump_,
+                     out.Prepare("INSERT INTO fr_dumps(input_id, rank, node, pid, format, version,"
+                                 " comm_lib_version, entries, clock, pg_status, nccl_comm_state,"
+                                 " backend, timing, first_record_id, last_record_id, ring)"
+                                 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+    ASSIGN_OR_RETURN(
+        w.entry_,
+        out.Prepare(
+            "INSERT INTO fr_entries(input_id, rank, node, pg, comm_id_hash, seq, is_p2p, op,"
+            " profiling_name, src, dst, state, timestamp_ns, time_discovered_started_ns,"
+            " time_discovered_completed_ns, duration_ns, timeout_ms, retired, record_id,"
+            " pg_id, op_id, count, datatype, input_sizes, input_dtypes, output_sizes,"
+            " output_dtypes, thread_id, thread_name, stack_id, local_timestamp_ns)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+    ASSIGN_OR_RETURN(w.stack_,
+                     out.Prepare("INSERT OR IGNORE INTO stacks(id, frames) VALUES (?,?)"));
+    return w;
+  }
+
+  // `node`, `pid`: the recorded process of the dump's rank (none: unknown); `a`: its node's
+  // alignment (nullptr: the dump's own clock).
+  rs::Result<void> Write(const FrInput& in, std::vector<Group>& groups,
+                         const std::optional<std::string>& node, const std::optional<int64_t>& pid,
+                         const NodeAlignment* a, FrImportResult& result) {
     const fr::Dump& d = in.dump;
-    dumped.insert(d.rank);
-    std::optional<std::string> node;
-    std::optional<int64_t> pid;
-    const NodeAlignment* a = nullptr;
-    if (auto it = recorded.find(d.rank); it != recorded.end()) {
-      node = it->second.node;
-      pid = it->second.pid;
-      if (auto al = align_of.find(*node); al != align_of.end()) a = al->second;
-    }
-    if (!a) unaligned.push_back(d.rank);
-    auto aligned = [&](std::optional<int64_t> t) -> std::optional<int64_t> {
-      if (!t || !a) return t;
-      return a->Apply(*t);
-    };
-    RETURN_IF_ERROR(
-        ins_dump.Bind(1, in.input_id)
-            .Bind(2, d.rank)
-            .Bind(3, node)
-            .Bind(4, pid)
-            .Bind(5, d.format)
-            .Bind(6, d.version)
-            .Bind(7, d.comm_lib_version.empty() ? std::optional<std::string>() : d.comm_lib_version)
-            .Bind(8, static_cast<int64_t>(d.entries.size()))
-            .Bind(9, a ? "aligned" : "unaligned")
-            .Bind(10, fr::StatusJson(d.status))
-            .Bind(11, d.nccl_comm_state.empty() ? std::optional<std::string>() : d.nccl_comm_state)
-            .Bind(12, d.backend.empty() ? std::optional<std::string>() : d.backend)
-            .Bind(13, d.timing)
-            .Bind(14, d.first_record_id)
-            .Bind(15, d.last_record_id)
-            .Bind(16, d.ring.empty() ? std::optional<std::string>() : d.ring)
-            .Run());
+    a_ = a;
+    RETURN_IF_ERROR(dump_.Bind(1, in.input_id)
+                        .Bind(2, d.rank)
+                        .Bind(3, node)
+                        .Bind(4, pid)
+                        .Bind(5, d.format)
+                        .Bind(6, d.version)
+                        .Bind(7, NonEmpty(d.comm_lib_version))
+                        .Bind(8, static_cast<int64_t>(d.entries.size()))
+                        .Bind(9, a ? "aligned" : "unaligned")
+                        .Bind(10, fr::StatusJson(d.status))
+                        .Bind(11, NonEmpty(d.nccl_comm_state))
+                        .Bind(12, NonEmpty(d.backend))
+                        .Bind(13, d.timing)
+                        .Bind(14, d.first_record_id)
+                        .Bind(15, d.last_record_id)
+                        .Bind(16, NonEmpty(d.ring))
+                        .Run());
     for (const fr::Entry& e : d.entries) {
-      const Group* g = find_group(e.pg_name, d.rank);
-      std::optional<int64_t> stack_id;
-      if (!e.frames.empty()) {
-        std::string text = fr::StackText(e.frames);
-        stack_id = StackId(text);
-        RETURN_IF_ERROR(ins_stack.Bind(1, *stack_id).Bind(2, text).Run());
-      }
-      const int64_t ts = *aligned(e.time_created_ns);
-      auto opt = [](const std::string& s) {
-        return s.empty() ? std::optional<std::string>() : std::optional<std::string>(s);
-      };
-      std::optional<int64_t> duration_ns;
-      if (e.duration_ms) duration_ns = static_cast<int64_t>(*e.duration_ms * 1e6);
-      std::optional<int64_t> retired;
-      if (e.retired) retired = *e.retired ? 1 : 0;
-      RETURN_IF_ERROR(
-          ins_entry.Bind(1, in.input_id)
-              .Bind(2, d.rank)
-              .Bind(3, node)
-              .Bind(4, g->id)
-              .Bind(5, g->comm_id_hash)
-              .Bind(6, e.is_p2p ? e.p2p_seq_id : e.collective_seq_id)
-              .Bind(7, e.is_p2p ? 1 : 0)
-              .Bind(8, e.op)
-              .Bind(9, e.profiling_name)
-              .Bind(10, e.src)
-              .Bind(11, e.dst)
-              .Bind(12, e.state)
-              .Bind(13, ts)
-              .Bind(14, aligned(e.time_discovered_started_ns))
-              .Bind(15, aligned(e.time_discovered_completed_ns))
-              .Bind(16, duration_ns)
-              .Bind(17, e.timeout_ms)
-              .Bind(18, retired)
-              .Bind(19, e.record_id >= 0 ? std::optional<int64_t>(e.record_id) : std::nullopt)
-              .Bind(20, e.pg_id >= 0 ? std::optional<int64_t>(e.pg_id) : std::nullopt)
-              .Bind(21, e.op_id >= 0 ? std::optional<int64_t>(e.op_id) : std::nullopt)
-              .Bind(22, e.input_numel)
-              .Bind(23, opt(e.datatype))
-              .Bind(24, e.input_sizes)
-              .Bind(25, e.input_dtypes)
-              .Bind(26, e.output_sizes)
-              .Bind(27, e.output_dtypes)
-              .Bind(28, opt(e.thread_id))
-              .Bind(29, opt(e.thread_name))
-              .Bind(30, stack_id)
-              .Bind(31, e.time_created_ns)
-              .Run());
+      const Group* g = FindGroup(groups, e.pg_name, d.rank);
+      ASSIGN_OR_RETURN(const int64_t ts, WriteEntry(in, e, *g, node));
       ++result.entries;
-      if (first_time || ts < result.first_ns) result.first_ns = ts;
-      if (first_time || ts > result.last_ns) result.last_ns = ts;
-      first_time = false;
+      if (first_time_ || ts < result.first_ns) result.first_ns = ts;
+      if (first_time_ || ts > result.last_ns) result.last_ns = ts;
+      first_time_ = false;
       for (auto t :
-           {aligned(e.time_discovered_started_ns), aligned(e.time_discovered_completed_ns)}) {
+           {Aligned(e.time_discovered_started_ns), Aligned(e.time_discovered_completed_ns)}) {
         if (t) result.last_ns = std::max(result.last_ns, *t);
       }
     }
     ++result.dumps;
+    return rs::Ok();
   }
 
+ private:
+  std::optional<int64_t> Aligned(std::optional<int64_t> t) const {
+    if (!t || !a_) return t;
+    return a_->Apply(*t);
+  }
+
+  // One entry; returns its (aligned) creation time.
+  rs::Result<int64_t> WriteEntry(const FrInput& in, const fr::Entry& e, const Group& g,
+                                 const std::optional<std::string>& node) {
+    std::optional<int64_t> stack_id;
+    if (!e.frames.empty()) {
+      std::string text = fr::StackText(e.frames);
+      stack_id = StackId(text);
+      RETURN_IF_ERROR(stack_.Bind(1, *stack_id).Bind(2, text).Run());
+    }
+    const int64_t ts = *Aligned(e.time_created_ns);
+    std::optional<int64_t> duration_ns;
+    if (e.duration_ms) duration_ns = static_cast<int64_t>(*e.duration_ms * 1e6);
+    std::optional<int64_t> retired;
+    if (e.retired) retired = *e.retired ? 1 : 0;
+    auto id = [](int64_t v) { return v >= 0 ? std::optional<int64_t>(v) : std::nullopt; };
+    RETURN_IF_ERROR(entry_.Bind(1, in.input_id)
+                        .Bind(2, in.dump.rank)
+                        .Bind(3, node)
+                        .Bind(4, g.id)
+                        .Bind(5, g.comm_id_hash)
+                        .Bind(6, e.is_p2p ? e.p2p_seq_id : e.collective_seq_id)
+                        .Bind(7, e.is_p2p ? 1 : 0)
+                        .Bind(8, e.op)
+                        .Bind(9, e.profiling_name)
+                        .Bind(10, e.src)
+                        .Bind(11, e.dst)
+                        .Bind(12, e.state)
+                        .Bind(13, ts)
+                        .Bind(14, Aligned(e.time_discovered_started_ns))
+                        .Bind(15, Aligned(e.time_discovered_completed_ns))
+                        .Bind(16, duration_ns)
+                        .Bind(17, e.timeout_ms)
+                        .Bind(18, retired)
+                        .Bind(19, id(e.record_id))
+                        .Bind(20, id(e.pg_id))
+                        .Bind(21, id(e.op_id))
+                        .Bind(22, e.input_numel)
+                        .Bind(23, NonEmpty(e.datatype))
+                        .Bind(24, e.input_sizes)
+                        .Bind(25, e.input_dtypes)
+                        .Bind(26, e.output_sizes)
+                        .Bind(27, e.output_dtypes)
+                        .Bind(28, NonEmpty(e.thread_id))
+                        .Bind(29, NonEmpty(e.thread_name))
+                        .Bind(30, stack_id)
+                        .Bind(31, e.time_created_ns)
+                        .Run());
+    return ts;
+  }
+
+  rs::Statement dump_, entry_, stack_;
+  const NodeAlignment* a_ = nullptr;
+  bool first_time_ = true;
+};
+
+// What the dumps leave unknown, said: members of the groups without a dump, groups whose
+// members no dump lists, ranks that ran where no node was recorded.
+void AddCoverageWarnings(const std::vector<Group>& groups, const std::set<int64_t>& dumped,
+                         std::vector<int64_t> unaligned, bool aligned_recording,
+                         FrImportResult& result) {
   // Every member of every process group is expected to have written a dump.
   std::set<int64_t> expected;
   for (const Group& g : groups) expected.insert(g.pg.ranks.begin(), g.pg.ranks.end());
@@ -299,12 +319,46 @@ rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<F
         "; a rank that never entered it cannot be named from the dumps");
   }
   std::sort(unaligned.begin(), unaligned.end());
-  if (!unaligned.empty() && !alignment.empty()) {
+  if (!unaligned.empty() && aligned_recording) {
     result.warnings.push_back(
         "Flight Recorder rank(s) " + rs::cli::RankRanges(unaligned) +
         " ran where no node recording saw them: their times are that host's wall clock, "
         "not aligned with the recording");
   }
+}
+
+}  // namespace
+
+rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<FrInput>& inputs,
+                                                const std::vector<NodeAlignment>& alignment,
+                                                std::ostream& log) {
+  FrImportResult result;
+  if (inputs.empty()) return result;
+  ASSIGN_OR_RETURN(auto recorded, RecordedRanks(out));
+  ASSIGN_OR_RETURN(auto comms, RecordedComms(out));
+  std::map<std::string, const NodeAlignment*> align_of;
+  for (const NodeAlignment& a : alignment) align_of[a.node] = &a;
+
+  std::vector<Group> groups = CollectGroups(inputs, comms);
+  RETURN_IF_ERROR(WriteGroups(out, groups));
+  ASSIGN_OR_RETURN(DumpWriter writer, DumpWriter::Create(out));
+  std::set<int64_t> dumped;
+  std::vector<int64_t> unaligned;
+  for (const FrInput& in : inputs) {
+    const fr::Dump& d = in.dump;
+    dumped.insert(d.rank);
+    std::optional<std::string> node;
+    std::optional<int64_t> pid;
+    const NodeAlignment* a = nullptr;
+    if (auto it = recorded.find(d.rank); it != recorded.end()) {
+      node = it->second.node;
+      pid = it->second.pid;
+      if (auto al = align_of.find(*node); al != align_of.end()) a = al->second;
+    }
+    if (!a) unaligned.push_back(d.rank);
+    RETURN_IF_ERROR(writer.Write(in, groups, node, pid, a, result));
+  }
+  AddCoverageWarnings(groups, dumped, std::move(unaligned), !alignment.empty(), result);
   log << "rankscope-merge: Flight Recorder: " << result.dumps << " dump(s), " << result.entries
       << " entries, " << groups.size() << " process group(s)";
   int recorded_groups = 0;
