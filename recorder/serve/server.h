@@ -25,6 +25,7 @@
 namespace httplib {
 class SSLServer;
 struct Request;
+struct Response;
 }  // namespace httplib
 
 namespace serve {
@@ -60,6 +61,18 @@ class Server {
  private:
   explicit Server(ServerConfig config);
   void Route();
+  // The request's credentials and form, checked before any handler: false where it was refused
+  // (the reply says why).
+  bool Admit(const httplib::Request& req, httplib::Response& res);
+  // One line per request: who, what, the status (and a query's SQL, an error's reason).
+  void LogRequest(const httplib::Request& req, const httplib::Response& res);
+  // An error reply without a body of its own gets one saying why.
+  void ExplainError(const httplib::Request& req, httplib::Response& res);
+  void Query(const httplib::Request& req, httplib::Response& res);
+  // GET /v1/bundles, or /v1/summaries (`summaries`).
+  void List(const httplib::Request& req, httplib::Response& res, bool summaries);
+  // GET /v1/bundle/NAME, or /v1/summary/NAME (`summary`).
+  void Send(const httplib::Request& req, httplib::Response& res, bool summary);
   // The request carries this node's bearer token (compared in constant time).
   bool TokenMatches(const httplib::Request& req) const;
 
