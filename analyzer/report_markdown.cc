@@ -28,44 +28,51 @@ std::string Md(std::string_view raw) {
   return o;
 }
 
-}  // namespace
-
-std::string RenderMarkdown(const Report& r) {
-  std::ostringstream o;
+// The verdict line, the warnings and what the input holds.
+void Head(std::ostringstream& o, const Report& r) {
   o << "# rankscope report\n\n**" << Md(r.verdict) << "**\n\n";
   for (const std::string& w : r.warnings) o << "> **Warning:** " << Md(w) << "\n>\n";
   if (!r.warnings.empty()) o << "\n";
   o << "Input " << Md(r.input) << " (" << Md(r.db_kind) << "): " << r.nodes.size() << " node(s), "
     << r.ranks << " rank(s), " << r.collectives << " matched collectives; " << Md(RecordingSpan(r))
     << ".\n\n";
-  auto finding = [&](const Straggler& s) {
-    o << "### " << Md(StragglerLabel(s)) << " — " << Md(s.cause) << " ("
-      << Md(s.shape.empty() ? "" : ShapeSpoken(s.shape) + ", ") << "confidence "
-      << Md(ConfidenceName(s.confidence)) << ")\n\n"
-      << Md(s.summary) << "\n\n";
-    if (std::string who = StragglerWho(s); !who.empty()) o << "Who: " << Md(who) << ".\n\n";
-    if (!s.competitors.empty()) {
-      o << "Competing for its CPUs: " << Md(CompetitorsLine(s)) << ".\n\n";
-    }
-    o << "| # | cause | score | numbers | remediation |\n|---|---|---|---|---|\n";
-    size_t i = 0;
-    for (const Cause& c : s.causes) {
-      o << "| " << ++i << " | " << Md(c.kind) << " | " << FormatPercent(c.score) << " | "
-        << Md(c.summary) << " | " << Md(c.remediation) << " |\n";
-    }
-    o << "\nEvidence:\n\n";
-    for (const Evidence& e : s.evidence) o << "- *" << Md(e.kind) << "*: " << Md(e.summary) << "\n";
-    o << "\nBasis"
-      << Md(s.arrival_basis.empty() ? "" : " (arrival: " + Spoken(s.arrival_basis) + ")") << ": "
-      << Md(s.basis) << "\n\n";
-  };
+}
+
+// One straggler or observation: its causes, evidence and basis.
+void Finding(std::ostringstream& o, const Straggler& s) {
+  o << "### " << Md(StragglerLabel(s)) << " — " << Md(s.cause) << " ("
+    << Md(s.shape.empty() ? "" : ShapeSpoken(s.shape) + ", ") << "confidence "
+    << Md(ConfidenceName(s.confidence)) << ")\n\n"
+    << Md(s.summary) << "\n\n";
+  if (std::string who = StragglerWho(s); !who.empty()) o << "Who: " << Md(who) << ".\n\n";
+  if (!s.competitors.empty()) {
+    o << "Competing for its CPUs: " << Md(CompetitorsLine(s)) << ".\n\n";
+  }
+  o << "| # | cause | score | numbers | remediation |\n|---|---|---|---|---|\n";
+  size_t i = 0;
+  for (const Cause& c : s.causes) {
+    o << "| " << ++i << " | " << Md(c.kind) << " | " << FormatPercent(c.score) << " | "
+      << Md(c.summary) << " | " << Md(c.remediation) << " |\n";
+  }
+  o << "\nEvidence:\n\n";
+  for (const Evidence& e : s.evidence) o << "- *" << Md(e.kind) << "*: " << Md(e.summary) << "\n";
+  o << "\nBasis" << Md(s.arrival_basis.empty() ? "" : " (arrival: " + Spoken(s.arrival_basis) + ")")
+    << ": " << Md(s.basis) << "\n\n";
+}
+
+// The verdicts, then the observations.
+void Findings(std::ostringstream& o, const Report& r) {
   o << "## Stragglers\n\n";
   if (r.stragglers.empty()) o << "None claimed.\n\n";
-  for (const Straggler& s : r.stragglers) finding(s);
+  for (const Straggler& s : r.stragglers) Finding(o, s);
   if (!r.observations.empty()) {
     o << "## Observations\n\nNo measured lateness behind these; they are not verdicts.\n\n";
-    for (const Straggler& s : r.observations) finding(s);
+    for (const Straggler& s : r.observations) Finding(o, s);
   }
+}
+
+// The hang verdict, its chains and culprits, each rank's progress, the mismatches.
+void HangSection(std::ostringstream& o, const Report& r) {
   o << "## Hang\n\n" << (r.hang.detected ? "**Detected.** " : "") << Md(r.hang.summary) << "\n\n";
   if (r.hang.detected) {
     o << "Confidence " << Md(HangConfidence(r.hang)) << "; states from " << Md(Spoken(r.hang.basis))
@@ -100,6 +107,10 @@ std::string RenderMarkdown(const Report& r) {
     for (const auto& [value, who] : m.variants) o << " " << Md(value) << " x" << who.size();
     o << "\n";
   }
+}
+
+// What the Flight Recorder dumps said, where the input has them.
+void FlightRecorderSection(std::ostringstream& o, const Report& r) {
   if (const auto& fr = r.flight_recorder) {
     o << "## Flight Recorder\n\n" << Md(FlightRecorderLine(*fr)) << ".\n\n";
     if (fr->agreement == "agree" || fr->agreement == "disagree") {
@@ -113,6 +124,10 @@ std::string RenderMarkdown(const Report& r) {
     }
     if (!fr->hang.mismatches.empty()) o << "\n";
   }
+}
+
+// Lateness per node (the first rows; the JSON has them all).
+void PerNodeSection(std::ostringstream& o, const Report& r) {
   size_t nodes_left_out = 0;
   const std::vector<const ArrivalStats*> node_rows = NodeRows(r, &nodes_left_out);
   if (!node_rows.empty()) {
@@ -128,6 +143,10 @@ std::string RenderMarkdown(const Report& r) {
     if (nodes_left_out) o << "\n" << nodes_left_out << " more node(s) in the JSON report.\n";
     o << "\n";
   }
+}
+
+// Lateness per rank.
+void PerRankSection(std::ostringstream& o, const Report& r) {
   o << "## Per rank\n\n| node | rank | collectives | on device | last | median lateness |"
        " p90 lateness | median host lateness | median duration |\n"
        "|---|---|---|---|---|---|---|---|---|\n";
@@ -138,6 +157,10 @@ std::string RenderMarkdown(const Report& r) {
       << FormatNs(s.median_host_lateness_ns) << " | "
       << (s.median_duration_ns >= 0 ? FormatNs(s.median_duration_ns) : "-") << " |\n";
   }
+}
+
+// Lateness per communicator and across them, where there are several.
+void PerGroupSection(std::ostringstream& o, const Report& r) {
   size_t groups_left_out = 0;
   const std::vector<const GroupView*> groups = GroupRows(r, &groups_left_out);
   if (!groups.empty()) {
@@ -161,6 +184,10 @@ std::string RenderMarkdown(const Report& r) {
         << a.latest_in << " | " << FormatNs(a.excess_total_ns) << " |\n";
     }
   }
+}
+
+// What the arrivals rest on, and each node's clock.
+void TimingSection(std::ostringstream& o, const Report& r) {
   if (!r.timing.arrival_basis.empty()) {
     o << "\n## Timing\n\nArrivals from " << Md(Spoken(r.timing.arrival_basis)) << " ("
       << r.timing.device_collectives << " collectives on device, " << r.timing.host_collectives
@@ -173,11 +200,30 @@ std::string RenderMarkdown(const Report& r) {
     o << "| " << Md(c.node) << " | " << FormatNs(c.offset_ns) << " | " << FormatNs(c.error_bound_ns)
       << " | " << Md(c.method) << " | " << Md(c.evidence.empty() ? "-" : c.evidence) << " |\n";
   }
+}
+
+// The notes and how to read the report.
+void NotesSection(std::ostringstream& o, const Report& r) {
   if (!r.notes.empty()) {
     o << "\n## Notes\n\n";
     for (const std::string& n : r.notes) o << "- " << Md(n) << "\n";
   }
   o << "\n## Reading this report\n\n" << Md(ReadingGuide()) << "\n";
+}
+
+}  // namespace
+
+std::string RenderMarkdown(const Report& r) {
+  std::ostringstream o;
+  Head(o, r);
+  Findings(o, r);
+  HangSection(o, r);
+  FlightRecorderSection(o, r);
+  PerNodeSection(o, r);
+  PerRankSection(o, r);
+  PerGroupSection(o, r);
+  TimingSection(o, r);
+  NotesSection(o, r);
   return o.str();
 }
 
