@@ -114,105 +114,90 @@ rs::Result<int64_t> ParseComm(const std::string& text) {
   return ParseInt(text, 10, bad);
 }
 
-rs::Result<std::string> ApplyReportFilter(rs::Db& db, const ReportFilter& f,
-                                          int64_t recording_start_ns) {
-  if (f.empty()) return std::string();
-  std::vector<std::string> said;
-  rs::RowWindow window;
-  if (!f.nodes.empty()) {
-    std::vector<std::string> missing;
-    for (const std::string& n : f.nodes) {
-      ASSIGN_OR_RETURN(rs::Statement st,
-                       db.Prepare("SELECT (SELECT COUNT(*) FROM nccl_events WHERE node = ?1) +"
-                                  " (SELECT COUNT(*) FROM metadata WHERE key = 'node' AND"
-                                  " value = ?1) + (SELECT COUNT(*) FROM metadata WHERE key LIKE"
-                                  " 'node.%.node' AND value = ?1)"));
-      st.Bind(1, n);
-      ASSIGN_OR_RETURN(bool row, st.Step());
-      if (!row || st.Int(0) == 0) missing.push_back(n);
-    }
-    if (!missing.empty()) {
-      ASSIGN_OR_RETURN(std::string known,
-                       Known(db, "SELECT DISTINCT node FROM nccl_events ORDER BY node",
-                             [](rs::Statement& st) { return st.Text(0); }));
-      return rs::Error("--nodes: no node " + Join(missing, ", ") +
-                       " in this recording (its nodes with NCCL calls: " + known + ")");
-    }
-    window.nodes = f.nodes;
-    said.push_back("nodes " + Join(f.nodes, ", "));
+namespace {
+
+// Every node named is in the recording (NCCL calls, or a bundle's or an input's node name).
+rs::Result<void> CheckNodes(rs::Db& db, const std::vector<std::string>& nodes) {
+  std::vector<std::string> missing;
+  ASSIGN_OR_RETURN(rs::Statement st,
+                   db.Prepare("SELECT (SELECT COUNT(*) FROM nccl_events WHERE node = ?1) +"
+                              " (SELECT COUNT(*) FROM metadata WHERE key = 'node' AND"
+                              " value = ?1) + (SELECT COUNT(*) FROM metadata WHERE key LIKE"
+                              " 'node.%.node' AND value = ?1)"));
+  for (const std::string& n : nodes) {
+    st.Bind(1, n);
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row || st.Int(0) == 0) missing.push_back(n);
+    st.Reset();
   }
-  if (f.from) {
-    window.from_ns = f.from->Resolve(recording_start_ns);
-    said.push_back("from " + rs::FormatUtc(window.from_ns));
-  }
-  if (f.to) {
-    window.to_ns = f.to->Resolve(recording_start_ns);
-    said.push_back("to " + rs::FormatUtc(window.to_ns));
-  }
-  // The ranks and the communicator are stored like the window: views hold no parameters.
-  RETURN_IF_ERROR(rs::StoreWindow(db, window));
-  RETURN_IF_ERROR(
-      db.Exec("DROP TABLE IF EXISTS temp.rs_report_ranks; DROP TABLE IF EXISTS temp.rs_report_comm;"
-              "CREATE TEMP TABLE rs_report_ranks(rank INTEGER PRIMARY KEY);"
-              "CREATE TEMP TABLE rs_report_comm(comm_id_hash INTEGER NOT NULL);"));
-  std::string rank_list;
-  if (!f.ranks.empty()) {
-    std::vector<std::string> r, missing;
-    ASSIGN_OR_RETURN(rs::Statement calls,
-                     db.Prepare("SELECT COUNT(*) FROM nccl_events WHERE rank = ?1"));
-    ASSIGN_OR_RETURN(rs::Statement keep,
-                     db.Prepare("INSERT OR IGNORE INTO temp.rs_report_ranks VALUES (?1)"));
-    for (int64_t x : f.ranks) {
-      r.push_back(std::to_string(x));
-      calls.Bind(1, x);
-      ASSIGN_OR_RETURN(bool row, calls.Step());
-      const int64_t n = row ? calls.Int(0) : 0;
-      calls.Reset();
-      if (n == 0) missing.push_back(std::to_string(x));
-      RETURN_IF_ERROR(keep.Bind(1, x).Run());
-    }
-    if (!missing.empty()) {
-      ASSIGN_OR_RETURN(std::vector<int64_t> ranks, Ranks(db));
-      return rs::Error("--ranks: no NCCL call of rank " + Join(missing, ", ") +
-                       " in this recording (its ranks: " +
-                       (ranks.empty() ? "none" : rs::cli::RankRanges(ranks)) + ")");
-    }
-    rank_list = Join(r, ", ");
-    said.push_back("ranks " + rank_list);
-  }
-  if (f.comm) {
-    char hex[32];
-    std::snprintf(hex, sizeof(hex), "0x%016llx", static_cast<unsigned long long>(*f.comm));
-    ASSIGN_OR_RETURN(rs::Statement calls,
-                     db.Prepare("SELECT COUNT(*) FROM nccl_events WHERE comm_id_hash = ?1"));
-    calls.Bind(1, *f.comm);
+  if (missing.empty()) return rs::Ok();
+  ASSIGN_OR_RETURN(std::string known,
+                   Known(db, "SELECT DISTINCT node FROM nccl_events ORDER BY node",
+                         [](rs::Statement& st) { return st.Text(0); }));
+  return rs::Error("--nodes: no node " + Join(missing, ", ") +
+                   " in this recording (its nodes with NCCL calls: " + known + ")");
+}
+
+// The ranks (each with NCCL calls) into temp.rs_report_ranks; returns them as said.
+rs::Result<std::string> StoreRanks(rs::Db& db, const std::vector<int64_t>& ranks) {
+  std::vector<std::string> r, missing;
+  ASSIGN_OR_RETURN(rs::Statement calls,
+                   db.Prepare("SELECT COUNT(*) FROM nccl_events WHERE rank = ?1"));
+  ASSIGN_OR_RETURN(rs::Statement keep,
+                   db.Prepare("INSERT OR IGNORE INTO temp.rs_report_ranks VALUES (?1)"));
+  for (int64_t x : ranks) {
+    r.push_back(std::to_string(x));
+    calls.Bind(1, x);
     ASSIGN_OR_RETURN(bool row, calls.Step());
     const int64_t n = row ? calls.Int(0) : 0;
-    if (n == 0) {
-      ASSIGN_OR_RETURN(
-          std::string known,
-          Known(db,
-                "SELECT comm_id_hash, COUNT(DISTINCT rank) FROM nccl_events"
-                " WHERE comm_id_hash IS NOT NULL GROUP BY comm_id_hash ORDER BY comm_id_hash",
-                [](rs::Statement& st) {
-                  return rs::HashHex(static_cast<uint64_t>(st.Int(0))) + " (" +
-                         std::to_string(st.Int(1)) + " ranks)";
-                }));
-      return rs::Error("--comm " + std::string(hex) +
-                       ": no NCCL call of that communicator in this recording (its "
-                       "communicators: " +
-                       known + ")");
-    }
-    ASSIGN_OR_RETURN(rs::Statement keep, db.Prepare("INSERT INTO temp.rs_report_comm VALUES (?1)"));
-    RETURN_IF_ERROR(keep.Bind(1, *f.comm).Run());
-    said.push_back("communicator " + std::string(hex));
+    calls.Reset();
+    if (n == 0) missing.push_back(std::to_string(x));
+    RETURN_IF_ERROR(keep.Bind(1, x).Run());
   }
+  if (!missing.empty()) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> known, Ranks(db));
+    return rs::Error("--ranks: no NCCL call of rank " + Join(missing, ", ") +
+                     " in this recording (its ranks: " +
+                     (known.empty() ? "none" : rs::cli::RankRanges(known)) + ")");
+  }
+  return Join(r, ", ");
+}
+
+// The communicator (one with NCCL calls) into temp.rs_report_comm; returns its hex id.
+rs::Result<std::string> StoreComm(rs::Db& db, int64_t comm) {
+  char hex[32];
+  std::snprintf(hex, sizeof(hex), "0x%016llx", static_cast<unsigned long long>(comm));
+  ASSIGN_OR_RETURN(rs::Statement calls,
+                   db.Prepare("SELECT COUNT(*) FROM nccl_events WHERE comm_id_hash = ?1"));
+  calls.Bind(1, comm);
+  ASSIGN_OR_RETURN(bool row, calls.Step());
+  if (!row || calls.Int(0) == 0) {
+    ASSIGN_OR_RETURN(
+        std::string known,
+        Known(db,
+              "SELECT comm_id_hash, COUNT(DISTINCT rank) FROM nccl_events"
+              " WHERE comm_id_hash IS NOT NULL GROUP BY comm_id_hash ORDER BY comm_id_hash",
+              [](rs::Statement& st) {
+                return rs::HashHex(static_cast<uint64_t>(st.Int(0))) + " (" +
+                       std::to_string(st.Int(1)) + " ranks)";
+              }));
+    return rs::Error("--comm " + std::string(hex) +
+                     ": no NCCL call of that communicator in this recording (its "
+                     "communicators: " +
+                     known + ")");
+  }
+  ASSIGN_OR_RETURN(rs::Statement keep, db.Prepare("INSERT INTO temp.rs_report_comm VALUES (?1)"));
+  RETURN_IF_ERROR(keep.Bind(1, comm).Run());
+  return std::string(hex);
+}
+
+// The TEMP views: every event table by time, node, and where it has them, process and
+// communicator; the other tables with a node column by node (processes by process too).
+rs::Result<void> CreateViews(rs::Db& db, const rs::RowWindow& window, const ReportFilter& f) {
   struct Table {
     std::string_view name;
     bool timed, calls, comm;
   };
-  // Every event table by time, node, and where it has them, process and communicator; the
-  // other tables with a node column by node (processes by process too).
   std::vector<Table> tables;
   for (const rs::EventTable& e : rs::kEventTables) {
     tables.push_back({e.name, true, e.process_calls, e.communicator});
@@ -239,6 +224,12 @@ rs::Result<std::string> ApplyReportFilter(rs::Db& db, const ReportFilter& f,
     RETURN_IF_ERROR(db.Exec("CREATE TEMP VIEW " + name + " AS SELECT * FROM main." + name +
                             " WHERE 1" + where));
   }
+  return rs::Ok();
+}
+
+// What the views hold, as the report's note says it; an error where they hold no NCCL call or
+// GPU operation.
+rs::Result<std::string> DescribeFiltered(rs::Db& db, const std::vector<std::string>& said) {
   ASSIGN_OR_RETURN(int64_t calls, db.QueryInt("SELECT COUNT(*) FROM nccl_events"));
   int64_t ops = 0;
   ASSIGN_OR_RETURN(bool has_gpu, rs::HasTable(db, "gpu_ops"));
@@ -257,6 +248,44 @@ rs::Result<std::string> ApplyReportFilter(rs::Db& db, const ReportFilter& f,
   }
   return "only " + Join(said, ", ") + " (report filters): " + std::to_string(calls) +
          " NCCL calls" + (has_gpu ? ", " + std::to_string(ops) + " GPU operations" : "");
+}
+
+}  // namespace
+
+rs::Result<std::string> ApplyReportFilter(rs::Db& db, const ReportFilter& f,
+                                          int64_t recording_start_ns) {
+  if (f.empty()) return std::string();
+  std::vector<std::string> said;
+  rs::RowWindow window;
+  if (!f.nodes.empty()) {
+    RETURN_IF_ERROR(CheckNodes(db, f.nodes));
+    window.nodes = f.nodes;
+    said.push_back("nodes " + Join(f.nodes, ", "));
+  }
+  if (f.from) {
+    window.from_ns = f.from->Resolve(recording_start_ns);
+    said.push_back("from " + rs::FormatUtc(window.from_ns));
+  }
+  if (f.to) {
+    window.to_ns = f.to->Resolve(recording_start_ns);
+    said.push_back("to " + rs::FormatUtc(window.to_ns));
+  }
+  // The ranks and the communicator are stored like the window: views hold no parameters.
+  RETURN_IF_ERROR(rs::StoreWindow(db, window));
+  RETURN_IF_ERROR(
+      db.Exec("DROP TABLE IF EXISTS temp.rs_report_ranks; DROP TABLE IF EXISTS temp.rs_report_comm;"
+              "CREATE TEMP TABLE rs_report_ranks(rank INTEGER PRIMARY KEY);"
+              "CREATE TEMP TABLE rs_report_comm(comm_id_hash INTEGER NOT NULL);"));
+  if (!f.ranks.empty()) {
+    ASSIGN_OR_RETURN(std::string ranks, StoreRanks(db, f.ranks));
+    said.push_back("ranks " + ranks);
+  }
+  if (f.comm) {
+    ASSIGN_OR_RETURN(std::string hex, StoreComm(db, *f.comm));
+    said.push_back("communicator " + hex);
+  }
+  RETURN_IF_ERROR(CreateViews(db, window, f));
+  return DescribeFiltered(db, said);
 }
 
 }  // namespace analyzer
