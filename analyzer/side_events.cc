@@ -210,31 +210,20 @@ rs::Result<std::string> DsackColumn(rs::Db& db) {
   return std::string(has ? "dsack_dups" : "NULL");
 }
 
-rs::Result<void> LoadRetransmits(rs::Db& db, SideEvents& out) {
-  std::map<std::string, std::set<std::string>> owners;  // address -> nodes that have it
-  ASSIGN_OR_RETURN(rs::Statement ifs, db.Prepare("SELECT node, address FROM interfaces"));
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, ifs.Step());
-    if (!row) break;
-    owners[NormalizeAddress(ifs.Text(1))].insert(ifs.Text(0));
-  }
-  auto owner = [&](const std::string& addr, const std::string& recorder) -> int {
-    auto it = owners.find(NormalizeAddress(addr));
-    if (it == owners.end()) return -1;
-    // Loopback and other shared addresses: the recording node's own, if it has it.
-    if (it->second.count(recorder)) return out.NodeIndex(recorder);
-    return it->second.size() == 1 ? out.NodeIndex(*it->second.begin()) : -1;
-  };
-  struct Row {
-    int64_t ts;
-    std::string recorder, saddr, daddr, link, conn;
-    int64_t segments;
-    bool has_seq, probe, failed;
-    std::optional<int64_t> dsack_dups;
-  };
+// One tcp_events row as the attribution reads it.
+struct RetransmitRow {
+  int64_t ts;
+  std::string recorder, saddr, daddr;
+  std::string link, conn;  // the socket; the socket and the segment (seq)
+  int64_t segments;
+  bool has_seq, probe, failed;
+  std::optional<int64_t> dsack_dups;
+};
+
+rs::Result<std::vector<RetransmitRow>> ReadRetransmitRows(rs::Db& db) {
   ASSIGN_OR_RETURN(std::string ca_state_err, rs::TcpCaStateErrColumns(db));
   ASSIGN_OR_RETURN(std::string dsack, DsackColumn(db));
-  std::vector<Row> rows;
+  std::vector<RetransmitRow> rows;
   ASSIGN_OR_RETURN(rs::Statement st,
                    db.Prepare("SELECT node, timestamp_ns, saddr, daddr, segments, sport, dport, "
                               "seq, " +
@@ -256,14 +245,33 @@ rs::Result<void> LoadRetransmits(rs::Db& db, SideEvents& out) {
                     std::move(conn), st.Int(4), !st.IsNull(7), probe,
                     !st.IsNull(9) && st.Int(9) != 0, dsack_dups});
   }
+  return rows;
+}
+
+rs::Result<void> LoadRetransmits(rs::Db& db, SideEvents& out) {
+  std::map<std::string, std::set<std::string>> owners;  // address -> nodes that have it
+  ASSIGN_OR_RETURN(rs::Statement ifs, db.Prepare("SELECT node, address FROM interfaces"));
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, ifs.Step());
+    if (!row) break;
+    owners[NormalizeAddress(ifs.Text(1))].insert(ifs.Text(0));
+  }
+  auto owner = [&](const std::string& addr, const std::string& recorder) -> int {
+    auto it = owners.find(NormalizeAddress(addr));
+    if (it == owners.end()) return -1;
+    // Loopback and other shared addresses: the recording node's own, if it has it.
+    if (it->second.count(recorder)) return out.NodeIndex(recorder);
+    return it->second.size() == 1 ? out.NodeIndex(*it->second.begin()) : -1;
+  };
+  ASSIGN_OR_RETURN(std::vector<RetransmitRow> rows, ReadRetransmitRows(db));
   // Sorted here: ORDER BY would walk the timestamp index and fetch every row at random.
   std::stable_sort(rows.begin(), rows.end(),
-                   [](const Row& a, const Row& b) { return a.ts < b.ts; });
+                   [](const RetransmitRow& a, const RetransmitRow& b) { return a.ts < b.ts; });
   // (connection, seq) -> (time, recorder) of its last sighting.
   std::map<std::string, std::pair<int64_t, std::string>> last_seen;
   std::map<std::string, DsackLedger> ledgers;  // per connection
   std::set<std::string> with_dsack, without_dsack;
-  for (const Row& row : rows) {
+  for (const RetransmitRow& row : rows) {
     // The same retransmit recorded by several recorders sharing one kernel (nodes that are
     // namespaces of one host) is counted once.
     auto seen = last_seen.find(row.conn);

@@ -75,16 +75,19 @@ int64_t RetransSegs(const NetnsPair& ns) {
   return NetCounter(ns, "/proc/net/snmp", "Tcp:", "RetransSegs");
 }
 
+// A number the bundle's SQL gives; -1 (and a failed expectation) where the query fails.
+int64_t BundleCount(const std::string& bundle, const std::string& sql) {
+  auto v = QueryBundleInt(bundle, sql);
+  EXPECT_TRUE(v.ok()) << sql << ": " << v.error().message();
+  return v.ok() ? *v : -1;
+}
+
 // The D-SACK count (tcp_sock.dsack_dups) of the one connection in the bundle: read on every row
 // (Linux >= 4.19), never falling in time order, and growing within the recording by no more
 // than the namespace's TCPDSACKRecvSegs delta (tcp_check_dsack adds the same number to both).
 // Returns how much it grew.
 int64_t ExpectDsackCountsReconcile(const std::string& bundle, int64_t dsack_recv_segs) {
-  auto count = [&](const std::string& sql) {
-    auto v = QueryBundleInt(bundle, sql);
-    EXPECT_TRUE(v.ok()) << sql << ": " << v.error().message();
-    return v.ok() ? *v : -1;
-  };
+  auto count = [&](const std::string& sql) { return BundleCount(bundle, sql); };
   EXPECT_EQ(count("SELECT COUNT(*) FROM tcp_events WHERE dsack_dups IS NULL"), 0);
   EXPECT_EQ(count("SELECT COUNT(*) FROM (SELECT dsack_dups - LAG(dsack_dups) OVER "
                   "(ORDER BY timestamp_ns, id) AS d FROM tcp_events) WHERE d < 0"),
@@ -137,11 +140,7 @@ void RecordTransfer(bool retry_allowed, bool* unreconciled) {
     ext[c] = NetCounter(ns, "/proc/net/netstat", "TcpExt:", c) - ext_before[c];
   ASSERT_EQ(rec->Stop(SIGINT), 0) << rec->stderr_text();
 
-  auto count = [&](const std::string& sql) {
-    auto v = QueryBundleInt(out, sql);
-    EXPECT_TRUE(v.ok()) << sql << ": " << v.error().message();
-    return v.ok() ? *v : -1;
-  };
+  auto count = [&](const std::string& sql) { return BundleCount(out, sql); };
   // Retransmissions sent: err 0, or NULL where the kernel reports only those (before 6.17).
   const std::string sent = "FROM tcp_events WHERE (err = 0 OR err IS NULL)";
   int64_t delta = after - before;
