@@ -7,8 +7,8 @@
 #include <map>
 #include <utility>
 
-#include "collectives.h"
-#include "held_index.h"
+#include "analyzer/collectives.h"
+#include "analyzer/held_index.h"
 #include "rscore/cli.h"
 #include "rscore/comm_hash.h"
 

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "report.h"
-#include "report_render.h"
-#include "report_test_util.h"
+#include "analyzer/report.h"
+#include "analyzer/report_render.h"
+#include "analyzer/report_test_util.h"
 #include "rscore/bundle.h"
 
 namespace {

@@ -1,11 +1,11 @@
-#include "call_semantics.h"
+#include "analyzer/call_semantics.h"
 
 #include <algorithm>
 #include <map>
 #include <utility>
 
-#include "clock_bounds.h"
-#include "device_arrival.h"
+#include "analyzer/clock_bounds.h"
+#include "analyzer/device_arrival.h"
 #include "rscore/comm_hash.h"
 #include "rscore/enqueue.h"
 #include "rscore/nccl_ops.h"

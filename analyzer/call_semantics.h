@@ -19,8 +19,8 @@
 #include <utility>
 #include <vector>
 
-#include "collectives.h"
-#include "report_model.h"
+#include "analyzer/collectives.h"
+#include "analyzer/report_model.h"
 #include "rscore/call_mode.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"

@@ -1,11 +1,11 @@
-#include "causes.h"
+#include "analyzer/causes.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
 
-#include "report_format.h"
+#include "analyzer/report_format.h"
 
 namespace analyzer {
 

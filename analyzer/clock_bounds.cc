@@ -1,4 +1,4 @@
-#include "clock_bounds.h"
+#include "analyzer/clock_bounds.h"
 
 #include <algorithm>
 #include <map>

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "report_model.h"
+#include "analyzer/report_model.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 

@@ -1,10 +1,10 @@
-#include "collectives.h"
+#include "analyzer/collectives.h"
 
 #include <algorithm>
 #include <utility>
 
-#include "device_arrival.h"
-#include "held_index.h"
+#include "analyzer/device_arrival.h"
+#include "analyzer/held_index.h"
 #include "rscore/cli.h"
 
 namespace analyzer {

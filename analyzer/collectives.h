@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "report_model.h"
+#include "analyzer/report_model.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 

@@ -1,13 +1,13 @@
-#include "collectives.h"
+#include "analyzer/collectives.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <tuple>
 
-#include "causes.h"
-#include "device_arrival.h"
-#include "report_test_util.h"
+#include "analyzer/causes.h"
+#include "analyzer/device_arrival.h"
+#include "analyzer/report_test_util.h"
 
 #include "rscore/schema.h"
 

@@ -1,4 +1,4 @@
-#include "confidence.h"
+#include "analyzer/confidence.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "device_arrival.h"
+#include "analyzer/device_arrival.h"
 
 #include <algorithm>
 #include <map>

@@ -6,7 +6,7 @@
 // that one collective is never compared on two clocks of different meaning.
 #pragma once
 
-#include "collectives.h"
+#include "analyzer/collectives.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 

@@ -5,15 +5,15 @@
 
 #include <algorithm>
 
-#include "call_semantics.h"
-#include "gpu_job_fixture.h"
-#include "report.h"
-#include "report_expect.h"
-#include "report_render.h"
-#include "report_test_util.h"
+#include "analyzer/call_semantics.h"
+#include "analyzer/gpu_job_fixture.h"
+#include "analyzer/report.h"
+#include "analyzer/report_expect.h"
+#include "analyzer/report_render.h"
+#include "analyzer/report_test_util.h"
 #include "rscore/bundle.h"
 #include "rscore/schema.h"
-#include "synth_bundle.h"
+#include "tests/support/synth_bundle.h"
 
 namespace analyzer {
 namespace {

@@ -1,12 +1,12 @@
-#include "diff.h"
+#include "analyzer/diff.h"
 
 #include <algorithm>
 #include <map>
 #include <set>
 #include <utility>
 
-#include "confidence.h"
-#include "report_format.h"
+#include "analyzer/confidence.h"
+#include "analyzer/report_format.h"
 #include "rscore/cli.h"
 
 namespace analyzer {
@@ -27,7 +27,8 @@ DiffSide Side(const Report& r, const CollectiveData& data) {
     last = std::max(last, g.done);
   }
   s.span_ns = first >= 0 && last > first ? last - first : 0;
-  for (const NodeClock& c : r.clock) s.clock_bound_ns = std::max(s.clock_bound_ns, c.error_bound_ns);
+  for (const NodeClock& c : r.clock)
+    s.clock_bound_ns = std::max(s.clock_bound_ns, c.error_bound_ns);
   if (r.hang.detected) s.hang = r.hang.summary;
   return s;
 }
@@ -57,8 +58,8 @@ bool Names(const Report& r, int64_t rank) {
   });
 }
 
-std::vector<FindingDiff> Findings(const std::vector<Straggler>& a,
-                                  const std::vector<Straggler>& b, const std::string& kind) {
+std::vector<FindingDiff> Findings(const std::vector<Straggler>& a, const std::vector<Straggler>& b,
+                                  const std::string& kind) {
   std::map<std::string, const Straggler*> in_a;
   for (const Straggler& s : a) in_a.emplace(FindingKey(s), &s);
   std::vector<FindingDiff> added, kept, removed;
@@ -158,9 +159,8 @@ void CompareRanks(const Report& a, const Report& b, Diff& d) {
   for (const auto& [rank, sb] : in_b) {
     if (!in_a.count(rank)) d.ranks_only_b.push_back(Label(*sb));
   }
-  std::stable_sort(d.ranks.begin(), d.ranks.end(), [](const RankDiff& x, const RankDiff& y) {
-    return x.Change() > y.Change();
-  });
+  std::stable_sort(d.ranks.begin(), d.ranks.end(),
+                   [](const RankDiff& x, const RankDiff& y) { return x.Change() > y.Change(); });
 }
 
 struct KindSamples {
@@ -185,8 +185,8 @@ void AddKinds(const CollectiveData& data, bool other, std::map<std::string, Kind
     if (!g.compared()) continue;
     const NcclCall& c = data.calls[g.begin];
     const std::string members = Members(data, g);
-    const std::string key = c.op + "|" + (c.count ? std::to_string(*c.count) : "-") + "|" +
-                            c.datatype + "|" + members;
+    const std::string key =
+        c.op + "|" + (c.count ? std::to_string(*c.count) : "-") + "|" + c.datatype + "|" + members;
     KindSamples& k = kinds[key];
     k.kind.op = c.op;
     k.kind.count = c.count;
@@ -246,9 +246,8 @@ void AddWarnings(const Report& a, const Report& b, Diff& d) {
       d.warnings.push_back(std::string(which) + "'s report could not decide: " + r->verdict);
     }
   }
-  const size_t kinds_both = std::count_if(d.kinds.begin(), d.kinds.end(), [](const KindDiff& k) {
-    return k.n_a > 0 && k.n_b > 0;
-  });
+  const size_t kinds_both = std::count_if(d.kinds.begin(), d.kinds.end(),
+                                          [](const KindDiff& k) { return k.n_a > 0 && k.n_b > 0; });
   if (!d.kinds.empty() && kinds_both == 0) {
     d.warnings.push_back(
         "no kind of collective (operation, count, data type, ranks) is in both recordings: "

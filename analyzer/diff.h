@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "collectives.h"
-#include "report_model.h"
+#include "analyzer/collectives.h"
+#include "analyzer/report_model.h"
 
 namespace analyzer {
 
@@ -23,10 +23,10 @@ struct DiffSide {
   std::string verdict_kind;  // as Report::verdict_kind
   std::string arrival_basis;
   int64_t ranks = 0;
-  int64_t collectives = 0;   // matched
-  int64_t span_ns = 0;       // first arrival to last completion of the compared collectives
+  int64_t collectives = 0;     // matched
+  int64_t span_ns = 0;         // first arrival to last completion of the compared collectives
   int64_t clock_bound_ns = 0;  // the largest node clock bound (0: one node, or the reference)
-  std::string hang;          // the hang's summary; '' without one
+  std::string hang;            // the hang's summary; '' without one
   // Compared collectives per second of their span; 0 where there is no span.
   double Rate() const { return span_ns > 0 ? collectives * 1e9 / span_ns : 0; }
 };
@@ -36,8 +36,8 @@ struct RankDiff {
   int64_t rank = 0;
   std::string node_a, node_b;
   int64_t collectives_a = 0, collectives_b = 0;
-  int64_t last_a = 0, last_b = 0;  // collectives it arrived last in
-  int64_t lateness_a = 0, lateness_b = 0;  // median lateness
+  int64_t last_a = 0, last_b = 0;            // collectives it arrived last in
+  int64_t lateness_a = 0, lateness_b = 0;    // median lateness
   int64_t duration_a = -1, duration_b = -1;  // median collective duration; -1: none finished
   // The two nodes' clock bounds added: a lateness change below this is inside what the clocks
   // can tell apart (0 where both arrivals rest on one host clock or device waits).
@@ -66,8 +66,8 @@ struct FindingDiff {
   // 'verdict' (Report::stragglers) | 'observation' (Report::observations: explains no
   // measured lateness); matched only within its kind.
   std::string kind;
-  std::string change;  // 'added' (only in OTHER) | 'removed' (only in BASELINE) | 'kept'
-  std::string who;     // "node1 rank 2" as the report names it (OTHER's where in both)
+  std::string change;            // 'added' (only in OTHER) | 'removed' (only in BASELINE) | 'kept'
+  std::string who;               // "node1 rank 2" as the report names it (OTHER's where in both)
   std::string cause_a, cause_b;  // '' where absent
   std::string confidence_a, confidence_b;
   std::string summary;  // OTHER's summary, else BASELINE's
@@ -77,9 +77,9 @@ struct Diff {
   DiffSide a, b;
   // Verdicts added, kept, removed; then observations likewise.
   std::vector<FindingDiff> findings;
-  std::vector<RankDiff> ranks;        // the largest rise in median lateness first
+  std::vector<RankDiff> ranks;                          // the largest rise in median lateness first
   std::vector<std::string> ranks_only_a, ranks_only_b;  // labels
-  std::vector<KindDiff> kinds;        // the most time added first
+  std::vector<KindDiff> kinds;                          // the most time added first
   // What may make the comparison wrong (different shapes, different timing bases ...).
   std::vector<std::string> warnings;
   std::string headline;  // the first line of every format

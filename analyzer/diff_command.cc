@@ -1,5 +1,5 @@
 // `rankscope-analyze diff BASELINE OTHER [--format text|json] [-o FILE]`.
-#include "diff_command.h"
+#include "analyzer/diff_command.h"
 
 #include <boost/program_options.hpp>
 
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "call_semantics.h"
-#include "diff.h"
-#include "report.h"
+#include "analyzer/call_semantics.h"
+#include "analyzer/diff.h"
+#include "analyzer/report.h"
 #include "rscore/bundle.h"
 #include "rscore/cli.h"
 #include "rscore/cli_help.h"
@@ -57,8 +57,8 @@ rs::Result<DiffArgs> ParseArgs(int argc, char** argv, po::options_description& o
       "format,f", po::value<std::string>(&a.format)->value_name("FORMAT"),
       "output format: text (default) or json")(
       "out,o", po::value<std::string>(&a.output)->value_name("FILE"),
-      "write the diff to FILE (default, or -: standard output)")(
-      "force", po::bool_switch(&a.force), "replace FILE if it exists")(
+      "write the diff to FILE (default, or -: standard output)")("force", po::bool_switch(&a.force),
+                                                                 "replace FILE if it exists")(
       "rows", po::value<int64_t>(&a.rows)->value_name("N"),
       "ranks and kinds of collective listed in text (default 10; 0: all; JSON has all)")(
       "no-integrity-check", po::bool_switch(&a.skip_integrity),
@@ -69,9 +69,10 @@ rs::Result<DiffArgs> ParseArgs(int argc, char** argv, po::options_description& o
   a.help = parsed.vm.count("help") > 0;
   if (a.help) return a;
   if (parsed.positional.size() != 2) {
-    return rs::Error("expected two inputs, BASELINE and OTHER (each a .rsb bundle or .rsdb "
-                     "merged database), got " +
-                     std::to_string(parsed.positional.size()) + " argument(s)");
+    return rs::Error(
+        "expected two inputs, BASELINE and OTHER (each a .rsb bundle or .rsdb "
+        "merged database), got " +
+        std::to_string(parsed.positional.size()) + " argument(s)");
   }
   if (a.format != "text" && a.format != "json") {
     return rs::Error("--format '" + a.format + "': use text or json");
@@ -127,9 +128,8 @@ int RunDiffCommand(int argc, char** argv) {
     auto analysed = Analyse(*paths[i], !args->skip_integrity, progress);
     if (!analysed.ok()) {
       progress.Done();
-      std::cerr << kName << ": " << (i == 0 ? "BASELINE " : "OTHER ")
-                << rs::EscapeText(*paths[i]) << ": " << rs::EscapeText(analysed.error().message())
-                << "\n";
+      std::cerr << kName << ": " << (i == 0 ? "BASELINE " : "OTHER ") << rs::EscapeText(*paths[i])
+                << ": " << rs::EscapeText(analysed.error().message()) << "\n";
       return kExitError;
     }
     analysed->report.input = *paths[i];

@@ -1,8 +1,8 @@
 // `rankscope-analyze diff` as text and as JSON (diff.h).
 #include <sstream>
 
-#include "diff.h"
-#include "report_format.h"
+#include "analyzer/diff.h"
+#include "analyzer/report_format.h"
 #include "rscore/json.h"
 #include "rscore/text_escape.h"
 

@@ -1,15 +1,15 @@
-#include "fr_hang.h"
+#include "analyzer/fr_hang.h"
 
 #include <algorithm>
 #include <set>
 #include <utility>
 
-#include "confidence.h"
-#include "fr_lateness.h"
-#include "fr_wait_input.h"
-#include "report_format.h"
+#include "analyzer/confidence.h"
+#include "analyzer/fr_lateness.h"
+#include "analyzer/fr_wait_input.h"
+#include "analyzer/report_format.h"
+#include "analyzer/wait_words.h"
 #include "rscore/cli.h"
-#include "wait_words.h"
 
 namespace analyzer {
 namespace {

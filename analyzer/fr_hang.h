@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "fr_wait_input.h"
-#include "report_model.h"
+#include "analyzer/fr_wait_input.h"
+#include "analyzer/report_model.h"
+#include "analyzer/wait_graph.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
-#include "wait_graph.h"
 
 namespace analyzer {
 

@@ -1,4 +1,4 @@
-#include "fr_lateness.h"
+#include "analyzer/fr_lateness.h"
 
 #include <algorithm>
 #include <map>
@@ -23,8 +23,8 @@ struct Arrival {
 
 // One collective's members compared: who the others waited for, and how long each waited.
 struct Comparison {
-  std::optional<int64_t> last;       // the member late by at least the floor
-  int64_t gap_ns = 0;                // ... by this much, behind the others' median
+  std::optional<int64_t> last;  // the member late by at least the floor
+  int64_t gap_ns = 0;           // ... by this much, behind the others' median
   bool by_duration = false;
   std::map<int64_t, int64_t> waited;  // member -> how long it waited for `last`
 };

@@ -29,12 +29,12 @@
 //    4D-parallel job with one 4x slower device (dumps with durations): the slow rank keeps
 //    1071 of its 1127 late entries, its tensor-parallel peer and a pipeline neighbour pass
 //    156-161 of theirs to others. Allowing a remainder of half the lateness instead cut the
-//    slow rank's own to 981 (noise of ~1 ms waits excused ~2 ms lateness). Device streams and hosts go on in issue order: a rank whose kernel
-//    held for W ms in one group reaches its next collective up to W ms late on its own
-//    device, and a host blocked in a collective issues its next one late likewise. Send and
-//    receive entries are not compared (a send of a small message can finish before its
-//    receive starts, into NCCL's buffers), so a wait in a receive is not followed: the chain
-//    looks through it to the collective before.
+//    slow rank's own to 981 (noise of ~1 ms waits excused ~2 ms lateness). Device streams and hosts
+//    go on in issue order: a rank whose kernel held for W ms in one group reaches its next
+//    collective up to W ms late on its own device, and a host blocked in a collective issues its
+//    next one late likewise. Send and receive entries are not compared (a send of a small message
+//    can finish before its receive starts, into NCCL's buffers), so a wait in a receive is not
+//    followed: the chain looks through it to the collective before.
 //  - a rank is named only where its own late entries are more than half of the collectives it
 //    takes part in; one whose lateness is mostly inherited is listed as traced to the rank its
 //    late entries lead to most often.
@@ -43,7 +43,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "wait_graph.h"
+#include "analyzer/wait_graph.h"
 
 namespace analyzer {
 
@@ -63,16 +63,16 @@ struct FrLateRank {
 // A rank last in more than half of its collectives, but mostly because it waited for another.
 struct FrTracedRank {
   int64_t rank = 0;
-  int64_t inherited = 0;    // late entries traced to other ranks
+  int64_t inherited = 0;  // late entries traced to other ranks
   int64_t collectives = 0;
-  int64_t root = 0;         // the rank most of them lead to
+  int64_t root = 0;  // the rank most of them lead to
 };
 
 struct FrLateness {
-  int64_t collectives = 0;       // compared (two or more members' entries)
-  int64_t by_duration = 0;       // of them: compared by device durations (every member timed)
-  int64_t floor_ns = 0;          // entry-time lateness under this is not counted
-  std::vector<FrLateRank> late;  // by rank
+  int64_t collectives = 0;           // compared (two or more members' entries)
+  int64_t by_duration = 0;           // of them: compared by device durations (every member timed)
+  int64_t floor_ns = 0;              // entry-time lateness under this is not counted
+  std::vector<FrLateRank> late;      // by rank
   std::vector<FrTracedRank> traced;  // by rank; none of them in `late`
 };
 

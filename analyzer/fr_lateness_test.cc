@@ -1,5 +1,5 @@
 // Late entries from Flight Recorder creation times (fr_lateness.h), on hand-built records.
-#include "fr_lateness.h"
+#include "analyzer/fr_lateness.h"
 
 #include <gtest/gtest.h>
 

@@ -4,8 +4,8 @@
 #include <utility>
 #include <vector>
 
-#include "confidence.h"
-#include "fr_hang.h"
+#include "analyzer/confidence.h"
+#include "analyzer/fr_hang.h"
 #include "rscore/cli.h"
 
 namespace analyzer {

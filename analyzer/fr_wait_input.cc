@@ -1,4 +1,4 @@
-#include "fr_wait_input.h"
+#include "analyzer/fr_wait_input.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>

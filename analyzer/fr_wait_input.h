@@ -27,9 +27,9 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/wait_graph.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
-#include "wait_graph.h"
 
 namespace analyzer {
 

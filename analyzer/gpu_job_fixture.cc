@@ -1,4 +1,4 @@
-#include "gpu_job_fixture.h"
+#include "analyzer/gpu_job_fixture.h"
 
 #include <algorithm>
 #include <optional>

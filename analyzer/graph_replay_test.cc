@@ -6,12 +6,12 @@
 
 #include <algorithm>
 
-#include "collectives.h"
-#include "gpu_job_fixture.h"
-#include "report.h"
-#include "report_expect.h"
-#include "report_render.h"
-#include "report_test_util.h"
+#include "analyzer/collectives.h"
+#include "analyzer/gpu_job_fixture.h"
+#include "analyzer/report.h"
+#include "analyzer/report_expect.h"
+#include "analyzer/report_render.h"
+#include "analyzer/report_test_util.h"
 #include "rscore/sqlite.h"
 
 namespace analyzer {

@@ -1,4 +1,4 @@
-#include "group_straggler.h"
+#include "analyzer/group_straggler.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,11 +7,11 @@
 #include <string>
 #include <utility>
 
-#include "clock_bounds.h"
-#include "device_arrival.h"
-#include "lateness_straggler.h"
-#include "report_format.h"
-#include "straggler.h"
+#include "analyzer/clock_bounds.h"
+#include "analyzer/device_arrival.h"
+#include "analyzer/lateness_straggler.h"
+#include "analyzer/report_format.h"
+#include "analyzer/straggler.h"
 
 namespace analyzer {
 namespace {

@@ -12,11 +12,11 @@
 
 #include <vector>
 
-#include "call_semantics.h"
-#include "collectives.h"
-#include "report_model.h"
-#include "side_events.h"
-#include "straggler.h"
+#include "analyzer/call_semantics.h"
+#include "analyzer/collectives.h"
+#include "analyzer/report_model.h"
+#include "analyzer/side_events.h"
+#include "analyzer/straggler.h"
 
 namespace analyzer {
 

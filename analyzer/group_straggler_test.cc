@@ -1,10 +1,10 @@
-#include "group_straggler.h"
+#include "analyzer/group_straggler.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "report_test_util.h"
+#include "analyzer/report_test_util.h"
 
 namespace analyzer {
 namespace {

@@ -1,10 +1,10 @@
-#include "hang.h"
+#include "analyzer/hang.h"
 
 #include <algorithm>
 #include <map>
 #include <set>
 
-#include "report_format.h"
+#include "analyzer/report_format.h"
 #include "rscore/comm_hash.h"
 #include "rscore/nccl_ops.h"
 

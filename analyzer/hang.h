@@ -17,9 +17,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "collectives.h"
-#include "hang_activity.h"
-#include "report_model.h"
+#include "analyzer/collectives.h"
+#include "analyzer/hang_activity.h"
+#include "analyzer/report_model.h"
 
 namespace analyzer {
 

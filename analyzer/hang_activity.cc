@@ -1,4 +1,4 @@
-#include "hang_activity.h"
+#include "analyzer/hang_activity.h"
 
 #include <algorithm>
 #include <map>

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "collectives.h"
-#include "report_model.h"
+#include "analyzer/collectives.h"
+#include "analyzer/report_model.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 

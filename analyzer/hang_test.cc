@@ -5,12 +5,12 @@
 
 #include <algorithm>
 
-#include "gpu_job_fixture.h"
-#include "report.h"
-#include "report_format.h"
-#include "report_render.h"
-#include "report_expect.h"
-#include "report_test_util.h"
+#include "analyzer/gpu_job_fixture.h"
+#include "analyzer/report.h"
+#include "analyzer/report_expect.h"
+#include "analyzer/report_format.h"
+#include "analyzer/report_render.h"
+#include "analyzer/report_test_util.h"
 #include "rscore/bundle.h"
 
 namespace analyzer {

@@ -1,4 +1,4 @@
-#include "held_index.h"
+#include "analyzer/held_index.h"
 
 #include <algorithm>
 #include <string>

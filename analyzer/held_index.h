@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 
-#include "collectives.h"
+#include "analyzer/collectives.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 

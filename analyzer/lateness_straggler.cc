@@ -1,10 +1,10 @@
-#include "lateness_straggler.h"
+#include "analyzer/lateness_straggler.h"
 
 #include <algorithm>
 
-#include "causes.h"
-#include "report_format.h"
-#include "shape.h"
+#include "analyzer/causes.h"
+#include "analyzer/report_format.h"
+#include "analyzer/shape.h"
 
 namespace analyzer {
 namespace {

@@ -15,11 +15,12 @@
 #include <vector>
 
 #ifdef RANKSCOPE_WITH_MCP
-#include "mcp/mcp_command.h"
+#include "analyzer/mcp/mcp_command.h"
 #endif
-#include "diff_command.h"
-#include "query.h"
-#include "report_command.h"
+#include "analyzer/diff_command.h"
+#include "analyzer/query.h"
+#include "analyzer/report_command.h"
+#include "analyzer/summarize_command.h"
 #include "rscore/bundle.h"
 #include "rscore/cli.h"
 #include "rscore/cli_help.h"
@@ -27,7 +28,6 @@
 #include "rscore/duration.h"
 #include "rscore/output.h"
 #include "rscore/text_escape.h"
-#include "summarize_command.h"
 
 namespace po = boost::program_options;
 

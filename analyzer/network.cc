@@ -1,10 +1,10 @@
-#include "network.h"
+#include "analyzer/network.h"
 
 #include <algorithm>
 #include <functional>
 #include <map>
 
-#include "report_format.h"
+#include "analyzer/report_format.h"
 
 namespace analyzer {
 namespace {

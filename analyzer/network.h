@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "collectives.h"
-#include "confidence.h"
-#include "report_model.h"
-#include "side_events.h"
+#include "analyzer/collectives.h"
+#include "analyzer/confidence.h"
+#include "analyzer/report_model.h"
+#include "analyzer/side_events.h"
 
 namespace analyzer {
 

@@ -6,8 +6,8 @@
 #include <map>
 #include <set>
 
-#include "causes.h"
-#include "report_format.h"
+#include "analyzer/causes.h"
+#include "analyzer/report_format.h"
 
 namespace analyzer {
 namespace {

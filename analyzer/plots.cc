@@ -1,4 +1,4 @@
-#include "plots.h"
+#include "analyzer/plots.h"
 
 #include <algorithm>
 #include <limits>

@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
-#include "collectives.h"
-#include "report_model.h"
-#include "side_events.h"
+#include "analyzer/collectives.h"
+#include "analyzer/report_model.h"
+#include "analyzer/side_events.h"
 
 namespace analyzer {
 

@@ -1,11 +1,11 @@
-#include "proxy_waits.h"
+#include "analyzer/proxy_waits.h"
 
 #include <algorithm>
 #include <map>
 #include <tuple>
 
-#include "collectives.h"
-#include "report_format.h"
+#include "analyzer/collectives.h"
+#include "analyzer/report_format.h"
 #include "rscore/schema.h"
 
 namespace analyzer {

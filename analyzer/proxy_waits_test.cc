@@ -2,17 +2,17 @@
 // proxy sums: a node whose sends stood out on the network is named in the note and in the
 // evidence of the network finding on it (an RDMA link fault), never blamed on those times
 // alone; uniform times name nobody; without the columns' data there is no note.
-#include "proxy_waits.h"
+#include "analyzer/proxy_waits.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "report.h"
-#include "report_expect.h"
-#include "report_render.h"
-#include "report_test_util.h"
-#include "synth_bundle.h"
+#include "analyzer/report.h"
+#include "analyzer/report_expect.h"
+#include "analyzer/report_render.h"
+#include "analyzer/report_test_util.h"
+#include "tests/support/synth_bundle.h"
 
 namespace analyzer {
 namespace {

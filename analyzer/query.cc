@@ -1,4 +1,4 @@
-#include "query.h"
+#include "analyzer/query.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,12 +1,12 @@
-#include "rdma_links.h"
+#include "analyzer/rdma_links.h"
 
 #include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>
 
-#include "lateness_straggler.h"
-#include "report_format.h"
+#include "analyzer/lateness_straggler.h"
+#include "analyzer/report_format.h"
 #include "rscore/schema.h"
 
 namespace analyzer {
@@ -15,19 +15,22 @@ namespace {
 enum class Kind { kLinkError, kRetry, kCongestion, kOther };
 
 Kind KindOf(const std::string& counter) {
-  static const std::set<std::string> link = {
-      "symbol_error",       "link_error_recovery",
-      "link_downed",        "local_link_integrity_errors",
-      "port_rcv_errors",    "excessive_buffer_overrun_errors",
-      "port_xmit_discards", "port_rcv_remote_physical_errors",
-      "port_rcv_switch_relay_errors"};
+  static const std::set<std::string> link = {"symbol_error",
+                                             "link_error_recovery",
+                                             "link_downed",
+                                             "local_link_integrity_errors",
+                                             "port_rcv_errors",
+                                             "excessive_buffer_overrun_errors",
+                                             "port_xmit_discards",
+                                             "port_rcv_remote_physical_errors",
+                                             "port_rcv_switch_relay_errors"};
   static const std::set<std::string> retry = {
-      "out_of_sequence",   "packet_seq_err",   "local_ack_timeout_err",
-      "implied_nak_seq_err", "duplicate_request", "rnr_nak_retry_err",
-      "roce_adp_retrans",  "roce_adp_retrans_to", "roce_slow_restart"};
-  static const std::set<std::string> congestion = {
-      "port_xmit_wait", "np_cnp_sent", "rp_cnp_handled", "np_ecn_marked_roce_packets",
-      "out_of_buffer"};
+      "out_of_sequence",     "packet_seq_err",      "local_ack_timeout_err",
+      "implied_nak_seq_err", "duplicate_request",   "rnr_nak_retry_err",
+      "roce_adp_retrans",    "roce_adp_retrans_to", "roce_slow_restart"};
+  static const std::set<std::string> congestion = {"port_xmit_wait", "np_cnp_sent",
+                                                   "rp_cnp_handled", "np_ecn_marked_roce_packets",
+                                                   "out_of_buffer"};
   if (link.count(counter)) return Kind::kLinkError;
   if (retry.count(counter)) return Kind::kRetry;
   if (congestion.count(counter)) return Kind::kCongestion;
@@ -137,15 +140,13 @@ rs::Result<RdmaLinks> LoadRdmaLinks(rs::Db& db, const CollectiveData& data) {
       }
     }
     p.windows = std::move(merged);
-    p.transfers = CompareTransfers(data, [&p](const Collective& g) {
-      return Overlaps(p.windows, g.last_arrival, g.done);
-    });
+    p.transfers = CompareTransfers(
+        data, [&p](const Collective& g) { return Overlaps(p.windows, g.last_arrival, g.done); });
     out.with_errors.push_back(std::move(p));
   }
-  std::stable_sort(out.with_errors.begin(), out.with_errors.end(),
-                   [](const RdmaPortErrors& a, const RdmaPortErrors& b) {
-                     return a.Errors() > b.Errors();
-                   });
+  std::stable_sort(
+      out.with_errors.begin(), out.with_errors.end(),
+      [](const RdmaPortErrors& a, const RdmaPortErrors& b) { return a.Errors() > b.Errors(); });
   return out;
 }
 
@@ -163,9 +164,10 @@ Cause RdmaCause(const RdmaPortErrors& p) {
   c.summary += " during " + std::to_string(t.affected) + " of " + std::to_string(t.collectives) +
                " collectives";
   if (t.median_affected_ns >= 0) {
-    c.summary += "; median time from last arrival to completion " +
-                 FormatNs(t.median_affected_ns) + " in those";
-    if (t.median_clean_ns >= 0) c.summary += " vs " + FormatNs(t.median_clean_ns) + " in the others";
+    c.summary += "; median time from last arrival to completion " + FormatNs(t.median_affected_ns) +
+                 " in those";
+    if (t.median_clean_ns >= 0)
+      c.summary += " vs " + FormatNs(t.median_clean_ns) + " in the others";
     if (t.stretch_affected >= 0) {
       c.summary += " (" + FormatRatio(t.stretch_affected) + " the usual for their size)";
     }
@@ -178,8 +180,8 @@ Cause RdmaCause(const RdmaPortErrors& p) {
   c.remediation = "check the cable, transceiver and switch port of " + p.node + " " + p.device +
                   " port " + std::to_string(p.port) +
                   ": ibstat or ibv_devinfo -v (state, rate), perfquery -x (the port's counters, "
-                  "and its switch peer's), mlxlink -d " + p.device +
-                  " (cable, BER, FEC on Mellanox/NVIDIA adapters)";
+                  "and its switch peer's), mlxlink -d " +
+                  p.device + " (cable, BER, FEC on Mellanox/NVIDIA adapters)";
   c.values = {{"link_errors_and_retries", static_cast<double>(p.Errors())},
               {"collectives_during_them", static_cast<double>(t.affected)},
               {"median_transfer_during_ns", static_cast<double>(t.median_affected_ns)},
@@ -224,8 +226,10 @@ Straggler RdmaStraggler(const RdmaPortErrors& p) {
       "arrival to completion";
   Cause cause = RdmaCause(p);
   s.cause = cause.kind;
-  s.summary = t.slowed ? p.node + ": collectives slowed during link errors or transport retries "
-                                  "on RDMA " + p.device + " port " + std::to_string(p.port)
+  s.summary = t.slowed ? p.node +
+                             ": collectives slowed during link errors or transport retries "
+                             "on RDMA " +
+                             p.device + " port " + std::to_string(p.port)
                        : p.node + ": link errors or transport retries on RDMA " + p.device +
                              " port " + std::to_string(p.port) +
                              " explain no lateness (the collectives during them took no longer)";
@@ -262,8 +266,10 @@ void PlaceRdmaFindings(const RdmaLinks& links, std::vector<Straggler>& ranked,
     (p.transfers.slowed ? ranked : observed).push_back(std::move(s));
   }
   notes.push_back("RDMA: " + std::to_string(links.ports) + " port(s) on " +
-                  std::to_string(links.nodes) + " node(s) recorded; link errors or transport "
-                  "retries on " + std::to_string(links.with_errors.size()) + " of them");
+                  std::to_string(links.nodes) +
+                  " node(s) recorded; link errors or transport "
+                  "retries on " +
+                  std::to_string(links.with_errors.size()) + " of them");
 }
 
 }  // namespace analyzer

@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
-#include "collectives.h"
-#include "network.h"
-#include "report_model.h"
+#include "analyzer/collectives.h"
+#include "analyzer/network.h"
+#include "analyzer/report_model.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
@@ -52,8 +52,8 @@ struct RdmaPortErrors {
 };
 
 struct RdmaLinks {
-  int64_t ports = 0;  // ports recorded, on every node
-  int64_t nodes = 0;  // nodes with a port
+  int64_t ports = 0;                        // ports recorded, on every node
+  int64_t nodes = 0;                        // nodes with a port
   std::vector<RdmaPortErrors> with_errors;  // the most errors first
 };
 

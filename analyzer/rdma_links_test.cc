@@ -2,17 +2,17 @@
 // (synth ClusterSpec::rdma): the ib fault's link errors during the slowed collectives name its
 // node; ports read without errors name nobody and the report says they were read; errors
 // during which nothing was slower are an observation.
-#include "rdma_links.h"
+#include "analyzer/rdma_links.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 
-#include "report.h"
-#include "report_expect.h"
-#include "report_render.h"
-#include "report_test_util.h"
-#include "synth_bundle.h"
+#include "analyzer/report.h"
+#include "analyzer/report_expect.h"
+#include "analyzer/report_render.h"
+#include "analyzer/report_test_util.h"
+#include "tests/support/synth_bundle.h"
 
 namespace analyzer {
 namespace {
@@ -62,8 +62,9 @@ TEST_P(IbFault, LinkErrorsDuringTheSlowedCollectivesNameTheNode) {
   for (const auto* list : {&r.stragglers, &r.observations}) {
     for (const Straggler& s : *list) EXPECT_EQ(s.node, top.node) << s.summary;
   }
-  EXPECT_TRUE(HasNote(r, "RDMA: 4 port(s) on 4 node(s) recorded; link errors or transport "
-                         "retries on 1 of them"));
+  EXPECT_TRUE(HasNote(r,
+                      "RDMA: 4 port(s) on 4 node(s) recorded; link errors or transport "
+                      "retries on 1 of them"));
   EXPECT_FALSE(r.hang.detected);
 }
 
@@ -78,8 +79,9 @@ TEST(RdmaLinks, PortsWithoutErrorsNameNobodyAndAreSaidToHaveBeenRead) {
   SCOPED_TRACE(RenderText(r));
   EXPECT_TRUE(r.stragglers.empty());
   for (const Straggler& s : r.observations) EXPECT_NE(s.cause, "network") << s.summary;
-  EXPECT_TRUE(HasNote(r, "RDMA: 4 port(s) on 4 node(s) recorded; no link error or transport "
-                         "retry counter rose during the recording"));
+  EXPECT_TRUE(HasNote(r,
+                      "RDMA: 4 port(s) on 4 node(s) recorded; no link error or transport "
+                      "retry counter rose during the recording"));
   // Without the tables (a recorder before the rdma source): no RDMA note at all.
   spec.rdma = false;
   EXPECT_FALSE(HasNote(Merged(spec), "RDMA:"));
@@ -106,8 +108,9 @@ TEST(RdmaLinks, ErrorsDuringWhichNothingWasSlowerAreAnObservation) {
   ASSERT_NE(obs, nullptr);
   EXPECT_EQ(obs->confidence, Confidence::kLow);
   EXPECT_NE(obs->summary.find("explain no lateness"), std::string::npos) << obs->summary;
-  EXPECT_TRUE(HasNote(r, "RDMA: 4 port(s) on 4 node(s) recorded; link errors or transport "
-                         "retries on 1 of them"));
+  EXPECT_TRUE(HasNote(r,
+                      "RDMA: 4 port(s) on 4 node(s) recorded; link errors or transport "
+                      "retries on 1 of them"));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "recorded_wait_input.h"
+#include "analyzer/recorded_wait_input.h"
 
 #include <algorithm>
 #include <map>
@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "hang.h"
+#include "analyzer/hang.h"
 #include "rscore/cli.h"
 #include "rscore/comm_hash.h"
 

@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "collectives.h"
-#include "fr_wait_input.h"
+#include "analyzer/collectives.h"
+#include "analyzer/fr_wait_input.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 

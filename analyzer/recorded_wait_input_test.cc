@@ -6,8 +6,8 @@
 
 #include <map>
 
-#include "recorded_wait_input.h"
-#include "wait_graph.h"
+#include "analyzer/recorded_wait_input.h"
+#include "analyzer/wait_graph.h"
 
 namespace analyzer {
 namespace {

@@ -1,5 +1,5 @@
 // `rankscope-analyze report INPUT [--format text|json|markdown|html] [-o FILE]`.
-#include "report_command.h"
+#include "analyzer/report_command.h"
 
 #include <boost/program_options.hpp>
 
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "report.h"
-#include "report_filter.h"
-#include "report_render.h"
+#include "analyzer/report.h"
+#include "analyzer/report_filter.h"
+#include "analyzer/report_render.h"
 #include "rscore/bundle.h"
 #include "rscore/cli.h"
 #include "rscore/cli_help.h"

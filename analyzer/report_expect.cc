@@ -1,10 +1,10 @@
-#include "report_expect.h"
+#include "analyzer/report_expect.h"
 
 #include <gtest/gtest.h>
 
 #include <iostream>
 
-#include "report_test_util.h"
+#include "analyzer/report_test_util.h"
 #include "rscore/bundle.h"
 
 namespace analyzer::testing {

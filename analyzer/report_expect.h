@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "report.h"
-#include "synth_bundle.h"
+#include "analyzer/report.h"
+#include "tests/support/synth_bundle.h"
 
 namespace analyzer::testing {
 

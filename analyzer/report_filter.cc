@@ -1,4 +1,4 @@
-#include "report_filter.h"
+#include "analyzer/report_filter.h"
 
 #include <charconv>
 #include <functional>

@@ -1,9 +1,9 @@
-#include "report_format.h"
+#include "analyzer/report_format.h"
 
 #include <cmath>
 #include <cstdio>
 
-#include "report_model.h"
+#include "analyzer/report_model.h"
 
 namespace analyzer {
 

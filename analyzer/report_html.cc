@@ -2,10 +2,10 @@
 #include <set>
 #include <sstream>
 
-#include "plots.h"
-#include "report_format.h"
-#include "report_render.h"
-#include "svg_charts.h"
+#include "analyzer/plots.h"
+#include "analyzer/report_format.h"
+#include "analyzer/report_render.h"
+#include "analyzer/svg_charts.h"
 
 namespace analyzer {
 namespace {

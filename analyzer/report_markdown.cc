@@ -1,8 +1,8 @@
 #include <sstream>
 #include <string_view>
 
-#include "report_format.h"
-#include "report_render.h"
+#include "analyzer/report_format.h"
+#include "analyzer/report_render.h"
 #include "rscore/comm_hash.h"
 #include "rscore/text_escape.h"
 

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "confidence.h"
+#include "analyzer/confidence.h"
 
 namespace analyzer {
 

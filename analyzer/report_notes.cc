@@ -1,12 +1,12 @@
-#include "report_notes.h"
+#include "analyzer/report_notes.h"
 
 #include <algorithm>
 #include <map>
 #include <set>
 
-#include "confidence.h"
-#include "lateness_straggler.h"
-#include "report_format.h"
+#include "analyzer/confidence.h"
+#include "analyzer/lateness_straggler.h"
+#include "analyzer/report_format.h"
 
 #include "rscore/comm_hash.h"
 #include "rscore/duration.h"

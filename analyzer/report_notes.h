@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "call_semantics.h"
-#include "collectives.h"
-#include "report_model.h"
-#include "side_events.h"
+#include "analyzer/call_semantics.h"
+#include "analyzer/collectives.h"
+#include "analyzer/report_model.h"
+#include "analyzer/side_events.h"
 
 #include "rscore/result.h"
 #include "rscore/sqlite.h"

@@ -1,8 +1,8 @@
-#include "report_render.h"
+#include "analyzer/report_render.h"
 
 #include <algorithm>
 
-#include "report_format.h"
+#include "analyzer/report_format.h"
 #include "rscore/cli.h"
 #include "rscore/comm_hash.h"
 #include "rscore/time_arg.h"
@@ -198,7 +198,8 @@ std::string ReadingGuide() {
          "clock error bound and last far more often than chance), medium (weaker evidence or "
          "a weaker timing basis), low (a hint only), undetermined (the lateness is inside the "
          "clock error bound, or is host-bound on nodes that share one kernel's CPUs and "
-         "nothing outside the job explains it). A cause's share (its score, the percentage beside it) is the part "
+         "nothing outside the job explains it). A cause's share (its score, the percentage beside "
+         "it) is the part "
          "of the lost time that the cause's own numbers explain, against the other ranks (a "
          "count such as retransmits at half weight); it ranks the causes, it is no "
          "probability, and the shares need not add up to 100%.";

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "report_model.h"
+#include "analyzer/report_model.h"
 #include "rscore/result.h"
 
 namespace analyzer {

@@ -1,6 +1,6 @@
 // The report's output formats: JSON parsed by Python with the stable keys scripts rely on, the
 // text verdict first, and the HTML file rendered offline by headless Chromium with its plots.
-#include "report_render.h"
+#include "analyzer/report_render.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -10,12 +10,12 @@
 #include <regex>
 #include <sstream>
 
-#include "kernel_test.h"
-#include "report.h"
-#include "report_expect.h"
-#include "report_test_util.h"
+#include "analyzer/report.h"
+#include "analyzer/report_expect.h"
+#include "analyzer/report_test_util.h"
 #include "rscore/bundle.h"
-#include "synth_bundle.h"
+#include "tests/support/kernel_test.h"
+#include "tests/support/synth_bundle.h"
 
 namespace analyzer {
 namespace {
@@ -353,7 +353,8 @@ TEST(FlightRecorderLine, NamesLateRanksAndWhereAVictimsLatenessWasTraced) {
   fr.late_entries.push_back(FrLateEntry{1, "rank 1", 6, 6, 500'000'000, 0});
   fr.late_traced.push_back(FrTracedEntry{0, "rank 0", 12, 18, 1, "rank 1"});
   const std::string line = FlightRecorderLine(fr);
-  EXPECT_NE(line.find("rank 1 entered 6 of its 6 collectives last, a median 500"), std::string::npos)
+  EXPECT_NE(line.find("rank 1 entered 6 of its 6 collectives last, a median 500"),
+            std::string::npos)
       << line;
   EXPECT_NE(line.find("(entry times)"), std::string::npos) << line;
   EXPECT_NE(line.find("rank 0 entered 12 of its 18 collectives last only after waiting for "

@@ -1,18 +1,18 @@
 // The report on synthetic clusters: every fault kind on a node chosen at random (the seed is
 // printed; rerun with RANKSCOPE_TEST_SEED=N), no fault, clocks skewed inside the bound, a single
 // bundle, and the data gaps real recordings have.
-#include "report.h"
+#include "analyzer/report.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
 
-#include "report_expect.h"
-#include "report_render.h"
-#include "report_test_util.h"
+#include "analyzer/report_expect.h"
+#include "analyzer/report_render.h"
+#include "analyzer/report_test_util.h"
 #include "rscore/bundle.h"
-#include "synth_bundle.h"
+#include "tests/support/synth_bundle.h"
 
 namespace analyzer {
 namespace {

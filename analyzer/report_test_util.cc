@@ -1,4 +1,4 @@
-#include "report_test_util.h"
+#include "analyzer/report_test_util.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,7 +8,7 @@
 #include <tuple>
 #include <utility>
 
-#include "device_arrival.h"
+#include "analyzer/device_arrival.h"
 #include "rscore/bundle.h"
 #include "rscore/schema.h"
 
@@ -50,9 +50,8 @@ rs::Result<std::string> WriteMergedCluster(const synth::ClusterSpec& spec, const
       RETURN_IF_ERROR(
           db.Exec("INSERT INTO main." + table + " SELECT *, timestamp_ns FROM b." + table));
     }
-    for (const char* t :
-         {"clock_refs", "sources", "attachments", "interfaces", "processes", "sched_summary",
-          "block_devices", "rdma_ports"}) {
+    for (const char* t : {"clock_refs", "sources", "attachments", "interfaces", "processes",
+                          "sched_summary", "block_devices", "rdma_ports"}) {
       RETURN_IF_ERROR(db.Exec(std::string("INSERT INTO main.") + t + " SELECT * FROM b." + t));
     }
     RETURN_IF_ERROR(db.Exec("INSERT OR IGNORE INTO main.stacks SELECT * FROM b.stacks"));

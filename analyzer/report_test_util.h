@@ -8,9 +8,9 @@
 
 #include <vector>
 
-#include "collectives.h"
+#include "analyzer/collectives.h"
 #include "rscore/result.h"
-#include "synth_bundle.h"
+#include "tests/support/synth_bundle.h"
 
 namespace analyzer::testing {
 

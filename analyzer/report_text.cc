@@ -2,9 +2,9 @@
 #include <sstream>
 #include <vector>
 
-#include "collectives.h"
-#include "report_format.h"
-#include "report_render.h"
+#include "analyzer/collectives.h"
+#include "analyzer/report_format.h"
+#include "analyzer/report_render.h"
 #include "rscore/comm_hash.h"
 #include "rscore/text_escape.h"
 

@@ -1,9 +1,9 @@
-#include "report_verdict.h"
+#include "analyzer/report_verdict.h"
 
 #include <algorithm>
 
-#include "confidence.h"
-#include "report_format.h"
+#include "analyzer/confidence.h"
+#include "analyzer/report_format.h"
 
 namespace analyzer {
 namespace {

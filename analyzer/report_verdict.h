@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "report_model.h"
+#include "analyzer/report_model.h"
 
 namespace analyzer {
 

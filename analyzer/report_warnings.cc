@@ -1,11 +1,11 @@
-#include "report_warnings.h"
+#include "analyzer/report_warnings.h"
 
 #include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "report_format.h"
+#include "analyzer/report_format.h"
 #include "rscore/cli.h"
 
 namespace analyzer {

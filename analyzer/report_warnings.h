@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "report_model.h"
+#include "analyzer/report_model.h"
 
 namespace analyzer {
 

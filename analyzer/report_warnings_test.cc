@@ -1,6 +1,6 @@
 // Warnings about clock bounds wider than the lateness a verdict compares across nodes, on
 // reports built by hand (report_e2e_test.sh checks them on a merged recording).
-#include "report_warnings.h"
+#include "analyzer/report_warnings.h"
 
 #include <gtest/gtest.h>
 

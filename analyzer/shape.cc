@@ -1,8 +1,8 @@
-#include "shape.h"
+#include "analyzer/shape.h"
 
 #include <algorithm>
 
-#include "report_format.h"
+#include "analyzer/report_format.h"
 
 namespace analyzer {
 namespace {

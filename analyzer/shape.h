@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "collectives.h"
-#include "report_model.h"
-#include "straggler.h"
+#include "analyzer/collectives.h"
+#include "analyzer/report_model.h"
+#include "analyzer/straggler.h"
 
 namespace analyzer {
 

@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <string>
 
-#include "report.h"
-#include "report_expect.h"
-#include "report_render.h"
-#include "report_test_util.h"
+#include "analyzer/report.h"
+#include "analyzer/report_expect.h"
+#include "analyzer/report_render.h"
+#include "analyzer/report_test_util.h"
+#include "analyzer/side_events.h"
 #include "rscore/schema.h"
-#include "side_events.h"
-#include "synth_bundle.h"
+#include "tests/support/synth_bundle.h"
 
 namespace analyzer {
 namespace {

@@ -1,4 +1,4 @@
-#include "side_events.h"
+#include "analyzer/side_events.h"
 
 #include <algorithm>
 #include <set>

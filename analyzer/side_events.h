@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "collectives.h"
+#include "analyzer/collectives.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 

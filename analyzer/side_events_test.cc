@@ -1,4 +1,4 @@
-#include "side_events.h"
+#include "analyzer/side_events.h"
 
 #include <gtest/gtest.h>
 
@@ -7,8 +7,8 @@
 #include <map>
 #include <string>
 
-#include "network.h"
-#include "plots.h"
+#include "analyzer/network.h"
+#include "analyzer/plots.h"
 
 #include "rscore/schema.h"
 

@@ -1,11 +1,11 @@
-#include "straggler.h"
+#include "analyzer/straggler.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 
-#include "clock_bounds.h"
-#include "device_arrival.h"
+#include "analyzer/clock_bounds.h"
+#include "analyzer/device_arrival.h"
 
 namespace analyzer {
 namespace {

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "collectives.h"
-#include "confidence.h"
-#include "device_arrival.h"
-#include "report_model.h"
+#include "analyzer/collectives.h"
+#include "analyzer/confidence.h"
+#include "analyzer/device_arrival.h"
+#include "analyzer/report_model.h"
 
 namespace analyzer {
 

@@ -1,6 +1,6 @@
 // `rankscope-analyze summarize BUNDLE... [-o FILE] [--force]`: each node bundle reduced to its
 // summary (summarize.h), written beside it as NAME.rss unless -o names the one output.
-#include "summarize_command.h"
+#include "analyzer/summarize_command.h"
 
 #include <boost/program_options.hpp>
 

@@ -1,12 +1,12 @@
-#include "svg_charts.h"
+#include "analyzer/svg_charts.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
 
-#include "collectives.h"
-#include "report_format.h"
+#include "analyzer/collectives.h"
+#include "analyzer/report_format.h"
 #include "rscore/text_escape.h"
 
 namespace analyzer {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "report_model.h"
+#include "analyzer/report_model.h"
 
 namespace analyzer {
 

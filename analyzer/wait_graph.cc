@@ -1,4 +1,4 @@
-#include "wait_graph.h"
+#include "analyzer/wait_graph.h"
 
 #include <algorithm>
 #include <functional>
@@ -6,8 +6,8 @@
 #include <set>
 #include <utility>
 
-#include "wait_internal.h"
-#include "wait_words.h"
+#include "analyzer/wait_internal.h"
+#include "analyzer/wait_words.h"
 
 namespace analyzer::wait {
 namespace {

@@ -125,7 +125,7 @@
 #include <string>
 #include <vector>
 
-#include "confidence.h"
+#include "analyzer/confidence.h"
 #include "rscore/nccl_ops.h"
 #include "rscore/op_state.h"
 

@@ -1,14 +1,14 @@
 // The hang engine on hand-built jobs: each test lays out what every rank's record holds and
 // checks the culprit set, the class of the verdict and the chain in words.
-#include "wait_graph.h"
+#include "analyzer/wait_graph.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
 
-#include "wait_test_job.h"
-#include "wait_words.h"
+#include "analyzer/wait_test_job.h"
+#include "analyzer/wait_words.h"
 
 namespace analyzer::wait {
 namespace {

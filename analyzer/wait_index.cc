@@ -3,9 +3,9 @@
 #include <string>
 #include <tuple>
 
-#include "collectives.h"
-#include "hang.h"
-#include "wait_internal.h"
+#include "analyzer/collectives.h"
+#include "analyzer/hang.h"
+#include "analyzer/wait_internal.h"
 
 namespace analyzer::wait {
 

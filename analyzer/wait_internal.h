@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "wait_graph.h"
+#include "analyzer/wait_graph.h"
 
 namespace analyzer::wait {
 

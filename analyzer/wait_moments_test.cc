@@ -6,8 +6,8 @@
 #include <optional>
 #include <string>
 
-#include "wait_graph.h"
-#include "wait_test_job.h"
+#include "analyzer/wait_graph.h"
+#include "analyzer/wait_test_job.h"
 
 namespace analyzer::wait {
 namespace {

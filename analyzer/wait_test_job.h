@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "wait_graph.h"
+#include "analyzer/wait_graph.h"
 
 namespace analyzer::wait::test_job {
 

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <set>
 
-#include "wait_internal.h"
-#include "wait_words.h"
+#include "analyzer/wait_internal.h"
+#include "analyzer/wait_words.h"
 
 namespace analyzer::wait {
 namespace {

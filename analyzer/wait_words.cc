@@ -1,10 +1,10 @@
-#include "wait_words.h"
+#include "analyzer/wait_words.h"
 
 #include <algorithm>
 #include <map>
 #include <set>
 
-#include "report_format.h"
+#include "analyzer/report_format.h"
 #include "rscore/cli.h"
 
 namespace analyzer::wait {

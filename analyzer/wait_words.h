@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "wait_graph.h"
+#include "analyzer/wait_graph.h"
 
 namespace analyzer::wait {
 

@@ -9,8 +9,8 @@
 #include <ctime>
 #include <string>
 
-#include "exporter.h"
-#include "test_input.h"
+#include "exporter/exporter.h"
+#include "exporter/test_input.h"
 
 namespace {
 

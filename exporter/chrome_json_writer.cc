@@ -1,4 +1,4 @@
-#include "chrome_json_writer.h"
+#include "exporter/chrome_json_writer.h"
 
 #include "rscore/json.h"
 #include "rscore/output.h"

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "trace_sink.h"
+#include "exporter/trace_sink.h"
 
 namespace rs::exporter {
 

@@ -1,11 +1,11 @@
-#include "event_reader.h"
+#include "exporter/event_reader.h"
 
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <set>
 
-#include "row_pipeline.h"
+#include "exporter/row_pipeline.h"
 #include "rscore/schema.h"
 
 namespace rs::exporter {

@@ -1,4 +1,4 @@
-#include "export_options.h"
+#include "exporter/export_options.h"
 
 #include <boost/program_options.hpp>
 

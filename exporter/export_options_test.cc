@@ -1,4 +1,4 @@
-#include "export_options.h"
+#include "exporter/export_options.h"
 
 #include <gtest/gtest.h>
 
@@ -58,8 +58,8 @@ TEST(ParseCommandLine, DefaultsAndFormatFromExtension) {
 }
 
 TEST(ParseCommandLine, WindowAndNodes) {
-  auto cl = Parse({"in.rsb", "-o", "x", "--from", "+1s", "--to", "1795763715123456789", "--nodes", "node1, node3",
-                   "--nodes", "node7"});
+  auto cl = Parse({"in.rsb", "-o", "x", "--from", "+1s", "--to", "1795763715123456789", "--nodes",
+                   "node1, node3", "--nodes", "node7"});
   ASSERT_TRUE(cl.ok()) << cl.error().message();
   ASSERT_TRUE(cl->options.from && cl->options.to);
   EXPECT_TRUE(cl->options.from->relative);

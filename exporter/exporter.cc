@@ -1,4 +1,4 @@
-#include "exporter.h"
+#include "exporter/exporter.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "chrome_json_writer.h"
-#include "perfetto_writer.h"
+#include "exporter/chrome_json_writer.h"
+#include "exporter/perfetto_writer.h"
+#include "exporter/track_model.h"
+#include "exporter/verdict_marks.h"
 #include "rscore/bundle.h"
 #include "rscore/output.h"
 #include "rscore/schema.h"
 #include "rscore/time_arg.h"
-#include "track_model.h"
-#include "verdict_marks.h"
 
 namespace rs::exporter {
 namespace {

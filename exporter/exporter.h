@@ -6,9 +6,9 @@
 
 #include <cstdint>
 
-#include "event_reader.h"
-#include "export_options.h"
-#include "timeline.h"
+#include "exporter/event_reader.h"
+#include "exporter/export_options.h"
+#include "exporter/timeline.h"
 
 namespace rs::exporter {
 
@@ -16,9 +16,9 @@ struct ExportResult {
   InputSummary summary;
   TimelineStats stats;
   int64_t tracks = 0;
-  int64_t shown_tracks = 0;  // as the UI shows them: tracks of one merge key counted once
-  int64_t bytes = 0;    // size of the written file
-  int64_t packets = 0;  // protobuf only: TracePackets written
+  int64_t shown_tracks = 0;        // as the UI shows them: tracks of one merge key counted once
+  int64_t bytes = 0;               // size of the written file
+  int64_t packets = 0;             // protobuf only: TracePackets written
   int64_t recording_start_ns = 0;  // the zero of --from/--to offsets (RecordingStartNs)
 };
 

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "exporter.h"
+#include "exporter/exporter.h"
+#include "exporter/test_input.h"
+#include "exporter/trace_check.h"
 #include "rscore/schema.h"
 #include "rscore/sqlite.h"
-#include "test_input.h"
-#include "trace_check.h"
 
 namespace rs::exporter {
 namespace {
@@ -232,8 +232,8 @@ TEST(TraceCell, LongTextIsCutAtACharacterWithItsLength) {
   long_text += "\xc3\xa9";
   long_text += std::string(5000, 'b');
   const std::string cut = TraceCell(long_text.data(), long_text.size());
-  EXPECT_EQ(cut, std::string(kMaxTraceCellBytes - 1, 'a') + "...[truncated: " +
-                     std::to_string(long_text.size()) + " bytes]");
+  EXPECT_EQ(cut, std::string(kMaxTraceCellBytes - 1, 'a') +
+                     "...[truncated: " + std::to_string(long_text.size()) + " bytes]");
 }
 
 }  // namespace

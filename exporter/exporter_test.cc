@@ -1,7 +1,7 @@
 // Exports synthetic clusters (merged db and single bundles) and checks the decoded trace
 // against the database: counts per table, aligned timestamps, flows, in-flight calls,
 // determinism, filters.
-#include "exporter.h"
+#include "exporter/exporter.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -13,12 +13,12 @@
 #include <set>
 #include <sstream>
 
-#include "row_pipeline.h"
+#include "exporter/row_pipeline.h"
+#include "exporter/test_input.h"
+#include "exporter/trace_check.h"
 #include "rscore/bundle.h"
 #include "rscore/comm_hash.h"
 #include "rscore/schema.h"
-#include "test_input.h"
-#include "trace_check.h"
 
 namespace rs::exporter {
 namespace {
@@ -517,7 +517,7 @@ TEST_F(ExportTest, EmptyWindowIsAnErrorNamingTheWindowAndTheRecording) {
     const std::string& m = r.error().message();
     EXPECT_NE(m.find("no event"), std::string::npos) << m;
     EXPECT_NE(m.find(rs::FormatUtc(*start + 3600'000'000'000)), std::string::npos) << m;
-    EXPECT_NE(m.find("+3600"), std::string::npos) << m;              // the window as an offset
+    EXPECT_NE(m.find("+3600"), std::string::npos) << m;                 // the window as an offset
     EXPECT_NE(m.find(rs::FormatUtc(**first)), std::string::npos) << m;  // the recording
     EXPECT_NE(access(o.output.c_str(), F_OK), 0) << "output left behind";
     // The same input without a window still exports.

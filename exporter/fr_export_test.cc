@@ -6,11 +6,11 @@
 #include <cstdlib>
 #include <string>
 
-#include "exporter.h"
+#include "exporter/exporter.h"
+#include "exporter/test_input.h"
+#include "exporter/trace_check.h"
 #include "rscore/bundle.h"
 #include "rscore/schema.h"
-#include "test_input.h"
-#include "trace_check.h"
 
 namespace rs::exporter {
 namespace {

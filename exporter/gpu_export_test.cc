@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
-#include "exporter.h"
+#include "exporter/exporter.h"
+#include "exporter/test_input.h"
+#include "exporter/trace_check.h"
+#include "exporter/track_model.h"
 #include "rscore/bundle.h"
 #include "rscore/comm_hash.h"
 #include "rscore/schema.h"
-#include "test_input.h"
-#include "trace_check.h"
-#include "track_model.h"
 
 namespace rs::exporter {
 namespace {

@@ -1,8 +1,8 @@
 // rankscope-export: a merged db or node bundle -> Perfetto protobuf trace or Chrome JSON.
 #include <cstdio>
 
-#include "export_options.h"
-#include "exporter.h"
+#include "exporter/export_options.h"
+#include "exporter/exporter.h"
 #include "rscore/cli.h"
 #include "rscore/clock.h"
 #include "rscore/output.h"
@@ -84,9 +84,9 @@ int main(int argc, char** argv) {
   }
   // Tracks as the UI shows them, where a device's lanes merge into one.
   const std::string as_shown =
-      r->shown_tracks == r->tracks ? ""
-                                   : " (" + std::to_string(r->shown_tracks) +
-                                         " as shown: each block device's lanes as one)";
+      r->shown_tracks == r->tracks
+          ? ""
+          : " (" + std::to_string(r->shown_tracks) + " as shown: each block device's lanes as one)";
   char what[640];
   std::snprintf(what, sizeof(what),
                 "%lld rows -> %lld slices (%lld in flight), %lld instants, %lld counter "
@@ -94,7 +94,8 @@ int main(int argc, char** argv) {
                 static_cast<long long>(r->summary.rows), static_cast<long long>(s.slices),
                 static_cast<long long>(s.in_flight), static_cast<long long>(s.instants),
                 static_cast<long long>(s.counter_samples), static_cast<long long>(s.flow_events),
-                static_cast<long long>(r->tracks), as_shown.c_str(), static_cast<long long>(r->bytes));
+                static_cast<long long>(r->tracks), as_shown.c_str(),
+                static_cast<long long>(r->bytes));
   std::fprintf(stderr, "rankscope-export: %s\n",
                WroteLine(shown, what, rs::MonotonicNowNs() - started).c_str());
   return kExitOk;

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "test_input.h"
+#include "exporter/test_input.h"
 
 int main(int argc, char** argv) {
   const bool gpu = argc == 4 && std::string(argv[3]) == "gpu";

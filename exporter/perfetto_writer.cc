@@ -1,4 +1,4 @@
-#include "perfetto_writer.h"
+#include "exporter/perfetto_writer.h"
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>

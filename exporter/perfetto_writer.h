@@ -22,8 +22,8 @@
 
 #include <google/protobuf/arena.h>
 
-#include "perfetto_trace.pb.h"
-#include "trace_sink.h"
+#include "exporter/perfetto_trace.pb.h"
+#include "exporter/trace_sink.h"
 
 namespace google::protobuf::io {
 class FileOutputStream;

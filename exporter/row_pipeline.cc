@@ -1,4 +1,4 @@
-#include "row_pipeline.h"
+#include "exporter/row_pipeline.h"
 
 #include <sqlite3.h>
 

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "event_reader.h"
+#include "exporter/event_reader.h"
 
 namespace rs::exporter {
 

@@ -1,4 +1,4 @@
-#include "test_input.h"
+#include "exporter/test_input.h"
 
 #include <unistd.h>
 

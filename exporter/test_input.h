@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "rscore/result.h"
-#include "synth_bundle.h"
+#include "tests/support/synth_bundle.h"
 
 namespace rs::exporter::testing {
 

@@ -1,4 +1,4 @@
-#include "timeline.h"
+#include "exporter/timeline.h"
 
 #include <algorithm>
 #include <climits>

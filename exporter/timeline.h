@@ -27,11 +27,11 @@
 #include <unordered_set>
 #include <vector>
 
-#include "event_reader.h"
-#include "row_pipeline.h"
-#include "trace_sink.h"
-#include "track_model.h"
-#include "verdict_marks.h"
+#include "exporter/event_reader.h"
+#include "exporter/row_pipeline.h"
+#include "exporter/trace_sink.h"
+#include "exporter/track_model.h"
+#include "exporter/verdict_marks.h"
 
 namespace rs::exporter {
 
@@ -60,7 +60,7 @@ class Timeline {
  private:
   struct Pending {
     int64_t ts;
-    int kind;  // 0: slice end, 1: counter decay, 2: device slice begin, 3: a verdict mark
+    int kind;       // 0: slice end, 1: counter decay, 2: device slice begin, 3: a verdict mark
     int64_t order;  // slice ends: later begins end first; counters, device: creation order
     uint32_t track;
     bool operator>(const Pending& o) const {

@@ -1,4 +1,4 @@
-#include "trace_check.h"
+#include "exporter/trace_check.h"
 
 #include <zlib.h>
 

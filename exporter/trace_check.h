@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "perfetto_trace.pb.h"
+#include "exporter/perfetto_trace.pb.h"
 #include "rscore/result.h"
 
 namespace rs::exporter::testing {

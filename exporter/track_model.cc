@@ -1,4 +1,4 @@
-#include "track_model.h"
+#include "exporter/track_model.h"
 
 #include <algorithm>
 #include <climits>
@@ -12,8 +12,8 @@ namespace rs::exporter {
 namespace {
 
 // Sort indexes of a node's own tracks, after its processes: network, process events and
-// counters, then the block devices (kDiskStride apart: a device's lanes, merged into one track in the
-// UI, from its rank on).
+// counters, then the block devices (kDiskStride apart: a device's lanes, merged into one track in
+// the UI, from its rank on).
 constexpr int32_t kNodeChildSort = 1 << 29;
 constexpr int32_t kDiskSort = 1 << 30;
 constexpr int32_t kDiskStride = 1 << 12;
@@ -178,8 +178,8 @@ int32_t TrackModel::ThreadSortIndex(std::string_view node, int64_t pid, int64_t 
   auto key = std::make_tuple(nodes_.find(node)->second, pid, tid);
   auto it = thread_order_.find(key);
   if (it == thread_order_.end()) {
-    it = thread_order_.emplace(key, Clamp(2 + 2 * static_cast<int64_t>(thread_order_.size())))
-             .first;
+    it =
+        thread_order_.emplace(key, Clamp(2 + 2 * static_cast<int64_t>(thread_order_.size()))).first;
   }
   return it->second;
 }
@@ -250,7 +250,8 @@ uint32_t TrackModel::Counter(uint32_t owner, std::string_view what, CounterUnit 
   t.pid = o.pid;
   t.unit = unit;
   // Under a node after its processes; under a process after its threads.
-  t.sort_index = Clamp((o.kind == TrackKind::kNode ? kNodeChildSort : kProcessCounterSort) + NextId());
+  t.sort_index =
+      Clamp((o.kind == TrackKind::kNode ? kNodeChildSort : kProcessCounterSort) + NextId());
   uint32_t idx = Add(std::move(t));
   child_.emplace(key, idx);
   return idx;

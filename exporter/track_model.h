@@ -22,8 +22,8 @@
 #include <tuple>
 #include <vector>
 
-#include "event_reader.h"
-#include "trace_sink.h"
+#include "exporter/event_reader.h"
+#include "exporter/trace_sink.h"
 
 namespace rs::exporter {
 
@@ -91,7 +91,7 @@ class TrackModel {
     std::vector<std::vector<int64_t>> open_ends;  // per lane: ends of open slices (a stack)
   };
   struct Disk {
-    std::string name;     // "node0 / disk sda"
+    std::string name;  // "node0 / disk sda"
     std::string merge_key;
     int32_t sort_index = 0;
     std::vector<uint32_t> lanes;
@@ -125,7 +125,7 @@ class TrackModel {
   std::map<std::tuple<uint32_t, std::string>, uint32_t, std::less<>> child_;  // (parent, name)
   std::map<int64_t, uint32_t> fr_ranks_;  // rank -> its top-level Flight Recorder track
   std::optional<uint32_t> verdict_;
-  std::vector<Lanes> lanes_;              // by logical track index
+  std::vector<Lanes> lanes_;  // by logical track index
   uint64_t next_uuid_ = 1;
   int64_t next_id_ = 1;
 };

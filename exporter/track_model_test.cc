@@ -1,4 +1,4 @@
-#include "track_model.h"
+#include "exporter/track_model.h"
 
 #include <gtest/gtest.h>
 
@@ -62,8 +62,8 @@ TEST(TrackModel, ARanksGpuTrackComesFirstAndEachThreadHasItsSchedulerNext) {
   const uint32_t second = m.Thread("node0", 1234, 1240);
   const uint32_t sched1 = m.SchedTrack("node0", 1234, 1234);
   const uint32_t gpu = m.DeviceTrack("node0", 1234);
-  const uint32_t counter = m.Counter(m.Process("node0", 1234), "run-queue latency",
-                                     CounterUnit::kTimeNs);
+  const uint32_t counter =
+      m.Counter(m.Process("node0", 1234), "run-queue latency", CounterUnit::kTimeNs);
   EXPECT_TRUE(m.track(m.Process("node0", 1234)).explicit_child_order);
   EXPECT_EQ(m.track(gpu).name, "node0 / rank 0 / GPU (NCCL kernels)");
   EXPECT_EQ(m.track(sched1).name, "trainer tid 1234 / scheduler");
@@ -83,9 +83,9 @@ TEST(TrackModel, NestedEndCutsASliceCrossingTheOpenOnesEnd) {
   const uint32_t s = m.SchedTrack("node0", 1234, 1234);
   EXPECT_EQ(m.NestedEnd(s, 0, 100), 100);  // nothing open
   EXPECT_EQ(m.Lane(s, 0, 100), s);
-  EXPECT_EQ(m.NestedEnd(s, 10, 50), 50);    // nests
-  EXPECT_EQ(m.NestedEnd(s, 90, 150), 100);  // crosses 100: cut there
-  EXPECT_EQ(m.Lane(s, 90, 100), s);         // and then fits the track itself
+  EXPECT_EQ(m.NestedEnd(s, 10, 50), 50);     // nests
+  EXPECT_EQ(m.NestedEnd(s, 90, 150), 100);   // crosses 100: cut there
+  EXPECT_EQ(m.Lane(s, 90, 100), s);          // and then fits the track itself
   EXPECT_EQ(m.NestedEnd(s, 100, 150), 150);  // after both ended
 }
 

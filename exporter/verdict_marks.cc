@@ -1,4 +1,4 @@
-#include "verdict_marks.h"
+#include "exporter/verdict_marks.h"
 
 #include <algorithm>
 #include <fstream>

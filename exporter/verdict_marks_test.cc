@@ -8,10 +8,10 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "exporter.h"
+#include "exporter/exporter.h"
+#include "exporter/test_input.h"
+#include "exporter/trace_check.h"
 #include "rscore/bundle.h"
-#include "test_input.h"
-#include "trace_check.h"
 
 namespace rs::exporter {
 namespace {

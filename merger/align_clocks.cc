@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "clock_alignment.h"
+#include "merger/clock_alignment.h"
 
 namespace merge {
 

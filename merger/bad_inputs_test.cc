@@ -6,10 +6,10 @@
 #include <map>
 #include <sstream>
 
-#include "inputs.h"
-#include "merge.h"
-#include "synth_bundle.h"
-#include "test_bundles.h"
+#include "merger/inputs.h"
+#include "merger/merge.h"
+#include "merger/test_bundles.h"
+#include "tests/support/synth_bundle.h"
 
 namespace merge {
 namespace {

@@ -9,9 +9,9 @@
 #include <sstream>
 #include <string>
 
-#include "merge.h"
-#include "synth_bundle.h"
-#include "test_bundles.h"
+#include "merger/merge.h"
+#include "merger/test_bundles.h"
+#include "tests/support/synth_bundle.h"
 
 int main(int argc, char** argv) {
   merge::ConfigureSqlite();  // as rankscope-merge does

@@ -1,4 +1,4 @@
-#include "clock_alignment.h"
+#include "merger/clock_alignment.h"
 
 #include <algorithm>
 #include <cmath>

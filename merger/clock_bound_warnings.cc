@@ -1,4 +1,4 @@
-#include "clock_bound_warnings.h"
+#include "merger/clock_bound_warnings.h"
 
 #include <algorithm>
 #include <set>

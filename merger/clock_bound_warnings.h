@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "clock_alignment.h"
+#include "merger/clock_alignment.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 

@@ -1,4 +1,4 @@
-#include "evidence.h"
+#include "merger/evidence.h"
 
 #include <algorithm>
 #include <limits>

@@ -32,7 +32,7 @@
 #include <string_view>
 #include <vector>
 
-#include "clock_alignment.h"
+#include "merger/clock_alignment.h"
 #include "rscore/call_mode.h"
 
 namespace merge {

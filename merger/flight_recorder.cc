@@ -1,4 +1,4 @@
-#include "flight_recorder.h"
+#include "merger/flight_recorder.h"
 
 #include <sys/stat.h>
 
@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "fr_bounds.h"
-#include "fr_groups.h"
-#include "fr_recording.h"
+#include "merger/fr_bounds.h"
+#include "merger/fr_groups.h"
+#include "merger/fr_recording.h"
 #include "rscore/pickle.h"
 
 namespace merge::fr {

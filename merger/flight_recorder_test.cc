@@ -1,4 +1,4 @@
-#include "flight_recorder.h"
+#include "merger/flight_recorder.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "fr_bounds.h"
+#include "merger/fr_bounds.h"
 
 namespace merge::fr {
 namespace {

@@ -1,4 +1,4 @@
-#include "fr_bounds.h"
+#include "merger/fr_bounds.h"
 
 #include <string>
 #include <vector>

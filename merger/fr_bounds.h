@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "flight_recorder.h"
+#include "merger/flight_recorder.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 

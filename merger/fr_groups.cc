@@ -1,4 +1,4 @@
-#include "fr_groups.h"
+#include "merger/fr_groups.h"
 
 #include <algorithm>
 #include <optional>

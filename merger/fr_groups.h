@@ -25,7 +25,7 @@
 // members (process_groups.members = 'unknown'; fr_import.h says so in a warning).
 #pragma once
 
-#include "flight_recorder.h"
+#include "merger/flight_recorder.h"
 
 namespace merge::fr {
 

@@ -1,12 +1,12 @@
 // How a dump was recorded (fr_recording.h) and its pg_config mapped to groups (fr_groups.h),
 // on dumps shaped as ProcessGroupGloo and ProcessGroupNCCL write them.
-#include "fr_groups.h"
+#include "merger/fr_groups.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "fr_recording.h"
+#include "merger/fr_recording.h"
 
 namespace merge::fr {
 namespace {
@@ -97,12 +97,11 @@ TEST(FrGroups, GlooUnnamedConfigThatCannotBeTiedIsLeftOutWithANote) {
 
   // As PyTorch 2.14 wrote it on every rank of a job with tp and dp subgroups built after the
   // default group: '[0, 1]', the last subgroup's positions, not the default group's members.
-  auto later = ParseDump(
-      DumpText(R"({"": {"name": "", "desc": "", "ranks": "[0, 1]"}})",
-               {E(0, 0, "0", "default_pg", 1, "gloo:allreduce", "scheduled"),
-                E(1, 1, "1", "tp", 1, "gloo:allreduce", "scheduled"),
-                E(2, 2, "3", "dp", 1, "gloo:allreduce", "scheduled")}),
-      "json", "nccl_trace_rank_0.json", 0);
+  auto later = ParseDump(DumpText(R"({"": {"name": "", "desc": "", "ranks": "[0, 1]"}})",
+                                  {E(0, 0, "0", "default_pg", 1, "gloo:allreduce", "scheduled"),
+                                   E(1, 1, "1", "tp", 1, "gloo:allreduce", "scheduled"),
+                                   E(2, 2, "3", "dp", 1, "gloo:allreduce", "scheduled")}),
+                         "json", "nccl_trace_rank_0.json", 0);
   ASSERT_TRUE(later.ok());
   EXPECT_TRUE(later->groups.empty());
   ASSERT_EQ(later->notes.size(), 1u);

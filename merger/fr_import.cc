@@ -1,13 +1,13 @@
-#include "fr_import.h"
+#include "merger/fr_import.h"
 
 #include <algorithm>
 #include <map>
 #include <set>
 #include <utility>
 
+#include "merger/stack_dedup.h"
 #include "rscore/cli.h"
 #include "rscore/text_escape.h"
-#include "stack_dedup.h"
 
 namespace merge {
 namespace {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "clock_alignment.h"
-#include "flight_recorder.h"
+#include "merger/clock_alignment.h"
+#include "merger/flight_recorder.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
@@ -36,7 +36,7 @@ rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<F
 
 }  // namespace merge
 
-#include "inputs.h"
+#include "merger/inputs.h"
 
 namespace merge {
 

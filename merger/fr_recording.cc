@@ -1,4 +1,4 @@
-#include "fr_recording.h"
+#include "merger/fr_recording.h"
 
 #include <cctype>
 #include <set>

@@ -44,7 +44,7 @@
 //             empty       no entry has a record_id.
 #pragma once
 
-#include "flight_recorder.h"
+#include "merger/flight_recorder.h"
 
 namespace merge::fr {
 

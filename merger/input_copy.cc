@@ -1,11 +1,11 @@
-#include "input_copy.h"
-#include "table_copy.h"
+#include "merger/input_copy.h"
+#include "merger/table_copy.h"
 
 #include <set>
 #include <utility>
 
+#include "merger/stack_dedup.h"
 #include "rscore/schema.h"
-#include "stack_dedup.h"
 
 namespace merge {
 namespace {

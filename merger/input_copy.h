@@ -20,12 +20,12 @@
 #include <thread>
 #include <vector>
 
-#include "clock_alignment.h"
-#include "inputs.h"
+#include "merger/clock_alignment.h"
+#include "merger/inputs.h"
+#include "merger/table_copy.h"
 #include "rscore/bundle.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
-#include "table_copy.h"
 
 namespace merge {
 

@@ -1,4 +1,4 @@
-#include "input_copy.h"
+#include "merger/input_copy.h"
 
 #include <gtest/gtest.h>
 

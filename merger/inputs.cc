@@ -1,4 +1,4 @@
-#include "inputs.h"
+#include "merger/inputs.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 #include <thread>
 #include <utility>
 
-#include "flight_recorder.h"
+#include "merger/flight_recorder.h"
 #include "rscore/event_id.h"
 #include "rscore/identity.h"
 #include "rscore/schema.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "rendezvous.h"
+#include "merger/rendezvous.h"
 #include "rscore/bundle.h"
 #include "rscore/result.h"
 

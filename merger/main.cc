@@ -6,8 +6,8 @@
 #include <optional>
 #include <sstream>
 
-#include "merge.h"
-#include "options.h"
+#include "merger/merge.h"
+#include "merger/options.h"
 #include "rscore/cli.h"
 #include "rscore/clock.h"
 #include "rscore/duration.h"

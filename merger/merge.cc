@@ -1,4 +1,4 @@
-#include "merge.h"
+#include "merger/merge.h"
 
 #include <sys/stat.h>
 #include <time.h>
@@ -15,12 +15,16 @@
 #include <thread>
 #include <utility>
 
-#include "clock_bound_warnings.h"
-#include "fr_import.h"
-#include "input_copy.h"
-#include "inputs.h"
-#include "merge_tables.h"
-#include "rendezvous.h"
+#include "merger/clock_bound_warnings.h"
+#include "merger/fr_import.h"
+#include "merger/input_copy.h"
+#include "merger/inputs.h"
+#include "merger/merge_tables.h"
+#include "merger/rendezvous.h"
+#include "merger/split_ranks.h"
+#include "merger/stack_dedup.h"
+#include "merger/table_copy.h"
+#include "merger/wire_clock_check.h"
 #include "rscore/bundle.h"
 #include "rscore/comm_hash.h"
 #include "rscore/duration.h"
@@ -30,10 +34,6 @@
 #include "rscore/sqlite.h"
 #include "rscore/text_escape.h"
 #include "rscore/zstd_file.h"
-#include "split_ranks.h"
-#include "stack_dedup.h"
-#include "table_copy.h"
-#include "wire_clock_check.h"
 
 namespace merge {
 namespace {

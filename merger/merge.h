@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "clock_alignment.h"
+#include "merger/clock_alignment.h"
 #include "rscore/call_mode.h"
 #include "rscore/cli.h"
 #include "rscore/result.h"

@@ -1,4 +1,4 @@
-#include "merge_checks.h"
+#include "merger/merge_checks.h"
 
 #include <gtest/gtest.h>
 

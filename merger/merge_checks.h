@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "clock_alignment.h"
-#include "merge.h"
+#include "merger/clock_alignment.h"
+#include "merger/merge.h"
+#include "merger/test_bundles.h"
 #include "rscore/sqlite.h"
-#include "test_bundles.h"
 
 namespace merge::testing {
 

@@ -9,10 +9,10 @@
 #include <fstream>
 #include <iterator>
 
+#include "merger/test_bundles.h"
 #include "rscore/bundle.h"
 #include "rscore/call_mode.h"
-#include "synth_bundle.h"
-#include "test_bundles.h"
+#include "tests/support/synth_bundle.h"
 
 namespace merge {
 namespace {

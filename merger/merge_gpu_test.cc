@@ -10,11 +10,11 @@
 #include <filesystem>
 #include <sstream>
 
-#include "merge.h"
-#include "merge_checks.h"
+#include "merger/merge.h"
+#include "merger/merge_checks.h"
+#include "merger/test_bundles.h"
 #include "rscore/bundle.h"
-#include "synth_bundle.h"
-#include "test_bundles.h"
+#include "tests/support/synth_bundle.h"
 
 namespace merge {
 namespace {

@@ -1,4 +1,4 @@
-#include "merge_tables.h"
+#include "merger/merge_tables.h"
 
 #include <algorithm>
 #include <iomanip>

@@ -7,13 +7,13 @@
 #include <ostream>
 #include <vector>
 
-#include "clock_alignment.h"
-#include "input_copy.h"
-#include "inputs.h"
-#include "merge.h"
+#include "merger/clock_alignment.h"
+#include "merger/input_copy.h"
+#include "merger/inputs.h"
+#include "merger/merge.h"
+#include "merger/table_copy.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
-#include "table_copy.h"
 
 namespace merge {
 
@@ -33,8 +33,7 @@ void CountDuplicates(std::ostream& log, const std::vector<Input>& inputs,
 // the clock reference).
 rs::Result<void> WriteMergeTables(rs::Db& out, const std::vector<Input>& inputs,
                                   const std::map<int, std::vector<TableCount>>& counts,
-                                  const std::vector<NodeAlignment>& alignment,
-                                  MergeResult& result);
+                                  const std::vector<NodeAlignment>& alignment, MergeResult& result);
 
 // Sets the merged recording's span (metadata start_ns / end_ns and result's), for a merge
 // whose only inputs are Flight Recorder dumps.

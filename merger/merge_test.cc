@@ -1,6 +1,6 @@
 // The merge on synthetic cluster bundles: clock offsets and drift recovered within their
 // bounds, enqueue-only calls never taken as rendezvous, stack dedup, and counts that reconcile.
-#include "merge.h"
+#include "merger/merge.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -9,10 +9,10 @@
 #include <cmath>
 #include <sstream>
 
-#include "merge_checks.h"
-#include "stack_dedup.h"
-#include "synth_bundle.h"
-#include "test_bundles.h"
+#include "merger/merge_checks.h"
+#include "merger/stack_dedup.h"
+#include "merger/test_bundles.h"
+#include "tests/support/synth_bundle.h"
 
 namespace merge {
 namespace {

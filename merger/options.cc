@@ -1,4 +1,4 @@
-#include "options.h"
+#include "merger/options.h"
 
 #include <boost/program_options.hpp>
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "merge.h"
+#include "merger/merge.h"
 #include "rscore/result.h"
 
 namespace merge {

@@ -1,4 +1,4 @@
-#include "rendezvous.h"
+#include "merger/rendezvous.h"
 
 #include <algorithm>
 #include <unordered_map>

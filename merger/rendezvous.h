@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "clock_alignment.h"
-#include "evidence.h"
+#include "merger/clock_alignment.h"
+#include "merger/evidence.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 

@@ -1,5 +1,5 @@
 // Rendezvous extraction from small in-memory bundles: which rows become which evidence.
-#include "rendezvous.h"
+#include "merger/rendezvous.h"
 
 #include <gtest/gtest.h>
 

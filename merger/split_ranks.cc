@@ -1,4 +1,4 @@
-#include "split_ranks.h"
+#include "merger/split_ranks.h"
 
 #include <algorithm>
 #include <map>
@@ -52,8 +52,7 @@ bool Complete(const Split& s) {
   if (!s.parent_nranks || s.nranks_disagree) return false;
   std::set<int64_t> ranks;
   for (const Member& m : s.members) ranks.insert(m.parent_rank);
-  return ranks.size() == s.members.size() &&
-         static_cast<int64_t>(ranks.size()) == *s.parent_nranks;
+  return ranks.size() == s.members.size() && static_cast<int64_t>(ranks.size()) == *s.parent_nranks;
 }
 
 }  // namespace
@@ -62,9 +61,10 @@ rs::Result<SplitRanksResult> DeriveSplitRanks(rs::Db& out) {
   SplitRanksResult result;
   ASSIGN_OR_RETURN(auto splits, ReadSplits(out));
   if (splits.empty()) return result;
-  RETURN_IF_ERROR(out.Exec("CREATE TEMP TABLE split_ranks (node TEXT NOT NULL, pid INTEGER NOT"
-                           " NULL, comm_id_hash INTEGER NOT NULL, rank INTEGER NOT NULL, nranks"
-                           " INTEGER NOT NULL, PRIMARY KEY (node, pid, comm_id_hash))"));
+  RETURN_IF_ERROR(
+      out.Exec("CREATE TEMP TABLE split_ranks (node TEXT NOT NULL, pid INTEGER NOT"
+               " NULL, comm_id_hash INTEGER NOT NULL, rank INTEGER NOT NULL, nranks"
+               " INTEGER NOT NULL, PRIMARY KEY (node, pid, comm_id_hash))"));
   ASSIGN_OR_RETURN(rs::Statement ins,
                    out.Prepare("INSERT OR IGNORE INTO temp.split_ranks VALUES (?,?,?,?,?)"));
   int64_t partial = 0;
@@ -82,9 +82,9 @@ rs::Result<SplitRanksResult> DeriveSplitRanks(rs::Db& out) {
         return std::tie(a.key, a.parent_rank) < std::tie(b.key, b.parent_rank);
       });
       // The child's comm_id_hash as the recorder computed it (split_seq counts from 1).
-      const uint64_t child = rs::SplitCommIdHash(static_cast<uint64_t>(key.first),
-                                                 static_cast<int32_t>(color),
-                                                 static_cast<uint64_t>(key.second - 1));
+      const uint64_t child =
+          rs::SplitCommIdHash(static_cast<uint64_t>(key.first), static_cast<int32_t>(color),
+                              static_cast<uint64_t>(key.second - 1));
       for (size_t i = 0; i < members.size(); ++i) {
         RETURN_IF_ERROR(ins.Bind(1, members[i].node)
                             .Bind(2, members[i].pid)
@@ -96,11 +96,11 @@ rs::Result<SplitRanksResult> DeriveSplitRanks(rs::Db& out) {
       ++result.communicators;
     }
   }
-  RETURN_IF_ERROR(out.Exec(
-      "UPDATE nccl_events SET rank = s.rank, nranks = s.nranks FROM temp.split_ranks s"
-      " WHERE nccl_events.node = s.node AND nccl_events.pid = s.pid"
-      " AND nccl_events.comm_id_hash = s.comm_id_hash AND nccl_events.rank IS NULL"
-      " AND nccl_events.nranks IS NULL"));
+  RETURN_IF_ERROR(
+      out.Exec("UPDATE nccl_events SET rank = s.rank, nranks = s.nranks FROM temp.split_ranks s"
+               " WHERE nccl_events.node = s.node AND nccl_events.pid = s.pid"
+               " AND nccl_events.comm_id_hash = s.comm_id_hash AND nccl_events.rank IS NULL"
+               " AND nccl_events.nranks IS NULL"));
   ASSIGN_OR_RETURN(result.rows, out.QueryInt("SELECT changes()"));
   RETURN_IF_ERROR(out.Exec("DROP TABLE temp.split_ranks"));
   if (partial > 0) {

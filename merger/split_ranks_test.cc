@@ -1,5 +1,5 @@
 // Ranks of split communicators derived from every member's split (split_ranks.h).
-#include "split_ranks.h"
+#include "merger/split_ranks.h"
 
 #include <gtest/gtest.h>
 
@@ -23,9 +23,8 @@ class SplitRanksTest : public ::testing::Test {
   }
   // A member's split of the world (4 ranks), rank `rank` on node n<rank/2>, pid 100+rank.
   void Split(int rank, int color, int key, int seq, int nranks = 4) {
-    Row(rank, "COMM_SPLIT", kWorld, rank, nranks,
-        ", split_color, split_key, split_seq", ", " + std::to_string(color) + ", " +
-                                                  std::to_string(key) + ", " + std::to_string(seq));
+    Row(rank, "COMM_SPLIT", kWorld, rank, nranks, ", split_color, split_key, split_seq",
+        ", " + std::to_string(color) + ", " + std::to_string(key) + ", " + std::to_string(seq));
   }
   // A call of the member on a child (rank unknown to its recorder).
   void Call(int rank, uint64_t comm) {
@@ -35,15 +34,17 @@ class SplitRanksTest : public ::testing::Test {
            std::optional<int> n, const std::string& cols, const std::string& vals) {
     auto opt = [](std::optional<int> v) { return v ? std::to_string(*v) : std::string("NULL"); };
     ASSERT_TRUE(db_.Exec("INSERT INTO nccl_events(node, timestamp_ns, pid, tid, op, rank, nranks,"
-                         " comm_id_hash" + cols + ") VALUES ('n" + std::to_string(rank / 2) +
-                         "', 1, " + std::to_string(100 + rank) + ", 1, '" + op + "', " + opt(r) +
-                         ", " + opt(n) + ", " + std::to_string(comm) + vals + ")")
+                         " comm_id_hash" +
+                         cols + ") VALUES ('n" + std::to_string(rank / 2) + "', 1, " +
+                         std::to_string(100 + rank) + ", 1, '" + op + "', " + opt(r) + ", " +
+                         opt(n) + ", " + std::to_string(comm) + vals + ")")
                     .ok());
   }
   std::string RanksOf(uint64_t comm) {
-    auto st = db_.Prepare("SELECT group_concat(pid || ':' || IFNULL(rank, '-') || '/' ||"
-                          " IFNULL(nranks, '-'), ' ') FROM (SELECT * FROM nccl_events WHERE"
-                          " comm_id_hash = ? AND op = 'ALL_REDUCE' ORDER BY pid)");
+    auto st = db_.Prepare(
+        "SELECT group_concat(pid || ':' || IFNULL(rank, '-') || '/' ||"
+        " IFNULL(nranks, '-'), ' ') FROM (SELECT * FROM nccl_events WHERE"
+        " comm_id_hash = ? AND op = 'ALL_REDUCE' ORDER BY pid)");
     EXPECT_TRUE(st.ok());
     st->Bind(1, comm);
     auto row = st->Step();

@@ -1,4 +1,4 @@
-#include "stack_dedup.h"
+#include "merger/stack_dedup.h"
 
 #include <gtest/gtest.h>
 #include <xxhash.h>

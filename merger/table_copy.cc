@@ -1,4 +1,4 @@
-#include "table_copy.h"
+#include "merger/table_copy.h"
 
 #include <algorithm>
 #include <cstdio>

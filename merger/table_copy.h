@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "clock_alignment.h"
+#include "merger/clock_alignment.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 

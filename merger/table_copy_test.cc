@@ -1,4 +1,4 @@
-#include "table_copy.h"
+#include "merger/table_copy.h"
 
 #include <gtest/gtest.h>
 
@@ -38,8 +38,11 @@ TEST(CopyTables, AHostileTableNameIsOnlyAName) {
   ASSERT_TRUE(rs::CreateSchema(*db, rs::DbKind::kMerged).ok());
   ASSERT_TRUE(db->Exec("ATTACH ':memory:' AS src").ok());
   const std::string hostile = "x\" WHERE 0; DELETE FROM main.metadata; --";
-  ASSERT_TRUE(db->Exec("CREATE TABLE src." + rs::QuoteIdentifier(hostile) + "(a);"
-                       "INSERT INTO src." + rs::QuoteIdentifier(hostile) + " VALUES (1), (2);"
+  ASSERT_TRUE(db->Exec("CREATE TABLE src." + rs::QuoteIdentifier(hostile) +
+                       "(a);"
+                       "INSERT INTO src." +
+                       rs::QuoteIdentifier(hostile) +
+                       " VALUES (1), (2);"
                        "CREATE TEMP TABLE stack_map(old INTEGER PRIMARY KEY, new INTEGER)")
                   .ok());
   const int64_t metadata = db->QueryInt("SELECT COUNT(*) FROM main.metadata").value();

@@ -1,4 +1,4 @@
-#include "test_bundles.h"
+#include "merger/test_bundles.h"
 
 #include <unistd.h>
 

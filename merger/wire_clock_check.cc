@@ -1,4 +1,4 @@
-#include "wire_clock_check.h"
+#include "merger/wire_clock_check.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "clock_alignment.h"
+#include "merger/clock_alignment.h"
 #include "rscore/result.h"
 #include "rscore/wire_clock.h"
 

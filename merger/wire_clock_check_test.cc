@@ -1,4 +1,4 @@
-#include "wire_clock_check.h"
+#include "merger/wire_clock_check.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

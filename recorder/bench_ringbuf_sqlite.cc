@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "bench_ringbuf.skel.h"
+#include "recorder/bench_ringbuf.skel.h"
 #ifdef RANKSCOPE_WITH_SERVE
 #include "analyzer/fleet/node_client.h"
 #include "recorder/serve/server.h"

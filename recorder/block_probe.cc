@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "block.skel.h"
+#include "bpf/block.skel.h"
 
 namespace rec {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "block.h"
+#include "bpf/abi/block.h"
 #include "recorder/kernel_probe.h"
 
 namespace rec {

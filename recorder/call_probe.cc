@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "abi/call.h"
+#include "bpf/abi/call.h"
 #include "recorder/attach_log.h"
 #include "recorder/kernel_probe.h"
 #include "recorder/log.h"

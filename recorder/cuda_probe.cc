@@ -4,7 +4,7 @@
 #include <array>
 #include <vector>
 
-#include "cuda.skel.h"
+#include "bpf/cuda.skel.h"
 #include "recorder/options.h"
 #include "recorder/uprobe_multi.h"
 

@@ -13,7 +13,7 @@
 #include <span>
 #include <string>
 
-#include "abi/cuda.h"
+#include "bpf/abi/cuda.h"
 #include "recorder/call_probe.h"
 #include "rscore/sqlite.h"
 

@@ -1,8 +1,8 @@
-#include "gpu_heartbeat.h"
+#include "recorder/gpu_heartbeat.h"
 
 #include <chrono>
 
-#include "gpu_ring_reader.h"
+#include "recorder/gpu_ring_reader.h"
 #include "rscore/clock.h"
 
 namespace rec {

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "common.h"
+#include "bpf/abi/common.h"
 #include "recorder/attach_log.h"
 #include "recorder/log.h"
 #include "recorder/ring_poller.h"
@@ -87,9 +87,8 @@ rs::Result<void> WriteDropReasons(RecorderContext& ctx, std::string_view source,
   ASSIGN_OR_RETURN(rs::Statement st,
                    ctx.db->Prepare("INSERT OR REPLACE INTO metadata(key, value) VALUES (?, ?)"));
   for (const auto& [reason, n] : reasons) {
-    RETURN_IF_ERROR(st.Bind(1, std::string(source) + "_drops_" + reason)
-                        .Bind(2, std::to_string(n))
-                        .Run());
+    RETURN_IF_ERROR(
+        st.Bind(1, std::string(source) + "_drops_" + reason).Bind(2, std::to_string(n)).Run());
   }
   return rs::Ok();
 }

@@ -22,7 +22,7 @@
 #include <tuple>
 #include <utility>
 
-#include "abi/nccl.h"
+#include "bpf/abi/nccl.h"
 
 namespace rec {
 
@@ -89,7 +89,7 @@ class NcclDecoder {
     int64_t coll_seq = 0;
     uint64_t splits = 0;  // successful ncclCommSplit calls on this communicator
     std::map<int64_t, int64_t> send_seq, recv_seq;  // by peer
-    uint64_t since_ns = 0;  // entry time of the call that made it known
+    uint64_t since_ns = 0;                          // entry time of the call that made it known
   };
   struct GroupDepth {
     int depth = 0;
@@ -105,7 +105,7 @@ class NcclDecoder {
 
   std::map<Key, Comm> comms_;
   std::map<std::pair<int, int>, GroupDepth> group_depth_;  // by (pid, tid)
-  uint64_t now_ns_ = 0;  // entry time of the event being decoded
+  uint64_t now_ns_ = 0;                                    // entry time of the event being decoded
   std::optional<NcclInitInfo> init_;
   uint64_t unknown_comms_ = 0;
   uint64_t abi_mismatches_ = 0;

@@ -1,6 +1,6 @@
 #include "recorder/nccl_probe.h"
 
-#include "nccl.skel.h"
+#include "bpf/nccl.skel.h"
 #include "recorder/options.h"
 #include "recorder/process_table.h"
 #include "recorder/uprobe_multi.h"
@@ -45,11 +45,12 @@ std::span<const ProbedFunction> NcclFunctions(bool setup_only) {
 }
 
 rs::Result<rs::Statement> PrepareNcclInsert(rs::Db& db) {
-  return PrepareInsert(db, "nccl_events",
-                       "id, node, timestamp_ns, duration_ns, pid, tid, op, rank, nranks,"
-                       " comm_id_hash, comm, seq, count, datatype, reduce_op, bytes, peer, root,"
-                       " stream, ret, in_group, state, stack_id, nccl_comm_hash, split_color, split_key,"
-                       " split_seq");
+  return PrepareInsert(
+      db, "nccl_events",
+      "id, node, timestamp_ns, duration_ns, pid, tid, op, rank, nranks,"
+      " comm_id_hash, comm, seq, count, datatype, reduce_op, bytes, peer, root,"
+      " stream, ret, in_group, state, stack_id, nccl_comm_hash, split_color, split_key,"
+      " split_seq");
 }
 
 rs::Result<void> WriteNcclRow(rs::Statement& st, const NcclRow& row, const std::string& node,

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "process.skel.h"
+#include "bpf/process.skel.h"
 
 namespace rec {
 

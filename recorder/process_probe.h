@@ -5,7 +5,7 @@
 #include <span>
 #include <string>
 
-#include "process.h"
+#include "bpf/abi/process.h"
 #include "recorder/kernel_probe.h"
 
 namespace rec {

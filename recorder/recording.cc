@@ -8,7 +8,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "common.h"
+#include "bpf/abi/common.h"
 #include "recorder/interfaces.h"
 #include "recorder/log.h"
 #include "recorder/sched_probe.h"
@@ -284,7 +284,8 @@ void Recording::Loop() {
       // Event ids are 32-bit per recording: a ring that ran this long ends its recording
       // (the stop cut keeps the window); a supervisor (the systemd unit) starts a new one.
       Log("ring: %u events since the recording began, the most one recording numbers; "
-          "ending it (a supervisor starts the next)", ids_->count());
+          "ending it (a supervisor starts the next)",
+          ids_->count());
       summary_.stop_reason = "event_ids";
       return;
     }

@@ -14,11 +14,11 @@
 #include <thread>
 #include <vector>
 
-#include "bench_ringbuf.skel.h"
-#include "common.h"
-#include "kernel_test.h"
+#include "bpf/abi/common.h"
+#include "bpf/abi/sched.h"
+#include "recorder/bench_ringbuf.skel.h"
 #include "recorder/preflight.h"
-#include "sched.h"
+#include "tests/support/kernel_test.h"
 
 namespace rec {
 namespace {

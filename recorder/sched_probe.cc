@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "bpf/sched.skel.h"
 #include "recorder/log.h"
 #include "rscore/clock.h"
-#include "sched.skel.h"
 
 namespace rec {
 namespace {

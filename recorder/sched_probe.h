@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "bpf/abi/sched.h"
 #include "recorder/kernel_probe.h"
-#include "sched.h"
 
 namespace rec {
 

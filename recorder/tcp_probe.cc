@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "tcp.skel.h"
+#include "bpf/tcp.skel.h"
 
 namespace rec {
 

@@ -5,8 +5,8 @@
 #include <span>
 #include <string>
 
+#include "bpf/abi/tcp.h"
 #include "recorder/kernel_probe.h"
-#include "tcp.h"
 
 namespace rec {
 

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "json_rpc.h"
+#include "analyzer/mcp/json_rpc.h"
 #include "rscore/result.h"
 
 namespace analyzer::mcp {

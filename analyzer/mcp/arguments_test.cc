@@ -1,4 +1,4 @@
-#include "arguments.h"
+#include "analyzer/mcp/arguments.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "json_rpc.h"
+#include "analyzer/mcp/json_rpc.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

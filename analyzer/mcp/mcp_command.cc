@@ -1,4 +1,4 @@
-#include "mcp_command.h"
+#include "analyzer/mcp/mcp_command.h"
 
 #include <unistd.h>
 
@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "recording.h"
+#include "analyzer/mcp/recording.h"
+#include "analyzer/mcp/server.h"
 #include "rscore/cli.h"
 #include "rscore/cli_help.h"
-#include "server.h"
 
 namespace po = boost::program_options;
 

@@ -1,4 +1,4 @@
-#include "output_schema.h"
+#include "analyzer/mcp/output_schema.h"
 
 namespace analyzer::mcp::schema {
 namespace {

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "json_rpc.h"
+#include "analyzer/mcp/json_rpc.h"
 
 namespace analyzer::mcp::schema {
 

@@ -1,4 +1,4 @@
-#include "recording.h"
+#include "analyzer/mcp/recording.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,13 +9,13 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "analyzer/call_semantics.h"
+#include "analyzer/query.h"
+#include "analyzer/report.h"
+#include "analyzer/report_filter.h"
+#include "analyzer/report_render.h"
 #include "exporter/event_reader.h"
 #include "merger/merge.h"
-#include "query.h"
-#include "call_semantics.h"
-#include "report.h"
-#include "report_filter.h"
-#include "report_render.h"
 #include "rscore/cli.h"
 #include "rscore/duration.h"
 #include "rscore/time_arg.h"

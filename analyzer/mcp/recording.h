@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "collectives.h"
-#include "json_rpc.h"
-#include "report_model.h"
+#include "analyzer/collectives.h"
+#include "analyzer/mcp/json_rpc.h"
+#include "analyzer/report_model.h"
 #include "rscore/bundle.h"
 #include "rscore/result.h"
 #include "rscore/sqlite.h"

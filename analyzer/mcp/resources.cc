@@ -1,10 +1,10 @@
-#include "resources.h"
+#include "analyzer/mcp/resources.h"
 
 #include <sstream>
 
-#include "query.h"
-#include "report_render.h"
-#include "tool_bounds.h"
+#include "analyzer/mcp/tool_bounds.h"
+#include "analyzer/query.h"
+#include "analyzer/report_render.h"
 
 namespace analyzer::mcp {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "recording.h"
+#include "analyzer/mcp/recording.h"
 #include "rscore/result.h"
 
 namespace analyzer::mcp {

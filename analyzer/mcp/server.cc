@@ -1,4 +1,4 @@
-#include "server.h"
+#include "analyzer/mcp/server.h"
 
 #include <unistd.h>
 
@@ -6,9 +6,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "analyzer/mcp/tool_bounds.h"
 #include "rscore/cli.h"
 #include "rscore/clock.h"
-#include "tool_bounds.h"
 
 namespace analyzer::mcp {
 namespace {

@@ -13,10 +13,10 @@
 #include <string_view>
 #include <vector>
 
-#include "json_rpc.h"
-#include "recording.h"
-#include "resources.h"
-#include "tools.h"
+#include "analyzer/mcp/json_rpc.h"
+#include "analyzer/mcp/recording.h"
+#include "analyzer/mcp/resources.h"
+#include "analyzer/mcp/tools.h"
 
 namespace analyzer::mcp {
 

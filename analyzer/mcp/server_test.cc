@@ -1,6 +1,6 @@
 // The server in process, on synthetic recordings that the server merges itself: a
 // CPU-contention straggler (a directory of bundles) and a hang (two bundle files).
-#include "server.h"
+#include "analyzer/mcp/server.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <sstream>
 
-#include "synth_bundle.h"
-#include "tool_bounds.h"
+#include "analyzer/mcp/tool_bounds.h"
+#include "tests/support/synth_bundle.h"
 
 namespace analyzer::mcp {
 namespace {
@@ -199,14 +199,14 @@ TEST_F(ServerTest, SlowestCollectivesRankByWaitAndNameWhoWasLast) {
   ASSERT_FALSE(r["last_arrivals"].empty());
   EXPECT_EQ(r["last_arrivals"][0]["label"].get<std::string>().rfind("node2 ", 0), 0u) << Dump(r);
   const Json& top = r["collectives"][0];
-  Json opened = Call(s, "explain_collective", {{"comm", top["comm_id_hex"]}, {"seq", top["seq"]}})
-                    ["structuredContent"];
+  Json opened = Call(s, "explain_collective",
+                     {{"comm", top["comm_id_hex"]}, {"seq", top["seq"]}})["structuredContent"];
   EXPECT_EQ(opened["arrival_spread_ns"], top["wait_ns"]);
   EXPECT_EQ(opened["last_arrival"], top["last_arrival"]);
   // By span, and one communicator only; an unknown one is named as such.
-  Json span = Call(s, "slowest_collectives",
-                   {{"by", "span"}, {"comm", top["comm_id_hex"]}, {"limit", 100}})
-                  ["structuredContent"];
+  Json span =
+      Call(s, "slowest_collectives",
+           {{"by", "span"}, {"comm", top["comm_id_hex"]}, {"limit", 100}})["structuredContent"];
   EXPECT_EQ(span["by"], "span");
   for (const Json& c : span["collectives"]) EXPECT_EQ(c["comm_id_hex"], top["comm_id_hex"]);
   EXPECT_FALSE(span["collectives"].empty());
@@ -344,9 +344,9 @@ TEST_F(ServerTest, ExportsATraceIntoTheTraceDirectory) {
   }
   ASSERT_FALSE(unmarked["isError"].get<bool>()) << Dump(unmarked);
   EXPECT_EQ(unmarked["structuredContent"]["verdict_marks"], 0);
-  EXPECT_NE(unmarked["content"][0]["text"].get<std::string>().find(
-                "without the report's verdict marked"),
-            std::string::npos)
+  EXPECT_NE(
+      unmarked["content"][0]["text"].get<std::string>().find("without the report's verdict marked"),
+      std::string::npos)
       << Dump(unmarked);
   std::string e = ErrorText(Call(s, "export_trace", {{"nodes", Json::array({"gpu7"})}}));
   EXPECT_NE(e.find("no node 'gpu7'"), std::string::npos) << e;

@@ -1,4 +1,4 @@
-#include "tool_bounds.h"
+#include "analyzer/mcp/tool_bounds.h"
 
 namespace analyzer::mcp {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "json_rpc.h"
+#include "analyzer/mcp/json_rpc.h"
 
 namespace analyzer::mcp {
 

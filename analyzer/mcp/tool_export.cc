@@ -6,11 +6,11 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "analyzer/mcp/output_schema.h"
+#include "analyzer/mcp/tool_bounds.h"
+#include "analyzer/mcp/tools.h"
 #include "exporter/exporter.h"
-#include "output_schema.h"
 #include "rscore/time_arg.h"
-#include "tool_bounds.h"
-#include "tools.h"
 
 namespace analyzer::mcp {
 namespace {

@@ -4,11 +4,11 @@
 #include <map>
 #include <tuple>
 
-#include "output_schema.h"
-#include "report_render.h"
+#include "analyzer/mcp/output_schema.h"
+#include "analyzer/mcp/tool_bounds.h"
+#include "analyzer/mcp/tools.h"
+#include "analyzer/report_render.h"
 #include "rscore/comm_hash.h"
-#include "tool_bounds.h"
-#include "tools.h"
 
 namespace analyzer::mcp {
 namespace {

@@ -1,11 +1,11 @@
 // query(sql, limit): the read-only SQL of `rankscope-analyze query`, through the same guard
 // (analyzer/query.h: writes, ATTACH, state-changing PRAGMAs and impure functions refused), with
 // the same views (TABLE_v), bounded in rows, characters and time.
-#include "output_schema.h"
-#include "query.h"
+#include "analyzer/mcp/output_schema.h"
+#include "analyzer/mcp/tool_bounds.h"
+#include "analyzer/mcp/tools.h"
+#include "analyzer/query.h"
 #include "rscore/duration.h"
-#include "tool_bounds.h"
-#include "tools.h"
 
 namespace analyzer::mcp {
 namespace {

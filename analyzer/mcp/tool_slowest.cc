@@ -9,12 +9,12 @@
 #include <utility>
 #include <vector>
 
-#include "output_schema.h"
-#include "report_format.h"
+#include "analyzer/mcp/output_schema.h"
+#include "analyzer/mcp/tool_bounds.h"
+#include "analyzer/mcp/tools.h"
+#include "analyzer/report_format.h"
 #include "rscore/comm_hash.h"
 #include "rscore/time_arg.h"
-#include "tool_bounds.h"
-#include "tools.h"
 
 namespace analyzer::mcp {
 namespace {
@@ -83,14 +83,13 @@ rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext&)
   for (const Collective* g : ranked) {
     if (static_cast<int64_t>(out["collectives"].size()) == limit) {
       MarkTruncated(out, "the " + std::to_string(limit) + " slowest of " +
-                             std::to_string(ranked.size()) +
-                             " listed; a larger 'limit' (at most " + std::to_string(kMaxLimit) +
-                             ") or 'comm' lists more");
+                             std::to_string(ranked.size()) + " listed; a larger 'limit' (at most " +
+                             std::to_string(kMaxLimit) + ") or 'comm' lists more");
       break;
     }
     const std::string op = data->calls[g->begin].op;
-    Json last = g->last >= 0 ? Json(data->participants[static_cast<size_t>(g->last)].Label())
-                             : Json();
+    Json last =
+        g->last >= 0 ? Json(data->participants[static_cast<size_t>(g->last)].Label()) : Json();
     if (!last.is_null()) ++last_counts[last.get<std::string>()];
     const int64_t wait = g->last_arrival - g->first_arrival;
     out["collectives"].push_back(
@@ -114,10 +113,12 @@ rs::Result<ToolOutput> Run(Recording& rec, const Args& args, const ToolContext&)
   std::vector<std::pair<std::string, int64_t>> counts(last_counts.begin(), last_counts.end());
   std::stable_sort(counts.begin(), counts.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
-  for (const auto& [label, n] : counts) out["last_arrivals"].push_back({{"label", label}, {"count", n}});
-  std::string head = std::to_string(out["collectives"].size()) + " slowest of " +
-                     std::to_string(ranked.size()) + " collectives by " +
-                     (by_wait ? "the first arrival's wait for the last" : "first arrival to completion");
+  for (const auto& [label, n] : counts)
+    out["last_arrivals"].push_back({{"label", label}, {"count", n}});
+  std::string head =
+      std::to_string(out["collectives"].size()) + " slowest of " + std::to_string(ranked.size()) +
+      " collectives by " +
+      (by_wait ? "the first arrival's wait for the last" : "first arrival to completion");
   if (!counts.empty()) {
     head += "; last among them most often: " + counts[0].first + " (" +
             std::to_string(counts[0].second) + ")";

@@ -4,13 +4,13 @@
 #include <map>
 #include <tuple>
 
-#include "output_schema.h"
+#include "analyzer/mcp/output_schema.h"
+#include "analyzer/mcp/tool_bounds.h"
+#include "analyzer/mcp/tools.h"
 #include "rscore/comm_hash.h"
 #include "rscore/row_window.h"
 #include "rscore/schema.h"
 #include "rscore/time_arg.h"
-#include "tool_bounds.h"
-#include "tools.h"
 
 namespace analyzer::mcp {
 namespace {

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "arguments.h"
-#include "json_rpc.h"
-#include "recording.h"
+#include "analyzer/mcp/arguments.h"
+#include "analyzer/mcp/json_rpc.h"
+#include "analyzer/mcp/recording.h"
 #include "rscore/result.h"
 
 namespace analyzer::mcp {

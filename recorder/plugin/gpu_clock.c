@@ -41,7 +41,7 @@
  * Clock steps: a new bound that contradicts the other kind's (a lower bound above the upper
  * bound, both widened to the new sample's time) means a clock was stepped: both are dropped
  * and calibration starts again from the new sample. */
-#include "gpu_clock.h"
+#include "recorder/plugin/gpu_clock.h"
 
 #include <string.h>
 

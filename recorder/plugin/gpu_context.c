@@ -1,9 +1,9 @@
-#include "gpu_context.h"
+#include "recorder/plugin/gpu_context.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_region.h"
+#include "recorder/plugin/gpu_region.h"
 
 struct rs_gpu_context* rs_gpu_context_new(uint64_t comm_hash, int rank, int nranks,
                                           int api_version) {

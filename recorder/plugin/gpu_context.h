@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "gpu_clock.h"
+#include "recorder/plugin/gpu_clock.h"
 
 #define RS_GPU_API_TIMES 64 /* API calls whose time is kept until their launch */
 

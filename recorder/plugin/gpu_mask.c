@@ -1,4 +1,4 @@
-#include "gpu_mask.h"
+#include "recorder/plugin/gpu_mask.h"
 
 #include <stddef.h>
 #include <stdint.h>

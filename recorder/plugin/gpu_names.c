@@ -1,9 +1,9 @@
-#include "gpu_names.h"
+#include "recorder/plugin/gpu_names.h"
 
 #include <stddef.h>
 #include <string.h>
 
-#include "gpu_ring.h"
+#include "recorder/plugin/gpu_ring.h"
 
 struct name_value {
   const char* name;

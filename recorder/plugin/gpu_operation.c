@@ -1,14 +1,14 @@
-#include "gpu_operation.h"
+#include "recorder/plugin/gpu_operation.h"
 
 #include <stddef.h>
 #include <string.h>
 
-#include "gpu_atomic.h"
-#include "gpu_clock.h"
-#include "gpu_names.h"
-#include "gpu_region.h"
-#include "gpu_ring.h"
-#include "gpu_slots.h"
+#include "recorder/plugin/gpu_atomic.h"
+#include "recorder/plugin/gpu_clock.h"
+#include "recorder/plugin/gpu_names.h"
+#include "recorder/plugin/gpu_region.h"
+#include "recorder/plugin/gpu_ring.h"
+#include "recorder/plugin/gpu_slots.h"
 
 static void late_event(void) {
   struct rs_gpu_ring_header* h = rs_gpu_region_header();

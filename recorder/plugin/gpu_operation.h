@@ -8,8 +8,8 @@
 
 #include <stdint.h>
 
-#include "gpu_context.h"
-#include "gpu_handle.h"
+#include "recorder/plugin/gpu_context.h"
+#include "recorder/plugin/gpu_handle.h"
 #include "rscore/nccl_profiler.h"
 
 /* A Coll or P2p event of either API version, as NCCL described it. */

@@ -34,16 +34,16 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "gpu_atomic.h"
-#include "gpu_context.h"
-#include "gpu_handle.h"
-#include "gpu_mask.h"
-#include "gpu_names.h"
-#include "gpu_operation.h"
-#include "gpu_proxy.h"
-#include "gpu_region.h"
-#include "gpu_ring.h"
-#include "gpu_slots.h"
+#include "recorder/plugin/gpu_atomic.h"
+#include "recorder/plugin/gpu_context.h"
+#include "recorder/plugin/gpu_handle.h"
+#include "recorder/plugin/gpu_mask.h"
+#include "recorder/plugin/gpu_names.h"
+#include "recorder/plugin/gpu_operation.h"
+#include "recorder/plugin/gpu_proxy.h"
+#include "recorder/plugin/gpu_region.h"
+#include "recorder/plugin/gpu_ring.h"
+#include "recorder/plugin/gpu_slots.h"
 #include "rscore/nccl_profiler.h"
 
 #define EXPORT __attribute__((visibility("default")))

@@ -1,11 +1,11 @@
-#include "gpu_proxy.h"
+#include "recorder/plugin/gpu_proxy.h"
 
-#include "gpu_atomic.h"
-#include "gpu_handle.h"
-#include "gpu_operation.h"
-#include "gpu_region.h"
-#include "gpu_ring.h"
-#include "gpu_slots.h"
+#include "recorder/plugin/gpu_atomic.h"
+#include "recorder/plugin/gpu_handle.h"
+#include "recorder/plugin/gpu_operation.h"
+#include "recorder/plugin/gpu_region.h"
+#include "recorder/plugin/gpu_ring.h"
+#include "recorder/plugin/gpu_slots.h"
 
 /* The peer in a ProxyOp handle's bits 48-59 (the slot and generation below): peer + 1, or 0
  * for none / a peer past rank 4094, which the payload cannot hold. The step handle holds its

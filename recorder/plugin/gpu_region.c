@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "gpu_region.h"
+#include "recorder/plugin/gpu_region.h"
 
 #include <errno.h>
 #include <fcntl.h>

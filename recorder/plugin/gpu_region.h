@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "gpu_ring.h"
+#include "recorder/plugin/gpu_ring.h"
 
 /* The region, created if the process has none yet (on_create runs before anyone else can
  * see it); NULL (errno set) if it cannot be made. */

@@ -1,10 +1,10 @@
-#include "gpu_slots.h"
+#include "recorder/plugin/gpu_slots.h"
 
 #include <stddef.h>
 #include <string.h>
 
-#include "gpu_handle.h"
-#include "gpu_region.h"
+#include "recorder/plugin/gpu_handle.h"
+#include "recorder/plugin/gpu_region.h"
 
 struct slot {
   uint64_t word;      /* atomic: generation << 32 | references */

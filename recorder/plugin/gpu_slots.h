@@ -14,14 +14,14 @@
 
 #include <stdint.h>
 
-#include "gpu_ring.h"
+#include "recorder/plugin/gpu_ring.h"
 
 /* What the plugin keeps about an operation besides its record. */
 struct rs_gpu_slot_info {
-  void* owner;         /* the communicator's context */
-  int64_t launch_ns;   /* the kernel launch before it (v5), 0 if none */
-  int64_t start_cb_ns; /* host time of the callback that reported the first channel start */
-  int64_t end_cb_ns;   /* ... of the latest channel stop */
+  void* owner;               /* the communicator's context */
+  int64_t launch_ns;         /* the kernel launch before it (v5), 0 if none */
+  int64_t start_cb_ns;       /* host time of the callback that reported the first channel start */
+  int64_t end_cb_ns;         /* ... of the latest channel stop */
   int64_t recv_delivered_ns; /* the latest RecvGPUWait state of its receive steps (host time
                               * of the callback); 0 if none (gpu_clock.c: the second kind of
                               * upper bound) */

@@ -10,7 +10,7 @@
 #include "recorder/serve/query_service.h"
 #include "recorder/serve/serve_options.h"
 #include "rscore/file_checksum.h"
-#include "synth_bundle.h"
+#include "tests/support/synth_bundle.h"
 
 namespace serve {
 namespace {

@@ -12,6 +12,10 @@
 # to the include path (bpf/ and bpf/abi/ for the probes' shared structs, tests/support/, and the tool
 # folders that a meson.build names with include_directories). Generated headers (*.skel.h,
 # *.pb.h) and rscore's own are not tool code.
+# Every quoted include in a tool folder names its header by its path from the source root
+# ("analyzer/hang.h"; a generated one from the build root: "bpf/nccl.skel.h"), so a header has
+# one name across the tree; a bare or relative name fails. (BPF programs, *.bpf.c, are built by
+# clang with bpf/ and bpf/abi/ on the path, as the kernel's own BPF code is.)
 import os, re, sys
 
 root = sys.argv[1]
@@ -35,7 +39,9 @@ def resolve(including_dir, inc):
     return None
 
 
-found, public, unresolved = set(), set(), []
+# The first part of a rooted include: a top-level folder, or rscore's include root.
+ROOTS = {"recorder", "merger", "analyzer", "exporter", "bpf", "tests", "subprojects", "rscore"}
+found, public, unresolved, unrooted = set(), set(), [], []
 for tool in TOOLS:
     for dirpath, _, files in os.walk(os.path.join(root, tool)):
         for name in sorted(files):
@@ -48,6 +54,8 @@ for tool in TOOLS:
                 if not m:
                     continue
                 inc = m.group(1)
+                if inc.split("/")[0] not in ROOTS and not name.endswith(".bpf.c"):
+                    unrooted.append("%s:%d: \"%s\"" % (rel, n, inc))
                 if inc.startswith("rscore/") or inc.endswith((".skel.h", ".pb.h")):
                     continue
                 target = resolve(dirpath, inc)
@@ -69,8 +77,10 @@ for a, b in gone:
     print("FAIL: %s no longer includes %s: take the edge off the list" % (a, b))
 for u in unresolved:
     print("FAIL: %s resolves nowhere in the source tree" % u)
-if new or gone or unresolved:
+for u in unrooted:
+    print("FAIL: %s is not rooted: name the header by its path from the source root" % u)
+if new or gone or unresolved or unrooted:
     sys.exit(1)
-print("ok: %d includes of other tools' public headers (%s); %d listed debts (%s)" % (
+print("ok: every include rooted; %d includes of other tools' public headers (%s); %d listed debts (%s)" % (
     len(public), ", ".join("%s -> %s" % e for e in sorted(public)),
     len(found), ", ".join("%s -> %s" % e for e in sorted(found))))
