@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench_serve.sh BUILD_DIR [ROUNDS] [SECONDS]: what serving costs the recorder's event path
 # (a benchmark: prints numbers, asserts nothing; results in tests/bench/fleet.md). Runs
-# recorder/bench_ringbuf_sqlite (BPF ring buffer -> event loop -> SQLite, as rankscope-record)
+# tests/bench/bench_ringbuf_sqlite (BPF ring buffer -> event loop -> SQLite, as rankscope-record)
 # in four configurations, interleaved, ROUNDS times:
 #   plain     as rankscope-record without --serve (rollback journal, SQLite single-threaded)
 #   wal       the same with the database in WAL mode (what --serve changes in the recording)
@@ -13,7 +13,7 @@ set -euo pipefail
 BUILD=$(cd "$1" && pwd)
 ROUNDS=${2:-3}
 SECONDS_EACH=${3:-3}
-BENCH=$BUILD/recorder/bench_ringbuf_sqlite
+BENCH=$BUILD/tests/bench/bench_ringbuf_sqlite
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=$(mktemp -d /tmp/bench-serve.XXXX)
 trap 'rm -rf "$WORK"' EXIT
