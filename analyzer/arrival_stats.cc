@@ -12,7 +12,7 @@
 #include "rscore/cli.h"
 #include "rscore/comm_hash.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 namespace {
 
@@ -497,4 +497,4 @@ std::vector<ArrivalStats> AsWaitStats(std::vector<ArrivalStats> stats) {
   return stats;
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

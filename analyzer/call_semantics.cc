@@ -11,7 +11,7 @@
 #include "rscore/nccl_ops.h"
 #include "rscore/schema.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // Per communicator, its collectives' order across nodes on the aligned clocks: an early exit (a
@@ -187,4 +187,4 @@ rs::Result<CollectiveData> LoadComparedCollectives(rs::Db& db, const std::vector
   return data;
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -25,7 +25,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 struct CallSemantics {
   // The recording's, for its wording: 'blocking' | 'enqueue' (every communicator's calls) |
@@ -51,4 +51,4 @@ void MarkEnqueues(CollectiveData& data, const CallSemantics& s);
 rs::Result<CollectiveData> LoadComparedCollectives(rs::Db& db, const std::vector<NodeClock>& clock,
                                                    CallSemantics* sem = nullptr);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -7,7 +7,7 @@
 
 #include "analyzer/report_format.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 // How a resource finding's node compares with the others in lateness, for its summary.
 std::string LatenessPhrase(const NodeExcess& e) {
@@ -332,4 +332,4 @@ std::vector<Cause> LatenessCauses(const CollectiveData& data, int32_t participan
   return out;
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

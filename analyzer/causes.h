@@ -15,7 +15,7 @@
 #include "analyzer/report_model.h"
 #include "analyzer/side_events.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 // Ranked causes, best first, with the numbers behind them. `window_evidence` receives a
 // summary of the windows measured.
@@ -81,4 +81,4 @@ NodeExcess NodeLatenessExcess(const std::vector<ArrivalStats>& node_stats, const
 std::vector<Competitor> CpuCompetitors(const SideEvents& side, const CollectiveData& data,
                                        const std::string& node, const std::vector<int64_t>& pids);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

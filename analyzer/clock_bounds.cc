@@ -5,7 +5,7 @@
 
 #include "rscore/schema.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // The kernel's sync error estimate per node, widened by the reference pair's own read span.
@@ -84,4 +84,4 @@ int64_t PairBound(const std::vector<NodeClock>& clocks, const std::string& a,
   return ba + bb;
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

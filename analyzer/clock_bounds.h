@@ -10,7 +10,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 // `notes` receives data gaps (a node without alignment, a bundle without clock references).
 rs::Result<std::vector<NodeClock>> LoadClocks(rs::Db& db, bool merged,
@@ -19,4 +19,4 @@ rs::Result<std::vector<NodeClock>> LoadClocks(rs::Db& db, bool merged,
 // Error bound of comparing a time on node `a` with one on node `b` (0 for the same node).
 int64_t PairBound(const std::vector<NodeClock>& clocks, const std::string& a, const std::string& b);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -7,7 +7,7 @@
 #include "analyzer/held_index.h"
 #include "rscore/cli.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 std::string SeqWords(int64_t seq) {
   if (seq >= kNcclSeqBase) {
@@ -142,4 +142,4 @@ rs::Result<CollectiveData> LoadCollectives(rs::Db& db) {
   return out;
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

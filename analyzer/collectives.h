@@ -16,7 +16,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 // One process taking part in collectives: (node, pid), with its best known global rank.
 struct Participant {
@@ -181,4 +181,4 @@ std::vector<ArrivalStats> AsWaitStats(std::vector<ArrivalStats> stats);
 // Quantile q (0..1) of v by nearest rank; v is reordered. Returns 0 for an empty v.
 int64_t Quantile(std::vector<int64_t>& v, double q);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

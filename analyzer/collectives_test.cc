@@ -11,7 +11,7 @@
 
 #include "rscore/schema.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 class CollectivesTest : public ::testing::Test {
@@ -510,4 +510,4 @@ TEST(QuantileTest, NearestRank) {
 }
 
 }  // namespace
-}  // namespace analyzer
+}  // namespace rs::analyzer

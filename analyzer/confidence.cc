@@ -6,7 +6,7 @@
 
 #include "rscore/result.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 constexpr std::array<Confidence, 4> kTiers = {Confidence::kUndetermined, Confidence::kLow,
@@ -71,4 +71,4 @@ double TierScore(ScoreBasis basis, Confidence c, double share) {
   return band->floor + band->width * share;
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace analyzer {
+namespace rs::analyzer {
 
 // Ordered: a later tier is more sure.
 enum class Confidence { kUndetermined, kLow, kMedium, kHigh };
@@ -40,4 +40,4 @@ enum class ScoreBasis {
 // its width. A tier the basis never gives is a bug (CHECK).
 double TierScore(ScoreBasis basis, Confidence c, double share);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

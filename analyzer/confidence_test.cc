@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 constexpr Confidence kAll[] = {Confidence::kUndetermined, Confidence::kLow, Confidence::kMedium,
@@ -84,4 +84,4 @@ TEST(ConfidenceDeathTest, TierWithoutBand) {
 }
 
 }  // namespace
-}  // namespace analyzer
+}  // namespace rs::analyzer

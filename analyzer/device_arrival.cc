@@ -9,7 +9,7 @@
 #include "rscore/nccl_ops.h"
 #include "rscore/schema.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 namespace {
 
@@ -282,4 +282,4 @@ WaitOrdering OrderByWaits(const CollectiveData& data, int32_t late, bool other_n
   return out;
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

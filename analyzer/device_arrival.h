@@ -10,7 +10,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 // Before grouping: attaches each collective's gpu_ops row to its call (the first by entry of
 // that participant at that (comm, seq)); a row without a recorded call becomes a call of its
@@ -63,4 +63,4 @@ struct WaitOrdering {
 // participant, or with `other_nodes` those on other nodes (its node-mates are late too).
 WaitOrdering OrderByWaits(const CollectiveData& data, int32_t late, bool other_nodes);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

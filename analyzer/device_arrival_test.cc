@@ -15,7 +15,7 @@
 #include "rscore/schema.h"
 #include "tests/support/synth_bundle.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 using testing::GpuJob;
@@ -510,4 +510,4 @@ TEST(DeviceArrivalTest, JsonCarriesShapeBasisAndTiming) {
 }
 
 }  // namespace
-}  // namespace analyzer
+}  // namespace rs::analyzer

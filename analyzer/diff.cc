@@ -9,7 +9,7 @@
 #include "analyzer/report_format.h"
 #include "rscore/cli.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 DiffSide Side(const Report& r, const CollectiveData& data) {
@@ -307,4 +307,4 @@ Diff BuildDiff(const Report& a, const CollectiveData& ca, const Report& b,
   return d;
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

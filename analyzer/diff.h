@@ -14,7 +14,7 @@
 #include "analyzer/collectives.h"
 #include "analyzer/report_model.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 // One recording as the diff shows it.
 struct DiffSide {
@@ -92,4 +92,4 @@ Diff BuildDiff(const Report& a, const CollectiveData& ca, const Report& b,
 std::string RenderDiffText(const Diff& d, size_t rows);
 std::string RenderDiffJson(const Diff& d);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -84,17 +84,17 @@ rs::Result<DiffArgs> ParseArgs(int argc, char** argv, po::options_description& o
 }
 
 struct Analysed {
-  analyzer::Report report;
-  analyzer::CollectiveData collectives;
+  rs::analyzer::Report report;
+  rs::analyzer::CollectiveData collectives;
 };
 
 rs::Result<Analysed> Analyse(const std::string& path, bool check, rs::cli::Progress& progress) {
   progress.Show(kName + std::string(": analysing ") + rs::EscapeText(path) + "...");
   ASSIGN_OR_RETURN(rs::OpenedDb opened, rs::OpenRankscopeFile(path, check));
   Analysed out;
-  ASSIGN_OR_RETURN(out.report, analyzer::BuildReport(opened));
+  ASSIGN_OR_RETURN(out.report, rs::analyzer::BuildReport(opened));
   ASSIGN_OR_RETURN(out.collectives,
-                   analyzer::LoadComparedCollectives(opened.db(), out.report.clock));
+                   rs::analyzer::LoadComparedCollectives(opened.db(), out.report.clock));
   return out;
 }
 
@@ -136,11 +136,11 @@ int RunDiffCommand(int argc, char** argv) {
     sides[i] = std::move(*analysed);
   }
   progress.Done();
-  const analyzer::Diff d = analyzer::BuildDiff(sides[0]->report, sides[0]->collectives,
+  const rs::analyzer::Diff d = rs::analyzer::BuildDiff(sides[0]->report, sides[0]->collectives,
                                                sides[1]->report, sides[1]->collectives);
   const std::string text = args->format == "json"
-                               ? analyzer::RenderDiffJson(d)
-                               : analyzer::RenderDiffText(d, static_cast<size_t>(args->rows));
+                               ? rs::analyzer::RenderDiffJson(d)
+                               : rs::analyzer::RenderDiffText(d, static_cast<size_t>(args->rows));
   if (auto written = rs::WriteOutputText(*target, text); !written.ok()) {
     std::cerr << kName << ": " << rs::EscapeText(written.error().message()) << "\n";
     return kExitError;

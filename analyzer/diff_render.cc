@@ -6,7 +6,7 @@
 #include "rscore/json.h"
 #include "rscore/text_escape.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 std::string Ns(int64_t ns) { return ns < 0 ? "-" : FormatNs(ns); }
@@ -214,4 +214,4 @@ std::string RenderDiffJson(const Diff& d) {
   return w.str() + "\n";
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -11,7 +11,7 @@
 #include "analyzer/wait_words.h"
 #include "rscore/cli.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // The chains listed in words; the JSON's edges hold the rest.
@@ -383,4 +383,4 @@ rs::Result<FlightRecorderSummary> AnalyzeFlightRecorder(rs::Db& db) {
   return fa;
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

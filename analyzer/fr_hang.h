@@ -15,7 +15,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 // Where a job's records came from, as the hang's words name them.
 struct EngineSource {
@@ -41,4 +41,4 @@ rs::Result<FlightRecorderSummary> AnalyzeFlightRecorder(rs::Db& db);
 // are shown and the confidence lowered), and dumps missing for members are a warning.
 rs::Result<void> AddFlightRecorder(rs::Db& db, Report& r);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -5,7 +5,7 @@
 #include <optional>
 #include <utility>
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 int64_t Median(std::vector<int64_t> v) {
@@ -154,4 +154,4 @@ FrLateness FindFrLateness(const wait::Input& in, bool one_clock) {
   return out;
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -45,7 +45,7 @@
 
 #include "analyzer/wait_graph.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 inline constexpr int64_t kAlignedFloorNs = 1'000'000;      // 1 ms
 inline constexpr int64_t kUnalignedFloorNs = 100'000'000;  // 100 ms
@@ -79,4 +79,4 @@ struct FrLateness {
 // one_clock: every dump's times are on the recording's aligned clock.
 FrLateness FindFrLateness(const wait::Input& in, bool one_clock);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 constexpr int64_t kMs = 1'000'000;
@@ -211,4 +211,4 @@ TEST(FrLateness, TheChainRunsThroughEveryRankThatOnlyWaited) {
 }
 
 }  // namespace
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -8,7 +8,7 @@
 #include "analyzer/fr_hang.h"
 #include "rscore/cli.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 void LowerTo(std::optional<Confidence>& c, Confidence cap) {
@@ -145,4 +145,4 @@ rs::Result<void> AddFlightRecorder(rs::Db& db, Report& r) {
   return rs::Ok();
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -8,7 +8,7 @@
 
 #include "rscore/schema.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 struct PgRow {
@@ -307,4 +307,4 @@ rs::Result<FrJob> ReadFrJob(rs::Db& db) {
   return job;
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -31,7 +31,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 struct FrGroupInfo {
   int64_t id = 0;  // process_groups.id
@@ -60,4 +60,4 @@ rs::Result<FrJob> ReadFrJob(rs::Db& db);
 // "node1 rank 2", or "rank 2" where no recording saw it.
 std::string FrRankLabel(const FrJob& job, int64_t rank);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

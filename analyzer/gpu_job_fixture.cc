@@ -9,7 +9,7 @@
 #include "rscore/schema.h"
 #include "rscore/sqlite.h"
 
-namespace analyzer::testing {
+namespace rs::analyzer::testing {
 namespace {
 
 constexpr int64_t kStart = 1'760'000'000'000'000'000;
@@ -331,4 +331,4 @@ rs::Result<std::string> WriteGpuJob(const GpuJob& job, const std::string& dir) {
   return path;
 }
 
-}  // namespace analyzer::testing
+}  // namespace rs::analyzer::testing

@@ -12,7 +12,7 @@
 
 #include "rscore/result.h"
 
-namespace analyzer::testing {
+namespace rs::analyzer::testing {
 
 struct GpuJob {
   int nodes = 3;
@@ -70,4 +70,4 @@ int64_t JobPid(const GpuJob& job, int rank);
 // Writes dir/job.rsdb and returns its path.
 rs::Result<std::string> WriteGpuJob(const GpuJob& job, const std::string& dir);
 
-}  // namespace analyzer::testing
+}  // namespace rs::analyzer::testing

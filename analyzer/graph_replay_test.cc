@@ -14,7 +14,7 @@
 #include "analyzer/report_test_util.h"
 #include "rscore/sqlite.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 using testing::GpuJob;
@@ -144,4 +144,4 @@ TEST(GraphReplayTest, ACaptureBeforeTheRecorderReadLeavesReplaysOutAndSaysSo) {
 }
 
 }  // namespace
-}  // namespace analyzer
+}  // namespace rs::analyzer

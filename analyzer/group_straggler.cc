@@ -13,7 +13,7 @@
 #include "analyzer/report_format.h"
 #include "analyzer/straggler.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // Fewest compared collectives of a group that count for a rank (below, one slow call decides).
@@ -207,4 +207,4 @@ void AddGroupStragglers(const CollectiveData& data, const std::vector<ArrivalSta
   for (Straggler& s : found) ranked.push_back(std::move(s));
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -18,7 +18,7 @@
 #include "analyzer/side_events.h"
 #include "analyzer/straggler.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 // In each of its groups its mean excess must reach this many standard errors (as a node's
 // against the other nodes, collectives.h NodeExcess). Collectives that follow each other are
@@ -48,4 +48,4 @@ void AddGroupStragglers(const CollectiveData& data, const std::vector<ArrivalSta
                         const LatenessCandidate& lc, const Report& r,
                         std::vector<Straggler>& ranked);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

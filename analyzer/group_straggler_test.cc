@@ -6,7 +6,7 @@
 
 #include "analyzer/report_test_util.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // Four ranks, two per node: tensor-parallel groups {0, 1} (comm 1) and {2, 3} (comm 2), data-
@@ -199,4 +199,4 @@ TEST(GroupStragglerTest, AnUndeterminedVerdictGivesWayADeterminedOneStays) {
 }
 
 }  // namespace
-}  // namespace analyzer
+}  // namespace rs::analyzer

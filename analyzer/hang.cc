@@ -8,7 +8,7 @@
 #include "rscore/comm_hash.h"
 #include "rscore/nccl_ops.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 constexpr size_t kMaxMismatches = 20;
@@ -553,4 +553,4 @@ Straggler HangStraggler(const HangReport& hang, const CollectiveData& data, size
   return s;
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -21,7 +21,7 @@
 #include "analyzer/hang_activity.h"
 #include "analyzer/report_model.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 // A collective counts as hung only when it has been stuck kHangStuckFactor times longer than
 // the communicator's slowest (p99) completed collectives — or, where completion is not seen,
@@ -38,4 +38,4 @@ HangReport AnalyzeHang(const CollectiveData& data,
 // The straggler entry naming a hang culprit (cause 'hang', shape 'hang').
 Straggler HangStraggler(const HangReport& hang, const CollectiveData& data, size_t culprit);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

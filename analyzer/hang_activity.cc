@@ -4,7 +4,7 @@
 #include <map>
 #include <utility>
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // Frames shown per stack: the innermost ones say where it waits.
@@ -154,4 +154,4 @@ rs::Result<void> DescribeActivity(rs::Db& db, const Participant& who,
   return rs::Ok();
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

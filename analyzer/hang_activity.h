@@ -14,7 +14,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 struct CudaWait {
   std::string api;
@@ -37,4 +37,4 @@ rs::Result<std::vector<std::vector<CudaWait>>> LoadCudaInFlight(rs::Db& db,
 rs::Result<void> DescribeActivity(rs::Db& db, const Participant& who,
                                   const std::vector<CudaWait>& in_flight, RankProgress& progress);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

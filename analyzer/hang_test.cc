@@ -13,7 +13,7 @@
 #include "analyzer/report_test_util.h"
 #include "rscore/bundle.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 using testing::GpuJob;
@@ -153,4 +153,4 @@ TEST(HangStatesTest, ARecordingThatEndsMidStepIsNoHang) {
 }
 
 }  // namespace
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -6,7 +6,7 @@
 
 #include "rscore/device_times.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 rs::Result<void> LoadP2pCalls(rs::Db& db, CollectiveData& data) {
   const std::string device_cols =
@@ -117,4 +117,4 @@ std::optional<int64_t> HeldIndex::Held(const Collective& g, const NcclCall& c) c
   return e.ends[i].at;
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

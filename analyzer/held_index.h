@@ -12,7 +12,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 // Loads every send and receive of the participants `data` knows into data.p2p (joined with its
 // gpu_ops row where the recording has that table); call after the collectives are loaded.
@@ -48,4 +48,4 @@ class HeldIndex {
   std::vector<Ends> device_, host_;
 };
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -6,7 +6,7 @@
 #include "analyzer/report_format.h"
 #include "analyzer/shape.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // Lateness comparisons of enqueues, mixed bases and unbounded device conversions are capped
@@ -461,4 +461,4 @@ void FindLateArrivals(Straggler& s, const CollectiveData& data) {
   s.late_arrivals = std::move(all);
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

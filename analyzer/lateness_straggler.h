@@ -11,7 +11,7 @@
 #include "analyzer/side_events.h"
 #include "analyzer/straggler.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 // 'device_start' (every arrival a device start), 'host_entry' (none), 'mixed'; '' for none.
 std::string ArrivalBasis(int64_t device, int64_t all);
@@ -29,4 +29,4 @@ void SetTopCause(Straggler& s);
 // arrival, in time order) and s.late_arrivals_total.
 void FindLateArrivals(Straggler& s, const CollectiveData& data);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -104,8 +104,8 @@ const rs::cli::HelpText kSchemaHelp = {
 // Opens INPUT read-only with the query views, and the read-only guard installed.
 rs::Result<rs::OpenedDb> OpenForQuery(const std::string& input) {
   ASSIGN_OR_RETURN(rs::OpenedDb file, rs::OpenRankscopeFile(input));
-  RETURN_IF_ERROR(analyzer::CreateQueryViews(file.db()));
-  RETURN_IF_ERROR(analyzer::InstallReadOnlyGuard(file.db()));
+  RETURN_IF_ERROR(rs::analyzer::CreateQueryViews(file.db()));
+  RETURN_IF_ERROR(rs::analyzer::InstallReadOnlyGuard(file.db()));
   return file;
 }
 
@@ -180,8 +180,8 @@ int RunSchemaCommand(int argc, char** argv) {
   rs::Result<void> printed = out.ok() ? rs::Ok() : rs::Result<void>(out.error());
   if (printed.ok()) {
     printed = positional.size() == 1
-                  ? analyzer::PrintSchema(opened->db(), **out)
-                  : analyzer::PrintTableSchema(opened->db(), positional[1], **out);
+                  ? rs::analyzer::PrintSchema(opened->db(), **out)
+                  : rs::analyzer::PrintTableSchema(opened->db(), positional[1], **out);
   }
   if (printed.ok()) printed = target->Finish();
   if (!printed.ok()) {
@@ -258,7 +258,7 @@ int RunQueryCommand(int argc, char** argv) {
     return UsageError(kQuery, "expected INPUT and one SQL string, got " +
                                   std::to_string(positional.size()) + " argument(s)");
   }
-  auto fmt = analyzer::ParseOutputFormat(format);
+  auto fmt = rs::analyzer::ParseOutputFormat(format);
   if (!fmt.ok()) return UsageError(kQuery, fmt.error().message());
   if (limit < 0) return UsageError(kQuery, "--limit must be >= 0");
   auto timeout_ns = rs::ParseDuration(timeout);
@@ -283,7 +283,7 @@ int RunQueryCommand(int argc, char** argv) {
     std::cerr << "rankscope-analyze query: " << rs::EscapeText(out.error().message()) << "\n";
     return rs::cli::kExitError;
   }
-  auto stats = analyzer::RunQuery(opened->db(), positional[1],
+  auto stats = rs::analyzer::RunQuery(opened->db(), positional[1],
                                   {*fmt, limit, timeout_ns.value(), timeout}, **out);
   if (!stats.ok()) {
     std::cerr << "rankscope-analyze query: " << rs::EscapeText(stats.error().message()) << "\n";

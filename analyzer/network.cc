@@ -6,7 +6,7 @@
 
 #include "analyzer/report_format.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // Collectives with repairs must take this much longer than those without to be called slowed.
@@ -306,4 +306,4 @@ Straggler NetworkStraggler(const NetworkCandidate& c) {
   return s;
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -15,7 +15,7 @@
 #include "analyzer/report_model.h"
 #include "analyzer/side_events.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 struct NetworkCandidate {
   std::string node;  // empty: no retransmits, or none stands out
@@ -77,4 +77,4 @@ Straggler NetworkStraggler(const NetworkCandidate& c);
 Cause NetworkCause(const NetworkCandidate& c);
 Evidence NetworkEvidence(const NetworkCandidate& c);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

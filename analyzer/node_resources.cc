@@ -9,7 +9,7 @@
 #include "analyzer/causes.h"
 #include "analyzer/report_format.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // A node's requests stand out at this many times the other nodes' mean latency, and by at least
@@ -288,4 +288,4 @@ void ExplainByNodeResources(Straggler& s, const IoCandidate& io, const RunqShare
               "; top cause " + s.cause + " (" + s.causes.front().summary + ")";
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

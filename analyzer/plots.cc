@@ -7,7 +7,7 @@
 
 #include "rscore/cli.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 std::vector<NodeSeries> ToSeries(const std::map<std::string, std::map<int64_t, double>>& m,
@@ -141,4 +141,4 @@ Plots BuildPlots(const CollectiveData& data, const SideEvents& side, int64_t sta
   return p;
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

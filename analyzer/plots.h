@@ -8,11 +8,11 @@
 #include "analyzer/report_model.h"
 #include "analyzer/side_events.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 inline constexpr int kPlotBins = 60;
 
 Plots BuildPlots(const CollectiveData& data, const SideEvents& side, int64_t start_ns,
                  int64_t end_ns);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

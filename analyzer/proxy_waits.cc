@@ -8,7 +8,7 @@
 #include "analyzer/report_format.h"
 #include "rscore/schema.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // A rank's sends stand out on the network at this many times the median of every rank's
@@ -216,4 +216,4 @@ void PlaceProxyWaits(const ProxyWaits& w, std::vector<Straggler>& ranked,
   notes.push_back(note);
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

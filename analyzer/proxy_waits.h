@@ -23,7 +23,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 struct NodeProxyWaits {
   std::string node;
@@ -64,4 +64,4 @@ Evidence ProxyEvidence(const ProxyWaits& w, const NodeProxyWaits& n);
 void PlaceProxyWaits(const ProxyWaits& w, std::vector<Straggler>& ranked,
                      std::vector<Straggler>& observed, std::vector<std::string>& notes);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -14,7 +14,7 @@
 #include "analyzer/report_test_util.h"
 #include "tests/support/synth_bundle.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // Nobody named: a random synthetic cluster may still show a node a few microseconds late
@@ -145,4 +145,4 @@ TEST(ProxyWaits, TimesOffAndPartialAreSaid) {
 }
 
 }  // namespace
-}  // namespace analyzer
+}  // namespace rs::analyzer

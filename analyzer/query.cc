@@ -13,7 +13,7 @@
 #include "rscore/schema.h"
 #include "rscore/text_escape.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 std::string CellText(sqlite3_stmt* st, int col) {
@@ -273,4 +273,4 @@ rs::Result<QueryStats> RunQuery(rs::Db& db, const std::string& sql, const QueryO
   return stats;
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

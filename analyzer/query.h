@@ -10,7 +10,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 enum class OutputFormat { kTable, kCsv, kJson };
 rs::Result<OutputFormat> ParseOutputFormat(const std::string& name);
@@ -49,4 +49,4 @@ using rs::QueryStatement;
 rs::Result<QueryStats> RunQuery(rs::Db& db, const std::string& sql, const QueryOptions& options,
                                 std::ostream& out);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

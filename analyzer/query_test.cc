@@ -8,7 +8,7 @@
 
 #include "rscore/schema.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 QueryOptions Options(OutputFormat format, int64_t limit) {
@@ -270,4 +270,4 @@ TEST_F(QueryTest, SqlErrorsAreReported) {
 }
 
 }  // namespace
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -9,7 +9,7 @@
 #include "analyzer/report_format.h"
 #include "rscore/schema.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 enum class Kind { kLinkError, kRetry, kCongestion, kOther };
@@ -272,4 +272,4 @@ void PlaceRdmaFindings(const RdmaLinks& links, std::vector<Straggler>& ranked,
                   std::to_string(links.with_errors.size()) + " of them");
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

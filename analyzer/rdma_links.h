@@ -31,7 +31,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 struct RdmaIncrease {
   std::string counter;
@@ -72,4 +72,4 @@ Straggler RdmaStraggler(const RdmaPortErrors& p);
 void PlaceRdmaFindings(const RdmaLinks& links, std::vector<Straggler>& ranked,
                        std::vector<Straggler>& observed, std::vector<std::string>& notes);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -14,7 +14,7 @@
 #include "analyzer/report_test_util.h"
 #include "tests/support/synth_bundle.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 using testing::ScratchDir;
@@ -114,4 +114,4 @@ TEST(RdmaLinks, ErrorsDuringWhichNothingWasSlowerAreAnObservation) {
 }
 
 }  // namespace
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -11,7 +11,7 @@
 #include "rscore/cli.h"
 #include "rscore/comm_hash.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // The operation's state and outcome, and since when it has been pending (-1: not pending).
@@ -272,4 +272,4 @@ std::optional<FrJob> RecordedJob(const CollectiveData& data, const std::vector<R
   return job;
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -38,7 +38,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 // One send or receive of a process that also called collectives (data.participants).
 struct RecordedP2p {
@@ -68,4 +68,4 @@ std::optional<FrJob> RecordedJob(const CollectiveData& data, const std::vector<R
                                  const std::set<std::string>& lossy_nodes, int64_t end_ns,
                                  std::string* why);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -9,7 +9,7 @@
 #include "analyzer/recorded_wait_input.h"
 #include "analyzer/wait_graph.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 constexpr int64_t kMs = 1'000'000;
@@ -248,4 +248,4 @@ TEST(RecordedWaitInputTest, NotBuiltWithoutGlobalRanksOrWithUnseenMembers) {
 }
 
 }  // namespace
-}  // namespace analyzer
+}  // namespace rs::analyzer

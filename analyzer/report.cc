@@ -33,7 +33,7 @@
 #include "rscore/duration.h"
 #include "rscore/schema.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // A node whose ranks wait for a CPU also sends its ACKs and segments late: the kernel's
@@ -597,4 +597,4 @@ rs::Result<Report> BuildReport(rs::OpenedDb& opened) {
   return r;
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -8,8 +8,8 @@
 #include "rscore/bundle.h"
 #include "rscore/result.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 rs::Result<Report> BuildReport(rs::OpenedDb& opened);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -25,7 +25,7 @@ namespace po = boost::program_options;
 namespace {
 
 struct ReportArgs {
-  analyzer::ReportFilter filter;
+  rs::analyzer::ReportFilter filter;
   std::string input;
   std::string format = "text";
   std::string output;
@@ -121,19 +121,19 @@ rs::Result<ReportArgs> ParseArgs(int argc, char** argv, po::options_description&
     return rs::Error("--nodes: no node names given (use --nodes node1,node3)");
   }
   if (!ranks.empty()) {
-    ASSIGN_OR_RETURN(a.filter.ranks, analyzer::ParseRanks(ranks));
+    ASSIGN_OR_RETURN(a.filter.ranks, rs::analyzer::ParseRanks(ranks));
   }
   if (!comm.empty()) {
-    ASSIGN_OR_RETURN(a.filter.comm, analyzer::ParseComm(comm));
+    ASSIGN_OR_RETURN(a.filter.comm, rs::analyzer::ParseComm(comm));
   }
   a.input = positional[0];
   return a;
 }
 
 // What --fail-on asked for is in the report.
-bool Found(const analyzer::Report& r, const std::string& what) {
+bool Found(const rs::analyzer::Report& r, const std::string& what) {
   const bool straggler = std::any_of(r.stragglers.begin(), r.stragglers.end(), [](const auto& s) {
-    return analyzer::AtLeastMedium(s.confidence);
+    return rs::analyzer::AtLeastMedium(s.confidence);
   });
   const bool hang = r.hang.detected;
   if (what == "straggler") return straggler;
@@ -158,7 +158,7 @@ int RunReportCommand(int argc, char** argv) {
     std::cout << FormatHelp(kHelp, opts);
     return kExitOk;
   }
-  auto format = analyzer::ParseReportFormat(args->format);
+  auto format = rs::analyzer::ParseReportFormat(args->format);
   if (!format.ok()) {
     std::cerr << kName << ": " << rs::EscapeText(WithHelpHint(format.error().message(), kName))
               << "\n";
@@ -182,8 +182,8 @@ int RunReportCommand(int argc, char** argv) {
     std::cerr << kName << ": " << rs::EscapeText(opened.error().message()) << "\n";
     return kExitError;
   }
-  auto filtered =
-      analyzer::ApplyReportFilter(opened->db(), args->filter, analyzer::RecordingStartNs(*opened));
+  auto filtered = rs::analyzer::ApplyReportFilter(opened->db(), args->filter,
+                                                  rs::analyzer::RecordingStartNs(*opened));
   if (!filtered.ok()) {
     progress.Done();
     std::cerr << kName << ": " << rs::EscapeText(args->input) << ": "
@@ -191,7 +191,7 @@ int RunReportCommand(int argc, char** argv) {
     return kExitError;
   }
   progress.Show(kName + std::string(": analysing ") + rs::EscapeText(args->input) + "...");
-  auto report = analyzer::BuildReport(*opened);
+  auto report = rs::analyzer::BuildReport(*opened);
   if (!report.ok()) {
     progress.Done();
     std::cerr << kName << ": " << rs::EscapeText(args->input) << ": "
@@ -210,7 +210,7 @@ int RunReportCommand(int argc, char** argv) {
   }
   if (args->all_nodes) report->node_rows = 0;
   progress.Done();
-  const std::string text = analyzer::Render(*report, *format);
+  const std::string text = rs::analyzer::Render(*report, *format);
   auto written = rs::WriteOutputText(*target, text);
   if (!written.ok()) {
     std::cerr << kName << ": " << rs::EscapeText(written.error().message()) << "\n";

@@ -7,7 +7,7 @@
 #include "analyzer/report_test_util.h"
 #include "rscore/bundle.h"
 
-namespace analyzer::testing {
+namespace rs::analyzer::testing {
 
 Report ReportOf(const std::string& path) {
   auto opened = rs::OpenRankscopeFile(path);
@@ -51,4 +51,4 @@ synth::ClusterSpec HangOnNode1() {
   return spec;
 }
 
-}  // namespace analyzer::testing
+}  // namespace rs::analyzer::testing

@@ -8,7 +8,7 @@
 #include "analyzer/report.h"
 #include "tests/support/synth_bundle.h"
 
-namespace analyzer::testing {
+namespace rs::analyzer::testing {
 
 // The report of a recording (bundle or merged database); a failure to open or analyse it
 // fails the calling test and gives an empty report.
@@ -25,4 +25,4 @@ std::string NodeLate(const std::string& node, const std::string& also);
 // The synthetic hang: node1's local rank 0 stops entering collectives (its seed printed).
 synth::ClusterSpec HangOnNode1();
 
-}  // namespace analyzer::testing
+}  // namespace rs::analyzer::testing

@@ -9,7 +9,7 @@
 #include "rscore/row_window.h"
 #include "rscore/schema.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 namespace {
 
@@ -288,4 +288,4 @@ rs::Result<std::string> ApplyReportFilter(rs::Db& db, const ReportFilter& f,
   return DescribeFiltered(db, said);
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -20,7 +20,7 @@
 #include "rscore/sqlite.h"
 #include "rscore/time_arg.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 struct ReportFilter {
   std::optional<rs::TimeArg> from, to;
@@ -44,4 +44,4 @@ int64_t RecordingStartNs(const rs::OpenedDb& opened);
 rs::Result<std::string> ApplyReportFilter(rs::Db& db, const ReportFilter& f,
                                           int64_t recording_start_ns);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -5,7 +5,7 @@
 
 #include "analyzer/report_model.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 std::string FormatNs(int64_t ns) {
   double v = static_cast<double>(ns);
@@ -108,4 +108,4 @@ std::string DescribeActivityLine(const Activity& a, int64_t time_zero_ns) {
   return out;
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

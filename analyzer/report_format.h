@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-namespace analyzer {
+namespace rs::analyzer {
 
 // 8930000 -> "8.93 ms"; 1500 -> "1.5 us"; keeps 3 significant digits.
 std::string FormatNs(int64_t ns);
@@ -26,4 +26,4 @@ std::string CallerFrame(const std::string& stack);
 // One line per thing a rank was doing (hang reports): "cudaMemcpy in flight since ...".
 std::string DescribeActivityLine(const struct Activity& a, int64_t time_zero_ns);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

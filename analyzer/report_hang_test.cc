@@ -12,7 +12,7 @@
 #include "rscore/bundle.h"
 #include "tests/support/synth_bundle.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 using testing::HangOnNode1;
@@ -112,9 +112,9 @@ TEST(ReportTest, CollectivesCutOffByTheEndOfTheRecordingAreNoHang) {
 }
 
 }  // namespace
-}  // namespace analyzer
+}  // namespace rs::analyzer
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // A recorder started after the job created its communicators sees NCCL calls without a
@@ -167,4 +167,4 @@ TEST(ReportTest, ANoHangCoversOnlyTheIdentifiedCommunicators) {
 }
 
 }  // namespace
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -7,7 +7,7 @@
 #include "analyzer/report_render.h"
 #include "analyzer/svg_charts.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 constexpr const char* kStyle = R"css(
@@ -361,4 +361,4 @@ std::string RenderHtml(const Report& r) {
   return o.str();
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -5,7 +5,7 @@
 #include "rscore/json.h"
 #include "rscore/time_arg.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 void Values(rs::JsonWriter& w, const std::vector<Value>& values) {
@@ -378,4 +378,4 @@ std::string RenderJson(const Report& r) {
   return w.str() + "\n";
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

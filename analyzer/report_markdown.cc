@@ -6,7 +6,7 @@
 #include "rscore/comm_hash.h"
 #include "rscore/text_escape.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // Text from the recording (node and process names, SQL values) and from the analysis, as
@@ -227,4 +227,4 @@ std::string RenderMarkdown(const Report& r) {
   return o.str();
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

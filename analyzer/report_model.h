@@ -11,7 +11,7 @@
 
 #include "analyzer/confidence.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 // How one node's timestamps relate to the reference clock, and how far they can be off.
 struct NodeClock {
@@ -508,4 +508,4 @@ struct Report {
   Plots plots;
 };
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

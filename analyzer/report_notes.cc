@@ -13,7 +13,7 @@
 #include "rscore/schema.h"
 #include "rscore/time_arg.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 rs::Result<void> AddSourceNotes(rs::Db& db, std::vector<std::string>& notes) {
   ASSIGN_OR_RETURN(rs::Statement st,
@@ -412,4 +412,4 @@ void AddOnsets(Report& r) {
   }
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -15,7 +15,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 // Sources of the recording that were off or dropped events (table sources).
 rs::Result<void> AddSourceNotes(rs::Db& db, std::vector<std::string>& notes);
@@ -59,4 +59,4 @@ void AddOnsets(Report& r);
 // How the retransmits were counted (duplicates, failed attempts, unknown peers).
 void AddRetransmitNotes(const SideEvents& side, Report& r);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -7,7 +7,7 @@
 #include "rscore/comm_hash.h"
 #include "rscore/time_arg.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 rs::Result<ReportFormat> ParseReportFormat(const std::string& name) {
   if (name == "text") return ReportFormat::kText;
@@ -205,4 +205,4 @@ std::string ReadingGuide() {
          "probability, and the shares need not add up to 100%.";
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -7,7 +7,7 @@
 #include "analyzer/report_model.h"
 #include "rscore/result.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 enum class ReportFormat { kText, kJson, kMarkdown, kHtml };
 
@@ -60,4 +60,4 @@ std::string GroupViewCaption();
 // "node1 rank 2" ("node1 pid 4242" where its rank is unknown).
 std::string MemberLabel(const std::string& node, std::optional<int64_t> rank, int64_t pid);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

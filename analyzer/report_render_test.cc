@@ -17,7 +17,7 @@
 #include "tests/support/kernel_test.h"
 #include "tests/support/synth_bundle.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 using testing::ScratchDir;
@@ -338,9 +338,9 @@ TEST(ReportRenderTest, HtmlRendersOfflineWithPlots) {
 }
 
 }  // namespace
-}  // namespace analyzer
+}  // namespace rs::analyzer
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // The flight recorder line names late ranks with their basis, and a rank whose lateness was
@@ -364,4 +364,4 @@ TEST(FlightRecorderLine, NamesLateRanksAndWhereAVictimsLatenessWasTraced) {
 }
 
 }  // namespace
-}  // namespace analyzer
+}  // namespace rs::analyzer

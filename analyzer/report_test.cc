@@ -14,7 +14,7 @@
 #include "rscore/bundle.h"
 #include "tests/support/synth_bundle.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 using testing::ScratchDir;
@@ -496,4 +496,4 @@ TEST(ReportTest, MismatchedCountAtOneSequenceIsReported) {
 }
 
 }  // namespace
-}  // namespace analyzer
+}  // namespace rs::analyzer

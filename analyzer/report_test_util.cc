@@ -12,7 +12,7 @@
 #include "rscore/bundle.h"
 #include "rscore/schema.h"
 
-namespace analyzer::testing {
+namespace rs::analyzer::testing {
 
 ScratchDir::ScratchDir() {
   const char* tmp = std::getenv("TMPDIR");
@@ -95,4 +95,4 @@ void GroupCalls(CollectiveData& data, std::vector<NcclCall> calls) {
   SetArrivals(data);
 }
 
-}  // namespace analyzer::testing
+}  // namespace rs::analyzer::testing

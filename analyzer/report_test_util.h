@@ -12,7 +12,7 @@
 #include "rscore/result.h"
 #include "tests/support/synth_bundle.h"
 
-namespace analyzer::testing {
+namespace rs::analyzer::testing {
 
 // A fresh directory under $TMPDIR (or /tmp), removed with its contents by the destructor.
 class ScratchDir {
@@ -37,4 +37,4 @@ void GroupCalls(CollectiveData& data, std::vector<NcclCall> calls);
 // Seed for randomized tests: $RANKSCOPE_TEST_SEED, else the time. Printed by the caller.
 uint64_t TestSeed();
 
-}  // namespace analyzer::testing
+}  // namespace rs::analyzer::testing

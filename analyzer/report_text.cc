@@ -8,7 +8,7 @@
 #include "rscore/comm_hash.h"
 #include "rscore/text_escape.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 constexpr size_t kTextRanks = 8;
@@ -182,4 +182,4 @@ std::string RenderText(const Report& r) {
   return o.str();
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

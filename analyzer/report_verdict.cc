@@ -5,7 +5,7 @@
 #include "analyzer/confidence.h"
 #include "analyzer/report_format.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // Whether the recording could not see a slow GPU: its NCCL calls only enqueue and no device
@@ -101,4 +101,4 @@ void SetVerdict(Report& r, const std::vector<ArrivalStats>& stats) {
   set("no_straggler", std::move(v));
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -7,10 +7,10 @@
 
 #include "analyzer/report_model.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 // Sets r.verdict and r.verdict_kind once the findings are placed; `stats` are the ranks'
 // arrival statistics.
 void SetVerdict(Report& r, const std::vector<ArrivalStats>& stats);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -8,7 +8,7 @@
 #include "analyzer/report_format.h"
 #include "rscore/cli.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // The value `name` of the first evidence of kind `kind` (any kind where empty).
@@ -140,4 +140,4 @@ void AddClockBoundWarnings(Report& r) {
   }
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -9,7 +9,7 @@
 
 #include "analyzer/report_model.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 // The lateness across nodes `s` rests on: a lateness straggler's margin over the other nodes'
 // ranks (unless its node-mates, on its own host clock, decided it), a resource verdict's median
@@ -30,4 +30,4 @@ void AddClockBoundWarnings(Report& r);
 // AddClockBoundWarnings, which tells resource findings by their empty arrival_basis.
 void NameResourceLatenessBasis(Report& r);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // Four nodes compared on host entries; node1's ranks 300 us later than the others' median.
@@ -133,4 +133,4 @@ TEST(ClockBoundWarnings, OneNodeComparesNothingAcrossClocks) {
 }
 
 }  // namespace
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -4,7 +4,7 @@
 
 #include "analyzer/report_format.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // Host-bound when its host's late enqueues account for at least half of its device lateness:
@@ -149,4 +149,4 @@ Evidence ShapeEvidence(const ShapeSplit& split) {
   return e;
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

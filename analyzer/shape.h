@@ -14,7 +14,7 @@
 #include "analyzer/report_model.h"
 #include "analyzer/straggler.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 // Why a rank's host side is missing, for the texts that say so: why, the prefix of its host
 // side's cause, and why its confidence is capped.
@@ -61,4 +61,4 @@ std::vector<Cause> ShapeCauses(const ShapeSplit& split, std::vector<Cause> host_
 
 Evidence ShapeEvidence(const ShapeSplit& split);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -14,7 +14,7 @@
 #include "rscore/schema.h"
 #include "tests/support/synth_bundle.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 TEST(SharedKernelTest, WaitsBehindTheJobAreMarkedOnlyWhereNodesShareAKernel) {
@@ -119,4 +119,4 @@ TEST(SharedKernelTest, NodesOfTheirOwnAreJudgedWhateverThePidsSay) {
 }
 
 }  // namespace
-}  // namespace analyzer
+}  // namespace rs::analyzer

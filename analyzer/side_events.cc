@@ -6,7 +6,7 @@
 
 #include "rscore/schema.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 void DsackLedger::Sent(std::vector<Retransmit>& all, size_t r, std::optional<int64_t> dsack_dups) {
   if (dsack_dups && last_) {
@@ -325,4 +325,4 @@ rs::Result<SideEvents> LoadSideEvents(rs::Db& db, const std::vector<Participant>
   return out;
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

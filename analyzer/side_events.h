@@ -14,7 +14,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 struct Interval {
   int64_t start = 0, end = 0;
@@ -110,4 +110,4 @@ std::vector<Interval> UnionOf(std::vector<Interval> v);
 // Strips an IPv4-mapped IPv6 prefix so both spellings of one address match.
 std::string NormalizeAddress(const std::string& addr);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

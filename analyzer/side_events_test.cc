@@ -12,7 +12,7 @@
 
 #include "rscore/schema.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // An in-memory merged database holding the rows `sql` inserts.
@@ -427,4 +427,4 @@ TEST(NetworkTest, RetransmitsInAFewCollectivesAreNotHighConfidence) {
 }
 
 }  // namespace
-}  // namespace analyzer
+}  // namespace rs::analyzer

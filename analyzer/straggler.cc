@@ -7,7 +7,7 @@
 #include "analyzer/clock_bounds.h"
 #include "analyzer/device_arrival.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 // A margin alone stands out when it is this many times the others' own spread; backed by a
@@ -216,4 +216,4 @@ void RateCandidate(LatenessCandidate& c) {
   c.score = TierScore(ScoreBasis::kLateness, c.confidence, frac);
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -16,7 +16,7 @@
 #include "analyzer/device_arrival.h"
 #include "analyzer/report_model.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 struct LatenessCandidate {
   int32_t participant = -1;  // -1: nobody stands out; else the latest rank (representative)
@@ -64,4 +64,4 @@ void RateCandidate(LatenessCandidate& c);
 // Binomial z-score of `hits` in `n` trials of probability p.
 double BinomialZ(int64_t hits, int64_t n, double p);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

@@ -9,7 +9,7 @@
 #include "analyzer/report_format.h"
 #include "rscore/text_escape.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 namespace {
 
 constexpr int kWidth = 1000;
@@ -327,4 +327,4 @@ std::string NodeBarsSvg(const Plots& p, const std::vector<NodeSeries>& series,
   return o.str();
 }
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

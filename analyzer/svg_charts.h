@@ -10,7 +10,7 @@
 
 #include "analyzer/report_model.h"
 
-namespace analyzer {
+namespace rs::analyzer {
 
 std::string HtmlEscape(const std::string& s);
 
@@ -31,4 +31,4 @@ std::string NodeBarsSvg(const Plots& p, const std::vector<NodeSeries>& series,
                         const std::set<std::string>& marked, const std::string& id,
                         const std::string& y_label, const std::string& unit);
 
-}  // namespace analyzer
+}  // namespace rs::analyzer

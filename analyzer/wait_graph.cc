@@ -9,7 +9,7 @@
 #include "analyzer/wait_internal.h"
 #include "analyzer/wait_words.h"
 
-namespace analyzer::wait {
+namespace rs::analyzer::wait {
 namespace {
 
 // Rule 7: at most this many mismatches are listed (each one a line of the report); all of
@@ -342,4 +342,4 @@ Result Analyze(const Input& in) {
   return out;
 }
 
-}  // namespace analyzer::wait
+}  // namespace rs::analyzer::wait

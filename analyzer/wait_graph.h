@@ -129,7 +129,7 @@
 #include "rscore/nccl_ops.h"
 #include "rscore/op_state.h"
 
-namespace analyzer::wait {
+namespace rs::analyzer::wait {
 
 // How a rank's operation ended, as its record says.
 enum class Outcome : uint8_t {
@@ -291,4 +291,4 @@ struct Result {
 
 Result Analyze(const Input& in);
 
-}  // namespace analyzer::wait
+}  // namespace rs::analyzer::wait

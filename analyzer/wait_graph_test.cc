@@ -10,7 +10,7 @@
 #include "analyzer/wait_test_job.h"
 #include "analyzer/wait_words.h"
 
-namespace analyzer::wait {
+namespace rs::analyzer::wait {
 namespace {
 
 using namespace test_job;  // NOLINT: the job builder
@@ -489,4 +489,4 @@ TEST(WaitWords, RanksPhrase) {
 }
 
 }  // namespace
-}  // namespace analyzer::wait
+}  // namespace rs::analyzer::wait

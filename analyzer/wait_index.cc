@@ -7,7 +7,7 @@
 #include "analyzer/hang.h"
 #include "analyzer/wait_internal.h"
 
-namespace analyzer::wait {
+namespace rs::analyzer::wait {
 
 using rs::NcclOp;
 
@@ -364,4 +364,4 @@ std::vector<FieldMismatch> FindMismatches(const Index& ix) {
   return out;
 }
 
-}  // namespace analyzer::wait
+}  // namespace rs::analyzer::wait

@@ -12,7 +12,7 @@
 
 #include "analyzer/wait_graph.h"
 
-namespace analyzer::wait {
+namespace rs::analyzer::wait {
 
 // Lookups over the input: per rank and group its collectives in sequence order, and the
 // outcome of every operation (the input's, changed by rule 5).
@@ -110,4 +110,4 @@ End ClassifySink(const EndsContext& ctx, int64_t rank);
 // Verdict, culprits, confidence, times and the operation named (rules 7 to 10).
 void Decide(const EndsContext& ctx, Result& out);
 
-}  // namespace analyzer::wait
+}  // namespace rs::analyzer::wait

@@ -9,7 +9,7 @@
 #include "analyzer/wait_graph.h"
 #include "analyzer/wait_test_job.h"
 
-namespace analyzer::wait {
+namespace rs::analyzer::wait {
 namespace {
 
 using namespace test_job;  // NOLINT: the job builder
@@ -244,4 +244,4 @@ TEST(WaitGraph, APipelineCycleInWrappedRingsIsNoProvenDeadlock) {
 }
 
 }  // namespace
-}  // namespace analyzer::wait
+}  // namespace rs::analyzer::wait

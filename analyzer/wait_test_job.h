@@ -9,7 +9,7 @@
 
 #include "analyzer/wait_graph.h"
 
-namespace analyzer::wait::test_job {
+namespace rs::analyzer::wait::test_job {
 
 using rs::NcclOp;
 using rs::OpState;
@@ -79,4 +79,4 @@ inline const End* EndOf(const Result& r, int64_t rank) {
   return nullptr;
 }
 
-}  // namespace analyzer::wait::test_job
+}  // namespace rs::analyzer::wait::test_job

@@ -5,7 +5,7 @@
 #include "analyzer/wait_internal.h"
 #include "analyzer/wait_words.h"
 
-namespace analyzer::wait {
+namespace rs::analyzer::wait {
 namespace {
 
 const Edge* FirstEdgeInto(const EndsContext& ctx, int64_t rank) {
@@ -398,4 +398,4 @@ void Decide(const EndsContext& ctx, Result& out) {
   out.reason = Reason(ctx.ix.in, out);
 }
 
-}  // namespace analyzer::wait
+}  // namespace rs::analyzer::wait

@@ -7,7 +7,7 @@
 #include "analyzer/report_format.h"
 #include "rscore/cli.h"
 
-namespace analyzer::wait {
+namespace rs::analyzer::wait {
 namespace {
 
 // A chain is cut after this many hops, and a hop shows at most this many distinct
@@ -317,4 +317,4 @@ std::string Reason(const Input& in, const Result& r) {
   return "";
 }
 
-}  // namespace analyzer::wait
+}  // namespace rs::analyzer::wait

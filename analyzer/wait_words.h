@@ -11,7 +11,7 @@
 
 #include "analyzer/wait_graph.h"
 
-namespace analyzer::wait {
+namespace rs::analyzer::wait {
 
 // "rank 2", "ranks 9 and 14", "ranks 0-63" (runs where there are many).
 std::string RanksPhrase(const std::vector<int64_t>& sorted);
@@ -33,4 +33,4 @@ std::vector<std::string> Chains(const Input& in, const Result& r, size_t max_lin
 // Why the verdict is none, undetermined or stuck in an operation; '' for the others.
 std::string Reason(const Input& in, const Result& r);
 
-}  // namespace analyzer::wait
+}  // namespace rs::analyzer::wait

@@ -8,7 +8,7 @@
 
 #include "merger/clock_alignment.h"
 
-namespace merge {
+namespace rs::merge {
 
 int64_t NodeAlignment::Apply(int64_t local_ns) const {
   int64_t out = local_ns - offset_ns;
@@ -125,4 +125,4 @@ std::vector<NodeAlignment> AlignClocks(const std::vector<NodeClock>& nodes,
   return out;
 }
 
-}  // namespace merge
+}  // namespace rs::merge

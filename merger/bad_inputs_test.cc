@@ -11,7 +11,7 @@
 #include "merger/test_bundles.h"
 #include "tests/support/synth_bundle.h"
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 using testing::TempDir;
@@ -320,4 +320,4 @@ TEST_F(BadInputs, FileChangedAfterValidationIsNotCopied) {
 }
 
 }  // namespace
-}  // namespace merge
+}  // namespace rs::merge

@@ -10,7 +10,7 @@
 #include <random>
 #include <utility>
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 double Median(std::vector<double> v) {
@@ -494,4 +494,4 @@ PairEstimate EstimatePair(std::vector<PairConstraint> cs, int64_t anchor_ns,
   return est;
 }
 
-}  // namespace merge
+}  // namespace rs::merge

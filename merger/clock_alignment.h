@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-namespace merge {
+namespace rs::merge {
 
 // What an observation's exits rest on (evidence.h), strongest first.
 enum class Evidence { kDevice, kBlockingCall, kSyncAfter, kCommInit };
@@ -175,4 +175,4 @@ std::vector<NodeAlignment> AlignClocks(const std::vector<NodeClock>& nodes,
                                        const std::vector<Rendezvous>& rendezvous,
                                        int reference = -1, const AlignOptions& opt = {});
 
-}  // namespace merge
+}  // namespace rs::merge

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <random>
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 // A hand-built cluster: node k's clock reads true + offset[k] + drift[k]*1e-6*(true - t0).
@@ -448,4 +448,4 @@ TEST(NodeAlignment, ApplyFormula) {
 }
 
 }  // namespace
-}  // namespace merge
+}  // namespace rs::merge

@@ -10,7 +10,7 @@
 #include "rscore/enqueue.h"
 #include "rscore/schema.h"
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 // Collectives only: they rendezvous every rank, which is what lateness compares.
@@ -115,4 +115,4 @@ std::vector<std::string> ClockBoundWarnings(const std::vector<NodeAlignment>& al
   return out;
 }
 
-}  // namespace merge
+}  // namespace rs::merge

@@ -12,7 +12,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace merge {
+namespace rs::merge {
 
 // The median duration of a merged database's collectives: the profiler plugin's device
 // durations (gpu_ops: device_end_ns - device_start_ns) where it has any, else the completed
@@ -34,4 +34,4 @@ rs::Result<CollectiveDurations> MeasureCollectiveDurations(rs::Db& merged);
 std::vector<std::string> ClockBoundWarnings(const std::vector<NodeAlignment>& alignment,
                                             const CollectiveDurations& durations);
 
-}  // namespace merge
+}  // namespace rs::merge

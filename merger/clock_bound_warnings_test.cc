@@ -4,7 +4,7 @@
 
 #include "rscore/schema.h"
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 rs::Db MergedDb() {
@@ -135,4 +135,4 @@ TEST(ClockBoundWarnings, NamesEveryNodeWhoseBoundExceedsTheMedian) {
 }
 
 }  // namespace
-}  // namespace merge
+}  // namespace rs::merge

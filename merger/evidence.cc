@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 int64_t Median(std::vector<int64_t> v) {
@@ -112,4 +112,4 @@ std::optional<int64_t> FirstSyncExit(const std::vector<SyncCall>& syncs, int64_t
   return std::nullopt;
 }
 
-}  // namespace merge
+}  // namespace rs::merge

@@ -35,7 +35,7 @@
 #include "merger/clock_alignment.h"
 #include "rscore/call_mode.h"
 
-namespace merge {
+namespace rs::merge {
 
 using rs::CallMode;
 
@@ -108,4 +108,4 @@ struct SyncCall {
 std::optional<int64_t> FirstSyncExit(const std::vector<SyncCall>& syncs, int64_t after_ns,
                                      std::optional<int64_t> stream);
 
-}  // namespace merge
+}  // namespace rs::merge

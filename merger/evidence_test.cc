@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 HostCall Call(int64_t entry, int64_t exit, bool gpu = false,
@@ -151,4 +151,4 @@ TEST(Observe, InitsAreCommInitEvidence) {
 }
 
 }  // namespace
-}  // namespace merge
+}  // namespace rs::merge

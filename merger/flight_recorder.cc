@@ -15,7 +15,7 @@
 #include "merger/fr_recording.h"
 #include "rscore/pickle.h"
 
-namespace merge::fr {
+namespace rs::merge::fr {
 namespace {
 
 using Json = nlohmann::json;
@@ -456,4 +456,4 @@ std::string DatatypeFromTorch(std::string_view dtype) {
   return lower;
 }
 
-}  // namespace merge::fr
+}  // namespace rs::merge::fr

@@ -28,7 +28,7 @@
 
 #include "rscore/result.h"
 
-namespace merge::fr {
+namespace rs::merge::fr {
 
 struct Frame {
   std::string name, file;
@@ -128,4 +128,4 @@ std::string OpFromProfilingName(std::string_view profiling_name);
 // PyTorch's dtype name -> nccl_events.datatype ('Float' -> 'float32').
 std::string DatatypeFromTorch(std::string_view dtype);
 
-}  // namespace merge::fr
+}  // namespace rs::merge::fr

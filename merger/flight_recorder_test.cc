@@ -8,7 +8,7 @@
 
 #include "merger/fr_bounds.h"
 
-namespace merge::fr {
+namespace rs::merge::fr {
 namespace {
 
 // A directory of its own for the test's files, removed with everything in it.
@@ -224,4 +224,4 @@ TEST(FlightRecorder, Names) {
 }
 
 }  // namespace
-}  // namespace merge::fr
+}  // namespace rs::merge::fr

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-namespace merge::fr {
+namespace rs::merge::fr {
 namespace {
 
 // "256 KiB", "2 MiB".
@@ -115,4 +115,4 @@ rs::Result<void> BoundValues(Dump& dump) {
   return rs::Ok();
 }
 
-}  // namespace merge::fr
+}  // namespace rs::merge::fr

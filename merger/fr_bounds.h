@@ -24,7 +24,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace merge::fr {
+namespace rs::merge::fr {
 
 inline constexpr int64_t kMaxFrValueBytes = rs::kMaxValueBytes / 16;  // 256 KiB
 // A process group's ranks as JSON (process_groups.ranks, a row of few other values): half the
@@ -39,4 +39,4 @@ inline constexpr std::string_view kTruncatedMarker = " [truncated by rankscope-m
 // Bounds every value of `dump` as above; the cut ones are listed in dump.truncated.
 rs::Result<void> BoundValues(Dump& dump);
 
-}  // namespace merge::fr
+}  // namespace rs::merge::fr

@@ -5,7 +5,7 @@
 #include <set>
 #include <utility>
 
-namespace merge::fr {
+namespace rs::merge::fr {
 namespace {
 
 constexpr std::string_view kDefaultGroupDesc = "default_pg";
@@ -83,4 +83,4 @@ void ResolveGroups(Dump& dump) {
   }
 }
 
-}  // namespace merge::fr
+}  // namespace rs::merge::fr

@@ -27,10 +27,10 @@
 
 #include "merger/flight_recorder.h"
 
-namespace merge::fr {
+namespace rs::merge::fr {
 
 // Rewrites dump.groups: the unnamed pg_config entry named after the group it belongs to, or
 // left out with a note in dump.notes.
 void ResolveGroups(Dump& dump);
 
-}  // namespace merge::fr
+}  // namespace rs::merge::fr

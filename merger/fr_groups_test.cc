@@ -8,7 +8,7 @@
 
 #include "merger/fr_recording.h"
 
-namespace merge::fr {
+namespace rs::merge::fr {
 namespace {
 
 // One entry as JSON text.
@@ -191,4 +191,4 @@ TEST(FrRecording, NewerMinorVersionIsReadWithANote) {
 }
 
 }  // namespace
-}  // namespace merge::fr
+}  // namespace rs::merge::fr

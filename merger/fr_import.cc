@@ -9,7 +9,7 @@
 #include "rscore/cli.h"
 #include "rscore/text_escape.h"
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 struct RecordedRank {
@@ -370,9 +370,9 @@ rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<F
   return result;
 }
 
-}  // namespace merge
+}  // namespace rs::merge
 
-namespace merge {
+namespace rs::merge {
 
 FrPlan PlanFlightRecorder(std::vector<std::string>& files, int first_id, std::ostream& log) {
   FrPlan plan;
@@ -433,4 +433,4 @@ FrPlan PlanFlightRecorder(std::vector<std::string>& files, int first_id, std::os
   return plan;
 }
 
-}  // namespace merge
+}  // namespace rs::merge

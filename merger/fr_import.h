@@ -16,7 +16,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace merge {
+namespace rs::merge {
 
 struct FrInput {
   int input_id = 0;
@@ -34,11 +34,11 @@ rs::Result<FrImportResult> ImportFlightRecorder(rs::Db& out, const std::vector<F
                                                 const std::vector<NodeAlignment>& alignment,
                                                 std::ostream& log);
 
-}  // namespace merge
+}  // namespace rs::merge
 
 #include "merger/inputs.h"
 
-namespace merge {
+namespace rs::merge {
 
 // The Flight Recorder dumps among `files` (told by their first bytes), taken out of `files`
 // and read: each becomes an Input, 'merged' with its dump or 'skipped' with why (a pickle that
@@ -52,4 +52,4 @@ struct FrPlan {
 };
 FrPlan PlanFlightRecorder(std::vector<std::string>& files, int first_id, std::ostream& log);
 
-}  // namespace merge
+}  // namespace rs::merge

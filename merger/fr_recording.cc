@@ -3,7 +3,7 @@
 #include <cctype>
 #include <set>
 
-namespace merge::fr {
+namespace rs::merge::fr {
 namespace {
 
 std::string Timing(const Dump& dump) {
@@ -72,4 +72,4 @@ void DescribeRecording(Dump& dump) {
   Ring(dump);
 }
 
-}  // namespace merge::fr
+}  // namespace rs::merge::fr

@@ -46,7 +46,7 @@
 
 #include "merger/flight_recorder.h"
 
-namespace merge::fr {
+namespace rs::merge::fr {
 
 // Sets dump.backend, timing, first/last_record_id and ring from its entries; a dump of
 // several backends gets a note.
@@ -55,4 +55,4 @@ void DescribeRecording(Dump& dump);
 // 'nccl' for 'nccl:all_reduce', "" for a name without a prefix.
 std::string BackendOf(std::string_view profiling_name);
 
-}  // namespace merge::fr
+}  // namespace rs::merge::fr

@@ -7,7 +7,7 @@
 #include "merger/stack_dedup.h"
 #include "rscore/schema.h"
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 // Tables a part holds that are not copied by transfer: stacks are deduplicated against the
@@ -200,4 +200,4 @@ void PartPipeline::Discard(std::shared_ptr<void> garbage) {
   work_.notify_one();
 }
 
-}  // namespace merge
+}  // namespace rs::merge

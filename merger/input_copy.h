@@ -27,7 +27,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace merge {
+namespace rs::merge {
 
 // Per-table counts of one copied input. The stacks row is added by the caller once every input
 // is in (see StacksFirstHeld); stack_rows is its rows_in.
@@ -97,4 +97,4 @@ class PartPipeline {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace merge
+}  // namespace rs::merge

@@ -4,7 +4,7 @@
 
 #include "rscore/schema.h"
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 // A merged-schema database file with `rows` sched_events rows from id `first` (and one
@@ -93,4 +93,4 @@ TEST_F(AddEventTablesTest, RowsThatDoNotReconcileAreAnError) {
 }
 
 }  // namespace
-}  // namespace merge
+}  // namespace rs::merge

@@ -19,7 +19,7 @@
 #include "rscore/text_escape.h"
 #include "rscore/time_arg.h"
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 constexpr int64_t kMaxKey = 0x7fffffff;
@@ -383,4 +383,4 @@ rs::Result<std::string> ReopenInput(const Input& in) {
   return in.image->sqlite_path();
 }
 
-}  // namespace merge
+}  // namespace rs::merge

@@ -15,7 +15,7 @@
 #include "rscore/bundle.h"
 #include "rscore/result.h"
 
-namespace merge {
+namespace rs::merge {
 
 // Files as given, directories replaced by their *.rsb files and Flight Recorder dumps
 // (nccl_trace_rank_N: a pickle or JSON whose name ends in a rank), sorted by name.
@@ -65,4 +65,4 @@ std::vector<Input> PlanInputs(const std::vector<std::string>& files, std::ostrea
 // mid-merge should rerun rather than get a mix of old and new files) or has no image.
 rs::Result<std::string> ReopenInput(const Input& in);
 
-}  // namespace merge
+}  // namespace rs::merge

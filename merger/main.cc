@@ -22,8 +22,8 @@
 int main(int argc, char** argv) {
   using namespace rs::cli;
   const int64_t started = rs::MonotonicNowNs();
-  merge::ConfigureSqlite();
-  auto cl = merge::ParseCommandLine(argc, argv);
+  rs::merge::ConfigureSqlite();
+  auto cl = rs::merge::ParseCommandLine(argc, argv);
   if (!cl.ok()) {
     std::cerr << "rankscope-merge: "
               << rs::EscapeText(WithHelpHint(cl.error().message(), "rankscope-merge")) << "\n";
@@ -57,19 +57,19 @@ int main(int argc, char** argv) {
       IsStdio(cl->merge.out_path) ? "standard output" : rs::EscapeText(cl->merge.out_path);
   std::ostringstream quiet_sink;
   std::ostream& log = cl->quiet ? static_cast<std::ostream&>(quiet_sink) : std::cerr;
-  auto result = merge::Merge(cl->merge, log);
+  auto result = rs::merge::Merge(cl->merge, log);
   if (!result.ok()) {
     if (cl->quiet) std::cerr << quiet_sink.str();
     std::cerr << "rankscope-merge: " << rs::EscapeText(result.error().message()) << "\n";
     return kExitError;
   }
-  const merge::MergeResult& r = *result;
-  std::vector<const merge::NodeAlignment*> nodes;
-  for (const merge::NodeAlignment& a : r.alignment) nodes.push_back(&a);
+  const rs::merge::MergeResult& r = *result;
+  std::vector<const rs::merge::NodeAlignment*> nodes;
+  for (const rs::merge::NodeAlignment& a : r.alignment) nodes.push_back(&a);
   std::sort(nodes.begin(), nodes.end(),
             [](const auto* a, const auto* b) { return NaturalLess(a->node, b->node); });
   if (!cl->quiet) {
-    for (const merge::NodeAlignment* a : nodes) {
+    for (const rs::merge::NodeAlignment* a : nodes) {
       // Readable units; the exact nanoseconds are in the database (man rankscope-merge).
       std::cerr << "  clock " << rs::EscapeText(a->node) << ": " << a->method << " offset "
                 << rs::FormatDuration(a->offset_ns) << " +- "
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
   for (const std::string& w : r.warnings) {
     std::cerr << "rankscope-merge: warning: " << rs::EscapeText(w) << "\n";
   }
-  for (const merge::InputSummary& in : r.inputs) {
+  for (const rs::merge::InputSummary& in : r.inputs) {
     if (in.status == "skipped") {
       std::cerr << "rankscope-merge: warning: skipped " << rs::EscapeText(in.file) << ": "
                 << rs::EscapeText(in.reason) << "\n";

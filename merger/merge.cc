@@ -35,7 +35,7 @@
 #include "rscore/text_escape.h"
 #include "rscore/zstd_file.h"
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 using rs::BaseOf;
@@ -553,4 +553,4 @@ rs::Result<MergeResult> Merge(const MergeOptions& opt, std::ostream& log) {
                    rs::ErrorKind::kNoSpace);
 }
 
-}  // namespace merge
+}  // namespace rs::merge

@@ -12,7 +12,7 @@
 #include "rscore/cli.h"
 #include "rscore/result.h"
 
-namespace merge {
+namespace rs::merge {
 
 struct MergeOptions {
   std::vector<std::string> inputs;         // bundle files and/or directories of bundles
@@ -69,4 +69,4 @@ void ConfigureSqlite();
 // name and linked into place when complete (rscore/output.h); '-' copies it to standard output.
 rs::Result<MergeResult> Merge(const MergeOptions& options, std::ostream& log);
 
-}  // namespace merge
+}  // namespace rs::merge

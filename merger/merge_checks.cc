@@ -9,7 +9,7 @@
 
 #include "rscore/bundle.h"
 
-namespace merge::testing {
+namespace rs::merge::testing {
 
 int64_t Int(rs::Db& db, const std::string& sql) {
   auto v = db.QueryInt(sql);
@@ -133,4 +133,4 @@ std::vector<std::string> Contents(rs::Db& db) {
   return out;
 }
 
-}  // namespace merge::testing
+}  // namespace rs::merge::testing

@@ -11,7 +11,7 @@
 #include "merger/test_bundles.h"
 #include "rscore/sqlite.h"
 
-namespace merge::testing {
+namespace rs::merge::testing {
 
 // The integer `sql` returns; -1 (and a failure) when it fails.
 int64_t Int(rs::Db& db, const std::string& sql);
@@ -44,4 +44,4 @@ NodeAlignment StoredAlignment(rs::Db& db, const std::string& node);
 // Every row of every table, as text, sorted: equal for equal databases.
 std::vector<std::string> Contents(rs::Db& db);
 
-}  // namespace merge::testing
+}  // namespace rs::merge::testing

@@ -14,7 +14,7 @@
 #include "rscore/call_mode.h"
 #include "tests/support/synth_bundle.h"
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 struct CliRun {
@@ -315,4 +315,4 @@ TEST_F(MergeCli, HelpDocumentsExitStatus) {
 }
 
 }  // namespace
-}  // namespace merge
+}  // namespace rs::merge

@@ -16,7 +16,7 @@
 #include "rscore/bundle.h"
 #include "tests/support/synth_bundle.h"
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 using testing::Contents;
@@ -361,4 +361,4 @@ TEST_F(MergeEvidence, AnEnqueuesEntryAndExitAreNeverARendezvous) {
 }
 
 }  // namespace
-}  // namespace merge
+}  // namespace rs::merge

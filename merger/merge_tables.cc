@@ -8,7 +8,7 @@
 #include "rscore/schema.h"
 #include "rscore/text_escape.h"
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 rs::Result<void> WriteAlignment(rs::Db& db, const std::vector<NodeAlignment>& al) {
@@ -188,4 +188,4 @@ std::map<int, std::vector<TableCount>> InputCounts(std::map<int, InputCopy>& cop
   return counts;
 }
 
-}  // namespace merge
+}  // namespace rs::merge

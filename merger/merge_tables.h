@@ -15,7 +15,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace merge {
+namespace rs::merge {
 
 // Every input's row counts: its stack counts in input order (`first_held`: the stack rows
 // each input was the first to bring), then the tables it copied; the event rows written are
@@ -39,4 +39,4 @@ rs::Result<void> WriteMergeTables(rs::Db& out, const std::vector<Input>& inputs,
 // whose only inputs are Flight Recorder dumps.
 rs::Result<void> SetSpan(rs::Db& out, int64_t start_ns, int64_t end_ns, MergeResult& result);
 
-}  // namespace merge
+}  // namespace rs::merge

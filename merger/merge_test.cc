@@ -14,7 +14,7 @@
 #include "merger/test_bundles.h"
 #include "tests/support/synth_bundle.h"
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 using testing::Contents;
@@ -367,4 +367,4 @@ TEST_F(MergeSynth, MergedDatabaseIsNotAnInput) {
 }
 
 }  // namespace
-}  // namespace merge
+}  // namespace rs::merge

@@ -5,7 +5,7 @@
 #include "rscore/cli.h"
 #include "rscore/cli_help.h"
 
-namespace merge {
+namespace rs::merge {
 
 namespace po = boost::program_options;
 
@@ -71,4 +71,4 @@ rs::Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   return cl;
 }
 
-}  // namespace merge
+}  // namespace rs::merge

@@ -7,7 +7,7 @@
 #include "merger/merge.h"
 #include "rscore/result.h"
 
-namespace merge {
+namespace rs::merge {
 
 struct CommandLine {
   MergeOptions merge;
@@ -21,4 +21,4 @@ struct CommandLine {
 // Parses argv with Boost.Program_options; its exceptions become an Error naming the flag.
 rs::Result<CommandLine> ParseCommandLine(int argc, const char* const* argv);
 
-}  // namespace merge
+}  // namespace rs::merge

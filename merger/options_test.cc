@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 rs::Result<CommandLine> Parse(std::vector<const char*> args) {
@@ -47,4 +47,4 @@ TEST(Options, HelpNeedsNothingElse) {
 }
 
 }  // namespace
-}  // namespace merge
+}  // namespace rs::merge

@@ -11,7 +11,7 @@
 #include "rscore/nccl_ops.h"
 #include "rscore/schema.h"
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 // Completed, successful, ungrouped collectives and inits.
@@ -187,4 +187,4 @@ rs::Result<int64_t> NodeMaxErrorNs(rs::Db& db) {
   return row ? st.Int(0) : int64_t{-1};
 }
 
-}  // namespace merge
+}  // namespace rs::merge

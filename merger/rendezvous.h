@@ -17,7 +17,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace merge {
+namespace rs::merge {
 
 // What Take found besides the rendezvous.
 struct RendezvousSummary {
@@ -63,4 +63,4 @@ class RendezvousCollector {
 // span of that reference pair), in ns; -1 when no reference carries one.
 rs::Result<int64_t> NodeMaxErrorNs(rs::Db& db);
 
-}  // namespace merge
+}  // namespace rs::merge

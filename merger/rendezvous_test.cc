@@ -5,7 +5,7 @@
 
 #include "rscore/schema.h"
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 constexpr int64_t kComm = 77;
@@ -313,4 +313,4 @@ TEST(RendezvousCollector, AnObservationThatContradictsItselfIsDropped) {
 }
 
 }  // namespace
-}  // namespace merge
+}  // namespace rs::merge

@@ -7,7 +7,7 @@
 
 #include "rscore/comm_hash.h"
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 struct Member {
@@ -113,4 +113,4 @@ rs::Result<SplitRanksResult> DeriveSplitRanks(rs::Db& out) {
   return result;
 }
 
-}  // namespace merge
+}  // namespace rs::merge

@@ -17,7 +17,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace merge {
+namespace rs::merge {
 
 struct SplitRanksResult {
   int64_t communicators = 0;  // children whose rank and nranks were derived
@@ -28,4 +28,4 @@ struct SplitRanksResult {
 // Fills nccl_events.rank and nranks where NULL on the rows of split communicators.
 rs::Result<SplitRanksResult> DeriveSplitRanks(rs::Db& out);
 
-}  // namespace merge
+}  // namespace rs::merge

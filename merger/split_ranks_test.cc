@@ -8,7 +8,7 @@
 #include "rscore/comm_hash.h"
 #include "rscore/schema.h"
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 constexpr int64_t kWorld = 777;
@@ -113,4 +113,4 @@ TEST_F(SplitRanksTest, KnownRanksStay) {
 }
 
 }  // namespace
-}  // namespace merge
+}  // namespace rs::merge

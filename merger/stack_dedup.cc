@@ -2,7 +2,7 @@
 
 #include <xxhash.h>
 
-namespace merge {
+namespace rs::merge {
 
 int64_t StackId(std::string_view frames) {
   return static_cast<int64_t>(XXH64(frames.data(), frames.size(), 0));
@@ -62,4 +62,4 @@ rs::Result<std::map<int, int64_t>> StacksFirstHeld(rs::Db& db) {
   return out;
 }
 
-}  // namespace merge
+}  // namespace rs::merge

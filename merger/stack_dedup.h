@@ -10,7 +10,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace merge {
+namespace rs::merge {
 
 // The stack id of a frames text: xxh64 (seed 0) as a signed 64-bit integer.
 int64_t StackId(std::string_view frames);
@@ -35,4 +35,4 @@ rs::Result<void> RecordStackOrigins(rs::Db& db, int input_id, const std::string&
 // Input id -> number of stacks it was the first to hold.
 rs::Result<std::map<int, int64_t>> StacksFirstHeld(rs::Db& db);
 
-}  // namespace merge
+}  // namespace rs::merge

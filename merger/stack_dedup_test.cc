@@ -5,7 +5,7 @@
 
 #include "rscore/schema.h"
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 TEST(StackId, IsXxh64OfTheFramesAsSigned) {
@@ -60,4 +60,4 @@ TEST(StacksFirstHeld, CreditsTheLowestInputWhateverTheRecordingOrder) {
 }
 
 }  // namespace
-}  // namespace merge
+}  // namespace rs::merge

@@ -8,7 +8,7 @@
 
 #include "rscore/schema.h"
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 // Tables of the merged db that are not copied row by row from inputs.
@@ -167,4 +167,4 @@ rs::Result<std::vector<TableCount>> CopyTables(rs::Db& out, const CopySpec& spec
   return counts;
 }
 
-}  // namespace merge
+}  // namespace rs::merge

@@ -14,7 +14,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace merge {
+namespace rs::merge {
 
 struct CopySpec {
   std::string schema;         // name the input is attached under
@@ -52,4 +52,4 @@ rs::Result<std::vector<TableCount>> CopyTables(rs::Db& out, const CopySpec& spec
 // The tables of `schema` ('main' or an attached name), without SQLite's own, by name.
 rs::Result<std::vector<std::string>> Tables(rs::Db& db, const std::string& schema);
 
-}  // namespace merge
+}  // namespace rs::merge

@@ -4,7 +4,7 @@
 
 #include "rscore/schema.h"
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 TEST(AlignedExpr, IsApply) {
@@ -118,4 +118,4 @@ TEST(CopyTables, RenamesShiftsAlignsAndCounts) {
 }
 
 }  // namespace
-}  // namespace merge
+}  // namespace rs::merge

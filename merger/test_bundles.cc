@@ -11,7 +11,7 @@
 #include "rscore/bundle.h"
 #include "rscore/zstd_file.h"
 
-namespace merge::testing {
+namespace rs::merge::testing {
 
 TempDir::TempDir() {
   const char* t = std::getenv("TMPDIR");
@@ -86,4 +86,4 @@ rs::Result<rs::Db> OpenMerged(const std::string& path) {
   return rs::Db::Open(path, rs::Db::Mode::kReadOnly);
 }
 
-}  // namespace merge::testing
+}  // namespace rs::merge::testing

@@ -8,7 +8,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace merge::testing {
+namespace rs::merge::testing {
 
 // A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
 class TempDir {
@@ -39,4 +39,4 @@ rs::Result<void> WriteEmptyBundle(const std::string& path, const std::string& no
 // Opens a merged db for queries.
 rs::Result<rs::Db> OpenMerged(const std::string& path);
 
-}  // namespace merge::testing
+}  // namespace rs::merge::testing

@@ -11,7 +11,7 @@
 #include "rscore/path.h"
 #include "rscore/wire_clock_file.h"
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 std::string Ms(int64_t ns) {
@@ -82,4 +82,4 @@ std::vector<WireClockCheck> CheckWireClocks(const std::vector<NodeAlignment>& al
   return out;
 }
 
-}  // namespace merge
+}  // namespace rs::merge

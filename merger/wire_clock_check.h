@@ -14,7 +14,7 @@
 #include "rscore/result.h"
 #include "rscore/wire_clock.h"
 
-namespace merge {
+namespace rs::merge {
 
 // The wire clocks of clock_offsets.json in each input directory, or beside each input file
 // (each file read once; a node in several: the first). `files` gets the files read. A file
@@ -37,4 +37,4 @@ struct WireClockCheck {
 std::vector<WireClockCheck> CheckWireClocks(const std::vector<NodeAlignment>& alignment,
                                             const std::vector<rs::WireClock>& wire);
 
-}  // namespace merge
+}  // namespace rs::merge

@@ -7,7 +7,7 @@
 
 #include "rscore/wire_clock_file.h"
 
-namespace merge {
+namespace rs::merge {
 namespace {
 
 NodeAlignment Aligned(const std::string& node, int64_t offset, int64_t bound,
@@ -99,4 +99,4 @@ TEST(WireClockCheckTest, ReadsTheFileBesideTheInputs) {
 }
 
 }  // namespace
-}  // namespace merge
+}  // namespace rs::merge

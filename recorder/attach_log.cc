@@ -2,7 +2,7 @@
 
 #include "recorder/log.h"
 
-namespace rec {
+namespace rs::rec {
 
 AttachLog::AttachLog(rs::Db* db, std::string node, bool verbose)
     : db_(db), node_(std::move(node)), verbose_(verbose) {}
@@ -44,4 +44,4 @@ void AttachLog::Record(const std::string& kind, const std::string& target,
   if (!r.ok() && write_status_.ok()) write_status_ = r;
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -9,7 +9,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace rec {
+namespace rs::rec {
 
 struct Attachment {
   std::string kind;    // 'tracepoint', 'nccl', 'cudart', 'cuda'
@@ -22,7 +22,7 @@ struct Attachment {
 
 class AttachLog {
  public:
-  // `db` may be null (rows are kept in memory only). Log lines go to rec::Log.
+  // `db` may be null (rows are kept in memory only). Log lines go to rs::rec::Log.
   AttachLog(rs::Db* db, std::string node, bool verbose);
 
   void Record(const std::string& kind, const std::string& target, const std::string& symbol,
@@ -42,4 +42,4 @@ class AttachLog {
   rs::Result<void> write_status_;
 };
 
-}  // namespace rec
+}  // namespace rs::rec

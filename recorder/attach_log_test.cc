@@ -9,7 +9,7 @@
 
 #include "recorder/test_db.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 std::string Captured(FILE* f) {
@@ -59,4 +59,4 @@ TEST(AttachLog, VerboseLogsSuccesses) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

@@ -6,7 +6,7 @@
 
 #include "bpf/block.skel.h"
 
-namespace rec {
+namespace rs::rec {
 
 std::string_view BlockOpFromRwbs(std::string_view rwbs) {
   if (rwbs.empty()) return "other";
@@ -95,4 +95,4 @@ rs::Result<void> BlockProbe::Start(RecorderContext& ctx) {
   return AttachAndPoll(ctx, skel->maps.block_rb);
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -10,7 +10,7 @@
 #include "bpf/abi/block.h"
 #include "recorder/kernel_probe.h"
 
-namespace rec {
+namespace rs::rec {
 
 // The operation the kernel's rwbs letters describe: 'read' | 'write' | 'flush' | 'discard' |
 // 'other'. A leading 'F' is a preflush in front of the data operation.
@@ -48,4 +48,4 @@ class BlockProbe : public KernelProbe {
   BlockEventWriter writer_;
 };
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -11,7 +11,7 @@
 
 #include "recorder/test_db.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 using testing::Bytes;
@@ -135,4 +135,4 @@ TEST(BlockEventWriter, WritesTheNameOfEveryDeviceSeen) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

@@ -18,7 +18,7 @@
 #include "recorder/uprobe_multi.h"
 #include "rscore/clock.h"
 
-namespace rec {
+namespace rs::rec {
 
 CallProbe::~CallProbe() {
   Shutdown();
@@ -310,4 +310,4 @@ rs::Result<void> CallProbe::Finish(RecorderContext& ctx) {
   return rs::Ok();
 }
 
-}  // namespace rec
+}  // namespace rs::rec

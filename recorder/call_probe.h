@@ -26,7 +26,7 @@
 #include "recorder/probe.h"
 #include "recorder/symbolize.h"
 
-namespace rec {
+namespace rs::rec {
 
 class CallProbe : public Probe {
  public:
@@ -201,4 +201,4 @@ rs::Result<CallProbe::Skeleton> CallProbe::LoadSkeleton(
                   skel->maps.lib_maps};
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -8,7 +8,7 @@
 #include "recorder/options.h"
 #include "recorder/uprobe_multi.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 // cudaMemcpyKind values, used for the driver's directional copies too.
@@ -255,4 +255,4 @@ std::unique_ptr<Probe> MakeCudaProbe(const RecorderOptions& opts) {
   return std::make_unique<CudaProbe>(opts.cuda_launch_sample);
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -17,7 +17,7 @@
 #include "recorder/call_probe.h"
 #include "rscore/sqlite.h"
 
-namespace rec {
+namespace rs::rec {
 
 struct CudaRow {
   int pid = 0, tid = 0;
@@ -77,4 +77,4 @@ class CudaProbe : public CallProbe {
 
 std::unique_ptr<Probe> MakeCudaProbe(const RecorderOptions& opts);
 
-}  // namespace rec
+}  // namespace rs::rec

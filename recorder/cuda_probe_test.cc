@@ -8,7 +8,7 @@
 
 #include "rscore/schema.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 cuda_event Event(uint16_t fn, uint32_t flags = 0) {
@@ -172,4 +172,4 @@ TEST(CudaFunctions, WithoutLaunchesIsEverythingButTheLaunches) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

@@ -18,7 +18,7 @@
 #include "rscore/path.h"
 #include "rscore/unique_fd.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 using rs::UniqueFd;
@@ -373,4 +373,4 @@ std::vector<std::string> RemoveStaleCutFiles(const std::string& cut_dir, const s
   return removed;
 }
 
-}  // namespace rec
+}  // namespace rs::rec

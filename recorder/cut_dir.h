@@ -23,7 +23,7 @@
 
 #include "rscore/result.h"
 
-namespace rec {
+namespace rs::rec {
 
 // What a cut says about itself (metadata cut_*).
 struct CutInfo {
@@ -93,4 +93,4 @@ std::vector<std::string> RemoveStaleCutFiles(const std::string& cut_dir, const s
 // mkdir -p, mode 0700 (cuts hold what ran on the node).
 rs::Result<void> MakeDirs(const std::string& dir);
 
-}  // namespace rec
+}  // namespace rs::rec

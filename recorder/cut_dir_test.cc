@@ -15,7 +15,7 @@
 
 #include "recorder/test_temp_dir.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 constexpr int64_t kSec = 1'000'000'000;
@@ -259,4 +259,4 @@ TEST(CutRotation, TheNewestIncidentOfThisNodeStays) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

@@ -6,7 +6,7 @@
 
 #include "recorder/recording.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 std::atomic<int> g_stop_signal{0};
@@ -63,4 +63,4 @@ rs::Result<RecordingSummary> EventLoop::Record() {
   return recording.End();
 }
 
-}  // namespace rec
+}  // namespace rs::rec

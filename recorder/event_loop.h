@@ -16,7 +16,7 @@
 #include "rscore/identity.h"
 #include "rscore/result.h"
 
-namespace rec {
+namespace rs::rec {
 
 // Installs SIGINT / SIGTERM handlers that ask the loop to stop (the bundle is finalized).
 void InstallStopSignalHandlers();
@@ -80,4 +80,4 @@ class EventLoop {
   LoopConfig config_;
 };
 
-}  // namespace rec
+}  // namespace rs::rec

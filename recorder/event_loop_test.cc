@@ -12,7 +12,7 @@
 #include "recorder/process_table.h"
 #include "rscore/bundle.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 struct Calls {
@@ -191,4 +191,4 @@ TEST_F(EventLoopTest, NothingStartedMeansNoBundle) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

@@ -5,7 +5,7 @@
 
 #include "recorder/nccl_decode.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 std::optional<int64_t> Positive(int64_t v) {
@@ -138,4 +138,4 @@ std::optional<GpuOpRow> DecodeGpuOp(const rs_gpu_op& op) {
   return row;
 }
 
-}  // namespace rec
+}  // namespace rs::rec

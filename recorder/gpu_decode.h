@@ -11,7 +11,7 @@
 
 #include "recorder/plugin/gpu_ring.h"
 
-namespace rec {
+namespace rs::rec {
 
 struct GpuOpRow {
   int64_t enqueue_mono_ns = 0;  // timestamp_ns, before conversion: the API call (v5), else
@@ -59,4 +59,4 @@ const char* GpuAlgorithmName(uint8_t algo);  // 'RING', 'TREE', ...; nullptr: un
 const char* GpuProtocolName(uint8_t proto);  // 'LL', 'LL128', 'SIMPLE'; nullptr: unknown
 const char* GpuStateName(uint8_t state);     // 'enqueued', ...; nullptr: unknown
 
-}  // namespace rec
+}  // namespace rs::rec

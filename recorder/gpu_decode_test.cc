@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 rs_gpu_op Record(uint8_t func) {
@@ -327,4 +327,4 @@ TEST(GpuDecode, Names) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

@@ -5,7 +5,7 @@
 #include "recorder/gpu_ring_reader.h"
 #include "rscore/clock.h"
 
-namespace rec {
+namespace rs::rec {
 
 void GpuHeartbeat::Start() {
   std::lock_guard<std::mutex> lk(mu_);
@@ -59,4 +59,4 @@ void GpuHeartbeat::Run() {
   }
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -16,7 +16,7 @@
 #include <mutex>
 #include <thread>
 
-namespace rec {
+namespace rs::rec {
 
 class GpuRingReader;
 
@@ -51,4 +51,4 @@ class GpuHeartbeat {
   std::thread thread_;
 };
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -15,7 +15,7 @@
 #include "recorder/process_table.h"
 #include "rscore/clock.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 // One operation of one communicator, as the plugin's slot and its ring record name it (the
@@ -564,4 +564,4 @@ std::unique_ptr<Probe> MakeGpuProbe(const RecorderOptions& /*opts*/) {
   return std::make_unique<GpuProbe>();
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -38,7 +38,7 @@
 #include "recorder/probe.h"
 #include "rscore/sqlite.h"
 
-namespace rec {
+namespace rs::rec {
 
 // INSERT of one gpu_ops row (comm_id_hash NULL: FillGpuCommIdHash sets it at the end).
 rs::Result<rs::Statement> PrepareGpuInsert(rs::Db& db);
@@ -150,4 +150,4 @@ class GpuProbe : public Probe {
 
 std::unique_ptr<Probe> MakeGpuProbe(const RecorderOptions& opts);
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -24,7 +24,7 @@
 #include "recorder/test_db.h"
 #include "rscore/clock.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 // Threads of this process (/proc/self/task).
@@ -597,4 +597,4 @@ TEST(GpuProbe, CommIdHashComesFromTheSameProcessesNcclRowsWhenUnambiguous) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

@@ -14,7 +14,7 @@
 
 #include "recorder/plugin/gpu_ring.h"
 
-namespace rec::testing {
+namespace rs::rec::testing {
 
 class FakeGpuRegion {
  public:
@@ -101,4 +101,4 @@ class FakeGpuRegion {
   size_t size_ = 0;
 };
 
-}  // namespace rec::testing
+}  // namespace rs::rec::testing

@@ -18,7 +18,7 @@
 
 #include "recorder/plugin/gpu_ring.h"
 
-namespace rec::fuzz {
+namespace rs::rec::fuzz {
 
 inline constexpr size_t kMaxEdits = 4;
 
@@ -75,4 +75,4 @@ inline std::string EncodeGpuRingInput(const std::vector<Edit>& edits,
   return out;
 }
 
-}  // namespace rec::fuzz
+}  // namespace rs::rec::fuzz

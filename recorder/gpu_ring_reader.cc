@@ -13,7 +13,7 @@
 #include <cstring>
 #include <utility>
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 // What /proc/PID/fd/N reads for the plugin's memfd.
@@ -249,4 +249,4 @@ void GpuRingReader::Release() {
   view_ = GpuRingView();
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -44,7 +44,7 @@
 #include "recorder/plugin/gpu_ring.h"
 #include "rscore/result.h"
 
-namespace rec {
+namespace rs::rec {
 
 // The plugin's region in one process, found in /proc/PID/fd (a link named
 // "/memfd:rankscope-gpu (deleted)"): by its name only, nothing is opened. nullopt: the process
@@ -100,4 +100,4 @@ class GpuRingReader {
   GpuRingView view_;
 };
 
-}  // namespace rec
+}  // namespace rs::rec

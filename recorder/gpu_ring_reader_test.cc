@@ -21,7 +21,7 @@
 #include "recorder/gpu_ring_fake.h"
 #include "rscore/clock.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 using testing::FakeGpuRegion;
@@ -393,4 +393,4 @@ TEST(FindGpuRing, NoRegionIsNotAnError) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

@@ -12,7 +12,7 @@
 
 namespace {
 
-using rec::fuzz::Edit;
+using rs::rec::fuzz::Edit;
 
 constexpr uint32_t kSlots = 2, kRecords = 4;
 
@@ -73,7 +73,7 @@ uint32_t At(size_t offset) { return static_cast<uint32_t>(offset); }
 bool Write(const std::string& dir, const std::string& name, const std::vector<Edit>& edits,
            const std::vector<uint8_t>& region) {
   std::ofstream out(dir + "/" + name, std::ios::binary);
-  const std::string bytes = rec::fuzz::EncodeGpuRingInput(edits, region);
+  const std::string bytes = rs::rec::fuzz::EncodeGpuRingInput(edits, region);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   return static_cast<bool>(out);
 }

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <utility>
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 // The region is shared with another process: its words change under us. Every field is read
@@ -206,4 +206,4 @@ void GpuRingView::Heartbeat(int64_t now_ns) {
   std::atomic_ref<int64_t>(header_->reader_heartbeat_ns).store(now_ns, std::memory_order_release);
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -20,7 +20,7 @@
 #include "recorder/plugin/gpu_ring.h"
 #include "rscore/result.h"
 
-namespace rec {
+namespace rs::rec {
 
 // Why a plugin region is not read: refused when found, or dropped while read. Counted per
 // reason in the bundle (metadata gpu_regions_dropped_<name>), each region once.
@@ -119,4 +119,4 @@ class GpuRingView {
   std::string corruption_;
 };
 
-}  // namespace rec
+}  // namespace rs::rec

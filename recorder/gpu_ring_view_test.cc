@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 class Image {
@@ -205,4 +205,4 @@ TEST(GpuRegionFault, NamesAreTheMetadataKeysSuffixes) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace rec {
+namespace rs::rec {
 
 int PrefixLength(const uint8_t* mask, int bytes) {
   int n = 0;
@@ -74,4 +74,4 @@ rs::Result<void> WriteInterfaces(rs::Db& db, const std::string& node,
   return rs::Ok();
 }
 
-}  // namespace rec
+}  // namespace rs::rec

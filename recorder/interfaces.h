@@ -10,7 +10,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace rec {
+namespace rs::rec {
 
 struct InterfaceAddress {
   std::string ifname;
@@ -28,4 +28,4 @@ rs::Result<void> WriteInterfaces(rs::Db& db, const std::string& node,
                                  const std::vector<InterfaceAddress>& addrs,
                                  std::optional<uint64_t> netns);
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -4,7 +4,7 @@
 
 #include "recorder/test_db.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 TEST(PrefixLength, CountsLeadingOnes) {
@@ -39,4 +39,4 @@ TEST(Interfaces, LoopbackIsListedAndWritten) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

@@ -11,7 +11,7 @@
 #include "recorder/log.h"
 #include "recorder/ring_poller.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 bool EndsWith(std::string_view s, std::string_view suffix) {
@@ -199,4 +199,4 @@ rs::Result<void> KernelProbe::FinishKernel(RecorderContext& ctx) {
   return WriteDropReasons(ctx, source(), reasons);
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -23,7 +23,7 @@
 #include "recorder/probe.h"
 #include "rscore/result.h"
 
-namespace rec {
+namespace rs::rec {
 
 enum class TracepointVariant { kTpBtf, kTracepoint };
 std::string_view VariantName(TracepointVariant v);
@@ -220,4 +220,4 @@ rs::Result<Skel*> KernelProbe::Load(const SkeletonOps<Skel>& ops, RecorderContex
                    " (run with -v for the verifier log; needs root and a kernel with BTF)");
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -12,7 +12,7 @@
 #include "recorder/symbolize.h"
 #include "recorder/uprobe_multi.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 // The name to show for a copy: its own path when the host sees the same file there.
@@ -197,4 +197,4 @@ std::string LibraryAttacher::AttachOne(const LibraryCopy& copy, uint64_t off, ui
   return "";
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -22,7 +22,7 @@
 #include "recorder/library_discovery.h"
 #include "recorder/probe.h"
 
-namespace rec {
+namespace rs::rec {
 
 struct ProbedFunction {
   std::string_view name;
@@ -80,4 +80,4 @@ class LibraryAttacher {
 inline constexpr int64_t kLibraryRescanMs = 500;
 inline constexpr int64_t kExecWatchMs = 2000;
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -13,7 +13,7 @@
 #include "recorder/symbolize.h"
 #include "rscore/clock.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 bool StartsWith(std::string_view s, std::string_view prefix) {
@@ -173,4 +173,4 @@ rs::Result<std::optional<LibraryCopy>> LibraryDiscovery::AddExplicit(const std::
   return std::optional<LibraryCopy>(LibraryCopy{kind, path, path, 0, key.first, key.second});
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -19,7 +19,7 @@
 
 #include "rscore/result.h"
 
-namespace rec {
+namespace rs::rec {
 
 enum class LibraryKind { kNccl, kCudart, kCuda };
 std::string_view LibraryKindName(LibraryKind kind);  // 'nccl', 'cudart', 'cuda' (attachments.kind)
@@ -108,4 +108,4 @@ class LibraryDiscovery {
   std::set<std::pair<uint64_t, uint64_t>> seen_;  // (dev, inode) of reported files
 };
 
-}  // namespace rec
+}  // namespace rs::rec

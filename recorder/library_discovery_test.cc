@@ -8,7 +8,7 @@
 #include <fstream>
 #include <set>
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 namespace fs = std::filesystem;
@@ -230,4 +230,4 @@ TEST(ClassifyLibrary, ByFileName) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

@@ -5,7 +5,7 @@
 
 #include "rscore/text_escape.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 FILE* g_sink = nullptr;  // null: stderr
@@ -66,4 +66,4 @@ FILE* SetLogSink(FILE* sink) {
   return old;
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -6,7 +6,7 @@
 #include <cstdarg>
 #include <cstdio>
 
-namespace rec {
+namespace rs::rec {
 
 // printf-style, without the prefix and without the final newline.
 void Log(const char* format, ...) __attribute__((format(printf, 1, 2)));
@@ -21,4 +21,4 @@ void LogAsIs(const char* format, va_list args);
 // Where Log writes (standard error until set); returns the previous sink.
 FILE* SetLogSink(FILE* sink);
 
-}  // namespace rec
+}  // namespace rs::rec

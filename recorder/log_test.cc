@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 // Everything Log and LogInfo wrote to a temporary sink while `write` ran.
@@ -66,4 +66,4 @@ TEST(Log, LibbpfLinesKeepTheirOwnNewlineOnly) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

@@ -34,8 +34,8 @@ namespace {
 
 using rs::DirOf;
 
-using rec::Log;
-using rec::LogInfo;
+using rs::rec::Log;
+using rs::rec::LogInfo;
 
 constexpr int kExitOk = 0;
 constexpr int kExitError = 1;
@@ -47,7 +47,7 @@ int LibbpfPrint(enum libbpf_print_level level, const char* fmt, va_list args) {
   // libbpf's own messages only with -v: a failed tp_btf attempt that falls back to the
   // classic tracepoint is expected and not an error.
   if (!g_verbose || level == LIBBPF_DEBUG) return 0;
-  rec::LogAsIs(fmt, args);
+  rs::rec::LogAsIs(fmt, args);
   return 0;
 }
 
@@ -60,7 +60,7 @@ int Fail(const rs::Error& e, int code) {
   return code;
 }
 
-rs::Result<rs::NodeName> ResolveNode(const rec::RecorderOptions& opts) {
+rs::Result<rs::NodeName> ResolveNode(const rs::rec::RecorderOptions& opts) {
   rs::NodeNameSources src;
   src.flag = opts.node;
   if (opts.config_path) {
@@ -77,12 +77,12 @@ rs::Result<rs::NodeName> ResolveNode(const rec::RecorderOptions& opts) {
 // The bundle's path with its directory resolved, once that is checked (trusted_dir.h).
 rs::Result<std::string> TrustedOut(const std::string& out) {
   ASSIGN_OR_RETURN(std::string dir,
-                   rec::TrustedDir(DirOf(out), rec::DirUse::kOutput, "--out", geteuid()));
+                   rs::rec::TrustedDir(DirOf(out), rs::rec::DirUse::kOutput, "--out", geteuid()));
   return (dir == "/" ? "" : dir) + "/" + rs::BaseOf(out);
 }
 
 // --recover FILE [--out OUT] [--force]
-int RecoverMain(const rec::RecorderOptions& opts) {
+int RecoverMain(const rs::rec::RecorderOptions& opts) {
   if (access(opts.recover->c_str(), F_OK) != 0) {
     return Fail(rs::Error(*opts.recover + ": " + std::strerror(errno)), kExitError);
   }
@@ -90,7 +90,7 @@ int RecoverMain(const rec::RecorderOptions& opts) {
   if (out.empty()) {
     std::string path = *opts.recover;  // "DIR/" names DIR
     while (path.size() > 1 && path.back() == '/') path.pop_back();
-    auto parsed = rec::ParseTempName(rs::BaseOf(path));
+    auto parsed = rs::rec::ParseTempName(rs::BaseOf(path));
     if (!parsed) {
       return Fail(
           rs::Error(*opts.recover + ": not named like a recorder's temporary database; give --out"),
@@ -99,12 +99,12 @@ int RecoverMain(const rec::RecorderOptions& opts) {
     out = (path.find('/') == std::string::npos ? "" : DirOf(path) + "/") + parsed->first;
   }
   bool usage = false;
-  if (auto r = rec::CheckOutPath(out, opts.force, &usage); !r.ok()) {
+  if (auto r = rs::rec::CheckOutPath(out, opts.force, &usage); !r.ok()) {
     return Fail(r.error(), usage ? kExitUsage : kExitError);
   }
   auto trusted = TrustedOut(out);
   if (!trusted.ok()) return Fail(trusted.error(), kExitError);
-  auto res = rec::Recover(*opts.recover, *trusted, opts.force);
+  auto res = rs::rec::Recover(*opts.recover, *trusted, opts.force);
   if (!res.ok()) return Fail(res.error(), kExitError);
   std::string rows;
   for (const auto& [table, n] : res->rows) {
@@ -125,16 +125,17 @@ int RecoverMain(const rec::RecorderOptions& opts) {
 struct RingDirClaim {
   std::string dir;
   ~RingDirClaim() {
-    if (!dir.empty()) rec::ReleaseRingDir(dir);
+    if (!dir.empty()) rs::rec::ReleaseRingDir(dir);
   }
 };
 
 // `rankscope-record cut`: the ring's recorder writes a cut; its path goes to stdout. The pid
 // it signals is read from the ring directory: only from one no other user can write.
-int CutMain(const rec::RecorderOptions& opts) {
-  auto ring_dir = rec::TrustedDir(opts.ring_dir, rec::DirUse::kPrivate, "--ring-dir", geteuid());
+int CutMain(const rs::rec::RecorderOptions& opts) {
+  auto ring_dir =
+      rs::rec::TrustedDir(opts.ring_dir, rs::rec::DirUse::kPrivate, "--ring-dir", geteuid());
   if (!ring_dir.ok()) return Fail(ring_dir.error(), kExitError);
-  auto cut = rec::RequestCut(*ring_dir, opts.cut_timeout_ns);
+  auto cut = rs::rec::RequestCut(*ring_dir, opts.cut_timeout_ns);
   if (!cut.ok()) return Fail(cut.error(), kExitError);
   std::printf("%s\n", cut->c_str());
   return std::fflush(stdout) == 0 ? kExitOk : kExitError;
@@ -146,37 +147,37 @@ int CutMain(const rec::RecorderOptions& opts) {
 // is named after NODE.rsb in the ring directory; the bundles go to the cut directory.
 // Both directories must be the recorder's alone (trusted_dir.h): it reads cut requests and
 // its pid file there as its own; from here on they are named by their resolved paths.
-rs::Result<std::string> PrepareRing(rec::RecorderOptions& opts, const std::string& node) {
-  RETURN_IF_ERROR(rec::MakeDirs(opts.ring_dir));
-  ASSIGN_OR_RETURN(opts.ring_dir,
-                   rec::TrustedDir(opts.ring_dir, rec::DirUse::kPrivate, "--ring-dir", geteuid()));
-  const std::string cut_dir = rec::CutDir(opts);
-  RETURN_IF_ERROR(rec::MakeDirs(cut_dir));
+rs::Result<std::string> PrepareRing(rs::rec::RecorderOptions& opts, const std::string& node) {
+  RETURN_IF_ERROR(rs::rec::MakeDirs(opts.ring_dir));
+  ASSIGN_OR_RETURN(opts.ring_dir, rs::rec::TrustedDir(opts.ring_dir, rs::rec::DirUse::kPrivate,
+                                                      "--ring-dir", geteuid()));
+  const std::string cut_dir = rs::rec::CutDir(opts);
+  RETURN_IF_ERROR(rs::rec::MakeDirs(cut_dir));
   ASSIGN_OR_RETURN(opts.cut_dir,
-                   rec::TrustedDir(cut_dir, rec::DirUse::kPrivate, "--cut-dir", geteuid()));
-  if (access(rec::CutDir(opts).c_str(), W_OK) != 0) {
-    return rs::Error(rec::CutDir(opts) + ": cannot write cuts there: " + std::strerror(errno));
+                   rs::rec::TrustedDir(cut_dir, rs::rec::DirUse::kPrivate, "--cut-dir", geteuid()));
+  if (access(rs::rec::CutDir(opts).c_str(), W_OK) != 0) {
+    return rs::Error(rs::rec::CutDir(opts) + ": cannot write cuts there: " + std::strerror(errno));
   }
-  RETURN_IF_ERROR(rec::ClaimRingDir(opts.ring_dir));
-  for (const std::string& gone : rec::RemoveStaleCutFiles(rec::CutDir(opts), node)) {
+  RETURN_IF_ERROR(rs::rec::ClaimRingDir(opts.ring_dir));
+  for (const std::string& gone : rs::rec::RemoveStaleCutFiles(rs::rec::CutDir(opts), node)) {
     LogInfo("removed %s, left by a cut its recorder did not finish", gone.c_str());
   }
-  for (const rec::LeftBehind& l : rec::FindLeftBehind(opts.ring_dir)) {
-    rec::CutInfo info;
+  for (const rs::rec::LeftBehind& l : rs::rec::FindLeftBehind(opts.ring_dir)) {
+    rs::rec::CutInfo info;
     info.reason = "recovered";
     info.node = node;
     timespec now{};
     clock_gettime(CLOCK_REALTIME, &now);
     info.cut_ns = int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
-    const std::string out = rec::CutPath(rec::CutDir(opts), info);
-    auto made = rec::CutIdDir(rec::CutDir(opts), rs::BaseOf(DirOf(out)));
-    auto r = made.ok() ? rec::Recover(l.path, out, /*force=*/false)
-                       : rs::Result<rec::RecoverResult>(made.error());
+    const std::string out = rs::rec::CutPath(rs::rec::CutDir(opts), info);
+    auto made = rs::rec::CutIdDir(rs::rec::CutDir(opts), rs::BaseOf(DirOf(out)));
+    auto r = made.ok() ? rs::rec::Recover(l.path, out, /*force=*/false)
+                       : rs::Result<rs::rec::RecoverResult>(made.error());
     if (r.ok()) {
       LogInfo(
           "the ring of recorder %d, which is no longer running, is now the cut %s (%lld events)",
           static_cast<int>(l.pid), r->out_path.c_str(), static_cast<long long>(r->events));
-      rec::AppendCutLog(opts.ring_dir, r->out_path);
+      rs::rec::AppendCutLog(opts.ring_dir, r->out_path);
     } else {
       Log("warning: the ring of recorder %d (%s) could not be recovered: %s",
           static_cast<int>(l.pid), l.path.c_str(), r.error().message().c_str());
@@ -188,15 +189,15 @@ rs::Result<std::string> PrepareRing(rec::RecorderOptions& opts, const std::strin
 // --serve ADDR[:PORT] and the --serve-NAME options, checked before anything starts (usage
 // errors). Without cpp-httplib (the static recorder) there is no server.
 #ifdef RANKSCOPE_WITH_SERVE
-rs::Result<serve::ServeOptions> ServeOptionsOf(const rec::RecorderOptions& opts) {
-  serve::ServeOptions so;
-  if (auto r = serve::ParseListen(*opts.serve, so); !r.ok()) return r.error().Wrap("--serve");
+rs::Result<rs::serve::ServeOptions> ServeOptionsOf(const rs::rec::RecorderOptions& opts) {
+  rs::serve::ServeOptions so;
+  if (auto r = rs::serve::ParseListen(*opts.serve, so); !r.ok()) return r.error().Wrap("--serve");
   for (const auto& [name, value] : opts.serve_options) {
-    if (auto r = serve::SetServeOption(name, value, so); !r.ok()) {
+    if (auto r = rs::serve::SetServeOption(name, value, so); !r.ok()) {
       return r.error().Wrap("--serve-" + name);
     }
   }
-  RETURN_IF_ERROR(serve::CheckServeOptions(so, "--serve-"));
+  RETURN_IF_ERROR(rs::serve::CheckServeOptions(so, "--serve-"));
   // The clock the node reports is the one its recording's timestamps are in.
   so.simulate_clock_offset_ns = opts.simulate_clock_offset_ns;
   return so;
@@ -206,11 +207,11 @@ rs::Result<serve::ServeOptions> ServeOptionsOf(const rec::RecorderOptions& opts)
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto parsed = rec::ParseOptions(argc, argv);
+  auto parsed = rs::rec::ParseOptions(argc, argv);
   if (!parsed.ok()) return Fail(parsed.error(), kExitUsage);
-  rec::RecorderOptions& opts = *parsed;  // directories are replaced by their resolved paths
+  rs::rec::RecorderOptions& opts = *parsed;  // directories are replaced by their resolved paths
   if (opts.help) {
-    std::fputs(rec::UsageText().c_str(), stdout);
+    std::fputs(rs::rec::UsageText().c_str(), stdout);
     return kExitOk;
   }
   if (opts.version) {
@@ -218,12 +219,12 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   g_verbose = opts.verbose;
-  rec::SetQuiet(opts.quiet);
+  rs::rec::SetQuiet(opts.quiet);
   libbpf_set_print(LibbpfPrint);
   // A write that fails for lack of space is told from other failures (see NoSpace).
-  (void)rec::WatchSqliteFullErrors();
+  (void)rs::rec::WatchSqliteFullErrors();
 #ifdef RANKSCOPE_WITH_SERVE
-  std::optional<serve::ServeOptions> serve_options;
+  std::optional<rs::serve::ServeOptions> serve_options;
   if (opts.serve) {
     auto so = ServeOptionsOf(opts);
     if (!so.ok()) return Fail(so.error(), kExitUsage);
@@ -248,8 +249,8 @@ int main(int argc, char** argv) {
 
   auto node = ResolveNode(opts);
   if (!node.ok()) return Fail(node.error(), kExitUsage);
-  if (auto r = rec::CheckRoot(geteuid()); !r.ok()) return Fail(r.error(), kExitError);
-  if (auto r = rec::CheckKernelBtf(); !r.ok()) return Fail(r.error(), kExitError);
+  if (auto r = rs::rec::CheckRoot(geteuid()); !r.ok()) return Fail(r.error(), kExitError);
+  if (auto r = rs::rec::CheckKernelBtf(); !r.ok()) return Fail(r.error(), kExitError);
   // Refused now, not after recording: an existing bundle (without --force), a directory
   // that does not exist or cannot be written; a ring directory another recorder holds.
   std::string out = opts.out;
@@ -261,7 +262,7 @@ int main(int argc, char** argv) {
     out = *ring_out;
   } else {
     bool usage = false;
-    if (auto r = rec::CheckOutPath(opts.out, opts.force, &usage); !r.ok()) {
+    if (auto r = rs::rec::CheckOutPath(opts.out, opts.force, &usage); !r.ok()) {
       return Fail(r.error(), usage ? kExitUsage : kExitError);
     }
     auto trusted = TrustedOut(opts.out);
@@ -269,37 +270,37 @@ int main(int argc, char** argv) {
     out = opts.out = *trusted;
   }
   // Before any thread starts (they inherit the mount namespace it may make).
-  if (auto r = rec::EnsureTracefs(); !r.ok()) {
+  if (auto r = rs::rec::EnsureTracefs(); !r.ok()) {
     Log("warning: %s", r.error().message().c_str());
   } else if (g_verbose && !r->empty()) {
     Log("%s", r->c_str());
   }
 
   // Stop requests during start-up also end in a finalized bundle.
-  rec::InstallStopSignalHandlers();
+  rs::rec::InstallStopSignalHandlers();
   // Recordings of recorders that died here before: each can still become a bundle.
-  for (const rec::LeftBehind& l : rec::FindLeftBehind(DirOf(out))) {
+  for (const rs::rec::LeftBehind& l : rs::rec::FindLeftBehind(DirOf(out))) {
     Log("note: %s (%s) was left behind by recorder %d, which is no "
         "longer running; make it a bundle with: %s",
-        l.path.c_str(), rec::FormatBytes(l.bytes).c_str(), static_cast<int>(l.pid),
-        rec::RecoverCommand(l.path).c_str());
+        l.path.c_str(), rs::rec::FormatBytes(l.bytes).c_str(), static_cast<int>(l.pid),
+        rs::rec::RecoverCommand(l.path).c_str());
   }
   // The output must be writable before anything is loaded into the kernel.
   // Served, the database is in WAL mode: a query reads a snapshot of the last commit and
   // never holds the recorder's next commit back (a rollback journal would).
-  auto writer = rec::RecordingDb::Create(
+  auto writer = rs::rec::RecordingDb::Create(
       out, {.force = opts.force, .journal_mode = opts.serve ? "WAL" : "TRUNCATE"});
   if (!writer.ok()) return Fail(writer.error(), kExitError);
 
-  rec::LoopConfig config;
+  rs::rec::LoopConfig config;
 #ifdef RANKSCOPE_WITH_SERVE
-  std::unique_ptr<serve::LoadedServer> server;
+  std::unique_ptr<rs::serve::LoadedServer> server;
   if (serve_options) {
     // A query that holds a snapshot for long lets the WAL grow meanwhile; it is cut back to
     // this after the next checkpoint.
     (void)writer->db().Exec("PRAGMA journal_size_limit=67108864");
-    auto bound = serve::LoadedServer::Bind(
-        *serve_options, node->name, opts.ring_ns ? rec::CutDir(opts) : "", writer->temp_path(),
+    auto bound = rs::serve::LoadedServer::Bind(
+        *serve_options, node->name, opts.ring_ns ? rs::rec::CutDir(opts) : "", writer->temp_path(),
         [](const std::string& line) { Log("serve: %s", line.c_str()); });
     if (!bound.ok()) return Fail(bound.error().Wrap("--serve"), kExitError);
     server = std::move(bound).value();
@@ -310,7 +311,7 @@ int main(int argc, char** argv) {
   // needed one of the recorder's own (while the recorder has one thread: a process with more
   // cannot change it); then the server's threads may start.
   config.after_start = [&] {
-    if (auto r = rec::LeaveTracefsNamespace(); !r.ok()) {
+    if (auto r = rs::rec::LeaveTracefsNamespace(); !r.ok()) {
       Log("warning: %s", r.error().message().c_str());
     }
 #ifdef RANKSCOPE_WITH_SERVE
@@ -322,7 +323,8 @@ int main(int argc, char** argv) {
     }
 #endif
   };
-  rec::EventLoop loop(opts, *node, std::move(*writer), rec::MakeProbes(opts), std::move(config));
+  rs::rec::EventLoop loop(opts, *node, std::move(*writer), rs::rec::MakeProbes(opts),
+                          std::move(config));
   auto summary = loop.Run();
   if (!summary.ok()) return Fail(summary.error(), kExitError);
   std::string unwritten;

@@ -5,7 +5,7 @@
 #include "rscore/comm_hash.h"
 #include "rscore/nccl_comm_hash.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 constexpr int64_t kNcclInProgress = 7;  // non-blocking communicators: the call continues
@@ -333,4 +333,4 @@ void NcclDecoder::ForgetProcess(int pid, uint64_t exec_ns) {
   });
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -24,7 +24,7 @@
 
 #include "bpf/abi/nccl.h"
 
-namespace rec {
+namespace rs::rec {
 
 struct NcclRow {
   int pid = 0, tid = 0;
@@ -111,4 +111,4 @@ class NcclDecoder {
   uint64_t abi_mismatches_ = 0;
 };
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -7,7 +7,7 @@
 #include "rscore/comm_hash.h"
 #include "rscore/nccl_comm_hash.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 constexpr int kPid = 4242, kTid = 4243;
@@ -460,4 +460,4 @@ TEST(NcclDecode, DatatypeAndOpNames) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

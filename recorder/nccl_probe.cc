@@ -5,7 +5,7 @@
 #include "recorder/process_table.h"
 #include "recorder/uprobe_multi.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 // Per-call functions first, then communicator setup and teardown (kSetupFirst on): the
@@ -119,4 +119,4 @@ std::unique_ptr<Probe> MakeNcclProbe(const RecorderOptions& opts) {
   return std::make_unique<NcclProbe>(opts.nccl_calls_setup_only);
 }
 
-}  // namespace rec
+}  // namespace rs::rec

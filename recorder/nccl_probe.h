@@ -14,7 +14,7 @@
 #include "recorder/nccl_decode.h"
 #include "rscore/sqlite.h"
 
-namespace rec {
+namespace rs::rec {
 
 // The probed NCCL functions and their cookies (function id | what to read): every one, or
 // (`setup_only`, --nccl-calls setup) communicator setup and teardown only.
@@ -60,4 +60,4 @@ class NcclProbe : public CallProbe {
 
 std::unique_ptr<Probe> MakeNcclProbe(const RecorderOptions& opts);
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -13,7 +13,7 @@
 #include "rscore/byte_size.h"
 #include "rscore/duration.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 rs::Result<int64_t> ParseInt(const std::string& flag, const char* text, int64_t min, int64_t max) {
@@ -549,4 +549,4 @@ bool SourceSelected(const RecorderOptions& o, std::string_view source) {
          std::find(o.sources.begin(), o.sources.end(), source) != o.sources.end();
 }
 
-}  // namespace rec
+}  // namespace rs::rec

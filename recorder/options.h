@@ -10,7 +10,7 @@
 
 #include "rscore/result.h"
 
-namespace rec {
+namespace rs::rec {
 
 enum class Scope {
   kHost,   // every network namespace of the host
@@ -103,4 +103,4 @@ inline constexpr std::string_view kSourceNames[] = {"process", "tcp", "sched", "
 // Whether --sources selects `source` (every source when none was given).
 bool SourceSelected(const RecorderOptions& o, std::string_view source);
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -7,7 +7,7 @@
 #include "recorder/probe.h"
 #include "recorder/probes.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 RecorderOptions MustParse(const std::vector<std::string>& args) {
@@ -295,4 +295,4 @@ TEST(ParseOptions, ServeAndItsOptions) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <utility>
 
-namespace rec {
+namespace rs::rec {
 
 rs::Result<void> CheckRoot(uid_t euid) {
   if (euid != 0) {
@@ -117,4 +117,4 @@ rs::Result<void> LeaveTracefsNamespace() {
   return rs::Ok();
 }
 
-}  // namespace rec
+}  // namespace rs::rec

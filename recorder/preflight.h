@@ -7,7 +7,7 @@
 
 #include "rscore/result.h"
 
-namespace rec {
+namespace rs::rec {
 
 inline constexpr char kKernelBtfPath[] = "/sys/kernel/btf/vmlinux";
 
@@ -29,4 +29,4 @@ rs::Result<std::string> EnsureTracefs();
 // to do when EnsureTracefs made no namespace. Needs a single-threaded process.
 rs::Result<void> LeaveTracefsNamespace();
 
-}  // namespace rec
+}  // namespace rs::rec

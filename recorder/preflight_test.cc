@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 TEST(Preflight, RootOnly) {
@@ -30,4 +30,4 @@ TEST(Preflight, MissingOrEmptyBtf) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

@@ -17,7 +17,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace rec {
+namespace rs::rec {
 
 struct RecorderOptions;
 class AttachLog;
@@ -114,4 +114,4 @@ class Probe {
   virtual bool left_out() const { return false; }
 };
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -10,7 +10,7 @@
 #include "recorder/sched_probe.h"
 #include "recorder/tcp_probe.h"
 
-namespace rec {
+namespace rs::rec {
 
 namespace {
 
@@ -64,4 +64,4 @@ std::vector<std::unique_ptr<Probe>> MakeAllProbes(const RecorderOptions& opts) {
   return probes;
 }
 
-}  // namespace rec
+}  // namespace rs::rec

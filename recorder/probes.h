@@ -7,7 +7,7 @@
 #include "recorder/options.h"
 #include "recorder/probe.h"
 
-namespace rec {
+namespace rs::rec {
 
 // The probes of the sources --sources selects (all by default); a source left out is a probe
 // that starts nothing and reports 'off'.
@@ -15,4 +15,4 @@ std::vector<std::unique_ptr<Probe>> MakeProbes(const RecorderOptions& opts);
 // Every source's probe, whatever --sources says.
 std::vector<std::unique_ptr<Probe>> MakeAllProbes(const RecorderOptions& opts);
 
-}  // namespace rec
+}  // namespace rs::rec

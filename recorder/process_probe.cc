@@ -4,7 +4,7 @@
 
 #include "bpf/process.skel.h"
 
-namespace rec {
+namespace rs::rec {
 
 int ExitCodeFromWaitStatus(int32_t status) {
   int sig = status & 0x7f;
@@ -55,4 +55,4 @@ rs::Result<void> ProcessProbe::Start(RecorderContext& ctx) {
   return AttachAndPoll(ctx, skel->maps.process_rb);
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -8,7 +8,7 @@
 #include "bpf/abi/process.h"
 #include "recorder/kernel_probe.h"
 
-namespace rec {
+namespace rs::rec {
 
 // task->exit_code (a wait status) -> the exit code a shell shows: the status of a normal
 // exit, 128 + signal number for a process killed by a signal.
@@ -34,4 +34,4 @@ class ProcessProbe : public KernelProbe {
   ProcessEventWriter writer_;
 };
 
-}  // namespace rec
+}  // namespace rs::rec

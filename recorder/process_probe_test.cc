@@ -6,7 +6,7 @@
 
 #include "recorder/test_db.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 using testing::Bytes;
@@ -54,4 +54,4 @@ TEST(ProcessEventWriter, DecodesExecAndExit) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 std::string ReadFirstLine(const std::string& path) {
@@ -152,4 +152,4 @@ rs::Result<void> ProcessTable::Write(const ProcessInfo& p) {
   return st.Run();
 }
 
-}  // namespace rec
+}  // namespace rs::rec

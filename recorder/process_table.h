@@ -14,7 +14,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace rec {
+namespace rs::rec {
 
 struct ProcessInfo {
   int pid = 0;
@@ -69,4 +69,4 @@ class ProcessTable {
 // Fills rank / rank_conflict from the environment rank and the NCCL rank.
 void ResolveRank(ProcessInfo& p);
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -10,7 +10,7 @@
 
 #include "recorder/test_db.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 namespace fs = std::filesystem;
@@ -160,4 +160,4 @@ TEST(ReadNetnsInode, ParsesLinkText) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

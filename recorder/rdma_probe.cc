@@ -13,7 +13,7 @@
 #include "recorder/log.h"
 #include "rscore/clock.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 // The entries of a directory, sorted, without '.' and '..'; empty where it cannot be read.
@@ -195,4 +195,4 @@ rs::Result<void> RdmaProbe::Read(RecorderContext& ctx, bool all) {
   return rs::Ok();
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -22,7 +22,7 @@
 
 #include "recorder/probe.h"
 
-namespace rec {
+namespace rs::rec {
 
 // One port as sysfs describes it.
 struct RdmaPort {
@@ -74,4 +74,4 @@ class RdmaProbe : public Probe {
   std::string note_;
 };
 
-}  // namespace rec
+}  // namespace rs::rec

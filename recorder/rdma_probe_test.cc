@@ -15,7 +15,7 @@
 #include "recorder/test_db.h"
 #include "recorder/test_temp_dir.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 namespace fs = std::filesystem;
@@ -224,4 +224,4 @@ TEST(RdmaProbe, NoDeviceRecordsNothingAndSaysSo) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

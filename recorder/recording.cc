@@ -15,7 +15,7 @@
 #include "rscore/duration.h"
 #include "rscore/time_arg.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 std::string Hostname() {
@@ -413,4 +413,4 @@ rs::Result<RecordingSummary> Recording::End() {
   return summary_;
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -22,7 +22,7 @@
 #include "rscore/clock.h"
 #include "rscore/event_id.h"
 
-namespace rec {
+namespace rs::rec {
 
 // The signal a stop was asked with (0: none yet), and whether a cut was asked for (SIGUSR1;
 // taking it clears it). Set by the handlers of event_loop.cc.
@@ -179,4 +179,4 @@ class Recording {
   std::optional<SlowdownWatch> slowdown_;
 };
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -10,7 +10,7 @@
 #include "rscore/path.h"
 #include "rscore/text_escape.h"
 
-namespace rec {
+namespace rs::rec {
 
 void Recording::TrimRing() {
   const int64_t now = wall_->NowNs();
@@ -186,4 +186,4 @@ rs::Result<void> Recording::PrepareStopCut() {
   return rs::Ok();
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -25,7 +25,7 @@
 #include "rscore/schema.h"
 #include "rscore/zstd_file.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 using rs::BaseOf;
@@ -463,4 +463,4 @@ rs::Result<RecoverResult> Recover(const std::string& path_in, const std::string&
   return res;
 }
 
-}  // namespace rec
+}  // namespace rs::rec

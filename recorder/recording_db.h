@@ -25,7 +25,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace rec {
+namespace rs::rec {
 
 struct RecordingDbOptions {
   bool force = false;  // --force: a bundle that appears at out_path meanwhile is replaced
@@ -138,4 +138,4 @@ rs::Result<std::string> BundleFromDatabase(const std::string& db_path, std::stri
 
 std::string FormatBytes(uint64_t bytes);
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -16,7 +16,7 @@
 #include "rscore/bundle.h"
 #include "rscore/zstd_file.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 namespace fs = std::filesystem;
@@ -397,4 +397,4 @@ TEST_F(RecordingDbTest, RecoverRefusesAnExistingBundleAndABundleAsInput) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

@@ -12,7 +12,7 @@
 #include "rscore/path.h"
 #include "rscore/schema.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 using rs::DirOf;
@@ -203,4 +203,4 @@ rs::Result<std::string> WriteCut(rs::Db& live, const std::string& cut_dir, const
   return BundleFromDatabase(copy_path, out);
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -26,7 +26,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace rec {
+namespace rs::rec {
 
 // The event table each source writes (its rows are what sources.events counts).
 std::string_view EventTableOf(std::string_view source);
@@ -117,4 +117,4 @@ rs::Result<void> WriteCutMetadata(rs::Db& db, const CutInfo& info, const Ring& r
 rs::Result<std::string> WriteCut(rs::Db& live, const std::string& cut_dir, const CutInfo& info,
                                  const Ring& ring, const rs::ClockRef& end);
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -17,7 +17,7 @@
 #include "rscore/clock.h"
 #include "rscore/unique_fd.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 using rs::UniqueFd;
@@ -183,4 +183,4 @@ rs::Result<std::string> RequestCut(const std::string& ring_dir, int64_t timeout_
   return rs::Error("no cut written by recorder " + std::to_string(pid) + " within --timeout");
 }
 
-}  // namespace rec
+}  // namespace rs::rec

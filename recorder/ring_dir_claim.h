@@ -17,7 +17,7 @@
 
 #include "rscore/result.h"
 
-namespace rec {
+namespace rs::rec {
 
 std::string PidFilePath(const std::string& ring_dir);
 // Locks and writes RING_DIR/recorder.pid; refuses when a running recorder holds it. The lock
@@ -36,4 +36,4 @@ rs::Result<std::string> RequestCut(const std::string& ring_dir, int64_t timeout_
 // The start time of process `pid` (/proc/PID/stat field 22); nullopt when it is gone.
 std::optional<uint64_t> ProcessStartTime(pid_t pid, const std::string& proc_root = "/proc");
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -13,7 +13,7 @@
 #include "recorder/test_temp_dir.h"
 #include "rscore/clock.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 constexpr int64_t kSec = 1'000'000'000;
@@ -125,4 +125,4 @@ TEST(RingDirClaim, ACutRequestReachesTheProcessHoldingTheClaim) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

@@ -13,7 +13,7 @@
 
 #include "rscore/clock.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 // The drain thread reads the rings at least this often: the BPF side submits most records
@@ -270,4 +270,4 @@ void RingPoller::StopDrainThread() {
   Dispatch(taken);  // direct mode from here: Consume reads whatever is left in the rings
 }
 
-}  // namespace rec
+}  // namespace rs::rec

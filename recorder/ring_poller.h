@@ -30,7 +30,7 @@
 
 #include "rscore/result.h"
 
-namespace rec {
+namespace rs::rec {
 
 class RingPoller {
  public:
@@ -113,4 +113,4 @@ class RingPoller {
   int64_t drain_cpu_ns_ = 0;
 };
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -20,7 +20,7 @@
 #include "recorder/preflight.h"
 #include "tests/support/kernel_test.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 struct Collected {
@@ -175,4 +175,4 @@ TEST_F(RingPollerTest, UrgentRecordsDoNotWaitForThePublishPeriod) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

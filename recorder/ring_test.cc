@@ -8,7 +8,7 @@
 #include "rscore/event_id.h"
 #include "rscore/schema.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 constexpr int64_t kSec = 1'000'000'000;
@@ -113,4 +113,4 @@ TEST(PostedCutLimit, AtMostFourInAnyTenMinutes) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

@@ -9,7 +9,7 @@
 #include "recorder/log.h"
 #include "rscore/clock.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 std::string CommOf(const char (&comm)[RS_COMM_LEN]) {
@@ -143,4 +143,4 @@ rs::Result<void> SchedProbe::Finish(RecorderContext& ctx) {
   return rs::Ok();
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -10,7 +10,7 @@
 #include "bpf/abi/sched.h"
 #include "recorder/kernel_probe.h"
 
-namespace rec {
+namespace rs::rec {
 
 // event bytes -> sched_events row.
 class SchedEventWriter : public KernelEventWriter<SchedEventWriter> {
@@ -66,4 +66,4 @@ class SchedProbe : public KernelProbe {
   bool summary_error_logged_ = false;
 };
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -6,7 +6,7 @@
 
 #include "recorder/test_db.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 using testing::Bytes;
@@ -84,4 +84,4 @@ TEST(SchedSummaryWriter, WritesPerCpuDeltas) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

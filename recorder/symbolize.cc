@@ -14,7 +14,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 constexpr uint32_t kNoteGnuBuildId = 3;  // NT_GNU_BUILD_ID
@@ -285,4 +285,4 @@ std::optional<int64_t> CallerSymbolizer::StackFor(rs::Db* db, int pid, uint64_t 
   return id;
 }
 
-}  // namespace rec
+}  // namespace rs::rec

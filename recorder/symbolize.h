@@ -21,7 +21,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace rec {
+namespace rs::rec {
 
 // The function symbols and load segments of one ELF file.
 class ElfFile {
@@ -104,4 +104,4 @@ class CallerSymbolizer {
   rs::Result<void> write_status_;
 };
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -14,7 +14,7 @@ extern "C" __attribute__((noinline, used)) int rankscope_symbolize_probe_target(
   return x * 3 + 1;
 }
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 std::string SelfExe() {
@@ -110,4 +110,4 @@ TEST(CallerSymbolizer, StacksAreDeduplicatedByContentHash) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

@@ -6,7 +6,7 @@
 
 #include "bpf/tcp.skel.h"
 
-namespace rec {
+namespace rs::rec {
 
 std::string FormatAddress(uint16_t family, const uint8_t (&addr)[16]) {
   char buf[INET6_ADDRSTRLEN] = {};
@@ -67,4 +67,4 @@ rs::Result<void> TcpProbe::Start(RecorderContext& ctx) {
   return AttachAndPoll(ctx, skel->maps.tcp_rb);
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -8,7 +8,7 @@
 #include "bpf/abi/tcp.h"
 #include "recorder/kernel_probe.h"
 
-namespace rec {
+namespace rs::rec {
 
 // Printable address of an rs_tcp_event (inet_ntop; IPv4 uses the first 4 bytes).
 std::string FormatAddress(uint16_t family, const uint8_t (&addr)[16]);
@@ -36,4 +36,4 @@ class TcpProbe : public KernelProbe {
   TcpEventWriter writer_;
 };
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -7,7 +7,7 @@
 
 #include "recorder/test_db.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 using testing::Bytes;
@@ -115,4 +115,4 @@ TEST(TcpCaStateName, KnownAndUnknown) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

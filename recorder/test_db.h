@@ -10,7 +10,7 @@
 #include "rscore/schema.h"
 #include "rscore/sqlite.h"
 
-namespace rec::testing {
+namespace rs::rec::testing {
 
 struct TestDb {
   TestDb() : ids(rs::RecordingKey("0123456789abcdef0123456789abcdef")) {
@@ -49,4 +49,4 @@ std::span<const uint8_t> Bytes(const T& v) {
   return {reinterpret_cast<const uint8_t*>(&v), sizeof(v)};
 }
 
-}  // namespace rec::testing
+}  // namespace rs::rec::testing

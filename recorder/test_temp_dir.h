@@ -7,7 +7,7 @@
 #include <string>
 #include <system_error>
 
-namespace rec::testing {
+namespace rs::rec::testing {
 
 struct TempDir {
   std::string path = [] {
@@ -24,4 +24,4 @@ struct TempDir {
   }
 };
 
-}  // namespace rec::testing
+}  // namespace rs::rec::testing

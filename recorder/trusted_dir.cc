@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 std::string Mode(mode_t mode) {
@@ -80,4 +80,4 @@ rs::Result<std::string> TrustedDir(const std::string& dir, DirUse use, const std
   return resolved;
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -24,7 +24,7 @@
 
 #include "rscore/result.h"
 
-namespace rec {
+namespace rs::rec {
 
 enum class DirUse {
   kOutput,   // --out's directory: a sticky directory others write to is fine
@@ -37,4 +37,4 @@ enum class DirUse {
 rs::Result<std::string> TrustedDir(const std::string& dir, DirUse use, const std::string& what,
                                    uid_t self);
 
-}  // namespace rec
+}  // namespace rs::rec

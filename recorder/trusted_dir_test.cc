@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 namespace fs = std::filesystem;
@@ -108,4 +108,4 @@ TEST_F(TrustedDirTest, MissingAndNotADirectory) {
 }
 
 }  // namespace
-}  // namespace rec
+}  // namespace rs::rec

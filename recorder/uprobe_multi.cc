@@ -15,7 +15,7 @@ extern "C" __attribute__((noinline, used)) int rankscope_uprobe_multi_check(int 
   return x + 1;
 }
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 constexpr uint32_t kBpfTraceUprobeMulti = 48;   // enum bpf_attach_type, Linux 6.6
@@ -81,4 +81,4 @@ bool UprobeMultiWorks(bpf_program* prog) {
   return false;
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace rec {
+namespace rs::rec {
 
 // Marks a not yet loaded program for uprobe_multi attachment.
 void PrepareUprobeMulti(bpf_program* prog);
@@ -23,4 +23,4 @@ int CreateUprobeMultiLink(bpf_program* prog, const std::string& path,
 // Attaches `prog` (prepared and loaded) to a function of the recorder itself and detaches it.
 bool UprobeMultiWorks(bpf_program* prog);
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -14,7 +14,7 @@
 
 #include "rscore/path.h"
 
-namespace rec {
+namespace rs::rec {
 namespace {
 
 using rs::BaseOf;
@@ -197,4 +197,4 @@ rs::Result<std::string> RecoverableDb(const std::string& path) {
   return db;
 }
 
-}  // namespace rec
+}  // namespace rs::rec

@@ -25,7 +25,7 @@
 
 #include "rscore/result.h"
 
-namespace rec {
+namespace rs::rec {
 
 // The database's name in its working directory.
 inline constexpr char kWorkDbName[] = "recording.db";
@@ -70,4 +70,4 @@ rs::Result<std::string> RecoverableDb(const std::string& path);
 // Whether a process with that pid exists (signal 0; EPERM: it does, another user's).
 bool ProcessAlive(pid_t pid);
 
-}  // namespace rec
+}  // namespace rs::rec

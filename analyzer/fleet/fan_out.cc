@@ -6,7 +6,7 @@
 #include <mutex>
 #include <thread>
 
-namespace fleet {
+namespace rs::fleet {
 
 std::vector<rs::Result<void>> ForEachNode(
     const std::vector<NodeAddress>& nodes, const ClientAuth& auth, const FanOutOptions& options,
@@ -71,4 +71,4 @@ std::vector<rs::Result<void>> ForEachNode(
   return results;
 }
 
-}  // namespace fleet
+}  // namespace rs::fleet

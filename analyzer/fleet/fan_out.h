@@ -13,7 +13,7 @@
 #include "analyzer/fleet/node_list.h"
 #include "rscore/result.h"
 
-namespace fleet {
+namespace rs::fleet {
 
 struct FanOutOptions {
   int parallel = 64;                                 // nodes asked at once
@@ -27,4 +27,4 @@ std::vector<rs::Result<void>> ForEachNode(
     const std::vector<NodeAddress>& nodes, const ClientAuth& auth, const FanOutOptions& options,
     const std::function<rs::Result<void>(size_t, NodeClient&)>& work);
 
-}  // namespace fleet
+}  // namespace rs::fleet

@@ -16,7 +16,7 @@
 #include "rscore/path.h"
 #include "rscore/wire_clock_file.h"
 
-namespace fleet {
+namespace rs::fleet {
 namespace {
 
 rs::Result<void> MakeDirs(const std::string& path) {
@@ -136,4 +136,4 @@ rs::Result<CollectResult> RunFleetCollect(const FleetCollect& c) {
   return r;
 }
 
-}  // namespace fleet
+}  // namespace rs::fleet

@@ -13,7 +13,7 @@
 #include "analyzer/fleet/node_list.h"
 #include "rscore/result.h"
 
-namespace fleet {
+namespace rs::fleet {
 
 struct FleetCollect {
   std::vector<NodeAddress> nodes;
@@ -43,4 +43,4 @@ rs::Result<CollectResult> RunFleetCollect(const FleetCollect& c);
 rs::Result<std::string> CollectPath(const std::string& dir, const std::string& name,
                                     const std::string& node, const std::string& ext = ".rsb");
 
-}  // namespace fleet
+}  // namespace rs::fleet

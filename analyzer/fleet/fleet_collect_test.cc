@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace fleet {
+namespace rs::fleet {
 namespace {
 
 TEST(FleetCollectTest, BundlesGoUnderTheirNodesName) {
@@ -21,4 +21,4 @@ TEST(FleetCollectTest, ANodeCannotWriteOutsideTheDirectory) {
 }
 
 }  // namespace
-}  // namespace fleet
+}  // namespace rs::fleet

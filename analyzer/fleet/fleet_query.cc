@@ -6,7 +6,7 @@
 #include "rscore/cli.h"
 #include "rscore/sqlite.h"
 
-namespace fleet {
+namespace rs::fleet {
 namespace {
 
 void Bind(sqlite3_stmt* st, int idx, const rs::wire::Value& v) {
@@ -26,8 +26,9 @@ void Bind(sqlite3_stmt* st, int idx, const rs::wire::Value& v) {
 
 }  // namespace
 
-rs::Result<int64_t> PrintCombined(std::vector<NodeAnswer>& answers, analyzer::OutputFormat format,
-                                  std::ostream& out, std::vector<std::string>& warnings) {
+rs::Result<int64_t> PrintCombined(std::vector<NodeAnswer>& answers,
+                                  rs::analyzer::OutputFormat format, std::ostream& out,
+                                  std::vector<std::string>& warnings) {
   const std::vector<std::string>* columns = nullptr;
   for (NodeAnswer& a : answers) {
     if (!a.status.ok()) continue;
@@ -66,12 +67,12 @@ rs::Result<int64_t> PrintCombined(std::vector<NodeAnswer>& answers, analyzer::Ou
     }
   }
   RETURN_IF_ERROR(db.Exec("COMMIT"));
-  analyzer::QueryOptions opts;
+  rs::analyzer::QueryOptions opts;
   opts.format = format;
   opts.limit = 0;
   opts.timeout_ns = int64_t{3600} * 1'000'000'000;
-  ASSIGN_OR_RETURN(analyzer::QueryStats stats,
-                   analyzer::RunQuery(
+  ASSIGN_OR_RETURN(rs::analyzer::QueryStats stats,
+                   rs::analyzer::RunQuery(
                        db, select + " FROM fleet_rows ORDER BY node_order, row_order", opts, out));
   return stats.rows;
 }
@@ -151,4 +152,4 @@ std::string FormatClocks(const std::vector<NodeAnswer>& answers) {
   return out;
 }
 
-}  // namespace fleet
+}  // namespace rs::fleet

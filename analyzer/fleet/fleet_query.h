@@ -16,7 +16,7 @@
 #include "rscore/result.h"
 #include "rscore/wire_clock.h"
 
-namespace fleet {
+namespace rs::fleet {
 
 inline constexpr int kClockExchanges = 5;
 
@@ -25,7 +25,7 @@ struct FleetQuery {
   ClientAuth auth;
   FanOutOptions fan;
   rs::wire::QueryRequest request;
-  analyzer::OutputFormat format = analyzer::OutputFormat::kTable;
+  rs::analyzer::OutputFormat format = rs::analyzer::OutputFormat::kTable;
 };
 
 struct NodeAnswer {
@@ -48,13 +48,14 @@ struct FleetQueryResult {
 rs::Result<FleetQueryResult> RunFleetQuery(const FleetQuery& q, std::ostream& out);
 
 // Every node's answers as one table: the rows of `answers` (those with status ok) in an
-// in-memory SQLite table printed by analyzer::RunQuery, so that cells look exactly as
+// in-memory SQLite table printed by rs::analyzer::RunQuery, so that cells look exactly as
 // `rankscope-analyze query` prints them. Nodes whose columns differ from the first answer's
 // are left out with a warning.
-rs::Result<int64_t> PrintCombined(std::vector<NodeAnswer>& answers, analyzer::OutputFormat format,
-                                  std::ostream& out, std::vector<std::string>& warnings);
+rs::Result<int64_t> PrintCombined(std::vector<NodeAnswer>& answers,
+                                  rs::analyzer::OutputFormat format, std::ostream& out,
+                                  std::vector<std::string>& warnings);
 
 // The clocks as an aligned table, for --show-clock (standard error).
 std::string FormatClocks(const std::vector<NodeAnswer>& answers);
 
-}  // namespace fleet
+}  // namespace rs::fleet

@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-namespace fleet {
+namespace rs::fleet {
 namespace {
 
 NodeAnswer Answer(const std::string& name, std::vector<std::string> columns,
@@ -26,13 +26,13 @@ TEST(FleetQueryTest, OneTableWithALeadingNodeColumn) {
   };
   std::vector<std::string> warnings;
   std::ostringstream csv;
-  auto rows = PrintCombined(answers, analyzer::OutputFormat::kCsv, csv, warnings);
+  auto rows = PrintCombined(answers, rs::analyzer::OutputFormat::kCsv, csv, warnings);
   ASSERT_TRUE(rows.ok()) << rows.error().message();
   EXPECT_EQ(*rows, 3);
   EXPECT_EQ(csv.str(), "node,op,n\nnode1,ALL_REDUCE,12\nnode2,ALL_REDUCE,11\nnode2,\"a,b\",2.5\n");
   EXPECT_TRUE(warnings.empty());
   std::ostringstream json;
-  ASSERT_TRUE(PrintCombined(answers, analyzer::OutputFormat::kJson, json, warnings).ok());
+  ASSERT_TRUE(PrintCombined(answers, rs::analyzer::OutputFormat::kJson, json, warnings).ok());
   EXPECT_NE(json.str().find(R"({"node": "node1", "op": "ALL_REDUCE", "n": 12})"), std::string::npos)
       << json.str();
 }
@@ -44,7 +44,7 @@ TEST(FleetQueryTest, CellsPrintAsQueryPrintsThem) {
              {{std::monostate{}, rs::wire::Blob{std::string("\x01\xff", 2)}, 3.0}})};
   std::vector<std::string> warnings;
   std::ostringstream table;
-  ASSERT_TRUE(PrintCombined(answers, analyzer::OutputFormat::kTable, table, warnings).ok());
+  ASSERT_TRUE(PrintCombined(answers, rs::analyzer::OutputFormat::kTable, table, warnings).ok());
   EXPECT_EQ(table.str(),
             "node  a     b        c\n----  ----  -------  ---\nn1    NULL  x'01ff'  3.0\n");
 }
@@ -54,7 +54,7 @@ TEST(FleetQueryTest, ANodeWithOtherColumnsIsLeftOutWithAWarning) {
                                      Answer("node2", {"x", "y"}, {{int64_t{2}, int64_t{3}}})};
   std::vector<std::string> warnings;
   std::ostringstream csv;
-  auto rows = PrintCombined(answers, analyzer::OutputFormat::kCsv, csv, warnings);
+  auto rows = PrintCombined(answers, rs::analyzer::OutputFormat::kCsv, csv, warnings);
   ASSERT_TRUE(rows.ok());
   EXPECT_EQ(*rows, 1);
   EXPECT_EQ(csv.str(), "node,x\nnode1,1\n");
@@ -68,16 +68,16 @@ TEST(FleetQueryTest, NoAnswerIsAnError) {
   answers[0].status = rs::Error("down");
   std::vector<std::string> warnings;
   std::ostringstream out;
-  EXPECT_FALSE(PrintCombined(answers, analyzer::OutputFormat::kCsv, out, warnings).ok());
+  EXPECT_FALSE(PrintCombined(answers, rs::analyzer::OutputFormat::kCsv, out, warnings).ok());
 }
 
 TEST(FleetQueryTest, EmptyResultsStillHaveTheirHeader) {
   std::vector<NodeAnswer> answers = {Answer("node1", {"x"}, {}), Answer("node2", {"x"}, {})};
   std::vector<std::string> warnings;
   std::ostringstream csv;
-  ASSERT_TRUE(PrintCombined(answers, analyzer::OutputFormat::kCsv, csv, warnings).ok());
+  ASSERT_TRUE(PrintCombined(answers, rs::analyzer::OutputFormat::kCsv, csv, warnings).ok());
   EXPECT_EQ(csv.str(), "node,x\n");
 }
 
 }  // namespace
-}  // namespace fleet
+}  // namespace rs::fleet

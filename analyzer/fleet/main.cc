@@ -107,18 +107,19 @@ rs::Result<ParsedArgs> Parse(int argc, char** argv, const po::options_descriptio
 }
 
 // The checks every command makes; the error is a usage error.
-rs::Result<fleet::ClientAuth> Prepare(const Common& c, std::vector<fleet::NodeAddress>& nodes,
-                                      fleet::FanOutOptions& fan) {
+rs::Result<rs::fleet::ClientAuth> Prepare(const Common& c,
+                                          std::vector<rs::fleet::NodeAddress>& nodes,
+                                          rs::fleet::FanOutOptions& fan) {
   if (c.nodes.empty()) return rs::Error("--nodes FILE|HOSTLIST is required");
-  ASSIGN_OR_RETURN(nodes, fleet::ParseNodes(c.nodes));
-  fleet::ClientAuth auth;
+  ASSIGN_OR_RETURN(nodes, rs::fleet::ParseNodes(c.nodes));
+  rs::fleet::ClientAuth auth;
   auth.tls = {c.ca, c.cert, c.key};
   if (!c.token_file.empty()) {
     auto token = rs::tls::ReadTokenFile(c.token_file);
     if (!token.ok()) return token.error().Wrap("--token-file");
     auth.token = *token;
   }
-  RETURN_IF_ERROR(fleet::CheckClientAuth(auth));
+  RETURN_IF_ERROR(rs::fleet::CheckClientAuth(auth));
   auto t = rs::ParseDuration(c.timeout);
   if (!t.ok()) return t.error().Wrap("--timeout");
   fan.timeout_ns = *t;
@@ -218,11 +219,11 @@ int QueryMain(int argc, char** argv) {
     return usage("expected one SQL statement (or - for standard input), got " +
                  std::to_string(parsed->positional.size()) + " argument(s)");
   }
-  fleet::FleetQuery q;
+  rs::fleet::FleetQuery q;
   auto auth = Prepare(c, q.nodes, q.fan);
   if (!auth.ok()) return usage(auth.error().message());
   q.auth = *auth;
-  auto fmt = analyzer::ParseOutputFormat(format);
+  auto fmt = rs::analyzer::ParseOutputFormat(format);
   if (!fmt.ok()) return usage(fmt.error().message());
   q.format = *fmt;
   if (limit < 0) return usage("--limit must be >= 0");
@@ -246,10 +247,10 @@ int QueryMain(int argc, char** argv) {
     return kExitError;
   }
   const int64_t started = rs::MonotonicNowNs();
-  rs::Result<fleet::FleetQueryResult> result = rs::Error("");
+  rs::Result<rs::fleet::FleetQueryResult> result = rs::Error("");
   {
     rs::FdOstream out(file->fd(), file->shown());
-    result = fleet::RunFleetQuery(q, out);
+    result = rs::fleet::RunFleetQuery(q, out);
     if (auto closed = out.Close(); result.ok() && !closed.ok()) result = closed.error();
   }
   if (!result.ok()) {
@@ -265,7 +266,7 @@ int QueryMain(int argc, char** argv) {
     std::cerr << "rankscope-fleet query: " << committed.error().message() << "\n";
     return kExitError;
   }
-  if (show_clock) std::cerr << fleet::FormatClocks(result->answers);
+  if (show_clock) std::cerr << rs::fleet::FormatClocks(result->answers);
   if (!c.quiet) {
     std::cerr << "rankscope-fleet query: " << result->rows << " rows from " << result->answered
               << " of " << q.nodes.size() << " nodes in "
@@ -308,7 +309,7 @@ int CollectMain(int argc, char** argv) {
   if (parsed->positional.size() + (out_dir.empty() ? 0 : 1) != 1) {
     return usage("expected one DIR to collect into (as an argument or -o DIR)");
   }
-  fleet::FleetCollect col;
+  rs::fleet::FleetCollect col;
   col.dir = out_dir.empty() ? parsed->positional[0] : out_dir;
   col.summaries = summaries;
   auto auth = Prepare(c, col.nodes, col.fan);
@@ -325,7 +326,7 @@ int CollectMain(int argc, char** argv) {
   }
   if (col.until_ns < col.since_ns) return usage("--until is before --since");
   const int64_t started = rs::MonotonicNowNs();
-  auto r = fleet::RunFleetCollect(col);
+  auto r = rs::fleet::RunFleetCollect(col);
   if (!r.ok()) {
     std::cerr << "rankscope-fleet collect: " << rs::EscapeText(r.error().message()) << "\n";
     return kExitError;
@@ -333,8 +334,8 @@ int CollectMain(int argc, char** argv) {
   PrintWarnings(r->warnings);
   if (!c.quiet) {
     std::cerr << "rankscope-fleet collect: " << r->bundles
-              << (summaries ? " summary file(s)" : " bundle(s)") << " from " << r->nodes_ok << " of "
-              << col.nodes.size() << " nodes into " << col.dir << " (" << r->transferred
+              << (summaries ? " summary file(s)" : " bundle(s)") << " from " << r->nodes_ok
+              << " of " << col.nodes.size() << " nodes into " << col.dir << " (" << r->transferred
               << " bytes transferred";
     if (r->resumed) std::cerr << ", " << r->resumed << " resumed";
     if (r->already_there) std::cerr << ", " << r->already_there << " already there";

@@ -18,7 +18,7 @@
 #include "rscore/file_checksum.h"
 #include "rscore/output.h"
 
-namespace fleet {
+namespace rs::fleet {
 namespace {
 
 // The fatal alerts the node sent: why it ended the handshake (a certificate it does not
@@ -385,4 +385,4 @@ void NodeClient::Stop() {
   if (http_) http_->stop();
 }
 
-}  // namespace fleet
+}  // namespace rs::fleet

@@ -21,7 +21,7 @@ namespace httplib {
 class SSLClient;
 }
 
-namespace fleet {
+namespace rs::fleet {
 
 struct ClientAuth {
   rs::tls::Files tls;  // ca: the nodes' CA; cert/key: this workstation's (mutual TLS)
@@ -91,4 +91,4 @@ class NodeClient {
 int64_t SteadyNowNs();
 int64_t RealtimeNowNs();
 
-}  // namespace fleet
+}  // namespace rs::fleet

@@ -9,7 +9,7 @@
 
 #include "rscore/host_port.h"
 
-namespace fleet {
+namespace rs::fleet {
 namespace {
 
 // Expands the first [A-B] of `item` (recursively for the rest).
@@ -143,4 +143,4 @@ rs::Result<std::vector<NodeAddress>> ParseNodes(const std::string& spec) {
   return ParseHostList(spec);
 }
 
-}  // namespace fleet
+}  // namespace rs::fleet

@@ -14,7 +14,7 @@
 
 #include "rscore/result.h"
 
-namespace fleet {
+namespace rs::fleet {
 
 inline constexpr int kDefaultPort = 7443;
 
@@ -42,4 +42,4 @@ rs::Result<std::vector<NodeAddress>> ParseHostList(std::string_view list);
 rs::Result<std::vector<NodeAddress>> ParseNodeFile(std::string_view text, const std::string& path);
 rs::Result<NodeAddress> ParseAddress(std::string_view text);
 
-}  // namespace fleet
+}  // namespace rs::fleet

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace fleet {
+namespace rs::fleet {
 namespace {
 
 TEST(NodeListTest, HostListExpandsRanges) {
@@ -68,4 +68,4 @@ TEST(NodeListTest, APathThatIsNoFileIsAnError) {
 }
 
 }  // namespace
-}  // namespace fleet
+}  // namespace rs::fleet

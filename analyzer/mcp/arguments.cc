@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 namespace {
 
 const char* TypeName(Param::Type t) {
@@ -211,4 +211,4 @@ std::optional<std::string> Args::Text(const std::string& name) const {
   return std::nullopt;
 }
 
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

@@ -12,7 +12,7 @@
 #include "analyzer/mcp/json_rpc.h"
 #include "rscore/result.h"
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 
 struct Param {
   enum class Type {
@@ -68,4 +68,4 @@ class Args {
   Json values_ = Json::object();
 };
 
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

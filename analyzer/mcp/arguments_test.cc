@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 namespace {
 
 const std::vector<Param> kParams = {
@@ -81,4 +81,4 @@ TEST(Args, ErrorsNameTheArgumentAndWhatIsExpected) {
 }
 
 }  // namespace
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

@@ -4,7 +4,7 @@
 
 #include <cerrno>
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 namespace {
 
 Message Invalid(int code, std::string why, Json id = nullptr) {
@@ -134,4 +134,4 @@ LineReader::Status LineReader::Next(std::string& line) {
   }
 }
 
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

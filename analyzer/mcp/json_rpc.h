@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 
 // Keys stay in the order they were added, so replies read as they are built.
 using Json = nlohmann::ordered_json;
@@ -67,4 +67,4 @@ class LineReader {
   bool end_ = false, error_ = false;
 };
 
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

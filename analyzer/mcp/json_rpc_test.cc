@@ -6,7 +6,7 @@
 #include <string>
 #include <thread>
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 namespace {
 
 TEST(ParseMessage, RequestNotificationAndResponse) {
@@ -128,4 +128,4 @@ TEST(LineReader, SplitsLinesAndSkipsTooLongOnes) {
 }
 
 }  // namespace
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

@@ -115,12 +115,12 @@ int RunMcpCommand(int argc, char** argv) {
   if (!CheckTraceDir(trace_dir)) return kExitUsage;
   std::signal(SIGPIPE, SIG_IGN);  // a client gone away is a failed write, said on the log
 
-  auto recording = analyzer::mcp::Recording::Open(inputs, !skip_integrity, std::cerr);
+  auto recording = rs::analyzer::mcp::Recording::Open(inputs, !skip_integrity, std::cerr);
   if (!recording.ok()) {
     std::cerr << kName << ": " << recording.error().message() << "\n";
     return kExitError;
   }
-  analyzer::mcp::Server server(
+  rs::analyzer::mcp::Server server(
       **recording, {.version = RANKSCOPE_VERSION, .trace_dir = trace_dir, .verbose = verbose},
       std::cerr);
   if (!quiet) {

@@ -1,6 +1,6 @@
 #include "analyzer/mcp/output_schema.h"
 
-namespace analyzer::mcp::schema {
+namespace rs::analyzer::mcp::schema {
 namespace {
 
 Json Described(Json s, const std::string& description) {
@@ -190,4 +190,4 @@ Json RankStats() {
                  {"wait_last_count", Integer()}});
 }
 
-}  // namespace analyzer::mcp::schema
+}  // namespace rs::analyzer::mcp::schema

@@ -9,7 +9,7 @@
 
 #include "analyzer/mcp/json_rpc.h"
 
-namespace analyzer::mcp::schema {
+namespace rs::analyzer::mcp::schema {
 
 Json String(const std::string& description = "");
 Json Integer(const std::string& description = "");
@@ -35,4 +35,4 @@ Json Finding();
 Json Hang();
 Json RankStats();
 
-}  // namespace analyzer::mcp::schema
+}  // namespace rs::analyzer::mcp::schema

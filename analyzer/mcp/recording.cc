@@ -20,7 +20,7 @@
 #include "rscore/duration.h"
 #include "rscore/time_arg.h"
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 namespace {
 
 bool IsDirectory(const std::string& path) {
@@ -44,10 +44,10 @@ rs::Result<int> MergeBundles(const std::vector<std::string>& inputs, std::ostrea
     return rs::Error("cannot make a directory for the merged bundles in " +
                      dir.substr(0, dir.rfind('/')) + ": " + std::strerror(errno));
   }
-  merge::MergeOptions options;
+  rs::merge::MergeOptions options;
   options.inputs = inputs;
   options.out_path = dir + "/merged.rsdb";
-  auto merged = merge::Merge(options, log);
+  auto merged = rs::merge::Merge(options, log);
   int fd = -1;
   if (merged.ok()) fd = ::open(options.out_path.c_str(), O_RDONLY | O_CLOEXEC);
   const int open_errno = errno;
@@ -157,4 +157,4 @@ rs::Result<int64_t> Recording::ResolveTime(const std::string& text, const std::s
   return t.Resolve(start_ns());
 }
 
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

@@ -20,7 +20,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 
 class Recording {
  public:
@@ -76,4 +76,4 @@ class Recording {
   std::optional<std::vector<std::string>> nodes_;
 };
 
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

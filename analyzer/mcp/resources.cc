@@ -6,7 +6,7 @@
 #include "analyzer/query.h"
 #include "analyzer/report_render.h"
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 namespace {
 
 rs::Result<std::string> SchemaText(Recording& rec) {
@@ -50,4 +50,4 @@ std::vector<Resource> AllResources() {
            "text/plain", ReportText}};
 }
 
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

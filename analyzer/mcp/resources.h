@@ -11,7 +11,7 @@
 #include "analyzer/mcp/recording.h"
 #include "rscore/result.h"
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 
 struct Resource {
   std::string uri, name, title, description, mime_type;
@@ -20,4 +20,4 @@ struct Resource {
 
 std::vector<Resource> AllResources();
 
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

@@ -10,7 +10,7 @@
 #include "rscore/cli.h"
 #include "rscore/clock.h"
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 namespace {
 
 // The revisions before 2025-06-18 know neither structuredContent nor outputSchema nor titles;
@@ -273,4 +273,4 @@ int Server::Serve(int in_fd, int out_fd) {
   }
 }
 
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

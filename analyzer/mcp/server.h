@@ -18,7 +18,7 @@
 #include "analyzer/mcp/resources.h"
 #include "analyzer/mcp/tools.h"
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 
 // The protocol revisions spoken, newest first: those of the official TypeScript SDK
 // (@modelcontextprotocol/sdk 1.32: LATEST_PROTOCOL_VERSION and SUPPORTED_PROTOCOL_VERSIONS).
@@ -77,4 +77,4 @@ class Server {
   int64_t requests_ = 0;
 };
 
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

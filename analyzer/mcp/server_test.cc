@@ -12,7 +12,7 @@
 #include "analyzer/mcp/tool_bounds.h"
 #include "tests/support/synth_bundle.h"
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 namespace {
 
 std::string MakeTempDir() {
@@ -380,4 +380,4 @@ TEST(FitResult, CutsLongStringsAndListsUntilTheResultFits) {
 }
 
 }  // namespace
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

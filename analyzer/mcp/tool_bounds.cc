@@ -1,6 +1,6 @@
 #include "analyzer/mcp/tool_bounds.h"
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 namespace {
 
 bool CutStrings(Json& j) {
@@ -65,4 +65,4 @@ bool FitResult(Json& result, const std::string& hint) {
   return cut;
 }
 
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

@@ -10,7 +10,7 @@
 
 #include "analyzer/mcp/json_rpc.h"
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 
 inline constexpr size_t kMaxStringChars = 4000;
 inline constexpr size_t kMaxResultChars = 200000;
@@ -30,4 +30,4 @@ std::string CutString(const std::string& s, size_t max_chars);
 // marks the result).
 bool FitResult(Json& result, const std::string& hint);
 
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

@@ -13,7 +13,7 @@
 #include "rscore/comm_hash.h"
 #include "rscore/time_arg.h"
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 namespace {
 
 constexpr size_t kMaxRanks = 64;
@@ -389,4 +389,4 @@ Tool ExplainCollectiveTool() {
   return t;
 }
 
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

@@ -12,7 +12,7 @@
 #include "exporter/exporter.h"
 #include "rscore/time_arg.h"
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 namespace {
 
 constexpr int kNameTries = 100;
@@ -170,4 +170,4 @@ Tool ExportTraceTool() {
   return t;
 }
 
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

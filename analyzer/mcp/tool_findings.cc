@@ -10,7 +10,7 @@
 #include "analyzer/report_render.h"
 #include "rscore/comm_hash.h"
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 namespace {
 
 constexpr size_t kMaxFindings = 10;
@@ -270,7 +270,7 @@ rs::Result<ToolOutput> RunHang(Recording& rec, const Args&, const ToolContext&) 
     text += "\n" + std::to_string(h.mismatches.size()) + " mismatch(es) of op/count/datatype/root";
   }
   if (report->flight_recorder) {
-    text += "\nflight recorder: " + analyzer::FlightRecorderLine(*report->flight_recorder);
+    text += "\nflight recorder: " + rs::analyzer::FlightRecorderLine(*report->flight_recorder);
   }
   return ToolOutput{std::move(out), std::move(text)};
 }
@@ -306,4 +306,4 @@ Tool HangReportTool() {
   return t;
 }
 
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

@@ -7,7 +7,7 @@
 #include "analyzer/query.h"
 #include "rscore/duration.h"
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 namespace {
 
 constexpr int64_t kDefaultRows = 100;
@@ -139,4 +139,4 @@ Tool QueryTool() {
   return t;
 }
 
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

@@ -16,7 +16,7 @@
 #include "rscore/comm_hash.h"
 #include "rscore/time_arg.h"
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 namespace {
 
 constexpr int64_t kDefaultLimit = 10;
@@ -152,4 +152,4 @@ Tool SlowestCollectivesTool() {
   return t;
 }
 
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

@@ -12,7 +12,7 @@
 #include "rscore/schema.h"
 #include "rscore/time_arg.h"
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 namespace {
 
 constexpr size_t kMaxNodes = 64;
@@ -185,4 +185,4 @@ Tool SummaryTool() {
   return t;
 }
 
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

@@ -12,7 +12,7 @@
 #include "rscore/schema.h"
 #include "rscore/time_arg.h"
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 namespace {
 
 constexpr int64_t kDefaultLimit = 200;
@@ -272,4 +272,4 @@ Tool NodeTimelineTool() {
   return t;
 }
 
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

@@ -1,6 +1,6 @@
 #include "analyzer/mcp/tools.h"
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 
 std::vector<Tool> AllTools() {
   return {SummaryTool(),
@@ -13,4 +13,4 @@ std::vector<Tool> AllTools() {
           ExportTraceTool()};
 }
 
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

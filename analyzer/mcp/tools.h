@@ -14,7 +14,7 @@
 #include "analyzer/mcp/recording.h"
 #include "rscore/result.h"
 
-namespace analyzer::mcp {
+namespace rs::analyzer::mcp {
 
 struct ToolOutput {
   Json structured;   // matches the tool's output_schema
@@ -51,4 +51,4 @@ Tool NodeTimelineTool();
 Tool QueryTool();
 Tool ExportTraceTool();
 
-}  // namespace analyzer::mcp
+}  // namespace rs::analyzer::mcp

@@ -509,7 +509,7 @@ TEST_F(V5, ForkedChildMakesItsOwnRegion) {
     if (now.size() != 2) _exit(3);
     const Memfd& mine = now[0].ino == parent[0].ino ? now[1] : now[0];
     if (mine.ino == parent[0].ino) _exit(4);
-    auto reader = rec::GpuRingReader::Open("/proc/self/fd/" + std::to_string(mine.fd));
+    auto reader = rs::rec::GpuRingReader::Open("/proc/self/fd/" + std::to_string(mine.fd));
     if (!reader.ok()) _exit(5);
     const rs_gpu_ring_header& h = reader->header();
     if (h.pid != getpid() || h.comms != 1 || h.ops != 1) _exit(6);
@@ -534,7 +534,7 @@ TEST_F(V5, ProxyTimesOffInAProcessMadeWithTheVariable) {
     std::vector<Memfd> now = Memfds();
     if (now.size() != 2) _exit(3);
     const Memfd& mine = now[0].ino == parent[0].ino ? now[1] : now[0];
-    auto reader = rec::GpuRingReader::Open("/proc/self/fd/" + std::to_string(mine.fd));
+    auto reader = rs::rec::GpuRingReader::Open("/proc/self/fd/" + std::to_string(mine.fd));
     if (!reader.ok()) _exit(4);
     if (reader->header().proxy_times_off != 1) _exit(5);
     reader->Heartbeat(NowNs());

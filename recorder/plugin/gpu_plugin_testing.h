@@ -57,12 +57,12 @@ inline const ncclProfiler_v4_t* PluginV4() {
 }
 
 // This process's region, as the recorder reads it (opened at the first call: after an init).
-inline rec::GpuRingReader* OwnRing() {
-  static std::optional<rec::GpuRingReader> reader;
+inline rs::rec::GpuRingReader* OwnRing() {
+  static std::optional<rs::rec::GpuRingReader> reader;
   if (reader) return &*reader;
-  auto where = rec::FindGpuRing("/proc", getpid());
+  auto where = rs::rec::FindGpuRing("/proc", getpid());
   if (!where.ok() || !where.value()) return nullptr;
-  auto r = rec::GpuRingReader::Open(where.value()->path);
+  auto r = rs::rec::GpuRingReader::Open(where.value()->path);
   if (!r.ok()) return nullptr;
   reader.emplace(std::move(r).value());
   return &*reader;

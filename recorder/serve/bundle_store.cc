@@ -11,7 +11,7 @@
 #include "rscore/output.h"
 #include "rscore/summarize.h"
 
-namespace serve {
+namespace rs::serve {
 namespace {
 
 bool EndsWith(const std::string& s, const char* suffix) {
@@ -169,4 +169,4 @@ rs::Result<BundleStore::Located> BundleStore::Summary(const std::string& name) {
   return Located{kept.entry, kept.file.path()};
 }
 
-}  // namespace serve
+}  // namespace rs::serve

@@ -17,7 +17,7 @@
 #include "rscore/fleet_wire.h"
 #include "rscore/result.h"
 
-namespace serve {
+namespace rs::serve {
 
 class BundleStore {
  public:
@@ -90,4 +90,4 @@ class BundleStore {
   std::mutex summary_mu_;  // held while one is made: a second request for it waits
 };
 
-}  // namespace serve
+}  // namespace rs::serve

@@ -10,7 +10,7 @@
 
 #include "rscore/tls.h"
 
-namespace serve {
+namespace rs::serve {
 
 using Clock = std::chrono::steady_clock;
 
@@ -284,4 +284,4 @@ int ConnectionGuard::Unauthenticated() const {
   }));
 }
 
-}  // namespace serve
+}  // namespace rs::serve

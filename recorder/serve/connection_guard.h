@@ -29,7 +29,7 @@
 typedef struct ssl_ctx_st SSL_CTX;
 typedef struct ssl_st SSL;
 
-namespace serve {
+namespace rs::serve {
 
 // A request's line and header fields together at most (a client of the fleet sends a few
 // hundred bytes), and at most this many header fields.
@@ -106,4 +106,4 @@ class ConnectionGuard {
   std::thread watchdog_;
 };
 
-}  // namespace serve
+}  // namespace rs::serve

@@ -36,7 +36,7 @@ std::string Usage() {
          "                              every address; IPv6 in brackets: '[fd00::3]:7443')\n"
          "  -n, --node NAME             this node's name (else $RANKSCOPE_NODE, else the\n"
          "                              hostname); a query's rows carry its bundle's node\n" +
-         serve::ServeOptionsHelp("--") +
+         rs::serve::ServeOptionsHelp("--") +
          "  -q, --quiet                 no start-up line (requests are still logged)\n"
          "  -h, --help                  show this help\n"
          "      --version               show the version\n"
@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
         {kServeNames[i], required_argument, nullptr, kServeOption + static_cast<int>(i)});
   }
   longs.push_back({nullptr, 0, nullptr, 0});
-  serve::ServerConfig config;
+  rs::serve::ServerConfig config;
   bool listen_given = false, quiet = false;
   std::string node_flag;
   opterr = 0;
@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   while ((c = getopt_long(argc, argv, ":n:qh", longs.data(), nullptr)) != -1) {
     if (c == kListen) {
       listen_given = true;
-      if (auto r = serve::ParseListen(optarg, config.options); !r.ok()) {
+      if (auto r = rs::serve::ParseListen(optarg, config.options); !r.ok()) {
         std::fprintf(stderr, "rankscope-serve: --listen %s (see 'rankscope-serve --help')\n",
                      r.error().message().c_str());
         return kExitUsage;
@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
       std::printf("rankscope-serve %s\n", RANKSCOPE_VERSION);
       return kExitOk;
     } else if (c >= kServeOption && c < kServeOption + static_cast<int>(std::size(kServeNames))) {
-      if (auto r = serve::SetServeOption(kServeNames[c - kServeOption], optarg, config.options);
+      if (auto r = rs::serve::SetServeOption(kServeNames[c - kServeOption], optarg, config.options);
           !r.ok()) {
         std::fprintf(stderr, "rankscope-serve: --%s (see 'rankscope-serve --help')\n",
                      r.error().message().c_str());
@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
         "rankscope-serve: --listen ADDR[:PORT] is required (see 'rankscope-serve --help')\n");
     return kExitUsage;
   }
-  if (auto r = serve::CheckServeOptions(config.options, "--"); !r.ok()) {
+  if (auto r = rs::serve::CheckServeOptions(config.options, "--"); !r.ok()) {
     std::fprintf(stderr, "rankscope-serve: %s (see 'rankscope-serve --help')\n",
                  r.error().message().c_str());
     return kExitUsage;
@@ -171,20 +171,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rankscope-serve: %s\n", r.error().message().c_str());
     return kExitError;
   }
-  serve::BundleStore probe(config.bundle_dir);
+  rs::serve::BundleStore probe(config.bundle_dir);
   auto listing = probe.List();
   if (!listing.ok()) {
     std::fprintf(stderr, "rankscope-serve: %s\n", listing.error().message().c_str());
     return kExitError;
   }
   for (const std::string& s : listing->skipped) Log("warning: not served: " + s);
-  auto server = serve::Server::Start(config);
+  auto server = rs::serve::Server::Start(config);
   if (!server.ok()) {
     std::fprintf(stderr, "rankscope-serve: %s\n", server.error().message().c_str());
     return kExitError;
   }
   if (!quiet) {
-    const serve::ServeOptions& o = config.options;
+    const rs::serve::ServeOptions& o = config.options;
     Log("serving " + std::to_string(listing->bundles.size()) + " bundle(s) of " +
         config.bundle_dir + " as node " + config.node + " on https://" + o.host + ":" +
         std::to_string((*server)->port()) + " (" +

@@ -6,7 +6,7 @@
 #include "rscore/duration.h"
 #include "rscore/read_only_query.h"
 
-namespace serve {
+namespace rs::serve {
 
 rs::Result<rs::Db> OpenQueryConnection(const std::string& path, const std::string& label) {
   ASSIGN_OR_RETURN(rs::Db db, rs::Db::Open(path, rs::Db::Mode::kReadOnly));
@@ -100,4 +100,4 @@ rs::Result<std::string> RunWireQuery(rs::Db& db, const rs::wire::QueryRequest& r
   return w.Finish(!truncated_by.empty(), truncated_by, elapsed);
 }
 
-}  // namespace serve
+}  // namespace rs::serve

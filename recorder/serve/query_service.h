@@ -11,7 +11,7 @@
 #include "rscore/result.h"
 #include "rscore/sqlite.h"
 
-namespace serve {
+namespace rs::serve {
 
 struct QueryLimits {
   int64_t max_rows = 100000;
@@ -42,4 +42,4 @@ rs::Result<std::string> RunWireQuery(rs::Db& db, const rs::wire::QueryRequest& r
                                      const std::string& node, const std::string& source,
                                      const QueryLimits& limits);
 
-}  // namespace serve
+}  // namespace rs::serve

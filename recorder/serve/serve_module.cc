@@ -1,4 +1,4 @@
-// librankscope-serve.so: serve::Server behind the C interface of serve_module.h.
+// librankscope-serve.so: rs::serve::Server behind the C interface of serve_module.h.
 #include "recorder/serve/serve_module.h"
 
 #include <cstdio>
@@ -7,7 +7,7 @@
 #include "recorder/serve/server.h"
 
 struct rankscope_serve {
-  std::unique_ptr<serve::Server> server;
+  std::unique_ptr<rs::serve::Server> server;
 };
 
 namespace {
@@ -27,7 +27,7 @@ extern "C" __attribute__((visibility("default"))) rankscope_serve* rankscope_ser
         "librankscope-serve.so speaks another version of its interface than this "
         "rankscope-record: install both from the same release");
   }
-  serve::ServerConfig c;
+  rs::serve::ServerConfig c;
   c.options.host = Text(a->host);
   c.options.port = a->port;
   c.options.tls = {Text(a->ca), Text(a->cert), Text(a->key)};
@@ -47,7 +47,7 @@ extern "C" __attribute__((visibility("default"))) rankscope_serve* rankscope_ser
     void* ctx = a->log_ctx;
     c.log = [log, ctx](const std::string& line) { log(ctx, line.c_str()); };
   }
-  auto s = serve::Server::Bind(std::move(c));
+  auto s = rs::serve::Server::Bind(std::move(c));
   if (!s.ok()) return fail(s.error().message());
   return new rankscope_serve{std::move(s).value()};
 }

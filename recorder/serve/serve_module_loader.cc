@@ -10,7 +10,7 @@
 #define RANKSCOPE_SERVE_MODULE_DIR "/usr/local/lib/rankscope"
 #endif
 
-namespace serve {
+namespace rs::serve {
 
 std::vector<std::string> ServeModuleCandidates() {
   std::vector<std::string> out;
@@ -98,4 +98,4 @@ void LoadedServer::Stop() {
 // threads (OpenSSL's, cpp-httplib's) gains nothing at the end of a recording.
 LoadedServer::~LoadedServer() { Stop(); }
 
-}  // namespace serve
+}  // namespace rs::serve

@@ -12,7 +12,7 @@
 #include "recorder/serve/serve_options.h"
 #include "rscore/result.h"
 
-namespace serve {
+namespace rs::serve {
 
 // Where the module is looked for, in order: $RANKSCOPE_SERVE_MODULE, the installed one
 // (LIBDIR/rankscope/librankscope-serve.so), serve/ beside the executable (a build tree).
@@ -45,4 +45,4 @@ class LoadedServer {
   int port_ = 0;
 };
 
-}  // namespace serve
+}  // namespace rs::serve

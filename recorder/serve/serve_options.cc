@@ -7,7 +7,7 @@
 #include "rscore/duration.h"
 #include "rscore/host_port.h"
 
-namespace serve {
+namespace rs::serve {
 namespace {
 
 rs::Result<int64_t> PositiveInt(std::string_view v, int64_t max) {
@@ -108,4 +108,4 @@ std::string ServeOptionsHelp(std::string_view prefix) {
          line("query-timeout D", "a query still running after D fails (default 30s)");
 }
 
-}  // namespace serve
+}  // namespace rs::serve

@@ -9,7 +9,7 @@
 #include "rscore/result.h"
 #include "rscore/tls.h"
 
-namespace serve {
+namespace rs::serve {
 
 inline constexpr int kDefaultPort = 7443;
 
@@ -43,4 +43,4 @@ rs::Result<void> CheckServeOptions(const ServeOptions& o, std::string_view prefi
 // The options' lines for --help, with `prefix` ("--" or "--serve-").
 std::string ServeOptionsHelp(std::string_view prefix);
 
-}  // namespace serve
+}  // namespace rs::serve

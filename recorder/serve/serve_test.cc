@@ -12,7 +12,7 @@
 #include "rscore/file_checksum.h"
 #include "tests/support/synth_bundle.h"
 
-namespace serve {
+namespace rs::serve {
 namespace {
 
 TEST(ServeOptionsTest, Listen) {
@@ -160,4 +160,4 @@ TEST_F(StoreTest, QueriesAreGuardedAndBounded) {
 }
 
 }  // namespace
-}  // namespace serve
+}  // namespace rs::serve

@@ -18,7 +18,7 @@
 #include "rscore/time_arg.h"
 #include "rscore/tls.h"
 
-namespace serve {
+namespace rs::serve {
 namespace {
 
 constexpr const char* kJson = "application/json";
@@ -385,4 +385,4 @@ void Server::Send(const httplib::Request& req, httplib::Response& res, bool summ
       [fd](bool) { close(fd); });
 }
 
-}  // namespace serve
+}  // namespace rs::serve

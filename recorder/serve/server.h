@@ -28,7 +28,7 @@ struct Request;
 struct Response;
 }  // namespace httplib
 
-namespace serve {
+namespace rs::serve {
 
 struct ServerConfig {
   ServeOptions options;
@@ -87,4 +87,4 @@ class Server {
   std::atomic<int64_t> requests_{0};
 };
 
-}  // namespace serve
+}  // namespace rs::serve

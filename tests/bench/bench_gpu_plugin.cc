@@ -184,12 +184,12 @@ int Run(const Table& plugin, long n, int rounds) {
     std::fprintf(stderr, "the plugin's init failed\n");
     return 1;
   }
-  auto where = rec::FindGpuRing("/proc", getpid());
+  auto where = rs::rec::FindGpuRing("/proc", getpid());
   if (!where.ok() || !where.value()) {
     std::fprintf(stderr, "no region in /proc/self/fd\n");
     return 1;
   }
-  auto reader = rec::GpuRingReader::Open(where.value()->path);
+  auto reader = rs::rec::GpuRingReader::Open(where.value()->path);
   if (!reader.ok()) {
     std::fprintf(stderr, "%s\n", reader.error().message().c_str());
     return 1;

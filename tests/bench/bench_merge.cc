@@ -14,7 +14,7 @@
 #include "tests/support/synth_bundle.h"
 
 int main(int argc, char** argv) {
-  merge::ConfigureSqlite();  // as rankscope-merge does
+  rs::merge::ConfigureSqlite();  // as rankscope-merge does
   synth::ClusterSpec spec;
   spec.nodes = 4;
   spec.ranks_per_node = 2;
@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   }
   spec.offset_ns.assign(spec.nodes, 0);
   for (int k = 0; k < spec.nodes; ++k) spec.offset_ns[k] = (k % 2 ? 1 : -1) * k * 3'000'000;
-  merge::testing::TempDir tmp;
+  rs::merge::testing::TempDir tmp;
   const std::string dir = keep.empty() ? tmp.path() : keep;
   auto t0 = std::chrono::steady_clock::now();
   auto paths = synth::WriteClusterBundles(spec, dir);
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   int64_t events =
       rows.nccl + rows.tcp + rows.sched + rows.block + rows.process + rows.cuda + rows.gpu;
   int64_t bundle_bytes = 0;
-  for (const std::string& p : paths.value()) bundle_bytes += merge::testing::FileSize(p);
+  for (const std::string& p : paths.value()) bundle_bytes += rs::merge::testing::FileSize(p);
   std::printf(
       "inputs: %d nodes x %d ranks, %d steps (%s), %lld events, %.1f MiB of bundles "
       "(generated in %.1f s)\n",
@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
       static_cast<long long>(events), bundle_bytes / 1048576.0, gen_s);
   // One merge; its wall time in seconds, or a negative number on failure.
   auto run = [&](int r) -> double {
-    merge::MergeOptions opt;
+    rs::merge::MergeOptions opt;
     opt.inputs = paths.value();
     opt.out_path = dir + "/merged.rsdb";
     std::ostringstream log;
@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
     std::remove(opt.out_path.c_str());
     auto start = std::chrono::steady_clock::now();
     std::clock_t cpu0 = std::clock();
-    auto result = merge::Merge(opt, log);
+    auto result = rs::merge::Merge(opt, log);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     double cpu = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
     if (!result.ok()) {
@@ -93,8 +93,8 @@ int main(int argc, char** argv) {
         "run %d: %.2f s wall, %.2f M events/s; %.2f s CPU (all threads), %.2f M events per "
         "CPU-s; output %.1f MiB; load average %.1f\n",
         r + 1, s, events / s / 1e6, cpu, events / cpu / 1e6,
-        merge::testing::FileSize(opt.out_path) / 1048576.0, load);
-    for (const merge::PhaseTime& p : result->phases) {
+        rs::merge::testing::FileSize(opt.out_path) / 1048576.0, load);
+    for (const rs::merge::PhaseTime& p : result->phases) {
       std::printf("  %-28s %.3f s wall, %.3f s CPU\n", p.phase.c_str(), p.wall_s, p.cpu_s);
     }
     return s;

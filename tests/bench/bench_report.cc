@@ -32,13 +32,14 @@ int Child(const std::string& path, const std::string& format, bool check) {
     return 1;
   }
   auto t1 = std::chrono::steady_clock::now();
-  auto report = analyzer::BuildReport(*opened);
+  auto report = rs::analyzer::BuildReport(*opened);
   if (!report.ok()) {
     std::fprintf(stderr, "%s\n", report.error().message().c_str());
     return 1;
   }
-  auto fmt = analyzer::ParseReportFormat(format);
-  std::string out = analyzer::Render(*report, fmt.ok() ? *fmt : analyzer::ReportFormat::kJson);
+  auto fmt = rs::analyzer::ParseReportFormat(format);
+  std::string out =
+      rs::analyzer::Render(*report, fmt.ok() ? *fmt : rs::analyzer::ReportFormat::kJson);
   auto t2 = std::chrono::steady_clock::now();
   auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
   std::printf("  open %.0f ms, analyze+render %.0f ms, output %zu bytes; verdict: %.100s\n",
@@ -66,7 +67,7 @@ rs::Result<std::string> Generate(int64_t events, const std::string& dir, const s
       static_cast<long long>(total), static_cast<long long>(rows.sched),
       static_cast<long long>(rows.nccl));
   auto g0 = std::chrono::steady_clock::now();
-  auto path = analyzer::testing::WriteMergedCluster(spec, dir, 50'000);
+  auto path = rs::analyzer::testing::WriteMergedCluster(spec, dir, 50'000);
   if (!path.ok()) return path;
   std::printf("generated %s in %.1f s\n", path->c_str(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - g0).count());

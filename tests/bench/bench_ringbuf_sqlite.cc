@@ -10,7 +10,7 @@
 // through rankscope-fleet's client, and the queries' count and latency are printed.
 // Events: one sched_events row per getppid() of this process (a syscall tracepoint in
 // recorder/bench_ringbuf.bpf.c); a producer thread makes the calls, the main thread runs
-// rec::EventLoop exactly as rankscope-record does.
+// rs::rec::EventLoop exactly as rankscope-record does.
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -41,7 +41,7 @@
 namespace {
 
 // The temporary database's journal (default: the recorder's own, crash-safe).
-std::string g_journal = rec::RecordingDbOptions().journal_mode;
+std::string g_journal = rs::rec::RecordingDbOptions().journal_mode;
 std::string g_serve_certs;  // --serve: the certificates' directory
 int g_query_every_ms = -1;  // --query-every: -1 none
 
@@ -51,14 +51,15 @@ int64_t MonoNs(clockid_t id = CLOCK_MONOTONIC) {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-class BenchProbe : public rec::KernelProbe {
+class BenchProbe : public rs::rec::KernelProbe {
  public:
   std::string_view source() const override { return "bench"; }
-  rs::Result<void> Start(rec::RecorderContext& ctx) override {
+  rs::Result<void> Start(rs::rec::RecorderContext& ctx) override {
     ctx_ = &ctx;
-    ASSIGN_OR_RETURN(writer_, rec::SchedEventWriter::Create(*ctx.db, ctx.node, ctx.ids, ctx.clock));
-    rec::SkeletonOps<bench_ringbuf_bpf> ops{&bench_ringbuf_bpf__open, &bench_ringbuf_bpf__load,
-                                            &bench_ringbuf_bpf__destroy};
+    ASSIGN_OR_RETURN(writer_,
+                     rs::rec::SchedEventWriter::Create(*ctx.db, ctx.node, ctx.ids, ctx.clock));
+    rs::rec::SkeletonOps<bench_ringbuf_bpf> ops{&bench_ringbuf_bpf__open, &bench_ringbuf_bpf__load,
+                                                &bench_ringbuf_bpf__destroy};
     ASSIGN_OR_RETURN(bench_ringbuf_bpf * skel,
                      Load<bench_ringbuf_bpf>(ops, ctx, [](bench_ringbuf_bpf* s) {
                        s->rodata->bench_tgid = static_cast<uint32_t>(getpid());
@@ -70,7 +71,7 @@ class BenchProbe : public rec::KernelProbe {
     attached.store(true);
     return rs::Ok();
   }
-  rs::Result<void> Finish(rec::RecorderContext& ctx) override {
+  rs::Result<void> Finish(rs::rec::RecorderContext& ctx) override {
     auto r = FinishKernel(ctx);
     // The recording phase only: from attach to the end of the final drain.
     const double wall = static_cast<double>(MonoNs() - wall_start_);
@@ -90,7 +91,7 @@ class BenchProbe : public rec::KernelProbe {
   rs::Result<void> OnSample(std::span<const uint8_t> data) override { return writer_.Write(data); }
 
  private:
-  rec::SchedEventWriter writer_;
+  rs::rec::SchedEventWriter writer_;
   int64_t wall_start_ = 0, cpu_start_ = 0;
 };
 
@@ -110,16 +111,16 @@ struct RunResult {
 // The recording served as rankscope-record --serve serves it, and a workstation querying it.
 class ServeLoad {
  public:
-  ServeLoad(const std::string& live_db, rec::LoopConfig& config) {
+  ServeLoad(const std::string& live_db, rs::rec::LoopConfig& config) {
     if (g_serve_certs.empty()) return;
-    serve::ServerConfig sc;
+    rs::serve::ServerConfig sc;
     sc.options.host = "127.0.0.1";
     sc.options.port = 0;
     sc.options.tls = {g_serve_certs + "/ca.pem", g_serve_certs + "/node.pem",
                       g_serve_certs + "/node.key"};
     sc.node = "bench";
     sc.live_db = live_db;
-    auto s = serve::Server::Start(std::move(sc));
+    auto s = rs::serve::Server::Start(std::move(sc));
     if (!s.ok()) {
       std::fprintf(stderr, "bench: --serve: %s\n", s.error().message().c_str());
       std::exit(1);
@@ -133,9 +134,9 @@ class ServeLoad {
     if (g_query_every_ms < 0) return;
     auth_.tls = {g_serve_certs + "/ca.pem", g_serve_certs + "/ws.pem", g_serve_certs + "/ws.key"};
     client_ = std::thread([this] {
-      fleet::NodeAddress node{"bench", "127.0.0.1", server_->port()};
+      rs::fleet::NodeAddress node{"bench", "127.0.0.1", server_->port()};
       while (!stop_) {
-        fleet::NodeClient c(node, auth_, 30'000'000'000);
+        rs::fleet::NodeClient c(node, auth_, 30'000'000'000);
         rs::wire::QueryRequest q;
         q.sql = "SELECT COUNT(*), SUM(duration_ns), MAX(timestamp_ns) FROM sched_events";
         const int64_t t0 = MonoNs();
@@ -155,15 +156,15 @@ class ServeLoad {
   }
 
  private:
-  std::unique_ptr<serve::Server> server_;
-  fleet::ClientAuth auth_;
+  std::unique_ptr<rs::serve::Server> server_;
+  rs::fleet::ClientAuth auth_;
   std::thread client_;
   std::atomic<bool> stop_{false};
   std::vector<double> latencies_ms_, errors_;
 };
 #else
 struct ServeLoad {
-  ServeLoad(const std::string&, rec::LoopConfig&) {
+  ServeLoad(const std::string&, rs::rec::LoopConfig&) {
     if (!g_serve_certs.empty()) {
       std::fprintf(stderr, "bench: built without the fleet server (cpp-httplib)\n");
       std::exit(1);
@@ -177,22 +178,22 @@ struct ServeLoad {
 RunResult RunOnce(const std::string& dir, double seconds, uint64_t rate) {
   RunResult res;
   std::string out = dir + "/bench_" + std::to_string(rate) + ".rsb";
-  rec::RecorderOptions opts;
+  rs::rec::RecorderOptions opts;
   opts.out = out;
   opts.duration_ns = static_cast<int64_t>(seconds * 1e9) + 300'000'000;  // + start-up slack
-  auto writer = rec::RecordingDb::Create(out, {.journal_mode = g_journal});
+  auto writer = rs::rec::RecordingDb::Create(out, {.journal_mode = g_journal});
   if (!writer.ok()) {
     std::fprintf(stderr, "%s\n", writer.error().message().c_str());
     std::exit(1);
   }
-  std::vector<std::unique_ptr<rec::Probe>> probes;
+  std::vector<std::unique_ptr<rs::rec::Probe>> probes;
   auto owned = std::make_unique<BenchProbe>();
   BenchProbe* probe = owned.get();
   probes.push_back(std::move(owned));
-  rec::LoopConfig config;
+  rs::rec::LoopConfig config;
   ServeLoad serve_load(writer->temp_path(), config);
-  rec::EventLoop loop(opts, rs::NodeName{"bench", "flag"}, std::move(*writer), std::move(probes),
-                      std::move(config));
+  rs::rec::EventLoop loop(opts, rs::NodeName{"bench", "flag"}, std::move(*writer),
+                          std::move(probes), std::move(config));
 
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> calls{0};
@@ -241,13 +242,13 @@ RunResult RunOnce(const std::string& dir, double seconds, uint64_t rate) {
 // The writer alone: rows/s of SchedEventWriter into the recording db in 10k-row transactions.
 void WriterOnly(const std::string& dir, uint64_t n) {
   std::string out = dir + "/bench_writer.rsb";
-  auto writer = rec::RecordingDb::Create(out, {.journal_mode = g_journal});
+  auto writer = rs::rec::RecordingDb::Create(out, {.journal_mode = g_journal});
   if (!writer.ok()) std::exit(1);
   rs::EventIdAllocator ids(1);
   rs::MonoToWall clock;
   rs::WallClock wall;
   clock.Add(wall.TakeRef("start"));
-  auto w = rec::SchedEventWriter::Create(writer->db(), "bench", &ids, &clock);
+  auto w = rs::rec::SchedEventWriter::Create(writer->db(), "bench", &ids, &clock);
   if (!w.ok()) std::exit(1);
   rs_sched_event e{};
   e.kind = RS_SCHED_RUNQ;
@@ -305,7 +306,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_ringbuf_sqlite: run as root (loads a BPF program)\n");
     return 1;
   }
-  if (auto r = rec::EnsureTracefs(); !r.ok()) {  // its program is a classic tracepoint
+  if (auto r = rs::rec::EnsureTracefs(); !r.ok()) {  // its program is a classic tracepoint
     std::fprintf(stderr, "bench_ringbuf_sqlite: %s\n", r.error().message().c_str());
     return 1;
   }

@@ -170,11 +170,11 @@ bool SetBpfStats(bool on) {
 }
 
 ProbeResult WithRankscope(const Target& t, Worker& w, BpfTime* bpf_time = nullptr) {
-  rec::RecorderOptions opts;
+  rs::rec::RecorderOptions opts;
   opts.nccl_libs = {t.path};
   capture_test::Session s(opts);
   (void)s.db().Exec("BEGIN");
-  rec::NcclProbe probe;
+  rs::rec::NcclProbe probe;
   ProbeResult r;
   if (auto st = s.Start(probe); !st.ok()) {
     std::fprintf(stderr, "bench_capture: %s\n", st.error().message().c_str());
@@ -358,9 +358,9 @@ double SyscallNs() {
 double ConsumerEventsPerSecond(int n) {
   auto db = rs::Db::Open(":memory:", rs::Db::Mode::kCreate);
   if (!db.ok() || !rs::CreateSchema(*db, rs::DbKind::kBundle).ok()) return -1;
-  auto st = rec::PrepareNcclInsert(*db);
+  auto st = rs::rec::PrepareNcclInsert(*db);
   if (!st.ok()) return -1;
-  rec::NcclDecoder decoder;
+  rs::rec::NcclDecoder decoder;
   nccl_event e;
   std::memset(&e, 0, sizeof(e));
   e.abi = CALL_ABI_VERSION;
@@ -385,7 +385,8 @@ double ConsumerEventsPerSecond(int n) {
     e.exit_ns = e.entry_ns + 5;
     auto row = decoder.Decode(e);
     if (!row ||
-        !rec::WriteNcclRow(*st, *row, "node", i + 1, static_cast<int64_t>(e.entry_ns), 42).ok()) {
+        !rs::rec::WriteNcclRow(*st, *row, "node", i + 1, static_cast<int64_t>(e.entry_ns), 42)
+             .ok()) {
       return -1;
     }
   }

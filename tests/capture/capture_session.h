@@ -41,14 +41,14 @@ inline int64_t WallNs() {
 // One probe recording into an in-memory bundle database.
 class Session {
  public:
-  explicit Session(rec::RecorderOptions opts)
+  explicit Session(rs::rec::RecorderOptions opts)
       : opts_(std::move(opts)),
         db_(std::move(rs::Db::Open(":memory:", rs::Db::Mode::kCreate).value())),
         log_(&db_, "capnode", /*verbose=*/false),
         processes_(&db_, "capnode", "/proc", 0, &WallNs),
         ids_(0x1234) {
     if (geteuid() == 0) {  // the library-load tracepoint needs tracefs, as in rankscope-record
-      auto tracefs = rec::EnsureTracefs();
+      auto tracefs = rs::rec::EnsureTracefs();
       if (!tracefs.ok()) std::fprintf(stderr, "warning: %s\n", tracefs.error().message().c_str());
     }
     (void)rs::CreateSchema(db_, rs::DbKind::kBundle);
@@ -63,26 +63,26 @@ class Session {
     ctx_.poller = &poller_;
   }
 
-  rs::Result<void> Start(rec::Probe& probe) { return probe.Start(ctx_); }
-  void Tick(rec::Probe& probe) { probe.Tick(ctx_); }
-  rs::Result<void> Finish(rec::Probe& probe) {
+  rs::Result<void> Start(rs::rec::Probe& probe) { return probe.Start(ctx_); }
+  void Tick(rs::rec::Probe& probe) { probe.Tick(ctx_); }
+  rs::Result<void> Finish(rs::rec::Probe& probe) {
     clock_.Add(wall_.TakeRef("end"));
     return probe.Finish(ctx_);
   }
   rs::Db& db() { return db_; }
-  rec::AttachLog& log() { return log_; }
-  rec::RecorderContext& ctx() { return ctx_; }
+  rs::rec::AttachLog& log() { return log_; }
+  rs::rec::RecorderContext& ctx() { return ctx_; }
 
  private:
-  rec::RecorderOptions opts_;
+  rs::rec::RecorderOptions opts_;
   rs::Db db_;
-  rec::AttachLog log_;
-  rec::ProcessTable processes_;
+  rs::rec::AttachLog log_;
+  rs::rec::ProcessTable processes_;
   rs::EventIdAllocator ids_;
   rs::WallClock wall_;
   rs::MonoToWall clock_;
-  rec::RingPoller poller_;  // direct mode: probes read their rings on Tick / Finish
-  rec::RecorderContext ctx_;
+  rs::rec::RingPoller poller_;  // direct mode: probes read their rings on Tick / Finish
+  rs::rec::RecorderContext ctx_;
 };
 
 // A child process with its stdin and stdout on pipes.

@@ -19,7 +19,7 @@
 #include "recorder_runner.h"
 #include "rscore/bundle.h"
 
-namespace rec::ktest {
+namespace rs::rec::ktest {
 namespace {
 
 std::string Env(const char* name) {
@@ -300,4 +300,4 @@ TEST_F(GpuCaptureSetupOnly, OperationsKeepTheirCommunicatorWithoutPerCallProbes)
 }
 
 }  // namespace
-}  // namespace rec::ktest
+}  // namespace rs::rec::ktest

@@ -22,7 +22,7 @@
 #include "recorder_runner.h"
 #include "rscore/bundle.h"
 
-namespace rec::ktest {
+namespace rs::rec::ktest {
 namespace {
 
 std::string Env(const char* name) {
@@ -169,4 +169,4 @@ TEST(GpuHostile, FakeRegionsOfALocalUserNeitherCrashTheRecorderNorForgeRows) {
 }
 
 }  // namespace
-}  // namespace rec::ktest
+}  // namespace rs::rec::ktest

@@ -40,8 +40,8 @@ uint64_t KnownIdNcclHash(int seed) {
   return rs::NcclCommHash(id);
 }
 
-rec::RecorderOptions TestLibOptions() {
-  rec::RecorderOptions opts;
+rs::rec::RecorderOptions TestLibOptions() {
+  rs::rec::RecorderOptions opts;
   opts.nccl_libs = {Env("CAPTURE_NCCL_CPU_LIB")};
   return opts;
 }
@@ -62,10 +62,10 @@ bool Attached(Session& s, const std::string& lib, const std::string& symbol) {
 TEST(NcclCapture, EveryColumnOnTheTestLibrary) {
   REQUIRE_ROOT_OR_SKIP();
   Child child({Env("CAPTURE_NCCL_SCENARIO"), "local"});
-  rec::RecorderOptions opts = TestLibOptions();
+  rs::rec::RecorderOptions opts = TestLibOptions();
   opts.pids = {child.pid()};
   Session s(opts);
-  rec::NcclProbe probe;
+  rs::rec::NcclProbe probe;
   int64_t start = capture_test::WallNs();
   ASSERT_TRUE(s.Start(probe).ok());
   ASSERT_TRUE(Attached(s, opts.nccl_libs[0], "ncclAllReduce"));
@@ -245,7 +245,7 @@ class NcclHang : public ::testing::TestWithParam<bool> {};
 TEST_P(NcclHang, IsRecordedInFlightAndRanksAgreeOnTheCollective) {
   REQUIRE_ROOT_OR_SKIP();
   Session s(TestLibOptions());
-  rec::NcclProbe probe;
+  rs::rec::NcclProbe probe;
   const bool multi = GetParam();
   if (!multi) probe.DisableUprobeMulti();
   ASSERT_TRUE(s.Start(probe).ok());

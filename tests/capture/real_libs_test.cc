@@ -65,7 +65,7 @@ uint64_t HashOfHex(const std::string& hex) {
 
 // Waits for `dlopen_driver driver` (the driver API on the toolkit's stub libcuda), ends the
 // recording and returns the program's cuda_events rows in call order (none on a failure).
-std::vector<Row> DriverProgramRows(Session& s, rec::CudaProbe& probe, Child& child) {
+std::vector<Row> DriverProgramRows(Session& s, rs::rec::CudaProbe& probe, Child& child) {
   const pid_t pid = child.pid();  // Wait() forgets it
   const bool ran = child.ReadUntil("ctx_sync_ret", 30000);
   EXPECT_TRUE(ran);
@@ -89,12 +89,12 @@ TEST(RealLibraries, NcclAndCudaRuntimeCallsDecodeWithTheirReturnCodes) {
   const std::string cudart = FindLibrary({"libcudart.so.13", "libcudart.so.12"});
   SKIP_UNLESS_OR_FAIL_IN_CI(!nccl.empty() && !cudart.empty(),
                             "the CUDA toolkit's libnccl.so.2 / libcudart.so is not installed");
-  rec::RecorderOptions opts;
+  rs::rec::RecorderOptions opts;
   opts.nccl_libs = {nccl};
   opts.cuda_libs = {cudart};
   Session s(opts);
-  rec::NcclProbe nccl_probe;
-  rec::CudaProbe cuda_probe(1);
+  rs::rec::NcclProbe nccl_probe;
+  rs::rec::CudaProbe cuda_probe(1);
   ASSERT_TRUE(s.Start(nccl_probe).ok());
   ASSERT_TRUE(s.Start(cuda_probe).ok());
   EXPECT_GE(nccl_probe.attacher()->libraries(), 1);
@@ -191,11 +191,11 @@ TEST(RealLibraries, KernelLaunchesAreSampledOneInN) {
   REQUIRE_ROOT_OR_SKIP();
   const std::string cudart = FindLibrary({"libcudart.so.13", "libcudart.so.12"});
   SKIP_UNLESS_OR_FAIL_IN_CI(!cudart.empty(), "the CUDA toolkit's libcudart.so is not installed");
-  rec::RecorderOptions opts;
+  rs::rec::RecorderOptions opts;
   opts.cuda_libs = {cudart};
   opts.cuda_launch_sample = 4;
   Session s(opts);
-  rec::CudaProbe probe(opts.cuda_launch_sample);
+  rs::rec::CudaProbe probe(opts.cuda_launch_sample);
   ASSERT_TRUE(s.Start(probe).ok());
   constexpr int kLaunches = 400;
   Child child({Env("CAPTURE_DLOPEN_DRIVER"), "launches", cudart, std::to_string(kLaunches)});
@@ -224,10 +224,10 @@ TEST(RealLibraries, DriverApiCallsOnTheToolkitStubDecode) {
   REQUIRE_ROOT_OR_SKIP();
   const std::string cuda = FindLibrary({"libcuda.so"}, "stubs");
   SKIP_UNLESS_OR_FAIL_IN_CI(!cuda.empty(), "the CUDA toolkit's stubs/libcuda.so is not installed");
-  rec::RecorderOptions opts;
+  rs::rec::RecorderOptions opts;
   opts.cuda_libs = {cuda};
   Session s(opts);
-  rec::CudaProbe probe(1);
+  rs::rec::CudaProbe probe(1);
   ASSERT_TRUE(s.Start(probe).ok());
   // The stub, and any CUDA runtime other processes of the machine have mapped (the test bed's
   // libcudart, loaded with its libnccl by tests running beside this one): the stub's
@@ -275,11 +275,11 @@ TEST(RealLibraries, LaunchSampleZeroLeavesTheLaunchFunctionsUnprobed) {
   REQUIRE_ROOT_OR_SKIP();
   const std::string cuda = FindLibrary({"libcuda.so"}, "stubs");
   SKIP_UNLESS_OR_FAIL_IN_CI(!cuda.empty(), "the CUDA toolkit's stubs/libcuda.so is not installed");
-  rec::RecorderOptions opts;
+  rs::rec::RecorderOptions opts;
   opts.cuda_libs = {cuda};
   opts.cuda_launch_sample = 0;
   Session s(opts);
-  rec::CudaProbe probe(opts.cuda_launch_sample);
+  rs::rec::CudaProbe probe(opts.cuda_launch_sample);
   ASSERT_TRUE(s.Start(probe).ok());
   Child child({Env("CAPTURE_DLOPEN_DRIVER"), "driver", cuda});
   EXPECT_EQ(Apis(DriverProgramRows(s, probe, child)),
@@ -306,13 +306,13 @@ TEST(Attach, CallsOfALoopRunningDuringTheAttachAreRecorded) {
   REQUIRE_ROOT_OR_SKIP();
   for (bool multi : {true, false}) {
     SCOPED_TRACE(multi ? "uprobe_multi" : "uprobe");
-    rec::RecorderOptions opts;
+    rs::rec::RecorderOptions opts;
     opts.nccl_libs = {Env("CAPTURE_NCCL_CPU_LIB")};
     Child child({Env("CAPTURE_DLOPEN_DRIVER"), "loop", opts.nccl_libs[0], "20000"});
     const pid_t pid = child.pid();
     ASSERT_TRUE(child.ReadUntil("looping"));
     Session s(opts);
-    rec::NcclProbe probe;
+    rs::rec::NcclProbe probe;
     if (!multi) probe.DisableUprobeMulti();
     ASSERT_TRUE(s.Start(probe).ok());
     ASSERT_EQ(probe.attacher()->uprobe_multi(), multi);
@@ -344,10 +344,10 @@ TEST(Attach, CallsOfALoopRunningDuringTheAttachAreRecorded) {
 // not under way any more; it is replaced and counted as a drop.
 TEST(Attach, CallsAfterALongjmpOutOfAProbedCallAreRecorded) {
   REQUIRE_ROOT_OR_SKIP();
-  rec::RecorderOptions opts;
+  rs::rec::RecorderOptions opts;
   opts.nccl_libs = {Env("CAPTURE_JUMP_LIB")};
   Session s(opts);
-  rec::NcclProbe probe;
+  rs::rec::NcclProbe probe;
   ASSERT_TRUE(s.Start(probe).ok());
   ASSERT_EQ(*s.db().QueryInt("SELECT COUNT(*) FROM attachments WHERE ok = 1 AND symbol IN "
                              "('ncclGroupStart', 'ncclGroupEnd') AND target = '" +
@@ -387,10 +387,10 @@ void LateLoadIsAttached(bool load_tracepoint) {
     ~Cleanup() { fs::remove_all(p); }
   } cleanup{root};
 
-  rec::RecorderOptions opts;
+  rs::rec::RecorderOptions opts;
   opts.load_tracepoint = load_tracepoint;
   Session s(opts);
-  rec::NcclProbe probe;
+  rs::rec::NcclProbe probe;
   ASSERT_TRUE(s.Start(probe).ok());
   EXPECT_EQ(*s.db().QueryInt("SELECT COUNT(*) FROM attachments WHERE kind = 'tracepoint' AND "
                              "target = 'syscalls/sys_enter_mmap' AND ok = 1"),
@@ -456,8 +456,8 @@ TEST(LibraryDiscovery, LibraryLoadReportedAtFinishAttachesNothing) {
     fs::path p;
     ~Cleanup() { fs::remove_all(p); }
   } cleanup{root};
-  Session s(rec::RecorderOptions{});
-  rec::NcclProbe probe;
+  Session s(rs::rec::RecorderOptions{});
+  rs::rec::NcclProbe probe;
   ASSERT_TRUE(s.Start(probe).ok());
   Child child({Env("CAPTURE_DLOPEN_DRIVER"), "late", lib.string()});
   ASSERT_TRUE(child.ReadUntil("loaded"));
@@ -480,8 +480,8 @@ TEST(LibraryDiscovery, VenvCopyDlopenedByALaterProcessIsRecorded) {
     ~Cleanup() { fs::remove_all(p); }
   } cleanup{root};
 
-  Session s(rec::RecorderOptions{});  // no --nccl-lib: discovery only
-  rec::NcclProbe probe;
+  Session s(rs::rec::RecorderOptions{});  // no --nccl-lib: discovery only
+  rs::rec::NcclProbe probe;
   ASSERT_TRUE(s.Start(probe).ok());
   Child child({Env("CAPTURE_DLOPEN_DRIVER"), "late", lib.string()});
   const pid_t pid = child.pid();

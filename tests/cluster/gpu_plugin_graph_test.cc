@@ -33,7 +33,7 @@ TEST(GpuPluginTestbed, GraphReplaysAreRecordedWithTheirReplayNumbers) {
       [&dir](int rank, ncclComm_t comm) -> int {
         cudaStream_t s = nullptr;
         CHILD_CHECK(cudaStreamCreate(&s) == cudaSuccess);
-        std::optional<rec::GpuRingReader> ring;
+        std::optional<rs::rec::GpuRingReader> ring;
         if (int r = Attach(&ring, comm, s)) return r;  // call 1
         std::vector<float> a(64, 1.0f), b(32, 1.0f);
         CHILD_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess);

@@ -45,7 +45,7 @@ TEST(GpuPluginHang, NeverCompletedIsWrittenWithItsStateAtAbort) {
       [&dir](int rank, ncclComm_t comm) -> int {
         cudaStream_t s = nullptr;
         CHILD_CHECK(cudaStreamCreate(&s) == cudaSuccess);
-        std::optional<rec::GpuRingReader> ring = OpenOwnRing();
+        std::optional<rs::rec::GpuRingReader> ring = OpenOwnRing();
         CHILD_CHECK(ring.has_value());
         ring->Heartbeat(NowNs());
         std::vector<float> a(300, 1.0f);

@@ -35,10 +35,10 @@ inline std::string Env(const char* name) {
 }
 
 // The calling process's region (after its first communicator's init), as the recorder opens it.
-inline std::optional<rec::GpuRingReader> OpenOwnRing() {
-  auto where = rec::FindGpuRing("/proc", getpid());
+inline std::optional<rs::rec::GpuRingReader> OpenOwnRing() {
+  auto where = rs::rec::FindGpuRing("/proc", getpid());
   if (!where.ok() || !where.value()) return std::nullopt;
-  auto reader = rec::GpuRingReader::Open(where.value()->path);
+  auto reader = rs::rec::GpuRingReader::Open(where.value()->path);
   if (!reader.ok()) return std::nullopt;
   return std::move(reader).value();
 }
@@ -97,7 +97,7 @@ inline void UsePlugin(const std::string& setting) {
 
 // What a rank does after its region exists: a reader appears, one call switches NCCL's mask
 // to device events (that call itself is not recorded), then the calls under test.
-inline int Attach(std::optional<rec::GpuRingReader>* ring, ncclComm_t comm, cudaStream_t s) {
+inline int Attach(std::optional<rs::rec::GpuRingReader>* ring, ncclComm_t comm, cudaStream_t s) {
   *ring = OpenOwnRing();
   CHILD_CHECK(ring->has_value());
   (*ring)->Heartbeat(NowNs());
@@ -106,7 +106,7 @@ inline int Attach(std::optional<rec::GpuRingReader>* ring, ncclComm_t comm, cuda
   return 0;
 }
 
-inline int Finish(rec::GpuRingReader& ring, ncclComm_t comm, const std::string& path) {
+inline int Finish(rs::rec::GpuRingReader& ring, ncclComm_t comm, const std::string& path) {
   RankReport report;
   report.pid = getpid();
   report.done_ns = NowNs();

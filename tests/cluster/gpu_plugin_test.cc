@@ -50,7 +50,7 @@ int ChildFindsPlugin(const char* setting) {
     ncclUniqueId id{};
     ncclComm_t comm = nullptr;
     if (ncclCommInitRank(&comm, 2, id, 1) != ncclSuccess) _exit(2);
-    std::optional<rec::GpuRingReader> ring = OpenOwnRing();
+    std::optional<rs::rec::GpuRingReader> ring = OpenOwnRing();
     const bool loaded = PluginMapped() && ring && ring->header().api_version == 7 &&
                         ring->header().comms == 1 && ring->header().pid == getpid();
     _exit(loaded ? 1 : 0);
@@ -80,7 +80,7 @@ TEST(GpuPluginTestbed, RegionOutlivesTheLastCommunicator) {
       ncclComm_t comm = nullptr;
       if (ncclGetUniqueId(&id) != ncclSuccess) _exit(10);
       if (ncclCommInitRank(&comm, 1, id, 0) != ncclSuccess) _exit(11);
-      auto where = rec::FindGpuRing("/proc", getpid());
+      auto where = rs::rec::FindGpuRing("/proc", getpid());
       if (!where.ok() || !where.value()) _exit(12);
       struct stat st;
       if (stat(where.value()->path.c_str(), &st) != 0) _exit(12);
@@ -90,7 +90,7 @@ TEST(GpuPluginTestbed, RegionOutlivesTheLastCommunicator) {
       if (cudaStreamSynchronize(nullptr) != cudaSuccess) _exit(14);
       if (ncclCommDestroy(comm) != ncclSuccess) _exit(15);
     }
-    std::optional<rec::GpuRingReader> ring = OpenOwnRing();
+    std::optional<rs::rec::GpuRingReader> ring = OpenOwnRing();
     if (!ring || ino[0] != ino[1]) _exit(16);
     if (ring->header().comms != 2 || ring->header().ops != 2) _exit(17);
     _exit(PluginMapped() ? 0 : 18);
@@ -125,7 +125,7 @@ TEST(GpuPluginTestbed, EveryCollectiveSendAndReceiveRecorded) {
       [&dir](int rank, ncclComm_t comm) -> int {
         cudaStream_t s = nullptr;
         CHILD_CHECK(cudaStreamCreate(&s) == cudaSuccess);
-        std::optional<rec::GpuRingReader> ring;
+        std::optional<rs::rec::GpuRingReader> ring;
         if (int r = Attach(&ring, comm, s)) return r;
         std::vector<float> grads(1536, 1.0f), shard(512), bcast(300, 1.0f);
         std::vector<int32_t> mine(16, rank), gathered(16 * kRanks);
@@ -291,7 +291,7 @@ TEST(GpuPluginTestbed, OlderNcclChoosesAnOlderTable) {
         },
         2,
         [&dir](int rank, ncclComm_t comm) -> int {
-          std::optional<rec::GpuRingReader> ring;
+          std::optional<rs::rec::GpuRingReader> ring;
           if (int r = Attach(&ring, comm, nullptr)) return r;
           float x[4] = {1, 2, 3, 4};
           CHILD_CHECK(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, nullptr) == ncclSuccess);
@@ -328,7 +328,7 @@ TEST(GpuPluginTestbed, SymmetricKernelsTimeTheirOpeningBarrier) {
       },
       kRanks,
       [&dir](int rank, ncclComm_t comm) -> int {
-        std::optional<rec::GpuRingReader> ring;
+        std::optional<rs::rec::GpuRingReader> ring;
         if (int r = Attach(&ring, comm, nullptr)) return r;
         CHILD_CHECK(cudaStreamSynchronize(nullptr) == cudaSuccess);
         if (rank == kLate) usleep(kDelay / 1000);
@@ -374,7 +374,7 @@ TEST(GpuPluginTestbed, SplitCommunicatorHasItsHashAndNumbers) {
         CHILD_CHECK(cudaStreamCreate(&s) == cudaSuccess);
         ncclComm_t sub = nullptr;
         CHILD_CHECK(ncclCommSplit(comm, rank == 1 ? 1 : 0, rank, &sub, nullptr) == ncclSuccess);
-        std::optional<rec::GpuRingReader> ring;
+        std::optional<rs::rec::GpuRingReader> ring;
         if (int r = Attach(&ring, comm, s)) return r;
         std::vector<float> a(96, 1.0f);
         CHILD_CHECK(ncclAllReduce(a.data(), a.data(), 96, ncclFloat32, ncclSum, sub, s) ==
@@ -433,7 +433,7 @@ TEST(GpuPluginTestbed, WithoutAReaderOnlyCountingThenConsistentNumbers) {
         }
         CHILD_CHECK(shift());
         CHILD_CHECK(cudaStreamSynchronize(s) == cudaSuccess);
-        std::optional<rec::GpuRingReader> ring = OpenOwnRing();
+        std::optional<rs::rec::GpuRingReader> ring = OpenOwnRing();
         CHILD_CHECK(ring.has_value());
         CHILD_CHECK(ring->header().ops == 5 && ring->header().ops_unrecorded == 5);
         CHILD_CHECK(ring->header().head == 0 && ring->InFlight().empty());
@@ -493,7 +493,7 @@ TEST(GpuPluginTestbed, StartupWindowRecordsFromTheFirstCallUntilItEnds) {
                       ncclSuccess);
         }
         CHILD_CHECK(cudaStreamSynchronize(s) == cudaSuccess);
-        std::optional<rec::GpuRingReader> ring = OpenOwnRing();
+        std::optional<rs::rec::GpuRingReader> ring = OpenOwnRing();
         CHILD_CHECK(ring.has_value() && ring->from_start());
         RankReport rep;
         rep.pid = getpid();
@@ -540,7 +540,7 @@ TEST(GpuPluginTestbed, V4NumbersInLaunchOrderAndBoundsTheClockByReceives) {
       [&dir](int rank, ncclComm_t comm) -> int {
         cudaStream_t s = nullptr;
         CHILD_CHECK(cudaStreamCreate(&s) == cudaSuccess);
-        std::optional<rec::GpuRingReader> ring;
+        std::optional<rs::rec::GpuRingReader> ring;
         if (int r = Attach(&ring, comm, s)) return r;
         std::vector<float> a(64, 1.0f);
         for (int i = 0; i < 2; ++i) {

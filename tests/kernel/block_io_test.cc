@@ -14,7 +14,7 @@
 #include "kernel_test.h"
 #include "recorder_runner.h"
 
-namespace rec::ktest {
+namespace rs::rec::ktest {
 namespace {
 
 constexpr size_t kBlock = 64 * 1024;
@@ -106,4 +106,4 @@ TEST(BlockIo, DirectWritesAndReadsOnLoopDevice) {
 }
 
 }  // namespace
-}  // namespace rec::ktest
+}  // namespace rs::rec::ktest

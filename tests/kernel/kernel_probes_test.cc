@@ -1,4 +1,4 @@
-// The four kernel probes driven in-process through rec::EventLoop, once with the tp_btf
+// The four kernel probes driven in-process through rs::rec::EventLoop, once with the tp_btf
 // programs and once forced onto the classic tracepoint programs: both variants must record
 // the same things (process exec / exit, run-queue contention, a SYN retransmit in a network
 // namespace of the test, O_DIRECT writes).
@@ -26,7 +26,7 @@
 #include "recorder/tcp_probe.h"
 #include "recorder_runner.h"
 
-namespace rec::ktest {
+namespace rs::rec::ktest {
 namespace {
 
 // Whether the running kernel's BTF has struct `type` with a member `member`.
@@ -64,7 +64,7 @@ TEST_P(KernelProbes, RecordEveryFamily) {
   REQUIRE_ROOT_OR_SKIP();
   // Classic tracepoints need tracefs (mounted for this process where it is not, as
   // rankscope-record does).
-  auto tracefs = rec::EnsureTracefs();
+  auto tracefs = rs::rec::EnsureTracefs();
   ASSERT_TRUE(tracefs.ok()) << tracefs.error().message();
   const bool classic = GetParam();
   ForceClassicTracepointsForTesting(classic);
@@ -193,4 +193,4 @@ INSTANTIATE_TEST_SUITE_P(Variants, KernelProbes, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "tracepoint" : "tp_btf"; });
 
 }  // namespace
-}  // namespace rec::ktest
+}  // namespace rs::rec::ktest

@@ -13,7 +13,7 @@
 #include "recorder_runner.h"
 #include "rscore/time_arg.h"
 
-namespace rec::ktest {
+namespace rs::rec::ktest {
 namespace {
 
 bool Exists(const std::string& p) { return access(p.c_str(), F_OK) == 0; }
@@ -280,4 +280,4 @@ TEST(RecorderCli, HelpAndVersion) {
 }
 
 }  // namespace
-}  // namespace rec::ktest
+}  // namespace rs::rec::ktest

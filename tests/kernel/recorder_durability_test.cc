@@ -20,7 +20,7 @@
 #include "rscore/bundle.h"
 #include "rscore/sqlite.h"
 
-namespace rec::ktest {
+namespace rs::rec::ktest {
 namespace {
 
 namespace fs = std::filesystem;
@@ -335,4 +335,4 @@ TEST(RecorderDurability, OutInAMissingDirectoryIsRefusedAtOnce) {
 }
 
 }  // namespace
-}  // namespace rec::ktest
+}  // namespace rs::rec::ktest

@@ -16,7 +16,7 @@
 #include <cstring>
 #include <filesystem>
 
-namespace rec::ktest {
+namespace rs::rec::ktest {
 namespace {
 
 int64_t NowMs() {
@@ -205,4 +205,4 @@ rs::Result<int64_t> QueryBundleInt(const std::string& bundle, const std::string&
   return db.db().QueryInt(sql);
 }
 
-}  // namespace rec::ktest
+}  // namespace rs::rec::ktest

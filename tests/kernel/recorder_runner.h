@@ -12,7 +12,7 @@
 #include "rscore/bundle.h"
 #include "rscore/result.h"
 
-namespace rec::ktest {
+namespace rs::rec::ktest {
 
 // Path of the binary under test: $RANKSCOPE_RECORD (set by meson).
 std::string RecorderPath();
@@ -82,4 +82,4 @@ void Reap(pid_t pid);
 // Opens a bundle and runs a single-integer query.
 rs::Result<int64_t> QueryBundleInt(const std::string& bundle, const std::string& sql);
 
-}  // namespace rec::ktest
+}  // namespace rs::rec::ktest

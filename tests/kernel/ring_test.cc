@@ -15,7 +15,7 @@
 #include "kernel_test.h"
 #include "recorder_runner.h"
 
-namespace rec::ktest {
+namespace rs::rec::ktest {
 namespace {
 
 std::vector<std::string> Lines(const std::string& path) {
@@ -217,4 +217,4 @@ TEST(Ring, ARingLeftByKillIsACutAtTheNextStart) {
 }
 
 }  // namespace
-}  // namespace rec::ktest
+}  // namespace rs::rec::ktest

@@ -13,7 +13,7 @@
 #include "kernel_test.h"
 #include "recorder_runner.h"
 
-namespace rec::ktest {
+namespace rs::rec::ktest {
 namespace {
 
 TEST(SchedContention, RunqLatencyNamesTheCompetitor) {
@@ -72,4 +72,4 @@ TEST(SchedContention, RunqLatencyNamesTheCompetitor) {
 }
 
 }  // namespace
-}  // namespace rec::ktest
+}  // namespace rs::rec::ktest

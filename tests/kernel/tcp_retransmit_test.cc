@@ -14,7 +14,7 @@
 #include "kernel_test.h"
 #include "recorder_runner.h"
 
-namespace rec::ktest {
+namespace rs::rec::ktest {
 namespace {
 
 // Two namespaces and a veth pair, named with our pid; removed in the destructor.
@@ -304,4 +304,4 @@ TEST(TcpRetransmit, DsackCountGrowsWhenTheReceiverHadTheData) {
 }
 
 }  // namespace
-}  // namespace rec::ktest
+}  // namespace rs::rec::ktest
