@@ -271,9 +271,13 @@ TEST(RecorderDurability, SuddenlyFullFileSystemStillLeavesABundle) {
   ASSERT_TRUE(p.ok());
   ASSERT_TRUE(p->WaitReady()) << p->stderr_text();
   usleep(700'000);
-  ASSERT_EQ(Sh("fallocate -l $(($(stat -f -c '%a*%S' " + dir.File("small") + "))) " +
-               dir.File("small/filler")),
-            0);
+  // Take every free byte. Not by asking for the free size first: the recorder writes on
+  // meanwhile, so a size read a moment before can be gone when it is asked for (fallocate
+  // then fails whole and fills nothing). dd writes until the file system refuses (ENOSPC,
+  // its exit status 1); what it wrote is the test's precondition.
+  const std::string filler = dir.File("small/filler");
+  Sh("dd if=/dev/zero of=" + filler + " bs=4096 2>/dev/null");
+  ASSERT_EQ(Sh("test -s " + filler), 0) << "nothing was written to " << filler;
   const bool stopped = p->WaitFor("stopped writing events", 30'000);
   usleep(300'000);
   const int rc = p->Stop(SIGTERM, 60'000);
